@@ -1,0 +1,70 @@
+#pragma once
+// Value types for what the audit store keeps.
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace netbox::audit {
+
+using Clock = std::chrono::system_clock;
+
+// One row of `requests`: inserted at decision time, completed at close.
+struct AuditRecord {
+  std::int64_t id = 0;            // assigned by the store; 0 before insertion
+  Clock::time_point ts{};         // decision time (stored as UTC ISO-8601 with ms)
+  std::string agent = "anonymous";
+  std::string client_addr;        // "10.213.0.2:41234"
+  std::string kind;               // "http" or "connect"
+  std::string method;
+  std::string host;
+  std::uint16_t port = 0;
+  std::string path;               // plain HTTP only, without the query string
+  std::string resolved_addr;
+  std::string decision;           // "allow", "deny", "report"
+  std::string rule;
+  std::string reason;
+  std::optional<int> status;      // HTTP status sent to the agent (200 for an established tunnel)
+  std::uint64_t bytes_up = 0;     // agent -> upstream
+  std::uint64_t bytes_down = 0;   // upstream -> agent
+  std::optional<std::int64_t> duration_ms;
+  std::string error;
+};
+
+// What is known when a connection or request ends.
+struct Completion {
+  std::optional<int> status;
+  std::uint64_t bytes_up = 0;
+  std::uint64_t bytes_down = 0;
+  std::int64_t duration_ms = 0;
+  std::string resolved_addr;      // empty: keep what was inserted
+  std::string error;
+};
+
+// One row of `agents`.
+struct AgentRecord {
+  std::string name;
+  std::int64_t pid = 0;
+  std::string command_line;
+  std::string policy_digest;
+  std::string address;            // the agent's veth address
+  Clock::time_point started{};
+};
+
+struct AgentExit {
+  std::string name;
+  std::int64_t pid = 0;
+  Clock::time_point ended{};
+  std::optional<int> exit_status;  // shell convention: 128+N when killed by signal N
+  std::string resource_usage;      // JSON: {"user_ms":..,"sys_ms":..,"max_rss_kb":..}
+};
+
+// One row of `events`: policy loads and reload failures, audit-store errors, launcher events.
+struct Event {
+  Clock::time_point ts{};
+  std::string kind;     // "policy_load", "policy_reload_failed", "audit_error", "audit_recovered", "launch", ...
+  std::string message;
+  std::string detail;   // optional JSON
+};
+
+}  // namespace netbox::audit

@@ -1,0 +1,20 @@
+# All dependencies come from Debian 12 packages (scripts/install-deps.sh).
+find_package(Threads REQUIRED)
+find_package(Boost 1.81 REQUIRED CONFIG)
+find_package(OpenSSL REQUIRED)
+find_package(nlohmann_json 3.11 REQUIRED)
+find_package(CLI11 REQUIRED)
+find_package(GTest REQUIRED)
+find_package(SQLite3 REQUIRED)
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(CARES REQUIRED IMPORTED_TARGET libcares)
+pkg_check_modules(IDN2 REQUIRED IMPORTED_TARGET libidn2)
+pkg_check_modules(SECCOMP REQUIRED IMPORTED_TARGET libseccomp)
+pkg_check_modules(NFTABLES REQUIRED IMPORTED_TARGET libnftables)
+pkg_check_modules(MNL REQUIRED IMPORTED_TARGET libmnl)
+pkg_check_modules(LIBCAP REQUIRED IMPORTED_TARGET libcap)
+
+# Boost.Asio/Beast are header-only here; keep one definition set for every TU.
+add_library(netbox_boost INTERFACE)
+target_link_libraries(netbox_boost INTERFACE Boost::headers Threads::Threads)
+target_compile_definitions(netbox_boost INTERFACE BOOST_ASIO_NO_DEPRECATED BOOST_BEAST_USE_STD_STRING_VIEW)

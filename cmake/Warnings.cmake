@@ -1,0 +1,7 @@
+# Every target of ours gets the same warning set through this interface library.
+add_library(netbox_warnings INTERFACE)
+target_compile_options(netbox_warnings INTERFACE -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor
+  -Wold-style-cast -Wcast-align -Woverloaded-virtual -Wimplicit-fallthrough)
+if(NETBOX_WERROR)
+  target_compile_options(netbox_warnings INTERFACE -Werror)
+endif()

@@ -1,0 +1,17 @@
+// `netbox audit`: not built yet (see the issue that owns it).
+#include "commands.hpp"
+
+#include <iostream>
+
+namespace netbox::cli {
+
+void add_audit_command(CLI::App& app, int& rc) {
+  auto* sub = app.add_subcommand("audit", "audit (not implemented yet)");
+  sub->allow_extras();
+  sub->callback([&rc] {
+    std::cerr << "netbox audit: not implemented yet\n";
+    rc = 1;
+  });
+}
+
+}  // namespace netbox::cli

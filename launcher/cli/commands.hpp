@@ -1,0 +1,15 @@
+#pragma once
+// Each subcommand registers itself on the app; its callback stores the exit status in `rc`.
+// Exit statuses: 0 ok, 1 runtime failure, 2 usage or configuration error
+// (launch also uses 125/126/127 and the agent's own status).
+#include <CLI/CLI.hpp>
+
+namespace netbox::cli {
+
+void add_policy_command(CLI::App& app, int& rc);
+void add_audit_command(CLI::App& app, int& rc);
+void add_proxy_command(CLI::App& app, int& rc);
+void add_launch_command(CLI::App& app, int& rc);
+void add_gc_command(CLI::App& app, int& rc);
+
+}  // namespace netbox::cli

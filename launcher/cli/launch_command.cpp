@@ -1,0 +1,17 @@
+// `netbox launch`: not built yet (see the issue that owns it).
+#include "commands.hpp"
+
+#include <iostream>
+
+namespace netbox::cli {
+
+void add_launch_command(CLI::App& app, int& rc) {
+  auto* sub = app.add_subcommand("launch", "launch (not implemented yet)");
+  sub->allow_extras();
+  sub->callback([&rc] {
+    std::cerr << "netbox launch: not implemented yet\n";
+    rc = 1;
+  });
+}
+
+}  // namespace netbox::cli

@@ -1,0 +1,41 @@
+// `netbox`: dispatches to the subcommands in this folder.
+#include "commands.hpp"
+
+#include <iostream>
+
+int main(int argc, char** argv) {
+  CLI::App app{"netbox: run AI agents behind an auditing egress proxy, confined to their own network namespace"};
+  app.set_version_flag("--version", std::string("netbox ") + NETBOX_VERSION);
+  app.require_subcommand(0, 1);  // checked below, so unknown flags are named first
+  app.fallthrough(false);
+
+  int rc = 0;
+  netbox::cli::add_proxy_command(app, rc);
+  netbox::cli::add_launch_command(app, rc);
+  netbox::cli::add_audit_command(app, rc);
+  netbox::cli::add_policy_command(app, rc);
+  netbox::cli::add_gc_command(app, rc);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    // One line with the reason and where to look, exit 2 (usage error).
+    std::cerr << "netbox: " << e.what() << "\nRun 'netbox --help' for usage.\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "netbox: " << e.what() << "\n";
+    return 1;
+  }
+  if (app.get_subcommands().empty()) {
+    std::cerr << "netbox: a subcommand is required (proxy, launch, audit, policy, gc)\n"
+                 "Run 'netbox --help' for usage.\n";
+    return 2;
+  }
+  return rc;
+}

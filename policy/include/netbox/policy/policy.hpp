@@ -1,0 +1,64 @@
+#pragma once
+// The policy model: what the JSON file (schema version 1) says, after validation.
+#include "netbox/policy/cidr.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <boost/asio/ip/address.hpp>
+
+namespace netbox::policy {
+
+enum class Mode { enforce, report };
+
+// One entry of `allow` or `deny`, kept with how it was written so decisions can cite it.
+struct Rule {
+  enum class Kind { exact_host, wildcard_host, network };
+  Kind kind = Kind::exact_host;
+  std::string host;               // normalised name; for wildcard_host the suffix without "*."
+  Cidr network;                   // for Kind::network (a bare IP is a /32 or /128)
+  std::optional<uint16_t> port;   // "host:port" restricts the entry to that port
+  std::string written;            // the entry exactly as in the file
+  std::string list;               // "allow" or "deny" (or "agents.NAME.allow" ...)
+  std::size_t index = 0;          // position in that list
+  std::string cite() const;       // e.g. "deny[0] *.evil.example"
+};
+
+struct Limits {
+  std::size_t max_connections = 1024;
+  std::size_t max_connections_per_agent = 128;
+  std::size_t max_connections_per_host = 64;
+  std::chrono::milliseconds connect_timeout{10000};
+  std::chrono::milliseconds idle_timeout{300000};
+};
+
+// Everything a decision needs for one agent. The top level is a profile; each
+// entry of `agents` is the top-level profile with the keys it names replaced.
+struct Profile {
+  Mode mode = Mode::enforce;
+  std::vector<Rule> allow;
+  std::vector<Rule> deny;
+  std::vector<uint16_t> ports{80, 443};
+  std::vector<Cidr> internal_allow;
+  std::vector<std::string> internal_allow_written;
+  Limits limits;
+};
+
+struct Policy {
+  int version = 1;
+  Profile base;
+  std::map<std::string, Profile> agents;
+  // Static pins from `resolve`: normalised name -> addresses, consulted before DNS.
+  std::map<std::string, std::vector<boost::asio::ip::address>> pins;
+  std::string source;   // file path or "<embedded>"
+  std::string digest;   // SHA-256 hex of the file's bytes
+
+  // The profile for an agent name; the base profile for unknown names and "anonymous".
+  const Profile& profile_for(const std::string& agent) const;
+};
+
+}  // namespace netbox::policy

@@ -1,0 +1,69 @@
+#pragma once
+// The egress proxy as an object, so `netbox proxy` and `netbox launch` (embedded mode)
+// run the same code. See DESIGN.md, "A request's way through".
+#include "netbox/policy/policy.hpp"
+
+#include <boost/asio/ip/address.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ip/udp.hpp>
+
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace netbox::audit { class Writer; }
+
+namespace netbox::proxy {
+
+enum class LogFormat { text, json };
+
+struct ProxyOptions {
+  std::vector<boost::asio::ip::tcp::endpoint> listen;   // port 0 picks a free port
+  std::filesystem::path policy_file;                     // watched and reloaded on SIGHUP / change
+  std::optional<policy::Policy> policy;                  // used instead of policy_file when set
+  std::filesystem::path audit_db = "netbox-audit.db";
+  std::vector<boost::asio::ip::udp::endpoint> dns_servers;  // empty: /etc/resolv.conf
+  unsigned threads = 0;                                  // 0: one per core
+  std::optional<std::filesystem::path> control_socket;  // Unix socket, JSON lines (see control.hpp)
+  std::chrono::milliseconds shutdown_grace{5000};
+  LogFormat log_format = LogFormat::text;
+};
+
+class Server {
+ public:
+  // Loads the policy and opens the audit store. Throws policy::PolicyError or
+  // std::runtime_error (naming the file or address) when either fails.
+  explicit Server(ProxyOptions options);
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  void start();                 // binds listeners and starts the io threads; returns at once
+  void stop();                  // stop accepting, let tunnels finish for the grace period, drain audit
+  void wait();                  // blocks until stopped
+
+  // Reloads policy_file. On failure the old policy stays; both outcomes are logged and
+  // recorded in `events`. Returns whether the new policy took effect.
+  bool reload_policy();
+
+  // Agent identity: connections from `addr` are logged as `agent` and decided with
+  // the policy's agents[profile] entry (or the base profile when it has none).
+  void register_agent(const boost::asio::ip::address& addr, std::string agent, std::string profile);
+  void unregister_agent(const boost::asio::ip::address& addr);
+
+  // Listeners can be added while running (a launcher adds the host side of a veth).
+  boost::asio::ip::tcp::endpoint add_listener(const boost::asio::ip::tcp::endpoint& ep);
+  void remove_listener(const boost::asio::ip::tcp::endpoint& ep);
+  std::vector<boost::asio::ip::tcp::endpoint> local_endpoints() const;
+
+  audit::Writer& audit();
+
+  struct Impl;
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace netbox::proxy

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs every Debian 12 package netbox needs to build, test and demo.
+# Idempotent: apt-get skips what is already installed.
+set -euo pipefail
+PKGS=(
+  build-essential cmake ninja-build pkg-config git
+  libboost1.81-dev libssl-dev libc-ares-dev libsqlite3-dev sqlite3
+  nlohmann-json3-dev libseccomp-dev libgtest-dev libgmock-dev libidn2-dev
+  libcli11-dev libnftables-dev libmnl-dev libcap-dev
+  iproute2 nftables curl dnsmasq-base nginx-light python3 procps
+)
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "install-deps: missing packages (${missing[*]}); run as root to install them" >&2
+    exit 1
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Installs everything, builds, and runs the whole test suite through ctest.
+# Usage: scripts/test.sh            (the normal build, then the ASan+UBSan build)
+#        NETBOX_TEST_SANITIZE=0 scripts/test.sh   (skip the sanitizer build)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+status=0
+run_suite() {
+  local type=$1 dir
+  dir=$(bash scripts/build.sh "$type" | tail -n 1)
+  echo "== ctest ($type, $dir) =="
+  (cd "$dir" && ctest --output-on-failure -j"$(nproc)" --timeout 600) || status=1
+}
+run_suite RelWithDebInfo
+if [ "${NETBOX_TEST_SANITIZE:-1}" = 1 ]; then
+  run_suite Asan
+fi
+exit $status

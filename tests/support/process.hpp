@@ -1,0 +1,28 @@
+#pragma once
+// Running programs from tests (the netbox binary, curl, ...) and capturing what they print.
+#include <chrono>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace netbox::test {
+
+struct RunResult {
+  int exit_code = -1;   // shell convention: 128+N when killed by signal N
+  std::string out;
+  std::string err;
+};
+
+// Runs argv[0] (searched in PATH) with a timeout; stdin is /dev/null (or `input` when given).
+RunResult run(const std::vector<std::string>& argv,
+              std::chrono::milliseconds timeout = std::chrono::seconds(60),
+              const std::string& input = {});
+
+// Runs the netbox binary under test with the given arguments.
+RunResult run_netbox(const std::vector<std::string>& args,
+                     std::chrono::milliseconds timeout = std::chrono::seconds(60));
+
+std::filesystem::path netbox_binary();
+std::filesystem::path source_dir();
+
+}  // namespace netbox::test
