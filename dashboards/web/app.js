@@ -1,0 +1,145 @@
+// The netbox dashboard: polls the admin JSON API of the proxy that served this page
+// (same origin only; the page makes no request to any other host) and redraws.
+"use strict";
+
+const POLL_MS = 2000;
+const WINDOW_S = 300;          // the chart keeps the last five minutes
+const DECISIONS = ["allow", "deny", "report"];
+const COLORS = { allow: "#3fb27f", deny: "#e5534b", report: "#d4a72c" };
+
+const $ = (id) => document.getElementById(id);
+const series = { t: [], allow: [], deny: [], report: [] };
+let last = null;               // previous live counters, to turn totals into rates
+let chart = null;
+
+function filters() {
+  const p = new URLSearchParams();
+  const agent = $("f-agent").value, host = $("f-host").value.trim(), decision = $("f-decision").value;
+  if (agent) p.set("agent", agent);
+  if (host) p.set("host", host);
+  if (decision) p.set("decision", decision);
+  p.set("since", $("f-since").value);
+  return p;
+}
+
+async function getJSON(path) {
+  const r = await fetch(path, { headers: { Accept: "application/json" }, credentials: "same-origin" });
+  if (!r.ok) throw new Error(`${path}: HTTP ${r.status}`);
+  return r.json();
+}
+
+function fmtBytes(n) {
+  const u = ["B", "KiB", "MiB", "GiB", "TiB"];
+  let i = 0;
+  while (n >= 1024 && i < u.length - 1) { n /= 1024; i++; }
+  return `${i ? n.toFixed(1) : n} ${u[i]}`;
+}
+const fmtTime = (iso) => (iso ? iso.replace("T", " ").replace(/\.\d+Z$/, "Z") : "");
+
+function cell(text, cls) {
+  const td = document.createElement("td");
+  td.textContent = text == null ? "" : String(text);
+  if (cls) td.className = cls;
+  return td;
+}
+
+function fill(tableId, rows, render, emptyText) {
+  const body = $(tableId).querySelector("tbody");
+  body.replaceChildren();
+  if (!rows.length) {
+    const tr = document.createElement("tr");
+    const td = cell(emptyText, "empty");
+    td.colSpan = $(tableId).querySelectorAll("th").length;
+    tr.appendChild(td);
+    body.appendChild(tr);
+    return;
+  }
+  for (const row of rows) {
+    const tr = document.createElement("tr");
+    for (const td of render(row)) tr.appendChild(td);
+    body.appendChild(tr);
+  }
+}
+
+function makeChart() {
+  const el = $("chart");
+  const opts = {
+    width: el.clientWidth || 800,
+    height: 220,
+    scales: { x: { time: true }, y: { range: (u, min, max) => [0, Math.max(1, max)] } },
+    axes: [{ stroke: "#8595a7", grid: { stroke: "#26313d" } },
+           { stroke: "#8595a7", grid: { stroke: "#26313d" }, label: "req/s" }],
+    series: [{}].concat(DECISIONS.map((d) => ({ label: d, stroke: COLORS[d], width: 2,
+                                                 fill: COLORS[d] + "22", points: { show: false } }))),
+  };
+  chart = new uPlot(opts, [[], [], [], []], el);
+  window.addEventListener("resize", () => chart.setSize({ width: el.clientWidth, height: 220 }));
+}
+
+function pushRates(live) {
+  const now = Date.now() / 1000;
+  if (last) {
+    const dt = Math.max(0.001, now - last.t);
+    series.t.push(now);
+    for (const d of DECISIONS) series[d].push(Math.max(0, ((live.requests[d] || 0) - (last.requests[d] || 0)) / dt));
+    while (series.t.length && series.t[0] < now - WINDOW_S) {
+      series.t.shift();
+      for (const d of DECISIONS) series[d].shift();
+    }
+    chart.setData([series.t, series.allow, series.deny, series.report]);
+  }
+  last = { t: now, requests: { ...live.requests } };
+}
+
+function refreshAgentOptions(agents) {
+  const sel = $("f-agent");
+  const have = new Set([...sel.options].map((o) => o.value));
+  for (const a of agents) {
+    if (have.has(a.agent)) continue;
+    const o = document.createElement("option");
+    o.value = o.textContent = a.agent;
+    sel.appendChild(o);
+  }
+}
+
+async function poll() {
+  const q = filters();
+  try {
+    const [summary, agents, requests, denials] = await Promise.all([
+      getJSON(`/api/summary?${q}`),
+      getJSON(`/api/agents?${q}`),
+      getJSON(`/api/requests?${q}&limit=25`),
+      getJSON(`/api/requests?${new URLSearchParams({ ...Object.fromEntries(q), decision: "deny" })}&limit=25`),
+    ]);
+    const t = summary.totals;
+    $("t-allow").textContent = t.allow;
+    $("t-deny").textContent = t.deny;
+    $("t-report").textContent = t.report;
+    $("t-active").textContent = summary.live.active_connections;
+    $("t-bytes").textContent = `${fmtBytes(t.bytes_up)} / ${fmtBytes(t.bytes_down)}`;
+    pushRates(summary.live);
+    fill("denied-hosts", summary.top_denied, (r) => [cell(r.host), cell(r.count, "num"), cell(r.reason)],
+         "no denials in this window");
+    refreshAgentOptions(agents);
+    fill("agents", agents, (a) => [cell(a.agent), cell(a.requests, "num"), cell(a.denied, "num"),
+                                   cell(fmtBytes(a.bytes_up), "num"), cell(fmtBytes(a.bytes_down), "num"),
+                                   cell(fmtTime(a.last_seen))], "no agents in this window");
+    fill("denials", denials, (r) => [cell(fmtTime(r.ts)), cell(r.agent), cell(`${r.host}:${r.port}`), cell(r.rule),
+                                     cell(r.reason)], "no denials in this window");
+    fill("requests", requests, (r) => [cell(fmtTime(r.ts)), cell(r.agent), cell(r.kind),
+                                       cell(`${r.host}:${r.port}${r.path || ""}`), cell(r.decision, `d-${r.decision}`),
+                                       cell(r.status), cell(`${fmtBytes(r.bytes_up)} / ${fmtBytes(r.bytes_down)}`, "num")],
+         "no requests in this window");
+    $("status").textContent = `updated ${new Date().toLocaleTimeString()}`;
+    $("status").className = "status";
+  } catch (e) {
+    $("status").textContent = `cannot reach the admin API: ${e.message}`;
+    $("status").className = "status err";
+  }
+}
+
+makeChart();
+$("filters").addEventListener("change", poll);
+$("f-host").addEventListener("input", () => { clearTimeout(window._h); window._h = setTimeout(poll, 400); });
+poll();
+setInterval(poll, POLL_MS);
