@@ -1,0 +1,227 @@
+#include "netbox/dashboards/admin_server.hpp"
+
+#include "assets.hpp"
+#include "netbox/dashboards/api.hpp"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+
+#include <atomic>
+#include <condition_variable>
+#include <iostream>
+#include <list>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+namespace netbox::dashboards {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+
+namespace {
+
+// Admin traffic is a few scrapes and one or two browsers: a thread per connection
+// keeps the code plain, and a cap keeps a misbehaving client from piling up threads.
+constexpr std::size_t kMaxConnections = 64;
+constexpr int kSocketTimeoutSeconds = 30;
+
+std::string_view header_or_empty(const http::request<http::string_body>& req, std::string_view name) {
+  auto it = req.find(name);
+  return it == req.end() ? std::string_view{} : std::string_view(it->value().data(), it->value().size());
+}
+
+// Constant-time comparison, so the token can't be guessed a byte at a time by timing.
+bool same_secret(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  unsigned char diff = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return diff == 0;
+}
+
+std::string cookie_value(std::string_view cookies, std::string_view name) {
+  while (!cookies.empty()) {
+    auto semi = cookies.find(';');
+    auto part = cookies.substr(0, semi);
+    cookies = semi == std::string_view::npos ? std::string_view{} : cookies.substr(semi + 1);
+    while (!part.empty() && part.front() == ' ') part.remove_prefix(1);
+    if (part.size() > name.size() && part.substr(0, name.size()) == name && part[name.size()] == '=')
+      return std::string(part.substr(name.size() + 1));
+  }
+  return {};
+}
+
+}  // namespace
+
+struct AdminServer::Impl {
+  AdminOptions opts;
+  asio::io_context ioc{1};
+  tcp::acceptor acceptor{ioc};
+  std::thread accept_thread;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::list<std::shared_ptr<tcp::socket>> open;
+  std::size_t active = 0;
+  std::atomic<bool> stopping{false};
+
+  http::response<http::string_body> handle(const http::request<http::string_body>& req) {
+    std::string target(req.target());
+    auto qpos = target.find('?');
+    std::string path = target.substr(0, qpos);
+    auto query = parse_query(qpos == std::string::npos ? std::string_view{} : std::string_view(target).substr(qpos + 1));
+
+    auto reply = [&](http::status st, std::string_view type, std::string body) {
+      http::response<http::string_body> res{st, req.version()};
+      res.set(http::field::server, "netbox-admin");
+      res.set(http::field::content_type, type);
+      res.set(http::field::cache_control, "no-store");
+      // The page loads only from this origin; nothing else may be fetched or framed.
+      res.set("Content-Security-Policy",
+              "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'");
+      res.set("X-Content-Type-Options", "nosniff");
+      res.keep_alive(req.keep_alive());
+      res.body() = std::move(body);
+      res.prepare_payload();
+      return res;
+    };
+
+    if (req.method() != http::verb::get && req.method() != http::verb::head)
+      return reply(http::status::method_not_allowed, "text/plain", "the admin endpoint only answers GET\n");
+    if (path == "/healthz") return reply(http::status::ok, "text/plain", "ok\n");
+    if (path == "/readyz") {
+      bool ok = !opts.ready || opts.ready();
+      return reply(ok ? http::status::ok : http::status::service_unavailable, "text/plain",
+                   ok ? "ready\n" : "not ready: the audit store cannot write\n");
+    }
+    if (!opts.bearer_token.empty()) {
+      auto auth = header_or_empty(req, "Authorization");
+      bool ok = auth.size() > 7 && auth.substr(0, 7) == "Bearer " && same_secret(auth.substr(7), opts.bearer_token);
+      ok = ok || same_secret(cookie_value(header_or_empty(req, "Cookie"), "netbox_admin"), opts.bearer_token);
+      if (!ok && path == "/" && query.count("token") && same_secret(query["token"], opts.bearer_token)) {
+        // A browser can't send a bearer header: trade the token in the URL for a cookie once.
+        auto res = reply(http::status::see_other, "text/plain", "");
+        res.set(http::field::location, "/");
+        res.set(http::field::set_cookie, "netbox_admin=" + opts.bearer_token + "; HttpOnly; SameSite=Strict; Path=/");
+        return res;
+      }
+      if (!ok) {
+        auto res = reply(http::status::unauthorized, "text/plain",
+                         "this admin endpoint needs its token: send 'Authorization: Bearer TOKEN', or open /?token=TOKEN\n");
+        res.set(http::field::www_authenticate, "Bearer");
+        return res;
+      }
+    }
+    try {
+      if (path == "/metrics")
+        return reply(http::status::ok, "text/plain; version=0.0.4; charset=utf-8", opts.metrics ? opts.metrics() : "");
+      LiveStats live = opts.live ? opts.live() : LiveStats{};
+      if (path == "/api/summary") return reply(http::status::ok, "application/json", api_summary(opts.audit_db, query, live));
+      if (path == "/api/agents") return reply(http::status::ok, "application/json", api_agents(opts.audit_db, query));
+      if (path == "/api/requests") return reply(http::status::ok, "application/json", api_requests(opts.audit_db, query));
+    } catch (const BadParameter& e) {
+      return reply(http::status::bad_request, "application/json", json_error(e.what()));
+    } catch (const std::exception& e) {
+      return reply(http::status::internal_server_error, "application/json", json_error(e.what()));
+    }
+    if (auto asset = find_asset(path))
+      return reply(http::status::ok, asset->content_type, std::string(asset->body));
+    return reply(http::status::not_found, "text/plain", "no such page: " + path + "\n");
+  }
+
+  static std::string json_error(std::string_view message) {
+    std::string out = "{\"error\":\"";
+    for (char c : message) {
+      if (c == '"' || c == '\\') out += '\\';
+      if (static_cast<unsigned char>(c) >= 0x20) out += c;
+    }
+    return out + "\"}";
+  }
+
+  void serve(std::shared_ptr<tcp::socket> sock) {
+    beast::flat_buffer buf;
+    beast::error_code ec;
+    for (;;) {
+      http::request_parser<http::string_body> parser;
+      parser.header_limit(16 * 1024);
+      parser.body_limit(16 * 1024);
+      http::read(*sock, buf, parser, ec);
+      if (ec) break;
+      auto req = parser.release();
+      auto res = handle(req);
+      if (req.method() == http::verb::head) res.body().clear();
+      http::write(*sock, res, ec);
+      if (ec || !res.keep_alive() || stopping) break;
+    }
+    sock->shutdown(tcp::socket::shutdown_both, ec);
+  }
+
+  void accept_loop() {
+    for (;;) {
+      auto sock = std::make_shared<tcp::socket>(ioc);
+      beast::error_code ec;
+      acceptor.accept(*sock, ec);
+      if (stopping) break;
+      if (ec) continue;
+      timeval tv{kSocketTimeoutSeconds, 0};
+      setsockopt(sock->native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+      setsockopt(sock->native_handle(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+      std::unique_lock lk(mu);
+      if (active >= kMaxConnections) {
+        lk.unlock();
+        sock->close(ec);
+        continue;
+      }
+      ++active;
+      auto it = open.insert(open.end(), sock);
+      lk.unlock();
+      std::thread([this, sock, it] {
+        serve(sock);
+        std::lock_guard g(mu);
+        open.erase(it);
+        --active;
+        cv.notify_all();
+      }).detach();
+    }
+  }
+};
+
+AdminServer::AdminServer(AdminOptions options) : impl_(std::make_unique<Impl>()) {
+  impl_->opts = std::move(options);
+  beast::error_code ec;
+  auto& a = impl_->acceptor;
+  a.open(impl_->opts.listen.protocol(), ec);
+  if (!ec) a.set_option(asio::socket_base::reuse_address(true), ec);
+  if (!ec) a.bind(impl_->opts.listen, ec);
+  if (!ec) a.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) {
+    std::ostringstream where;
+    where << impl_->opts.listen;
+    throw std::runtime_error("cannot listen on admin address " + where.str() + ": " + ec.message());
+  }
+  impl_->accept_thread = std::thread([this] { impl_->accept_loop(); });
+}
+
+AdminServer::~AdminServer() { stop(); }
+
+void AdminServer::stop() {
+  if (!impl_ || impl_->stopping.exchange(true)) return;
+  beast::error_code ec;
+  // shutdown() wakes the blocking accept(); then close every open connection and wait.
+  ::shutdown(impl_->acceptor.native_handle(), SHUT_RDWR);
+  if (impl_->accept_thread.joinable()) impl_->accept_thread.join();
+  impl_->acceptor.close(ec);
+  std::unique_lock lk(impl_->mu);
+  for (auto& s : impl_->open) ::shutdown(s->native_handle(), SHUT_RDWR);
+  impl_->cv.wait(lk, [this] { return impl_->active == 0; });
+}
+
+tcp::endpoint AdminServer::local_endpoint() const {
+  beast::error_code ec;
+  return impl_->acceptor.local_endpoint(ec);
+}
+
+}  // namespace netbox::dashboards

@@ -1,2 +1,0 @@
-// The admin endpoint arrives with the dashboards issue.
-namespace netbox::dashboards {}
