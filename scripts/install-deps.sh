@@ -8,8 +8,11 @@ PKGS=(
   nlohmann-json3-dev libseccomp-dev libgtest-dev libgmock-dev libidn2-dev
   libcli11-dev libnftables-dev libmnl-dev libcap-dev
   iproute2 nftables curl dnsmasq-base nginx-light python3 procps
+  chromium fonts-dejavu-core
 )
 missing=()
+# Node.js with npm builds the dashboard's assets; the machine image ships one, else Debian's.
+command -v npm >/dev/null 2>&1 || PKGS+=(nodejs npm)
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
