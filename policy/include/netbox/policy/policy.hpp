@@ -46,6 +46,9 @@ struct Profile {
   std::vector<Cidr> internal_allow;
   std::vector<std::string> internal_allow_written;
   Limits limits;
+  // For agents.NAME: the keys it names (in file order of the schema: mode, allow, deny,
+  // ports, internal, limits); empty for the top level.
+  std::vector<std::string> overrides;
 };
 
 struct Policy {

@@ -1,0 +1,165 @@
+#include "netbox/policy/load.hpp"
+
+#include "cidr_parse.hpp"
+#include "digest.hpp"
+#include "load_context.hpp"
+#include "load_profile.hpp"
+#include "netbox/policy/host.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+namespace netbox::policy {
+namespace {
+
+std::string compose(const std::string& file, int line, int column, const std::string& path, const std::string& what) {
+  std::string s = file;
+  if (line > 0) s += ":" + std::to_string(line) + ":" + std::to_string(column);
+  s += ": ";
+  if (!path.empty()) s += path + ": ";
+  return s + what;
+}
+
+// nlohmann's message without its "[json.exception...] parse error at line L, column C: "
+// prefix: we print our own position in the FILE:LINE:COL form.
+std::string parse_error_text(const nlohmann::json::parse_error& e) {
+  std::string w = e.what();
+  auto col = w.find("column ");
+  if (col != std::string::npos) {
+    auto colon = w.find(": ", col);
+    if (colon != std::string::npos) return w.substr(colon + 2);
+  }
+  auto colon = w.find("] ");
+  return colon == std::string::npos ? w : w.substr(colon + 2);
+}
+
+bool valid_agent_name(const std::string& name) {
+  if (name.empty() || name.size() > 64) return false;
+  for (char c : name)
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_' ||
+          c == '.'))
+      return false;
+  return true;
+}
+
+void read_resolve(const detail::LoadContext& ctx, const nlohmann::json& j, const std::string& pointer,
+                  Policy& policy) {
+  ctx.expect_object(j, pointer);
+  for (const auto& [key, value] : j.items()) {
+    std::string p = detail::child(pointer, key);
+    if (key.find('*') != std::string::npos) ctx.fail(p, "a pinned name cannot contain '*'", true);
+    HostParse h = parse_host(key);
+    if (!h) ctx.fail(p, h.error.message, true);
+    if (h.host->is_ip()) ctx.fail(p, "'" + key + "' is an IP address; only names can be pinned", true);
+    if (policy.pins.count(h.host->name))
+      ctx.fail(p, "'" + key + "' is pinned twice (it normalises to '" + h.host->name + "')", true);
+    ctx.expect_array(value, p);
+    if (value.empty()) ctx.fail(p, "must list at least one IP address");
+    std::vector<boost::asio::ip::address> addrs;
+    for (std::size_t i = 0; i < value.size(); ++i) {
+      std::string ap = detail::child(p, i);
+      const std::string& s = ctx.expect_string(value[i], ap);
+      auto a = detail::parse_strict_address(s);
+      if (!a) ctx.fail(ap, "'" + s + "' is not an IP address; resolve pins must be IP addresses");
+      addrs.push_back(*a);
+    }
+    policy.pins.emplace(h.host->name, std::move(addrs));
+  }
+}
+
+void read_agents(const detail::LoadContext& ctx, const nlohmann::json& j, const std::string& pointer,
+                 Policy& policy) {
+  ctx.expect_object(j, pointer);
+  for (const auto& [name, value] : j.items()) {
+    std::string p = detail::child(pointer, name);
+    if (!valid_agent_name(name))
+      ctx.fail(p, "agent name '" + name + "' must be 1-64 letters, digits, '.', '-' or '_'", true);
+    if (name == "anonymous")
+      ctx.fail(p, "'anonymous' is reserved for clients without an agent identity; the top-level keys apply to them",
+               true);
+    ctx.expect_object(value, p);
+    for (const char* top_only : {"version", "resolve", "agents"})
+      if (value.contains(top_only))
+        ctx.fail(detail::child(p, top_only), std::string("'") + top_only + "' is only allowed at the top level", true);
+    ctx.check_keys(value, p, {"mode", "allow", "deny", "ports", "internal", "limits"});
+    Profile profile = policy.base;
+    detail::read_profile_keys(ctx, value, p, "agents." + name + ".", profile);
+    profile.overrides.clear();
+    for (const char* key : {"mode", "allow", "deny", "ports", "internal", "limits"})
+      if (value.contains(key)) profile.overrides.emplace_back(key);
+    policy.agents.emplace(name, std::move(profile));
+  }
+}
+
+}  // namespace
+
+PolicyError::PolicyError(std::string file, int line, int column, std::string json_path, std::string what)
+    : std::runtime_error(compose(file, line, column, json_path, what)),
+      file_(std::move(file)),
+      line_(line),
+      column_(column),
+      path_(std::move(json_path)) {}
+
+Policy parse_policy(std::string_view text, const std::string& source_name) {
+  detail::LoadContext ctx;
+  ctx.source = source_name;
+
+  nlohmann::json doc;
+  try {
+    doc = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    std::size_t offset = e.byte > 0 ? e.byte - 1 : 0;
+    auto lc = detail::line_column_at(text, offset);
+    throw PolicyError(source_name, lc.line, lc.column, "", "invalid JSON: " + parse_error_text(e));
+  }
+  if (auto problem = ctx.positions.build(text)) {
+    auto lc = detail::line_column_at(text, problem->offset);
+    throw PolicyError(source_name, lc.line, lc.column, problem->pointer, problem->message);
+  }
+
+  if (!doc.is_object()) ctx.fail("", "a policy must be a JSON object, not " + detail::json_kind(doc));
+  ctx.check_keys(doc, "",
+                 {"$schema", "version", "mode", "allow", "deny", "ports", "internal", "resolve", "limits", "agents"});
+
+  Policy policy;
+  policy.source = source_name;
+  policy.digest = detail::sha256_hex(text);
+
+  auto version = doc.find("version");
+  if (version == doc.end()) {
+    auto lc = ctx.positions.value("");
+    throw PolicyError(source_name, lc.line, lc.column, "/version",
+                      "missing; a policy must start with \"version\": 1");
+  }
+  if (!version->is_number_integer() || version->get<long long>() != 1)
+    ctx.fail("/version", "version must be 1, not " + version->dump());
+  if (auto it = doc.find("$schema"); it != doc.end()) ctx.expect_string(*it, "/$schema");
+
+  detail::read_profile_keys(ctx, doc, "", "", policy.base);
+  if (auto it = doc.find("resolve"); it != doc.end()) read_resolve(ctx, *it, "/resolve", policy);
+  if (auto it = doc.find("agents"); it != doc.end()) read_agents(ctx, *it, "/agents", policy);
+  return policy;
+}
+
+Policy load_policy_file(const std::filesystem::path& file) {
+  constexpr std::uintmax_t kMaxBytes = 16U << 20;
+  const std::string name = file.string();
+  std::error_code ec;
+  if (std::filesystem::is_directory(file, ec)) throw PolicyError(name, 0, 0, "", "is a directory, not a policy file");
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw PolicyError(name, 0, 0, "", std::string("cannot open policy file: ") + std::strerror(errno));
+  std::string text;
+  char buf[65536];
+  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
+    text.append(buf, static_cast<std::size_t>(in.gcount()));
+    if (text.size() > kMaxBytes) throw PolicyError(name, 0, 0, "", "policy file is larger than 16 MiB");
+  }
+  if (in.bad()) throw PolicyError(name, 0, 0, "", std::string("cannot read policy file: ") + std::strerror(errno));
+  return parse_policy(text, name);
+}
+
+Policy default_policy() { return parse_policy(R"({"version": 1})", "<embedded>"); }
+
+}  // namespace netbox::policy

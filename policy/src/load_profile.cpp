@@ -1,0 +1,116 @@
+#include "load_profile.hpp"
+
+#include "cidr_parse.hpp"
+#include "rule_entry.hpp"
+
+namespace netbox::policy::detail {
+namespace {
+
+std::vector<Rule> read_rules(const LoadContext& ctx, const nlohmann::json& j, const std::string& pointer,
+                             const std::string& list_name, RuleList which) {
+  ctx.expect_array(j, pointer);
+  std::vector<Rule> rules;
+  rules.reserve(j.size());
+  for (std::size_t i = 0; i < j.size(); ++i) {
+    std::string p = child(pointer, i);
+    if (!j[i].is_string()) ctx.fail(p, "must be a string (a host, host:port, IP address or CIDR), not " + json_kind(j[i]));
+    auto r = parse_rule_entry(j[i].get_ref<const std::string&>(), which);
+    if (auto* err = std::get_if<std::string>(&r)) ctx.fail(p, *err);
+    Rule rule = std::get<Rule>(std::move(r));
+    rule.list = list_name;
+    rule.index = i;
+    rules.push_back(std::move(rule));
+  }
+  return rules;
+}
+
+std::vector<uint16_t> read_ports(const LoadContext& ctx, const nlohmann::json& j, const std::string& pointer) {
+  ctx.expect_array(j, pointer);
+  std::vector<uint16_t> ports;
+  for (std::size_t i = 0; i < j.size(); ++i) {
+    std::string p = child(pointer, i);
+    const auto& v = j[i];
+    if (v.is_number_integer()) {
+      auto n = v.get<long long>();
+      if (v.is_number_unsigned() && v.get<unsigned long long>() > 65535ULL) n = 65536;
+      if (n < 1 || n > 65535) ctx.fail(p, "port " + v.dump() + " is outside 1-65535");
+      ports.push_back(static_cast<uint16_t>(n));
+    } else {
+      ctx.fail(p, "must be a port number (1-65535), not " + json_kind(v));
+    }
+  }
+  return ports;
+}
+
+void read_internal(const LoadContext& ctx, const nlohmann::json& j, const std::string& pointer, Profile& profile) {
+  ctx.expect_object(j, pointer);
+  ctx.check_keys(j, pointer, {"allow"});
+  profile.internal_allow.clear();
+  profile.internal_allow_written.clear();
+  auto it = j.find("allow");
+  if (it == j.end()) return;
+  std::string ap = child(pointer, "allow");
+  ctx.expect_array(*it, ap);
+  for (std::size_t i = 0; i < it->size(); ++i) {
+    std::string p = child(ap, i);
+    const std::string& s = ctx.expect_string((*it)[i], p);
+    auto c = parse_cidr(s);
+    if (auto* err = std::get_if<std::string>(&c)) ctx.fail(p, "bad CIDR: " + *err);
+    profile.internal_allow.push_back(std::get<Cidr>(c));
+    profile.internal_allow_written.push_back(s);
+  }
+}
+
+uint64_t positive(const LoadContext& ctx, const nlohmann::json& v, const std::string& pointer) {
+  constexpr uint64_t kMax = 2147483647;
+  if (!v.is_number_integer()) ctx.fail(pointer, "must be a positive integer, not " + json_kind(v));
+  if (v.is_number_unsigned()) {
+    auto n = v.get<unsigned long long>();
+    if (n == 0) ctx.fail(pointer, "must be a positive integer, not 0");
+    if (n > kMax) ctx.fail(pointer, "must be at most " + std::to_string(kMax) + ", not " + v.dump());
+    return n;
+  }
+  auto n = v.get<long long>();
+  if (n <= 0) ctx.fail(pointer, "must be a positive integer, not " + v.dump());
+  return static_cast<uint64_t>(n);
+}
+
+void read_limits(const LoadContext& ctx, const nlohmann::json& j, const std::string& pointer, Limits& limits) {
+  ctx.expect_object(j, pointer);
+  ctx.check_keys(j, pointer,
+                 {"max_connections", "max_connections_per_agent", "max_connections_per_host",
+                  "connect_timeout_ms", "idle_timeout_ms"});
+  for (const auto& [key, v] : j.items()) {
+    uint64_t n = positive(ctx, v, child(pointer, key));
+    if (key == "max_connections") limits.max_connections = n;
+    else if (key == "max_connections_per_agent") limits.max_connections_per_agent = n;
+    else if (key == "max_connections_per_host") limits.max_connections_per_host = n;
+    else if (key == "connect_timeout_ms") limits.connect_timeout = std::chrono::milliseconds(n);
+    else if (key == "idle_timeout_ms") limits.idle_timeout = std::chrono::milliseconds(n);
+  }
+}
+
+Mode read_mode(const LoadContext& ctx, const nlohmann::json& j, const std::string& pointer) {
+  const std::string& s = ctx.expect_string(j, pointer);
+  if (s == "enforce") return Mode::enforce;
+  if (s == "report") return Mode::report;
+  ctx.fail(pointer, "mode must be \"enforce\" or \"report\", not \"" + s + "\"");
+}
+
+}  // namespace
+
+void read_profile_keys(const LoadContext& ctx, const nlohmann::json& object, const std::string& pointer,
+                       const std::string& list_prefix, Profile& profile) {
+  if (auto it = object.find("mode"); it != object.end()) profile.mode = read_mode(ctx, *it, child(pointer, "mode"));
+  if (auto it = object.find("allow"); it != object.end())
+    profile.allow = read_rules(ctx, *it, child(pointer, "allow"), list_prefix + "allow", RuleList::allow);
+  if (auto it = object.find("deny"); it != object.end())
+    profile.deny = read_rules(ctx, *it, child(pointer, "deny"), list_prefix + "deny", RuleList::deny);
+  if (auto it = object.find("ports"); it != object.end()) profile.ports = read_ports(ctx, *it, child(pointer, "ports"));
+  if (auto it = object.find("internal"); it != object.end())
+    read_internal(ctx, *it, child(pointer, "internal"), profile);
+  if (auto it = object.find("limits"); it != object.end())
+    read_limits(ctx, *it, child(pointer, "limits"), profile.limits);
+}
+
+}  // namespace netbox::policy::detail
