@@ -1,7 +1,9 @@
+#include "timestamp.hpp"
+
 #include "netbox/audit/query.hpp"
 
-#include <ctime>
 #include <cstdio>
+#include <ctime>
 
 namespace netbox::audit {
 
@@ -19,4 +21,89 @@ std::string format_timestamp(Clock::time_point tp) {
   return buf;
 }
 
+namespace detail {
+namespace {
+
+// A cursor over the text; each reader consumes exactly what it accepts.
+struct Cursor {
+  std::string_view text;
+  std::size_t pos = 0;
+
+  bool done() const { return pos == text.size(); }
+  bool take(char c) {
+    if (pos < text.size() && text[pos] == c) {
+      ++pos;
+      return true;
+    }
+    return false;
+  }
+  // Exactly `n` decimal digits.
+  std::optional<int> digits(std::size_t n) {
+    if (text.size() - pos < n) return std::nullopt;
+    int value = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      const char c = text[pos + i];
+      if (c < '0' || c > '9') return std::nullopt;
+      value = value * 10 + (c - '0');
+    }
+    pos += n;
+    return value;
+  }
+};
+
+}  // namespace
+
+std::optional<Clock::time_point> parse_iso8601(std::string_view text) {
+  using namespace std::chrono;
+  Cursor in{text};
+  const auto y = in.digits(4);
+  if (!y || !in.take('-')) return std::nullopt;
+  const auto mo = in.digits(2);
+  if (!mo || !in.take('-')) return std::nullopt;
+  const auto d = in.digits(2);
+  if (!d) return std::nullopt;
+  const year_month_day date{year{*y}, month{static_cast<unsigned>(*mo)}, day{static_cast<unsigned>(*d)}};
+  if (!date.ok()) return std::nullopt;
+  Clock::time_point tp = sys_days{date};
+  if (in.done()) return tp;
+
+  if (!in.take('T') && !in.take('t') && !in.take(' ')) return std::nullopt;
+  const auto h = in.digits(2);
+  if (!h || *h > 23 || !in.take(':')) return std::nullopt;
+  const auto mi = in.digits(2);
+  if (!mi || *mi > 59) return std::nullopt;
+  tp += hours{*h} + minutes{*mi};
+  if (in.take(':')) {
+    const auto s = in.digits(2);
+    if (!s || *s > 59) return std::nullopt;
+    tp += seconds{*s};
+    if (in.take('.') || in.take(',')) {
+      // Any number of fraction digits; the store keeps milliseconds.
+      long scale = 100;
+      std::size_t count = 0;
+      while (!in.done() && in.text[in.pos] >= '0' && in.text[in.pos] <= '9') {
+        tp += milliseconds{(in.text[in.pos] - '0') * scale};
+        scale /= 10;
+        ++in.pos;
+        ++count;
+      }
+      if (count == 0) return std::nullopt;
+    }
+  }
+  if (in.done() || in.take('Z') || in.take('z')) return in.done() ? std::optional(tp) : std::nullopt;
+
+  // "+02:00" means the local time is two hours ahead of UTC.
+  int sign = 0;
+  if (in.take('+')) sign = 1;
+  else if (in.take('-')) sign = -1;
+  else return std::nullopt;
+  const auto oh = in.digits(2);
+  if (!oh || *oh > 23) return std::nullopt;
+  in.take(':');
+  const auto om = in.digits(2);
+  if (!om || *om > 59 || !in.done()) return std::nullopt;
+  return tp - sign * (hours{*oh} + minutes{*om});
+}
+
+}  // namespace detail
 }  // namespace netbox::audit

@@ -11,6 +11,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <string>
 
 namespace netbox::audit {
 
@@ -20,6 +21,8 @@ struct WriterOptions {
   std::size_t max_batch = 4096;                     // rows per transaction at most
   std::chrono::milliseconds flush_interval{50};     // longest a queued row waits to commit
   bool synchronous_full = false;                    // PRAGMA synchronous=FULL instead of NORMAL
+  std::chrono::milliseconds busy_timeout{5000};     // a write waits this long for another process's lock
+  std::chrono::milliseconds shutdown_grace{10000};  // how long the destructor retries a failing store
 };
 
 struct WriterStats {
@@ -29,6 +32,9 @@ struct WriterStats {
   std::uint64_t write_errors = 0;
   std::uint64_t batches = 0;
   bool healthy = true;                 // false while the store cannot write
+  std::uint64_t rejected = 0;          // insert/complete/event/agent calls refused (queue full or unhealthy)
+  std::uint64_t unknown_completions = 0;  // complete() for a handle the writer never saw (or completed twice)
+  std::string last_error;              // the store's most recent write error, "" if none yet
 };
 
 // A handle to a queued request row, used to complete it later.

@@ -1,0 +1,151 @@
+#include "netbox/audit/query.hpp"
+
+#include "csv.hpp"
+#include "text_table.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace netbox::audit {
+namespace {
+
+using nlohmann::ordered_json;
+
+enum class Format { table, json, csv };
+
+Format parse_format(std::string_view format) {
+  if (format == "table") return Format::table;
+  if (format == "json") return Format::json;
+  if (format == "csv") return Format::csv;
+  throw std::invalid_argument("unknown format '" + std::string(format) + "': use table, json or csv");
+}
+
+std::string optional_number(const auto& value) { return value ? std::to_string(*value) : std::string(); }
+
+// Every column, in the table's order: the shape of json objects and csv records.
+const std::vector<std::string> kRequestColumns = {
+    "id",   "ts",       "agent", "client_addr", "kind",     "method",     "host",        "port",  "path",
+    "resolved_addr", "decision", "rule",  "reason",      "status", "bytes_up", "bytes_down", "duration_ms", "error"};
+
+std::vector<std::string> request_fields(const AuditRecord& r) {
+  return {std::to_string(r.id), format_timestamp(r.ts), r.agent,  r.client_addr,
+          r.kind,               r.method,               r.host,   std::to_string(r.port),
+          r.path,               r.resolved_addr,        r.decision, r.rule,
+          r.reason,             optional_number(r.status), std::to_string(r.bytes_up), std::to_string(r.bytes_down),
+          optional_number(r.duration_ms), r.error};
+}
+
+ordered_json request_json(const AuditRecord& r) {
+  ordered_json o;
+  o["id"] = r.id;
+  o["ts"] = format_timestamp(r.ts);
+  o["agent"] = r.agent;
+  o["client_addr"] = r.client_addr;
+  o["kind"] = r.kind;
+  o["method"] = r.method;
+  o["host"] = r.host;
+  o["port"] = r.port;
+  o["path"] = r.path;
+  o["resolved_addr"] = r.resolved_addr;
+  o["decision"] = r.decision;
+  o["rule"] = r.rule;
+  o["reason"] = r.reason;
+  o["status"] = r.status ? ordered_json(*r.status) : ordered_json(nullptr);
+  o["bytes_up"] = r.bytes_up;
+  o["bytes_down"] = r.bytes_down;
+  o["duration_ms"] = r.duration_ms ? ordered_json(*r.duration_ms) : ordered_json(nullptr);
+  o["error"] = r.error;
+  return o;
+}
+
+// Bytes an agent sent are not guaranteed UTF-8; replace rather than fail the whole export.
+std::string dump(const ordered_json& j) {
+  return j.dump(2, ' ', false, ordered_json::error_handler_t::replace) + "\n";
+}
+
+std::string requests_table(const std::vector<AuditRecord>& rows) {
+  if (rows.empty()) return "no matching requests\n";
+  const std::vector<detail::Column> columns = {
+      {"ID", 10, true},    {"TIME", 24},    {"AGENT", 16},     {"DECISION", 8},  {"KIND", 7},
+      {"METHOD", 7},       {"HOST", 40},    {"PORT", 5, true}, {"PATH", 32},     {"STATUS", 6, true},
+      {"UP", 12, true},    {"DOWN", 12, true}, {"MS", 9, true}, {"REASON", 60}};
+  std::vector<std::vector<std::string>> cells;
+  for (const auto& r : rows) {
+    // One column for what a reader asks first: why it was decided so, or what went wrong.
+    std::string note = r.reason;
+    if (!r.error.empty()) note += (note.empty() ? "error: " : "; error: ") + r.error;
+    cells.push_back({std::to_string(r.id), format_timestamp(r.ts), r.agent, r.decision, r.kind, r.method, r.host,
+                     std::to_string(r.port), r.path, optional_number(r.status), std::to_string(r.bytes_up),
+                     std::to_string(r.bytes_down), optional_number(r.duration_ms), note});
+  }
+  return detail::render_table(columns, cells);
+}
+
+const std::vector<std::string> kSummaryColumns = {"agent", "host", "allowed", "denied", "reported", "bytes_up",
+                                                  "bytes_down"};
+
+std::vector<std::string> summary_fields(const SummaryRow& r) {
+  return {r.agent, r.host, std::to_string(r.allowed), std::to_string(r.denied), std::to_string(r.reported),
+          std::to_string(r.bytes_up), std::to_string(r.bytes_down)};
+}
+
+}  // namespace
+
+std::string format_requests(const std::vector<AuditRecord>& rows, std::string_view format) {
+  switch (parse_format(format)) {
+    case Format::table:
+      return requests_table(rows);
+    case Format::json: {
+      auto array = ordered_json::array();
+      for (const auto& r : rows) array.push_back(request_json(r));
+      return dump(array);
+    }
+    case Format::csv: {
+      std::string out = detail::csv_record(kRequestColumns);
+      for (const auto& r : rows) out += detail::csv_record(request_fields(r));
+      return out;
+    }
+  }
+  return {};
+}
+
+std::string format_summary(const std::vector<SummaryRow>& rows, std::string_view format) {
+  switch (parse_format(format)) {
+    case Format::table: {
+      if (rows.empty()) return "no matching requests\n";
+      const std::vector<detail::Column> columns = {{"AGENT", 24},           {"HOST", 48},
+                                                   {"ALLOWED", 12, true},   {"DENIED", 12, true},
+                                                   {"REPORTED", 12, true},  {"UP", 14, true},
+                                                   {"DOWN", 14, true}};
+      std::vector<std::vector<std::string>> cells;
+      for (const auto& r : rows) cells.push_back(summary_fields(r));
+      return detail::render_table(columns, cells);
+    }
+    case Format::json: {
+      auto array = ordered_json::array();
+      for (const auto& r : rows) {
+        ordered_json o;
+        o["agent"] = r.agent;
+        o["host"] = r.host;
+        o["allowed"] = r.allowed;
+        o["denied"] = r.denied;
+        o["reported"] = r.reported;
+        o["bytes_up"] = r.bytes_up;
+        o["bytes_down"] = r.bytes_down;
+        array.push_back(std::move(o));
+      }
+      return dump(array);
+    }
+    case Format::csv: {
+      std::string out = detail::csv_record(kSummaryColumns);
+      for (const auto& r : rows) out += detail::csv_record(summary_fields(r));
+      return out;
+    }
+  }
+  return {};
+}
+
+}  // namespace netbox::audit

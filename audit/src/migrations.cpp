@@ -1,0 +1,104 @@
+#include "migrations.hpp"
+
+#include "netbox/audit/schema.hpp"
+
+namespace netbox::audit::detail {
+namespace {
+
+// Version 1: requests, agents, events, the indexes `netbox audit` needs, and views for
+// security teams. Timestamps are TEXT in one fixed format ("2026-11-22T04:15:41.123Z")
+// so they sort and compare as strings and `substr` gives hours and days.
+constexpr const char* kV1 = R"sql(
+CREATE TABLE requests (
+  id            INTEGER PRIMARY KEY,
+  ts            TEXT    NOT NULL,
+  agent         TEXT    NOT NULL,
+  client_addr   TEXT,
+  kind          TEXT    NOT NULL,
+  method        TEXT,
+  host          TEXT    NOT NULL,
+  port          INTEGER NOT NULL,
+  path          TEXT,
+  resolved_addr TEXT,
+  decision      TEXT    NOT NULL,
+  rule          TEXT,
+  reason        TEXT,
+  status        INTEGER,
+  bytes_up      INTEGER NOT NULL DEFAULT 0,
+  bytes_down    INTEGER NOT NULL DEFAULT 0,
+  duration_ms   INTEGER,
+  error         TEXT
+);
+CREATE INDEX requests_ts ON requests (ts);
+CREATE INDEX requests_agent_ts ON requests (agent, ts);
+CREATE INDEX requests_decision_ts ON requests (decision, ts);
+CREATE INDEX requests_host ON requests (host);
+
+CREATE TABLE agents (
+  id             INTEGER PRIMARY KEY,
+  name           TEXT    NOT NULL,
+  pid            INTEGER NOT NULL,
+  command_line   TEXT,
+  policy_digest  TEXT,
+  address        TEXT,
+  started        TEXT,
+  ended          TEXT,
+  exit_status    INTEGER,
+  resource_usage TEXT
+);
+CREATE INDEX agents_name_pid ON agents (name, pid);
+
+CREATE TABLE events (
+  id      INTEGER PRIMARY KEY,
+  ts      TEXT NOT NULL,
+  kind    TEXT NOT NULL,
+  message TEXT NOT NULL,
+  detail  TEXT
+);
+CREATE INDEX events_ts ON events (ts);
+
+CREATE VIEW denied_by_host AS
+  SELECT host,
+         COUNT(*)              AS denied,
+         COUNT(DISTINCT agent) AS agents,
+         MIN(ts)               AS first_seen,
+         MAX(ts)               AS last_seen
+  FROM requests WHERE decision = 'deny'
+  GROUP BY host ORDER BY denied DESC, host;
+
+CREATE VIEW agent_activity AS
+  SELECT agent,
+         COUNT(*)                                           AS requests,
+         SUM(decision = 'allow')                            AS allowed,
+         SUM(decision = 'deny')                             AS denied,
+         SUM(decision = 'report')                           AS reported,
+         COUNT(DISTINCT host)                               AS hosts,
+         SUM(bytes_up)                                      AS bytes_up,
+         SUM(bytes_down)                                    AS bytes_down,
+         MIN(ts)                                            AS first_seen,
+         MAX(ts)                                            AS last_seen
+  FROM requests GROUP BY agent ORDER BY agent;
+
+CREATE VIEW hourly_traffic AS
+  SELECT substr(ts, 1, 13) || ':00Z'  AS hour,
+         COUNT(*)                     AS requests,
+         SUM(decision = 'allow')      AS allowed,
+         SUM(decision = 'deny')       AS denied,
+         SUM(decision = 'report')     AS reported,
+         SUM(bytes_up)                AS bytes_up,
+         SUM(bytes_down)              AS bytes_down
+  FROM requests GROUP BY hour ORDER BY hour;
+)sql";
+
+constexpr Migration kMigrations[] = {
+    {1, kV1},
+};
+
+static_assert(sizeof kMigrations / sizeof kMigrations[0] == kSchemaVersion,
+              "one migration step per schema version");
+
+}  // namespace
+
+std::span<const Migration> migrations() { return kMigrations; }
+
+}  // namespace netbox::audit::detail

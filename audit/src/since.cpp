@@ -1,0 +1,43 @@
+#include "netbox/audit/query.hpp"
+#include "timestamp.hpp"
+
+#include <charconv>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+namespace netbox::audit {
+
+Clock::time_point parse_since(std::string_view text, Clock::time_point now) {
+  const auto bad = [&text](const std::string& why) {
+    return std::invalid_argument("'" + std::string(text) + "' is not a time: " + why +
+                                 " (use 30s, 15m, 2h, 1d, 1w or a timestamp like 2026-11-22T04:15:00Z)");
+  };
+  if (text.empty()) throw bad("it is empty");
+
+  if (auto tp = detail::parse_iso8601(text)) return *tp;
+
+  // A count and one unit letter, looking back from `now`.
+  const char unit = text.back();
+  const std::string_view number = text.substr(0, text.size() - 1);
+  std::int64_t seconds_per_unit = 0;
+  switch (unit) {
+    case 's': seconds_per_unit = 1; break;
+    case 'm': seconds_per_unit = 60; break;
+    case 'h': seconds_per_unit = 3600; break;
+    case 'd': seconds_per_unit = 86400; break;
+    case 'w': seconds_per_unit = 7 * 86400; break;
+    default: throw bad("no unit s, m, h, d or w at the end, and not an ISO-8601 timestamp");
+  }
+  std::uint64_t count = 0;
+  const auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), count);
+  if (number.empty() || ec == std::errc::invalid_argument || end != number.data() + number.size())
+    throw bad("expected a whole number before the unit");
+  // Ten thousand years back is already before any audit row; more is a typo.
+  constexpr std::uint64_t kLongest = 10000ULL * 366 * 86400;
+  if (ec == std::errc::result_out_of_range || count > kLongest / static_cast<std::uint64_t>(seconds_per_unit))
+    throw bad("that is too far back");
+  return now - std::chrono::seconds(static_cast<std::int64_t>(count) * seconds_per_unit);
+}
+
+}  // namespace netbox::audit

@@ -1,0 +1,404 @@
+#include "netbox/audit/writer.hpp"
+
+#include "netbox/audit/schema.hpp"
+#include "sqlite.hpp"
+#include "writer_statements.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <condition_variable>
+#include <deque>
+#include <iostream>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+#include <variant>
+#include <vector>
+
+namespace netbox::audit {
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+
+constexpr std::chrono::milliseconds kFirstRetry{10};
+constexpr std::chrono::milliseconds kLongestRetry{1000};
+
+struct InsertItem {
+  RowHandle handle;
+  AuditRecord record;
+};
+struct CompleteItem {
+  RowHandle handle;
+  Completion completion;
+};
+struct FlushItem {
+  std::uint64_t ticket;
+};
+struct CallbackItem {
+  RowHandle handle;
+  bool known;  // the handle came from insert(); decided when registered
+  std::function<void(bool)> fn;
+};
+using Item = std::variant<InsertItem, CompleteItem, Event, AgentRecord, AgentExit, FlushItem, CallbackItem>;
+
+// Flush markers and commit callbacks ride along with the rows they follow; they are not
+// rows, so they never fill the queue (a caller waiting for its row must always get an answer).
+bool is_row(const Item& item) {
+  return !std::holds_alternative<FlushItem>(item) && !std::holds_alternative<CallbackItem>(item);
+}
+
+Clock::time_point now_if_unset(Clock::time_point tp) { return tp == Clock::time_point{} ? Clock::now() : tp; }
+
+}  // namespace
+
+struct Writer::Impl {
+  explicit Impl(WriterOptions opts)
+      : options(std::move(opts)),
+        db(open_for_writing(options.db_path, options.synchronous_full, options.busy_timeout)),
+        statements(db.get()) {
+    options.max_batch = std::max<std::size_t>(options.max_batch, 1);
+    thread = std::thread([this] { run(); });
+  }
+
+  // ---- producer side: short critical sections, no I/O ----
+
+  // Caller holds `mu`. Returns false (and counts it) when the queue has no room; sets `wake`
+  // when the writer has something new to do: the first item after idling, or a full batch
+  // (otherwise it sleeps out the flush interval on its own and takes everything at once).
+  bool push(Item item, bool& wake) {
+    const bool row = is_row(item);
+    if (row && queued_rows + held_rows >= options.queue_capacity) {
+      ++counters.rejected;
+      return false;
+    }
+    wake = queue.empty();
+    queue.push_back(std::move(item));
+    if (row && ++queued_rows == options.max_batch) wake = true;
+    return true;
+  }
+
+  RowHandle insert(AuditRecord record) {
+    record.ts = now_if_unset(record.ts);
+    bool wake = false;
+    RowHandle handle = kNoRow;
+    {
+      std::lock_guard lk(mu);
+      if (!healthy) {
+        ++counters.rejected;
+        return kNoRow;
+      }
+      if (!push(InsertItem{next_handle, std::move(record)}, wake)) return kNoRow;
+      handle = next_handle++;
+    }
+    if (wake) work_cv.notify_one();
+    return handle;
+  }
+
+  bool enqueue(Item item) {
+    bool wake = false;
+    {
+      std::lock_guard lk(mu);
+      if (!push(std::move(item), wake)) return false;
+    }
+    if (wake) work_cv.notify_one();
+    return true;
+  }
+
+  void on_committed(RowHandle row, std::function<void(bool)> fn) {
+    bool wake = false;
+    {
+      std::lock_guard lk(mu);
+      const bool known = row != kNoRow && row < next_handle;
+      push(CallbackItem{row, known, std::move(fn)}, wake);
+    }
+    if (wake) work_cv.notify_one();
+  }
+
+  void flush() {
+    std::unique_lock lk(mu);
+    const std::uint64_t ticket = next_ticket++;
+    queue.push_back(FlushItem{ticket});
+    urgent = true;
+    work_cv.notify_one();
+    flushed_cv.wait(lk, [&] { return flushed_ticket >= ticket; });
+  }
+
+  WriterStats stats() const {
+    std::lock_guard lk(mu);
+    WriterStats s = counters;
+    s.queue_depth = queued_rows + held_rows;
+    s.healthy = healthy;
+    return s;
+  }
+
+  bool is_healthy() const {
+    std::lock_guard lk(mu);
+    return healthy;
+  }
+
+  void stop() {
+    {
+      std::lock_guard lk(mu);
+      stopping = true;
+      urgent = true;
+    }
+    work_cv.notify_one();
+    thread.join();
+  }
+
+  // ---- writer thread ----
+
+  void run() {
+    std::unique_lock lk(mu);
+    auto backoff = kFirstRetry;
+    // Set once a failing store meets shutdown; max() means not yet.
+    auto give_up_at = SteadyClock::time_point::max();
+    for (;;) {
+      if (batch.empty()) {
+        work_cv.wait(lk, [&] { return stopping || !queue.empty(); });
+        if (queue.empty()) return;  // stopping with nothing left
+        // Let the batch fill: up to max_batch rows, the flush interval, a flush() or shutdown.
+        work_cv.wait_for(lk, options.flush_interval,
+                         [&] { return urgent || queued_rows >= options.max_batch; });
+      } else {
+        // A failed batch is retried after its backoff, or at once when flush() asks.
+        work_cv.wait_until(lk, retry_at, [&] { return urgent && !stopping; });
+      }
+      urgent = false;
+      take_items();
+      lk.unlock();
+      const bool ok = write_batch();
+      std::vector<std::pair<std::function<void(bool)>, bool>> callbacks;
+      lk.lock();
+      if (ok) {
+        finish_batch(callbacks);
+        backoff = kFirstRetry;
+        give_up_at = SteadyClock::time_point::max();
+      } else {
+        release_flush_markers();
+        retry_at = SteadyClock::now() + backoff;
+        backoff = std::min(backoff * 2, kLongestRetry);
+        if (stopping) {
+          if (give_up_at == SteadyClock::time_point::max()) give_up_at = SteadyClock::now() + options.shutdown_grace;
+          if (SteadyClock::now() >= give_up_at) {
+            abandon_everything(callbacks);
+            lk.unlock();
+            flushed_cv.notify_all();
+            for (auto& [fn, result] : callbacks) fn(result);
+            return;
+          }
+        }
+      }
+      lk.unlock();
+      flushed_cv.notify_all();
+      // Outside the lock: a callback may call back into the writer.
+      for (auto& [fn, result] : callbacks) fn(result);
+      lk.lock();
+    }
+  }
+
+  // Caller holds `mu`. Moves queued items into the batch, at most max_batch rows in all.
+  void take_items() {
+    while (!queue.empty() && (held_rows < options.max_batch || !is_row(queue.front()))) {
+      if (is_row(queue.front())) {
+        --queued_rows;
+        ++held_rows;
+      }
+      batch.push_back(std::move(queue.front()));
+      queue.pop_front();
+    }
+  }
+
+  // One transaction for the whole batch. Only this thread touches the connection.
+  bool write_batch() {
+    const bool has_rows = held_rows > 0 || failing_since.has_value();
+    if (!has_rows) return true;
+    tentative_rowids.clear();
+    completed.clear();
+    batch_unknown_completions = 0;
+    try {
+      statements.begin();
+      if (failing_since) record_recovery();
+      for (const Item& item : batch) std::visit([this](const auto& x) { write(x); }, item);
+      statements.commit();
+      return true;
+    } catch (const std::exception& e) {
+      statements.abandon();
+      note_failure(e.what());
+      return false;
+    }
+  }
+
+  void write(const InsertItem& x) { tentative_rowids[x.handle] = statements.insert_request(x.record); }
+
+  void write(const CompleteItem& x) {
+    std::int64_t rowid = 0;
+    if (auto it = tentative_rowids.find(x.handle); it != tentative_rowids.end()) rowid = it->second;
+    else if (auto jt = rowids.find(x.handle); jt != rowids.end()) rowid = jt->second;
+    if (rowid == 0 || completed.contains(x.handle) || !statements.complete_request(rowid, x.completion)) {
+      ++batch_unknown_completions;
+      return;
+    }
+    completed.insert(x.handle);
+  }
+
+  void write(const Event& x) {
+    Event e = x;
+    e.ts = now_if_unset(e.ts);
+    statements.insert_event(e);
+  }
+
+  void write(const AgentRecord& x) {
+    AgentRecord a = x;
+    a.started = now_if_unset(a.started);
+    statements.insert_agent(a);
+  }
+
+  void write(const AgentExit& x) {
+    AgentExit a = x;
+    a.ended = now_if_unset(a.ended);
+    statements.agent_exited(a);
+  }
+
+  void write(const FlushItem&) {}
+  void write(const CallbackItem&) {}
+
+  // Both transitions are recorded when the store takes writes again, in the same
+  // transaction as the rows that were held: while it fails, nothing can be written.
+  void record_recovery() {
+    nlohmann::json error_detail{{"path", options.db_path.string()}, {"error", first_error}};
+    statements.insert_event(Event{*failing_since, "audit_error", "audit store cannot write: " + first_error,
+                                  error_detail.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)});
+    nlohmann::json recovered_detail{{"path", options.db_path.string()},
+                                    {"failed_attempts", failed_attempts},
+                                    {"held_rows", held_rows}};
+    statements.insert_event(Event{Clock::now(), "audit_recovered",
+                                  "audit store writes again after " + std::to_string(failed_attempts) +
+                                      " failed attempts; no rows were lost",
+                                  recovered_detail.dump()});
+  }
+
+  void note_failure(const std::string& what) {
+    std::lock_guard lk(mu);
+    if (!failing_since) {
+      failing_since = Clock::now();
+      first_error = what;
+      failed_attempts = 0;
+    }
+    ++failed_attempts;
+    healthy = false;
+    ++counters.write_errors;
+    counters.last_error = what;
+  }
+
+  // Caller holds `mu`; the batch is committed.
+  void finish_batch(std::vector<std::pair<std::function<void(bool)>, bool>>& callbacks) {
+    std::uint64_t rows = 0;
+    for (auto& item : batch) {
+      if (std::holds_alternative<InsertItem>(item)) ++rows;
+      if (auto* f = std::get_if<FlushItem>(&item)) flushed_ticket = std::max(flushed_ticket, f->ticket);
+      if (auto* cb = std::get_if<CallbackItem>(&item)) callbacks.emplace_back(std::move(cb->fn), cb->known);
+    }
+    // A row is completed once; forgetting it then keeps the map as small as the open connections.
+    for (auto& [handle, rowid] : tentative_rowids)
+      if (!completed.contains(handle)) rowids.emplace(handle, rowid);
+    for (RowHandle handle : completed) rowids.erase(handle);
+    if (held_rows > 0 || failing_since) ++counters.batches;
+    counters.rows_written += rows;
+    counters.completions_written += completed.size();
+    counters.unknown_completions += batch_unknown_completions;
+    failing_since.reset();
+    healthy = true;
+    batch.clear();
+    held_rows = 0;
+  }
+
+  // Caller holds `mu`. flush() promises an answer after one attempt, even a failed one.
+  void release_flush_markers() {
+    std::erase_if(batch, [this](const Item& item) {
+      if (auto* f = std::get_if<FlushItem>(&item)) {
+        flushed_ticket = std::max(flushed_ticket, f->ticket);
+        return true;
+      }
+      return false;
+    });
+  }
+
+  // Caller holds `mu`. Shutdown with a store that stayed broken for the whole grace period:
+  // say loudly what is lost instead of hanging the process forever.
+  void abandon_everything(std::vector<std::pair<std::function<void(bool)>, bool>>& callbacks) {
+    for (auto& item : queue) batch.push_back(std::move(item));
+    queue.clear();
+    std::uint64_t lost = 0;
+    for (auto& item : batch) {
+      if (is_row(item)) ++lost;
+      if (auto* f = std::get_if<FlushItem>(&item)) flushed_ticket = std::max(flushed_ticket, f->ticket);
+      if (auto* cb = std::get_if<CallbackItem>(&item)) callbacks.emplace_back(std::move(cb->fn), false);
+    }
+    std::cerr << "netbox: audit store " << options.db_path.string() << " still cannot write after "
+              << options.shutdown_grace.count() << " ms at shutdown; " << lost
+              << " queued audit rows are lost: " << counters.last_error << "\n";
+    batch.clear();
+    queued_rows = 0;
+    held_rows = 0;
+  }
+
+  WriterOptions options;
+  detail::Db db;
+  detail::WriterStatements statements;
+
+  mutable std::mutex mu;
+  std::condition_variable work_cv;     // the writer waits for items
+  std::condition_variable flushed_cv;  // flush() waits for its ticket
+  std::deque<Item> queue;
+  std::size_t queued_rows = 0;  // rows in `queue`
+  std::size_t held_rows = 0;    // rows in `batch` (taken, not yet committed)
+  RowHandle next_handle = 1;
+  std::uint64_t next_ticket = 1;
+  std::uint64_t flushed_ticket = 0;
+  bool stopping = false;
+  bool urgent = false;
+  bool healthy = true;
+  WriterStats counters;
+
+  // Writer thread only (read under `mu` where noted above).
+  std::vector<Item> batch;
+  SteadyClock::time_point retry_at{};
+  std::unordered_map<RowHandle, std::int64_t> rowids;            // committed, not yet completed
+  std::unordered_map<RowHandle, std::int64_t> tentative_rowids;  // inserted in the open transaction
+  std::unordered_set<RowHandle> completed;                       // completed in the open transaction
+  std::uint64_t batch_unknown_completions = 0;
+  std::optional<Clock::time_point> failing_since;
+  std::string first_error;
+  std::uint64_t failed_attempts = 0;
+
+  std::thread thread;  // last: starts after every member above exists
+};
+
+Writer::Writer(WriterOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
+
+Writer::~Writer() { impl_->stop(); }
+
+RowHandle Writer::insert(AuditRecord record) { return impl_->insert(std::move(record)); }
+
+bool Writer::complete(RowHandle row, Completion completion) {
+  return impl_->enqueue(CompleteItem{row, std::move(completion)});
+}
+
+bool Writer::event(Event event) { return impl_->enqueue(std::move(event)); }
+
+bool Writer::agent_started(AgentRecord agent) { return impl_->enqueue(std::move(agent)); }
+
+bool Writer::agent_exited(AgentExit exit) { return impl_->enqueue(std::move(exit)); }
+
+void Writer::flush() { impl_->flush(); }
+
+void Writer::on_committed(RowHandle row, std::function<void(bool ok)> fn) { impl_->on_committed(row, std::move(fn)); }
+
+WriterStats Writer::stats() const { return impl_->stats(); }
+
+bool Writer::healthy() const { return impl_->is_healthy(); }
+
+}  // namespace netbox::audit

@@ -1,0 +1,131 @@
+#include "writer_statements.hpp"
+
+#include "netbox/audit/query.hpp"
+
+namespace netbox::audit::detail {
+namespace {
+
+// Runs a statement that returns no rows and leaves it ready for the next use.
+void run(Statement& statement) {
+  statement.step();
+  statement.reset();
+}
+
+}  // namespace
+
+WriterStatements::WriterStatements(sqlite3* db)
+    : db_(db),
+      begin_(db, "BEGIN IMMEDIATE"),
+      commit_(db, "COMMIT"),
+      rollback_(db, "ROLLBACK"),
+      insert_request_(db,
+                      "INSERT INTO requests (ts, agent, client_addr, kind, method, host, port, path, "
+                      "resolved_addr, decision, rule, reason, status, bytes_up, bytes_down, duration_ms, error) "
+                      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)"),
+      complete_request_(db,
+                        "UPDATE requests SET status = ?1, bytes_up = ?2, bytes_down = ?3, duration_ms = ?4, "
+                        "error = ?5, resolved_addr = COALESCE(?6, resolved_addr) WHERE id = ?7"),
+      insert_event_(db, "INSERT INTO events (ts, kind, message, detail) VALUES (?1, ?2, ?3, ?4)"),
+      insert_agent_(db,
+                    "INSERT INTO agents (name, pid, command_line, policy_digest, address, started) "
+                    "VALUES (?1, ?2, ?3, ?4, ?5, ?6)"),
+      update_agent_exit_(db,
+                         "UPDATE agents SET ended = ?3, exit_status = ?4, resource_usage = ?5 WHERE id = "
+                         "(SELECT id FROM agents WHERE name = ?1 AND pid = ?2 AND ended IS NULL "
+                         "ORDER BY id DESC LIMIT 1)"),
+      insert_agent_exit_(db,
+                         "INSERT INTO agents (name, pid, ended, exit_status, resource_usage) "
+                         "VALUES (?1, ?2, ?3, ?4, ?5)") {}
+
+void WriterStatements::begin() { run(begin_); }
+
+void WriterStatements::commit() { run(commit_); }
+
+void WriterStatements::abandon() {
+  for (Statement* s : {&begin_, &commit_, &insert_request_, &complete_request_, &insert_event_, &insert_agent_,
+                       &update_agent_exit_, &insert_agent_exit_})
+    s->reset();
+  // SQLite may already have rolled back by itself (after SQLITE_FULL, for example).
+  if (!sqlite3_get_autocommit(db_)) {
+    try {
+      run(rollback_);
+    } catch (const SqliteError&) {
+      rollback_.reset();
+    }
+  }
+}
+
+std::int64_t WriterStatements::insert_request(const AuditRecord& r) {
+  auto& s = insert_request_;
+  s.bind(1, format_timestamp(r.ts));
+  s.bind(2, r.agent);
+  s.bind_text_or_null(3, r.client_addr);
+  s.bind(4, r.kind);
+  s.bind_text_or_null(5, r.method);
+  s.bind(6, r.host);
+  s.bind(7, std::int64_t{r.port});
+  s.bind_text_or_null(8, r.path);
+  s.bind_text_or_null(9, r.resolved_addr);
+  s.bind(10, r.decision);
+  s.bind_text_or_null(11, r.rule);
+  s.bind_text_or_null(12, r.reason);
+  if (r.status) s.bind(13, std::int64_t{*r.status});
+  s.bind(14, static_cast<std::int64_t>(r.bytes_up));
+  s.bind(15, static_cast<std::int64_t>(r.bytes_down));
+  if (r.duration_ms) s.bind(16, *r.duration_ms);
+  s.bind_text_or_null(17, r.error);
+  run(s);
+  return sqlite3_last_insert_rowid(db_);
+}
+
+bool WriterStatements::complete_request(std::int64_t rowid, const Completion& c) {
+  auto& s = complete_request_;
+  if (c.status) s.bind(1, std::int64_t{*c.status});
+  s.bind(2, static_cast<std::int64_t>(c.bytes_up));
+  s.bind(3, static_cast<std::int64_t>(c.bytes_down));
+  s.bind(4, c.duration_ms);
+  s.bind_text_or_null(5, c.error);
+  s.bind_text_or_null(6, c.resolved_addr);  // NULL keeps what the insert stored
+  s.bind(7, rowid);
+  run(s);
+  return sqlite3_changes(db_) > 0;
+}
+
+void WriterStatements::insert_event(const Event& e) {
+  auto& s = insert_event_;
+  s.bind(1, format_timestamp(e.ts));
+  s.bind(2, e.kind);
+  s.bind(3, e.message);
+  s.bind_text_or_null(4, e.detail);
+  run(s);
+}
+
+void WriterStatements::insert_agent(const AgentRecord& a) {
+  auto& s = insert_agent_;
+  s.bind(1, a.name);
+  s.bind(2, a.pid);
+  s.bind_text_or_null(3, a.command_line);
+  s.bind_text_or_null(4, a.policy_digest);
+  s.bind_text_or_null(5, a.address);
+  s.bind(6, format_timestamp(a.started));
+  run(s);
+}
+
+void WriterStatements::agent_exited(const AgentExit& x) {
+  auto bind_exit = [&x](Statement& s) {
+    s.bind(1, x.name);
+    s.bind(2, x.pid);
+    s.bind(3, format_timestamp(x.ended));
+    if (x.exit_status) s.bind(4, std::int64_t{*x.exit_status});
+    s.bind_text_or_null(5, x.resource_usage);
+  };
+  bind_exit(update_agent_exit_);
+  run(update_agent_exit_);
+  if (sqlite3_changes(db_) > 0) return;
+  // No start was recorded (the start row was refused, or another process launched it):
+  // keep the exit anyway rather than lose it.
+  bind_exit(insert_agent_exit_);
+  run(insert_agent_exit_);
+}
+
+}  // namespace netbox::audit::detail

@@ -1,0 +1,34 @@
+#pragma once
+// The writer connection's prepared statements: created once, reused for every row.
+#include "netbox/audit/record.hpp"
+#include "sqlite.hpp"
+
+#include <cstdint>
+
+namespace netbox::audit::detail {
+
+class WriterStatements {
+ public:
+  explicit WriterStatements(sqlite3* db);
+
+  void begin();
+  void commit();
+  // Ends a failed transaction (if one is still open) and makes every statement reusable.
+  void abandon();
+
+  std::int64_t insert_request(const AuditRecord& record);
+  // false when no row has that id.
+  bool complete_request(std::int64_t rowid, const Completion& completion);
+  void insert_event(const Event& event);
+  void insert_agent(const AgentRecord& agent);
+  void agent_exited(const AgentExit& exit);
+
+ private:
+  sqlite3* db_;
+  Statement begin_, commit_, rollback_;
+  Statement insert_request_, complete_request_;
+  Statement insert_event_;
+  Statement insert_agent_, update_agent_exit_, insert_agent_exit_;
+};
+
+}  // namespace netbox::audit::detail
