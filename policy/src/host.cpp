@@ -4,6 +4,7 @@
 
 #include <idn2.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <memory>
 
@@ -113,7 +114,9 @@ HostParse parse_host(std::string_view raw) {
   if (name.back() == '.') name.pop_back();  // exactly one: "a.." stays wrong below
   if (name.empty()) return fail("host is empty");
 
-  auto numeric = detail::read_ipv4_literal(name);
+  // Non-ASCII text is read as numeric only after IDNA mapping (fullwidth digits).
+  bool ascii_only = std::all_of(name.begin(), name.end(), [](char c) { return static_cast<unsigned char>(c) < 0x80; });
+  auto numeric = ascii_only ? detail::read_ipv4_literal(name) : detail::Ipv4Reading{};
   if (numeric.kind == detail::NumericHost::address) {
     boost::asio::ip::address addr(boost::asio::ip::address_v4(numeric.value));
     return ok(Host{addr.to_string(), addr});

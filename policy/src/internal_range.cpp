@@ -31,8 +31,8 @@ constexpr std::array<V4Range, 15> kV4Ranges{{
     {0xc0a80000U, 16, "RFC 1918"},                        // 192.168/16
     {0xc6120000U, 15, "benchmarking, 198.18.0.0/15"},
     {0xe0000000U, 4, "multicast"},                        // 224/4
-    {0xf0000000U, 4, "reserved, 240.0.0.0/4"},            // includes 255.255.255.255
     {0xffffffffU, 32, "broadcast"},
+    {0xf0000000U, 4, "reserved, 240.0.0.0/4"},
 }};
 
 std::string_view v4_range(uint32_t a) {
