@@ -1,0 +1,58 @@
+// --since: relative durations and ISO-8601 timestamps; everything else is refused by name.
+#include "netbox/audit/query.hpp"
+
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+
+namespace netbox::audit {
+namespace {
+
+using namespace std::chrono_literals;
+
+const Clock::time_point kNow = Clock::time_point{} + std::chrono::milliseconds(1795321234567);  // 2026-11-22T04:20:34.567Z
+
+TEST(ParseSince, RelativeDurationsLookBackFromNow) {
+  EXPECT_EQ(parse_since("30s", kNow), kNow - 30s);
+  EXPECT_EQ(parse_since("15m", kNow), kNow - 15min);
+  EXPECT_EQ(parse_since("2h", kNow), kNow - 2h);
+  EXPECT_EQ(parse_since("1d", kNow), kNow - 24h);
+  EXPECT_EQ(parse_since("1w", kNow), kNow - 7 * 24h);
+  EXPECT_EQ(parse_since("0s", kNow), kNow);
+  EXPECT_EQ(parse_since("90m", kNow), kNow - 90min);
+}
+
+TEST(ParseSince, TimestampsInEveryAcceptedShape) {
+  EXPECT_EQ(format_timestamp(parse_since("2026-11-22T04:15:41.123Z", kNow)), "2026-11-22T04:15:41.123Z");
+  EXPECT_EQ(format_timestamp(parse_since("2026-11-22T04:15:41Z", kNow)), "2026-11-22T04:15:41.000Z");
+  EXPECT_EQ(format_timestamp(parse_since("2026-11-22T04:15:41", kNow)), "2026-11-22T04:15:41.000Z");
+  EXPECT_EQ(format_timestamp(parse_since("2026-11-22T04:15:41.5", kNow)), "2026-11-22T04:15:41.500Z");
+  EXPECT_EQ(format_timestamp(parse_since("2026-11-22 04:15:41.123456", kNow)), "2026-11-22T04:15:41.123Z");
+  EXPECT_EQ(format_timestamp(parse_since("2026-11-22T04:15", kNow)), "2026-11-22T04:15:00.000Z");
+  EXPECT_EQ(format_timestamp(parse_since("2026-11-22", kNow)), "2026-11-22T00:00:00.000Z");
+  EXPECT_EQ(format_timestamp(parse_since("2026-11-22T06:15:41+02:00", kNow)), "2026-11-22T04:15:41.000Z");
+  EXPECT_EQ(format_timestamp(parse_since("2026-11-21T23:15:41-0500", kNow)), "2026-11-22T04:15:41.000Z");
+  EXPECT_EQ(format_timestamp(parse_since("2024-02-29T00:00:00Z", kNow)), "2024-02-29T00:00:00.000Z");
+}
+
+TEST(ParseSince, StoredTimestampsRoundTrip) {
+  const auto text = format_timestamp(kNow);
+  EXPECT_EQ(parse_since(text, Clock::time_point{}), kNow);
+}
+
+TEST(ParseSince, AnythingElseIsRefusedNamingTheValue) {
+  for (const char* bad : {"", "15", "m", "15x", "-5m", "1.5h", "15 m", "15M", " 15m", "yesterday", "2026-13-01",
+                          "2026-02-30", "2026-11-22T25:00", "2026-11-22T04:61", "2026-11-22T04:15:41Q",
+                          "2026-11-22T04:15:41.", "2026-11-22T04:15:41+2", "99999999999999999999s",
+                          "100000000w", "2026/11/22"}) {
+    try {
+      parse_since(bad, kNow);
+      ADD_FAILURE() << "accepted '" << bad << "'";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("'" + std::string(bad) + "'"), std::string::npos) << e.what();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace netbox::audit
