@@ -1,2 +1,270 @@
-// Placeholder until the proxy issue lands; the class is declared in server.hpp.
+// The Server: io threads, listeners, policy reloads, orderly shutdown.
 #include "netbox/proxy/server.hpp"
+
+#include "control_socket.hpp"
+#include "http_session.hpp"
+#include "server_impl.hpp"
+#include "target.hpp"
+
+#include "netbox/audit/writer.hpp"
+#include "netbox/policy/load.hpp"
+
+#include <boost/asio/ip/v6_only.hpp>
+#include <boost/asio/post.hpp>
+#include <nlohmann/json.hpp>
+
+#include <future>
+#include <stdexcept>
+
+namespace netbox::proxy {
+
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+
+namespace {
+
+std::string ep_text(const tcp::endpoint& ep) { return authority(ep.address().to_string(), ep.port()); }
+
+std::string digest_detail(const std::string& digest) { return nlohmann::json{{"digest", digest}}.dump(); }
+
+PolicyPtr initial_policy(const ProxyOptions& o) {
+  if (o.policy) return std::make_shared<const policy::Policy>(*o.policy);
+  return std::make_shared<const policy::Policy>(policy::load_policy_file(o.policy_file));
+}
+
+std::shared_ptr<tcp::acceptor> open_acceptor(asio::io_context& ioc, const tcp::endpoint& ep, bool reuse_port) {
+  auto acc = std::make_shared<tcp::acceptor>(ioc);
+  boost::system::error_code ec;
+  acc->open(ep.protocol(), ec);
+  if (!ec) acc->set_option(asio::socket_base::reuse_address(true), ec);
+  if (!ec && reuse_port) {
+    int one = 1;
+    if (::setsockopt(acc->native_handle(), SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) != 0)
+      ec = boost::system::error_code(errno, boost::system::system_category());
+  }
+  if (!ec && ep.address().is_v6()) acc->set_option(asio::ip::v6_only(true), ec);
+  if (!ec) acc->bind(ep, ec);
+  if (!ec) acc->listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) throw std::runtime_error("--listen " + ep_text(ep) + ": " + ec.message());
+  return acc;
+}
+
+}  // namespace
+
+Server::Impl::Impl(ProxyOptions opts) : options(std::move(opts)), log(options.log_format) {
+  policy.store(initial_policy(options));
+  audit::WriterOptions wo;
+  wo.db_path = options.audit_db;
+  writer = std::make_unique<audit::Writer>(wo);
+  const unsigned n = options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
+  for (unsigned i = 0; i < n; ++i) {
+    auto w = std::make_unique<Worker>();
+    w->resolver = std::make_unique<Resolver>(w->ioc, options.dns_servers);
+    w->pool = std::make_unique<UpstreamPool>();
+    workers.push_back(std::move(w));
+  }
+  const auto p = current_policy();
+  event("policy_load", "loaded policy " + p->source, digest_detail(p->digest));
+}
+
+Server::Impl::~Impl() { stop(); }
+
+void Server::Impl::event(std::string kind, std::string message, std::string detail) {
+  audit::Event e;
+  e.ts = audit::Clock::now();
+  e.kind = std::move(kind);
+  e.message = std::move(message);
+  e.detail = std::move(detail);
+  writer->event(std::move(e));
+}
+
+void Server::Impl::start() {
+  {
+    std::lock_guard lock(state_mu);
+    if (started) return;
+    started = true;
+  }
+  for (const auto& ep : options.listen) add_listener(ep);
+  if (options.control_socket) {
+    control = std::make_unique<ControlServer>(*this, workers.front()->ioc, *options.control_socket);
+    asio::post(workers.front()->ioc, [this] { control->start(); });
+  }
+  for (auto& w : workers) {
+    w->guard.emplace(w->ioc.get_executor());
+    w->thread = std::thread([wp = w.get()] { wp->ioc.run(); });
+  }
+  for (const auto& ep : local_endpoints()) log.write("listening", {{"address", ep_text(ep)}});
+  running = true;
+}
+
+tcp::endpoint Server::Impl::add_listener(const tcp::endpoint& ep) {
+  if (stopping) throw std::runtime_error("the proxy is shutting down");
+  tcp::endpoint bound = ep;
+  // A plain bind first: SO_REUSEPORT alone would quietly share a port with another
+  // proxy already listening there instead of reporting "address in use".
+  {
+    asio::io_context probe_ctx;
+    auto probe = open_acceptor(probe_ctx, ep, false);
+    bound = probe->local_endpoint();
+  }
+  std::vector<std::shared_ptr<tcp::acceptor>> accs;
+  for (auto& w : workers) accs.push_back(open_acceptor(w->ioc, bound, true));
+  for (std::size_t i = 0; i < workers.size(); ++i) {
+    asio::post(workers[i]->ioc, [this, w = workers[i].get(), acc = accs[i], bound] {
+      w->acceptors[bound] = acc;
+      accept_loop(*w, acc);
+    });
+  }
+  {
+    std::lock_guard lock(listeners_mu);
+    listeners.push_back(bound);
+  }
+  if (running) log.write("listening", {{"address", ep_text(bound)}});
+  return bound;
+}
+
+void Server::Impl::remove_listener(const tcp::endpoint& ep) {
+  {
+    std::lock_guard lock(listeners_mu);
+    std::erase(listeners, ep);
+  }
+  if (stopping) return;  // every acceptor closes with its io_context anyway
+  for (auto& w : workers) {
+    asio::post(w->ioc, [w = w.get(), ep] {
+      if (auto it = w->acceptors.find(ep); it != w->acceptors.end()) {
+        boost::system::error_code ec;
+        it->second->close(ec);
+        w->acceptors.erase(it);
+      }
+    });
+  }
+  log.write("listener_closed", {{"address", ep_text(ep)}});
+}
+
+std::vector<tcp::endpoint> Server::Impl::local_endpoints() const {
+  std::lock_guard lock(listeners_mu);
+  return listeners;
+}
+
+void Server::Impl::accept_loop(Worker& w, std::shared_ptr<tcp::acceptor> acc) {
+  acc->async_accept([this, &w, acc](boost::system::error_code ec, tcp::socket s) {
+    if (ec == asio::error::operation_aborted || !acc->is_open()) return;
+    if (!ec) {
+      std::make_shared<ClientSession>(*this, w, std::move(s))->start();
+    } else if (ec == asio::error::no_descriptors || ec == asio::error::no_buffer_space) {
+      log.write("accept_error", {{"error", ec.message()}});
+    }
+    accept_loop(w, acc);
+  });
+}
+
+bool Server::Impl::reload_policy() {
+  std::lock_guard lock(reload_mu);
+  if (options.policy_file.empty()) {
+    log.write("policy_reload_failed", {{"reason", "the policy was given in-process, not as a file"}});
+    return false;
+  }
+  try {
+    auto next = std::make_shared<const policy::Policy>(policy::load_policy_file(options.policy_file));
+    const auto source = next->source.empty() ? options.policy_file.string() : next->source;
+    const auto digest = next->digest;
+    policy.store(std::move(next), std::memory_order_release);
+    counters.policy_reloads_ok.fetch_add(1);
+    event("policy_load", "reloaded policy " + source, digest_detail(digest));
+    log.write("policy_load", {{"file", source}, {"digest", digest}});
+    return true;
+  } catch (const std::exception& e) {
+    counters.policy_reloads_failed.fetch_add(1);
+    event("policy_reload_failed", e.what());
+    log.write("policy_reload_failed", {{"file", options.policy_file.string()}, {"reason", e.what()}, {"kept", "previous policy"}});
+    return false;
+  }
+}
+
+void Server::Impl::stop() {
+  {
+    std::lock_guard lock(state_mu);
+    if (stopped) return;
+    stopped = true;
+  }
+  stopping = true;
+  if (!workers.empty() && workers.front()->thread.joinable()) {
+    // Stop accepting, on each io thread.
+    for (auto& w : workers) {
+      std::promise<void> done;
+      auto f = done.get_future();
+      asio::post(w->ioc, [this, wp = w.get(), &done] {
+        for (auto& [ep, acc] : wp->acceptors) {
+          boost::system::error_code ec;
+          acc->close(ec);
+        }
+        wp->acceptors.clear();
+        if (wp == workers.front().get() && control) control->stop();
+        done.set_value();
+      });
+      f.wait();
+    }
+    // Let open tunnels and requests finish for the grace period.
+    const auto deadline = std::chrono::steady_clock::now() + options.shutdown_grace;
+    while (counters.active_exchanges.load() > 0 && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    for (auto& w : workers) {
+      w->guard.reset();
+      w->ioc.stop();
+    }
+    for (auto& w : workers)
+      if (w->thread.joinable()) w->thread.join();
+  }
+  // Resolvers and pools go first; then each io_context, whose destruction drops the
+  // sessions still open (their audit rows are completed by their destructors).
+  control.reset();
+  for (auto& w : workers) {
+    w->acceptors.clear();
+    w->resolver.reset();
+    w->pool.reset();
+  }
+  workers.clear();
+  if (writer) writer->flush();
+  log.write("stopped", {});
+  {
+    std::lock_guard lock(state_mu);
+    finished = true;
+  }
+  state_cv.notify_all();
+}
+
+void Server::Impl::wait() {
+  std::unique_lock lock(state_mu);
+  state_cv.wait(lock, [this] { return finished; });
+}
+
+// ---- Server ----
+
+Server::Server(ProxyOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
+Server::~Server() = default;
+void Server::start() { impl_->start(); }
+void Server::stop() { impl_->stop(); }
+void Server::wait() { impl_->wait(); }
+bool Server::reload_policy() { return impl_->reload_policy(); }
+
+void Server::register_agent(const asio::ip::address& addr, std::string agent, std::string profile) {
+  impl_->agents.add(addr, AgentIdentity{std::move(agent), std::move(profile)});
+}
+
+void Server::unregister_agent(const asio::ip::address& addr) { impl_->agents.remove(addr); }
+
+tcp::endpoint Server::add_listener(const tcp::endpoint& ep) { return impl_->add_listener(ep); }
+void Server::remove_listener(const tcp::endpoint& ep) { impl_->remove_listener(ep); }
+std::vector<tcp::endpoint> Server::local_endpoints() const { return impl_->local_endpoints(); }
+audit::Writer& Server::audit() { return *impl_->writer; }
+
+CountersSnapshot Server::counters() const {
+  auto s = impl_->counters.snapshot();
+  s.audit_queue_depth = impl_->writer->stats().queue_depth;
+  s.audit_healthy = impl_->writer->healthy();
+  return s;
+}
+
+std::shared_ptr<const policy::Policy> Server::policy() const { return impl_->current_policy(); }
+
+}  // namespace netbox::proxy

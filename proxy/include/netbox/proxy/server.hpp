@@ -2,6 +2,7 @@
 // The egress proxy as an object, so `netbox proxy` and `netbox launch` (embedded mode)
 // run the same code. See DESIGN.md, "A request's way through".
 #include "netbox/policy/policy.hpp"
+#include "netbox/proxy/counters.hpp"
 
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -60,6 +61,12 @@ class Server {
   std::vector<boost::asio::ip::tcp::endpoint> local_endpoints() const;
 
   audit::Writer& audit();
+
+  // Counters for the dashboards (requests by agent/kind/decision, active connections and
+  // tunnels, bytes, DNS and connect latency, reloads, caps hit, audit queue depth).
+  CountersSnapshot counters() const;
+  // The policy new connections are decided with.
+  std::shared_ptr<const policy::Policy> policy() const;
 
   struct Impl;
  private:

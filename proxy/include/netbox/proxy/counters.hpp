@@ -1,0 +1,42 @@
+#pragma once
+// A point-in-time copy of the proxy's counters, for the dashboards' /metrics and JSON API.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace netbox::proxy {
+
+struct HistogramSnapshot {
+  std::vector<double> bounds_ms;      // upper bounds of the finite buckets, ascending
+  std::vector<std::uint64_t> counts;  // per bucket (not cumulative); one more than bounds: +Inf last
+  double sum_ms = 0;
+  std::uint64_t count = 0;
+};
+
+struct RequestCount {
+  std::string agent;
+  std::string kind;      // "http" or "connect"
+  std::string decision;  // "allow", "deny", "report"
+  std::uint64_t count = 0;
+};
+
+struct CountersSnapshot {
+  std::vector<RequestCount> requests;
+  std::uint64_t active_connections = 0;  // agent connections open now
+  std::uint64_t active_tunnels = 0;      // CONNECT tunnels relaying now
+  std::uint64_t bytes_up = 0;            // agent -> upstream, bodies and tunnel bytes
+  std::uint64_t bytes_down = 0;          // upstream -> agent
+  HistogramSnapshot dns_latency;
+  HistogramSnapshot upstream_connect_latency;
+  std::uint64_t policy_reloads_ok = 0;
+  std::uint64_t policy_reloads_failed = 0;
+  std::uint64_t caps_hit_global = 0;     // limits.max_connections
+  std::uint64_t caps_hit_agent = 0;      // limits.max_connections_per_agent
+  std::uint64_t caps_hit_host = 0;       // limits.max_connections_per_host
+  std::uint64_t upstream_errors = 0;     // DNS failures, refused, timeouts, bad responses
+  std::size_t audit_queue_depth = 0;     // from the audit writer
+  bool audit_healthy = true;
+};
+
+}  // namespace netbox::proxy

@@ -1,0 +1,34 @@
+#include "agent_registry.hpp"
+
+namespace netbox::proxy {
+
+boost::asio::ip::address canonical_address(const boost::asio::ip::address& a) {
+  if (a.is_v6() && a.to_v6().is_v4_mapped())
+    return boost::asio::ip::make_address_v4(boost::asio::ip::v4_mapped, a.to_v6());
+  return a;
+}
+
+AgentRegistry::AgentRegistry() : map_(std::make_shared<const Map>()) {}
+
+AgentIdentity AgentRegistry::lookup(const boost::asio::ip::address& addr) const {
+  const auto snap = map_.load(std::memory_order_acquire);
+  auto it = snap->find(canonical_address(addr));
+  return it == snap->end() ? AgentIdentity{} : it->second;
+}
+
+void AgentRegistry::add(const boost::asio::ip::address& addr, AgentIdentity who) {
+  std::lock_guard lock(write_mu_);
+  auto next = std::make_shared<Map>(*map_.load());
+  (*next)[canonical_address(addr)] = std::move(who);
+  map_.store(std::move(next), std::memory_order_release);
+}
+
+bool AgentRegistry::remove(const boost::asio::ip::address& addr) {
+  std::lock_guard lock(write_mu_);
+  auto next = std::make_shared<Map>(*map_.load());
+  const bool found = next->erase(canonical_address(addr)) > 0;
+  map_.store(std::move(next), std::memory_order_release);
+  return found;
+}
+
+}  // namespace netbox::proxy

@@ -1,0 +1,35 @@
+#pragma once
+// Client address -> agent identity. Read on every accept, written only when a launcher
+// registers or leaves, so readers take an atomic snapshot and writers copy the map.
+#include <boost/asio/ip/address.hpp>
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+namespace netbox::proxy {
+
+struct AgentIdentity {
+  std::string agent = "anonymous";
+  std::string profile;  // key of the policy's `agents`; empty: the top-level profile
+};
+
+// IPv4-mapped IPv6 peers (from a dual-stack listener) are keyed as plain IPv4.
+boost::asio::ip::address canonical_address(const boost::asio::ip::address& a);
+
+class AgentRegistry {
+ public:
+  AgentRegistry();
+  AgentIdentity lookup(const boost::asio::ip::address& addr) const;
+  void add(const boost::asio::ip::address& addr, AgentIdentity who);
+  bool remove(const boost::asio::ip::address& addr);
+
+ private:
+  using Map = std::map<boost::asio::ip::address, AgentIdentity>;
+  std::atomic<std::shared_ptr<const Map>> map_;
+  std::mutex write_mu_;
+};
+
+}  // namespace netbox::proxy

@@ -1,0 +1,60 @@
+#pragma once
+// Connection caps: global, per agent, per destination host. Taken as RAII tokens so a
+// slot is given back however a connection ends. Exact across threads (one mutex,
+// held only for a few map operations).
+#include "netbox/policy/policy.hpp"
+
+#include <cstddef>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+
+namespace netbox::proxy {
+
+class Caps;
+
+class CapToken {
+ public:
+  CapToken() = default;
+  CapToken(Caps* caps, std::string agent, std::string host)
+      : caps_(caps), agent_(std::move(agent)), host_(std::move(host)) {}
+  CapToken(CapToken&& o) noexcept { *this = std::move(o); }
+  CapToken& operator=(CapToken&& o) noexcept;
+  CapToken(const CapToken&) = delete;
+  CapToken& operator=(const CapToken&) = delete;
+  ~CapToken() { release(); }
+  void release();
+  explicit operator bool() const { return caps_ != nullptr; }
+
+ private:
+  Caps* caps_ = nullptr;
+  std::string agent_;
+  std::string host_;
+};
+
+struct CapResult {
+  CapToken token;           // empty when a limit was hit
+  std::string rule;         // "limits.max_connections" ... when a limit was hit
+  std::string reason;
+  std::size_t limit = 0;
+};
+
+class Caps {
+ public:
+  // `global` comes from the top-level profile; `mine` from the agent's profile.
+  CapResult acquire(const std::string& agent, const std::string& host, const policy::Limits& global,
+                    const policy::Limits& mine);
+  std::size_t total() const;
+
+ private:
+  friend class CapToken;
+  void release(const std::string& agent, const std::string& host);
+
+  mutable std::mutex mu_;
+  std::size_t total_ = 0;
+  std::unordered_map<std::string, std::size_t> per_agent_;
+  std::unordered_map<std::string, std::size_t> per_host_;
+};
+
+}  // namespace netbox::proxy

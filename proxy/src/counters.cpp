@@ -1,0 +1,51 @@
+#include "counters.hpp"
+
+namespace netbox::proxy {
+
+void LatencyHistogram::observe(std::chrono::steady_clock::duration d) {
+  const auto us = std::chrono::duration_cast<std::chrono::microseconds>(d).count();
+  const double ms = static_cast<double>(us) / 1000.0;
+  std::size_t i = 0;
+  while (i < kBoundsMs.size() && ms > kBoundsMs[i]) ++i;
+  buckets_[i].fetch_add(1, std::memory_order_relaxed);
+  sum_us_.fetch_add(static_cast<std::uint64_t>(us < 0 ? 0 : us), std::memory_order_relaxed);
+  count_.fetch_add(1, std::memory_order_relaxed);
+}
+
+HistogramSnapshot LatencyHistogram::snapshot() const {
+  HistogramSnapshot s;
+  s.bounds_ms.assign(kBoundsMs.begin(), kBoundsMs.end());
+  for (const auto& b : buckets_) s.counts.push_back(b.load(std::memory_order_relaxed));
+  s.sum_ms = static_cast<double>(sum_us_.load(std::memory_order_relaxed)) / 1000.0;
+  s.count = count_.load(std::memory_order_relaxed);
+  return s;
+}
+
+void Counters::count_request(const std::string& agent, const std::string& kind, const std::string& decision) {
+  std::lock_guard lock(mu_);
+  ++requests_[{agent, kind, decision}];
+}
+
+CountersSnapshot Counters::snapshot() const {
+  CountersSnapshot s;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [key, n] : requests_)
+      s.requests.push_back({std::get<0>(key), std::get<1>(key), std::get<2>(key), n});
+  }
+  s.active_connections = active_connections.load();
+  s.active_tunnels = active_tunnels.load();
+  s.bytes_up = bytes_up.load();
+  s.bytes_down = bytes_down.load();
+  s.dns_latency = dns_latency.snapshot();
+  s.upstream_connect_latency = connect_latency.snapshot();
+  s.policy_reloads_ok = policy_reloads_ok.load();
+  s.policy_reloads_failed = policy_reloads_failed.load();
+  s.caps_hit_global = caps_hit_global.load();
+  s.caps_hit_agent = caps_hit_agent.load();
+  s.caps_hit_host = caps_hit_host.load();
+  s.upstream_errors = upstream_errors.load();
+  return s;
+}
+
+}  // namespace netbox::proxy

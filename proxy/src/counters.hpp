@@ -1,0 +1,53 @@
+#pragma once
+// The live counters behind CountersSnapshot: atomics on the hot path, one small
+// mutex only for the per-agent request map.
+#include "netbox/proxy/counters.hpp"
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <string>
+#include <tuple>
+
+namespace netbox::proxy {
+
+class LatencyHistogram {
+ public:
+  static constexpr std::array<double, 13> kBoundsMs{1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000};
+  void observe(std::chrono::steady_clock::duration d);
+  HistogramSnapshot snapshot() const;
+
+ private:
+  std::array<std::atomic<std::uint64_t>, kBoundsMs.size() + 1> buckets_{};
+  std::atomic<std::uint64_t> sum_us_{0};
+  std::atomic<std::uint64_t> count_{0};
+};
+
+class Counters {
+ public:
+  void count_request(const std::string& agent, const std::string& kind, const std::string& decision);
+
+  std::atomic<std::uint64_t> active_connections{0};
+  std::atomic<std::uint64_t> active_tunnels{0};
+  std::atomic<std::uint64_t> active_exchanges{0};  // requests and tunnels in flight (for graceful stop)
+  std::atomic<std::uint64_t> bytes_up{0};
+  std::atomic<std::uint64_t> bytes_down{0};
+  std::atomic<std::uint64_t> policy_reloads_ok{0};
+  std::atomic<std::uint64_t> policy_reloads_failed{0};
+  std::atomic<std::uint64_t> caps_hit_global{0};
+  std::atomic<std::uint64_t> caps_hit_agent{0};
+  std::atomic<std::uint64_t> caps_hit_host{0};
+  std::atomic<std::uint64_t> upstream_errors{0};
+  LatencyHistogram dns_latency;
+  LatencyHistogram connect_latency;
+
+  CountersSnapshot snapshot() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::tuple<std::string, std::string, std::string>, std::uint64_t> requests_;
+};
+
+}  // namespace netbox::proxy

@@ -1,0 +1,85 @@
+#include "exchange.hpp"
+
+#include "server_impl.hpp"
+
+namespace netbox::proxy {
+namespace {
+
+void log_request(Server::Impl& impl, const audit::AuditRecord& r) {
+  impl.log.write("request", {{"agent", r.agent},
+                             {"client", r.client_addr},
+                             {"kind", r.kind},
+                             {"method", r.method},
+                             {"host", r.host},
+                             {"port", r.port ? std::to_string(r.port) : std::string()},
+                             {"path", r.path},
+                             {"addr", r.resolved_addr},
+                             {"decision", r.decision},
+                             {"status", r.status ? std::to_string(*r.status) : std::string("-")},
+                             {"rule", r.rule},
+                             {"reason", r.reason},
+                             {"up", std::to_string(r.bytes_up)},
+                             {"down", std::to_string(r.bytes_down)},
+                             {"ms", r.duration_ms ? std::to_string(*r.duration_ms) : std::string()},
+                             {"error", r.error}});
+}
+
+}  // namespace
+
+Exchange::Exchange(Server::Impl& impl, audit::AuditRecord record)
+    : impl_(impl), record_(std::move(record)), started_(std::chrono::steady_clock::now()) {}
+
+Exchange::~Exchange() {
+  if (open_ && !finished_)
+    finish(std::nullopt, impl_.is_stopping() ? "proxy shut down before the exchange finished"
+                                             : "connection closed before the exchange finished");
+}
+
+bool Exchange::open() {
+  record_.ts = audit::Clock::now();
+  row_ = impl_.writer->insert(record_);
+  if (row_ == audit::kNoRow) return false;
+  open_ = true;
+  impl_.counters.active_exchanges.fetch_add(1);
+  impl_.counters.count_request(record_.agent, record_.kind, record_.decision);
+  return true;
+}
+
+void Exchange::finish(std::optional<int> status, std::string error) {
+  if (!open_ || finished_) return;
+  finished_ = true;
+  cap.release();
+  const auto ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started_).count();
+  audit::Completion c;
+  c.status = status;
+  c.bytes_up = bytes_up;
+  c.bytes_down = bytes_down;
+  c.duration_ms = ms;
+  c.resolved_addr = record_.resolved_addr;
+  c.error = error;
+  if (!impl_.writer->complete(row_, c))
+    impl_.log.write("audit_error", {{"message", "audit queue full: could not complete row"},
+                                    {"host", record_.host}});
+  record_.status = status;
+  record_.bytes_up = bytes_up;
+  record_.bytes_down = bytes_down;
+  record_.duration_ms = ms;
+  record_.error = std::move(error);
+  impl_.counters.bytes_up.fetch_add(bytes_up);
+  impl_.counters.bytes_down.fetch_add(bytes_down);
+  impl_.counters.active_exchanges.fetch_sub(1);
+  log_request(impl_, record_);
+}
+
+void record_refusal(Server::Impl& impl, audit::AuditRecord record) {
+  record.ts = audit::Clock::now();
+  if (!record.duration_ms) record.duration_ms = 0;
+  impl.counters.count_request(record.agent, record.kind, record.decision);
+  if (impl.writer->insert(record) == audit::kNoRow) {
+    record.error += record.error.empty() ? "audit store refused the row" : "; audit store refused the row";
+  }
+  log_request(impl, record);
+}
+
+}  // namespace netbox::proxy

@@ -1,0 +1,50 @@
+#pragma once
+// One audited exchange (a plain-HTTP request or a CONNECT tunnel): its row is inserted
+// at decision time and completed exactly once at close, also when the connection dies
+// or the proxy shuts down (the destructor completes it). It also holds the cap token, so
+// the slot is given back when the exchange ends.
+#include "netbox/audit/record.hpp"
+#include "netbox/audit/writer.hpp"
+
+#include "netbox/proxy/server.hpp"
+
+#include "caps.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace netbox::proxy {
+
+class Exchange {
+ public:
+  Exchange(Server::Impl& impl, audit::AuditRecord record);
+  ~Exchange();
+  Exchange(const Exchange&) = delete;
+  Exchange& operator=(const Exchange&) = delete;
+
+  // Queues the row. False when the audit store refused it (the caller answers 503).
+  bool open();
+  // Completes the row, logs the canonical line, counts bytes. Only the first call counts.
+  void finish(std::optional<int> status, std::string error = {});
+
+  audit::AuditRecord& record() { return record_; }
+  std::uint64_t bytes_up = 0;
+  std::uint64_t bytes_down = 0;
+  CapToken cap;
+
+ private:
+  Server::Impl& impl_;
+  audit::AuditRecord record_;
+  audit::RowHandle row_ = audit::kNoRow;
+  std::chrono::steady_clock::time_point started_;
+  bool open_ = false;
+  bool finished_ = false;
+};
+
+// For answers given without forwarding anything (denials, caps, malformed requests):
+// one complete row, the log line and the counters, in one go.
+void record_refusal(Server::Impl& impl, audit::AuditRecord record);
+
+}  // namespace netbox::proxy

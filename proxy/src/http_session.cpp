@@ -1,0 +1,392 @@
+#include "http_session.hpp"
+
+#include "headers.hpp"
+#include "tunnel.hpp"
+
+#include <boost/asio/post.hpp>
+#include <boost/beast/core/bind_handler.hpp>
+#include <boost/beast/http/error.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/write.hpp>
+
+namespace netbox::proxy {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+
+namespace {
+
+std::string endpoint_text(const tcp::endpoint& ep) {
+  return authority(canonical_address(ep.address()).to_string(), ep.port());
+}
+
+bool handled_method(http::verb v) {
+  switch (v) {
+    case http::verb::get:
+    case http::verb::head:
+    case http::verb::post:
+    case http::verb::put:
+    case http::verb::delete_:
+    case http::verb::patch:
+    case http::verb::options:
+    case http::verb::connect:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// The Host header for the upstream: the target's authority, port omitted when default.
+std::string host_header(const Target& t) {
+  std::string h = t.host.find(':') != std::string::npos ? "[" + t.host + "]" : t.host;
+  if (t.port != 80) h += ":" + std::to_string(t.port);
+  return h;
+}
+
+}  // namespace
+
+ClientSession::ClientSession(Server::Impl& impl, Worker& worker, tcp::socket socket)
+    : impl_(impl), worker_(worker), stream_(std::move(socket)) {
+  impl_.counters.active_connections.fetch_add(1);
+}
+
+ClientSession::~ClientSession() { impl_.counters.active_connections.fetch_sub(1); }
+
+void ClientSession::start() {
+  boost::system::error_code ec;
+  peer_ = stream_.socket().remote_endpoint(ec);
+  // Identity and policy are fixed per connection: a reload applies to new connections.
+  who_ = impl_.agents.lookup(peer_.address());
+  policy_ = impl_.current_policy();
+  profile_ = who_.profile.empty() ? &policy_->base : &policy_->profile_for(who_.profile);
+  read_request();
+}
+
+void ClientSession::read_request() {
+  parser_.emplace();
+  parser_->header_limit(kHeaderLimit);
+  parser_->body_limit(kRequestBodyLimit);
+  stream_.expires_after(profile_->limits.idle_timeout);
+  http::async_read(stream_, buffer_, *parser_, beast::bind_front_handler(&ClientSession::on_request, shared_from_this()));
+}
+
+bool ClientSession::is_connect() const { return req_.method() == http::verb::connect; }
+
+std::string ClientSession::what() const {
+  return std::string(req_.method_string()) + " " + std::string(req_.target());
+}
+
+void ClientSession::on_request(beast::error_code ec, std::size_t) {
+  record_ = audit::AuditRecord{};
+  record_.agent = who_.agent;
+  record_.client_addr = endpoint_text(peer_);
+  exchange_.reset();
+  allowed_.clear();
+  if (ec) {
+    // A client going away between requests is normal, not a malformed request.
+    if (!parser_->got_some() || ec == http::error::end_of_stream || ec == beast::error::timeout ||
+        ec == asio::error::connection_reset || ec == asio::error::eof) {
+      return close_client();
+    }
+    record_.kind = "http";
+    if (parser_->is_header_done()) {
+      req_ = parser_->get();
+      record_.method = std::string(req_.method_string());
+      record_.kind = is_connect() ? "connect" : "http";
+    }
+    if (ec == http::error::header_limit)
+      return refuse({431, RefusalKind::error, {}, "request", "the request headers are larger than 64 KiB", {}},
+                    "deny", true);
+    if (ec == http::error::body_limit)
+      return refuse({413, RefusalKind::error, {}, "request", "the request body is larger than 64 MiB", {}}, "deny",
+                    true);
+    return refuse({400, RefusalKind::error, {}, "request", "malformed HTTP request: " + ec.message(), {}}, "deny",
+                  true);
+  }
+  req_ = parser_->release();
+  record_.method = std::string(req_.method_string());
+  record_.kind = is_connect() ? "connect" : "http";
+  client_keep_alive_ = !is_connect() && req_.keep_alive();
+  if (impl_.is_stopping()) client_keep_alive_ = false;
+
+  if (!handled_method(req_.method())) {
+    return refuse({405, RefusalKind::error, what(), "method",
+                   "netbox does not forward the method " + std::string(req_.method_string()), {}},
+                  "deny", !client_keep_alive_);
+  }
+  target_ = is_connect() ? parse_connect_target(req_.target()) : parse_absolute_target(req_.target());
+  if (!target_.error.empty()) {
+    record_.host = target_.host;
+    record_.port = target_.port;
+    return refuse({400, RefusalKind::error, what(), "request", target_.error, {}}, "deny", true);
+  }
+  record_.port = target_.port;
+  record_.path = target_.path;
+  auto parsed = policy::parse_host(target_.host);
+  if (!parsed) {
+    record_.host = target_.host;
+    return refuse({400, RefusalKind::error, what(), "host", "the host '" + target_.host + "' is not valid: " +
+                                                                 parsed.error.message, {}},
+                  "deny", true);
+  }
+  host_ = *parsed.host;
+  record_.host = host_.name;
+  route();
+}
+
+void ClientSession::route() {
+  name_decision_ = policy::decide_name(*profile_, host_, target_.port);
+  if (!name_decision_.lets_through()) {
+    record_.rule = name_decision_.rule;
+    record_.reason = name_decision_.reason;
+    return refuse({403, RefusalKind::deny, what(), name_decision_.rule, name_decision_.reason, {}}, "deny",
+                  !client_keep_alive_);
+  }
+  if (host_.is_ip()) return on_resolved(ResolveResult{{*host_.ip}, {}, false});
+  if (auto it = policy_->pins.find(host_.name); it != policy_->pins.end())
+    return on_resolved(ResolveResult{it->second, {}, false});
+  const auto t0 = std::chrono::steady_clock::now();
+  worker_.resolver->resolve(host_.name, [self = shared_from_this(), t0](ResolveResult r) {
+    if (!r.from_cache) self->impl_.counters.dns_latency.observe(std::chrono::steady_clock::now() - t0);
+    self->on_resolved(std::move(r));
+  });
+}
+
+void ClientSession::on_resolved(ResolveResult r) {
+  record_.decision = std::string(policy::to_string(name_decision_.verdict));
+  record_.rule = name_decision_.rule;
+  record_.reason = name_decision_.reason;
+  if (!r.error.empty()) {
+    impl_.counters.upstream_errors.fetch_add(1);
+    return refuse({502, RefusalKind::error, what(), {}, r.error, {}}, record_.decision, !client_keep_alive_,
+                  r.error);
+  }
+  std::vector<asio::ip::address> allowed;
+  std::optional<policy::Decision> chosen;
+  std::optional<policy::Decision> first_deny;
+  std::string denied_addr;
+  for (const auto& a : r.addresses) {
+    auto d = policy::decide_address(*profile_, host_, target_.port, a);
+    if (d.lets_through()) {
+      allowed.push_back(a);
+      if (!chosen) chosen = std::move(d);
+    } else if (!first_deny) {
+      first_deny = std::move(d);
+      denied_addr = a.to_string();
+    }
+  }
+  if (allowed.empty()) {
+    record_.resolved_addr = denied_addr;
+    record_.rule = first_deny->rule;
+    record_.reason = first_deny->reason;
+    return refuse({403, RefusalKind::deny, what(), first_deny->rule, first_deny->reason, {}}, "deny",
+                  !client_keep_alive_);
+  }
+  // A report on either step is what the row must show; otherwise the address decision.
+  policy::Decision final = name_decision_.verdict == policy::Verdict::report ? name_decision_ : *chosen;
+  if (chosen->verdict == policy::Verdict::report) final = *chosen;
+  admit(std::move(allowed), std::move(final));
+}
+
+void ClientSession::admit(std::vector<asio::ip::address> allowed, policy::Decision decision) {
+  record_.decision = std::string(policy::to_string(decision.verdict));
+  record_.rule = decision.rule;
+  record_.reason = decision.reason;
+  for (const auto& a : allowed) allowed_.emplace_back(a, target_.port);
+  record_.resolved_addr = allowed.front().to_string();
+
+  auto cap = impl_.caps.acquire(who_.agent, host_.name, policy_->base.limits, profile_->limits);
+  if (!cap.token) {
+    if (cap.rule == "limits.max_connections") impl_.counters.caps_hit_global.fetch_add(1);
+    else if (cap.rule == "limits.max_connections_per_agent") impl_.counters.caps_hit_agent.fetch_add(1);
+    else impl_.counters.caps_hit_host.fetch_add(1);
+    record_.rule = cap.rule;
+    record_.reason = cap.reason;
+    return refuse({429, RefusalKind::cap, what(), cap.rule, cap.reason, 1u}, "deny", !client_keep_alive_);
+  }
+  exchange_ = std::make_unique<Exchange>(impl_, record_);
+  exchange_->cap = std::move(cap.token);
+  exchange_->bytes_up = is_connect() ? 0 : req_.body().size();
+  if (!exchange_->open()) {
+    exchange_.reset();
+    impl_.log.write("audit_refused", {{"host", host_.name}, {"agent", who_.agent}});
+    // Fail closed: no row, no connection.
+    auto res = std::make_shared<Response>(make_refusal(
+        {503, RefusalKind::error, what(), "audit", "the audit store did not accept the record of this request", {}},
+        req_.version(), false));
+    refusal_ = res;
+    return http::async_write(stream_, *res, [self = shared_from_this()](beast::error_code e, std::size_t) {
+      self->on_refusal_written(true, e);
+    });
+  }
+  if (is_connect()) return connect_upstream();
+  // Reuse a pooled connection to one of the checked addresses, if there is one.
+  for (const auto& ep : allowed_) {
+    auto key = UpstreamPool::key(ep, host_.name);
+    if (auto s = worker_.pool->take(key)) {
+      pool_key_ = key;
+      reused_upstream_ = true;
+      exchange_->record().resolved_addr = ep.address().to_string();
+      upstream_.emplace(std::move(*s));
+      return send_upstream();
+    }
+  }
+  connect_upstream();
+}
+
+void ClientSession::connect_upstream() {
+  reused_upstream_ = false;
+  const auto t0 = std::chrono::steady_clock::now();
+  dial(worker_.ioc, allowed_, profile_->limits.connect_timeout, [self = shared_from_this(), t0](DialResult r) {
+    self->impl_.counters.connect_latency.observe(std::chrono::steady_clock::now() - t0);
+    self->on_dialed(std::move(r));
+  });
+}
+
+void ClientSession::on_dialed(DialResult r) {
+  if (r.failure != DialFailure::none) {
+    impl_.counters.upstream_errors.fetch_add(1);
+    return upstream_failed(r.failure == DialFailure::timeout ? 504 : 502, r.error);
+  }
+  exchange_->record().resolved_addr = r.endpoint.address().to_string();
+  if (is_connect()) return start_tunnel(std::move(r.socket));
+  pool_key_ = UpstreamPool::key(r.endpoint, host_.name);
+  upstream_.emplace(std::move(r.socket));
+  send_upstream();
+}
+
+void ClientSession::send_upstream() {
+  upstream_req_ = req_;
+  strip_hop_by_hop(upstream_req_);
+  upstream_req_.erase(http::field::expect);  // the whole body is already here
+  upstream_req_.target(target_.path_and_query);
+  upstream_req_.version(11);
+  upstream_req_.set(http::field::host, host_header(target_));
+  upstream_req_.keep_alive(true);
+  upstream_req_.prepare_payload();
+  upstream_->expires_after(profile_->limits.idle_timeout);
+  http::async_write(*upstream_, upstream_req_,
+                    beast::bind_front_handler(&ClientSession::on_upstream_written, shared_from_this()));
+}
+
+void ClientSession::on_upstream_written(beast::error_code ec, std::size_t) {
+  if (ec) {
+    if (reused_upstream_) {
+      upstream_.reset();
+      return connect_upstream();  // the pooled connection had gone stale: dial afresh
+    }
+    impl_.counters.upstream_errors.fetch_add(1);
+    if (ec == beast::error::timeout) return upstream_failed(504, "sending the request upstream timed out");
+    return upstream_failed(502, "sending the request upstream failed: " + ec.message());
+  }
+  upstream_parser_.emplace();
+  upstream_parser_->header_limit(kHeaderLimit);
+  upstream_parser_->body_limit(kResponseBodyLimit);
+  if (req_.method() == http::verb::head) upstream_parser_->skip(true);
+  buffer_upstream_.clear();
+  upstream_->expires_after(profile_->limits.idle_timeout);
+  http::async_read(*upstream_, buffer_upstream_, *upstream_parser_,
+                   beast::bind_front_handler(&ClientSession::on_upstream_response, shared_from_this()));
+}
+
+void ClientSession::on_upstream_response(beast::error_code ec, std::size_t) {
+  if (ec) {
+    if (reused_upstream_ && !upstream_parser_->got_some()) {
+      upstream_.reset();
+      return connect_upstream();
+    }
+    impl_.counters.upstream_errors.fetch_add(1);
+    upstream_.reset();
+    if (ec == beast::error::timeout)
+      return upstream_failed(504, "the upstream did not answer within " +
+                                      std::to_string(profile_->limits.idle_timeout.count()) + " ms");
+    return upstream_failed(502, "the upstream's response was not valid HTTP: " + ec.message());
+  }
+  res_ = upstream_parser_->release();
+  upstream_keep_alive_ = res_.keep_alive() && res_.version() == 11;
+  send_response();
+}
+
+void ClientSession::send_response() {
+  const auto status = res_.result_int();
+  strip_hop_by_hop(res_);
+  res_.version(req_.version());
+  const bool bodiless = req_.method() == http::verb::head || status / 100 == 1 || status == 204 || status == 304;
+  if (!bodiless) res_.prepare_payload();
+  res_.keep_alive(client_keep_alive_);
+  exchange_->bytes_down = res_.body().size();
+  // The upstream connection is done with this exchange: pool it or drop it.
+  if (upstream_) {
+    if (upstream_keep_alive_ && buffer_upstream_.size() == 0)
+      worker_.pool->put(pool_key_, upstream_->release_socket());
+    upstream_.reset();
+  }
+  stream_.expires_after(profile_->limits.idle_timeout);
+  http::async_write(stream_, res_, beast::bind_front_handler(&ClientSession::on_response_written, shared_from_this()));
+}
+
+void ClientSession::on_response_written(beast::error_code ec, std::size_t) {
+  const int status = res_.result_int();
+  res_ = {};
+  if (ec) {
+    exchange_->finish(status, "writing the response to the agent failed: " + ec.message());
+    return close_client();
+  }
+  exchange_->finish(status);
+  exchange_.reset();
+  if (!client_keep_alive_) return close_client();
+  read_request();
+}
+
+void ClientSession::start_tunnel(tcp::socket upstream) {
+  // Bytes the agent sent after the CONNECT header (a pipelined TLS hello) go first.
+  stream_.expires_never();
+  std::string early(static_cast<const char*>(buffer_.data().data()), buffer_.size());
+  buffer_.consume(buffer_.size());
+  auto t = std::make_shared<Tunnel>(impl_, stream_.release_socket(), std::move(upstream), std::move(early),
+                                    std::move(exchange_), profile_->limits.idle_timeout);
+  t->start();
+}
+
+void ClientSession::upstream_failed(unsigned status, std::string error) {
+  refuse({status, RefusalKind::error, what(), {}, error, {}}, record_.decision, !client_keep_alive_ || is_connect(),
+         error);
+}
+
+void ClientSession::refuse(Refusal r, std::string decision_text, bool close, std::string error) {
+  if (is_connect()) close = true;  // a refused CONNECT never becomes a tunnel
+  auto res = std::make_shared<Response>(make_refusal(r, req_.version() ? req_.version() : 11, !close));
+  if (exchange_) {
+    exchange_->finish(static_cast<int>(r.status), error.empty() ? r.reason : error);
+    exchange_.reset();
+  } else {
+    auto rec = record_;
+    rec.decision = std::move(decision_text);
+    if (rec.rule.empty()) rec.rule = r.rule;
+    if (rec.reason.empty()) rec.reason = r.reason;
+    rec.status = static_cast<int>(r.status);
+    rec.error = std::move(error);
+    record_refusal(impl_, std::move(rec));
+  }
+  refusal_ = res;
+  stream_.expires_after(std::chrono::seconds(30));
+  http::async_write(stream_, *res, [self = shared_from_this(), close](beast::error_code e, std::size_t) {
+    self->on_refusal_written(close, e);
+  });
+}
+
+void ClientSession::on_refusal_written(bool close, beast::error_code ec) {
+  refusal_.reset();
+  if (ec || close) return close_client();
+  read_request();
+}
+
+void ClientSession::close_client() {
+  beast::error_code ec;
+  stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+  stream_.close();
+}
+
+}  // namespace netbox::proxy

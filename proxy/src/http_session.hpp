@@ -1,0 +1,94 @@
+#pragma once
+// One agent connection: reads requests (Beast parser, 64 KiB header limit), decides
+// each against the policy, then forwards plain HTTP over a pooled upstream connection or
+// turns a CONNECT into a Tunnel. Each async step is one member function.
+#include "netbox/policy/decide.hpp"
+#include "netbox/proxy/server.hpp"
+
+#include "agent_registry.hpp"
+#include "denial.hpp"
+#include "dialer.hpp"
+#include "exchange.hpp"
+#include "server_impl.hpp"
+#include "target.hpp"
+
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/message.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/string_body.hpp>
+
+#include <memory>
+#include <optional>
+
+namespace netbox::proxy {
+
+class ClientSession : public std::enable_shared_from_this<ClientSession> {
+ public:
+  static constexpr std::size_t kHeaderLimit = 64 * 1024;
+  static constexpr std::uint64_t kRequestBodyLimit = 64ull * 1024 * 1024;
+  static constexpr std::uint64_t kResponseBodyLimit = 1024ull * 1024 * 1024;
+
+  ClientSession(Server::Impl& impl, Worker& worker, boost::asio::ip::tcp::socket socket);
+  ~ClientSession();
+  void start();
+
+ private:
+  using Request = boost::beast::http::request<boost::beast::http::string_body>;
+  using Response = boost::beast::http::response<boost::beast::http::string_body>;
+
+  void read_request();
+  void on_request(boost::beast::error_code ec, std::size_t bytes);
+  void route();
+  void on_resolved(ResolveResult r);
+  void admit(std::vector<boost::asio::ip::address> allowed, policy::Decision decision);
+  void connect_upstream();
+  void on_dialed(DialResult r);
+  void send_upstream();
+  void on_upstream_written(boost::beast::error_code ec, std::size_t bytes);
+  void on_upstream_response(boost::beast::error_code ec, std::size_t bytes);
+  void send_response();
+  void on_response_written(boost::beast::error_code ec, std::size_t bytes);
+  void start_tunnel(boost::asio::ip::tcp::socket upstream);
+
+  // Answers without forwarding. Without an open exchange, writes a complete audit row
+  // from `record_` (decision taken from `decision_text`); with one, completes it.
+  void refuse(Refusal r, std::string decision_text, bool close, std::string error = {});
+  void upstream_failed(unsigned status, std::string error);
+  void on_refusal_written(bool close, boost::beast::error_code ec);
+  void close_client();
+
+  bool is_connect() const;
+  std::string what() const;
+
+  Server::Impl& impl_;
+  Worker& worker_;
+  boost::beast::tcp_stream stream_;
+  boost::beast::flat_buffer buffer_;
+  std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
+  boost::asio::ip::tcp::endpoint peer_;
+  AgentIdentity who_;
+  PolicyPtr policy_;
+  const policy::Profile* profile_ = nullptr;
+
+  // The current request.
+  Request req_;
+  Target target_;
+  policy::Host host_;
+  policy::Decision name_decision_;
+  audit::AuditRecord record_;
+  std::unique_ptr<Exchange> exchange_;
+  std::vector<boost::asio::ip::tcp::endpoint> allowed_;
+  bool client_keep_alive_ = false;
+  bool reused_upstream_ = false;
+  std::string pool_key_;
+  std::optional<boost::beast::tcp_stream> upstream_;
+  boost::beast::flat_buffer buffer_upstream_;
+  Request upstream_req_;
+  std::optional<boost::beast::http::response_parser<boost::beast::http::string_body>> upstream_parser_;
+  Response res_;
+  bool upstream_keep_alive_ = false;
+  std::shared_ptr<void> refusal_;  // keeps a refusal message alive while it is written
+};
+
+}  // namespace netbox::proxy

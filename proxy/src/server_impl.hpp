@@ -1,0 +1,91 @@
+#pragma once
+// What the sessions, the tunnel and the control socket share: the server's state.
+#include "netbox/audit/writer.hpp"
+#include "netbox/proxy/server.hpp"
+
+#include "agent_registry.hpp"
+#include "caps.hpp"
+#include "counters.hpp"
+#include "log.hpp"
+#include "resolver.hpp"
+#include "upstream_pool.hpp"
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace netbox::proxy {
+
+class ControlServer;
+
+// One io thread: its io_context, its resolver, its idle upstream connections and its
+// own SO_REUSEPORT acceptor for each listen address. Only its own thread touches them.
+struct Worker {
+  boost::asio::io_context ioc{1};
+  std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> guard;
+  std::unique_ptr<Resolver> resolver;
+  std::unique_ptr<UpstreamPool> pool;
+  std::map<boost::asio::ip::tcp::endpoint, std::shared_ptr<boost::asio::ip::tcp::acceptor>> acceptors;
+  std::thread thread;
+};
+
+using PolicyPtr = std::shared_ptr<const policy::Policy>;
+
+}  // namespace netbox::proxy
+
+namespace netbox::proxy {
+
+struct Server::Impl {
+  explicit Impl(ProxyOptions opts);
+  ~Impl();
+
+  void start();
+  void stop();
+  void wait();
+  bool reload_policy();
+  boost::asio::ip::tcp::endpoint add_listener(const boost::asio::ip::tcp::endpoint& ep);
+  void remove_listener(const boost::asio::ip::tcp::endpoint& ep);
+  std::vector<boost::asio::ip::tcp::endpoint> local_endpoints() const;
+  void event(std::string kind, std::string message, std::string detail = {});
+
+  PolicyPtr current_policy() const { return policy.load(std::memory_order_acquire); }
+  bool is_stopping() const { return stopping.load(); }
+
+  // Declared in this order so everything a session touches outlives the workers whose
+  // io_contexts own the sessions.
+  ProxyOptions options;
+  Logger log;
+  Counters counters;
+  std::unique_ptr<audit::Writer> writer;
+  Caps caps;
+  AgentRegistry agents;
+  std::atomic<PolicyPtr> policy;
+  std::mutex reload_mu;
+
+  mutable std::mutex listeners_mu;
+  std::vector<boost::asio::ip::tcp::endpoint> listeners;
+
+  std::mutex state_mu;
+  std::condition_variable state_cv;
+  bool started = false;
+  bool stopped = false;
+  bool finished = false;
+  std::atomic<bool> running{false};
+  std::atomic<bool> stopping{false};
+
+  std::vector<std::unique_ptr<Worker>> workers;
+  std::unique_ptr<ControlServer> control;
+
+ private:
+  void accept_loop(Worker& w, std::shared_ptr<boost::asio::ip::tcp::acceptor> acc);
+};
+
+}  // namespace netbox::proxy

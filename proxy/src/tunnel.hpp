@@ -1,0 +1,57 @@
+#pragma once
+// A CONNECT tunnel: answers "200 Connection Established" and relays bytes both ways
+// until both sides have closed (half-close honoured) or nothing moved for idle_timeout.
+#include "exchange.hpp"
+#include "server_impl.hpp"
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <array>
+#include <chrono>
+#include <memory>
+#include <string>
+
+namespace netbox::proxy {
+
+class Tunnel : public std::enable_shared_from_this<Tunnel> {
+ public:
+  static constexpr std::size_t kBufferSize = 64 * 1024;
+
+  Tunnel(Server::Impl& impl, boost::asio::ip::tcp::socket client, boost::asio::ip::tcp::socket upstream,
+         std::string early_data, std::unique_ptr<Exchange> exchange, std::chrono::milliseconds idle_timeout);
+  ~Tunnel();
+  void start();
+
+ private:
+  struct Half {
+    boost::asio::ip::tcp::socket* from;
+    boost::asio::ip::tcp::socket* to;
+    std::array<char, kBufferSize> buf;
+    std::uint64_t bytes = 0;
+    bool done = false;
+  };
+  void on_established(boost::system::error_code ec);
+  void relay(Half& h);
+  void on_read(Half& h, boost::system::error_code ec, std::size_t n);
+  void on_written(Half& h, boost::system::error_code ec);
+  void half_done(Half& h, const boost::system::error_code& ec);
+  void arm_idle();
+  void abort(std::string why);
+  void finish();
+
+  Server::Impl& impl_;
+  boost::asio::ip::tcp::socket client_;
+  boost::asio::ip::tcp::socket upstream_;
+  std::string early_;
+  std::unique_ptr<Exchange> exchange_;
+  std::chrono::milliseconds idle_timeout_;
+  boost::asio::steady_timer idle_;
+  std::chrono::steady_clock::time_point last_activity_;
+  std::unique_ptr<Half> up_;    // agent -> upstream
+  std::unique_ptr<Half> down_;  // upstream -> agent
+  std::string error_;
+  bool finished_ = false;
+};
+
+}  // namespace netbox::proxy
