@@ -1,0 +1,160 @@
+// `netbox policy check`: exit 0 and a summary for a good file; exit 2 and
+// FILE:LINE:COL: /json/path: what is wrong for every bad case the issue lists.
+#include "support/process.hpp"
+#include "support/temp_dir.hpp"
+
+#include <gtest/gtest.h>
+
+using netbox::test::run_netbox;
+using netbox::test::TempDir;
+
+namespace {
+
+struct BadCase {
+  const char* name;
+  const char* json;
+  const char* where;  // "LINE:COL: /path" expected right after the file name
+  const char* what;   // fragment of the explanation
+};
+
+// Each file spreads over lines so that the line number is checked, not just found.
+const BadCase kBadCases[] = {
+    {"bad_json", "{\n  \"version\": 1,\n  \"allow\": [\"a.example\" \"b.example\"]\n}\n", "3:35: ", "invalid JSON"},
+    {"trailing_comma", "{\n  \"version\": 1,\n}\n", "3:1: ", "invalid JSON"},
+    {"unknown_key", "{\n  \"version\": 1,\n  \"alow\": []\n}\n", "3:3: /alow: ", "unknown key 'alow'; did you mean 'allow'?"},
+    {"unknown_limits_key", "{\n  \"version\": 1,\n  \"limits\": {\"max_conn\": 5}\n}\n", "3:14: /limits/max_conn: ",
+     "unknown key 'max_conn'"},
+    {"unknown_agent_key", "{\n  \"version\": 1,\n  \"agents\": {\"bot\": {\"allowed\": []}}\n}\n",
+     "3:22: /agents/bot/allowed: ", "unknown key 'allowed'"},
+    {"wrong_type", "{\n  \"version\": 1,\n  \"ports\": \"443\"\n}\n", "3:12: /ports: ", "must be an array, not a string"},
+    {"wrong_item_type", "{\n  \"version\": 1,\n  \"allow\": [\"a.example\", 7]\n}\n", "3:26: /allow/1: ", "must be a string"},
+    {"bad_cidr_host_bits", "{\n  \"version\": 1,\n  \"allow\": [\"10.1.2.3/8\"]\n}\n", "3:13: /allow/0: ",
+     "host bits set"},
+    {"bad_cidr_prefix", "{\n  \"version\": 1,\n  \"deny\": [\"192.168.0.0/40\"]\n}\n", "3:12: /deny/0: ",
+     "prefix length 40 is out of range 0-32"},
+    {"bad_internal_cidr", "{\n  \"version\": 1,\n  \"internal\": {\"allow\": [\"127.0.0.1/7\"]}\n}\n",
+     "3:26: /internal/allow/0: ", "host bits set"},
+    {"port_zero", "{\n  \"version\": 1,\n  \"ports\": [80, 0]\n}\n", "3:17: /ports/1: ", "port 0 is outside 1-65535"},
+    {"port_too_big", "{\n  \"version\": 1,\n  \"ports\": [65536]\n}\n", "3:13: /ports/0: ", "port 65536 is outside 1-65535"},
+    {"entry_port_too_big", "{\n  \"version\": 1,\n  \"allow\": [\"a.example:70000\"]\n}\n", "3:13: /allow/0: ",
+     "port 70000 is outside 1-65535"},
+    {"star_in_middle", "{\n  \"version\": 1,\n  \"allow\": [\"api.*.example.com\"]\n}\n", "3:13: /allow/0: ",
+     "'*' may only stand at the start of a name"},
+    {"bare_star", "{\n  \"version\": 1,\n  \"allow\": [\"ok.example\",\n            \"*\"]\n}\n", "4:13: /allow/1: ",
+     "a bare '*' would allow every host"},
+    {"empty_host", "{\n  \"version\": 1,\n  \"allow\": [\"\"]\n}\n", "3:13: /allow/0: ", "empty host"},
+    {"empty_host_with_port", "{\n  \"version\": 1,\n  \"deny\": [\":443\"]\n}\n", "3:12: /deny/0: ", "empty host"},
+    {"bad_version", "{\n  \"version\": 2\n}\n", "2:14: /version: ", "version must be 1"},
+    {"missing_version", "{\n  \"allow\": []\n}\n", "1:1: /version: ", "missing"},
+    {"bad_mode", "{\n  \"version\": 1,\n  \"mode\": \"audit\"\n}\n", "3:11: /mode: ", "\"enforce\" or \"report\""},
+    {"pin_not_ip", "{\n  \"version\": 1,\n  \"resolve\": {\"a.test\": [\"localhost\"]}\n}\n", "3:26: /resolve/a.test/0: ",
+     "resolve pins must be IP addresses"},
+    {"limit_zero", "{\n  \"version\": 1,\n  \"limits\": {\"max_connections\": 0}\n}\n", "3:33: /limits/max_connections: ",
+     "positive integer"},
+    {"bad_idna", "{\n  \"version\": 1,\n  \"allow\": [\"xn--zz.example\"]\n}\n", "3:13: /allow/0: ", "internationalised"},
+    {"bad_ip_literal", "{\n  \"version\": 1,\n  \"allow\": [\"1.2.3.256\"]\n}\n", "3:13: /allow/0: ", "IPv4"},
+};
+
+}  // namespace
+
+class PolicyCheckBad : public ::testing::TestWithParam<BadCase> {};
+
+TEST_P(PolicyCheckBad, ExitsTwoNamingFileLineColumnPathAndProblem) {
+  const BadCase& c = GetParam();
+  TempDir dir;
+  auto file = dir.write(std::string(c.name) + ".json", c.json);
+  auto r = run_netbox({"policy", "check", file.string()});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  std::string want = file.string() + ":" + c.where;
+  EXPECT_EQ(r.err.rfind(want, 0), 0U) << "wanted stderr to start with '" << want << "', got: " << r.err;
+  EXPECT_NE(r.err.find(c.what), std::string::npos) << "wanted '" << c.what << "' in: " << r.err;
+  EXPECT_EQ(r.out, "");
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryIssueCase, PolicyCheckBad, ::testing::ValuesIn(kBadCases),
+                         [](const auto& param_info) { return std::string(param_info.param.name); });
+
+TEST(PolicyCheck, GoodFileExitsZeroWithSummary) {
+  TempDir dir;
+  auto file = dir.write("good.json", R"({"version": 1, "allow": ["api.example.com", "*.pypi.org"], "ports": [443]})");
+  auto r = run_netbox({"policy", "check", file.string()});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find(file.string() + ": ok"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("api.example.com, *.pypi.org"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("sha256 "), std::string::npos) << r.out;
+  EXPECT_EQ(r.err, "");
+}
+
+TEST(PolicyCheck, ShippedExamplesAreValid) {
+  for (const char* example : {"examples/demo-policy.json", "examples/agent-policy.json"}) {
+    auto r = run_netbox({"policy", "check", (netbox::test::source_dir() / example).string()});
+    EXPECT_EQ(r.exit_code, 0) << example << ": " << r.err;
+  }
+}
+
+TEST(PolicyCheck, MissingFileExitsTwoNamingIt) {
+  TempDir dir;
+  auto file = dir.path() / "absent.json";
+  auto r = run_netbox({"policy", "check", file.string()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find(file.string()), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("No such file"), std::string::npos) << r.err;
+}
+
+TEST(PolicyCheck, MissingFileArgumentIsAUsageError) {
+  auto r = run_netbox({"policy", "check"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("FILE"), std::string::npos) << r.err;
+}
+
+TEST(PolicyCheck, PolicyWithoutSubcommandIsAUsageError) {
+  auto r = run_netbox({"policy"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--help"), std::string::npos) << r.err;
+}
+
+TEST(PolicyCheck, ExplainsTheDecisionForAHost) {
+  auto demo = (netbox::test::source_dir() / "examples/demo-policy.json").string();
+  auto ok = run_netbox({"policy", "check", demo, "--host", "demo.netbox.test", "--port", "18080"});
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_NE(ok.out.find("name: allow"), std::string::npos) << ok.out;
+  EXPECT_NE(ok.out.find("address 127.0.0.1 (resolve pin): allow"), std::string::npos) << ok.out;
+
+  auto blocked = run_netbox({"policy", "check", demo, "--host", "blocked.demo.netbox.test", "--port", "80"});
+  EXPECT_EQ(blocked.exit_code, 0) << blocked.err;
+  EXPECT_NE(blocked.out.find("name: deny"), std::string::npos) << blocked.out;
+  EXPECT_NE(blocked.out.find("matches deny[0] blocked.demo.netbox.test"), std::string::npos) << blocked.out;
+
+  auto meta = run_netbox({"policy", "check", demo, "--host", "169.254.169.254", "--port", "80"});
+  EXPECT_NE(meta.out.find("is internal (cloud metadata) and not in internal.allow"), std::string::npos) << meta.out;
+
+  auto port = run_netbox({"policy", "check", demo, "--host", "demo.netbox.test", "--port", "22"});
+  EXPECT_NE(port.out.find("port 22 is not in ports [80, 8080, 18080]"), std::string::npos) << port.out;
+
+  auto addr = run_netbox({"policy", "check", demo, "--host", "demo.netbox.test", "--port", "80", "--address", "10.0.0.5"});
+  EXPECT_NE(addr.out.find("which is internal (RFC 1918)"), std::string::npos) << addr.out;
+}
+
+TEST(PolicyCheck, ExplainsForAnAgentProfile) {
+  auto file = (netbox::test::source_dir() / "examples/agent-policy.json").string();
+  auto r = run_netbox({"policy", "check", file, "--host", "api.anthropic.com", "--agent", "claude"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("agents.claude.allow[0] api.anthropic.com"), std::string::npos) << r.out;
+  auto other = run_netbox({"policy", "check", file, "--host", "api.anthropic.com"});
+  EXPECT_NE(other.out.find("name: deny"), std::string::npos) << other.out;
+}
+
+TEST(PolicyCheck, BadHostOrPortArgumentsExitTwo) {
+  auto demo = (netbox::test::source_dir() / "examples/demo-policy.json").string();
+  auto bad_host = run_netbox({"policy", "check", demo, "--host", "a b.example"});
+  EXPECT_EQ(bad_host.exit_code, 2);
+  EXPECT_NE(bad_host.err.find("--host 'a b.example'"), std::string::npos) << bad_host.err;
+  auto bad_port = run_netbox({"policy", "check", demo, "--host", "demo.netbox.test", "--port", "70000"});
+  EXPECT_EQ(bad_port.exit_code, 2);
+  EXPECT_NE(bad_port.err.find("--port"), std::string::npos) << bad_port.err;
+  auto bad_addr = run_netbox({"policy", "check", demo, "--host", "demo.netbox.test", "--address", "nope"});
+  EXPECT_EQ(bad_addr.exit_code, 2);
+  EXPECT_NE(bad_addr.err.find("--address 'nope'"), std::string::npos) << bad_addr.err;
+  auto port_alone = run_netbox({"policy", "check", demo, "--port", "80"});
+  EXPECT_EQ(port_alone.exit_code, 2) << port_alone.err;
+}
