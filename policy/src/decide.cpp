@@ -119,9 +119,13 @@ Decision decide_name(const Profile& profile, const Host& host, uint16_t port) {
 
 Decision decide_address(const Profile& profile, const Host& host, uint16_t port,
                         const boost::asio::ip::address& addr) {
-  const std::string addr_text = addr.to_string();
+  // Strings are built only once the outcome is known: this runs for every connection.
   // "10.0.0.5" for a literal, "db.example resolved to 10.0.0.5, which" for a name.
-  const std::string subject = host.is_ip() ? addr_text : host.name + " resolved to " + addr_text + ", which";
+  auto subject = [&] {
+    return host.is_ip() ? addr.to_string() : host.name + " resolved to " + addr.to_string() + ", which";
+  };
+  // "10.0.0.5" for a literal, "db.example (10.0.0.5)" for a name.
+  auto who = [&] { return host.is_ip() ? addr.to_string() : host.name + " (" + addr.to_string() + ")"; };
 
   NameCheck c;
   if (!host.is_ip()) {
@@ -130,18 +134,18 @@ Decision decide_address(const Profile& profile, const Host& host, uint16_t port,
   }
   for (const Rule& r : profile.deny)
     if (r.kind == Rule::Kind::network && port_fits(r, port) && network_denies(r.network, addr))
-      return finish(profile, deny(r.cite(), subject + " matches " + r.cite()));
+      return finish(profile, deny(r.cite(), subject() + " matches " + r.cite()));
 
   std::string range = internal_range(addr);
   if (!range.empty()) {
     bool excepted = false;
-    for (const Cidr& c2 : profile.internal_allow)
-      if (c2.contains(addr)) {
+    for (const Cidr& ok : profile.internal_allow)
+      if (ok.contains(addr)) {
         excepted = true;
         break;
       }
     if (!excepted)
-      return finish(profile, deny("internal", subject + " is internal (" + range + ") and not in internal.allow"));
+      return finish(profile, deny("internal", subject() + " is internal (" + range + ") and not in internal.allow"));
   }
 
   const Rule* allowed_by = c.allowed_by;
@@ -157,11 +161,10 @@ Decision decide_address(const Profile& profile, const Host& host, uint16_t port,
     }
   if (!allowed_by) {
     if (mismatch) return finish(profile, wrong_port(*mismatch, host.name, port));
-    return finish(profile, not_allowed(host.is_ip() ? addr_text : host.name + " (" + addr_text + ")"));
+    return finish(profile, not_allowed(who()));
   }
   if (auto d = port_denied(profile, *allowed_by, port)) return finish(profile, *d);
-  const std::string who = host.is_ip() ? addr_text : host.name + " (" + addr_text + ")";
-  return Decision{Verdict::allow, allowed_by->cite(), who + " matches " + allowed_by->cite()};
+  return Decision{Verdict::allow, allowed_by->cite(), who() + " matches " + allowed_by->cite()};
 }
 
 }  // namespace netbox::policy
