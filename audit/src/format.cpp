@@ -71,7 +71,7 @@ std::string requests_table(const std::vector<AuditRecord>& rows) {
   const std::vector<detail::Column> columns = {
       {"ID", 10, true},    {"TIME", 24},    {"AGENT", 16},     {"DECISION", 8},  {"KIND", 7},
       {"METHOD", 7},       {"HOST", 40},    {"PORT", 5, true}, {"PATH", 32},     {"STATUS", 6, true},
-      {"UP", 12, true},    {"DOWN", 12, true}, {"MS", 9, true}, {"REASON", 60}};
+      {"UP", 12, true},    {"DOWN", 12, true}, {"MS", 9, true}, {"REASON", 80}};
   std::vector<std::vector<std::string>> cells;
   for (const auto& r : rows) {
     // One column for what a reader asks first: why it was decided so, or what went wrong.

@@ -33,8 +33,8 @@ Clock::time_point parse_since(std::string_view text, Clock::time_point now) {
   const auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), count);
   if (number.empty() || ec == std::errc::invalid_argument || end != number.data() + number.size())
     throw bad("expected a whole number before the unit");
-  // Ten thousand years back is already before any audit row; more is a typo.
-  constexpr std::uint64_t kLongest = 10000ULL * 366 * 86400;
+  // A century back is already before any audit row; more is a typo.
+  constexpr std::uint64_t kLongest = 100ULL * 366 * 86400;
   if (ec == std::errc::result_out_of_range || count > kLongest / static_cast<std::uint64_t>(seconds_per_unit))
     throw bad("that is too far back");
   return now - std::chrono::seconds(static_cast<std::int64_t>(count) * seconds_per_unit);

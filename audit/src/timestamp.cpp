@@ -2,6 +2,7 @@
 
 #include "netbox/audit/query.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <ctime>
 
@@ -51,6 +52,13 @@ struct Cursor {
   }
 };
 
+std::optional<Clock::time_point> clamped(std::chrono::sys_time<std::chrono::milliseconds> tp) {
+  using namespace std::chrono;
+  const auto latest = floor<milliseconds>(Clock::time_point::max());
+  const auto earliest = ceil<milliseconds>(Clock::time_point::min());
+  return time_point_cast<Clock::duration>(std::clamp(tp, earliest, latest));
+}
+
 }  // namespace
 
 std::optional<Clock::time_point> parse_iso8601(std::string_view text) {
@@ -64,8 +72,10 @@ std::optional<Clock::time_point> parse_iso8601(std::string_view text) {
   if (!d) return std::nullopt;
   const year_month_day date{year{*y}, month{static_cast<unsigned>(*mo)}, day{static_cast<unsigned>(*d)}};
   if (!date.ok()) return std::nullopt;
-  Clock::time_point tp = sys_days{date};
-  if (in.done()) return tp;
+  // Milliseconds reach far beyond any calendar year; the clock's own range does not
+  // (nanoseconds end in 2262), so the result is clamped to it at the end.
+  sys_time<milliseconds> tp = sys_days{date};
+  if (in.done()) return clamped(tp);
 
   if (!in.take('T') && !in.take('t') && !in.take(' ')) return std::nullopt;
   const auto h = in.digits(2);
@@ -90,7 +100,7 @@ std::optional<Clock::time_point> parse_iso8601(std::string_view text) {
       if (count == 0) return std::nullopt;
     }
   }
-  if (in.done() || in.take('Z') || in.take('z')) return in.done() ? std::optional(tp) : std::nullopt;
+  if (in.done() || in.take('Z') || in.take('z')) return in.done() ? clamped(tp) : std::nullopt;
 
   // "+02:00" means the local time is two hours ahead of UTC.
   int sign = 0;
@@ -102,7 +112,7 @@ std::optional<Clock::time_point> parse_iso8601(std::string_view text) {
   in.take(':');
   const auto om = in.digits(2);
   if (!om || *om > 59 || !in.done()) return std::nullopt;
-  return tp - sign * (hours{*oh} + minutes{*om});
+  return clamped(tp - sign * (hours{*oh} + minutes{*om}));
 }
 
 }  // namespace detail

@@ -1,17 +1,101 @@
-// `netbox audit`: not built yet (see the issue that owns it).
+// `netbox audit [filters]` lists requests; `netbox audit summary [filters]` totals them per
+// agent and host. Both only read the database, so they run beside a live proxy.
 #include "commands.hpp"
 
+#include "netbox/audit/query.hpp"
+#include "netbox/audit/schema.hpp"
+
+#include <filesystem>
 #include <iostream>
+#include <memory>
+#include <stdexcept>
+#include <string>
 
 namespace netbox::cli {
+namespace {
+
+struct AuditArgs {
+  std::string db = "netbox-audit.db";
+  std::string agent;
+  std::string decision;
+  std::string host;
+  std::string since;
+  long long limit = 100;
+  std::string format = "table";
+};
+
+// The same filters on `audit` and on `audit summary`, bound to the same values, so they may
+// come before or after the word "summary".
+void add_filters(CLI::App& cmd, AuditArgs& a) {
+  cmd.add_option("--db", a.db, "Audit database to read (default: netbox-audit.db in the working directory)");
+  cmd.add_option("--agent", a.agent, "Only requests of this agent");
+  cmd.add_option("--decision", a.decision, "Only this decision: allow, deny or report");
+  cmd.add_option("--host", a.host, "Only hosts matching this glob, e.g. '*.example.com' (case-sensitive)");
+  cmd.add_option("--since", a.since, "Only newer requests: 30s, 15m, 2h, 1d, 1w or a timestamp (2026-11-22T04:00:00Z)");
+  cmd.add_option("--limit", a.limit, "At most N rows, newest first (summary: the N busiest agent/host pairs); 0 for all")
+      ->capture_default_str();
+  cmd.add_option("--format", a.format, "Output: table, json or csv")->capture_default_str();
+}
+
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+audit::Filter to_filter(const AuditArgs& a) {
+  audit::Filter f;
+  if (!a.agent.empty()) f.agent = a.agent;
+  if (!a.decision.empty()) {
+    if (a.decision != "allow" && a.decision != "deny" && a.decision != "report")
+      throw UsageError("--decision '" + a.decision + "' is not one of allow, deny, report");
+    f.decision = a.decision;
+  }
+  if (!a.host.empty()) f.host_glob = a.host;
+  if (!a.since.empty()) {
+    try {
+      f.since = audit::parse_since(a.since);
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(std::string("--since ") + e.what());
+    }
+  }
+  if (a.limit < 0) throw UsageError("--limit " + std::to_string(a.limit) + " is negative; use 0 for all rows");
+  f.limit = static_cast<std::size_t>(a.limit);
+  if (a.format != "table" && a.format != "json" && a.format != "csv")
+    throw UsageError("--format '" + a.format + "' is not one of table, json, csv");
+  return f;
+}
+
+int run_audit(const AuditArgs& a, bool summary) {
+  try {
+    const audit::Filter filter = to_filter(a);
+    std::error_code ec;
+    if (!std::filesystem::exists(a.db, ec)) throw UsageError("no audit database at " + a.db + "; pass --db");
+    if (summary) std::cout << audit::format_summary(audit::summarize(a.db, filter), a.format);
+    else std::cout << audit::format_requests(audit::query_requests(a.db, filter), a.format);
+    std::cout.flush();
+    return 0;
+  } catch (const UsageError& e) {
+    std::cerr << "netbox audit: " << e.what() << "\n";
+    return 2;
+  } catch (const audit::DatabaseRejected& e) {
+    std::cerr << "netbox audit: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "netbox audit: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+}  // namespace
 
 void add_audit_command(CLI::App& app, int& rc) {
-  auto* sub = app.add_subcommand("audit", "audit (not implemented yet)");
-  sub->allow_extras();
-  sub->callback([&rc] {
-    std::cerr << "netbox audit: not implemented yet\n";
-    rc = 1;
-  });
+  auto args = std::make_shared<AuditArgs>();
+  auto* sub = app.add_subcommand("audit", "Read the audit database: requests newest first, or a summary");
+  sub->require_subcommand(0, 1);
+  add_filters(*sub, *args);
+  auto* summary = sub->add_subcommand("summary", "Allowed, denied, reported and bytes per agent and host");
+  add_filters(*summary, *args);
+  // The parent's callback runs after its subcommand was parsed, so one place decides.
+  sub->callback([&rc, args, summary] { rc = run_audit(*args, summary->parsed()); });
 }
 
 }  // namespace netbox::cli

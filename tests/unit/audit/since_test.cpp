@@ -35,6 +35,13 @@ TEST(ParseSince, TimestampsInEveryAcceptedShape) {
   EXPECT_EQ(format_timestamp(parse_since("2024-02-29T00:00:00Z", kNow)), "2024-02-29T00:00:00.000Z");
 }
 
+TEST(ParseSince, DatesBeyondTheClockRangeStayOrdered) {
+  // The system clock counts nanoseconds and ends in 2262; later dates are clamped, not wrapped.
+  EXPECT_GT(parse_since("2999-01-01", kNow), kNow);
+  EXPECT_GT(parse_since("9999-12-31T23:59:59Z", kNow), parse_since("2200-01-01", kNow));
+  EXPECT_LT(parse_since("1000-01-01", kNow), parse_since("1970-01-01", kNow));
+}
+
 TEST(ParseSince, StoredTimestampsRoundTrip) {
   const auto text = format_timestamp(kNow);
   EXPECT_EQ(parse_since(text, Clock::time_point{}), kNow);

@@ -1,0 +1,215 @@
+// `netbox audit` as a user runs it: against a database a real writer filled.
+#include "netbox/audit/writer.hpp"
+#include "support/process.hpp"
+#include "support/temp_dir.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+namespace netbox::audit {
+namespace {
+
+using namespace std::chrono_literals;
+using test::run;
+using test::run_netbox;
+
+AuditRecord row(std::string agent, std::string host, std::string decision, Clock::time_point ts) {
+  AuditRecord r;
+  r.ts = ts;
+  r.agent = std::move(agent);
+  r.client_addr = "10.213.0.2:40000";
+  r.kind = "http";
+  r.method = "GET";
+  r.host = std::move(host);
+  r.port = 80;
+  r.path = "/v1/items";
+  r.decision = std::move(decision);
+  r.reason = r.host + (r.decision == "deny" ? " matches deny[0] *.evil.example" : " matches allow[0]");
+  return r;
+}
+
+class AuditCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    WriterOptions o;
+    o.db_path = db;
+    Writer w(o);
+    const auto now = Clock::now();
+    add(w, row("builder", "api.example.com", "allow", now - 3h), 10, 100);
+    add(w, row("builder", "x.evil.example", "deny", now - 2h), 0, 0);
+    add(w, row("tester", "api.example.com", "allow", now - 20min), 5, 50);
+    add(w, row("tester", "y.evil.example", "deny", now - 10min), 0, 0);
+    add(w, row("tester", "files.example.com", "report", now - 1min), 1, 2);
+  }
+
+  static void add(Writer& w, AuditRecord r, std::uint64_t up, std::uint64_t down) {
+    const auto h = w.insert(std::move(r));
+    Completion c;
+    c.status = 200;
+    c.bytes_up = up;
+    c.bytes_down = down;
+    w.complete(h, c);
+  }
+
+  test::RunResult audit(std::vector<std::string> args) {
+    args.insert(args.begin(), {"audit", "--db", db.string()});
+    return run_netbox(args);
+  }
+
+  std::vector<std::string> hosts_json(std::vector<std::string> args) {
+    args.insert(args.end(), {"--format", "json"});
+    const auto r = audit(args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    std::vector<std::string> out;
+    for (const auto& o : nlohmann::json::parse(r.out)) out.push_back(o["host"]);
+    return out;
+  }
+
+  test::TempDir dir;
+  std::filesystem::path db = dir.path() / "audit.db";
+};
+
+TEST_F(AuditCli, TableListsRequestsNewestFirst) {
+  const auto r = audit({});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.find("ID"), 0u) << r.out;
+  const auto newest = r.out.find("files.example.com");
+  ASSERT_NE(newest, std::string::npos) << r.out;
+  EXPECT_LT(newest, r.out.find("y.evil.example"));
+  EXPECT_NE(r.out.find("matches deny[0] *.evil.example"), std::string::npos) << "the reason is shown";
+  EXPECT_LT(r.out.find("y.evil.example"), r.out.rfind("api.example.com"));
+}
+
+TEST_F(AuditCli, Filters) {
+  EXPECT_EQ(hosts_json({"--agent", "builder"}), (std::vector<std::string>{"x.evil.example", "api.example.com"}));
+  EXPECT_EQ(hosts_json({"--decision", "deny"}), (std::vector<std::string>{"y.evil.example", "x.evil.example"}));
+  EXPECT_EQ(hosts_json({"--host", "*.evil.example", "--agent", "tester"}),
+            (std::vector<std::string>{"y.evil.example"}));
+  EXPECT_EQ(hosts_json({"--since", "30m"}),
+            (std::vector<std::string>{"files.example.com", "y.evil.example", "api.example.com"}));
+  EXPECT_EQ(hosts_json({"--limit", "2"}), (std::vector<std::string>{"files.example.com", "y.evil.example"}));
+  EXPECT_EQ(hosts_json({"--since", "2000-01-01T00:00:00Z", "--limit", "0"}).size(), 5u);
+  EXPECT_TRUE(hosts_json({"--since", "2999-01-01"}).empty());
+}
+
+TEST_F(AuditCli, JsonHasEveryColumn) {
+  const auto r = audit({"--format", "json", "--limit", "1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j.size(), 1u);
+  EXPECT_EQ(j[0]["decision"], "report");
+  EXPECT_EQ(j[0]["status"], 200);
+  EXPECT_EQ(j[0]["bytes_down"], 2);
+  EXPECT_EQ(j[0]["client_addr"], "10.213.0.2:40000");
+  EXPECT_EQ(j[0].size(), 18u);
+}
+
+TEST_F(AuditCli, CsvHasAHeaderAndOneRecordPerRow) {
+  const auto r = audit({"--format", "csv", "--agent", "builder"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.find("id,ts,agent,client_addr,kind,method,host,port,path,"), 0u) << r.out;
+  std::size_t records = 0;
+  for (std::size_t p = 0; (p = r.out.find("\r\n", p)) != std::string::npos; p += 2) ++records;
+  EXPECT_EQ(records, 3u) << r.out;
+}
+
+TEST_F(AuditCli, SummaryPerAgentAndHostWithFiltersOnEitherSide) {
+  auto r = audit({"summary", "--format", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j.size(), 5u);
+  std::set<std::string> pairs;
+  for (const auto& o : j) pairs.insert(o["agent"].get<std::string>() + "/" + o["host"].get<std::string>());
+  EXPECT_TRUE(pairs.contains("builder/x.evil.example"));
+
+  r = audit({"--agent", "tester", "summary", "--decision", "deny", "--format", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j.size(), 1u) << r.out;
+  EXPECT_EQ(j[0]["host"], "y.evil.example");
+  EXPECT_EQ(j[0]["denied"], 1);
+
+  r = audit({"summary", "--agent", "builder"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("ALLOWED"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("DENIED"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("tester"), std::string::npos) << r.out;
+}
+
+TEST_F(AuditCli, ReadsWhileAWriterIsRunning) {
+  WriterOptions o;
+  o.db_path = db;
+  Writer live(o);
+  live.insert(row("live", "live.example.com", "allow", Clock::now()));
+  live.flush();
+  const auto r = audit({"--agent", "live", "--format", "csv"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("live.example.com"), std::string::npos) << r.out;
+  EXPECT_NE(live.insert(row("live", "after.example.com", "allow", Clock::now())), kNoRow);
+}
+
+TEST_F(AuditCli, NothingMatches) {
+  const auto r = audit({"--agent", "nobody"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "no matching requests\n");
+}
+
+TEST_F(AuditCli, DefaultDatabaseIsInTheWorkingDirectory) {
+  std::filesystem::copy_file(db, dir.path() / "netbox-audit.db");
+  const auto r = run({"/bin/sh", "-c", "cd '" + dir.path().string() + "' && exec '" +
+                                           test::netbox_binary().string() + "' audit --format csv"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("files.example.com"), std::string::npos) << r.out;
+}
+
+TEST(AuditCliErrors, MissingDatabaseExitsTwoNamingThePath) {
+  test::TempDir dir;
+  const auto missing = dir.path() / "missing.db";
+  const auto r = run_netbox({"audit", "--db", missing.string()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("no audit database at " + missing.string() + "; pass --db"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(missing)) << "a reader never creates the file";
+
+  const auto empty_dir = run({"/bin/sh", "-c", "cd '" + dir.path().string() + "' && exec '" +
+                                                   test::netbox_binary().string() + "' audit summary"});
+  EXPECT_EQ(empty_dir.exit_code, 2);
+  EXPECT_NE(empty_dir.err.find("netbox-audit.db"), std::string::npos) << empty_dir.err;
+}
+
+TEST(AuditCliErrors, FileThatIsNotADatabaseExitsTwoNamingIt) {
+  test::TempDir dir;
+  const auto bogus = dir.write("bogus.db", std::string(2048, '#'));
+  const auto r = run_netbox({"audit", "--db", bogus.string()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find(bogus.string()), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("not an SQLite database"), std::string::npos) << r.err;
+}
+
+TEST_F(AuditCli, BadFlagValuesExitTwoNamingFlagAndValue) {
+  struct Case {
+    std::vector<std::string> args;
+    std::string flag, value;
+  };
+  for (const auto& c : std::vector<Case>{{{"--since", "5x"}, "--since", "5x"},
+                                         {{"--since", "last tuesday"}, "--since", "last tuesday"},
+                                         {{"--decision", "maybe"}, "--decision", "maybe"},
+                                         {{"--format", "xml"}, "--format", "xml"},
+                                         {{"summary", "--format", "yaml"}, "--format", "yaml"},
+                                         {{"--limit", "-3"}, "--limit", "-3"},
+                                         {{"--limit", "lots"}, "--limit", "lots"}}) {
+    const auto r = audit(c.args);
+    EXPECT_EQ(r.exit_code, 2) << c.flag << " " << c.value << ": " << r.err;
+    EXPECT_NE(r.err.find(c.flag), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(c.value), std::string::npos) << r.err;
+    EXPECT_TRUE(r.out.empty()) << r.out;
+  }
+  const auto unknown = audit({"--frobnicate"});
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.err.find("--frobnicate"), std::string::npos) << unknown.err;
+}
+
+}  // namespace
+}  // namespace netbox::audit
