@@ -1,0 +1,74 @@
+#include "netbox/dashboards/proxy_metrics.hpp"
+
+#include "netbox/dashboards/exposition.hpp"
+
+namespace netbox::dashboards {
+namespace {
+
+// Prometheus wants base units: the proxy keeps milliseconds, we publish seconds.
+void seconds_histogram(Exposition& e, std::string_view name, std::string_view help, const proxy::HistogramSnapshot& h) {
+  std::vector<double> bounds;
+  bounds.reserve(h.bounds_ms.size());
+  for (double ms : h.bounds_ms) bounds.push_back(ms / 1000.0);
+  e.histogram(name, help, {}, bounds, h.counts, h.sum_ms / 1000.0);
+}
+
+}  // namespace
+
+std::string render_metrics(const proxy::CountersSnapshot& c, const audit::WriterStats& a) {
+  Exposition e;
+  constexpr std::string_view kRequests = "Requests and tunnels decided, by decision, kind and agent.";
+  if (c.requests.empty()) {
+    for (const char* d : {"allow", "deny", "report"})
+      e.counter("netbox_requests_total", kRequests, {{"agent", "anonymous"}, {"decision", d}, {"kind", "http"}}, 0);
+  }
+  for (const auto& r : c.requests)
+    e.counter("netbox_requests_total", kRequests, {{"agent", r.agent}, {"decision", r.decision}, {"kind", r.kind}},
+              static_cast<double>(r.count));
+  e.gauge("netbox_active_connections", "Agent connections open now.", {}, static_cast<double>(c.active_connections));
+  e.gauge("netbox_active_tunnels", "CONNECT tunnels relaying now.", {}, static_cast<double>(c.active_tunnels));
+  e.counter("netbox_bytes_total", "Bytes relayed, by direction (up: agent to upstream).", {{"direction", "up"}},
+            static_cast<double>(c.bytes_up));
+  e.counter("netbox_bytes_total", "Bytes relayed, by direction (up: agent to upstream).", {{"direction", "down"}},
+            static_cast<double>(c.bytes_down));
+  seconds_histogram(e, "netbox_dns_lookup_seconds", "Time to resolve a destination name.", c.dns_latency);
+  seconds_histogram(e, "netbox_upstream_connect_seconds", "Time to connect to an upstream address.",
+                    c.upstream_connect_latency);
+  e.counter("netbox_upstream_errors_total", "DNS failures, refused or timed-out connects, bad upstream responses.", {},
+            static_cast<double>(c.upstream_errors));
+  constexpr std::string_view kCaps = "Connections refused by a connection cap, by limit.";
+  e.counter("netbox_caps_hit_total", kCaps, {{"limit", "max_connections"}}, static_cast<double>(c.caps_hit_global));
+  e.counter("netbox_caps_hit_total", kCaps, {{"limit", "max_connections_per_agent"}},
+            static_cast<double>(c.caps_hit_agent));
+  e.counter("netbox_caps_hit_total", kCaps, {{"limit", "max_connections_per_host"}},
+            static_cast<double>(c.caps_hit_host));
+  constexpr std::string_view kReloads = "Policy reloads, by result.";
+  e.counter("netbox_policy_reloads_total", kReloads, {{"result", "ok"}}, static_cast<double>(c.policy_reloads_ok));
+  e.counter("netbox_policy_reloads_total", kReloads, {{"result", "failed"}},
+            static_cast<double>(c.policy_reloads_failed));
+  e.gauge("netbox_audit_queue_depth", "Audit records waiting for the writer thread.", {},
+          static_cast<double>(a.queue_depth));
+  e.counter("netbox_audit_rows_written_total", "Request rows committed to the audit store.", {},
+            static_cast<double>(a.rows_written));
+  e.counter("netbox_audit_write_errors_total", "Failed audit store writes (retried, never dropped).", {},
+            static_cast<double>(a.write_errors));
+  e.gauge("netbox_audit_healthy", "1 while the audit store can write; 0 while new connections are refused.", {},
+          a.healthy ? 1 : 0);
+  return e.text();
+}
+
+LiveStats live_stats(const proxy::CountersSnapshot& c) {
+  LiveStats s;
+  for (const auto& r : c.requests) {
+    if (r.decision == "allow") s.allow += r.count;
+    else if (r.decision == "deny") s.deny += r.count;
+    else if (r.decision == "report") s.report += r.count;
+  }
+  s.active_connections = c.active_connections;
+  s.active_tunnels = c.active_tunnels;
+  s.bytes_up = c.bytes_up;
+  s.bytes_down = c.bytes_down;
+  return s;
+}
+
+}  // namespace netbox::dashboards
