@@ -1,0 +1,67 @@
+// The shipped JSON Schema describes the same keys and defaults as the loader.
+#include "netbox/policy/load.hpp"
+
+#include "support/process.hpp"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <set>
+
+using nlohmann::json;
+using namespace netbox::policy;
+
+namespace {
+
+json schema() {
+  std::ifstream in(netbox::test::source_dir() / "policy/schema/netbox-policy.schema.json");
+  EXPECT_TRUE(in) << "schema file missing";
+  return json::parse(in);
+}
+
+std::set<std::string> keys(const json& properties) {
+  std::set<std::string> out;
+  for (const auto& [k, v] : properties.items()) out.insert(k);
+  return out;
+}
+
+}  // namespace
+
+TEST(Schema, TopLevelKeysAreTheLoadersKeys) {
+  auto s = schema();
+  EXPECT_EQ(keys(s["properties"]), (std::set<std::string>{"$schema", "version", "mode", "allow", "deny", "ports",
+                                                           "internal", "resolve", "limits", "agents"}));
+  EXPECT_EQ(s["additionalProperties"], false);
+  // Every key the schema names is one the loader takes.
+  for (const auto& k : keys(s["properties"])) {
+    if (k == "version" || k == "$schema") continue;
+    json doc = {{"version", 1}};
+    doc[k] = s["$defs"].contains(k) && s["$defs"][k].contains("default") ? s["$defs"][k]["default"] : json::object();
+    if (k == "allow" || k == "deny" || k == "ports") doc[k] = json::array();
+    if (k == "mode") doc[k] = "enforce";
+    EXPECT_NO_THROW(parse_policy(doc.dump(), "schema")) << k;
+  }
+}
+
+TEST(Schema, AgentKeysAndLimitKeysMatch) {
+  auto s = schema();
+  EXPECT_EQ(keys(s["properties"]["agents"]["additionalProperties"]["properties"]),
+            (std::set<std::string>{"mode", "allow", "deny", "ports", "internal", "limits"}));
+  EXPECT_EQ(keys(s["$defs"]["limits"]["properties"]),
+            (std::set<std::string>{"max_connections", "max_connections_per_agent", "max_connections_per_host",
+                                   "connect_timeout_ms", "idle_timeout_ms"}));
+}
+
+TEST(Schema, DefaultsMatchTheDefaultPolicy) {
+  auto s = schema();
+  auto p = default_policy();
+  const auto& l = s["$defs"]["limits"]["properties"];
+  EXPECT_EQ(l["max_connections"]["default"].get<std::size_t>(), p.base.limits.max_connections);
+  EXPECT_EQ(l["max_connections_per_agent"]["default"].get<std::size_t>(), p.base.limits.max_connections_per_agent);
+  EXPECT_EQ(l["max_connections_per_host"]["default"].get<std::size_t>(), p.base.limits.max_connections_per_host);
+  EXPECT_EQ(l["connect_timeout_ms"]["default"].get<long>(), p.base.limits.connect_timeout.count());
+  EXPECT_EQ(l["idle_timeout_ms"]["default"].get<long>(), p.base.limits.idle_timeout.count());
+  EXPECT_EQ(s["$defs"]["ports"]["default"].get<std::vector<uint16_t>>(), p.base.ports);
+  EXPECT_EQ(s["$defs"]["mode"]["default"], "enforce");
+}
