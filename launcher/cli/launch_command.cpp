@@ -1,16 +1,69 @@
-// `netbox launch`: not built yet (see the issue that owns it).
+// `netbox launch`: start an agent confined to its own network namespace, whose only
+// way out is the netbox proxy (see docs/launch.md).
 #include "commands.hpp"
 
+#include "netbox/launcher/launch.hpp"
+
 #include <iostream>
+#include <memory>
 
 namespace netbox::cli {
 
 void add_launch_command(CLI::App& app, int& rc) {
-  auto* sub = app.add_subcommand("launch", "launch (not implemented yet)");
-  sub->allow_extras();
-  sub->callback([&rc] {
-    std::cerr << "netbox launch: not implemented yet\n";
-    rc = 1;
+  auto* sub = app.add_subcommand("launch", "Run COMMAND confined to its own network namespace; its only way out is the proxy");
+  auto o = std::make_shared<launcher::LaunchOptions>();
+  auto policy = std::make_shared<std::string>();
+  auto control = std::make_shared<std::string>();
+  auto timeout = std::make_shared<double>(0);
+  auto grace = std::make_shared<double>(5);
+  auto rl = std::make_shared<std::array<std::string, 5>>();
+
+  sub->add_option("--policy", *policy, "Policy file for the embedded proxy (default: allow nothing)");
+  sub->add_option("--name", o->name, "Agent name in the audit log (default: the command's name and a short id)");
+  sub->add_option("--proxy-control", *control, "Control socket of a running `netbox proxy --control PATH` to register with");
+  sub->add_option("--audit-db", o->audit_db, "Audit database of the embedded proxy")->default_str("netbox-audit.db");
+  sub->add_option("--subnet", o->subnet, "IPv4 pool the agent's /30 comes from")->default_str(o->subnet);
+  sub->add_option("--user", o->user, "User the agent runs as")->default_str(o->user);
+  sub->add_option("--env", o->env, "Set KEY=VALUE in the agent's environment (repeatable)");
+  sub->add_option("--keep-env", o->keep_env, "Pass the launcher's KEY on to the agent (repeatable)");
+  auto* timeout_opt = sub->add_option("--timeout", *timeout, "Seconds before the agent gets SIGTERM (then SIGKILL)");
+  sub->add_option("--kill-grace", *grace, "Seconds between the timeout's SIGTERM and SIGKILL")->default_str("5");
+  sub->add_option("--rlimit-as", (*rl)[0], "Address-space limit, SIZE such as 4G or 512M (default 16G)");
+  sub->add_option("--rlimit-cpu", (*rl)[1], "CPU seconds (default unlimited)");
+  sub->add_option("--rlimit-nofile", (*rl)[2], "Open files (default 4096)");
+  sub->add_option("--rlimit-nproc", (*rl)[3], "Processes of the agent's user (default 1024)");
+  sub->add_option("--rlimit-fsize", (*rl)[4], "Largest file the agent may write, SIZE (default 16G)");
+  sub->add_option("--seccomp", o->seccomp, "default, off, or a Docker/OCI seccomp profile FILE")->default_str("default");
+  sub->add_option("command", o->command, "COMMAND [ARG...] (after --)")->required();
+  sub->positionals_at_end();
+
+  sub->callback([&rc, sub, o, policy, control, timeout, timeout_opt, grace, rl] {
+    if (!policy->empty()) o->policy_file = *policy;
+    if (!control->empty()) o->proxy_control = *control;
+    if (timeout_opt->count() > 0) o->timeout_seconds = *timeout;
+    if (*grace < 0) {
+      std::cerr << "netbox launch: --kill-grace: expected a non-negative number of seconds\n";
+      rc = launcher::kExitUsage;
+      return;
+    }
+    o->kill_grace = std::chrono::milliseconds(static_cast<long long>(*grace * 1000));
+    auto set = [&](const char* flag, std::optional<std::string>& field, const std::string& value) {
+      if (sub->get_option(flag)->count() > 0) field = value;
+    };
+    set("--rlimit-as", o->rlimits.as, (*rl)[0]);
+    set("--rlimit-cpu", o->rlimits.cpu, (*rl)[1]);
+    set("--rlimit-nofile", o->rlimits.nofile, (*rl)[2]);
+    set("--rlimit-nproc", o->rlimits.nproc, (*rl)[3]);
+    set("--rlimit-fsize", o->rlimits.fsize, (*rl)[4]);
+    try {
+      rc = launcher::launch(*o);
+    } catch (const launcher::LaunchError& e) {
+      std::cerr << "netbox launch: " << e.what() << "\n";
+      rc = e.exit_code();
+    } catch (const std::exception& e) {
+      std::cerr << "netbox launch: " << e.what() << "\n";
+      rc = launcher::kExitLauncherFailure;
+    }
   });
 }
 

@@ -1,0 +1,62 @@
+#pragma once
+// The confined child: cloned into new network, PID and mount namespaces, it waits
+// until the launcher has wired the network, sets up its namespaces, and becomes a
+// tiny init (PID 1) that forks the agent, forwards signals to it and exits with its
+// status. The agent then drops everything and execs the command.
+#include "netbox/launcher/privileges.hpp"
+#include "netbox/launcher/rlimits.hpp"
+#include "netbox/launcher/seccomp_profile.hpp"
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace netbox::launcher {
+
+struct ChildSpec {
+  std::string host_addr;     // proxy address on the host side of the veth
+  std::string agent_addr;
+  int prefix = 30;
+  std::string agent_ifname = "eth0";
+  std::vector<std::string> command;
+  AgentUser user;
+  std::map<std::string, std::string> launcher_env;
+  std::vector<std::string> keep_env;
+  std::vector<std::string> set_env;
+  std::vector<RlimitSetting> rlimits;
+  const SeccompFilter* seccomp = nullptr;  // empty filter: none
+};
+
+class ConfinedChild {
+ public:
+  // Clones the child. Call while the launcher is single-threaded: the child keeps
+  // using the heap (netlink, nftables) before it execs.
+  static ConfinedChild spawn(const ChildSpec& spec);
+  ConfinedChild(ConfinedChild&& other) noexcept;
+  ConfinedChild& operator=(ConfinedChild&&) = delete;
+  ConfinedChild(const ConfinedChild&) = delete;
+  ~ConfinedChild();  // kills and reaps a child that was never supervised
+
+  pid_t pid() const { return pid_; }
+  // Tells the child the proxy port and waits until its namespaces are set up.
+  // Throws LaunchError(125) with the child's reason when setup failed.
+  void release(std::uint16_t proxy_port);
+  // Waits until the agent has exec'd. Throws LaunchError 127/126/125 when it could not.
+  void wait_for_exec();
+  // The launcher supervises (and reaps) the child from here on.
+  void hand_over() { owned_ = false; }
+
+ private:
+  ConfinedChild() = default;
+  pid_t pid_ = -1;
+  int go_fd_ = -1;      // launcher -> child: the proxy port
+  int status_fd_ = -1;  // child -> launcher: ready, or why setup failed
+  int exec_fd_ = -1;    // agent -> launcher: CLOEXEC, EOF on successful exec
+  bool owned_ = true;
+  std::string command0_;
+};
+
+}  // namespace netbox::launcher

@@ -1,0 +1,25 @@
+#pragma once
+// The agent's environment: cleared, then only what an agent needs and nothing secret.
+#include <map>
+#include <string>
+#include <vector>
+
+namespace netbox::launcher {
+
+struct AgentEnvInput {
+  std::map<std::string, std::string> launcher_env;  // the launcher's own environment
+  std::vector<std::string> keep;                    // --keep-env KEY
+  std::vector<std::string> set;                     // --env KEY=VALUE (validated)
+  std::string proxy_url;                            // http://10.213.0.1:3128
+  std::string user;
+  std::string home;
+};
+
+// PATH, HOME, LANG, LC_*, TERM, TZ, USER, the kept keys, the proxy variables, then
+// --env entries (last, so a user can override on purpose). Sorted KEY=VALUE strings.
+std::vector<std::string> agent_environment(const AgentEnvInput& in);
+std::map<std::string, std::string> current_environment();
+// Throws LaunchError (exit 2) naming the flag when an entry is not KEY=VALUE.
+void validate_env_flags(const std::vector<std::string>& set, const std::vector<std::string>& keep);
+
+}  // namespace netbox::launcher

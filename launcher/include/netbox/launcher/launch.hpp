@@ -1,0 +1,29 @@
+#pragma once
+// `netbox launch`: run one agent confined to its own namespaces, whose only way out
+// is the netbox proxy. Returns the agent's exit status (128+N when killed by signal N).
+#include "netbox/launcher/launch_options.hpp"
+
+#include <stdexcept>
+#include <string>
+
+namespace netbox::launcher {
+
+inline constexpr int kExitUsage = 2;            // bad flag, policy, user, seccomp file
+inline constexpr int kExitLauncherFailure = 125;
+inline constexpr int kExitNotExecutable = 126;
+inline constexpr int kExitNotFound = 127;
+
+// A failure the launcher reports with a clear message and a specific exit status.
+class LaunchError : public std::runtime_error {
+ public:
+  LaunchError(int exit_code, const std::string& what) : std::runtime_error(what), exit_code_(exit_code) {}
+  int exit_code() const { return exit_code_; }
+ private:
+  int exit_code_;
+};
+
+// Throws LaunchError before the agent starts; afterwards everything is cleaned up
+// on every path and the agent's status is returned.
+int launch(const LaunchOptions& options);
+
+}  // namespace netbox::launcher

@@ -1,0 +1,36 @@
+#pragma once
+// Everything `netbox launch` was asked to do, as plain data (filled by the CLI).
+#include <chrono>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace netbox::launcher {
+
+struct RlimitFlags {
+  std::optional<std::string> as;      // SIZE, e.g. "4G"
+  std::optional<std::string> cpu;     // seconds
+  std::optional<std::string> nofile;
+  std::optional<std::string> nproc;
+  std::optional<std::string> fsize;   // SIZE
+};
+
+struct LaunchOptions {
+  std::optional<std::filesystem::path> policy_file;
+  std::string name;                                   // empty: command basename + short id
+  std::optional<std::filesystem::path> proxy_control; // unset: embedded proxy
+  std::filesystem::path audit_db = "netbox-audit.db";
+  std::string subnet = "10.213.0.0/16";
+  std::string user = "nobody";
+  std::vector<std::string> env;                       // KEY=VALUE
+  std::vector<std::string> keep_env;                  // KEY
+  std::optional<double> timeout_seconds;
+  std::chrono::milliseconds kill_grace{5000};         // SIGTERM -> SIGKILL after --timeout
+  RlimitFlags rlimits;
+  std::string seccomp = "default";                    // default | off | FILE
+  std::filesystem::path state_dir = "/run/netbox";
+  std::vector<std::string> command;                   // COMMAND [ARG...]
+};
+
+}  // namespace netbox::launcher

@@ -1,0 +1,41 @@
+#pragma once
+// The agent's proxy: an embedded netbox::proxy::Server, or a running `netbox proxy`
+// reached over its control socket. Either way the launcher attaches the agent (a
+// listener on the host side of the veth plus the address -> name registration and
+// the `agents` row) and detaches it at exit.
+#include "netbox/launcher/supervisor.hpp"
+#include "netbox/policy/policy.hpp"
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+namespace netbox::launcher {
+
+struct AgentIdentity {
+  std::string name;
+  std::string profile;
+  std::string agent_addr;
+  std::string host_addr;
+  pid_t pid = 0;
+  std::string command_line;
+  std::string policy_digest;
+};
+
+class ProxyLink {
+ public:
+  virtual ~ProxyLink() = default;
+  // Listens on the host address and registers the agent; returns the proxy port.
+  // Throws LaunchError(125) when the proxy refuses.
+  virtual std::uint16_t attach(const AgentIdentity& agent) = 0;
+  // Records the agent's end and unregisters it. Never throws.
+  virtual void detach(const AgentOutcome& outcome) noexcept = 0;
+};
+
+std::unique_ptr<ProxyLink> make_embedded_proxy(policy::Policy policy, std::filesystem::path audit_db);
+std::unique_ptr<ProxyLink> make_control_client(std::filesystem::path control_socket);
+
+}  // namespace netbox::launcher

@@ -1,0 +1,39 @@
+#pragma once
+// The agent's seccomp filter: the built-in default profile, or a Docker/OCI JSON profile.
+#include <filesystem>
+#include <memory>
+#include <string>
+
+namespace netbox::launcher {
+
+// A compiled filter, built in the launcher (so errors surface before the agent
+// starts) and loaded in the agent right before exec.
+class SeccompFilter {
+ public:
+  SeccompFilter();
+  ~SeccompFilter();
+  SeccompFilter(SeccompFilter&&) noexcept;
+  SeccompFilter& operator=(SeccompFilter&&) noexcept;
+  bool empty() const;
+  // Loads the filter into the calling thread; returns 0 or a negative errno.
+  int load() const;
+  void* native() const { return ctx_; }
+  explicit SeccompFilter(void* ctx) : ctx_(ctx) {}
+ private:
+  void* ctx_ = nullptr;
+};
+
+// EPERM for namespace, mount, tracing, kernel-module, keyring, io_uring ... syscalls,
+// ENOSYS for clone3 (so libc falls back to clone, whose flags can be checked).
+SeccompFilter default_seccomp_filter();
+
+// Docker's format: defaultAction, defaultErrnoRet, architectures, syscalls[{names,
+// action, errnoRet, args, includes, excludes}]. Throws LaunchError (exit 2) naming
+// the file and the key that is wrong.
+SeccompFilter seccomp_filter_from_file(const std::filesystem::path& file);
+SeccompFilter seccomp_filter_from_json(const std::string& text, const std::string& source);
+
+// "default" | "off" | FILE
+SeccompFilter seccomp_filter_for(const std::string& flag);
+
+}  // namespace netbox::launcher

@@ -1,0 +1,56 @@
+#pragma once
+// Leases of /30 networks from the launch subnet, safe across concurrent launchers:
+// an flock on the state directory serialises allocation, and one file per lease
+// records the owner (pid and start time) so `netbox gc` can tell dead owners.
+#include <sys/types.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+
+namespace netbox::launcher {
+
+struct Ipv4Network {
+  std::uint32_t address = 0;  // host byte order, host bits zero
+  int prefix = 0;
+};
+
+// "10.213.0.0/16"; nullopt when malformed or host bits are set.
+std::optional<Ipv4Network> parse_ipv4_network(const std::string& text);
+std::string ipv4_to_string(std::uint32_t address);
+
+struct Lease {
+  std::uint32_t network = 0;     // the /30
+  std::string host_addr;         // .1, host side of the veth (the proxy listens here)
+  std::string agent_addr;        // .2, inside the namespace
+  int prefix = 30;
+  std::string veth;              // host-side interface name, "nbx" + 8 hex digits
+  std::filesystem::path file;    // the lease file
+};
+
+// The host-side veth name for a /30 (also names the per-launch nftables table).
+std::string veth_name_for(std::uint32_t network);
+
+// An exclusive flock on the state directory, released at scope exit.
+class StateLock {
+ public:
+  explicit StateLock(const std::filesystem::path& state_dir);
+  ~StateLock();
+  StateLock(const StateLock&) = delete;
+  StateLock& operator=(const StateLock&) = delete;
+ private:
+  int fd_ = -1;
+};
+
+std::filesystem::path leases_dir(const std::filesystem::path& state_dir);
+
+// Collects garbage of dead launchers, then leases the first free /30 of `pool` for
+// `owner`. Throws LaunchError: 2 for a pool smaller than a /30, 125 when exhausted.
+Lease allocate_lease(const Ipv4Network& pool, const std::filesystem::path& state_dir, pid_t owner);
+void release_lease(const Lease& lease);
+
+// The kernel's start time of a process (field 22 of /proc/PID/stat); 0 if gone.
+unsigned long long process_start_time(pid_t pid);
+
+}  // namespace netbox::launcher

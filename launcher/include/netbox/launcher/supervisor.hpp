@@ -1,0 +1,35 @@
+#pragma once
+// Waiting for the agent: signal forwarding, --timeout, exit status and rusage.
+#include <sys/types.h>
+
+#include <chrono>
+#include <optional>
+#include <string>
+
+namespace netbox::launcher {
+
+// The signals forwarded to the agent: INT TERM HUP QUIT USR1 USR2.
+const int* forwarded_signals(int* count);
+// Blocks the forwarded signals and SIGCHLD in the calling thread (before any other
+// thread starts, so they inherit the mask and only the supervisor sees them).
+void block_supervised_signals();
+
+struct AgentOutcome {
+  int exit_status = 0;             // shell convention
+  long user_ms = 0;
+  long sys_ms = 0;
+  long max_rss_kb = 0;
+  bool timed_out = false;
+  std::string resource_usage_json() const;
+};
+
+struct SuperviseOptions {
+  std::optional<std::chrono::milliseconds> timeout;
+  std::chrono::milliseconds kill_grace{5000};
+};
+
+// Waits for `child`, forwarding signals; on timeout sends SIGTERM, then SIGKILL after
+// the grace period, each announced on stderr.
+AgentOutcome supervise(pid_t child, const SuperviseOptions& options);
+
+}  // namespace netbox::launcher

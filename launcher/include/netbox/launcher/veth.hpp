@@ -1,0 +1,20 @@
+#pragma once
+// Links and addresses over rtnetlink (libmnl); never by running `ip`.
+// Each call acts on the network namespace of the calling process and throws
+// std::runtime_error naming the interface on failure.
+#include <sys/types.h>
+
+#include <string>
+
+namespace netbox::launcher {
+
+// Creates `host_name` in this namespace and its peer `peer_name` directly inside the
+// network namespace of process `peer_pid`.
+void create_veth_pair(const std::string& host_name, const std::string& peer_name, pid_t peer_pid);
+void add_ipv4_address(const std::string& ifname, const std::string& address, int prefix);
+void set_link_up(const std::string& ifname);
+// Returns false when the link did not exist.
+bool delete_link(const std::string& ifname);
+bool link_exists(const std::string& ifname);
+
+}  // namespace netbox::launcher

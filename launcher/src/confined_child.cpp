@@ -1,0 +1,264 @@
+#include "netbox/launcher/confined_child.hpp"
+
+#include "netbox/launcher/environment.hpp"
+#include "netbox/launcher/exit_status.hpp"
+#include "netbox/launcher/launch.hpp"
+#include "netbox/launcher/mounts.hpp"
+#include "netbox/launcher/nft_rules.hpp"
+#include "netbox/launcher/supervisor.hpp"
+#include "netbox/launcher/veth.hpp"
+
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+extern char** environ;
+
+namespace netbox::launcher {
+namespace {
+
+// What the agent tells the launcher when it cannot exec (the pipe is CLOEXEC, so a
+// successful exec reads as EOF).
+struct ExecFailure {
+  int err = 0;
+  char step[96] = {};
+};
+
+bool write_all(int fd, const void* data, std::size_t size) {
+  const char* p = static_cast<const char*>(data);
+  while (size > 0) {
+    ssize_t n = ::write(fd, p, size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    p += n;
+    size -= static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
+// Reads until EOF or `size` bytes; returns how many were read.
+std::size_t read_full(int fd, void* data, std::size_t size) {
+  char* p = static_cast<char*>(data);
+  std::size_t got = 0;
+  while (got < size) {
+    ssize_t n = ::read(fd, p + got, size - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += static_cast<std::size_t>(n);
+  }
+  return got;
+}
+
+std::string read_to_eof(int fd) {
+  std::string out;
+  char buf[512];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    out.append(buf, static_cast<std::size_t>(n));
+  }
+  return out;
+}
+
+void close_fd(int& fd) {
+  if (fd >= 0) ::close(fd);
+  fd = -1;
+}
+
+[[noreturn]] void agent_fail(int exec_fd, int err, const char* step, int code) {
+  ExecFailure f;
+  f.err = err;
+  std::strncpy(f.step, step, sizeof f.step - 1);
+  write_all(exec_fd, &f, sizeof f);
+  _exit(code);
+}
+
+// The agent, in the order of nsjail's contain.cc: environment, user ids, fds,
+// parent-death signal, no_new_privs, capabilities, rlimits, seccomp last, exec.
+[[noreturn]] void agent_main(const ChildSpec& spec, std::uint16_t port, int exec_fd) {
+  int count = 0;
+  const int* sigs = forwarded_signals(&count);
+  for (int i = 0; i < count; ++i) signal(sigs[i], SIG_DFL);
+  signal(SIGCHLD, SIG_DFL);
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+
+  std::vector<std::string> env = agent_environment({spec.launcher_env, spec.keep_env, spec.set_env,
+                                                     "http://" + spec.host_addr + ":" + std::to_string(port),
+                                                     spec.user.name, spec.user.home});
+  std::vector<char*> envp;
+  for (auto& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> args = spec.command;
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+
+  const char* step = "";
+  if (int err = drop_to_user(spec.user, &step)) agent_fail(exec_fd, err, step, kExitLauncherFailure);
+  if (exec_fd > 3) ::close_range(3, static_cast<unsigned>(exec_fd) - 1, 0);
+  ::close_range(static_cast<unsigned>(exec_fd) + 1, ~0U, 0);
+  // Set after the uid change, which would clear it.
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) agent_fail(exec_fd, errno, "PR_SET_PDEATHSIG", kExitLauncherFailure);
+  if (int err = set_no_new_privs(&step)) agent_fail(exec_fd, err, step, kExitLauncherFailure);
+  if (int err = clear_all_capabilities(&step)) agent_fail(exec_fd, err, step, kExitLauncherFailure);
+  if (int err = apply_rlimits(spec.rlimits)) agent_fail(exec_fd, err, "setting rlimits", kExitLauncherFailure);
+  if (spec.seccomp != nullptr)
+    if (int rc = spec.seccomp->load(); rc != 0) agent_fail(exec_fd, -rc, "loading the seccomp filter", kExitLauncherFailure);
+  // execvpe searches the PATH of the current environment, so that must be the agent's.
+  environ = envp.data();
+  execvpe(argv[0], argv.data(), envp.data());
+  int err = errno;
+  agent_fail(exec_fd, err, "exec", err == ENOENT ? kExitNotFound : kExitNotExecutable);
+}
+
+// PID 1 of the new PID namespace. A PID 1 ignores signals it has no handler for, so
+// the agent cannot be PID 1 itself; this init forwards signals to it and reaps.
+[[noreturn]] void init_main(const ChildSpec& spec, int go_fd, int status_fd, int exec_fd) {
+  prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+  std::uint16_t port = 0;
+  // EOF here means the launcher gave up (or died) before the network was ready.
+  if (read_full(go_fd, &port, sizeof port) != sizeof port) _exit(kExitLauncherFailure);
+  close_fd(go_fd);
+  try {
+    setup_agent_mounts();
+    set_link_up("lo");
+    add_ipv4_address(spec.agent_ifname, spec.agent_addr, spec.prefix);
+    set_link_up(spec.agent_ifname);
+    install_agent_rules(spec.host_addr, port);
+  } catch (const std::exception& e) {
+    std::string msg = std::string("E") + e.what();
+    write_all(status_fd, msg.data(), msg.size());
+    _exit(kExitLauncherFailure);
+  }
+  pid_t agent = fork();
+  if (agent < 0) {
+    std::string msg = std::string("Efork: ") + std::strerror(errno);
+    write_all(status_fd, msg.data(), msg.size());
+    _exit(kExitLauncherFailure);
+  }
+  if (agent == 0) {
+    close_fd(status_fd);
+    agent_main(spec, port, exec_fd);
+  }
+  write_all(status_fd, "R", 1);
+  close_fd(status_fd);
+  close_fd(exec_fd);
+  ::close_range(3, ~0U, 0);
+
+  int count = 0;
+  const int* sigs = forwarded_signals(&count);
+  struct sigaction sa {};
+  sa.sa_handler = [](int) {};
+  sigset_t set;
+  sigemptyset(&set);
+  for (int i = 0; i < count; ++i) {
+    sigaction(sigs[i], &sa, nullptr);
+    sigaddset(&set, sigs[i]);
+  }
+  sigaction(SIGCHLD, &sa, nullptr);
+  sigaddset(&set, SIGCHLD);
+  sigprocmask(SIG_BLOCK, &set, nullptr);
+  for (;;) {
+    int status = 0;
+    pid_t r;
+    while ((r = waitpid(-1, &status, WNOHANG)) > 0)
+      if (r == agent) _exit(shell_exit_status(status));  // the kernel then kills the rest of the namespace
+    if (r < 0 && errno == ECHILD) _exit(kExitLauncherFailure);
+    siginfo_t info{};
+    int sig = sigwaitinfo(&set, &info);
+    if (sig > 0 && sig != SIGCHLD) kill(agent, sig);
+  }
+}
+
+}  // namespace
+
+ConfinedChild ConfinedChild::spawn(const ChildSpec& spec) {
+  int go[2], status[2], exec[2];
+  if (pipe2(go, O_CLOEXEC) != 0 || pipe2(status, O_CLOEXEC) != 0 || pipe2(exec, O_CLOEXEC) != 0)
+    throw LaunchError(kExitLauncherFailure, std::string("pipe: ") + std::strerror(errno));
+  // clone without a new stack behaves like fork, in new namespaces.
+  long pid = syscall(SYS_clone, CLONE_NEWNET | CLONE_NEWPID | CLONE_NEWNS | SIGCHLD, nullptr, nullptr, nullptr,
+                     nullptr);
+  if (pid < 0) {
+    int err = errno;
+    for (int fd : {go[0], go[1], status[0], status[1], exec[0], exec[1]}) ::close(fd);
+    throw LaunchError(kExitLauncherFailure, std::string("cannot create the agent's namespaces (clone): ") +
+                                                std::strerror(err));
+  }
+  if (pid == 0) {
+    ::close(go[1]);
+    ::close(status[0]);
+    ::close(exec[0]);
+    init_main(spec, go[0], status[1], exec[1]);
+  }
+  ::close(go[0]);
+  ::close(status[1]);
+  ::close(exec[1]);
+  ConfinedChild child;
+  child.pid_ = static_cast<pid_t>(pid);
+  child.go_fd_ = go[1];
+  child.status_fd_ = status[0];
+  child.exec_fd_ = exec[0];
+  child.command0_ = spec.command.empty() ? "" : spec.command.front();
+  return child;
+}
+
+ConfinedChild::ConfinedChild(ConfinedChild&& o) noexcept
+    : pid_(std::exchange(o.pid_, -1)),
+      go_fd_(std::exchange(o.go_fd_, -1)),
+      status_fd_(std::exchange(o.status_fd_, -1)),
+      exec_fd_(std::exchange(o.exec_fd_, -1)),
+      owned_(std::exchange(o.owned_, false)),
+      command0_(std::move(o.command0_)) {}
+
+ConfinedChild::~ConfinedChild() {
+  close_fd(go_fd_);
+  close_fd(status_fd_);
+  close_fd(exec_fd_);
+  if (owned_ && pid_ > 0) {
+    kill(pid_, SIGKILL);  // PID 1 of the namespace: everything in it dies too
+    int st = 0;
+    while (waitpid(pid_, &st, 0) < 0 && errno == EINTR) {
+    }
+  }
+}
+
+void ConfinedChild::release(std::uint16_t proxy_port) {
+  if (!write_all(go_fd_, &proxy_port, sizeof proxy_port))
+    throw LaunchError(kExitLauncherFailure, "the confined child exited before its network was set up");
+  close_fd(go_fd_);
+  std::string reply = read_to_eof(status_fd_);
+  close_fd(status_fd_);
+  if (reply == "R") return;
+  if (!reply.empty() && reply[0] == 'E')
+    throw LaunchError(kExitLauncherFailure, "setting up the agent's namespaces failed: " + reply.substr(1));
+  throw LaunchError(kExitLauncherFailure, "the confined child exited during setup");
+}
+
+void ConfinedChild::wait_for_exec() {
+  ExecFailure f;
+  std::size_t n = read_full(exec_fd_, &f, sizeof f);
+  close_fd(exec_fd_);
+  if (n == 0) return;
+  if (n != sizeof f) throw LaunchError(kExitLauncherFailure, "the agent exited before exec");
+  f.step[sizeof f.step - 1] = '\0';
+  if (std::strcmp(f.step, "exec") == 0) {
+    if (f.err == ENOENT) throw LaunchError(kExitNotFound, command0_ + ": command not found");
+    throw LaunchError(kExitNotExecutable, command0_ + ": cannot execute: " + std::strerror(f.err));
+  }
+  throw LaunchError(kExitLauncherFailure,
+                    std::string("preparing the agent failed at ") + f.step + ": " + std::strerror(f.err));
+}
+
+}  // namespace netbox::launcher

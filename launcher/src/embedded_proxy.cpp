@@ -1,0 +1,111 @@
+// The proxy run in-process for the agent's lifetime (no --proxy-control).
+#include "netbox/audit/writer.hpp"
+#include "netbox/launcher/launch.hpp"
+#include "netbox/launcher/proxy_link.hpp"
+#include "netbox/proxy/server.hpp"
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/system/error_code.hpp>
+
+#include <iostream>
+
+namespace netbox::launcher {
+namespace {
+
+namespace ip = boost::asio::ip;
+
+constexpr std::uint16_t kPreferredPort = 3128;
+
+// 3128 is what people expect to see in HTTP_PROXY; another wildcard listener on the
+// host may hold it, and then any free port does.
+std::uint16_t pick_port(const ip::address& addr) {
+  boost::asio::io_context io;
+  ip::tcp::acceptor probe(io);
+  boost::system::error_code ec;
+  probe.open(addr.is_v4() ? ip::tcp::v4() : ip::tcp::v6(), ec);
+  if (!ec) probe.bind({addr, kPreferredPort}, ec);
+  return ec ? 0 : kPreferredPort;
+}
+
+class EmbeddedProxy final : public ProxyLink {
+ public:
+  EmbeddedProxy(policy::Policy policy, std::filesystem::path audit_db)
+      : policy_(std::move(policy)), audit_db_(std::move(audit_db)) {}
+  ~EmbeddedProxy() override { stop(); }
+
+  std::uint16_t attach(const AgentIdentity& agent) override {
+    agent_ = agent;
+    try {
+      host_ = ip::make_address(agent.host_addr);
+      agent_addr_ = ip::make_address(agent.agent_addr);
+      proxy::ProxyOptions options;
+      options.policy = policy_;
+      options.audit_db = audit_db_;
+      options.threads = 2;  // one agent's traffic; the machine belongs to the agent
+      options.shutdown_grace = std::chrono::milliseconds(1000);
+      options.listen = {ip::tcp::endpoint(host_, pick_port(host_))};
+      server_ = std::make_unique<proxy::Server>(std::move(options));
+      server_->start();
+      auto endpoints = server_->local_endpoints();
+      if (endpoints.empty()) throw std::runtime_error("no listener on " + agent.host_addr);
+      server_->register_agent(agent_addr_, agent.name, agent.profile);
+      audit::AgentRecord record;
+      record.name = agent.name;
+      record.pid = agent.pid;
+      record.command_line = agent.command_line;
+      record.policy_digest = agent.policy_digest;
+      record.address = agent.agent_addr;
+      record.started = audit::Clock::now();
+      server_->audit().agent_started(std::move(record));
+      return endpoints.front().port();
+    } catch (const LaunchError&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw LaunchError(kExitLauncherFailure, std::string("starting the embedded proxy failed: ") + e.what());
+    }
+  }
+
+  void detach(const AgentOutcome& outcome) noexcept override {
+    if (!server_) return;
+    try {
+      audit::AgentExit exit;
+      exit.name = agent_.name;
+      exit.pid = agent_.pid;
+      exit.ended = audit::Clock::now();
+      exit.exit_status = outcome.exit_status;
+      exit.resource_usage = outcome.resource_usage_json();
+      server_->audit().agent_exited(std::move(exit));
+      server_->unregister_agent(agent_addr_);
+    } catch (const std::exception& e) {
+      std::cerr << "netbox launch: recording the agent's exit failed: " << e.what() << "\n";
+    }
+    stop();
+  }
+
+ private:
+  void stop() noexcept {
+    if (!server_) return;
+    try {
+      server_->stop();
+      server_->wait();
+    } catch (const std::exception& e) {
+      std::cerr << "netbox launch: stopping the embedded proxy: " << e.what() << "\n";
+    }
+    server_.reset();
+  }
+
+  policy::Policy policy_;
+  std::filesystem::path audit_db_;
+  AgentIdentity agent_;
+  ip::address host_;
+  ip::address agent_addr_;
+  std::unique_ptr<proxy::Server> server_;
+};
+
+}  // namespace
+
+std::unique_ptr<ProxyLink> make_embedded_proxy(policy::Policy policy, std::filesystem::path audit_db) {
+  return std::make_unique<EmbeddedProxy>(std::move(policy), std::move(audit_db));
+}
+
+}  // namespace netbox::launcher

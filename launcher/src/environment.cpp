@@ -1,0 +1,74 @@
+#include "netbox/launcher/environment.hpp"
+
+#include "netbox/launcher/launch.hpp"
+
+#include <algorithm>
+
+extern char** environ;
+
+namespace netbox::launcher {
+namespace {
+
+constexpr const char* kDefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+bool valid_key(const std::string& key) {
+  if (key.empty()) return false;
+  return std::none_of(key.begin(), key.end(), [](char c) { return c == '=' || c == '\0'; });
+}
+
+}  // namespace
+
+std::map<std::string, std::string> current_environment() {
+  std::map<std::string, std::string> env;
+  for (char** e = environ; e && *e; ++e) {
+    std::string entry(*e);
+    auto eq = entry.find('=');
+    if (eq == std::string::npos) continue;
+    env.emplace(entry.substr(0, eq), entry.substr(eq + 1));
+  }
+  return env;
+}
+
+void validate_env_flags(const std::vector<std::string>& set, const std::vector<std::string>& keep) {
+  for (const auto& entry : set) {
+    auto eq = entry.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw LaunchError(kExitUsage, "--env '" + entry + "': expected KEY=VALUE");
+  }
+  for (const auto& key : keep)
+    if (!valid_key(key)) throw LaunchError(kExitUsage, "--keep-env '" + key + "': expected a variable name");
+}
+
+std::vector<std::string> agent_environment(const AgentEnvInput& in) {
+  std::map<std::string, std::string> env;
+  auto copy = [&](const std::string& key) {
+    if (auto it = in.launcher_env.find(key); it != in.launcher_env.end()) env[key] = it->second;
+  };
+  // Only what programs need to behave; everything else (tokens, keys, cloud
+  // credentials, agent sockets) stays behind unless kept on purpose.
+  copy("PATH");
+  if (!env.contains("PATH")) env["PATH"] = kDefaultPath;
+  copy("LANG");
+  copy("TERM");
+  copy("TZ");
+  for (const auto& [key, value] : in.launcher_env)
+    if (key.starts_with("LC_")) env[key] = value;
+  env["HOME"] = in.home.empty() ? "/" : in.home;
+  env["USER"] = in.user;
+  for (const auto& key : in.keep) copy(key);
+  for (const char* key : {"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"})
+    env[key] = in.proxy_url;
+  env["NO_PROXY"] = env["no_proxy"] = "localhost,127.0.0.1";
+  env["NODE_USE_ENV_PROXY"] = "1";
+  for (const auto& entry : in.set) {
+    auto eq = entry.find('=');
+    if (eq == std::string::npos || eq == 0) continue;
+    env[entry.substr(0, eq)] = entry.substr(eq + 1);
+  }
+  std::vector<std::string> out;
+  out.reserve(env.size());
+  for (const auto& [key, value] : env) out.push_back(key + "=" + value);
+  return out;
+}
+
+}  // namespace netbox::launcher

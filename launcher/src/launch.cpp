@@ -1,0 +1,145 @@
+#include "netbox/launcher/launch.hpp"
+
+#include "netbox/launcher/cleanup.hpp"
+#include "netbox/launcher/confined_child.hpp"
+#include "netbox/launcher/environment.hpp"
+#include "netbox/launcher/nft_rules.hpp"
+#include "netbox/launcher/privileges.hpp"
+#include "netbox/launcher/proxy_link.hpp"
+#include "netbox/launcher/rlimits.hpp"
+#include "netbox/launcher/seccomp_profile.hpp"
+#include "netbox/launcher/subnet_pool.hpp"
+#include "netbox/launcher/supervisor.hpp"
+#include "netbox/launcher/veth.hpp"
+#include "netbox/policy/load.hpp"
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <random>
+
+namespace netbox::launcher {
+namespace {
+
+std::string default_name(const std::string& command) {
+  std::string base = std::filesystem::path(command).filename().string();
+  if (base.empty()) base = "agent";
+  std::random_device rd;
+  char id[8];
+  std::snprintf(id, sizeof id, "%06x", rd() & 0xffffffU);
+  return base + "-" + id;
+}
+
+std::string shell_quote(const std::string& arg) {
+  if (!arg.empty() && arg.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%") ==
+                          std::string::npos)
+    return arg;
+  std::string out = "'";
+  for (char c : arg) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+std::string command_line(const std::vector<std::string>& command) {
+  std::string out;
+  for (const auto& a : command) out += (out.empty() ? "" : " ") + shell_quote(a);
+  return out;
+}
+
+std::optional<policy::Policy> load_policy(const LaunchOptions& o) {
+  if (!o.policy_file) return o.proxy_control ? std::nullopt : std::optional(policy::default_policy());
+  try {
+    return policy::load_policy_file(*o.policy_file);
+  } catch (const std::exception& e) {
+    throw LaunchError(kExitUsage, std::string("--policy: ") + e.what());
+  }
+}
+
+// The agent reaches the host side only over IPv4 to the proxy; link-local IPv6 on the
+// veth would be one more address to police, so it is switched off.
+void disable_ipv6(const std::string& ifname) {
+  std::ofstream("/proc/sys/net/ipv6/conf/" + ifname + "/disable_ipv6") << "1\n";
+}
+
+}  // namespace
+
+int launch(const LaunchOptions& o) {
+  // Everything a user can get wrong is checked before anything is created.
+  if (o.command.empty()) throw LaunchError(kExitUsage, "a command is required: netbox launch [OPTIONS] -- COMMAND [ARG...]");
+  validate_env_flags(o.env, o.keep_env);
+  auto pool = parse_ipv4_network(o.subnet);
+  if (!pool)
+    throw LaunchError(kExitUsage, "--subnet '" + o.subnet + "': expected an IPv4 network such as 10.213.0.0/16");
+  if (o.timeout_seconds && (!std::isfinite(*o.timeout_seconds) || *o.timeout_seconds <= 0))
+    throw LaunchError(kExitUsage, "--timeout: expected a positive number of seconds");
+  const auto rlimits = agent_rlimits(o.rlimits);
+  const SeccompFilter seccomp = seccomp_filter_for(o.seccomp);
+  const AgentUser user = resolve_user(o.user);
+  std::optional<policy::Policy> policy = load_policy(o);
+  require_launcher_capabilities();
+
+  const std::string name = o.name.empty() ? default_name(o.command.front()) : o.name;
+  std::unique_ptr<ProxyLink> link = o.proxy_control ? make_control_client(*o.proxy_control)
+                                                      : make_embedded_proxy(*policy, o.audit_db);
+
+  // Before any thread exists (the embedded proxy's come later), so that only the
+  // supervisor ever sees these signals.
+  block_supervised_signals();
+  const Lease lease = allocate_lease(*pool, o.state_dir, getpid());
+  ScopeExit network_cleanup([&lease] { remove_launch_network(lease); });
+
+  ChildSpec spec;
+  spec.host_addr = lease.host_addr;
+  spec.agent_addr = lease.agent_addr;
+  spec.prefix = lease.prefix;
+  spec.command = o.command;
+  spec.user = user;
+  spec.launcher_env = current_environment();
+  spec.keep_env = o.keep_env;
+  spec.set_env = o.env;
+  spec.rlimits = rlimits;
+  spec.seccomp = seccomp.empty() ? nullptr : &seccomp;
+  // Cloned while the launcher is still single-threaded (see ConfinedChild::spawn).
+  ConfinedChild child = ConfinedChild::spawn(spec);
+
+  try {
+    create_veth_pair(lease.veth, spec.agent_ifname, child.pid());
+    disable_ipv6(lease.veth);
+    add_ipv4_address(lease.veth, lease.host_addr, lease.prefix);
+    set_link_up(lease.veth);
+  } catch (const std::runtime_error& e) {
+    throw LaunchError(kExitLauncherFailure, e.what());
+  }
+
+  AgentIdentity identity{name, name, lease.agent_addr, lease.host_addr, child.pid(), command_line(o.command),
+                         policy ? policy->digest : std::string()};
+  const std::uint16_t port = link->attach(identity);
+  AgentOutcome failed;
+  failed.exit_status = kExitLauncherFailure;
+  ScopeExit detach_on_error([&] { link->detach(failed); });
+  try {
+    install_host_rules(lease.veth, lease.host_addr, port);
+  } catch (const std::runtime_error& e) {
+    throw LaunchError(kExitLauncherFailure, e.what());
+  }
+  child.release(port);
+  try {
+    child.wait_for_exec();
+  } catch (const LaunchError& e) {
+    failed.exit_status = e.exit_code();
+    throw;
+  }
+  child.hand_over();
+  detach_on_error.dismiss();
+
+  SuperviseOptions supervise_options;
+  if (o.timeout_seconds)
+    supervise_options.timeout = std::chrono::milliseconds(static_cast<long long>(*o.timeout_seconds * 1000));
+  supervise_options.kill_grace = o.kill_grace;
+  const AgentOutcome outcome = supervise(child.pid(), supervise_options);
+  link->detach(outcome);
+  return outcome.exit_status;
+}
+
+}  // namespace netbox::launcher

@@ -1,0 +1,100 @@
+#include "netbox/launcher/nft_rules.hpp"
+
+#include <nftables/libnftables.h>
+
+#include <memory>
+#include <sstream>
+#include <stdexcept>
+
+namespace netbox::launcher {
+namespace {
+
+constexpr const char* kTablePrefix = "netbox_";
+
+struct CtxFree {
+  void operator()(nft_ctx* ctx) const { nft_ctx_free(ctx); }
+};
+
+// One libnftables context per call: cheap, and never shared between threads.
+class Nft {
+ public:
+  Nft() : ctx_(nft_ctx_new(NFT_CTX_DEFAULT)) {
+    if (!ctx_) throw std::runtime_error("libnftables: cannot create a context");
+    nft_ctx_buffer_output(ctx_.get());
+    nft_ctx_buffer_error(ctx_.get());
+  }
+  // Returns the command's output; throws with nft's own message on failure.
+  std::string run(const std::string& commands, const std::string& what) {
+    if (nft_run_cmd_from_buffer(ctx_.get(), commands.c_str()) != 0) {
+      const char* err = nft_ctx_get_error_buffer(ctx_.get());
+      throw std::runtime_error("nftables: " + what + ": " + (err ? err : "failed"));
+    }
+    const char* out = nft_ctx_get_output_buffer(ctx_.get());
+    return out ? out : "";
+  }
+
+ private:
+  std::unique_ptr<nft_ctx, CtxFree> ctx_;
+};
+
+}  // namespace
+
+std::string host_table_name(const std::string& veth) { return kTablePrefix + veth; }
+
+void install_agent_rules(const std::string& proxy_addr, std::uint16_t proxy_port) {
+  std::ostringstream r;
+  // policy drop is the backstop; the reject rules make every other attempt fail at
+  // once instead of after a timeout.
+  r << "table inet netbox {\n"
+       "  chain output {\n"
+       "    type filter hook output priority 0; policy drop;\n"
+       "    oifname \"lo\" accept\n"
+    << "    ip daddr " << proxy_addr << " tcp dport " << proxy_port << " accept\n"
+    << "    meta l4proto tcp reject with tcp reset\n"
+       "    reject with icmpx type admin-prohibited\n"
+       "  }\n"
+       "}\n";
+  Nft().run(r.str(), "installing the agent's output rules");
+}
+
+void install_host_rules(const std::string& veth, const std::string& proxy_addr, std::uint16_t proxy_port) {
+  const std::string iif = "iifname \"" + veth + "\" ";
+  std::ostringstream r;
+  // Priority -10 runs before ordinary host firewalls, so the agent's veth is closed
+  // whatever else the host accepts (services on 0.0.0.0 included).
+  r << "table inet " << host_table_name(veth) << " {\n"
+    << "  chain input {\n"
+       "    type filter hook input priority -10; policy accept;\n"
+    << "    " << iif << "ip daddr " << proxy_addr << " tcp dport " << proxy_port << " accept\n"
+    << "    " << iif << "meta l4proto tcp reject with tcp reset\n"
+    << "    " << iif << "reject with icmpx type admin-prohibited\n"
+    << "  }\n"
+       "  chain forward {\n"
+       "    type filter hook forward priority -10; policy accept;\n"
+    << "    " << iif << "drop\n"
+    << "    oifname \"" << veth << "\" drop\n"
+    << "  }\n"
+       "}\n";
+  Nft().run(r.str(), "installing host rules for " + veth);
+}
+
+std::vector<std::string> list_host_tables() {
+  std::string out = Nft().run("list tables inet", "listing tables");
+  std::vector<std::string> names;
+  std::istringstream lines(out);
+  std::string word, family, name;
+  while (lines >> word >> family >> name)
+    if (word == "table" && name.starts_with(std::string(kTablePrefix) + "nbx")) names.push_back(name);
+  return names;
+}
+
+bool remove_host_rules(const std::string& veth) {
+  const std::string table = host_table_name(veth);
+  bool present = false;
+  for (const auto& name : list_host_tables()) present = present || name == table;
+  if (!present) return false;
+  Nft().run("delete table inet " + table, "removing table " + table);
+  return true;
+}
+
+}  // namespace netbox::launcher

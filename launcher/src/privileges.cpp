@@ -1,0 +1,120 @@
+#include "netbox/launcher/privileges.hpp"
+
+#include "netbox/launcher/launch.hpp"
+
+#include <grp.h>
+#include <pwd.h>
+#include <sys/capability.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+
+namespace netbox::launcher {
+
+AgentUser resolve_user(const std::string& user) {
+  std::vector<char> buf(16384);
+  struct passwd pw {};
+  struct passwd* found = nullptr;
+  uid_t numeric = 0;
+  auto [ptr, ec] = std::from_chars(user.data(), user.data() + user.size(), numeric);
+  bool is_number = !user.empty() && ec == std::errc{} && ptr == user.data() + user.size();
+  int rc = is_number ? getpwuid_r(numeric, &pw, buf.data(), buf.size(), &found)
+                     : getpwnam_r(user.c_str(), &pw, buf.data(), buf.size(), &found);
+  if (rc != 0 || found == nullptr)
+    throw LaunchError(kExitUsage, "--user '" + user + "': no such user");
+  AgentUser out;
+  out.name = pw.pw_name;
+  out.uid = pw.pw_uid;
+  out.gid = pw.pw_gid;
+  out.home = pw.pw_dir ? pw.pw_dir : "/";
+  int n = 64;
+  out.groups.resize(static_cast<std::size_t>(n));
+  while (getgrouplist(pw.pw_name, pw.pw_gid, out.groups.data(), &n) < 0) out.groups.resize(static_cast<std::size_t>(n));
+  out.groups.resize(static_cast<std::size_t>(n));
+  return out;
+}
+
+void require_launcher_capabilities() {
+  struct Need {
+    cap_value_t cap;
+    const char* name;
+    const char* why;
+  };
+  static constexpr Need needs[] = {
+      {CAP_NET_ADMIN, "CAP_NET_ADMIN", "veth links, addresses and nftables rules"},
+      {CAP_SYS_ADMIN, "CAP_SYS_ADMIN", "new namespaces and mounts"},
+      {CAP_SETUID, "CAP_SETUID", "running the agent as --user"},
+      {CAP_SETGID, "CAP_SETGID", "the agent's groups"},
+      {CAP_SETPCAP, "CAP_SETPCAP", "dropping the agent's capability bounding set"},
+  };
+  cap_t caps = cap_get_proc();
+  if (caps == nullptr) throw LaunchError(kExitLauncherFailure, "cannot read the launcher's capabilities");
+  std::string missing;
+  for (const auto& need : needs) {
+    cap_flag_value_t v = CAP_CLEAR;
+    if (cap_get_flag(caps, need.cap, CAP_EFFECTIVE, &v) != 0 || v != CAP_SET)
+      missing += std::string("\n  ") + need.name + " (" + need.why + ")";
+  }
+  cap_free(caps);
+  if (!missing.empty())
+    throw LaunchError(kExitLauncherFailure,
+                      "not enough privilege: netbox launch needs these capabilities, which it does not have:" +
+                          missing + "\nRun it as root (for example with sudo).");
+}
+
+int drop_to_user(const AgentUser& user, const char** step) {
+  // The bounding set can only shrink while CAP_SETPCAP is held, which setresuid
+  // away from root takes away; so it goes first.
+  for (int cap = 0; cap <= 63; ++cap) {
+    if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 && errno != EINVAL) {
+      *step = "dropping the capability bounding set";
+      return errno;
+    }
+  }
+  if (setgroups(user.groups.size(), user.groups.data()) != 0) {
+    *step = "setgroups";
+    return errno;
+  }
+  if (setresgid(user.gid, user.gid, user.gid) != 0) {
+    *step = "setresgid";
+    return errno;
+  }
+  if (setresuid(user.uid, user.uid, user.uid) != 0) {
+    *step = "setresuid";
+    return errno;
+  }
+  return 0;
+}
+
+int set_no_new_privs(const char** step) {
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
+    *step = "PR_SET_NO_NEW_PRIVS";
+    return errno;
+  }
+  return 0;
+}
+
+int clear_all_capabilities(const char** step) {
+  // Matters when --user is root: setresuid(0) keeps the capability sets.
+  if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0 && errno != EINVAL) {
+    *step = "clearing ambient capabilities";
+    return errno;
+  }
+  cap_t none = cap_init();
+  if (none == nullptr) {
+    *step = "cap_init";
+    return ENOMEM;
+  }
+  int rc = cap_set_proc(none);
+  int err = errno;
+  cap_free(none);
+  if (rc != 0) {
+    *step = "clearing capabilities";
+    return err;
+  }
+  return 0;
+}
+
+}  // namespace netbox::launcher

@@ -1,0 +1,104 @@
+#include "netbox/launcher/rlimits.hpp"
+
+#include "netbox/launcher/launch.hpp"
+
+#include <cerrno>
+#include <cctype>
+#include <charconv>
+#include <limits>
+
+namespace netbox::launcher {
+namespace {
+
+// Defaults meant for agents (language runtimes, package managers, compilers): generous
+// enough for real work, tight enough that a runaway loop cannot take the host down.
+// The address-space limit is large because JIT runtimes (V8, the JVM, Go) reserve far
+// more virtual memory than they touch.
+constexpr rlim_t kGiB = 1024ULL * 1024 * 1024;
+constexpr rlim_t kDefaultAs = 16 * kGiB;
+constexpr rlim_t kDefaultNofile = 4096;
+constexpr rlim_t kDefaultNproc = 1024;
+constexpr rlim_t kDefaultFsize = 16 * kGiB;
+
+std::string lower(std::string s) {
+  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::optional<rlim_t> parse_number(std::string_view digits) {
+  if (digits.empty()) return std::nullopt;
+  unsigned long long v = 0;
+  auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
+  if (ec != std::errc{} || ptr != digits.data() + digits.size()) return std::nullopt;
+  return static_cast<rlim_t>(v);
+}
+
+}  // namespace
+
+std::optional<rlim_t> parse_size(const std::string& text) {
+  std::string s = lower(text);
+  if (s == "unlimited") return RLIM_INFINITY;
+  // Accept "4G", "4g", "4GB", "4GiB".
+  if (s.size() > 2 && s.ends_with("ib")) s.resize(s.size() - 2), s.push_back('x');
+  else if (s.size() > 1 && s.ends_with('b')) s.pop_back();
+  if (!s.empty() && s.back() == 'x') s.pop_back();
+  rlim_t unit = 1;
+  if (!s.empty() && !std::isdigit(static_cast<unsigned char>(s.back()))) {
+    switch (s.back()) {
+      case 'k': unit = 1024ULL; break;
+      case 'm': unit = 1024ULL * 1024; break;
+      case 'g': unit = kGiB; break;
+      case 't': unit = kGiB * 1024; break;
+      default: return std::nullopt;
+    }
+    s.pop_back();
+  }
+  auto n = parse_number(s);
+  if (!n) return std::nullopt;
+  if (*n > std::numeric_limits<rlim_t>::max() / unit) return std::nullopt;
+  return *n * unit;
+}
+
+std::optional<rlim_t> parse_count(const std::string& text) {
+  if (lower(text) == "unlimited") return RLIM_INFINITY;
+  return parse_number(text);
+}
+
+std::vector<RlimitSetting> agent_rlimits(const RlimitFlags& flags) {
+  auto pick = [](const std::optional<std::string>& flag, const char* flag_name, bool size,
+                 std::optional<rlim_t> fallback) -> std::optional<rlim_t> {
+    if (!flag) return fallback;
+    auto v = size ? parse_size(*flag) : parse_count(*flag);
+    if (!v)
+      throw LaunchError(kExitUsage, std::string("--") + flag_name + " '" + *flag + "': expected " +
+                                        (size ? "a size such as 512M, 4G or 'unlimited'"
+                                              : "a whole number or 'unlimited'"));
+    return v;
+  };
+  std::vector<RlimitSetting> out;
+  out.push_back({RLIMIT_CORE, 0, "core"});  // never core dumps: they may hold secrets
+  if (auto v = pick(flags.as, "rlimit-as", true, kDefaultAs)) out.push_back({RLIMIT_AS, *v, "as"});
+  if (auto v = pick(flags.cpu, "rlimit-cpu", false, std::nullopt)) out.push_back({RLIMIT_CPU, *v, "cpu"});
+  if (auto v = pick(flags.nofile, "rlimit-nofile", false, kDefaultNofile))
+    out.push_back({RLIMIT_NOFILE, *v, "nofile"});
+  if (auto v = pick(flags.nproc, "rlimit-nproc", false, kDefaultNproc))
+    out.push_back({RLIMIT_NPROC, *v, "nproc"});
+  if (auto v = pick(flags.fsize, "rlimit-fsize", true, kDefaultFsize))
+    out.push_back({RLIMIT_FSIZE, *v, "fsize"});
+  return out;
+}
+
+int apply_rlimits(const std::vector<RlimitSetting>& limits) {
+  for (const auto& l : limits) {
+    struct rlimit current {};
+    if (getrlimit(l.resource, &current) != 0) return errno;
+    // Raising a hard limit needs CAP_SYS_RESOURCE; the launcher only ever tightens.
+    rlim_t v = l.value;
+    if (current.rlim_max != RLIM_INFINITY && (v == RLIM_INFINITY || v > current.rlim_max)) v = current.rlim_max;
+    struct rlimit next {v, v};
+    if (setrlimit(l.resource, &next) != 0) return errno;
+  }
+  return 0;
+}
+
+}  // namespace netbox::launcher

@@ -1,0 +1,136 @@
+#include "netbox/launcher/veth.hpp"
+
+#include <arpa/inet.h>
+#include <net/if.h>  // before the linux/ headers, which would redefine its names
+#include <libmnl/libmnl.h>
+#include <linux/if_addr.h>
+#include <linux/if_link.h>
+#include <linux/rtnetlink.h>
+#include <linux/veth.h>
+
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <memory>
+#include <stdexcept>
+#include <vector>
+
+namespace netbox::launcher {
+namespace {
+
+struct SocketCloser {
+  void operator()(mnl_socket* s) const { mnl_socket_close(s); }
+};
+
+// Sends one request and waits for its acknowledgement. Returns 0 or an errno.
+int request(nlmsghdr* nlh) {
+  std::unique_ptr<mnl_socket, SocketCloser> nl(mnl_socket_open(NETLINK_ROUTE));
+  if (!nl) return errno;
+  if (mnl_socket_bind(nl.get(), 0, MNL_SOCKET_AUTOPID) < 0) return errno;
+  unsigned portid = mnl_socket_get_portid(nl.get());
+  auto seq = static_cast<unsigned>(std::time(nullptr));
+  nlh->nlmsg_seq = seq;
+  nlh->nlmsg_flags |= NLM_F_ACK;
+  if (mnl_socket_sendto(nl.get(), nlh, nlh->nlmsg_len) < 0) return errno;
+  std::vector<char> buf(MNL_SOCKET_BUFFER_SIZE);
+  ssize_t n = mnl_socket_recvfrom(nl.get(), buf.data(), buf.size());
+  while (n > 0) {
+    int rc = mnl_cb_run(buf.data(), static_cast<size_t>(n), seq, portid, nullptr, nullptr);
+    if (rc == -1) return errno;
+    if (rc <= MNL_CB_STOP) return 0;
+    n = mnl_socket_recvfrom(nl.get(), buf.data(), buf.size());
+  }
+  return n < 0 ? errno : 0;
+}
+
+void check(int err, const std::string& what) {
+  if (err != 0) throw std::runtime_error(what + ": " + std::strerror(err));
+}
+
+unsigned index_of(const std::string& ifname) {
+  unsigned index = if_nametoindex(ifname.c_str());
+  if (index == 0) throw std::runtime_error("no network interface " + ifname + ": " + std::strerror(errno));
+  return index;
+}
+
+class Message {
+ public:
+  Message(std::uint16_t type, std::uint16_t flags) : buf_(MNL_SOCKET_BUFFER_SIZE) {
+    nlh_ = mnl_nlmsg_put_header(buf_.data());
+    nlh_->nlmsg_type = type;
+    nlh_->nlmsg_flags = NLM_F_REQUEST | flags;
+  }
+  template <typename T>
+  T* extra_header() {
+    return static_cast<T*>(mnl_nlmsg_put_extra_header(nlh_, sizeof(T)));
+  }
+  nlmsghdr* get() { return nlh_; }
+
+ private:
+  std::vector<char> buf_;
+  nlmsghdr* nlh_;
+};
+
+}  // namespace
+
+void create_veth_pair(const std::string& host_name, const std::string& peer_name, pid_t peer_pid) {
+  Message msg(RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL);
+  nlmsghdr* nlh = msg.get();
+  auto* ifm = msg.extra_header<ifinfomsg>();
+  ifm->ifi_family = AF_UNSPEC;
+  mnl_attr_put_strz(nlh, IFLA_IFNAME, host_name.c_str());
+  nlattr* linkinfo = mnl_attr_nest_start(nlh, IFLA_LINKINFO);
+  mnl_attr_put_strz(nlh, IFLA_INFO_KIND, "veth");
+  nlattr* data = mnl_attr_nest_start(nlh, IFLA_INFO_DATA);
+  nlattr* peer = mnl_attr_nest_start(nlh, VETH_INFO_PEER);
+  // The peer's attributes follow its own ifinfomsg inside the nest.
+  auto* peer_ifm = static_cast<ifinfomsg*>(mnl_nlmsg_get_payload_tail(nlh));
+  nlh->nlmsg_len += MNL_ALIGN(sizeof(ifinfomsg));
+  std::memset(peer_ifm, 0, sizeof(ifinfomsg));
+  peer_ifm->ifi_family = AF_UNSPEC;
+  mnl_attr_put_strz(nlh, IFLA_IFNAME, peer_name.c_str());
+  mnl_attr_put_u32(nlh, IFLA_NET_NS_PID, static_cast<std::uint32_t>(peer_pid));
+  mnl_attr_nest_end(nlh, peer);
+  mnl_attr_nest_end(nlh, data);
+  mnl_attr_nest_end(nlh, linkinfo);
+  check(request(nlh), "creating veth pair " + host_name + " / " + peer_name);
+}
+
+void add_ipv4_address(const std::string& ifname, const std::string& address, int prefix) {
+  in_addr a{};
+  if (inet_pton(AF_INET, address.c_str(), &a) != 1) throw std::runtime_error("bad IPv4 address " + address);
+  Message msg(RTM_NEWADDR, NLM_F_CREATE | NLM_F_REPLACE);
+  auto* ifa = msg.extra_header<ifaddrmsg>();
+  ifa->ifa_family = AF_INET;
+  ifa->ifa_prefixlen = static_cast<unsigned char>(prefix);
+  ifa->ifa_scope = RT_SCOPE_UNIVERSE;
+  ifa->ifa_index = index_of(ifname);
+  mnl_attr_put_u32(msg.get(), IFA_LOCAL, a.s_addr);
+  mnl_attr_put_u32(msg.get(), IFA_ADDRESS, a.s_addr);
+  check(request(msg.get()), "adding address " + address + "/" + std::to_string(prefix) + " to " + ifname);
+}
+
+void set_link_up(const std::string& ifname) {
+  Message msg(RTM_NEWLINK, 0);
+  auto* ifm = msg.extra_header<ifinfomsg>();
+  ifm->ifi_family = AF_UNSPEC;
+  ifm->ifi_index = static_cast<int>(index_of(ifname));
+  ifm->ifi_flags = IFF_UP;
+  ifm->ifi_change = IFF_UP;
+  check(request(msg.get()), "bringing up " + ifname);
+}
+
+bool delete_link(const std::string& ifname) {
+  Message msg(RTM_DELLINK, 0);
+  auto* ifm = msg.extra_header<ifinfomsg>();
+  ifm->ifi_family = AF_UNSPEC;
+  mnl_attr_put_strz(msg.get(), IFLA_IFNAME, ifname.c_str());
+  int err = request(msg.get());
+  if (err == ENODEV) return false;
+  check(err, "deleting link " + ifname);
+  return true;
+}
+
+bool link_exists(const std::string& ifname) { return if_nametoindex(ifname.c_str()) != 0; }
+
+}  // namespace netbox::launcher
