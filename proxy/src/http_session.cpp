@@ -317,6 +317,8 @@ void ClientSession::send_response() {
   if (!bodiless) res_.prepare_payload();
   res_.keep_alive(client_keep_alive_);
   exchange_->bytes_down = res_.body().size();
+  // The row is complete once the answer is decided; a failed write is logged on top.
+  exchange_->finish(static_cast<int>(status));
   // The upstream connection is done with this exchange: pool it or drop it.
   if (upstream_) {
     if (upstream_keep_alive_ && buffer_upstream_.size() == 0)
@@ -330,12 +332,12 @@ void ClientSession::send_response() {
 void ClientSession::on_response_written(beast::error_code ec, std::size_t) {
   const int status = res_.result_int();
   res_ = {};
+  exchange_.reset();
   if (ec) {
-    exchange_->finish(status, "writing the response to the agent failed: " + ec.message());
+    impl_.log.write("client_write_failed", {{"agent", who_.agent}, {"status", std::to_string(status)},
+                                            {"error", ec.message()}});
     return close_client();
   }
-  exchange_->finish(status);
-  exchange_.reset();
   if (!client_keep_alive_) return close_client();
   read_request();
 }

@@ -16,7 +16,8 @@ bool iequals_prefix(std::string_view s, std::string_view prefix) {
 // Splits "host", "host:port", "[v6]" or "[v6]:port". Refuses userinfo: a name before
 // '@' is only ever used to make a URL look like it goes somewhere it does not.
 void parse_authority(std::string_view auth, bool port_required, std::uint16_t default_port, Target& t) {
-  if (auth.find('@') != std::string_view::npos) {
+  if (auto at = auth.rfind('@'); at != std::string_view::npos) {
+    parse_authority(auth.substr(at + 1), port_required, default_port, t);  // for the audit row only
     t.error = "the target contains userinfo ('user@host'); netbox refuses it because the destination would be "
               "the part after '@', not the name in front of it";
     return;

@@ -1,0 +1,153 @@
+// The control socket `netbox launch` uses: register / unregister / ping, JSON lines.
+#include "proxy_fixture.hpp"
+
+#include "netbox/audit/writer.hpp"
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/local/stream_protocol.hpp>
+#include <boost/asio/read_until.hpp>
+#include <boost/asio/streambuf.hpp>
+#include <boost/asio/write.hpp>
+#include <nlohmann/json.hpp>
+#include <sqlite3.h>
+#include <sys/stat.h>
+
+#include <thread>
+
+namespace netbox::test {
+namespace {
+
+namespace asio = boost::asio;
+using json = nlohmann::json;
+
+class ControlClient {
+ public:
+  explicit ControlClient(const std::string& path) : socket_(ioc_) {
+    socket_.connect(asio::local::stream_protocol::endpoint(path));
+  }
+  json call(const json& req) {
+    const auto line = req.dump() + "\n";
+    asio::write(socket_, asio::buffer(line));
+    asio::read_until(socket_, buf_, '\n');
+    std::istream is(&buf_);
+    std::string reply;
+    std::getline(is, reply);
+    return json::parse(reply);
+  }
+  void close() { socket_.close(); }
+
+ private:
+  asio::io_context ioc_;
+  asio::local::stream_protocol::socket socket_;
+  asio::streambuf buf_;
+};
+
+class ControlTest : public ProxyTest {
+ protected:
+  void SetUp() override {
+    control = (dir.path() / "control.sock").string();
+    start_proxy(base_policy(R"("agents": {"builder": {"allow": ["other.test"]}},
+        "resolve": {"upstream.test": ["127.0.0.1"], "other.test": ["127.0.0.1"]})"),
+                {}, 2, control);
+  }
+  std::string other_url() const { return "http://other.test:" + std::to_string(upstream.port()) + "/"; }
+  int agents_rows(const std::string& where) {
+    server->audit().flush();
+    sqlite3* db = nullptr;
+    sqlite3_open_v2(db_path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr);
+    sqlite3_stmt* s = nullptr;
+    sqlite3_prepare_v2(db, ("SELECT count(*) FROM agents WHERE " + where).c_str(), -1, &s, nullptr);
+    int n = sqlite3_step(s) == SQLITE_ROW ? sqlite3_column_int(s, 0) : -1;
+    sqlite3_finalize(s);
+    sqlite3_close(db);
+    return n;
+  }
+  std::string control;
+};
+
+TEST_F(ControlTest, SocketIsPrivateAndAnswersPing) {
+  struct stat st {};
+  ASSERT_EQ(::stat(control.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  ControlClient c(control);
+  EXPECT_EQ(c.call({{"op", "ping"}}), json({{"ok", true}}));
+  auto bad = c.call({{"op", "frobnicate"}});
+  EXPECT_EQ(bad["ok"], false);
+  EXPECT_NE(bad["error"].get<std::string>().find("frobnicate"), std::string::npos);
+}
+
+TEST_F(ControlTest, RegisteredAddressIsLoggedAsTheAgentAndDecidedWithItsProfile) {
+  ControlClient c(control);
+  EXPECT_EQ(proxy_get(port, other_url()).status, 403);  // anonymous: base profile
+  auto reply = c.call({{"op", "register"}, {"addr", "127.0.0.1"}, {"agent", "builder-1"}, {"profile", "builder"},
+                       {"launch", {{"pid", 4242}, {"command_line", "curl http://other.test/"},
+                                   {"address", "127.0.0.1"}, {"policy_digest", "abc"}}}});
+  ASSERT_EQ(reply["ok"], true) << reply.dump();
+  EXPECT_EQ(proxy_get(port, other_url()).status, 200);
+  auto row = last_row();
+  EXPECT_EQ(row.agent, "builder-1");
+  EXPECT_EQ(row.decision, "allow");
+  EXPECT_EQ(agents_rows("name = 'builder-1' AND pid = 4242 AND command_line = 'curl http://other.test/'"), 1);
+
+  reply = c.call({{"op", "unregister"}, {"addr", "127.0.0.1"}, {"exit_status", 3},
+                  {"resource_usage", {{"user_ms", 1}, {"sys_ms", 2}, {"max_rss_kb", 3}}}});
+  ASSERT_EQ(reply["ok"], true) << reply.dump();
+  EXPECT_EQ(proxy_get(port, other_url()).status, 403);
+  EXPECT_EQ(last_row().agent, "anonymous");
+  EXPECT_EQ(agents_rows("name = 'builder-1' AND exit_status = 3 AND ended IS NOT NULL"), 1);
+}
+
+TEST_F(ControlTest, RegisterWithListenAddsAListenerAndUnregisterRemovesIt) {
+  ControlClient c(control);
+  auto reply = c.call({{"op", "register"}, {"addr", "127.0.0.1"}, {"agent", "a1"}, {"listen", "127.0.0.1:0"}});
+  ASSERT_EQ(reply["ok"], true) << reply.dump();
+  const auto listen = reply["listen"].get<std::string>();
+  const auto extra = static_cast<unsigned short>(std::stoi(listen.substr(listen.rfind(':') + 1)));
+  ASSERT_NE(extra, 0);
+  ASSERT_NE(extra, port);
+  EXPECT_EQ(proxy_get(extra, upstream_url("/")).status, 200);
+  EXPECT_EQ(last_row().agent, "a1");
+  ASSERT_EQ(c.call({{"op", "unregister"}, {"addr", "127.0.0.1"}})["ok"], true);
+  bool refused = false;
+  for (int i = 0; i < 100 && !refused; ++i) {
+    try {
+      ProxyConnection probe(extra);
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    } catch (const std::exception&) {
+      refused = true;
+    }
+  }
+  EXPECT_TRUE(refused) << "the listener added for the agent should be gone";
+}
+
+TEST_F(ControlTest, ClosingTheControlConnectionUnregistersEverything) {
+  {
+    ControlClient c(control);
+    ASSERT_EQ(c.call({{"op", "register"}, {"addr", "127.0.0.1"}, {"agent", "ghost"}, {"profile", "builder"},
+                      {"launch", {{"pid", 77}}}})["ok"],
+              true);
+    EXPECT_EQ(proxy_get(port, other_url()).status, 200);
+  }  // like a launcher killed with SIGKILL
+  bool gone = false;
+  for (int i = 0; i < 200 && !gone; ++i) {
+    gone = proxy_get(port, other_url()).status == 403;
+    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(gone);
+  EXPECT_EQ(last_row().agent, "anonymous");
+  EXPECT_EQ(agents_rows("name = 'ghost' AND ended IS NOT NULL"), 1);
+}
+
+TEST_F(ControlTest, BadRegistrationsAreRefusedWithAReason) {
+  ControlClient c(control);
+  auto r = c.call({{"op", "register"}, {"addr", "not-an-ip"}, {"agent", "x"}});
+  EXPECT_EQ(r["ok"], false);
+  EXPECT_NE(r["error"].get<std::string>().find("not-an-ip"), std::string::npos);
+  r = c.call({{"op", "register"}, {"addr", "127.0.0.1"}, {"agent", "x"}, {"profile", "nope"}});
+  EXPECT_EQ(r["ok"], false);
+  EXPECT_NE(r["error"].get<std::string>().find("nope"), std::string::npos);
+  EXPECT_EQ(c.call({{"op", "ping"}})["ok"], true);  // the connection survives bad lines
+}
+
+}  // namespace
+}  // namespace netbox::test

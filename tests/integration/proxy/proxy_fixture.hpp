@@ -1,0 +1,55 @@
+#pragma once
+// An in-process proxy (netbox::proxy::Server) on a free loopback port, a real upstream
+// server, and the audit rows read back from the real SQLite file.
+#include "netbox/proxy/server.hpp"
+#include "support/proxy_client.hpp"
+#include "support/temp_dir.hpp"
+#include "support/upstream_server.hpp"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace netbox::test {
+
+struct AuditRow {
+  std::string agent, client_addr, kind, method, host, path, resolved_addr, decision, rule, reason, error;
+  int port = 0;
+  std::optional<int> status;
+  std::int64_t bytes_up = 0, bytes_down = 0;
+  std::optional<std::int64_t> duration_ms;
+};
+
+struct EventRow {
+  std::string kind, message, detail;
+};
+
+class ProxyTest : public ::testing::Test {
+ protected:
+  void TearDown() override;
+
+  // Starts the proxy with `policy_json` (written to a file, so it can be reloaded).
+  void start_proxy(const std::string& policy_json, std::vector<std::string> dns_servers = {}, unsigned threads = 2,
+                   std::optional<std::string> control = std::nullopt);
+  // A policy allowing upstream.test (pinned to 127.0.0.1) on the upstream's port, plus `extra`
+  // JSON members (e.g. R"("deny": ["x.test"])") merged at the top level.
+  std::string base_policy(const std::string& extra = {}) const;
+  std::string upstream_url(const std::string& path = "/") const;
+
+  std::vector<AuditRow> rows();          // flushes the writer first
+  std::vector<EventRow> events();
+  AuditRow last_row();
+  void stop_proxy();
+
+  TempDir dir;
+  UpstreamServer upstream;
+  std::unique_ptr<proxy::Server> server;
+  unsigned short port = 0;
+  std::filesystem::path policy_path;
+  std::filesystem::path db_path;
+};
+
+}  // namespace netbox::test

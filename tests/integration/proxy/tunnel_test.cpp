@@ -1,0 +1,104 @@
+// CONNECT tunnels: relaying, half-close, denied ports, the idle timeout.
+#include "proxy_fixture.hpp"
+
+#include <thread>
+
+namespace netbox::test {
+namespace {
+
+class TunnelTest : public ProxyTest {
+ protected:
+  AuditRow completed_row(std::size_t index) {
+    for (int i = 0; i < 500; ++i) {
+      auto all = rows();
+      if (all.size() > index && all[index].duration_ms) return all[index];
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    ADD_FAILURE() << "row " << index << " was not completed";
+    return {};
+  }
+  std::string authority() const { return "upstream.test:" + std::to_string(upstream.port()); }
+};
+
+TEST_F(TunnelTest, ConnectRelaysSeveralMebibytesBothWaysByteExact) {
+  start_proxy(base_policy());
+  const auto body = pattern_bytes(6 * 1024 * 1024 + 123);
+  {
+    ProxyConnection c(port);
+    auto est = c.send("CONNECT " + authority() + " HTTP/1.1\r\nHost: " + authority() + "\r\n\r\n", true);
+    ASSERT_EQ(est.status, 200) << est.error;
+    // Through the tunnel, the upstream sees our own bytes: it echoes the body back.
+    auto r = c.send("POST /body HTTP/1.1\r\nHost: upstream.test\r\nContent-Length: " + std::to_string(body.size()) +
+                    "\r\nConnection: close\r\n\r\n" + body);
+    ASSERT_EQ(r.status, 200) << r.error;
+    ASSERT_EQ(r.body.size(), body.size());
+    EXPECT_TRUE(r.body == body) << "the relayed body differs";
+  }
+  auto row = completed_row(0);
+  EXPECT_EQ(row.kind, "connect");
+  EXPECT_EQ(row.method, "CONNECT");
+  EXPECT_EQ(row.decision, "allow");
+  EXPECT_EQ(row.status, 200);
+  EXPECT_EQ(row.resolved_addr, "127.0.0.1");
+  EXPECT_GT(row.bytes_up, static_cast<std::int64_t>(body.size()));
+  EXPECT_GT(row.bytes_down, static_cast<std::int64_t>(body.size()));
+}
+
+TEST_F(TunnelTest, HalfCloseFromTheAgentStillDeliversTheWholeAnswer) {
+  start_proxy(base_policy());
+  ProxyConnection c(port);
+  ASSERT_EQ(c.send("CONNECT " + authority() + " HTTP/1.1\r\n\r\n", true).status, 200);
+  c.write("GET /big?n=200000 HTTP/1.1\r\nHost: upstream.test\r\nConnection: close\r\n\r\n");
+  c.shutdown_send();
+  const std::string head_end = "\r\n\r\n";
+  std::string got;
+  while (got.find(head_end) == std::string::npos) got += c.read_exactly(1);
+  EXPECT_NE(got.find("200 OK"), std::string::npos);
+  auto body = c.read_exactly(200000);
+  EXPECT_TRUE(body == pattern_bytes(200000));
+}
+
+TEST_F(TunnelTest, ConnectToAPortNotInTheListIsDenied) {
+  start_proxy(base_policy());
+  auto r = proxy_connect(port, "upstream.test:22");
+  EXPECT_EQ(r.status, 403);
+  EXPECT_EQ(r.header("x-netbox-decision"), "deny");
+  EXPECT_NE(r.body.find("port 22"), std::string::npos) << r.body;
+  auto row = last_row();
+  EXPECT_EQ(row.kind, "connect");
+  EXPECT_EQ(row.decision, "deny");
+  EXPECT_EQ(row.rule, "ports");
+  EXPECT_EQ(row.port, 22);
+}
+
+TEST_F(TunnelTest, ConnectWithoutAPortIsMalformed) {
+  start_proxy(base_policy());
+  auto r = proxy_connect(port, "upstream.test");
+  EXPECT_EQ(r.status, 400);
+}
+
+TEST_F(TunnelTest, IdleTunnelIsClosedAfterTheIdleTimeout) {
+  start_proxy(base_policy(R"("limits": {"idle_timeout_ms": 300})"));
+  ProxyConnection c(port);
+  ASSERT_EQ(c.send("CONNECT " + authority() + " HTTP/1.1\r\n\r\n", true).status, 200);
+  EXPECT_TRUE(c.closed_within(std::chrono::seconds(10)));
+  auto row = completed_row(0);
+  EXPECT_EQ(row.status, 200);
+  EXPECT_NE(row.error.find("idle"), std::string::npos) << row.error;
+}
+
+TEST_F(TunnelTest, UpstreamRefusingTheTunnelGives502) {
+  UpstreamServer gone;
+  const auto dead = gone.port();
+  gone.stop();
+  start_proxy(base_policy(R"("ports": [)" + std::to_string(dead) + "]"));
+  auto r = proxy_connect(port, "upstream.test:" + std::to_string(dead));
+  EXPECT_EQ(r.status, 502);
+  auto row = last_row();
+  EXPECT_EQ(row.decision, "allow");
+  EXPECT_EQ(row.status, 502);
+  EXPECT_FALSE(row.error.empty());
+}
+
+}  // namespace
+}  // namespace netbox::test
