@@ -33,7 +33,7 @@ int checked_version(sqlite3* db, const std::filesystem::path& path) {
     return schema_version(db);
   } catch (const SqliteError& e) {
     if (e.code() == SQLITE_NOTADB)
-      throw DatabaseRejected(shown(path) + " is not an SQLite database (" + e.what() + ")");
+      throw DatabaseRejected(shown(path) + " is not an SQLite database");
     throw std::runtime_error("cannot read audit database " + shown(path) + ": " + e.what());
   }
 }
