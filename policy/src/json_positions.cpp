@@ -9,7 +9,9 @@ namespace netbox::policy::detail {
 LineColumn line_column_at(std::string_view text, std::size_t offset) {
   if (offset > text.size()) offset = text.size();
   LineColumn lc{1, 1};
-  for (std::size_t i = 0; i < offset; ++i) {
+  // Editors do not show a UTF-8 byte order mark, so it takes no column.
+  std::size_t start = text.substr(0, 3) == "\xEF\xBB\xBF" && offset >= 3 ? 3 : 0;
+  for (std::size_t i = start; i < offset; ++i) {
     auto c = static_cast<unsigned char>(text[i]);
     if (c == '\n') {
       ++lc.line;

@@ -30,7 +30,7 @@ std::string json_kind(const nlohmann::json& j) {
     case nlohmann::json::value_t::string: return "a string";
     case nlohmann::json::value_t::boolean: return "a boolean";
     case nlohmann::json::value_t::null: return "null";
-    case nlohmann::json::value_t::number_float: return "a fractional number";
+    case nlohmann::json::value_t::number_float: return "a floating-point number";
     case nlohmann::json::value_t::number_integer:
     case nlohmann::json::value_t::number_unsigned: return "a number";
     default: return "an unsupported value";

@@ -160,7 +160,7 @@ TEST(Load, WrongTypesAreNamed) {
   expect_fail(R"({"version": 1, "deny": {}})", "/deny", "must be an array, not an object");
   expect_fail(R"({"version": 1, "ports": "443"})", "/ports", "must be an array");
   expect_fail(R"({"version": 1, "ports": ["443"]})", "/ports/0", "must be a port number (1-65535), not a string");
-  expect_fail(R"({"version": 1, "ports": [443.5]})", "/ports/0", "not a fractional number");
+  expect_fail(R"({"version": 1, "ports": [443.5]})", "/ports/0", "not a floating-point number");
   expect_fail(R"({"version": 1, "internal": []})", "/internal", "must be an object");
   expect_fail(R"({"version": 1, "internal": {"allow": [true]}})", "/internal/allow/0", "must be a string, not a boolean");
   expect_fail(R"({"version": 1, "limits": []})", "/limits", "must be an object");
@@ -325,4 +325,17 @@ TEST(Load, DefaultPolicyIsEmbedded) {
   auto p = default_policy();
   EXPECT_EQ(p.source, "<embedded>");
   EXPECT_EQ(p.digest.size(), 64U);
+}
+
+TEST(Load, ByteOrderMarkAndCrlfKeepPositionsRight) {
+  auto f = fail_of("\xEF\xBB\xBF{\r\n  \"version\": 1,\r\n  \"ports\": [0]\r\n}\r\n");
+  EXPECT_EQ(f.path, "/ports/0");
+  EXPECT_EQ(f.line, 3);
+  EXPECT_EQ(f.column, 13);
+  auto first = fail_of("\xEF\xBB\xBF{\"version\": 1, \"ports\": [0]}");
+  EXPECT_EQ(first.column, 26);  // the mark takes no column
+}
+
+TEST(Load, EscapedKeysAreReportedDecoded) {
+  expect_fail(R"({"version": 1, "agents": {"b\u006ft": {"ports": [0]}}})", "/agents/bot/ports/0", "outside");
 }
