@@ -80,9 +80,13 @@ bool has_network_allow(const Profile& p) {
   return false;
 }
 
-Decision name_denied(const Rule& r, const std::string& name) {
-  return deny(r.cite(), name + " matches " + r.cite());
+Decision matched(Verdict v, const Rule& r, const std::string& who) {
+  std::string cite = r.cite();
+  std::string reason = who + " matches " + cite;
+  return Decision{v, std::move(cite), std::move(reason)};
 }
+
+Decision name_denied(const Rule& r, const std::string& name) { return matched(Verdict::deny, r, name); }
 
 Decision wrong_port(const Rule& r, const std::string& what, uint16_t port) {
   return deny(r.cite(), what + " is allowed only on port " + std::to_string(*r.port) + " by " + r.cite() +
@@ -107,7 +111,7 @@ Decision decide_name(const Profile& profile, const Host& host, uint16_t port) {
   if (c.denied_by) return finish(profile, name_denied(*c.denied_by, host.name));
   if (c.allowed_by) {
     if (auto d = port_denied(profile, *c.allowed_by, port)) return finish(profile, *d);
-    return Decision{Verdict::allow, c.allowed_by->cite(), host.name + " matches " + c.allowed_by->cite()};
+    return matched(Verdict::allow, *c.allowed_by, host.name);
   }
   if (c.wrong_port) return finish(profile, wrong_port(*c.wrong_port, host.name, port));
   if (has_network_allow(profile))
@@ -134,7 +138,7 @@ Decision decide_address(const Profile& profile, const Host& host, uint16_t port,
   }
   for (const Rule& r : profile.deny)
     if (r.kind == Rule::Kind::network && port_fits(r, port) && network_denies(r.network, addr))
-      return finish(profile, deny(r.cite(), subject() + " matches " + r.cite()));
+      return finish(profile, matched(Verdict::deny, r, subject()));
 
   std::string range = internal_range(addr);
   if (!range.empty()) {
@@ -164,7 +168,7 @@ Decision decide_address(const Profile& profile, const Host& host, uint16_t port,
     return finish(profile, not_allowed(who()));
   }
   if (auto d = port_denied(profile, *allowed_by, port)) return finish(profile, *d);
-  return Decision{Verdict::allow, allowed_by->cite(), who() + " matches " + allowed_by->cite()};
+  return matched(Verdict::allow, *allowed_by, who());
 }
 
 }  // namespace netbox::policy

@@ -141,3 +141,12 @@ TEST(Host, OverlongNamesAndLabelsAreRefused) {
   longname += "example";
   EXPECT_NE(refusal(longname), "");
 }
+
+TEST(Host, PlainAsciiNamesFollowIdnaRules) {
+  EXPECT_EQ(name_of("_dmarc.example"), "_dmarc.example");
+  EXPECT_EQ(name_of("a-b.example"), "a-b.example");
+  EXPECT_NE(refusal("ab--cd.example"), "");     // "--" in positions 3-4 is reserved for A-labels
+  EXPECT_NE(refusal("trailing-.example"), "");
+  EXPECT_NE(refusal("xn--ab.example"), "");     // an A-label that decodes to nothing valid
+  EXPECT_EQ(name_of("XN--BCHER-KVA.Example"), "xn--bcher-kva.example");
+}
