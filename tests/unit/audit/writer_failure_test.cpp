@@ -113,7 +113,7 @@ TEST(AuditWriterFailure, ShutdownOnABrokenStoreGivesUpLoudlyAfterTheGracePeriod)
 }
 
 // A tmpfs of its own, so "disk full" is real and touches nothing else on the machine.
-class SmallDisk : public ::testing::Test {
+class AuditSmallDisk : public ::testing::Test {
  protected:
   void SetUp() override {
     mount_point = dir.path() / "disk";
@@ -144,7 +144,7 @@ class SmallDisk : public ::testing::Test {
   bool mounted = false;
 };
 
-TEST_F(SmallDisk, FullDiskRefusesNewRowsAndRecoversWhenSpaceReturns) {
+TEST_F(AuditSmallDisk, FullDiskRefusesNewRowsAndRecoversWhenSpaceReturns) {
   const auto path = mount_point / "audit.db";
   {
     Writer writer(quick_failing(path));

@@ -65,6 +65,16 @@ TEST_F(AuditWriter, InsertedRowKeepsEveryColumn) {
   EXPECT_EQ(writer.stats().rows_written, 1u);
 }
 
+TEST_F(AuditWriter, UnopenableDatabaseThrowsNamingThePath) {
+  const auto bad = dir.path() / "no-such-dir" / "audit.db";
+  try {
+    Writer writer(options_for(bad));
+    FAIL() << "opened " << bad;
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find(bad.string()), std::string::npos) << e.what();
+  }
+}
+
 TEST_F(AuditWriter, RowWithoutTimestampGetsTheInsertTime) {
   Writer writer(options_for(path));
   AuditRecord r = request("a", "h", "allow");
