@@ -62,7 +62,8 @@ class Writer {
   // For shutdown, tests and --audit-sync; never call on an io thread.
   void flush();
   // Calls `fn` when a queued handle's row is durably committed (for --audit-sync).
-  // `fn` runs on the writer thread; post back to an io_context from there.
+  // `fn` runs on the writer thread; post back to an io_context from there, and never call
+  // flush() from it. fn(false): the handle was never queued, or the row was lost at shutdown.
   void on_committed(RowHandle row, std::function<void(bool ok)> fn);
 
   WriterStats stats() const;
