@@ -1,17 +1,173 @@
-// `netbox proxy`: not built yet (see the issue that owns it).
+// `netbox proxy`: run the egress proxy in the foreground until SIGTERM/SIGINT.
+// SIGHUP, or a change of the policy file, reloads the policy.
 #include "commands.hpp"
 
+#include "netbox/policy/load.hpp"
+#include "netbox/proxy/server.hpp"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <sys/stat.h>
+
+#include <csignal>
 #include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
 
 namespace netbox::cli {
+namespace {
+
+namespace asio = boost::asio;
+
+struct ProxyArgs {
+  std::string policy;
+  std::vector<std::string> listen;
+  std::string audit_db = "netbox-audit.db";
+  std::vector<std::string> dns;
+  unsigned threads = 0;
+  std::string control;
+  std::string log_format = "text";
+};
+
+// "127.0.0.1:3128", "[::1]:3128". Throws std::invalid_argument naming the flag and value.
+std::pair<asio::ip::address, unsigned short> parse_addr_port(const std::string& flag, const std::string& text) {
+  const auto bad = [&](const std::string& why) {
+    return std::invalid_argument(flag + " " + text + ": " + why + " (expected ADDR:PORT, e.g. 127.0.0.1:3128 or [::1]:3128)");
+  };
+  const auto colon = text.rfind(':');
+  if (colon == std::string::npos) throw bad("no port");
+  std::string host = text.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  else if (host.find(':') != std::string::npos) throw bad("IPv6 addresses go in brackets");
+  boost::system::error_code ec;
+  const auto addr = asio::ip::make_address(host, ec);
+  if (ec) throw bad("'" + host + "' is not an IP address");
+  const auto port = text.substr(colon + 1);
+  if (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos ||
+      std::stoul(port) > 65535)
+    throw bad("'" + port + "' is not a port number");
+  return {addr, static_cast<unsigned short>(std::stoul(port))};
+}
+
+struct FileStamp {
+  ino_t ino = 0;
+  off_t size = 0;
+  timespec mtime{};
+  bool operator==(const FileStamp& o) const {
+    return ino == o.ino && size == o.size && mtime.tv_sec == o.mtime.tv_sec && mtime.tv_nsec == o.mtime.tv_nsec;
+  }
+};
+
+std::optional<FileStamp> stamp(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return std::nullopt;
+  return FileStamp{st.st_ino, st.st_size, st.st_mtim};
+}
+
+// Polls the policy file once a second: simple, and it also notices an editor's
+// write-to-temp-and-rename, which an inotify watch on the old inode would miss.
+class PolicyWatcher {
+ public:
+  PolicyWatcher(asio::io_context& ioc, proxy::Server& server, std::string path)
+      : timer_(ioc), server_(server), path_(std::move(path)), last_(stamp(path_)) {}
+  void start() {
+    timer_.expires_after(std::chrono::seconds(1));
+    timer_.async_wait([this](boost::system::error_code ec) {
+      if (ec) return;
+      auto now = stamp(path_);
+      if (now && (!last_ || !(*now == *last_))) {
+        last_ = now;
+        server_.reload_policy();
+      }
+      start();
+    });
+  }
+  void stop() { timer_.cancel(); }
+
+ private:
+  asio::steady_timer timer_;
+  proxy::Server& server_;
+  std::string path_;
+  std::optional<FileStamp> last_;
+};
+
+int run_proxy(const ProxyArgs& a) {
+  proxy::ProxyOptions o;
+  try {
+    o.policy_file = a.policy;
+    const auto listens = a.listen.empty() ? std::vector<std::string>{"127.0.0.1:3128"} : a.listen;
+    for (const auto& l : listens) {
+      auto [addr, port] = parse_addr_port("--listen", l);
+      o.listen.emplace_back(addr, port);
+    }
+    for (const auto& d : a.dns) {
+      auto [addr, port] = parse_addr_port("--dns-server", d);
+      o.dns_servers.emplace_back(addr, port);
+    }
+    o.audit_db = a.audit_db;
+    o.threads = a.threads;
+    if (!a.control.empty()) o.control_socket = a.control;
+    o.log_format = a.log_format == "json" ? proxy::LogFormat::json : proxy::LogFormat::text;
+  } catch (const std::exception& e) {
+    std::cerr << "netbox proxy: " << e.what() << "\n";
+    return 2;
+  }
+
+  std::unique_ptr<proxy::Server> server;
+  try {
+    server = std::make_unique<proxy::Server>(std::move(o));
+    server->start();
+  } catch (const policy::PolicyError& e) {
+    std::cerr << "netbox proxy: --policy: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "netbox proxy: " << e.what() << "\n";
+    return 2;
+  }
+
+  asio::io_context ioc;
+  asio::signal_set signals(ioc, SIGINT, SIGTERM, SIGHUP);
+  PolicyWatcher watcher(ioc, *server, a.policy);
+  std::function<void()> wait_signal = [&] {
+    signals.async_wait([&](boost::system::error_code ec, int sig) {
+      if (ec) return;
+      if (sig == SIGHUP) {
+        server->reload_policy();
+        return wait_signal();
+      }
+      watcher.stop();
+      // stop() waits out the grace period; run it off this thread's handler chain.
+      server->stop();
+    });
+  };
+  wait_signal();
+  watcher.start();
+  ioc.run();
+  server->wait();
+  server.reset();  // drains the audit queue
+  return 0;
+}
+
+}  // namespace
 
 void add_proxy_command(CLI::App& app, int& rc) {
-  auto* sub = app.add_subcommand("proxy", "proxy (not implemented yet)");
-  sub->allow_extras();
-  sub->callback([&rc] {
-    std::cerr << "netbox proxy: not implemented yet\n";
-    rc = 1;
-  });
+  auto args = std::make_shared<ProxyArgs>();
+  auto* sub = app.add_subcommand("proxy", "Run the egress HTTP/CONNECT proxy (foreground; SIGHUP reloads the policy)");
+  sub->add_option("--policy", args->policy, "Policy file (JSON, version 1); reloaded on SIGHUP and when it changes")
+      ->required();
+  sub->add_option("--listen", args->listen, "Listen address ADDR:PORT, repeatable (default 127.0.0.1:3128; port 0 picks one)");
+  sub->add_option("--audit-db", args->audit_db, "SQLite audit database (default netbox-audit.db)");
+  sub->add_option("--dns-server", args->dns, "DNS server ADDR:PORT, repeatable (default: /etc/resolv.conf)");
+  sub->add_option("--threads", args->threads, "I/O threads (default: one per core)")->check(CLI::Range(0u, 256u));
+  sub->add_option("--control", args->control, "Unix control socket for `netbox launch` registrations (mode 0600)");
+  sub->add_option("--log-format", args->log_format, "Log format on stderr: text or json")
+      ->check(CLI::IsMember({"text", "json"}));
+  sub->callback([args, &rc] { rc = run_proxy(*args); });
 }
 
 }  // namespace netbox::cli
