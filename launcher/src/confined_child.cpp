@@ -12,6 +12,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -20,7 +21,6 @@
 #include <cstring>
 #include <utility>
 
-extern char** environ;
 
 namespace netbox::launcher {
 namespace {
@@ -82,6 +82,50 @@ void close_fd(int& fd) {
   _exit(code);
 }
 
+// Runs a script without a #! line the way shells do: with /bin/sh.
+void exec_with_sh(const std::string& file, char** argv, char** envp) {
+  std::vector<char*> sh_argv;
+  std::string sh = "/bin/sh";
+  std::string path = file;
+  sh_argv.push_back(sh.data());
+  sh_argv.push_back(path.data());
+  for (char** a = argv + 1; *a; ++a) sh_argv.push_back(*a);
+  sh_argv.push_back(nullptr);
+  execve("/bin/sh", sh_argv.data(), envp);
+}
+
+// execve with the PATH search of a shell, returns only on failure with the exit status
+// a shell would use: 127 when nothing was found, 126 when something found cannot run.
+// (Unlike execvpe, a PATH entry the agent's user may not search counts as "not there".)
+int exec_like_a_shell(char** argv, char** envp, const std::string& path, int* err) {
+  const std::string cmd = argv[0];
+  if (cmd.find('/') != std::string::npos) {
+    execve(cmd.c_str(), argv, envp);
+    *err = errno;
+    if (*err == ENOEXEC) exec_with_sh(cmd, argv, envp);
+    return *err == ENOENT || *err == ENOTDIR ? kExitNotFound : kExitNotExecutable;
+  }
+  *err = ENOENT;
+  bool unexecutable = false;
+  std::size_t start = 0;
+  while (start <= path.size()) {
+    std::size_t end = path.find(':', start);
+    if (end == std::string::npos) end = path.size();
+    std::string dir = path.substr(start, end - start);
+    start = end + 1;
+    const std::string full = (dir.empty() ? "." : dir) + "/" + cmd;
+    execve(full.c_str(), argv, envp);
+    int e = errno;
+    if (e == ENOEXEC) exec_with_sh(full, argv, envp);
+    struct stat st {};
+    if (e != ENOENT && e != ENOTDIR && ::stat(full.c_str(), &st) == 0 && S_ISREG(st.st_mode) && !unexecutable) {
+      unexecutable = true;
+      *err = e;
+    }
+  }
+  return unexecutable ? kExitNotExecutable : kExitNotFound;
+}
+
 // The agent, in the order of nsjail's contain.cc: environment, user ids, fds,
 // parent-death signal, no_new_privs, capabilities, rlimits, seccomp last, exec.
 [[noreturn]] void agent_main(const ChildSpec& spec, std::uint16_t port, int exec_fd) {
@@ -115,11 +159,12 @@ void close_fd(int& fd) {
   if (int err = apply_rlimits(spec.rlimits)) agent_fail(exec_fd, err, "setting rlimits", kExitLauncherFailure);
   if (spec.seccomp != nullptr)
     if (int rc = spec.seccomp->load(); rc != 0) agent_fail(exec_fd, -rc, "loading the seccomp filter", kExitLauncherFailure);
-  // execvpe searches the PATH of the current environment, so that must be the agent's.
-  environ = envp.data();
-  execvpe(argv[0], argv.data(), envp.data());
-  int err = errno;
-  agent_fail(exec_fd, err, "exec", err == ENOENT ? kExitNotFound : kExitNotExecutable);
+  std::string path;
+  for (const auto& e : env)
+    if (e.starts_with("PATH=")) path = e.substr(5);
+  int err = 0;
+  int code = exec_like_a_shell(argv.data(), envp.data(), path, &err);
+  agent_fail(exec_fd, code == kExitNotFound ? ENOENT : err, "exec", code);
 }
 
 // PID 1 of the new PID namespace. A PID 1 ignores signals it has no handler for, so

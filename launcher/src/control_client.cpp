@@ -33,10 +33,9 @@ class ControlClient final : public ProxyLink {
                           {"profile", agent.profile},
                           {"listen", agent.host_addr + ":3128"},
                           {"launch",
-                           {{"pid", agent.pid},
-                            {"command_line", agent.command_line},
-                            {"address", agent.agent_addr},
-                            {"policy_digest", agent.policy_digest}}}};
+                           {{"pid", agent.pid}, {"command_line", agent.command_line}, {"address", agent.agent_addr}}}};
+    // Without --policy the proxy records the digest of the policy it runs.
+    if (!agent.policy_digest.empty()) req["launch"]["policy_digest"] = agent.policy_digest;
     nlohmann::json reply = exchange(req);
     if (!reply.value("ok", false))
       throw LaunchError(kExitLauncherFailure, "the proxy at " + path_.string() + " refused the agent: " +

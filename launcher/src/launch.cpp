@@ -56,6 +56,18 @@ std::optional<policy::Policy> load_policy(const LaunchOptions& o) {
   }
 }
 
+// An explicit --profile must exist in a policy we hold; without one, an agents entry
+// named like the agent applies, else the top level. A running proxy checks its own.
+std::string profile_for(const LaunchOptions& o, const std::optional<policy::Policy>& policy, const std::string& name) {
+  if (!o.proxy_control && policy) {
+    if (!o.profile.empty() && !policy->agents.contains(o.profile))
+      throw LaunchError(kExitUsage, "--profile '" + o.profile + "': the policy " + policy->source +
+                                        " has no agents." + o.profile + " entry");
+    if (o.profile.empty() && policy->agents.contains(name)) return name;
+  }
+  return o.profile;
+}
+
 // The agent reaches the host side only over IPv4 to the proxy; link-local IPv6 on the
 // veth would be one more address to police, so it is switched off.
 void disable_ipv6(const std::string& ifname) {
@@ -80,6 +92,7 @@ int launch(const LaunchOptions& o) {
   require_launcher_capabilities();
 
   const std::string name = o.name.empty() ? default_name(o.command.front()) : o.name;
+  const std::string profile = profile_for(o, policy, name);
   std::unique_ptr<ProxyLink> link = o.proxy_control ? make_control_client(*o.proxy_control)
                                                       : make_embedded_proxy(*policy, o.audit_db);
 
@@ -112,7 +125,7 @@ int launch(const LaunchOptions& o) {
     throw LaunchError(kExitLauncherFailure, e.what());
   }
 
-  AgentIdentity identity{name, name, lease.agent_addr, lease.host_addr, child.pid(), command_line(o.command),
+  AgentIdentity identity{name, profile, lease.agent_addr, lease.host_addr, child.pid(), command_line(o.command),
                          policy ? policy->digest : std::string()};
   const std::uint16_t port = link->attach(identity);
   AgentOutcome failed;

@@ -19,6 +19,7 @@ struct RlimitFlags {
 struct LaunchOptions {
   std::optional<std::filesystem::path> policy_file;
   std::string name;                                   // empty: command basename + short id
+  std::string profile;                                // the policy's agents.PROFILE entry; empty: see docs
   std::optional<std::filesystem::path> proxy_control; // unset: embedded proxy
   std::filesystem::path audit_db = "netbox-audit.db";
   std::string subnet = "10.213.0.0/16";

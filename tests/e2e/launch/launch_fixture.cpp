@@ -1,0 +1,243 @@
+#include "launch_fixture.hpp"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sqlite3.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+extern char** environ;
+
+namespace netbox::launch_test {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::uint16_t bound_port(int fd) {
+  sockaddr_in a{};
+  socklen_t len = sizeof a;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  return ntohs(a.sin_port);
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+}  // namespace
+
+HttpServer::HttpServer(const std::string& bind_addr, int barrier) : barrier_(barrier) {
+  fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int one = 1;
+  setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  inet_pton(AF_INET, bind_addr.c_str(), &a.sin_addr);
+  if (::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fd_, 64) != 0)
+    throw std::runtime_error("test server: cannot listen on " + bind_addr);
+  port_ = bound_port(fd_);
+  if (pipe2(stop_, O_CLOEXEC) != 0) throw std::runtime_error("pipe");
+  thread_ = std::thread([this] { serve(); });
+}
+
+HttpServer::~HttpServer() {
+  [[maybe_unused]] auto n = ::write(stop_[1], "x", 1);
+  thread_.join();
+  ::close(fd_);
+  ::close(stop_[0]);
+  ::close(stop_[1]);
+}
+
+void HttpServer::serve() {
+  std::vector<int> waiting;
+  auto answer_all = [&waiting] {
+    const std::string body = kBody;
+    const std::string resp = "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: " +
+                             std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+    for (int c : waiting) {
+      [[maybe_unused]] auto n = ::write(c, resp.data(), resp.size());
+      ::close(c);
+    }
+    waiting.clear();
+  };
+  auto first_wait = std::chrono::steady_clock::now();
+  for (;;) {
+    pollfd fds[2] = {{fd_, POLLIN, 0}, {stop_[0], POLLIN, 0}};
+    int ready = ::poll(fds, 2, waiting.empty() ? -1 : 200);
+    if (ready < 0) continue;
+    if (fds[1].revents) {
+      answer_all();
+      return;
+    }
+    if (!waiting.empty() && std::chrono::steady_clock::now() - first_wait > std::chrono::seconds(60)) answer_all();
+    if (!(fds[0].revents & POLLIN)) continue;
+    int c = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (c < 0) continue;
+    ++connections_;
+    std::string req;
+    char buf[4096];
+    pollfd cp{c, POLLIN, 0};
+    while (req.find("\r\n\r\n") == std::string::npos && ::poll(&cp, 1, 5000) > 0) {
+      ssize_t n = ::read(c, buf, sizeof buf);
+      if (n <= 0) break;
+      req.append(buf, static_cast<std::size_t>(n));
+    }
+    if (req.find("\r\n\r\n") == std::string::npos) {
+      ::close(c);
+      continue;
+    }
+    if (waiting.empty()) first_wait = std::chrono::steady_clock::now();
+    waiting.push_back(c);
+    if (static_cast<int>(waiting.size()) >= std::max(barrier_, 1)) answer_all();
+  }
+}
+
+UdpSink::UdpSink() {
+  fd_ = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_ANY);
+  if (::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) throw std::runtime_error("udp sink: bind");
+  port_ = bound_port(fd_);
+}
+
+UdpSink::~UdpSink() { ::close(fd_); }
+
+int UdpSink::packets() {
+  char buf[2048];
+  while (::recv(fd_, buf, sizeof buf, 0) >= 0) ++count_;
+  return count_;
+}
+
+Subnet test_subnet(int index) {
+  Subnet s;
+  s.index = index;
+  const int third = 100 + index;
+  s.cidr = "10.213." + std::to_string(third) + ".0/24";
+  s.addr_prefix = "10.213." + std::to_string(third) + ".";
+  char veth[16];
+  std::snprintf(veth, sizeof veth, "nbx0ad5%02x", third);
+  s.veth_prefix = veth;
+  return s;
+}
+
+bool lease_exists(const Subnet& subnet) {
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator("/run/netbox/leases", ec))
+    if (e.path().filename().string().starts_with(subnet.addr_prefix)) return true;
+  return false;
+}
+
+bool host_table_exists(const Subnet& subnet) {
+  auto r = test::run({"nft", "list", "tables"});
+  return r.out.find("netbox_" + subnet.veth_prefix) != std::string::npos;
+}
+
+void expect_nothing_left(const Subnet& subnet) {
+  auto links = test::run({"ip", "-o", "link", "show"});
+  EXPECT_EQ(links.out.find(subnet.veth_prefix), std::string::npos) << "a veth was left behind:\n" << links.out;
+  EXPECT_FALSE(host_table_exists(subnet)) << "an nftables table was left behind:\n" << test::run({"nft", "list", "tables"}).out;
+  EXPECT_FALSE(lease_exists(subnet)) << "a lease in /run/netbox/leases was left behind";
+  auto addrs = test::run({"ip", "-o", "-4", "addr", "show"});
+  EXPECT_EQ(addrs.out.find(subnet.addr_prefix), std::string::npos) << "an address was left behind:\n" << addrs.out;
+}
+
+test::RunResult launch(const Subnet& subnet, const std::vector<std::string>& args, std::chrono::milliseconds timeout) {
+  std::vector<std::string> full = {"launch", "--subnet", subnet.cidr};
+  full.insert(full.end(), args.begin(), args.end());
+  return test::run_netbox(full, timeout);
+}
+
+std::string policy_json(std::uint16_t upstream_port) {
+  return R"({
+  "version": 1,
+  "allow": ["allowed.test"],
+  "ports": [80, )" + std::to_string(upstream_port) + R"(],
+  "internal": { "allow": ["127.0.0.1/32"] },
+  "resolve": { "allowed.test": ["127.0.0.1"], "denied.test": ["127.0.0.1"] }
+})";
+}
+
+Background::Background(const std::vector<std::string>& argv, const fs::path& out_dir, const std::string& tag)
+    : out_(out_dir / (tag + ".out")), err_(out_dir / (tag + ".err")) {
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 1, out_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&fa, 2, err_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  if (posix_spawnp(&pid_, args[0], &fa, nullptr, args.data(), environ) != 0) pid_ = -1;
+  posix_spawn_file_actions_destroy(&fa);
+  if (pid_ < 0) throw std::runtime_error("cannot spawn " + argv[0]);
+}
+
+Background::~Background() {
+  if (!reaped_ && pid_ > 0) {
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+  }
+}
+
+int Background::wait() {
+  int st = 0;
+  ::waitpid(pid_, &st, 0);
+  reaped_ = true;
+  if (WIFEXITED(st)) return WEXITSTATUS(st);
+  if (WIFSIGNALED(st)) return 128 + WTERMSIG(st);
+  return -1;
+}
+
+std::string Background::out() const { return slurp(out_); }
+std::string Background::err() const { return slurp(err_); }
+
+bool eventually(const std::function<bool()>& pred, std::chrono::milliseconds limit) {
+  const auto end = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < end) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return pred();
+}
+
+std::vector<std::vector<std::string>> query(const fs::path& db, const std::string& sql) {
+  sqlite3* h = nullptr;
+  std::vector<std::vector<std::string>> rows;
+  if (sqlite3_open_v2(db.c_str(), &h, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
+    sqlite3_close(h);
+    throw std::runtime_error("cannot open " + db.string());
+  }
+  sqlite3_stmt* st = nullptr;
+  if (sqlite3_prepare_v2(h, sql.c_str(), -1, &st, nullptr) != SQLITE_OK) {
+    std::string msg = sqlite3_errmsg(h);
+    sqlite3_close(h);
+    throw std::runtime_error("query failed: " + msg);
+  }
+  while (sqlite3_step(st) == SQLITE_ROW) {
+    std::vector<std::string> row;
+    for (int i = 0; i < sqlite3_column_count(st); ++i) {
+      auto* t = sqlite3_column_text(st, i);
+      row.emplace_back(t ? reinterpret_cast<const char*>(t) : "");
+    }
+    rows.push_back(std::move(row));
+  }
+  sqlite3_finalize(st);
+  sqlite3_close(h);
+  return rows;
+}
+
+}  // namespace netbox::launch_test

@@ -1,0 +1,112 @@
+#pragma once
+// Helpers for the launcher's end-to-end tests: real namespaces, real veths, real
+// nftables, the real netbox binary, upstream servers on loopback only.
+#include "support/process.hpp"
+#include "support/temp_dir.hpp"
+
+#include <gtest/gtest.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace netbox::launch_test {
+
+#define NETBOX_REQUIRE_ROOT()                                                                         \
+  do {                                                                                                \
+    if (::geteuid() != 0)                                                                             \
+      GTEST_SKIP() << "needs root (network namespaces, veth links, nftables); CI runs these as root"; \
+  } while (0)
+
+// A TCP server answering every request with a fixed HTTP response; counts connections.
+// With `barrier` > 0 it holds the answers until that many requests are waiting (or
+// 60 s passed), so the clients are provably alive at the same time.
+class HttpServer {
+ public:
+  explicit HttpServer(const std::string& bind_addr = "127.0.0.1", int barrier = 0);
+  ~HttpServer();
+  std::uint16_t port() const { return port_; }
+  int connections() const { return connections_.load(); }
+  static constexpr const char* kBody = "hello from upstream";
+
+ private:
+  void serve();
+  int fd_ = -1;
+  int stop_[2] = {-1, -1};
+  std::uint16_t port_ = 0;
+  int barrier_ = 0;
+  std::atomic<int> connections_{0};
+  std::thread thread_;
+};
+
+// A UDP socket on 0.0.0.0 counting what arrives.
+class UdpSink {
+ public:
+  UdpSink();
+  ~UdpSink();
+  std::uint16_t port() const { return port_; }
+  int packets();  // drains without blocking
+
+ private:
+  int fd_ = -1;
+  std::uint16_t port_ = 0;
+  int count_ = 0;
+};
+
+// Each test launches from its own /24 of the default pool, so it can check that
+// nothing of its own is left behind while other tests run in parallel.
+struct Subnet {
+  int index = 0;
+  std::string cidr;         // "10.213.123.0/24"
+  std::string addr_prefix;  // "10.213.123."
+  std::string veth_prefix;  // "nbx0ad57b"
+};
+Subnet test_subnet(int index);
+
+// No veth, nftables table or lease of this subnet remains.
+void expect_nothing_left(const Subnet& subnet);
+
+// `netbox launch --subnet ... ARGS`; ARGS must contain the `--` and the command.
+test::RunResult launch(const Subnet& subnet, const std::vector<std::string>& args,
+                       std::chrono::milliseconds timeout = std::chrono::seconds(60));
+
+// A policy pinning allowed.test and denied.test to 127.0.0.1 where only allowed.test
+// is allowed, with internal.allow 127.0.0.1/32 and the upstream's port.
+std::string policy_json(std::uint16_t upstream_port);
+
+// A process in the background, its output in files.
+class Background {
+ public:
+  Background(const std::vector<std::string>& argv, const std::filesystem::path& out_dir, const std::string& tag);
+  ~Background();  // SIGKILL if still running
+  pid_t pid() const { return pid_; }
+  int wait();     // shell-style exit status
+  std::string out() const;
+  std::string err() const;
+
+ private:
+  pid_t pid_ = -1;
+  bool reaped_ = false;
+  std::filesystem::path out_, err_;
+};
+
+// Polls until `pred` holds (bounded); returns whether it did.
+bool eventually(const std::function<bool()>& pred, std::chrono::milliseconds limit = std::chrono::seconds(30));
+bool lease_exists(const Subnet& subnet);
+bool host_table_exists(const Subnet& subnet);
+
+// Rows of a query against an SQLite file, each column as text ("" for NULL).
+std::vector<std::vector<std::string>> query(const std::filesystem::path& db, const std::string& sql);
+
+inline const char* kPython = "/usr/bin/python3";
+inline const char* kCurl = "/usr/bin/curl";
+inline const char* kSh = "/bin/sh";
+
+}  // namespace netbox::launch_test

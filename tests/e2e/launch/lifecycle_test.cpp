@@ -1,0 +1,209 @@
+// The launcher's contract: exit statuses, signals, --timeout, errors, clean-up and gc,
+// and many agents at once through a running proxy.
+#include "launch_fixture.hpp"
+
+#include <gmock/gmock.h>
+#include <signal.h>
+
+#include <set>
+
+namespace netbox::launch_test {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string audit_flag(const test::TempDir& dir) { return (dir.path() / "audit.db").string(); }
+
+TEST(LaunchLifecycle, ExitStatusAndDeathBySignalPropagate) {
+  NETBOX_REQUIRE_ROOT();
+  const auto subnet = test_subnet(10);
+  test::TempDir dir;
+  EXPECT_EQ(launch(subnet, {"--audit-db", audit_flag(dir), "--", kSh, "-c", "exit 3"}).exit_code, 3);
+  EXPECT_EQ(launch(subnet, {"--audit-db", audit_flag(dir), "--", kSh, "-c", "kill -TERM $$"}).exit_code, 143);
+  auto rows = query(dir.path() / "audit.db", "SELECT exit_status, resource_usage FROM agents ORDER BY id");
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0][0], "3");
+  EXPECT_EQ(rows[1][0], "143");
+  EXPECT_THAT(rows[0][1], HasSubstr("max_rss_kb"));
+  expect_nothing_left(subnet);
+}
+
+TEST(LaunchLifecycle, CommandNotFoundIs127AndNotExecutableIs126) {
+  NETBOX_REQUIRE_ROOT();
+  const auto subnet = test_subnet(11);
+  test::TempDir dir;
+  auto missing = launch(subnet, {"--audit-db", audit_flag(dir), "--", "no-such-command-netbox"});
+  EXPECT_EQ(missing.exit_code, 127);
+  EXPECT_THAT(missing.err, HasSubstr("no-such-command-netbox: command not found"));
+  auto not_exec = launch(subnet, {"--audit-db", audit_flag(dir), "--", "/etc/passwd"});
+  EXPECT_EQ(not_exec.exit_code, 126);
+  EXPECT_THAT(not_exec.err, HasSubstr("/etc/passwd: cannot execute"));
+  expect_nothing_left(subnet);
+}
+
+TEST(LaunchLifecycle, SignalsToTheLauncherAreForwardedToTheAgent) {
+  NETBOX_REQUIRE_ROOT();
+  const auto subnet = test_subnet(12);
+  test::TempDir dir;
+  {
+    Background agent({test::netbox_binary().string(), "launch", "--subnet", subnet.cidr, "--audit-db", audit_flag(dir),
+                      "--", kSh, "-c", "trap 'exit 42' USR1; echo ready; while :; do sleep 0.1; done"},
+                     dir.path(), "usr1");
+    ASSERT_TRUE(eventually([&] { return agent.out().find("ready") != std::string::npos; })) << agent.err();
+    ::kill(agent.pid(), SIGUSR1);
+    EXPECT_EQ(agent.wait(), 42) << agent.err();
+  }
+  {
+    Background agent({test::netbox_binary().string(), "launch", "--subnet", subnet.cidr, "--audit-db", audit_flag(dir),
+                      "--", kSh, "-c", "echo ready; exec sleep 60"},
+                     dir.path(), "term");
+    ASSERT_TRUE(eventually([&] { return agent.out().find("ready") != std::string::npos; })) << agent.err();
+    ::kill(agent.pid(), SIGTERM);
+    EXPECT_EQ(agent.wait(), 143) << agent.err();
+  }
+  expect_nothing_left(subnet);
+}
+
+TEST(LaunchLifecycle, TimeoutTerminatesThenKills) {
+  NETBOX_REQUIRE_ROOT();
+  const auto subnet = test_subnet(13);
+  test::TempDir dir;
+  auto polite = launch(subnet, {"--audit-db", audit_flag(dir), "--timeout", "1", "--", "sleep", "60"});
+  EXPECT_EQ(polite.exit_code, 143);
+  EXPECT_THAT(polite.err, HasSubstr("--timeout reached: sending SIGTERM"));
+  auto stubborn = launch(subnet, {"--audit-db", audit_flag(dir), "--timeout", "1", "--kill-grace", "1", "--", kSh, "-c",
+                                  "trap '' TERM; while :; do sleep 0.1; done"});
+  EXPECT_EQ(stubborn.exit_code, 137);
+  EXPECT_THAT(stubborn.err, HasSubstr("sending SIGKILL"));
+  expect_nothing_left(subnet);
+}
+
+TEST(LaunchLifecycle, BadInputIsRefusedWithExit2NamingIt) {
+  NETBOX_REQUIRE_ROOT();
+  const auto subnet = test_subnet(14);
+  test::TempDir dir;
+  auto user = launch(subnet, {"--user", "no-such-user-netbox", "--", "true"});
+  EXPECT_EQ(user.exit_code, 2);
+  EXPECT_THAT(user.err, HasSubstr("--user 'no-such-user-netbox': no such user"));
+
+  auto bad_policy = dir.write("broken-policy.json", R"({"version": 1, "allow": ["*"]})");
+  auto policy = launch(subnet, {"--policy", bad_policy.string(), "--", "true"});
+  EXPECT_EQ(policy.exit_code, 2);
+  EXPECT_THAT(policy.err, HasSubstr("broken-policy.json"));
+
+  auto subnet_flag = test::run_netbox({"launch", "--subnet", "10.213.0.1/16", "--", "true"});
+  EXPECT_EQ(subnet_flag.exit_code, 2);
+  EXPECT_THAT(subnet_flag.err, HasSubstr("--subnet '10.213.0.1/16'"));
+
+  auto rlimit = launch(subnet, {"--rlimit-as", "lots", "--", "true"});
+  EXPECT_EQ(rlimit.exit_code, 2);
+  EXPECT_THAT(rlimit.err, HasSubstr("--rlimit-as 'lots'"));
+
+  auto env = launch(subnet, {"--env", "NOEQUALS", "--", "true"});
+  EXPECT_EQ(env.exit_code, 2);
+  EXPECT_THAT(env.err, HasSubstr("--env 'NOEQUALS'"));
+  expect_nothing_left(subnet);
+}
+
+TEST(LaunchLifecycle, MissingCapabilityIsNamed) {
+  NETBOX_REQUIRE_ROOT();
+  const auto subnet = test_subnet(15);
+  auto r = test::run({"setpriv", "--bounding-set", "-net_admin", "--", test::netbox_binary().string(), "launch",
+                      "--subnet", subnet.cidr, "--", "true"});
+  EXPECT_EQ(r.exit_code, 125);
+  EXPECT_THAT(r.err, HasSubstr("not enough privilege"));
+  EXPECT_THAT(r.err, HasSubstr("CAP_NET_ADMIN"));
+  expect_nothing_left(subnet);
+}
+
+TEST(LaunchLifecycle, ExhaustedPoolIsReported) {
+  NETBOX_REQUIRE_ROOT();
+  const auto subnet = test_subnet(16);
+  const std::string one_slot = subnet.addr_prefix + "0/30";
+  test::TempDir dir;
+  Background holder({test::netbox_binary().string(), "launch", "--subnet", one_slot, "--audit-db", audit_flag(dir),
+                     "--", kSh, "-c", "echo ready; exec sleep 60"},
+                    dir.path(), "holder");
+  ASSERT_TRUE(eventually([&] { return holder.out().find("ready") != std::string::npos; })) << holder.err();
+  auto r = test::run_netbox({"launch", "--subnet", one_slot, "--audit-db", audit_flag(dir), "--", "true"});
+  EXPECT_EQ(r.exit_code, 125);
+  EXPECT_THAT(r.err, HasSubstr("subnet pool " + one_slot + " is exhausted"));
+  ::kill(holder.pid(), SIGTERM);
+  EXPECT_EQ(holder.wait(), 143);
+  expect_nothing_left(subnet);
+}
+
+TEST(LaunchLifecycle, GcRemovesWhatAKilledLauncherLeftBehind) {
+  NETBOX_REQUIRE_ROOT();
+  const auto subnet = test_subnet(17);
+  test::TempDir dir;
+  Background launcher({test::netbox_binary().string(), "launch", "--subnet", subnet.cidr, "--audit-db", audit_flag(dir),
+                       "--", kSh, "-c", "echo ready; exec sleep 60"},
+                      dir.path(), "victim");
+  ASSERT_TRUE(eventually([&] { return launcher.out().find("ready") != std::string::npos; })) << launcher.err();
+  ASSERT_TRUE(host_table_exists(subnet));
+  ::kill(launcher.pid(), SIGKILL);
+  EXPECT_EQ(launcher.wait(), 137);
+  // The namespace dies with its launcher (parent-death signal on its init), taking the
+  // veth pair along...
+  EXPECT_TRUE(eventually([&] {
+    return test::run({"ip", "-o", "link", "show"}).out.find(subnet.veth_prefix) == std::string::npos;
+  }));
+  // ...while host state stays until gc (unless a parallel launch's own gc got there first).
+  auto gc = test::run_netbox({"gc"});
+  EXPECT_EQ(gc.exit_code, 0) << gc.err;
+  expect_nothing_left(subnet);
+}
+
+TEST(LaunchLifecycle, TwentyAgentsAtOnceThroughARunningProxy) {
+  NETBOX_REQUIRE_ROOT();
+  const auto subnet = test_subnet(18);
+  constexpr int kAgents = 20;
+  HttpServer upstream("127.0.0.1", kAgents);  // answers once all 20 are waiting
+  test::TempDir dir;
+  auto policy = dir.write("policy.json", policy_json(upstream.port()));
+  const auto sock = dir.path() / "control.sock";
+  const auto db = dir.path() / "audit.db";
+  Background proxy({test::netbox_binary().string(), "proxy", "--policy", policy.string(), "--control", sock.string(),
+                    "--audit-db", db.string(), "--listen", "127.0.0.1:0", "--threads", "2"},
+                   dir.path(), "proxy");
+  ASSERT_TRUE(eventually([&] { return std::filesystem::exists(sock); })) << proxy.err();
+
+  std::vector<std::unique_ptr<Background>> agents;
+  for (int i = 0; i < kAgents; ++i)
+    agents.push_back(std::make_unique<Background>(
+        std::vector<std::string>{test::netbox_binary().string(), "launch", "--subnet", subnet.cidr, "--proxy-control",
+                                 sock.string(), "--name", "agent-" + std::to_string(i), "--", kSh, "-c",
+                                 "echo proxy=$HTTP_PROXY; " + std::string(kCurl) +
+                                     " -sS -o /dev/null -w 'status=%{http_code}\\n' http://allowed.test:" +
+                                     std::to_string(upstream.port()) + "/agent-" + std::to_string(i)},
+        dir.path(), "agent-" + std::to_string(i)));
+  std::set<std::string> proxies;
+  for (int i = 0; i < kAgents; ++i) {
+    EXPECT_EQ(agents[i]->wait(), 0) << agents[i]->err();
+    EXPECT_THAT(agents[i]->out(), HasSubstr("status=200")) << "agent-" << i << ": " << agents[i]->err();
+    auto out = agents[i]->out();
+    auto at = out.find("proxy=");
+    if (at != std::string::npos) proxies.insert(out.substr(at, out.find('\n', at) - at));
+  }
+  EXPECT_EQ(proxies.size(), static_cast<std::size_t>(kAgents)) << "every agent has its own address";
+  ::kill(proxy.pid(), SIGTERM);
+  EXPECT_EQ(proxy.wait(), 0) << proxy.err();
+
+  auto agent_rows = query(db, "SELECT name, address FROM agents");
+  std::set<std::string> names, addresses;
+  for (const auto& row : agent_rows) names.insert(row[0]), addresses.insert(row[1]);
+  EXPECT_EQ(names.size(), static_cast<std::size_t>(kAgents));
+  EXPECT_EQ(addresses.size(), static_cast<std::size_t>(kAgents));
+  for (int i = 0; i < kAgents; ++i) {
+    const std::string name = "agent-" + std::to_string(i);
+    auto rows = query(db, "SELECT agent, path, decision FROM requests WHERE path = '/" + name + "'");
+    ASSERT_EQ(rows.size(), 1u) << name;
+    EXPECT_EQ(rows[0][0], name) << "the request row carries the agent's name";
+    EXPECT_EQ(rows[0][2], "allow");
+  }
+  expect_nothing_left(subnet);
+}
+
+}  // namespace
+}  // namespace netbox::launch_test
