@@ -49,6 +49,8 @@ bool is_row(const Item& item) {
   return !std::holds_alternative<FlushItem>(item) && !std::holds_alternative<CallbackItem>(item);
 }
 
+using Callbacks = std::vector<std::pair<std::function<void(bool)>, bool>>;
+
 Clock::time_point now_if_unset(Clock::time_point tp) { return tp == Clock::time_point{} ? Clock::now() : tp; }
 
 }  // namespace
@@ -170,10 +172,17 @@ struct Writer::Impl {
       take_items();
       lk.unlock();
       const bool ok = write_batch();
-      std::vector<std::pair<std::function<void(bool)>, bool>> callbacks;
+      Callbacks callbacks;
+      Committed committed;
+      std::vector<Item> finished;  // freed outside the lock: thousands of rows take a while
+      if (ok) {
+        committed = settle_committed(callbacks);
+        finished.swap(batch);
+        batch.reserve(std::min<std::size_t>(options.max_batch, 4096));
+      }
       lk.lock();
       if (ok) {
-        finish_batch(callbacks);
+        publish(committed);
         backoff = kFirstRetry;
         give_up_at = SteadyClock::time_point::max();
       } else {
@@ -293,25 +302,43 @@ struct Writer::Impl {
     counters.last_error = what;
   }
 
-  // Caller holds `mu`; the batch is committed.
-  void finish_batch(std::vector<std::pair<std::function<void(bool)>, bool>>& callbacks) {
+  struct Committed {
     std::uint64_t rows = 0;
+    std::uint64_t completions = 0;
+    std::uint64_t unknown_completions = 0;
+    std::uint64_t ticket = 0;  // the last flush() this batch answers
+    bool counts_as_batch = false;
+  };
+
+  // Writer thread, no lock: the batch is committed; settle the handle map and collect
+  // what callers are waiting for.
+  Committed settle_committed(Callbacks& callbacks) {
+    Committed c;
     for (auto& item : batch) {
-      if (std::holds_alternative<InsertItem>(item)) ++rows;
-      if (auto* f = std::get_if<FlushItem>(&item)) flushed_ticket = std::max(flushed_ticket, f->ticket);
+      if (std::holds_alternative<InsertItem>(item)) ++c.rows;
+      if (auto* f = std::get_if<FlushItem>(&item)) c.ticket = std::max(c.ticket, f->ticket);
       if (auto* cb = std::get_if<CallbackItem>(&item)) callbacks.emplace_back(std::move(cb->fn), cb->known);
     }
     // A row is completed once; forgetting it then keeps the map as small as the open connections.
     for (auto& [handle, rowid] : tentative_rowids)
       if (!completed.contains(handle)) rowids.emplace(handle, rowid);
     for (RowHandle handle : completed) rowids.erase(handle);
-    if (held_rows > 0 || failing_since) ++counters.batches;
-    counters.rows_written += rows;
-    counters.completions_written += completed.size();
-    counters.unknown_completions += batch_unknown_completions;
+    tentative_rowids.clear();
+    c.completions = completed.size();
+    c.unknown_completions = batch_unknown_completions;
+    c.counts_as_batch = held_rows > 0 || failing_since.has_value();
+    return c;
+  }
+
+  // Caller holds `mu`.
+  void publish(const Committed& c) {
+    if (c.counts_as_batch) ++counters.batches;
+    counters.rows_written += c.rows;
+    counters.completions_written += c.completions;
+    counters.unknown_completions += c.unknown_completions;
+    flushed_ticket = std::max(flushed_ticket, c.ticket);
     failing_since.reset();
     healthy = true;
-    batch.clear();
     held_rows = 0;
   }
 
@@ -328,7 +355,7 @@ struct Writer::Impl {
 
   // Caller holds `mu`. Shutdown with a store that stayed broken for the whole grace period:
   // say loudly what is lost instead of hanging the process forever.
-  void abandon_everything(std::vector<std::pair<std::function<void(bool)>, bool>>& callbacks) {
+  void abandon_everything(Callbacks& callbacks) {
     for (auto& item : queue) batch.push_back(std::move(item));
     queue.clear();
     std::uint64_t lost = 0;
