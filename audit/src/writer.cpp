@@ -222,11 +222,11 @@ struct Writer::Impl {
 
   // One transaction for the whole batch. Only this thread touches the connection.
   bool write_batch() {
-    const bool has_rows = held_rows > 0 || failing_since.has_value();
-    if (!has_rows) return true;
     tentative_rowids.clear();
     completed.clear();
     batch_unknown_completions = 0;
+    // Only flush markers and callbacks: nothing to write, and they are answered as committed.
+    if (held_rows == 0 && !failing_since) return true;
     try {
       statements.begin();
       if (failing_since) record_recovery();
