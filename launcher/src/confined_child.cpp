@@ -82,43 +82,69 @@ void close_fd(int& fd) {
   _exit(code);
 }
 
-// Runs a script without a #! line the way shells do: with /bin/sh.
-void exec_with_sh(const std::string& file, char** argv, char** envp) {
-  std::vector<char*> sh_argv;
-  std::string sh = "/bin/sh";
-  std::string path = file;
-  sh_argv.push_back(sh.data());
-  sh_argv.push_back(path.data());
-  for (char** a = argv + 1; *a; ++a) sh_argv.push_back(*a);
-  sh_argv.push_back(nullptr);
-  execve("/bin/sh", sh_argv.data(), envp);
+// Everything exec needs, prepared before the agent's limits are set: from then on
+// the agent allocates nothing (an address-space limit may leave no room to).
+struct ExecPlan {
+  std::vector<std::string> env;
+  std::vector<char*> envp;
+  std::vector<std::string> args;
+  std::vector<char*> argv;
+  std::vector<std::string> candidates;  // where the command may be, in PATH order
+  std::vector<char*> sh_argv;           // /bin/sh FILE ARG... for scripts without #!
+  bool explicit_path = false;           // the command names a path; no PATH search
+};
+
+ExecPlan plan_exec(const ChildSpec& spec, std::uint16_t port) {
+  ExecPlan p;
+  p.env = agent_environment({spec.launcher_env, spec.keep_env, spec.set_env,
+                             "http://" + spec.host_addr + ":" + std::to_string(port), spec.user.name, spec.user.home});
+  for (auto& e : p.env) p.envp.push_back(e.data());
+  p.envp.push_back(nullptr);
+  p.args = spec.command;
+  p.args.push_back("/bin/sh");
+  for (std::size_t i = 0; i + 1 < p.args.size(); ++i) p.argv.push_back(p.args[i].data());
+  p.argv.push_back(nullptr);
+  const std::string& cmd = spec.command.front();
+  std::string path;
+  for (const auto& e : p.env)
+    if (e.starts_with("PATH=")) path = e.substr(5);
+  p.explicit_path = cmd.find('/') != std::string::npos;
+  if (p.explicit_path) {
+    p.candidates.push_back(cmd);
+  } else {
+    std::size_t start = 0;
+    while (start <= path.size()) {
+      std::size_t end = path.find(':', start);
+      if (end == std::string::npos) end = path.size();
+      std::string dir = path.substr(start, end - start);
+      p.candidates.push_back((dir.empty() ? "." : dir) + "/" + cmd);
+      start = end + 1;
+    }
+  }
+  p.sh_argv.push_back(p.args.back().data());
+  p.sh_argv.push_back(nullptr);  // the script's path goes here
+  for (std::size_t i = 1; i + 1 < p.args.size(); ++i) p.sh_argv.push_back(p.args[i].data());
+  p.sh_argv.push_back(nullptr);
+  return p;
 }
 
-// execve with the PATH search of a shell, returns only on failure with the exit status
+// execve with the PATH search of a shell; returns only on failure, with the exit status
 // a shell would use: 127 when nothing was found, 126 when something found cannot run.
 // (Unlike execvpe, a PATH entry the agent's user may not search counts as "not there".)
-int exec_like_a_shell(char** argv, char** envp, const std::string& path, int* err) {
-  const std::string cmd = argv[0];
-  if (cmd.find('/') != std::string::npos) {
-    execve(cmd.c_str(), argv, envp);
-    *err = errno;
-    if (*err == ENOEXEC) exec_with_sh(cmd, argv, envp);
-    return *err == ENOENT || *err == ENOTDIR ? kExitNotFound : kExitNotExecutable;
-  }
+int exec_like_a_shell(ExecPlan& p, int* err) {
   *err = ENOENT;
   bool unexecutable = false;
-  std::size_t start = 0;
-  while (start <= path.size()) {
-    std::size_t end = path.find(':', start);
-    if (end == std::string::npos) end = path.size();
-    std::string dir = path.substr(start, end - start);
-    start = end + 1;
-    const std::string full = (dir.empty() ? "." : dir) + "/" + cmd;
-    execve(full.c_str(), argv, envp);
+  for (auto& full : p.candidates) {
+    execve(full.c_str(), p.argv.data(), p.envp.data());
     int e = errno;
-    if (e == ENOEXEC) exec_with_sh(full, argv, envp);
+    if (e == ENOEXEC) {
+      p.sh_argv[1] = full.data();
+      execve("/bin/sh", p.sh_argv.data(), p.envp.data());
+    }
     struct stat st {};
-    if (e != ENOENT && e != ENOTDIR && ::stat(full.c_str(), &st) == 0 && S_ISREG(st.st_mode) && !unexecutable) {
+    bool exists = ::stat(full.c_str(), &st) == 0;
+    if (p.explicit_path && !exists) return kExitNotFound;
+    if (e != ENOENT && e != ENOTDIR && exists && !unexecutable) {
       unexecutable = true;
       *err = e;
     }
@@ -137,16 +163,7 @@ int exec_like_a_shell(char** argv, char** envp, const std::string& path, int* er
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
 
-  std::vector<std::string> env = agent_environment({spec.launcher_env, spec.keep_env, spec.set_env,
-                                                     "http://" + spec.host_addr + ":" + std::to_string(port),
-                                                     spec.user.name, spec.user.home});
-  std::vector<char*> envp;
-  for (auto& e : env) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  std::vector<std::string> args = spec.command;
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
+  ExecPlan plan = plan_exec(spec, port);
 
   const char* step = "";
   if (int err = drop_to_user(spec.user, &step)) agent_fail(exec_fd, err, step, kExitLauncherFailure);
@@ -157,13 +174,9 @@ int exec_like_a_shell(char** argv, char** envp, const std::string& path, int* er
   if (int err = set_no_new_privs(&step)) agent_fail(exec_fd, err, step, kExitLauncherFailure);
   if (int err = clear_all_capabilities(&step)) agent_fail(exec_fd, err, step, kExitLauncherFailure);
   if (int err = apply_rlimits(spec.rlimits)) agent_fail(exec_fd, err, "setting rlimits", kExitLauncherFailure);
-  if (spec.seccomp != nullptr)
-    if (int rc = spec.seccomp->load(); rc != 0) agent_fail(exec_fd, -rc, "loading the seccomp filter", kExitLauncherFailure);
-  std::string path;
-  for (const auto& e : env)
-    if (e.starts_with("PATH=")) path = e.substr(5);
+  if (int err = install_seccomp_program(spec.seccomp)) agent_fail(exec_fd, err, "loading the seccomp filter", kExitLauncherFailure);
   int err = 0;
-  int code = exec_like_a_shell(argv.data(), envp.data(), path, &err);
+  int code = exec_like_a_shell(plan, &err);
   agent_fail(exec_fd, code == kExitNotFound ? ENOENT : err, "exec", code);
 }
 

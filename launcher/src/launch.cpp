@@ -112,7 +112,7 @@ int launch(const LaunchOptions& o) {
   spec.keep_env = o.keep_env;
   spec.set_env = o.env;
   spec.rlimits = rlimits;
-  spec.seccomp = seccomp.empty() ? nullptr : &seccomp;
+  spec.seccomp = seccomp.compile();
   // Cloned while the launcher is still single-threaded (see ConfinedChild::spawn).
   ConfinedChild child = ConfinedChild::spawn(spec);
 

@@ -5,6 +5,10 @@
 #include <seccomp.h>
 #include <sched.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+#include <linux/seccomp.h>
 #include <sys/socket.h>
 
 #include <nlohmann/json.hpp>
@@ -232,7 +236,27 @@ SeccompFilter& SeccompFilter::operator=(SeccompFilter&& o) noexcept {
   return *this;
 }
 bool SeccompFilter::empty() const { return ctx_ == nullptr; }
-int SeccompFilter::load() const { return ctx_ ? seccomp_load(as_ctx(ctx_)) : 0; }
+std::vector<sock_filter> SeccompFilter::compile() const {
+  if (!ctx_) return {};
+  int fd = memfd_create("netbox-seccomp", MFD_CLOEXEC);
+  if (fd < 0) throw LaunchError(kExitLauncherFailure, std::string("seccomp: memfd_create: ") + std::strerror(errno));
+  int rc = seccomp_export_bpf(as_ctx(ctx_), fd);
+  off_t size = lseek(fd, 0, SEEK_END);
+  std::vector<sock_filter> program;
+  if (rc == 0 && size > 0 && size % static_cast<off_t>(sizeof(sock_filter)) == 0) {
+    program.resize(static_cast<std::size_t>(size) / sizeof(sock_filter));
+    if (pread(fd, program.data(), static_cast<std::size_t>(size), 0) != size) program.clear();
+  }
+  ::close(fd);
+  if (program.empty()) throw LaunchError(kExitLauncherFailure, "seccomp: cannot compile the filter");
+  return program;
+}
+
+int install_seccomp_program(const std::vector<sock_filter>& program) {
+  if (program.empty()) return 0;
+  sock_fprog prog{static_cast<unsigned short>(program.size()), const_cast<sock_filter*>(program.data())};
+  return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0) == 0 ? 0 : errno;
+}
 
 SeccompFilter default_seccomp_filter() {
   SeccompFilter filter(seccomp_init(SCMP_ACT_ALLOW));

@@ -27,7 +27,7 @@ struct ChildSpec {
   std::vector<std::string> keep_env;
   std::vector<std::string> set_env;
   std::vector<RlimitSetting> rlimits;
-  const SeccompFilter* seccomp = nullptr;  // empty filter: none
+  std::vector<sock_filter> seccomp;  // compiled program; empty: none
 };
 
 class ConfinedChild {

@@ -1,8 +1,11 @@
 #pragma once
 // The agent's seccomp filter: the built-in default profile, or a Docker/OCI JSON profile.
+#include <linux/filter.h>
+
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace netbox::launcher {
 
@@ -15,8 +18,9 @@ class SeccompFilter {
   SeccompFilter(SeccompFilter&&) noexcept;
   SeccompFilter& operator=(SeccompFilter&&) noexcept;
   bool empty() const;
-  // Loads the filter into the calling thread; returns 0 or a negative errno.
-  int load() const;
+  // The BPF program, compiled in the launcher so the agent only has to install it
+  // (no allocation in the agent once its rlimits are set). Throws on failure.
+  std::vector<sock_filter> compile() const;
   void* native() const { return ctx_; }
   explicit SeccompFilter(void* ctx) : ctx_(ctx) {}
  private:
@@ -32,6 +36,9 @@ SeccompFilter default_seccomp_filter();
 // the file and the key that is wrong.
 SeccompFilter seccomp_filter_from_file(const std::filesystem::path& file);
 SeccompFilter seccomp_filter_from_json(const std::string& text, const std::string& source);
+
+// Installs a compiled program in the calling thread (needs no_new_privs). Returns 0 or errno.
+int install_seccomp_program(const std::vector<sock_filter>& program);
 
 // "default" | "off" | FILE
 SeccompFilter seccomp_filter_for(const std::string& flag);
