@@ -1,0 +1,162 @@
+// `netbox proxy` as a process, driven by real curl as the README shows:
+// curl -x http://127.0.0.1:PORT URL (forwarding) and curl -p -x ... (CONNECT tunnel).
+#include "support/background_process.hpp"
+#include "support/process.hpp"
+#include "support/temp_dir.hpp"
+#include "support/upstream_server.hpp"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <sqlite3.h>
+
+#include <csignal>
+#include <fstream>
+#include <thread>
+
+namespace netbox::test {
+namespace {
+
+class ProxyProcessTest : public ::testing::Test {
+ protected:
+  void start(const std::vector<std::string>& extra = {}) {
+    port = free_port();
+    policy = dir.write("policy.json", policy_text());
+    db = dir.path() / "audit.db";
+    std::vector<std::string> argv{netbox_binary().string(), "proxy", "--policy", policy.string(), "--listen",
+                                  "127.0.0.1:" + std::to_string(port), "--audit-db", db.string(), "--threads", "2"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    proc = std::make_unique<BackgroundProcess>(argv, dir.path() / "proxy.log");
+    ASSERT_TRUE(wait_for_port(port)) << proc->log();
+  }
+  std::string policy_text(const std::string& more_allow = {}) const {
+    return R"({"version": 1, "allow": ["upstream.test")" + more_allow + R"(], "ports": [)" +
+           std::to_string(upstream.port()) + R"(], "internal": {"allow": ["127.0.0.1/32"]},
+              "resolve": {"upstream.test": ["127.0.0.1"], "later.test": ["127.0.0.1"]}})";
+  }
+  std::string url(const std::string& host, const std::string& path) const {
+    return "http://" + host + ":" + std::to_string(upstream.port()) + path;
+  }
+  std::string proxy_url() const { return "http://127.0.0.1:" + std::to_string(port); }
+  RunResult curl(std::vector<std::string> args) {
+    std::vector<std::string> argv{"curl", "-sS", "--max-time", "20", "-o", "-", "-w", "\n%{http_code}"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return run(argv);
+  }
+  static int status_of(const RunResult& r) {
+    auto nl = r.out.rfind('\n');
+    return nl == std::string::npos ? 0 : std::atoi(r.out.c_str() + nl + 1);
+  }
+  std::vector<std::string> column(const std::string& sql) {
+    std::vector<std::string> out;
+    sqlite3* h = nullptr;
+    sqlite3_open_v2(db.c_str(), &h, SQLITE_OPEN_READONLY, nullptr);
+    sqlite3_stmt* s = nullptr;
+    sqlite3_prepare_v2(h, sql.c_str(), -1, &s, nullptr);
+    while (s && sqlite3_step(s) == SQLITE_ROW) {
+      auto* t = sqlite3_column_text(s, 0);
+      out.emplace_back(t ? reinterpret_cast<const char*>(t) : "");
+    }
+    sqlite3_finalize(s);
+    sqlite3_close(h);
+    return out;
+  }
+
+  TempDir dir;
+  UpstreamServer upstream;
+  unsigned short port = 0;
+  std::filesystem::path policy, db;
+  std::unique_ptr<BackgroundProcess> proc;
+};
+
+TEST_F(ProxyProcessTest, CurlThroughTheProxyForwardsAllowedAndExplainsDenied) {
+  start();
+  auto ok = curl({"-x", proxy_url(), url("upstream.test", "/hello")});
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_EQ(status_of(ok), 200) << ok.out;
+  EXPECT_NE(ok.out.find("\"target\":\"/hello\""), std::string::npos) << ok.out;
+
+  auto denied = curl({"-i", "-x", proxy_url(), url("denied.test", "/")});
+  EXPECT_EQ(status_of(denied), 403);
+  EXPECT_NE(denied.out.find("X-Netbox-Decision: deny"), std::string::npos) << denied.out;
+  EXPECT_NE(denied.out.find("X-Netbox-Reason: denied.test is not in allow"), std::string::npos) << denied.out;
+
+  EXPECT_EQ(proc->stop(SIGTERM), 0) << proc->log();
+  auto decisions = column("SELECT decision || ' ' || host || ' ' || status FROM requests ORDER BY id");
+  ASSERT_EQ(decisions.size(), 2u);
+  EXPECT_EQ(decisions[0], "allow upstream.test 200");
+  EXPECT_EQ(decisions[1], "deny denied.test 403");
+}
+
+TEST_F(ProxyProcessTest, CurlTunnelsThroughConnectWithP) {
+  start();
+  auto r = curl({"-p", "-x", proxy_url(), url("upstream.test", "/big?n=1000000")});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(status_of(r), 200);
+  EXPECT_EQ(r.out.size(), 1000000u + 4u);  // body + "\n200"
+  EXPECT_TRUE(r.out.substr(0, 1000000) == pattern_bytes(1000000));
+  auto denied = curl({"-p", "-x", proxy_url(), "http://upstream.test:22/"});
+  EXPECT_NE(denied.exit_code, 0);
+  EXPECT_EQ(proc->stop(SIGTERM), 0) << proc->log();
+  auto kinds = column("SELECT kind || ' ' || decision || ' ' || status FROM requests ORDER BY id");
+  ASSERT_EQ(kinds.size(), 2u);
+  EXPECT_EQ(kinds[0], "connect allow 200");
+  EXPECT_EQ(kinds[1], "connect deny 403");
+}
+
+TEST_F(ProxyProcessTest, SighupReloadsThePolicyAndJsonLogsAreOneObjectPerLine) {
+  start({"--log-format", "json"});
+  EXPECT_EQ(status_of(curl({"-x", proxy_url(), url("later.test", "/")})), 403);
+  {
+    std::ofstream f(policy);
+    f << policy_text(R"(, "later.test")");
+  }
+  ::kill(proc->pid(), SIGHUP);
+  bool reloaded = false;
+  for (int i = 0; i < 200 && !reloaded; ++i) {
+    reloaded = status_of(curl({"-x", proxy_url(), url("later.test", "/")})) == 200;
+    if (!reloaded) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_TRUE(reloaded) << proc->log();
+  EXPECT_EQ(proc->stop(SIGINT), 0);
+  std::istringstream log(proc->log());
+  std::string line;
+  int lines = 0;
+  while (std::getline(log, line)) {
+    if (line.empty()) continue;
+    ++lines;
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    EXPECT_FALSE(j.is_discarded()) << line;
+    EXPECT_TRUE(j.contains("event")) << line;
+  }
+  EXPECT_GE(lines, 3);
+  auto kinds = column("SELECT kind FROM events ORDER BY id");
+  EXPECT_GE(std::count(kinds.begin(), kinds.end(), "policy_load"), 2);
+}
+
+TEST_F(ProxyProcessTest, ConfigurationErrorsExitTwoNamingTheProblem) {
+  auto pol = dir.write("policy.json", policy_text());
+  auto bad = dir.write("bad.json", R"({"version": 1, "allow": ["a.*.example"]})");
+  auto r = run_netbox({"proxy", "--policy", bad.string(), "--listen", "127.0.0.1:0"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("bad.json"), std::string::npos) << r.err;
+
+  r = run_netbox({"proxy", "--policy", pol.string(), "--listen", "localhost:80"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--listen"), std::string::npos) << r.err;
+
+  UpstreamServer busy;  // something already listens there
+  r = run_netbox({"proxy", "--policy", pol.string(), "--listen", "127.0.0.1:" + std::to_string(busy.port()),
+                  "--audit-db", (dir.path() / "a.db").string()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--listen 127.0.0.1:" + std::to_string(busy.port())), std::string::npos) << r.err;
+
+  r = run_netbox({"proxy", "--policy", pol.string(), "--log-format", "xml"});
+  EXPECT_EQ(r.exit_code, 2);
+
+  r = run_netbox({"proxy", "--policy", pol.string(), "--dns-server", "dns.example"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--dns-server"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace netbox::test
