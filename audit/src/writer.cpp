@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <deque>
 #include <iostream>
+#include <map>
 #include <mutex>
 #include <thread>
 #include <unordered_map>
@@ -24,6 +25,8 @@ using SteadyClock = std::chrono::steady_clock;
 
 constexpr std::chrono::milliseconds kFirstRetry{10};
 constexpr std::chrono::milliseconds kLongestRetry{1000};
+// Far more rows than a proxy keeps open at once (its connection caps are in the thousands).
+constexpr std::size_t kMostOpenRows = 1 << 18;
 
 struct InsertItem {
   RowHandle handle;
@@ -81,7 +84,9 @@ struct Writer::Impl {
     return true;
   }
 
-  RowHandle insert(AuditRecord record) {
+  // A new request row. With `completable`, it gets a handle for complete() and on_committed();
+  // without, it is final as queued and any value but kNoRow means accepted.
+  RowHandle insert(AuditRecord record, bool completable) {
     record.ts = now_if_unset(record.ts);
     bool wake = false;
     RowHandle handle = kNoRow;
@@ -91,8 +96,9 @@ struct Writer::Impl {
         ++counters.rejected;
         return kNoRow;
       }
-      if (!push(InsertItem{next_handle, std::move(record)}, wake)) return kNoRow;
-      handle = next_handle++;
+      const RowHandle assigned = completable ? next_handle : kNoRow;
+      if (!push(InsertItem{assigned, std::move(record)}, wake)) return kNoRow;
+      handle = completable ? next_handle++ : 1;
     }
     if (wake) work_cv.notify_one();
     return handle;
@@ -240,7 +246,10 @@ struct Writer::Impl {
     }
   }
 
-  void write(const InsertItem& x) { tentative_rowids[x.handle] = statements.insert_request(x.record); }
+  void write(const InsertItem& x) {
+    const std::int64_t rowid = statements.insert_request(x.record);
+    if (x.handle != kNoRow) tentative_rowids[x.handle] = rowid;
+  }
 
   void write(const CompleteItem& x) {
     std::int64_t rowid = 0;
@@ -323,6 +332,9 @@ struct Writer::Impl {
     for (auto& [handle, rowid] : tentative_rowids)
       if (!completed.contains(handle)) rowids.emplace(handle, rowid);
     for (RowHandle handle : completed) rowids.erase(handle);
+    // A caller that never completes its rows must not grow the map forever: past the bound,
+    // the oldest open rows are forgotten (a late completion of one is then counted unknown).
+    while (rowids.size() > kMostOpenRows) rowids.erase(rowids.begin());
     tentative_rowids.clear();
     c.completions = completed.size();
     c.unknown_completions = batch_unknown_completions;
@@ -393,7 +405,7 @@ struct Writer::Impl {
   // Writer thread only (read under `mu` where noted above).
   std::vector<Item> batch;
   SteadyClock::time_point retry_at{};
-  std::unordered_map<RowHandle, std::int64_t> rowids;            // committed, not yet completed
+  std::map<RowHandle, std::int64_t> rowids;  // committed, not yet completed; oldest first
   std::unordered_map<RowHandle, std::int64_t> tentative_rowids;  // inserted in the open transaction
   std::unordered_set<RowHandle> completed;                       // completed in the open transaction
   std::uint64_t batch_unknown_completions = 0;
@@ -408,7 +420,9 @@ Writer::Writer(WriterOptions options) : impl_(std::make_unique<Impl>(std::move(o
 
 Writer::~Writer() { impl_->stop(); }
 
-RowHandle Writer::insert(AuditRecord record) { return impl_->insert(std::move(record)); }
+RowHandle Writer::insert(AuditRecord record) { return impl_->insert(std::move(record), true); }
+
+bool Writer::insert_complete(AuditRecord record) { return impl_->insert(std::move(record), false) != kNoRow; }
 
 bool Writer::complete(RowHandle row, Completion completion) {
   return impl_->enqueue(CompleteItem{row, std::move(completion)});

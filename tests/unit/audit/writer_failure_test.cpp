@@ -74,7 +74,8 @@ TEST(AuditWriterFailure, LockedStoreRefusesNewRowsKeepsHeldOnesAndRecovers) {
   EXPECT_NE(s.last_error.find("locked"), std::string::npos) << s.last_error;
   EXPECT_EQ(s.queue_depth, 1u) << "the failed row is held, not dropped";
   EXPECT_EQ(writer.insert(request("a", "refused", "allow")), kNoRow);
-  EXPECT_EQ(writer.stats().rejected, 1u);
+  EXPECT_FALSE(writer.insert_complete(request("a", "refused-too", "deny")));
+  EXPECT_EQ(writer.stats().rejected, 2u);
   Completion c;
   c.status = 200;
   EXPECT_TRUE(writer.complete(before, c)) << "completions of rows already accepted still queue";

@@ -86,6 +86,26 @@ TEST_F(AuditWriter, RowWithoutTimestampGetsTheInsertTime) {
   EXPECT_GE(probe.text("SELECT ts FROM requests"), before);
 }
 
+TEST_F(AuditWriter, FinalRowsNeedNoCompletion) {
+  Writer writer(options_for(path));
+  AuditRecord refused = request("a", "x.evil.example", "deny");
+  refused.status = 403;
+  refused.duration_ms = 0;
+  EXPECT_TRUE(writer.insert_complete(refused));
+  const RowHandle open_row = writer.insert(request("a", "api.example.com", "allow"));
+  Completion c;
+  c.status = 200;
+  writer.complete(open_row, c);
+  writer.flush();
+  const auto s = writer.stats();
+  EXPECT_EQ(s.rows_written, 2u);
+  EXPECT_EQ(s.completions_written, 1u);
+  EXPECT_EQ(s.unknown_completions, 0u);
+  SqliteProbe probe(path);
+  EXPECT_EQ(probe.text("SELECT group_concat(host || '=' || status, ' ') FROM (SELECT * FROM requests ORDER BY id)"),
+            "x.evil.example=403 api.example.com=200");
+}
+
 TEST_F(AuditWriter, ManyRowsCommitInFewTransactions) {
   auto o = options_for(path);
   o.max_batch = 1000;

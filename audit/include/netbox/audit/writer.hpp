@@ -52,7 +52,10 @@ class Writer {
 
   // Queue a row. Returns kNoRow if the queue is full or the store is unhealthy.
   RowHandle insert(AuditRecord record);
-  // Complete a row inserted earlier. Returns false if the queue is full.
+  // Queue a row that is final as it stands (a refusal answered at once): no handle, nothing
+  // to complete later. Refused like insert() (false) when the queue is full or the store unhealthy.
+  bool insert_complete(AuditRecord record);
+  // Complete a row inserted earlier, once. Returns false if the queue is full.
   bool complete(RowHandle row, Completion completion);
   bool event(Event event);
   bool agent_started(AgentRecord agent);
