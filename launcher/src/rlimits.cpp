@@ -38,10 +38,11 @@ std::optional<rlim_t> parse_number(std::string_view digits) {
 std::optional<rlim_t> parse_size(const std::string& text) {
   std::string s = lower(text);
   if (s == "unlimited") return RLIM_INFINITY;
-  // Accept "4G", "4g", "4GB", "4GiB".
-  if (s.size() > 2 && s.ends_with("ib")) s.resize(s.size() - 2), s.push_back('x');
-  else if (s.size() > 1 && s.ends_with('b')) s.pop_back();
-  if (!s.empty() && s.back() == 'x') s.pop_back();
+  // Accept "4G", "4g", "4GB", "4GiB" (all binary).
+  if (s.size() > 2 && s.ends_with("ib") && !std::isdigit(static_cast<unsigned char>(s[s.size() - 3])))
+    s.resize(s.size() - 2);
+  else if (s.size() > 1 && s.ends_with('b') && !std::isdigit(static_cast<unsigned char>(s[s.size() - 2])))
+    s.pop_back();
   rlim_t unit = 1;
   if (!s.empty() && !std::isdigit(static_cast<unsigned char>(s.back()))) {
     switch (s.back()) {

@@ -155,6 +155,31 @@ TEST(LaunchLifecycle, GcRemovesWhatAKilledLauncherLeftBehind) {
   expect_nothing_left(subnet);
 }
 
+TEST(LaunchLifecycle, TheNextLaunchCollectsWhatAKilledLauncherLeftBehind) {
+  NETBOX_REQUIRE_ROOT();
+  const auto subnet = test_subnet(19);
+  test::TempDir dir;
+  Background launcher({test::netbox_binary().string(), "launch", "--subnet", subnet.cidr, "--audit-db", audit_flag(dir),
+                       "--", kSh, "-c", "echo ready; exec sleep 60"},
+                      dir.path(), "victim");
+  ASSERT_TRUE(eventually([&] { return launcher.out().find("ready") != std::string::npos; })) << launcher.err();
+  ::kill(launcher.pid(), SIGKILL);
+  EXPECT_EQ(launcher.wait(), 137);
+  auto next = launch(subnet, {"--audit-db", audit_flag(dir), "--", "true"});
+  EXPECT_EQ(next.exit_code, 0) << next.err;
+  expect_nothing_left(subnet);
+}
+
+TEST(LaunchLifecycle, AProxyThatCannotBeReachedLeavesNothingBehind) {
+  NETBOX_REQUIRE_ROOT();
+  const auto subnet = test_subnet(20);
+  test::TempDir dir;
+  auto r = launch(subnet, {"--proxy-control", (dir.path() / "no-proxy-here.sock").string(), "--", "true"});
+  EXPECT_EQ(r.exit_code, 125);
+  EXPECT_THAT(r.err, HasSubstr("no-proxy-here.sock: cannot connect"));
+  expect_nothing_left(subnet);
+}
+
 TEST(LaunchLifecycle, TwentyAgentsAtOnceThroughARunningProxy) {
   NETBOX_REQUIRE_ROOT();
   const auto subnet = test_subnet(18);

@@ -1,0 +1,106 @@
+// The launcher's pure parts: flag values, addresses, the agent's environment.
+#include "netbox/launcher/environment.hpp"
+#include "netbox/launcher/launch.hpp"
+#include "netbox/launcher/rlimits.hpp"
+#include "netbox/launcher/subnet_pool.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace netbox::launcher {
+namespace {
+
+using ::testing::Contains;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+TEST(ParseSize, AcceptsBinaryUnitsAndUnlimited) {
+  EXPECT_EQ(parse_size("1024"), rlim_t{1024});
+  EXPECT_EQ(parse_size("64k"), rlim_t{64} * 1024);
+  EXPECT_EQ(parse_size("512M"), rlim_t{512} * 1024 * 1024);
+  EXPECT_EQ(parse_size("4G"), rlim_t{4} * 1024 * 1024 * 1024);
+  EXPECT_EQ(parse_size("2GiB"), rlim_t{2} * 1024 * 1024 * 1024);
+  EXPECT_EQ(parse_size("1gb"), rlim_t{1} * 1024 * 1024 * 1024);
+  EXPECT_EQ(parse_size("unlimited"), RLIM_INFINITY);
+}
+
+TEST(ParseSize, RefusesGarbage) {
+  for (const char* bad : {"", "G", "4X", "-1", "1.5G", "4 G", "99999999999999999999T"})
+    EXPECT_FALSE(parse_size(bad).has_value()) << bad;
+}
+
+TEST(AgentRlimits, DefaultsAlwaysIncludeCoreZero) {
+  auto limits = agent_rlimits({});
+  ASSERT_FALSE(limits.empty());
+  EXPECT_EQ(limits.front().resource, RLIMIT_CORE);
+  EXPECT_EQ(limits.front().value, rlim_t{0});
+}
+
+TEST(AgentRlimits, BadFlagIsAUsageErrorNamingTheFlag) {
+  RlimitFlags flags;
+  flags.nproc = "many";
+  try {
+    agent_rlimits(flags);
+    FAIL() << "expected a LaunchError";
+  } catch (const LaunchError& e) {
+    EXPECT_EQ(e.exit_code(), kExitUsage);
+    EXPECT_THAT(e.what(), HasSubstr("--rlimit-nproc 'many'"));
+  }
+}
+
+TEST(Ipv4Network, ParsesAndRefusesHostBits) {
+  auto n = parse_ipv4_network("10.213.0.0/16");
+  ASSERT_TRUE(n);
+  EXPECT_EQ(n->prefix, 16);
+  EXPECT_EQ(ipv4_to_string(n->address), "10.213.0.0");
+  EXPECT_FALSE(parse_ipv4_network("10.213.0.1/16"));
+  EXPECT_FALSE(parse_ipv4_network("10.213.0.0"));
+  EXPECT_FALSE(parse_ipv4_network("10.213.0.0/33"));
+  EXPECT_FALSE(parse_ipv4_network("example/16"));
+}
+
+TEST(VethName, FitsInterfaceNamesAndIsUniquePerNetwork) {
+  EXPECT_EQ(veth_name_for(0x0ad50004), "nbx0ad50004");
+  EXPECT_LT(veth_name_for(0xffffffff).size(), 16u);
+  EXPECT_NE(veth_name_for(0x0ad50004), veth_name_for(0x0ad50008));
+}
+
+TEST(AgentEnvironment, KeepsOnlyWhatAgentsNeedAndSetsTheProxy) {
+  AgentEnvInput in;
+  in.launcher_env = {{"PATH", "/usr/bin"},       {"LANG", "C.UTF-8"},    {"LC_ALL", "C"},
+                     {"AWS_SECRET_ACCESS_KEY", "x"}, {"GITHUB_TOKEN", "y"}, {"SSH_AUTH_SOCK", "/run/ssh"},
+                     {"KEEP_ME", "kept"},         {"HOME", "/root"}};
+  in.keep = {"KEEP_ME", "NOT_SET_ANYWHERE"};
+  in.set = {"EXTRA=1", "HTTP_PROXY=http://override:1"};
+  in.proxy_url = "http://10.213.0.1:3128";
+  in.user = "nobody";
+  in.home = "/nonexistent";
+  auto env = agent_environment(in);
+  EXPECT_THAT(env, Contains("PATH=/usr/bin"));
+  EXPECT_THAT(env, Contains("LANG=C.UTF-8"));
+  EXPECT_THAT(env, Contains("LC_ALL=C"));
+  EXPECT_THAT(env, Contains("HOME=/nonexistent"));
+  EXPECT_THAT(env, Contains("USER=nobody"));
+  EXPECT_THAT(env, Contains("KEEP_ME=kept"));
+  EXPECT_THAT(env, Contains("EXTRA=1"));
+  EXPECT_THAT(env, Contains("HTTP_PROXY=http://override:1"));  // --env wins, on purpose
+  EXPECT_THAT(env, Contains("https_proxy=http://10.213.0.1:3128"));
+  EXPECT_THAT(env, Contains("NO_PROXY=localhost,127.0.0.1"));
+  EXPECT_THAT(env, Contains("NODE_USE_ENV_PROXY=1"));
+  for (const auto& e : env) {
+    EXPECT_THAT(e, Not(HasSubstr("AWS_"))) << e;
+    EXPECT_THAT(e, Not(HasSubstr("TOKEN"))) << e;
+    EXPECT_THAT(e, Not(HasSubstr("SSH_AUTH_SOCK"))) << e;
+    EXPECT_THAT(e, Not(HasSubstr("NOT_SET_ANYWHERE"))) << e;
+  }
+}
+
+TEST(AgentEnvironment, FlagsThatAreNotKeyValueAreUsageErrors) {
+  EXPECT_THROW(validate_env_flags({"NOEQUALS"}, {}), LaunchError);
+  EXPECT_THROW(validate_env_flags({"=value"}, {}), LaunchError);
+  EXPECT_THROW(validate_env_flags({}, {"A=B"}), LaunchError);
+  EXPECT_NO_THROW(validate_env_flags({"A=", "B=c=d"}, {"KEY"}));
+}
+
+}  // namespace
+}  // namespace netbox::launcher
