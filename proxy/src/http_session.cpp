@@ -283,15 +283,15 @@ void ClientSession::on_upstream_written(beast::error_code ec, std::size_t) {
   }
   upstream_parser_.emplace();
   upstream_parser_->header_limit(kHeaderLimit);
-  upstream_parser_->body_limit(kResponseBodyLimit);
+  upstream_parser_->body_limit(boost::none);
   if (req_.method() == http::verb::head) upstream_parser_->skip(true);
   buffer_upstream_.clear();
   upstream_->expires_after(profile_->limits.idle_timeout);
-  http::async_read(*upstream_, buffer_upstream_, *upstream_parser_,
-                   beast::bind_front_handler(&ClientSession::on_upstream_response, shared_from_this()));
+  http::async_read_header(*upstream_, buffer_upstream_, *upstream_parser_,
+                          beast::bind_front_handler(&ClientSession::on_upstream_header, shared_from_this()));
 }
 
-void ClientSession::on_upstream_response(beast::error_code ec, std::size_t) {
+void ClientSession::on_upstream_header(beast::error_code ec, std::size_t) {
   if (ec) {
     if (reused_upstream_ && !upstream_parser_->got_some()) {
       upstream_.reset();
@@ -304,41 +304,92 @@ void ClientSession::on_upstream_response(beast::error_code ec, std::size_t) {
                                       std::to_string(profile_->limits.idle_timeout.count()) + " ms");
     return upstream_failed(502, "the upstream's response was not valid HTTP: " + ec.message());
   }
-  res_ = upstream_parser_->release();
-  upstream_keep_alive_ = res_.keep_alive() && res_.version() == 11;
-  send_response();
+  auto& res = upstream_parser_->get();
+  response_status_ = static_cast<int>(res.result_int());
+  upstream_keep_alive_ = res.keep_alive() && res.version() == 11;
+  const bool bodiless = req_.method() == http::verb::head || response_status_ / 100 == 1 ||
+                        response_status_ == 204 || response_status_ == 304;
+  const bool had_length = res.has_content_length();
+  strip_hop_by_hop(res);
+  res.version(req_.version());
+  bool keep = client_keep_alive_;
+  if (!bodiless && !had_length) {
+    // Length unknown (chunked or until close): re-chunk for HTTP/1.1, close for 1.0.
+    if (req_.version() >= 11) res.chunked(true);
+    else keep = false;
+  }
+  client_keep_alive_ = keep;
+  res.keep_alive(keep);
+  response_started_ = true;
+  serializer_.emplace(res);
+  stream_.expires_after(profile_->limits.idle_timeout);
+  http::async_write_header(stream_, *serializer_,
+                           beast::bind_front_handler(&ClientSession::on_response_header_written, shared_from_this()));
 }
 
-void ClientSession::send_response() {
-  const auto status = res_.result_int();
-  strip_hop_by_hop(res_);
-  res_.version(req_.version());
-  const bool bodiless = req_.method() == http::verb::head || status / 100 == 1 || status == 204 || status == 304;
-  if (!bodiless) res_.prepare_payload();
-  res_.keep_alive(client_keep_alive_);
-  exchange_->bytes_down = res_.body().size();
-  // The row is complete once the answer is decided; a failed write is logged on top.
-  exchange_->finish(static_cast<int>(status));
-  // The upstream connection is done with this exchange: pool it or drop it.
+void ClientSession::on_response_header_written(beast::error_code ec, std::size_t) {
+  if (ec) return response_done("writing the response to the agent failed: " + ec.message());
+  read_body_chunk();
+}
+
+void ClientSession::read_body_chunk() {
+  auto& body = upstream_parser_->get().body();
+  if (upstream_parser_->is_done()) {
+    body.data = nullptr;
+    body.size = 0;
+    body.more = false;
+    stream_.expires_after(profile_->limits.idle_timeout);
+    return http::async_write(stream_, *serializer_,
+                             beast::bind_front_handler(&ClientSession::on_body_chunk_written, shared_from_this()));
+  }
+  body.data = body_buf_.data();
+  body.size = body_buf_.size();
+  upstream_->expires_after(profile_->limits.idle_timeout);
+  http::async_read(*upstream_, buffer_upstream_, *upstream_parser_,
+                   beast::bind_front_handler(&ClientSession::on_body_chunk, shared_from_this()));
+}
+
+void ClientSession::on_body_chunk(beast::error_code ec, std::size_t) {
+  if (ec == http::error::need_buffer) ec = {};
+  if (ec) {
+    impl_.counters.upstream_errors.fetch_add(1);
+    upstream_.reset();
+    return response_done(ec == beast::error::timeout ? "the upstream stopped sending the body (timeout)"
+                                                     : "reading the response body failed: " + ec.message());
+  }
+  auto& body = upstream_parser_->get().body();
+  const auto got = body_buf_.size() - body.size;
+  exchange_->bytes_down += got;
+  body.data = body_buf_.data();
+  body.size = got;
+  body.more = !upstream_parser_->is_done();
+  stream_.expires_after(profile_->limits.idle_timeout);
+  http::async_write(stream_, *serializer_,
+                    beast::bind_front_handler(&ClientSession::on_body_chunk_written, shared_from_this()));
+}
+
+void ClientSession::on_body_chunk_written(beast::error_code ec, std::size_t) {
+  if (ec == http::error::need_buffer) ec = {};
+  if (ec) return response_done("writing the response to the agent failed: " + ec.message());
+  if (!serializer_->is_done()) return read_body_chunk();
+  response_done({});
+}
+
+// The exchange ends: complete the row, pool the upstream connection if it is clean,
+// and read the agent's next request (or close).
+void ClientSession::response_done(std::string error) {
+  const bool clean = error.empty();
   if (upstream_) {
-    if (upstream_keep_alive_ && buffer_upstream_.size() == 0)
+    if (clean && upstream_keep_alive_ && upstream_parser_->is_done() && buffer_upstream_.size() == 0)
       worker_.pool->put(pool_key_, upstream_->release_socket());
     upstream_.reset();
   }
-  stream_.expires_after(profile_->limits.idle_timeout);
-  http::async_write(stream_, res_, beast::bind_front_handler(&ClientSession::on_response_written, shared_from_this()));
-}
-
-void ClientSession::on_response_written(beast::error_code ec, std::size_t) {
-  const int status = res_.result_int();
-  res_ = {};
+  serializer_.reset();
+  upstream_parser_.reset();
+  response_started_ = false;
+  exchange_->finish(response_status_, error);
   exchange_.reset();
-  if (ec) {
-    impl_.log.write("client_write_failed", {{"agent", who_.agent}, {"status", std::to_string(status)},
-                                            {"error", ec.message()}});
-    return close_client();
-  }
-  if (!client_keep_alive_) return close_client();
+  if (!clean || !client_keep_alive_) return close_client();
   read_request();
 }
 

@@ -16,8 +16,11 @@
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/buffer_body.hpp>
+#include <boost/beast/http/serializer.hpp>
 #include <boost/beast/http/string_body.hpp>
 
+#include <array>
 #include <memory>
 #include <optional>
 
@@ -46,9 +49,12 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
   void on_dialed(DialResult r);
   void send_upstream();
   void on_upstream_written(boost::beast::error_code ec, std::size_t bytes);
-  void on_upstream_response(boost::beast::error_code ec, std::size_t bytes);
-  void send_response();
-  void on_response_written(boost::beast::error_code ec, std::size_t bytes);
+  void on_upstream_header(boost::beast::error_code ec, std::size_t bytes);
+  void on_response_header_written(boost::beast::error_code ec, std::size_t bytes);
+  void read_body_chunk();
+  void on_body_chunk(boost::beast::error_code ec, std::size_t bytes);
+  void on_body_chunk_written(boost::beast::error_code ec, std::size_t bytes);
+  void response_done(std::string error);
   void start_tunnel(boost::asio::ip::tcp::socket upstream);
 
   // Answers without forwarding. Without an open exchange, writes a complete audit row
@@ -85,8 +91,13 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
   std::optional<boost::beast::tcp_stream> upstream_;
   boost::beast::flat_buffer buffer_upstream_;
   Request upstream_req_;
-  std::optional<boost::beast::http::response_parser<boost::beast::http::string_body>> upstream_parser_;
-  Response res_;
+  // The response streams through in pieces: header first, then body chunks, so a large
+  // download never sits in memory whole.
+  std::optional<boost::beast::http::response_parser<boost::beast::http::buffer_body>> upstream_parser_;
+  std::optional<boost::beast::http::response_serializer<boost::beast::http::buffer_body>> serializer_;
+  std::array<char, 64 * 1024> body_buf_{};
+  int response_status_ = 0;
+  bool response_started_ = false;
   bool upstream_keep_alive_ = false;
   std::shared_ptr<void> refusal_;  // keeps a refusal message alive while it is written
 };

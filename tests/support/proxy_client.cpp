@@ -28,6 +28,7 @@ Reply ProxyConnection::send(const std::string& raw, bool is_connect) {
   write(raw);
   http::response_parser<http::string_body> parser;
   parser.body_limit(1ull << 30);
+  if (raw.rfind("HEAD ", 0) == 0) parser.skip(true);  // a HEAD answer has no body
   stream_.expires_after(timeout_);
   http::async_read_header(stream_, buffer_, parser, [&](beast::error_code e, std::size_t) { ec = e; });
   ioc_.restart();

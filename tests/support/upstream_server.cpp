@@ -105,6 +105,11 @@ void UpstreamServer::serve(int fd) {
     if (path == "/body") {
       res.set(http::field::content_type, "application/octet-stream");
       res.body() = req.body();
+    } else if (path == "/chunked") {
+      const auto q = target.find("n=");
+      res.set(http::field::content_type, "application/octet-stream");
+      res.body() = pattern_bytes(q == std::string::npos ? 1024 : std::stoull(target.substr(q + 2)));
+      res.chunked(true);
     } else if (path == "/big") {
       const auto q = target.find("n=");
       const std::size_t n = q == std::string::npos ? 1024 : std::stoull(target.substr(q + 2));
@@ -121,8 +126,13 @@ void UpstreamServer::serve(int fd) {
       res.set(http::field::content_type, "application/json");
       res.body() = j.dump();
     }
-    res.prepare_payload();
-    http::write(sock, res, ec);
+    if (!res.chunked()) res.prepare_payload();
+    if (req.method() == http::verb::head) {
+      http::response_serializer<http::string_body> sr{res};
+      http::write_header(sock, sr, ec);
+    } else {
+      http::write(sock, res, ec);
+    }
     in_flight_.fetch_sub(1);
     if (ec || !res.keep_alive()) break;
   }

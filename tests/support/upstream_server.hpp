@@ -3,7 +3,8 @@
 // Paths:
 //   /echo...       200, JSON body: method, target, host, headers, body (the default for any path)
 //   /body          200, the request body sent back verbatim
-//   /big?n=BYTES   200, BYTES of a fixed pattern (see pattern_bytes)
+//   /big?n=BYTES   200, BYTES of a fixed pattern (see pattern_bytes), with Content-Length
+//   /chunked?n=BYTES  the same, chunked
 //   /stall         reads the request, never answers
 //   /close         reads the request, closes without answering
 //   /garbage       answers with bytes that are not HTTP

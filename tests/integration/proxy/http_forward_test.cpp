@@ -197,3 +197,32 @@ TEST_F(ProxyTest, UpstreamNotAnsweringInTimeGives504) {
 
 }  // namespace
 }  // namespace netbox::test
+
+namespace netbox::test {
+namespace {
+
+TEST_F(ProxyTest, LargeAndChunkedResponsesStreamThroughByteExact) {
+  start_proxy(base_policy());
+  ProxyConnection c(port);
+  const std::size_t n = 20 * 1024 * 1024 + 7;
+  auto big = c.send("GET " + upstream_url("/big?n=" + std::to_string(n)) + " HTTP/1.1\r\nHost: upstream.test\r\n\r\n");
+  ASSERT_EQ(big.status, 200) << big.error;
+  EXPECT_EQ(big.header("content-length"), std::to_string(n));
+  EXPECT_TRUE(big.body == pattern_bytes(n));
+  auto chunked = c.send("GET " + upstream_url("/chunked?n=300000") + " HTTP/1.1\r\nHost: upstream.test\r\n\r\n");
+  ASSERT_EQ(chunked.status, 200) << chunked.error;
+  EXPECT_EQ(chunked.header("transfer-encoding"), "chunked");
+  EXPECT_TRUE(chunked.body == pattern_bytes(300000));
+  auto head = c.send("HEAD " + upstream_url("/big?n=5000") + " HTTP/1.1\r\nHost: upstream.test\r\n\r\n");
+  EXPECT_EQ(head.status, 200);
+  auto after = c.send("GET " + upstream_url("/x") + " HTTP/1.1\r\nHost: upstream.test\r\n\r\n");
+  EXPECT_EQ(after.status, 200) << "the connection stays usable after HEAD";
+  EXPECT_EQ(upstream.connections(), 1u);
+  auto all = rows();
+  ASSERT_EQ(all.size(), 4u);
+  EXPECT_EQ(all[0].bytes_down, static_cast<std::int64_t>(n));
+  EXPECT_EQ(all[1].bytes_down, 300000);
+}
+
+}  // namespace
+}  // namespace netbox::test

@@ -5,6 +5,8 @@
 #include <nlohmann/json.hpp>
 #include <sqlite3.h>
 
+#include <thread>
+
 namespace netbox::test {
 
 namespace {
@@ -59,6 +61,20 @@ void ProxyTest::start_proxy(const std::string& policy_json, std::vector<std::str
 }
 
 std::vector<AuditRow> ProxyTest::rows() {
+  // A row is completed when its exchange ends, a moment after the agent has the last
+  // byte: wait (bounded) until every row is complete, then read.
+  std::vector<AuditRow> out;
+  for (int i = 0; i < 250; ++i) {
+    out = read_rows();
+    bool complete = true;
+    for (const auto& r : out) complete = complete && r.duration_ms.has_value();
+    if (complete) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return out;
+}
+
+std::vector<AuditRow> ProxyTest::read_rows() {
   server->audit().flush();
   sqlite3* db = nullptr;
   std::vector<AuditRow> out;

@@ -39,7 +39,8 @@ class ProxyTest : public ::testing::Test {
   std::string base_policy(const std::string& extra = {}) const;
   std::string upstream_url(const std::string& path = "/") const;
 
-  std::vector<AuditRow> rows();          // flushes the writer first
+  std::vector<AuditRow> rows();          // every row, once all are completed (bounded wait)
+  std::vector<AuditRow> read_rows();     // every row as it is now (after a flush)
   std::vector<EventRow> events();
   AuditRow last_row();
   void stop_proxy();
