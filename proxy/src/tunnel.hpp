@@ -30,9 +30,15 @@ class Tunnel : public std::enable_shared_from_this<Tunnel> {
     std::array<char, kBufferSize> buf;
     std::uint64_t bytes = 0;
     bool done = false;
+    // splice(2) path: bytes move socket -> pipe -> socket without entering user space.
+    int pipe_r = -1;
+    int pipe_w = -1;
+    std::size_t in_pipe = 0;
+    bool eof = false;
   };
   void on_established(boost::system::error_code ec);
   void relay(Half& h);
+  void splice_step(Half& h);
   void on_read(Half& h, boost::system::error_code ec, std::size_t n);
   void on_written(Half& h, boost::system::error_code ec);
   void half_done(Half& h, const boost::system::error_code& ec);
@@ -52,6 +58,7 @@ class Tunnel : public std::enable_shared_from_this<Tunnel> {
   std::unique_ptr<Half> down_;  // upstream -> agent
   std::string error_;
   bool finished_ = false;
+  bool use_splice_ = false;
 };
 
 }  // namespace netbox::proxy
