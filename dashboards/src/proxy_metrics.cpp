@@ -52,6 +52,9 @@ std::string render_metrics(const proxy::CountersSnapshot& c, const audit::Writer
             static_cast<double>(a.rows_written));
   e.counter("netbox_audit_write_errors_total", "Failed audit store writes (retried, never dropped).", {},
             static_cast<double>(a.write_errors));
+  e.counter("netbox_audit_rejected_total",
+            "Audit records refused because the queue was full or the store unhealthy (the connection was refused too).",
+            {}, static_cast<double>(a.rejected));
   e.gauge("netbox_audit_healthy", "1 while the audit store can write; 0 while new connections are refused.", {},
           a.healthy ? 1 : 0);
   return e.text();

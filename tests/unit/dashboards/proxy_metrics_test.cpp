@@ -45,6 +45,7 @@ TEST(ProxyMetrics, CountersMoveWithTrafficAndUseBaseUnits) {
   audit::WriterStats a;
   a.queue_depth = 7;
   a.rows_written = 42;
+  a.rejected = 3;
   const auto text = dashboards::render_metrics(busy(), a);
   EXPECT_NE(text.find("netbox_requests_total{agent=\"coder\",decision=\"allow\",kind=\"http\"} 5\n"), std::string::npos) << text;
   EXPECT_NE(text.find("netbox_requests_total{agent=\"coder\",decision=\"deny\",kind=\"connect\"} 2\n"), std::string::npos);
@@ -57,6 +58,7 @@ TEST(ProxyMetrics, CountersMoveWithTrafficAndUseBaseUnits) {
   EXPECT_NE(text.find("netbox_policy_reloads_total{result=\"failed\"} 1\n"), std::string::npos);
   EXPECT_NE(text.find("netbox_audit_queue_depth 7\n"), std::string::npos);
   EXPECT_NE(text.find("netbox_audit_rows_written_total 42\n"), std::string::npos);
+  EXPECT_NE(text.find("netbox_audit_rejected_total 3\n"), std::string::npos);
 }
 
 TEST(ProxyMetrics, EveryLineIsValidExpositionSyntax) {
