@@ -4,6 +4,8 @@
 #include "tunnel.hpp"
 
 #include <boost/asio/post.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/string.hpp>
 #include <boost/beast/core/bind_handler.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/read.hpp>
@@ -68,6 +70,28 @@ void ClientSession::read_request() {
   parser_.emplace();
   parser_->header_limit(kHeaderLimit);
   parser_->body_limit(kRequestBodyLimit);
+  stream_.expires_after(profile_->limits.idle_timeout);
+  http::async_read_header(stream_, buffer_, *parser_,
+                          beast::bind_front_handler(&ClientSession::on_header, shared_from_this()));
+}
+
+void ClientSession::on_header(beast::error_code ec, std::size_t bytes) {
+  if (ec || parser_->is_done()) return on_request(ec, bytes);
+  // A client that waits for "100 Continue" before sending its body gets it at once,
+  // instead of waiting out its own timer.
+  const auto expect = parser_->get()[http::field::expect];
+  if (beast::iequals(expect, "100-continue") && parser_->get().version() >= 11) {
+    static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+    return asio::async_write(stream_, asio::buffer(kContinue.data(), kContinue.size()),
+                             [self = shared_from_this()](beast::error_code e, std::size_t n) {
+                               if (e) return self->on_request(e, n);
+                               self->read_body();
+                             });
+  }
+  read_body();
+}
+
+void ClientSession::read_body() {
   stream_.expires_after(profile_->limits.idle_timeout);
   http::async_read(stream_, buffer_, *parser_, beast::bind_front_handler(&ClientSession::on_request, shared_from_this()));
 }

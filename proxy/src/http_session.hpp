@@ -41,6 +41,8 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
   using Response = boost::beast::http::response<boost::beast::http::string_body>;
 
   void read_request();
+  void on_header(boost::beast::error_code ec, std::size_t bytes);
+  void read_body();
   void on_request(boost::beast::error_code ec, std::size_t bytes);
   void route();
   void on_resolved(ResolveResult r);

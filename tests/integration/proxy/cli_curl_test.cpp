@@ -160,3 +160,22 @@ TEST_F(ProxyProcessTest, ConfigurationErrorsExitTwoNamingTheProblem) {
 
 }  // namespace
 }  // namespace netbox::test
+
+namespace netbox::test {
+namespace {
+
+TEST_F(ProxyProcessTest, CurlUploadWithExpectContinueIsForwardedWhole) {
+  start();
+  const auto body = pattern_bytes(3 * 1024 * 1024);
+  auto file = dir.write("upload.bin", body);
+  // curl sends "Expect: 100-continue" for bodies this size and waits for the 100.
+  auto r = curl({"-x", proxy_url(), "--expect100-timeout", "30", "--data-binary", "@" + file.string(),
+                 url("upstream.test", "/body")});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(status_of(r), 200);
+  EXPECT_EQ(r.out.size(), body.size() + 4);
+  EXPECT_TRUE(r.out.substr(0, body.size()) == body);
+}
+
+}  // namespace
+}  // namespace netbox::test

@@ -100,5 +100,17 @@ TEST_F(TunnelTest, UpstreamRefusingTheTunnelGives502) {
   EXPECT_FALSE(row.error.empty());
 }
 
+TEST_F(TunnelTest, StoppingTheProxyClosesOpenTunnelsAfterTheGraceAndCompletesTheirRows) {
+  start_proxy(base_policy());
+  ProxyConnection c(port);
+  ASSERT_EQ(c.send("CONNECT " + authority() + " HTTP/1.1\r\n\r\n", true).status, 200);
+  server->stop();  // 500 ms grace in the fixture; the tunnel stays idle through it
+  EXPECT_TRUE(c.closed_within(std::chrono::seconds(10)));
+  auto all = read_rows();
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_TRUE(all[0].duration_ms.has_value());
+  EXPECT_NE(all[0].error.find("shut down"), std::string::npos) << all[0].error;
+}
+
 }  // namespace
 }  // namespace netbox::test
