@@ -70,20 +70,23 @@ std::optional<FileStamp> stamp(const std::string& path) {
 }
 
 // Polls the policy file once a second: simple, and it also notices an editor's
-// write-to-temp-and-rename, which an inotify watch on the old inode would miss.
+// write-to-temp-and-rename, which an inotify watch on the old inode would miss. A change
+// is acted on once the file has looked the same for one whole poll, so a file caught
+// half-written is not reported as a bad policy.
 class PolicyWatcher {
  public:
   PolicyWatcher(asio::io_context& ioc, proxy::Server& server, std::string path)
-      : timer_(ioc), server_(server), path_(std::move(path)), last_(stamp(path_)) {}
+      : timer_(ioc), server_(server), path_(std::move(path)), loaded_(stamp(path_)), seen_(loaded_) {}
   void start() {
     timer_.expires_after(std::chrono::seconds(1));
     timer_.async_wait([this](boost::system::error_code ec) {
       if (ec) return;
-      auto now = stamp(path_);
-      if (now && (!last_ || !(*now == *last_))) {
-        last_ = now;
+      const auto now = stamp(path_);
+      if (now && now != loaded_ && now == seen_) {
+        loaded_ = now;
         server_.reload_policy();
       }
+      seen_ = now;
       start();
     });
   }
@@ -93,7 +96,8 @@ class PolicyWatcher {
   asio::steady_timer timer_;
   proxy::Server& server_;
   std::string path_;
-  std::optional<FileStamp> last_;
+  std::optional<FileStamp> loaded_;
+  std::optional<FileStamp> seen_;
 };
 
 int run_proxy(const ProxyArgs& a) {

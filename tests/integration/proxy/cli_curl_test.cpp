@@ -179,3 +179,25 @@ TEST_F(ProxyProcessTest, CurlUploadWithExpectContinueIsForwardedWhole) {
 
 }  // namespace
 }  // namespace netbox::test
+
+namespace netbox::test {
+namespace {
+
+TEST_F(ProxyProcessTest, SavingThePolicyFileReloadsItWithoutASignal) {
+  start();
+  EXPECT_EQ(status_of(curl({"-x", proxy_url(), url("later.test", "/")})), 403);
+  // Write a new file and rename it over the old one, as editors do.
+  auto next = dir.write("policy.json.new", policy_text(R"(, "later.test")"));
+  std::filesystem::rename(next, policy);
+  bool reloaded = false;
+  for (int i = 0; i < 100 && !reloaded; ++i) {
+    reloaded = status_of(curl({"-x", proxy_url(), url("later.test", "/")})) == 200;
+    if (!reloaded) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(reloaded) << proc->log();
+  EXPECT_EQ(proc->stop(SIGTERM), 0);
+  EXPECT_EQ(column("SELECT kind FROM events WHERE kind = 'policy_reload_failed'").size(), 0u);
+}
+
+}  // namespace
+}  // namespace netbox::test
