@@ -76,7 +76,7 @@ void record_refusal(Server::Impl& impl, audit::AuditRecord record) {
   record.ts = audit::Clock::now();
   if (!record.duration_ms) record.duration_ms = 0;
   impl.counters.count_request(record.agent, record.kind, record.decision);
-  if (impl.writer->insert(record) == audit::kNoRow) {
+  if (!impl.writer->insert_complete(record)) {
     record.error += record.error.empty() ? "audit store refused the row" : "; audit store refused the row";
   }
   log_request(impl, record);
