@@ -1,0 +1,509 @@
+#!/usr/bin/env python3
+"""netbox benchmarks (issue 7), driven by scripts/bench.sh.
+
+Starts an nginx upstream, nginx as a reverse proxy, squid, tinyproxy and netbox on
+loopback (configs generated into a temp dir), measures B1..B6 interleaving the
+contenders round by round, and writes a report: medians, spread, targets met or not.
+Only loopback is used; every loop is bounded in count and time.
+"""
+import argparse
+import json
+import os
+import platform
+import random
+import re
+import resource
+import shutil
+import socket
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+SMALL_BODY = b"netbox bench: a small response body of one hundred bytes, like a short JSON answer from an API.\n"
+assert len(SMALL_BODY) == 100
+
+
+def log(msg):
+    print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_port(port, proc, what, timeout=20):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{what} exited with status {proc.returncode} before listening on {port}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError(f"{what} did not listen on 127.0.0.1:{port} within {timeout}s")
+
+
+def rss_kib(pid):
+    """RSS of a process and all its descendants, in KiB."""
+    total = 0
+    todo = [pid]
+    seen = set()
+    while todo:
+        p = todo.pop()
+        if p in seen:
+            continue
+        seen.add(p)
+        try:
+            with open(f"/proc/{p}/status") as f:
+                for line in f:
+                    if line.startswith("VmRSS:"):
+                        total += int(line.split()[1])
+            for t in os.listdir(f"/proc/{p}/task"):
+                with open(f"/proc/{p}/task/{t}/children") as f:
+                    todo.extend(int(c) for c in f.read().split())
+        except (FileNotFoundError, ProcessLookupError):
+            pass
+    return total
+
+
+class Bench:
+    def __init__(self, args):
+        self.args = args
+        self.smoke = args.smoke
+        self.rounds = args.rounds or (1 if self.smoke else 5)
+        self.dur = args.duration or (1 if self.smoke else 5)
+        self.tmp = tempfile.mkdtemp(prefix="netbox-bench-")
+        os.chmod(self.tmp, 0o755)
+        self.procs = []
+        self.results = {}  # key -> list of values (one per round)
+        self.facts = {}    # single values: row counts, integrity, versions
+        self.netbox = args.netbox
+        self.client = args.client
+        self.writer_bench = args.writer_bench
+
+    # ---------- processes ----------
+    def spawn(self, name, cmd, **kw):
+        out = open(os.path.join(self.tmp, f"{name}.out"), "w")
+        p = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, **kw)
+        self.procs.append((name, p))
+        return p
+
+    def stop(self, proc, timeout=15):
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+    def stop_all(self):
+        for _, p in reversed(self.procs):
+            self.stop(p)
+
+    def write(self, name, text, mode=0o644):
+        path = os.path.join(self.tmp, name)
+        with open(path, "w") as f:
+            f.write(text)
+        os.chmod(path, mode)
+        return path
+
+    # ---------- contenders ----------
+    def start_upstream(self):
+        self.up = free_port()
+        www = os.path.join(self.tmp, "www")
+        os.makedirs(www)
+        os.chmod(www, 0o755)
+        with open(os.path.join(www, "small"), "wb") as f:
+            f.write(SMALL_BODY)
+        self.bulk_bytes = (64 << 20) if self.smoke else (1 << 30)
+        with open(os.path.join(www, "big"), "wb") as f:
+            f.truncate(self.bulk_bytes)  # sparse: served from the page cache, costs no disk
+        for n in ("small", "big"):
+            os.chmod(os.path.join(www, n), 0o644)
+        conf = self.write("nginx-upstream.conf", f"""
+daemon off;
+worker_processes 1;
+worker_rlimit_nofile 65536;
+pid {self.tmp}/nginx-upstream.pid;
+error_log {self.tmp}/nginx-upstream-error.log warn;
+events {{ worker_connections 30000; }}
+http {{
+  access_log off;
+  sendfile on;
+  tcp_nopush on;
+  keepalive_requests 100000000;
+  keepalive_timeout 600s;
+  client_header_timeout 600s;
+  client_body_temp_path {self.tmp}/nginx-up-body;
+  proxy_temp_path {self.tmp}/nginx-up-proxy;
+  fastcgi_temp_path {self.tmp}/nginx-up-fcgi;
+  uwsgi_temp_path {self.tmp}/nginx-up-uwsgi;
+  scgi_temp_path {self.tmp}/nginx-up-scgi;
+  default_type application/octet-stream;
+  server {{
+    listen 127.0.0.1:{self.up} backlog=4096;
+    root {www};
+    location = /sink {{ client_max_body_size 0; return 204; }}
+  }}
+}}
+""")
+        p = self.spawn("nginx-upstream", ["nginx", "-c", conf, "-p", self.tmp])
+        wait_port(self.up, p, "nginx upstream")
+
+    def start_nginx_proxy(self):
+        self.ports["nginx"] = port = free_port()
+        conf = self.write("nginx-proxy.conf", f"""
+daemon off;
+worker_processes auto;
+worker_rlimit_nofile 65536;
+pid {self.tmp}/nginx-proxy.pid;
+error_log {self.tmp}/nginx-proxy-error.log warn;
+events {{ worker_connections 30000; }}
+http {{
+  access_log {self.tmp}/nginx-proxy-access.log combined buffer=64k flush=1s;
+  keepalive_requests 100000000;
+  client_body_temp_path {self.tmp}/nginx-rp-body;
+  proxy_temp_path {self.tmp}/nginx-rp-proxy;
+  fastcgi_temp_path {self.tmp}/nginx-rp-fcgi;
+  uwsgi_temp_path {self.tmp}/nginx-rp-uwsgi;
+  scgi_temp_path {self.tmp}/nginx-rp-scgi;
+  upstream origin {{ server 127.0.0.1:{self.up}; keepalive 256; }}
+  server {{
+    listen 127.0.0.1:{port} backlog=4096;
+    location / {{
+      proxy_pass http://origin;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+    }}
+  }}
+}}
+""")
+        p = self.spawn("nginx-proxy", ["nginx", "-c", conf, "-p", self.tmp])
+        wait_port(port, p, "nginx reverse proxy")
+        self.pids["nginx"] = p.pid
+
+    def start_squid(self, name="squid"):
+        port = free_port()
+        d = os.path.join(self.tmp, name)
+        os.makedirs(d)
+        shutil.chown(d, "proxy", "proxy")
+        conf = self.write(f"{name}.conf", f"""
+http_port 127.0.0.1:{port}
+pid_filename {d}/squid.pid
+cache_log {d}/cache.log
+access_log stdio:{d}/access.log
+coredump_dir {d}
+cache deny all
+cache_mem 0 MB
+cache_effective_user proxy
+max_filedescriptors 65536
+pinger_enable off
+netdb_filename none
+shutdown_lifetime 1 seconds
+acl bench_dst dst 127.0.0.1/32
+acl bench_port port {self.up}
+http_access deny !bench_port
+http_access allow bench_dst
+http_access deny all
+""")
+        p = self.spawn(name, ["squid", "-N", "-f", conf])
+        wait_port(port, p, "squid", timeout=40)
+        return port, p
+
+    def start_tinyproxy(self, name="tinyproxy"):
+        port = free_port()
+        d = os.path.join(self.tmp, name)
+        os.makedirs(d)
+        shutil.chown(d, "nobody", "nogroup")
+        filt = self.write(f"{name}.filter", "^127\\.0\\.0\\.1$\n")
+        conf = self.write(f"{name}.conf", f"""
+User nobody
+Group nogroup
+Port {port}
+Listen 127.0.0.1
+Timeout 600
+LogFile "{d}/tinyproxy.log"
+LogLevel Connect
+PidFile "{d}/tinyproxy.pid"
+MaxClients 20000
+Filter "{filt}"
+FilterDefaultDeny Yes
+ConnectPort {self.up}
+""")
+        p = self.spawn(name, ["tinyproxy", "-d", "-c", conf])
+        wait_port(port, p, "tinyproxy")
+        return port, p
+
+    def start_netbox(self, name="netbox"):
+        port = free_port()
+        policy = self.write(f"{name}-policy.json", json.dumps({
+            "version": 1,
+            "allow": ["127.0.0.1"],
+            "ports": [self.up],
+            "internal": {"allow": ["127.0.0.1/32"]},
+            "limits": {"max_connections": 100000, "max_connections_per_agent": 100000,
+                       "max_connections_per_host": 100000, "idle_timeout_ms": 600000},
+        }, indent=2))
+        db = os.path.join(self.tmp, f"{name}-audit.db")
+        p = self.spawn(name, [self.netbox, "proxy", "--policy", policy, "--listen", f"127.0.0.1:{port}",
+                              "--audit-db", db])
+        wait_port(port, p, "netbox proxy")
+        return port, p, db
+
+    # ---------- measurement helpers ----------
+    def record(self, key, value):
+        self.results.setdefault(key, []).append(value)
+
+    def wrk(self, port, conns, close):
+        script = self.write(f"wrk-{'close' if close else 'ka'}.lua", f"""
+wrk.path = "http://127.0.0.1:{self.up}/small"
+{'wrk.headers["Connection"] = "close"' if close else ''}
+done = function(summary, latency, requests)
+  local e = summary.errors
+  io.write(string.format('WRKJSON {{"requests":%d,"duration_us":%d,"errors":%d,"status_errors":%d,"p50_us":%d,"p99_us":%d}}\\n',
+    summary.requests, summary.duration, e.connect + e.read + e.write + e.timeout, e.status,
+    latency:percentile(50), latency:percentile(99)))
+end
+""")
+        cmd = ["wrk", "-t2", f"-c{conns}", f"-d{self.dur}s", "--timeout", "10s", "-s", script,
+               f"http://127.0.0.1:{port}/"]
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=self.dur + 60)
+        m = re.search(r"WRKJSON (\{.*\})", out.stdout)
+        if not m:
+            raise RuntimeError(f"wrk printed no result: {out.stdout}\n{out.stderr}")
+        r = json.loads(m.group(1))
+        r["rps"] = r["requests"] / (r["duration_us"] / 1e6)
+        return r
+
+    def client_json(self, argv, timeout):
+        out = subprocess.run([self.client] + argv, capture_output=True, text=True, timeout=timeout)
+        lines = [l for l in out.stdout.splitlines() if l.startswith("{")]
+        if not lines:
+            raise RuntimeError(f"bench_client {' '.join(argv)}: no result (status {out.returncode}): {out.stderr}")
+        r = json.loads(lines[-1])
+        r["exit"] = out.returncode
+        if out.stderr.strip():
+            r["stderr"] = out.stderr.strip()[:300]
+        return r
+
+    # ---------- benchmarks ----------
+    def b1_b2(self, rnd):
+        order = list(self.ports)
+        random.Random(rnd).shuffle(order)
+        for conns in (50, 500):
+            for c in order:
+                r = self.wrk(self.ports[c], conns, close=False)
+                self.record(("B1", c, conns, "rps"), r["rps"])
+                self.record(("B1", c, conns, "p50_ms"), r["p50_us"] / 1000)
+                self.record(("B1", c, conns, "p99_ms"), r["p99_us"] / 1000)
+                self.record(("B1", c, conns, "errors"), r["errors"] + r["status_errors"])
+                log(f"B1 c={conns} {c}: {r['rps']:.0f} req/s p99 {r['p99_us'] / 1000:.2f} ms "
+                    f"errors {r['errors']}+{r['status_errors']}")
+        for c in order:
+            r = self.wrk(self.ports[c], 50, close=True)
+            self.record(("B2", c, 50, "rps"), r["rps"])
+            self.record(("B2", c, 50, "errors"), r["errors"] + r["status_errors"])
+            log(f"B2 {c}: {r['rps']:.0f} req/s errors {r['errors']}+{r['status_errors']}")
+
+    def b3(self, rnd):
+        order = ["direct", "squid", "tinyproxy", "netbox"]
+        random.Random(rnd + 100).shuffle(order)
+        target = f"127.0.0.1:{self.up}"
+        for c in order:
+            argv = ["tunnels", "--target", target, "--conns", "50", "--seconds", str(self.dur)]
+            if c != "direct":
+                argv += ["--proxy", f"127.0.0.1:{self.ports[c]}"]
+            r = self.client_json(argv, self.dur + 60)
+            self.record(("B3setup", c, 50, "rate"), r["rate"])
+            self.record(("B3setup", c, 50, "p99_ms"), r["p99_ms"])
+            self.record(("B3setup", c, 50, "errors"), r["errors"])
+            log(f"B3 set-up {c}: {r['rate']:.0f} tunnels/s errors {r['errors']}")
+        for c in order:
+            for direction in ("down", "up"):
+                argv = ["bulk", "--target", target, "--direction", direction, "--bytes", str(self.bulk_bytes)]
+                if c != "direct":
+                    argv += ["--proxy", f"127.0.0.1:{self.ports[c]}"]
+                r = self.client_json(argv, 300)
+                self.record(("B3bulk", c, direction, "gbit_s"), r["gbit_s"])
+                log(f"B3 bulk {direction} {c}: {r['gbit_s']:.2f} Gbit/s")
+
+    def b4(self, rnd):
+        n = 500 if self.smoke else 10000
+        order = ["squid", "tinyproxy", "netbox"]
+        random.Random(rnd + 200).shuffle(order)
+        for c in order:
+            name = f"b4-{c}-{rnd}"
+            if c == "squid":
+                port, p = self.start_squid(name)
+            elif c == "tinyproxy":
+                port, p = self.start_tinyproxy(name)
+            else:
+                port, p, _ = self.start_netbox(name)
+            try:
+                time.sleep(0.5)
+                before = rss_kib(p.pid)
+                idle = subprocess.Popen([self.client, "idle", "--proxy", f"127.0.0.1:{port}", "--target",
+                                         f"127.0.0.1:{self.up}", "--count", str(n), "--hold-seconds", "120"],
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+                line = idle.stdout.readline()
+                m = re.match(r"ready opened=(\d+)", line)
+                opened = int(m.group(1)) if m else 0
+                time.sleep(1.0)
+                after = rss_kib(p.pid)
+                idle.stdin.close()
+                idle.wait(timeout=60)
+                per = (after - before) / opened if opened else float("nan")
+                self.record(("B4", c, n, "kib_per_tunnel"), per)
+                self.record(("B4", c, n, "opened"), opened)
+                log(f"B4 {c}: {opened}/{n} tunnels, RSS {before} -> {after} KiB, {per:.2f} KiB per tunnel")
+            finally:
+                self.stop(p)
+
+    def b5(self, rnd):
+        n = 20000 if self.smoke else 200000
+        db = self.netbox_db
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=10)
+        first = con.execute("SELECT coalesce(max(id), 0) FROM requests").fetchone()[0]
+        proc = subprocess.Popen([self.client, "http", "--proxy", f"127.0.0.1:{self.ports['netbox']}", "--target",
+                                 f"127.0.0.1:{self.up}", "--requests", str(n), "--conns", "50",
+                                 "--max-seconds", "120"], stdout=subprocess.PIPE, text=True)
+        t0 = time.time()
+        backlog = 0
+        final = None
+        for line in proc.stdout:
+            m = re.match(r"progress t=\S+ done=(\d+)", line)
+            if m:
+                rows = con.execute("SELECT coalesce(max(id), 0) FROM requests").fetchone()[0] - first
+                backlog = max(backlog, int(m.group(1)) - rows)
+            elif line.startswith("{"):
+                final = json.loads(line)
+        proc.wait(timeout=30)
+        deadline = time.time() + 60
+        rows = 0
+        while time.time() < deadline:
+            rows = con.execute("SELECT count(*) FROM requests WHERE id > ?", (first,)).fetchone()[0]
+            if rows >= n:
+                break
+            time.sleep(0.01)
+        t_rows = time.time() - t0
+        con.close()
+        self.record(("B5", "netbox", 50, "rows_per_s"), rows / t_rows)
+        self.record(("B5", "netbox", 50, "max_backlog"), backlog)
+        self.record(("B5", "netbox", 50, "lost"), n - rows)
+        log(f"B5 proxy: {n} requests, {final['done'] if final else '?'} answered, {rows} rows in {t_rows:.2f}s "
+            f"({rows / t_rows:.0f} rows/s), max backlog {backlog}")
+        wdb = os.path.join(self.tmp, f"writer-{rnd}.db")
+        r = self.client_json_cmd([self.writer_bench, wdb, str(n * 2 if not self.smoke else n), "2"], 180)
+        self.record(("B5writer", "netbox", 2, "rows_per_s"), r["rows_per_s"])
+        self.record(("B5writer", "netbox", 2, "max_queue_depth"), r["max_queue_depth"])
+        self.record(("B5writer", "netbox", 2, "lost"), r["rows"] - r["counted"])
+        self.facts.setdefault("writer_integrity", []).append(r["integrity"])
+        self.facts["queue_capacity"] = r["queue_capacity"]
+        log(f"B5 writer: {r['rows_per_s']:.0f} rows/s, max queue depth {r['max_queue_depth']}, "
+            f"{r['counted']}/{r['rows']} rows, integrity {r['integrity']}")
+
+    def client_json_cmd(self, cmd, timeout):
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        lines = [l for l in out.stdout.splitlines() if l.startswith("{")]
+        if not lines:
+            raise RuntimeError(f"{' '.join(cmd)}: no result (status {out.returncode}): {out.stderr}")
+        return json.loads(lines[-1])
+
+    def b6(self, rnd):
+        runs = 5 if self.smoke else 50
+        db = os.path.join(self.tmp, "launch-audit.db")
+        cmds = {
+            "netbox": f"{self.netbox} launch --audit-db {db} -- /bin/true",
+            "bwrap": "bwrap --unshare-net --dev-bind / / /bin/true",
+            "unshare": "unshare -n /bin/true",
+        }
+        order = list(cmds)
+        random.Random(rnd + 300).shuffle(order)
+        for c in order:
+            js = os.path.join(self.tmp, f"hyperfine-{c}-{rnd}.json")
+            subprocess.run(["hyperfine", "-N", "--warmup", "3", "--runs", str(runs), "--export-json", js,
+                            "--style", "none", cmds[c]], check=True, capture_output=True, timeout=600)
+            with open(js) as f:
+                res = json.load(f)["results"][0]
+            self.record(("B6", c, runs, "median_ms"), res["median"] * 1000)
+            if any(code != 0 for code in res.get("exit_codes", [])):
+                raise RuntimeError(f"B6 {c}: a run exited non-zero: {cmds[c]}")
+            log(f"B6 {c}: median {res['median'] * 1000:.2f} ms")
+
+    # ---------- driver ----------
+    def run(self):
+        resource.setrlimit(resource.RLIMIT_NOFILE, (65536, 65536))
+        self.ports, self.pids = {}, {}
+        self.facts["load_before"] = os.getloadavg()
+        self.start_upstream()
+        self.ports["direct"] = self.up
+        self.start_nginx_proxy()
+        self.ports["squid"], sp = self.start_squid()
+        self.ports["tinyproxy"], tp = self.start_tinyproxy()
+        self.ports["netbox"], npr, self.netbox_db = self.start_netbox()
+        self.pids.update(squid=sp.pid, tinyproxy=tp.pid, netbox=npr.pid)
+        log(f"temp dir {self.tmp}; upstream :{self.up}; proxies {self.ports}")
+        # Warm every path once (connection pools, page cache) before anything is measured.
+        if not self.smoke:
+            for port in self.ports.values():
+                self.wrk(port, 10, close=False)
+        t0 = time.time()
+        for rnd in range(self.rounds):
+            log(f"round {rnd + 1}/{self.rounds} (load {os.getloadavg()[0]:.2f})")
+            self.b1_b2(rnd)
+            self.b3(rnd)
+            self.b5(rnd)
+            self.b6(rnd)
+            if rnd < (1 if self.smoke else self.args.b4_rounds):
+                self.b4(rnd)
+        self.facts["seconds"] = time.time() - t0
+        self.facts["load_after"] = os.getloadavg()
+        # B5 afterwards: the proxy stops (draining its queue), then the whole file is checked.
+        self.stop(npr, timeout=60)
+        con = sqlite3.connect(self.netbox_db)
+        self.facts["netbox_integrity"] = con.execute("PRAGMA integrity_check").fetchone()[0]
+        self.facts["netbox_rows"] = con.execute("SELECT count(*) FROM requests").fetchone()[0]
+        self.facts["netbox_incomplete"] = con.execute(
+            "SELECT count(*) FROM requests WHERE status IS NULL AND error = ''").fetchone()[0]
+        con.close()
+        log(f"netbox audit db: {self.facts['netbox_rows']} rows, integrity {self.facts['netbox_integrity']}")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--smoke", action="store_true")
+    ap.add_argument("--rounds", type=int)
+    ap.add_argument("--duration", type=int)
+    ap.add_argument("--b4-rounds", type=int, default=3)
+    ap.add_argument("--netbox", required=True)
+    ap.add_argument("--client", required=True)
+    ap.add_argument("--writer-bench", required=True)
+    ap.add_argument("--keep-tmp", action="store_true", help="keep configs and logs for inspection")
+    ap.add_argument("--out", required=True, help="directory for results.json")
+    a = ap.parse_args()
+    b = Bench(a)
+    try:
+        b.run()
+    finally:
+        b.stop_all()
+    out = {"smoke": b.smoke, "rounds": b.rounds, "duration_s": b.dur, "bulk_bytes": b.bulk_bytes,
+           "facts": b.facts,
+           "results": [{"bench": k[0], "contender": k[1], "param": k[2], "metric": k[3], "values": v}
+                       for k, v in b.results.items()]}
+    os.makedirs(a.out, exist_ok=True)
+    with open(os.path.join(a.out, "results.json"), "w") as f:
+        json.dump(out, f, indent=1)
+    if not a.keep_tmp:
+        shutil.rmtree(b.tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
