@@ -35,6 +35,16 @@ std::string parse_error_text(const nlohmann::json::parse_error& e) {
   return colon == std::string::npos ? w : w.substr(colon + 2);
 }
 
+// nlohmann reports a number too large for a double ("1e400") as out_of_range 406, without
+// a position: "... number overflow parsing '1e400'". The first occurrence of that literal
+// is where parsing stopped (an earlier one would have stopped it there).
+std::size_t overflow_offset(std::string_view text, const std::string& message) {
+  auto open = message.find("parsing '");
+  auto close = message.rfind('\'');
+  if (open == std::string::npos || close <= open + 9) return std::string_view::npos;
+  return text.find(message.substr(open + 9, close - open - 9));
+}
+
 bool valid_agent_name(const std::string& name) {
   if (name.empty() || name.size() > 64) return false;
   for (char c : name)
@@ -113,6 +123,14 @@ Policy parse_policy(std::string_view text, const std::string& source_name) {
     std::size_t offset = e.byte > 0 ? e.byte - 1 : 0;
     auto lc = detail::line_column_at(text, offset);
     throw PolicyError(source_name, lc.line, lc.column, "", "invalid JSON: " + parse_error_text(e));
+  } catch (const nlohmann::json::exception& e) {
+    std::string w = e.what();
+    auto bracket = w.find("] ");
+    std::string message = bracket == std::string::npos ? w : w.substr(bracket + 2);
+    auto offset = overflow_offset(text, message);
+    if (offset == std::string_view::npos) throw PolicyError(source_name, 0, 0, "", "invalid JSON: " + message);
+    auto lc = detail::line_column_at(text, offset);
+    throw PolicyError(source_name, lc.line, lc.column, "", "invalid JSON: " + message);
   }
   if (auto problem = ctx.positions.build(text)) {
     auto lc = detail::line_column_at(text, problem->offset);

@@ -339,3 +339,11 @@ TEST(Load, ByteOrderMarkAndCrlfKeepPositionsRight) {
 TEST(Load, EscapedKeysAreReportedDecoded) {
   expect_fail(R"({"version": 1, "agents": {"b\u006ft": {"ports": [0]}}})", "/agents/bot/ports/0", "outside");
 }
+
+// Found by fuzz_policy_json: nlohmann throws out_of_range (not parse_error) for a number
+// beyond a double, which escaped parse_policy and aborted `netbox policy check`.
+TEST(Load, NumberTooLargeForADoubleIsAPolicyError) {
+  auto f = fail_of("{\"version\": 1,\n \"limits\": {\"idle_timeout_ms\": 1e400}}");
+  EXPECT_NE(f.what.find("p.json:2:32: invalid JSON: number overflow parsing '1e400'"), std::string::npos) << f.what;
+  EXPECT_NE(fail_of("[-1e999999]").what.find("invalid JSON"), std::string::npos);
+}
