@@ -2,6 +2,7 @@
 #include "launch_fixture.hpp"
 
 #include <gmock/gmock.h>
+#include <signal.h>
 
 namespace netbox::launch_test {
 namespace {
@@ -261,6 +262,44 @@ TEST(LaunchConfinement, SeccompProfileFileInDockerFormatIsApplied) {
   EXPECT_THAT(b.err, HasSubstr("bad.json"));
   EXPECT_THAT(b.err, HasSubstr("syscalls[0].action"));
   EXPECT_THAT(b.err, HasSubstr("SCMP_ACT_NOPE"));
+  expect_nothing_left(subnet);
+}
+
+}  // namespace
+}  // namespace netbox::launch_test
+
+namespace netbox::launch_test {
+namespace {
+
+// The host's own table is a second wall: with the namespace's rules removed (as root,
+// from outside; the agent itself cannot), other host services are still unreachable.
+TEST(LaunchConfinement, HostFirewallHoldsEvenWithoutTheAgentsOwnRules) {
+  NETBOX_REQUIRE_ROOT();
+  const auto subnet = test_subnet(9);
+  HttpServer host_service("0.0.0.0");
+  test::TempDir dir;
+  Background launcher({test::netbox_binary().string(), "launch", "--subnet", subnet.cidr, "--audit-db",
+                       (dir.path() / "a.db").string(), "--", kSh, "-c", "echo proxy=$HTTP_PROXY; exec sleep 60"},
+                      dir.path(), "agent");
+  ASSERT_TRUE(eventually([&] { return launcher.out().find("proxy=") != std::string::npos; })) << launcher.err();
+  const std::string out = launcher.out();
+  const std::string host = out.substr(out.find("//") + 2, out.rfind(':') - out.find("//") - 2);
+  auto init = test::run({"pgrep", "-P", std::to_string(launcher.pid())});
+  ASSERT_EQ(init.exit_code, 0);
+  const std::string ns_pid = init.out.substr(0, init.out.find('\n'));
+
+  ASSERT_EQ(test::run({"nsenter", "-t", ns_pid, "-n", "nft", "delete", "table", "inet", "netbox"}).exit_code, 0);
+  const std::string probe = "import socket, sys\ns = socket.socket()\ns.settimeout(10)\n"
+                            "try:\n    s.connect((sys.argv[1], int(sys.argv[2])))\n    print('connected')\n"
+                            "except OSError as e:\n    print('failed', e)\n";
+  auto r = test::run({"nsenter", "-t", ns_pid, "-n", kPython, "-c", probe, host, std::to_string(host_service.port())});
+  EXPECT_THAT(r.out, HasSubstr("failed")) << r.err;
+  EXPECT_EQ(host_service.connections(), 0);
+  auto table = test::run({"nft", "list", "tables"});
+  EXPECT_THAT(table.out, HasSubstr("netbox_" + subnet.veth_prefix));
+
+  ::kill(launcher.pid(), SIGTERM);
+  EXPECT_EQ(launcher.wait(), 143);
   expect_nothing_left(subnet);
 }
 
