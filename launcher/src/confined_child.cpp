@@ -235,7 +235,8 @@ int exec_like_a_shell(ExecPlan& p, int* err) {
     if (r < 0 && errno == ECHILD) _exit(kExitLauncherFailure);
     siginfo_t info{};
     int sig = sigwaitinfo(&set, &info);
-    if (sig > 0 && sig != SIGCHLD) kill(agent, sig);
+    // Terminal-generated signals (SI_KERNEL) reach the agent directly.
+    if (sig > 0 && sig != SIGCHLD && info.si_code != SI_KERNEL) kill(agent, sig);
   }
 }
 

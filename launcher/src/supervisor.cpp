@@ -77,7 +77,9 @@ AgentOutcome supervise(pid_t child, const SuperviseOptions& options) {
     siginfo_t info{};
     int sig = sigtimedwait(&set, &info, &wait);
     if (sig > 0 && sig != SIGCHLD) {
-      kill(child, sig);
+      // A terminal's ^C / ^\ (SI_KERNEL) already reached the agent in the same
+      // foreground process group; forwarding it too would deliver it twice.
+      if (info.si_code != SI_KERNEL) kill(child, sig);
       continue;
     }
     if (sig < 0 && errno == EAGAIN && has_deadline && Clock::now() >= deadline) {
