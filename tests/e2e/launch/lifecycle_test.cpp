@@ -28,6 +28,56 @@ TEST(LaunchLifecycle, ExitStatusAndDeathBySignalPropagate) {
   expect_nothing_left(subnet);
 }
 
+TEST(LaunchLifecycle, StdinAndTheTerminalPassThrough) {
+  NETBOX_REQUIRE_ROOT();
+  const auto subnet = test_subnet(21);
+  test::TempDir dir;
+  auto piped = test::run({test::netbox_binary().string(), "launch", "--subnet", subnet.cidr, "--audit-db",
+                          audit_flag(dir), "--", "/bin/cat"},
+                         std::chrono::seconds(60), "line one\nline two\n");
+  EXPECT_EQ(piped.exit_code, 0) << piped.err;
+  EXPECT_EQ(piped.out, "line one\nline two\n");
+
+  // Under a pseudo-terminal: the agent sees a terminal, and one ^C reaches it once.
+  const std::string agent = "import os, signal, sys, time\n"
+                            "n = 0\n"
+                            "def h(s, f):\n    global n\n    n += 1\n"
+                            "signal.signal(signal.SIGINT, h)\n"
+                            "print('tty', os.isatty(0) and os.isatty(1), flush=True)\n"
+                            "print('ready', flush=True)\n"
+                            "time.sleep(2)\n"
+                            "print('sigints', n, flush=True)\n";
+  const std::string driver = R"(
+import os, pty, select, sys, time
+pid, fd = pty.fork()
+if pid == 0:
+    os.execv(sys.argv[1], sys.argv[1:])
+buf, sent, end = b"", False, time.time() + 30
+while time.time() < end:
+    r, _, _ = select.select([fd], [], [], 0.1)
+    if r:
+        try:
+            d = os.read(fd, 4096)
+        except OSError:
+            break
+        if not d:
+            break
+        buf += d
+    if b"ready" in buf and not sent:
+        os.write(fd, b"\x03")
+        sent = True
+_, st = os.waitpid(pid, 0)
+sys.stdout.write(buf.decode(errors="replace"))
+print("exit", os.waitstatus_to_exitcode(st))
+)";
+  auto r = test::run({kPython, "-c", driver, test::netbox_binary().string(), "launch", "--subnet", subnet.cidr,
+                      "--audit-db", audit_flag(dir), "--", kPython, "-c", agent});
+  EXPECT_THAT(r.out, HasSubstr("tty True"));
+  EXPECT_THAT(r.out, HasSubstr("sigints 1"));
+  EXPECT_THAT(r.out, HasSubstr("exit 0"));
+  expect_nothing_left(subnet);
+}
+
 TEST(LaunchLifecycle, CommandNotFoundIs127AndNotExecutableIs126) {
   NETBOX_REQUIRE_ROOT();
   const auto subnet = test_subnet(11);
