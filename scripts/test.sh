@@ -15,4 +15,5 @@ run_suite RelWithDebInfo
 if [ "${NETBOX_TEST_SANITIZE:-1}" = 1 ]; then
   run_suite Asan
 fi
+bash scripts/bench.sh --smoke || status=1  # benchmark harness smoke (seconds, no targets), so it cannot rot
 exit $status

@@ -151,10 +151,12 @@ std::uint64_t discard_body(int fd, std::uint64_t length, std::string& rest, std:
 // One full response with a Content-Length body; returns the status.
 int read_response(int fd, std::string& rest, std::vector<char>& scratch) {
   std::string head = read_head(fd, rest);
+  const int status = status_of(head);
+  if (status == 204 || status == 304) return status;  // no body by definition
   auto len = content_length(head);
   if (!len) throw std::runtime_error("response without Content-Length: " + head.substr(0, head.find('\r')));
   discard_body(fd, *len, rest, scratch);
-  return status_of(head);
+  return status;
 }
 
 // Opens a tunnel through `proxy` to `target` and checks the 200.
