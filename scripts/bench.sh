@@ -42,12 +42,13 @@ fi
 cmake --build "$dir" -j"$(nproc)" --target netbox bench_client audit_writer_bench >/dev/null
 
 out=$(mktemp -d /tmp/netbox-bench-results.XXXXXX)
+trap 'rm -rf "$out"' EXIT
 python3 tests/bench/bench.py $([ "$mode" = smoke ] && echo --smoke) \
   --netbox "$dir/launcher/netbox" --client "$dir/tests/bench/bench_client" \
   --writer-bench "$dir/tests/bench/audit_writer_bench" --out "$out" "$@"
 if [ "$mode" = smoke ]; then
   python3 tests/bench/report.py "$out/results.json" --png "$out/bench.png"
-  echo "bench smoke ok (targets are only judged in the full run); results in $out"
+  echo "bench smoke ok (targets are only judged in the full run)"
 else
   cp "$out/results.json" tests/bench/results.json
   python3 tests/bench/report.py tests/bench/results.json --markdown tests/bench/RESULTS.md --png tests/bench/bench.png

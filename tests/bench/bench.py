@@ -14,6 +14,7 @@ import random
 import re
 import resource
 import shutil
+import signal
 import socket
 import sqlite3
 import statistics
@@ -512,11 +513,18 @@ def main():
     ap.add_argument("--keep-tmp", action="store_true", help="keep configs and logs for inspection")
     ap.add_argument("--out", required=True, help="directory for results.json")
     a = ap.parse_args()
+    # SIGTERM/SIGINT unwind through `finally`, so no contender outlives the harness.
+    def interrupted(signum, _frame):
+        raise SystemExit(128 + signum)
+    signal.signal(signal.SIGTERM, interrupted)
+    signal.signal(signal.SIGINT, interrupted)
     b = Bench(a)
     try:
         b.run()
     finally:
         b.stop_all()
+        if not a.keep_tmp:
+            shutil.rmtree(b.tmp, ignore_errors=True)
     if a.serve:
         return 0
     out = {"smoke": b.smoke, "rounds": b.rounds, "duration_s": b.dur, "bulk_bytes": b.bulk_bytes,
@@ -526,8 +534,6 @@ def main():
     os.makedirs(a.out, exist_ok=True)
     with open(os.path.join(a.out, "results.json"), "w") as f:
         json.dump(out, f, indent=1)
-    if not a.keep_tmp:
-        shutil.rmtree(b.tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":

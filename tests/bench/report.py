@@ -156,7 +156,7 @@ def machine(data):
     cpu = sh("lscpu | sed -n 's/^Model name: *//p'")
     mem = sh("free -h | awk '/Mem:/{print $2}'")
     distro = sh(". /etc/os-release && echo $PRETTY_NAME")
-    commit = sh(f"git -C {os.path.dirname(os.path.abspath(__file__))} rev-parse --short HEAD")
+    commit = sh(f"git -C {os.path.dirname(os.path.abspath(__file__))} describe --always --dirty")
     versions = "; ".join(sh(c) for c in ("nginx -v 2>&1", "squid -v | head -1", "tinyproxy -v",
                                          "wrk -v 2>&1 | head -1 | cut -d' ' -f1-2", "bwrap --version",
                                          "hyperfine --version"))
