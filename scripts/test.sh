@@ -16,4 +16,5 @@ if [ "${NETBOX_TEST_SANITIZE:-1}" = 1 ]; then
   run_suite Asan
 fi
 bash scripts/bench.sh --smoke || status=1  # benchmark harness smoke (seconds, no targets), so it cannot rot
+[ "${NETBOX_TEST_FUZZ:-1}" = 0 ] || bash scripts/fuzz.sh || status=1  # libFuzzer targets, fixed short run (NETBOX_TEST_FUZZ=0 skips)
 exit $status
