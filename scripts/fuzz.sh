@@ -82,6 +82,8 @@ for t in "${targets[@]}"; do
   fi
   mkdir -p "$out/$t/corpus"
   echo "== $t (${limits[*]})"
+  dict=tests/fuzz/$t.dict
+  [ -f "$dict" ] && limits+=(-dict="$dict")
   if "$bin" "${limits[@]}" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
       -artifact_prefix="$out/$t/" "$out/$t/corpus" "$seeds" >"$out/$t.log" 2>&1; then
     # "Done 20000 runs in 3 second(s)" and the coverage reached: "cov: 2213 ft: 5292".
