@@ -330,6 +330,23 @@ void ClientSession::on_upstream_header(beast::error_code ec, std::size_t) {
   }
   auto& res = upstream_parser_->get();
   response_status_ = static_cast<int>(res.result_int());
+  if (response_status_ == 101) {
+    // Upgrade was stripped from the request, so a switch of protocols is a broken upstream.
+    impl_.counters.upstream_errors.fetch_add(1);
+    upstream_.reset();
+    return upstream_failed(502, "the upstream switched protocols (101) although no upgrade was asked for");
+  }
+  if (response_status_ / 100 == 1) {
+    // An interim answer (103 Early Hints ...): drop it and wait for the final one, so it
+    // can never be taken for the answer to the next request on a pooled connection.
+    upstream_parser_.emplace();
+    upstream_parser_->header_limit(kHeaderLimit);
+    upstream_parser_->body_limit(boost::none);
+    if (req_.method() == http::verb::head) upstream_parser_->skip(true);
+    upstream_->expires_after(profile_->limits.idle_timeout);
+    return http::async_read_header(*upstream_, buffer_upstream_, *upstream_parser_,
+                                   beast::bind_front_handler(&ClientSession::on_upstream_header, shared_from_this()));
+  }
   upstream_keep_alive_ = res.keep_alive() && res.version() == 11;
   const bool bodiless = req_.method() == http::verb::head || response_status_ / 100 == 1 ||
                         response_status_ == 204 || response_status_ == 304;

@@ -92,6 +92,10 @@ void UpstreamServer::serve(int fd) {
       in_flight_.fetch_sub(1);
       break;
     }
+    if (path == "/early-hints") {
+      const std::string hints = "HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n";
+      asio::write(sock, asio::buffer(hints), ec);
+    }
     if (path == "/close") {
       in_flight_.fetch_sub(1);
       break;

@@ -5,6 +5,7 @@
 //   /body          200, the request body sent back verbatim
 //   /big?n=BYTES   200, BYTES of a fixed pattern (see pattern_bytes), with Content-Length
 //   /chunked?n=BYTES  the same, chunked
+//   /early-hints   a 103 interim response first, then the echo
 //   /stall         reads the request, never answers
 //   /close         reads the request, closes without answering
 //   /garbage       answers with bytes that are not HTTP

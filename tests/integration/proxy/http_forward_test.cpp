@@ -226,3 +226,20 @@ TEST_F(ProxyTest, LargeAndChunkedResponsesStreamThroughByteExact) {
 
 }  // namespace
 }  // namespace netbox::test
+
+namespace netbox::test {
+namespace {
+
+TEST_F(ProxyTest, InterimResponsesAreDroppedAndNeverAnswerTheNextRequest) {
+  start_proxy(base_policy());
+  ProxyConnection c(port);
+  auto first = c.send("GET " + upstream_url("/early-hints") + " HTTP/1.1\r\nHost: upstream.test\r\n\r\n");
+  EXPECT_EQ(first.status, 200) << first.error;
+  EXPECT_NE(first.body.find("/early-hints"), std::string::npos);
+  auto second = c.send("GET " + upstream_url("/second") + " HTTP/1.1\r\nHost: upstream.test\r\n\r\n");
+  EXPECT_EQ(second.status, 200);
+  EXPECT_NE(second.body.find("/second"), std::string::npos) << second.body;
+}
+
+}  // namespace
+}  // namespace netbox::test
