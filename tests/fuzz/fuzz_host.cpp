@@ -3,12 +3,16 @@
 //  - normalisation is idempotent: a parsed host, parsed again, is the same host;
 //  - an IP literal is never returned as a name (neither inet_aton(3) nor inet_pton(3)
 //    may read a returned name, or a resolver would treat it as an address);
+//  - the policy loader and the request path agree: a name accepted in a request can be
+//    written in `allow`, and that entry then allows the request;
 //  - every refusal has a message, and so does every deny.
 #include "netbox/policy/decide.hpp"
 #include "netbox/policy/host.hpp"
 #include "netbox/policy/load.hpp"
 
 #include <arpa/inet.h>
+
+#include <nlohmann/json.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -46,6 +50,20 @@ bool parses_as_address(const std::string& name) {
   return inet_aton(name.c_str(), &v4) != 0 || inet_pton(AF_INET6, name.c_str(), &v6) == 1;
 }
 
+// The same text written as the only allow entry of a policy must allow the request.
+void check_policy_agrees(std::string_view raw, const Host& host, std::uint16_t port) {
+  if (raw.find_first_of("*:/[]") != std::string_view::npos) return;  // entry syntax, not a host
+  const std::string text = nlohmann::json{{"version", 1}, {"allow", {std::string(raw)}}, {"ports", {port}}}.dump();
+  Policy p;
+  try {
+    p = parse_policy(text, "agree.json");
+  } catch (const PolicyError& e) {
+    violated("a host the request path accepts is refused in allow", raw, e.what());
+  }
+  const Decision d = decide_name(p.base, host, port);
+  if (d.verdict != Verdict::allow) violated("an allow entry does not match its own host", raw, d.reason);
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -80,6 +98,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const Decision a = decide_address(profile, host, port, *host.ip);
     if (a.verdict != d.verdict) violated("literal: name and address decisions differ", raw, host.name);
   } else {
+    check_policy_agrees(raw, host, port);
     // A name goes on to be resolved: decide it against an allowed, an internal and a
     // denied address, as the proxy does for each address a lookup returns.
     for (const char* addr : {"203.0.113.9", "10.0.0.1", "198.51.100.7", "2001:db8::1", "::ffff:127.0.0.1"}) {
