@@ -4,7 +4,8 @@
 // then the host normaliser and the name decision, then the hop-by-hop header strip
 // applied before forwarding. Invariants (a violation aborts):
 //  - the bytes read in small pieces (as TCP delivers them) are accepted as the same
-//    request as read at once, or refused both ways: a request is never read two ways;
+//    request, ending at the same byte, as read at once, or refused both ways: a request
+//    is never read two ways, and a pipelined next request starts at one place;
 //  - a parsed message never has both a chunked Transfer-Encoding and a Content-Length;
 //  - a usable target has a host and a port 1-65535, an origin-form path starting with
 //    '/' and no fragment, and its authority() reads back as the same host and port;
@@ -50,6 +51,7 @@ using Request = http::request<http::string_body>;
 struct Reading {
   boost::beast::error_code ec;  // the parse error, if any
   bool complete = false;        // header and body read
+  std::size_t consumed = 0;     // where the next pipelined request would start
   std::optional<Request> request;
 };
 
@@ -77,6 +79,7 @@ Reading read_request(std::string_view bytes, std::size_t piece) {
     if (start == bytes.size() || (n == 0 && available == bytes.size())) break;
   }
   r.complete = parser.is_done();
+  r.consumed = start;
   if (parser.is_header_done()) {
     if (parser.chunked() && parser.get().count(http::field::content_length) > 0)
       violated("chunked and Content-Length both accepted", std::string(parser.get().target()));
@@ -90,7 +93,7 @@ std::string describe(const Reading& r) {
   s += r.complete ? ", complete" : ", incomplete";
   if (r.request) {
     s += ", " + std::string(r.request->method_string()) + " " + std::string(r.request->target());
-    s += ", body " + std::to_string(r.request->body().size()) + " bytes";
+    s += ", body " + std::to_string(r.request->body().size()) + " bytes, " + std::to_string(r.consumed) + " consumed";
   }
   return s;
 }
@@ -106,8 +109,8 @@ bool same_reading(const Reading& a, const Reading& b) {
   if (accepted(a) != accepted(b)) return false;
   const Request& x = *a.request;
   const Request& y = *b.request;
-  return x.method_string() == y.method_string() && x.target() == y.target() && x.version() == y.version() &&
-         x.body() == y.body();
+  return a.consumed == b.consumed && x.method_string() == y.method_string() && x.target() == y.target() &&
+         x.version() == y.version() && x.body() == y.body();
 }
 
 bool handled_method(http::verb v) {  // mirrors http_session.cpp
