@@ -9,7 +9,6 @@ Only loopback is used; every loop is bounded in count and time.
 import argparse
 import json
 import os
-import platform
 import random
 import re
 import resource
@@ -17,11 +16,9 @@ import shutil
 import signal
 import socket
 import sqlite3
-import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 
 SMALL_BODY = b"netbox bench: a small response body of one hundred bytes, like a short JSON answer from an API.....\n"
@@ -293,15 +290,15 @@ end
         return r
 
     def client_json(self, argv, timeout):
-        out = subprocess.run([self.client] + argv, capture_output=True, text=True, timeout=timeout)
+        return self.run_json([self.client] + argv, timeout)
+
+    def run_json(self, cmd, timeout):
+        """Runs a tool that prints one JSON object as its last `{` line."""
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
         lines = [l for l in out.stdout.splitlines() if l.startswith("{")]
         if not lines:
-            raise RuntimeError(f"bench_client {' '.join(argv)}: no result (status {out.returncode}): {out.stderr}")
-        r = json.loads(lines[-1])
-        r["exit"] = out.returncode
-        if out.stderr.strip():
-            r["stderr"] = out.stderr.strip()[:300]
-        return r
+            raise RuntimeError(f"{' '.join(cmd)}: no result (status {out.returncode}): {out.stderr}")
+        return json.loads(lines[-1])
 
     # ---------- benchmarks ----------
     def b1_b2(self, rnd):
@@ -415,7 +412,7 @@ end
         log(f"B5 proxy: {n} requests, {answered} answered, {rows} rows in {t_rows:.2f}s "
             f"({rows / t_rows:.0f} rows/s), max backlog {backlog}")
         wdb = os.path.join(self.tmp, f"writer-{rnd}.db")
-        r = self.client_json_cmd([self.writer_bench, wdb, str(n * 10), "2"], 180)
+        r = self.run_json([self.writer_bench, wdb, str(n * 10), "2"], 180)
         self.record(("B5writer", "netbox", 2, "rows_per_s"), r["rows_per_s"])
         self.record(("B5writer", "netbox", 2, "max_queue_depth"), r["max_queue_depth"])
         self.record(("B5writer", "netbox", 2, "lost"), r["rows"] - r["counted"])
@@ -423,13 +420,6 @@ end
         self.facts["queue_capacity"] = r["queue_capacity"]
         log(f"B5 writer: {r['rows_per_s']:.0f} rows/s, max queue depth {r['max_queue_depth']}, "
             f"{r['counted']}/{r['rows']} rows, integrity {r['integrity']}")
-
-    def client_json_cmd(self, cmd, timeout):
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-        lines = [l for l in out.stdout.splitlines() if l.startswith("{")]
-        if not lines:
-            raise RuntimeError(f"{' '.join(cmd)}: no result (status {out.returncode}): {out.stderr}")
-        return json.loads(lines[-1])
 
     def b6(self, rnd):
         runs = 5 if self.smoke else 50
