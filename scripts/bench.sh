@@ -47,7 +47,7 @@ python3 tests/bench/bench.py $([ "$mode" = smoke ] && echo --smoke) \
   --netbox "$dir/launcher/netbox" --client "$dir/tests/bench/bench_client" \
   --writer-bench "$dir/tests/bench/audit_writer_bench" --out "$out" "$@"
 if [ "$mode" = smoke ]; then
-  python3 tests/bench/report.py "$out/results.json" --png "$out/bench.png"
+  python3 tests/bench/report.py "$out/results.json" --png "$out/bench.png" --require-clean
   echo "bench smoke ok (targets are only judged in the full run)"
 else
   cp "$out/results.json" tests/bench/results.json

@@ -178,16 +178,32 @@ def main():
     ap.add_argument("results")
     ap.add_argument("--markdown", help="write RESULTS.md here (full runs)")
     ap.add_argument("--png", help="write the plot here")
+    ap.add_argument("--require-clean", action="store_true",
+                    help="exit 1 if netbox had any request error, lost row or failed integrity check")
     a = ap.parse_args()
     with open(a.results) as f:
         data = json.load(f)
     ts = targets(data)
-    print("\n== targets ==")
+    print("\n== targets ==" if not data["smoke"] else
+          "\n== targets (smoke run: far too short to judge; for information only) ==")
     for t in ts:
         print(f"{'MET    ' if t['met'] else 'NOT MET'}  {t['target']}: {t['measured']}")
     print("\n".join(table(data)))
     if a.png:
         plot(data, a.png)
+    if a.require_clean:
+        # The smoke run cannot judge speed, but it can catch a harness or netbox that broke:
+        # every netbox request answered without error, every row written, the database sound.
+        res = data["results"]
+        bad = [f"{r['bench']} {r['metric']}={v}" for r in res if r["contender"] == "netbox"
+               and r["metric"] in ("errors", "lost", "client_errors") for v in r["values"] if v]
+        bad += [f"B4 opened {v} of {r['param']}" for r in res if r["bench"] == "B4" and r["contender"] == "netbox"
+                and r["metric"] == "opened" for v in r["values"] if v != r["param"]]
+        integ = [data["facts"].get("netbox_integrity")] + data["facts"].get("writer_integrity", [])
+        bad += [f"integrity_check {i}" for i in integ if i != "ok"]
+        if bad:
+            print("bench smoke FAILED: " + "; ".join(bad))
+            return 1
     if not a.markdown:
         return 0
     kept = ""
