@@ -452,6 +452,7 @@ end
         self.facts["nofile"] = self.nofile
         self.ports, self.pids = {}, {}
         self.facts["load_before"] = os.getloadavg()
+        self.facts["started"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
         self.start_upstream()
         self.write_wrk_scripts()
         self.ports["direct"] = self.up

@@ -162,7 +162,7 @@ def machine(data):
                                          "hyperfine --version"))
     load_b = ", ".join(f"{x:.2f}" for x in f["load_before"])
     load_a = ", ".join(f"{x:.2f}" for x in f["load_after"])
-    return [f"- Date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}",
+    return [f"- Run started: {f.get('started') or time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}",
             f"- CPU: {cpu}, {os.cpu_count()} logical cores; memory {mem}; kernel {platform.release()}; {distro}",
             f"- Load average (1/5/15 min) before the run: {load_b}; after: {load_a} "
             f"(the machine is shared with other engineers' builds)",
@@ -232,8 +232,10 @@ def main():
            "- B3: `bench_client tunnels --proxy P --target T --conns 50 --seconds 5` (CONNECT, 200, GET /small, "
            "close; direct = connect, GET, close); `bench_client bulk --direction down|up --bytes 1073741824` "
            "(GET of a 1 GiB file / POST of 1 GiB to nginx, through one tunnel or direct).",
-           "- B4: a fresh proxy per measurement; `bench_client idle --count 10000` opens tunnels to the nginx "
-           "upstream and holds them; RSS (VmRSS of the process tree) after minus before, divided by the tunnels.",
+           "- B4: a fresh proxy per measurement; `bench_client idle --count N` opens tunnels to the nginx "
+           "upstream and holds them; RSS (VmRSS of the process tree) after minus before, divided by the tunnels "
+           f"opened. N = 10,000, or fewer when the fd hard limit is lower (it was {f.get('nofile', '?')} here and "
+           "cannot be raised without CAP_SYS_RESOURCE; a proxy needs two fds per tunnel).",
            "- B5: `bench_client http --requests 20000 --conns 50` through netbox (then `count(*)` of new rows "
            "must equal the requests answered; rows/s = rows / time until the last row is committed; backlog = answered − "
            "committed, sampled every 250 ms); `audit_writer_bench DB 200000 2`.",
