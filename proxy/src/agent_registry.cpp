@@ -11,7 +11,7 @@ boost::asio::ip::address canonical_address(const boost::asio::ip::address& a) {
 AgentRegistry::AgentRegistry() : map_(std::make_shared<const Map>()) {}
 
 AgentIdentity AgentRegistry::lookup(const boost::asio::ip::address& addr) const {
-  const auto snap = map_.load(std::memory_order_acquire);
+  const auto snap = map_.load();
   auto it = snap->find(canonical_address(addr));
   return it == snap->end() ? AgentIdentity{} : it->second;
 }
@@ -20,14 +20,14 @@ void AgentRegistry::add(const boost::asio::ip::address& addr, AgentIdentity who)
   std::lock_guard lock(write_mu_);
   auto next = std::make_shared<Map>(*map_.load());
   (*next)[canonical_address(addr)] = std::move(who);
-  map_.store(std::move(next), std::memory_order_release);
+  map_.store(std::move(next));
 }
 
 bool AgentRegistry::remove(const boost::asio::ip::address& addr) {
   std::lock_guard lock(write_mu_);
   auto next = std::make_shared<Map>(*map_.load());
   const bool found = next->erase(canonical_address(addr)) > 0;
-  map_.store(std::move(next), std::memory_order_release);
+  map_.store(std::move(next));
   return found;
 }
 

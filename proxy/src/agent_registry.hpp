@@ -3,11 +3,12 @@
 // registers or leaves, so readers take an atomic snapshot and writers copy the map.
 #include <boost/asio/ip/address.hpp>
 
-#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+
+#include "snapshot.hpp"
 
 namespace netbox::proxy {
 
@@ -28,7 +29,7 @@ class AgentRegistry {
 
  private:
   using Map = std::map<boost::asio::ip::address, AgentIdentity>;
-  std::atomic<std::shared_ptr<const Map>> map_;
+  Snapshot<Map> map_;
   std::mutex write_mu_;
 };
 

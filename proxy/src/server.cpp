@@ -168,7 +168,7 @@ bool Server::Impl::reload_policy() {
     auto next = std::make_shared<const policy::Policy>(policy::load_policy_file(options.policy_file));
     const auto source = next->source.empty() ? options.policy_file.string() : next->source;
     const auto digest = next->digest;
-    policy.store(std::move(next), std::memory_order_release);
+    policy.store(std::move(next));
     counters.policy_reloads_ok.fetch_add(1);
     event("policy_load", "reloaded policy " + source, digest_detail(digest));
     log.write("policy_load", {{"file", source}, {"digest", digest}});

@@ -8,6 +8,7 @@
 #include "counters.hpp"
 #include "log.hpp"
 #include "resolver.hpp"
+#include "snapshot.hpp"
 #include "upstream_pool.hpp"
 
 #include <boost/asio/executor_work_guard.hpp>
@@ -56,7 +57,7 @@ struct Server::Impl {
   std::vector<boost::asio::ip::tcp::endpoint> local_endpoints() const;
   void event(std::string kind, std::string message, std::string detail = {});
 
-  PolicyPtr current_policy() const { return policy.load(std::memory_order_acquire); }
+  PolicyPtr current_policy() const { return policy.load(); }
   bool is_stopping() const { return stopping.load(); }
 
   // Declared in this order so everything a session touches outlives the workers whose
@@ -67,7 +68,7 @@ struct Server::Impl {
   std::unique_ptr<audit::Writer> writer;
   Caps caps;
   AgentRegistry agents;
-  std::atomic<PolicyPtr> policy;
+  Snapshot<policy::Policy> policy;
   std::mutex reload_mu;
 
   mutable std::mutex listeners_mu;
