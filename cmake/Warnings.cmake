@@ -5,3 +5,7 @@ target_compile_options(netbox_warnings INTERFACE -Wall -Wextra -Wpedantic -Wshad
 if(NETBOX_WERROR)
   target_compile_options(netbox_warnings INTERFACE -Werror)
 endif()
+# GCC 12 at -O3 reports a false -Wrestrict inside libstdc++'s operator+ (string concatenation).
+if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+  target_compile_options(netbox_warnings INTERFACE -Wno-restrict)
+endif()

@@ -2,6 +2,7 @@
 // SIGHUP, or a change of the policy file, reloads the policy.
 #include "commands.hpp"
 
+#include "netbox/dashboards/proxy_admin.hpp"
 #include "netbox/policy/load.hpp"
 #include "netbox/proxy/server.hpp"
 
@@ -15,6 +16,7 @@
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -32,6 +34,8 @@ struct ProxyArgs {
   unsigned threads = 0;
   std::string control;
   std::string log_format = "text";
+  std::string admin;             // ADDR:PORT of the admin endpoint; empty: off
+  std::string admin_token_file;
 };
 
 // "127.0.0.1:3128", "[::1]:3128". Throws std::invalid_argument naming the flag and value.
@@ -122,10 +126,33 @@ int run_proxy(const ProxyArgs& a) {
     return 2;
   }
 
+  std::optional<boost::asio::ip::tcp::endpoint> admin_ep;
+  std::string admin_token;
+  try {
+    if (!a.admin.empty()) {
+      auto [addr, port] = parse_addr_port("--admin", a.admin);
+      admin_ep.emplace(addr, port);
+    } else if (!a.admin_token_file.empty()) {
+      throw std::invalid_argument("--admin-token-file needs --admin ADDR:PORT");
+    }
+    if (!a.admin_token_file.empty()) admin_token = dashboards::read_token_file(a.admin_token_file);
+  } catch (const std::exception& e) {
+    std::cerr << "netbox proxy: " << e.what() << "\n";
+    return 2;
+  }
+
+  const auto audit_db = o.audit_db;
   std::unique_ptr<proxy::Server> server;
+  std::unique_ptr<dashboards::AdminServer> admin;
   try {
     server = std::make_unique<proxy::Server>(std::move(o));
     server->start();
+    if (admin_ep) {
+      admin = dashboards::start_admin(*server, *admin_ep, audit_db, admin_token);
+      std::ostringstream where;
+      where << admin->local_endpoint();
+      std::cerr << "netbox proxy: admin endpoint on http://" << where.str() << "/ (metrics, API, dashboard)\n";
+    }
   } catch (const policy::PolicyError& e) {
     std::cerr << "netbox proxy: --policy: " << e.what() << "\n";
     return 2;
@@ -153,6 +180,7 @@ int run_proxy(const ProxyArgs& a) {
   watcher.start();
   ioc.run();
   server->wait();
+  if (admin) admin->stop();
   server.reset();  // drains the audit queue
   return 0;
 }
@@ -171,6 +199,10 @@ void add_proxy_command(CLI::App& app, int& rc) {
   sub->add_option("--control", args->control, "Unix control socket for `netbox launch` registrations (mode 0600)");
   sub->add_option("--log-format", args->log_format, "Log format on stderr: text or json")
       ->check(CLI::IsMember({"text", "json"}));
+  sub->add_option("--admin", args->admin,
+                  "Admin endpoint ADDR:PORT: /metrics, /healthz, /readyz, /api/*, and the dashboard at / (off by default)");
+  sub->add_option("--admin-token-file", args->admin_token_file,
+                  "File whose first line is the admin bearer token (mode 0600); probes stay open");
   sub->callback([args, &rc] { rc = run_proxy(*args); });
 }
 
