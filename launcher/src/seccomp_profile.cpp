@@ -291,6 +291,9 @@ SeccompFilter seccomp_filter_from_json(const std::string& text, const std::strin
   } catch (const nlohmann::json::parse_error& e) {
     throw LaunchError(kExitUsage, "--seccomp " + source + ":" + line_col(text, e.byte == 0 ? 0 : e.byte - 1) +
                                       ": not valid JSON: " + e.what());
+  } catch (const nlohmann::json::exception& e) {
+    // e.g. a number too large for a double (out_of_range 406): still the user's file at fault.
+    throw LaunchError(kExitUsage, "--seccomp " + source + ": not a usable JSON document: " + e.what());
   }
   return ProfileReader(source).build(doc);
 }

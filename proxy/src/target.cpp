@@ -1,5 +1,7 @@
 #include "target.hpp"
 
+#include <boost/asio/ip/address_v6.hpp>
+
 #include <algorithm>
 #include <cctype>
 
@@ -32,6 +34,13 @@ void parse_authority(std::string_view auth, bool port_required, std::uint16_t de
       return;
     }
     host = auth.substr(1, close - 1);
+    // Brackets hold an IPv6 literal and nothing else; "[example.com]" must not pass as a name.
+    boost::system::error_code v6_ec;
+    boost::asio::ip::make_address_v6(std::string(host), v6_ec);
+    if (v6_ec) {
+      t.error = "brackets in the target's host may only hold an IPv6 address";
+      return;
+    }
     auto rest = auth.substr(close + 1);
     if (!rest.empty()) {
       if (rest.front() != ':') {

@@ -138,6 +138,15 @@ TEST_F(ProxyTest, HeadersOverTheLimitGet431) {
   EXPECT_EQ(last_row().status, 431);
 }
 
+TEST_F(ProxyTest, BracketsAroundANameAreRefusedNotReadAsTheName) {
+  // Found by fuzz_http_request: "[upstream.test]" once passed as the allowed name.
+  start_proxy(base_policy());
+  auto r = proxy_get(port, "http://[upstream.test]:" + std::to_string(upstream.port()) + "/");
+  EXPECT_EQ(r.status, 400);
+  EXPECT_NE(r.header("x-netbox-reason").find("brackets"), std::string::npos);
+  EXPECT_EQ(upstream.requests(), 0u);
+}
+
 TEST_F(ProxyTest, UserinfoInTheTargetIsRefusedAndNeverReachesTheRealHost) {
   start_proxy(base_policy());
   auto r = proxy_get(port, "http://upstream.test@127.0.0.1:" + std::to_string(upstream.port()) + "/");

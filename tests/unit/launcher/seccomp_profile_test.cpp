@@ -53,6 +53,8 @@ TEST(SeccompProfile, MistakesNameTheFileAndKey) {
   EXPECT_THAT(error_of(R"({"defaultAction": "SCMP_ACT_ALLOW", "syscalls": [{"names": ["read"], "action": "SCMP_ACT_ERRNO",
                  "args": [{"index": 0, "value": 1, "op": "SCMP_CMP_ROUGHLY"}]}]})"),
               HasSubstr("syscalls[0].args[0].op"));
+  // Found by fuzz_seccomp_profile: a number too large for a double escaped as a crash-like 125.
+  EXPECT_THAT(error_of(R"({"defaultAction": "SCMP_ACT_ALLOW", "defaultErrnoRet": 1e400})"), HasSubstr("p.json"));
 }
 
 TEST(SeccompProfile, MissingFileIsNamed) {
