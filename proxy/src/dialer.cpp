@@ -47,6 +47,10 @@ struct DialAttempt : std::enable_shared_from_this<DialAttempt> {
     socket.async_connect(ep, [self, ep](boost::system::error_code ec) {
       self->timer.cancel();
       if (!ec && !self->timed_out) {
+        // Heads and bodies go out as separate writes: without TCP_NODELAY, Nagle holds the
+        // second until the peer's delayed ACK (~40 ms per keep-alive response, measured in B1).
+        boost::system::error_code ignored;
+        self->socket.set_option(asio::ip::tcp::no_delay(true), ignored);
         DialResult r{std::move(self->socket), ep, DialFailure::none, {}};
         self->done(std::move(r));
         return;

@@ -150,6 +150,8 @@ void Server::Impl::accept_loop(Worker& w, std::shared_ptr<tcp::acceptor> acc) {
   acc->async_accept([this, &w, acc](boost::system::error_code ec, tcp::socket s) {
     if (ec == asio::error::operation_aborted || !acc->is_open()) return;
     if (!ec) {
+      boost::system::error_code ignored;
+      s.set_option(asio::ip::tcp::no_delay(true), ignored);  // see dialer.cpp: Nagle + delayed ACK
       std::make_shared<ClientSession>(*this, w, std::move(s))->start();
     } else if (ec == asio::error::no_descriptors || ec == asio::error::no_buffer_space) {
       log.write("accept_error", {{"error", ec.message()}});
