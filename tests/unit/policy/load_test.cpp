@@ -81,6 +81,18 @@ TEST(Load, DefaultsWhenKeysAreMissing) {
   EXPECT_EQ(p.base.limits.max_connections_per_host, 64U);
   EXPECT_EQ(p.base.limits.connect_timeout.count(), 10000);
   EXPECT_EQ(p.base.limits.idle_timeout.count(), 300000);
+  EXPECT_EQ(p.base.limits.header_timeout.count(), 10000);
+}
+
+TEST(Load, HeaderTimeoutIsReadAndMergedPerAgent) {
+  auto p = parse_policy(R"({"version": 1, "limits": {"header_timeout_ms": 2500},
+                            "agents": {"a": {"limits": {"idle_timeout_ms": 7}}, "b": {"limits": {"header_timeout_ms": 9}}}})",
+                        "p.json");
+  EXPECT_EQ(p.base.limits.header_timeout.count(), 2500);
+  EXPECT_EQ(p.profile_for("a").limits.header_timeout.count(), 2500);
+  EXPECT_EQ(p.profile_for("b").limits.header_timeout.count(), 9);
+  expect_fail(R"({"version": 1, "limits": {"header_timeout_ms": 0}})", "/limits/header_timeout_ms", "positive integer");
+  expect_fail(R"({"version": 1, "limits": {"header_timeout_ms": "5s"}})", "/limits/header_timeout_ms", "positive integer");
 }
 
 TEST(Load, DigestIsSha256OfTheBytes) {

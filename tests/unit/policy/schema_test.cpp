@@ -50,7 +50,7 @@ TEST(Schema, AgentKeysAndLimitKeysMatch) {
             (std::set<std::string>{"mode", "allow", "deny", "ports", "internal", "limits"}));
   EXPECT_EQ(keys(s["$defs"]["limits"]["properties"]),
             (std::set<std::string>{"max_connections", "max_connections_per_agent", "max_connections_per_host",
-                                   "connect_timeout_ms", "idle_timeout_ms"}));
+                                   "connect_timeout_ms", "idle_timeout_ms", "header_timeout_ms"}));
 }
 
 TEST(Schema, DefaultsMatchTheDefaultPolicy) {
@@ -62,6 +62,7 @@ TEST(Schema, DefaultsMatchTheDefaultPolicy) {
   EXPECT_EQ(l["max_connections_per_host"]["default"].get<std::size_t>(), p.base.limits.max_connections_per_host);
   EXPECT_EQ(l["connect_timeout_ms"]["default"].get<long>(), p.base.limits.connect_timeout.count());
   EXPECT_EQ(l["idle_timeout_ms"]["default"].get<long>(), p.base.limits.idle_timeout.count());
+  EXPECT_EQ(l["header_timeout_ms"]["default"].get<long>(), p.base.limits.header_timeout.count());
   EXPECT_EQ(s["$defs"]["ports"]["default"].get<std::vector<uint16_t>>(), p.base.ports);
   EXPECT_EQ(s["$defs"]["mode"]["default"], "enforce");
 }

@@ -34,6 +34,10 @@ struct Limits {
   std::size_t max_connections_per_host = 64;
   std::chrono::milliseconds connect_timeout{10000};
   std::chrono::milliseconds idle_timeout{300000};
+  // From the first byte of a request to the end of its head. Distinct from idle_timeout,
+  // which is how long a keep-alive agent may wait between requests: a client sending its
+  // head one byte at a time (slowloris) is cut off here.
+  std::chrono::milliseconds header_timeout{10000};
 };
 
 // Everything a decision needs for one agent. The top level is a profile; each
