@@ -5,6 +5,7 @@
 #include <boost/asio/write.hpp>
 
 #include <fcntl.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -27,37 +28,23 @@ Tunnel::Tunnel(Server::Impl& impl, tcp::socket client, tcp::socket upstream, std
       early_(std::move(early_data)),
       exchange_(std::move(exchange)),
       idle_timeout_(idle_timeout),
-      idle_(client_.get_executor()),
-      up_(std::make_unique<Half>()),
-      down_(std::make_unique<Half>()) {
-  up_->from = &client_;
-  up_->to = &upstream_;
-  down_->from = &upstream_;
-  down_->to = &client_;
+      idle_(client_.get_executor()) {
+  up_.from = &client_;
+  up_.to = &upstream_;
+  down_.from = &upstream_;
+  down_.to = &client_;
   impl_.counters.active_tunnels.fetch_add(1);
   const char* relay = std::getenv("NETBOX_TUNNEL_RELAY");
   use_splice_ = !(relay && std::strcmp(relay, "buffer") == 0);
-  for (Half* h : {up_.get(), down_.get()}) {
-    int fds[2];
-    if (use_splice_ && ::pipe2(fds, O_NONBLOCK | O_CLOEXEC) == 0) {
-      h->pipe_r = fds[0];
-      h->pipe_w = fds[1];
-      ::fcntl(h->pipe_w, F_SETPIPE_SZ, 256 * 1024);  // fewer wakeups per MiB; best effort
-    } else {
-      use_splice_ = false;
-    }
-  }
 }
 
 Tunnel::~Tunnel() {
-  for (Half* h : {up_.get(), down_.get()}) {
-    if (h->pipe_r >= 0) ::close(h->pipe_r);
-    if (h->pipe_w >= 0) ::close(h->pipe_w);
-  }
+  close_pipe(up_);
+  close_pipe(down_);
   impl_.counters.active_tunnels.fetch_sub(1);
   if (exchange_) {
-    exchange_->bytes_up = up_->bytes;
-    exchange_->bytes_down = down_->bytes;
+    exchange_->bytes_up = up_.bytes;
+    exchange_->bytes_down = down_.bytes;
   }
 }
 
@@ -74,49 +61,81 @@ void Tunnel::on_established(boost::system::error_code ec) {
     error_ = "writing 200 Connection Established failed: " + ec.message();
     return finish();
   }
+  // Both relay paths read speculatively and only then wait for readiness.
+  client_.non_blocking(true, ec);
+  upstream_.non_blocking(true, ec);
   arm_idle();
   if (!early_.empty()) {
-    up_->bytes += early_.size();
+    up_.bytes += early_.size();
     asio::async_write(upstream_, asio::buffer(early_), [self = shared_from_this()](boost::system::error_code e,
                                                                                    std::size_t) {
       self->early_.clear();
+      self->early_.shrink_to_fit();
       if (e) {
         self->abort("relaying to the upstream failed: " + e.message());
         return self->finish();
       }
-      self->relay(*self->up_);
-      self->relay(*self->down_);
+      self->relay(self->up_);
+      self->relay(self->down_);
     });
     return;
   }
-  relay(*up_);
-  relay(*down_);
+  relay(up_);
+  relay(down_);
 }
 
 void Tunnel::relay(Half& h) {
-  if (use_splice_) {
-    boost::system::error_code ec;
-    h.from->non_blocking(true, ec);
-    h.to->non_blocking(true, ec);
-    return splice_step(h);
-  }
-  h.from->async_read_some(asio::buffer(h.buf), [self = shared_from_this(), &h](boost::system::error_code ec,
-                                                                                std::size_t n) {
-    self->on_read(h, ec, n);
+  if (use_splice_) return splice_step(h);
+  buffer_step(h);
+}
+
+// Asio's reactor is edge-triggered and forgets readiness nobody waited for, so a wait
+// always follows a read attempt that found nothing (never the other way round).
+void Tunnel::wait_readable(Half& h) {
+  h.from->async_wait(tcp::socket::wait_read, [self = shared_from_this(), &h](boost::system::error_code ec) {
+    if (ec) return self->half_done(h, ec);
+    self->relay(h);
   });
+}
+
+void Tunnel::buffer_step(Half& h) {
+  if (!h.buf) h.buf.reset(new char[kBufferSize]);  // not value-initialised: no 64 KiB memset
+  boost::system::error_code ec;
+  const std::size_t n = h.from->read_some(asio::buffer(h.buf.get(), kBufferSize), ec);
+  if (ec == asio::error::would_block || ec == asio::error::try_again) {
+    h.buf.reset();  // idle: the buffer goes back until the next bytes arrive
+    return wait_readable(h);
+  }
+  on_read(h, ec, n);
 }
 
 void Tunnel::on_read(Half& h, boost::system::error_code ec, std::size_t n) {
   if (n > 0) {
     last_activity_ = std::chrono::steady_clock::now();
     h.bytes += n;
-    asio::async_write(*h.to, asio::buffer(h.buf.data(), n),
+    asio::async_write(*h.to, asio::buffer(h.buf.get(), n),
                       [self = shared_from_this(), &h](boost::system::error_code e, std::size_t) {
                         self->on_written(h, e);
                       });
     return;
   }
   half_done(h, ec);
+}
+
+bool Tunnel::open_pipe(Half& h) {
+  int fds[2];
+  if (::pipe2(fds, O_NONBLOCK | O_CLOEXEC) != 0) return false;
+  h.pipe_r = fds[0];
+  h.pipe_w = fds[1];
+  ::fcntl(h.pipe_w, F_SETPIPE_SZ, 256 * 1024);  // fewer wakeups per MiB; best effort
+  return true;
+}
+
+void Tunnel::close_pipe(Half& h) {
+  if (h.pipe_r >= 0) ::close(h.pipe_r);
+  if (h.pipe_w >= 0) ::close(h.pipe_w);
+  h.pipe_r = h.pipe_w = -1;
+  h.in_pipe = 0;
 }
 
 void Tunnel::splice_step(Half& h) {
@@ -140,6 +159,21 @@ void Tunnel::splice_step(Half& h) {
       return half_done(h, boost::system::error_code(n < 0 ? errno : EPIPE, boost::system::system_category()));
     }
     if (h.eof) return half_done(h, asio::error::eof);
+    if (h.pipe_r < 0) {
+      // No pipe while idle: look (without taking) whether anything waits before making one.
+      char c;
+      const auto p = ::recv(h.from->native_handle(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
+      if (p == 0) {
+        h.eof = true;
+        continue;
+      }
+      if (p < 0) {
+        if (errno == EAGAIN || errno == EWOULDBLOCK) return wait_readable(h);
+        return half_done(h, boost::system::error_code(errno, boost::system::system_category()));
+      }
+      // Out of fds for a pipe: this burst goes through user space instead.
+      if (!open_pipe(h)) return buffer_step(h);
+    }
     const auto n = ::splice(h.from->native_handle(), nullptr, h.pipe_w, nullptr, 1 << 20,
                             SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
     if (n > 0) {
@@ -153,11 +187,8 @@ void Tunnel::splice_step(Half& h) {
       continue;
     }
     if (errno == EAGAIN || errno == EWOULDBLOCK) {
-      h.from->async_wait(tcp::socket::wait_read, [self = shared_from_this(), &h](boost::system::error_code ec) {
-        if (ec) return self->half_done(h, ec);
-        self->splice_step(h);
-      });
-      return;
+      close_pipe(h);  // drained and nothing more to read: an idle direction holds no pipe
+      return wait_readable(h);
     }
     return half_done(h, boost::system::error_code(errno, boost::system::system_category()));
   }
@@ -172,17 +203,19 @@ void Tunnel::on_written(Half& h, boost::system::error_code ec) {
 
 void Tunnel::half_done(Half& h, const boost::system::error_code& ec) {
   h.done = true;
+  h.buf.reset();
+  close_pipe(h);
   if (ec == asio::error::eof) {
     // Half-close: the other side may still have things to say.
     boost::system::error_code ignored;
     h.to->shutdown(tcp::socket::shutdown_send, ignored);
   } else if (ec != asio::error::operation_aborted) {
-    if (error_.empty()) error_ = std::string(&h == up_.get() ? "agent" : "upstream") + " side: " + ec.message();
+    if (error_.empty()) error_ = std::string(&h == &up_ ? "agent" : "upstream") + " side: " + ec.message();
     boost::system::error_code ignored;
     client_.close(ignored);
     upstream_.close(ignored);
   }
-  if (up_->done && down_->done) finish();
+  if (up_.done && down_.done) finish();
 }
 
 void Tunnel::arm_idle() {
@@ -211,8 +244,8 @@ void Tunnel::finish() {
   client_.close(ignored);
   upstream_.close(ignored);
   if (exchange_) {
-    exchange_->bytes_up = up_->bytes;
-    exchange_->bytes_down = down_->bytes;
+    exchange_->bytes_up = up_.bytes;
+    exchange_->bytes_down = down_.bytes;
     exchange_->finish(200, error_);
     exchange_.reset();
   }

@@ -1,6 +1,10 @@
 // CONNECT tunnels: relaying, half-close, denied ports, the idle timeout.
 #include "proxy_fixture.hpp"
 
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
 #include <thread>
 
 namespace netbox::test {
@@ -18,6 +22,24 @@ class TunnelTest : public ProxyTest {
     return {};
   }
   std::string authority() const { return "upstream.test:" + std::to_string(upstream.port()); }
+};
+
+// Pipes this process holds (the proxy runs in it): a tunnel's splice pipes show up here.
+int open_pipes() {
+  int n = 0;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
+    std::error_code link_ec;
+    if (std::filesystem::read_symlink(e.path(), link_ec).string().starts_with("pipe:")) ++n;
+  }
+  return n;
+}
+
+// The user-space relay (NETBOX_TUNNEL_RELAY=buffer), for the tunnels a test opens.
+class BufferRelay {
+ public:
+  BufferRelay() { ::setenv("NETBOX_TUNNEL_RELAY", "buffer", 1); }
+  ~BufferRelay() { ::unsetenv("NETBOX_TUNNEL_RELAY"); }
 };
 
 TEST_F(TunnelTest, ConnectRelaysSeveralMebibytesBothWaysByteExact) {
@@ -56,6 +78,53 @@ TEST_F(TunnelTest, HalfCloseFromTheAgentStillDeliversTheWholeAnswer) {
   EXPECT_NE(got.find("200 OK"), std::string::npos);
   auto body = c.read_exactly(200000);
   EXPECT_TRUE(body == pattern_bytes(200000));
+}
+
+TEST_F(TunnelTest, BufferRelayMovesSeveralMebibytesByteExactAndHonoursHalfClose) {
+  BufferRelay relay;
+  start_proxy(base_policy());
+  const auto body = pattern_bytes(3 * 1024 * 1024 + 77);
+  {
+    ProxyConnection c(port);
+    ASSERT_EQ(c.send("CONNECT " + authority() + " HTTP/1.1\r\n\r\n", true).status, 200);
+    auto r = c.send("POST /body HTTP/1.1\r\nHost: upstream.test\r\nContent-Length: " + std::to_string(body.size()) +
+                    "\r\n\r\n" + body);
+    ASSERT_EQ(r.status, 200) << r.error;
+    EXPECT_TRUE(r.body == body) << "the relayed body differs";
+    c.write("GET /big?n=300000 HTTP/1.1\r\nHost: upstream.test\r\nConnection: close\r\n\r\n");
+    c.shutdown_send();
+    std::string got;
+    while (got.find("\r\n\r\n") == std::string::npos) got += c.read_exactly(1);
+    EXPECT_NE(got.find("200 OK"), std::string::npos);
+    EXPECT_TRUE(c.read_exactly(300000) == pattern_bytes(300000));
+  }
+  auto row = completed_row(0);
+  EXPECT_EQ(row.status, 200);
+  EXPECT_GT(row.bytes_up, static_cast<std::int64_t>(body.size()));
+  EXPECT_GT(row.bytes_down, static_cast<std::int64_t>(body.size() + 300000));
+}
+
+// Thousands of idle tunnels must not cost thousands of pipes: a direction holds its pipe
+// only while bytes are on their way.
+TEST_F(TunnelTest, AnIdleTunnelHoldsNoRelayPipes) {
+  start_proxy(base_policy());
+  const int before = open_pipes();
+  ProxyConnection c(port);
+  ASSERT_EQ(c.send("CONNECT " + authority() + " HTTP/1.1\r\n\r\n", true).status, 200);
+  for (int i = 0; i < 3; ++i) {
+    auto r = c.send("GET /big?n=100000 HTTP/1.1\r\nHost: upstream.test\r\n\r\n");
+    ASSERT_EQ(r.status, 200) << r.error;
+    ASSERT_EQ(r.body.size(), 100000u);
+  }
+  // The last splice that finds nothing to read closes the pipe, a moment after the bytes left.
+  int now = open_pipes();
+  for (int i = 0; i < 100 && now > before; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    now = open_pipes();
+  }
+  EXPECT_EQ(now, before) << "the open, idle tunnel still holds relay pipes";
+  // And it still relays afterwards.
+  EXPECT_EQ(c.send("GET /big?n=1000 HTTP/1.1\r\nHost: upstream.test\r\n\r\n").status, 200);
 }
 
 TEST_F(TunnelTest, ConnectToAPortNotInTheListIsDenied) {
