@@ -30,7 +30,11 @@ class ControlServer;
 // One io thread: its io_context, its resolver, its idle upstream connections and its
 // own SO_REUSEPORT acceptor for each listen address. Only its own thread touches them.
 struct Worker {
-  boost::asio::io_context ioc{1};
+  // Only this worker's thread runs the context and touches its sockets (other threads
+  // only post to it, open acceptors before handing them over, or stop it), so the
+  // reactor's per-descriptor locks guard nothing: UNSAFE_IO leaves them out and keeps
+  // the locks around the handler queue and descriptor registration.
+  boost::asio::io_context ioc{BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO};
   std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> guard;
   std::unique_ptr<Resolver> resolver;
   std::unique_ptr<UpstreamPool> pool;
