@@ -56,6 +56,19 @@ using Callbacks = std::vector<std::pair<std::function<void(bool)>, bool>>;
 
 Clock::time_point now_if_unset(Clock::time_point tp) { return tp == Clock::time_point{} ? Clock::now() : tp; }
 
+// `netbox launch` opens and closes the store once per agent, and by default the last
+// connection to close checkpoints the WAL into the database (two fdatasyncs) and deletes
+// it, so the next open recreates it (one more fdatasync, of the directory): ~25 ms of a
+// launch. Closing without that checkpoint keeps exactly the documented bound (commits
+// under synchronous=NORMAL are safe from a process crash; only a power loss may take the
+// last ones; synchronous=FULL syncs each commit anyway); a later writer checkpoints the
+// log as it grows (wal_autocheckpoint), and readers read through the log meanwhile.
+void keep_wal_on_close(sqlite3* db) {
+  int on = 1;
+  sqlite3_file_control(db, "main", SQLITE_FCNTL_PERSIST_WAL, &on);
+  sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
+}
+
 }  // namespace
 
 struct Writer::Impl {
@@ -64,6 +77,7 @@ struct Writer::Impl {
         db(open_for_writing(options.db_path, options.synchronous_full, options.busy_timeout)),
         statements(db.get()) {
     options.max_batch = std::max<std::size_t>(options.max_batch, 1);
+    keep_wal_on_close(db.get());
     thread = std::thread([this] { run(); });
   }
 
@@ -233,6 +247,7 @@ struct Writer::Impl {
     batch_unknown_completions = 0;
     // Only flush markers and callbacks: nothing to write, and they are answered as committed.
     if (held_rows == 0 && !failing_since) return true;
+    pair_completions();
     try {
       statements.begin();
       if (failing_since) record_recovery();
@@ -246,12 +261,34 @@ struct Writer::Impl {
     }
   }
 
+  // Plain-HTTP requests usually end well inside one flush interval, so their completion
+  // sits in the same batch as their insert: each such pair becomes one INSERT of the final
+  // row instead of an INSERT and an UPDATE. Only the first completion after the insert is
+  // taken (a second one stays unknown, as before); the batch itself is left as it is, so a
+  // failed batch is retried from the same items.
+  void pair_completions() {
+    paired.clear();
+    for (const Item& item : batch) {
+      if (const auto* in = std::get_if<InsertItem>(&item); in && in->handle != kNoRow) {
+        paired.emplace(in->handle, nullptr);
+      } else if (const auto* done = std::get_if<CompleteItem>(&item)) {
+        if (auto it = paired.find(done->handle); it != paired.end() && !it->second) it->second = &done->completion;
+      }
+    }
+  }
+
   void write(const InsertItem& x) {
-    const std::int64_t rowid = statements.insert_request(x.record);
-    if (x.handle != kNoRow) tentative_rowids[x.handle] = rowid;
+    const Completion* final_values = nullptr;
+    if (x.handle != kNoRow)
+      if (auto it = paired.find(x.handle); it != paired.end()) final_values = it->second;
+    const std::int64_t rowid = statements.insert_request(x.record, final_values);
+    if (final_values) completed.insert(x.handle);
+    else if (x.handle != kNoRow) tentative_rowids[x.handle] = rowid;
   }
 
   void write(const CompleteItem& x) {
+    // Already written with its insert.
+    if (auto it = paired.find(x.handle); it != paired.end() && it->second == &x.completion) return;
     std::int64_t rowid = 0;
     if (auto it = tentative_rowids.find(x.handle); it != tentative_rowids.end()) rowid = it->second;
     else if (auto jt = rowids.find(x.handle); jt != rowids.end()) rowid = jt->second;
@@ -408,6 +445,7 @@ struct Writer::Impl {
   std::map<RowHandle, std::int64_t> rowids;  // committed, not yet completed; oldest first
   std::unordered_map<RowHandle, std::int64_t> tentative_rowids;  // inserted in the open transaction
   std::unordered_set<RowHandle> completed;                       // completed in the open transaction
+  std::unordered_map<RowHandle, const Completion*> paired;       // batch inserts -> their completion, if queued
   std::uint64_t batch_unknown_completions = 0;
   std::optional<Clock::time_point> failing_since;
   std::string first_error;

@@ -16,7 +16,9 @@ class WriterStatements {
   // Ends a failed transaction (if one is still open) and makes every statement reusable.
   void abandon();
 
-  std::int64_t insert_request(const AuditRecord& record);
+  // With `completion`, the row is written final as it stands (the same values complete_request
+  // would set), so a request that ended before its row was written costs one statement.
+  std::int64_t insert_request(const AuditRecord& record, const Completion* completion = nullptr);
   // false when no row has that id.
   bool complete_request(std::int64_t rowid, const Completion& completion);
   void insert_event(const Event& event);

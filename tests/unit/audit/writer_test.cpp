@@ -185,6 +185,71 @@ TEST_F(AuditWriter, CompletionInTheSameBatchAsItsInsert) {
   EXPECT_EQ(probe.number("SELECT status FROM requests"), 204);
 }
 
+// A request that ends before its row is written gets one INSERT of the final row: every
+// completed value lands, nothing is written twice, and the rules of complete() still hold.
+TEST_F(AuditWriter, CompletionInTheSameBatchIsWrittenWithTheInsertNotAsAnUpdate) {
+  {
+    Writer first(options_for(path));  // creates the schema
+  }
+  {
+    SqliteProbe probe(path);
+    ASSERT_EQ(probe.exec("CREATE TABLE updates (id INTEGER); "
+                         "CREATE TRIGGER count_updates AFTER UPDATE ON requests "
+                         "BEGIN INSERT INTO updates VALUES (new.id); END;"),
+              SQLITE_OK);
+  }
+  Writer writer(options_for(path));
+  const RowHandle full = writer.insert(request("a", "full.example", "allow"));
+  const RowHandle kept = writer.insert(request("a", "kept.example", "allow"));
+  const RowHandle open = writer.insert(request("a", "open.example", "allow"));
+  Completion c;
+  c.status = 502;
+  c.bytes_up = 100;
+  c.bytes_down = 2000;
+  c.duration_ms = 1234;
+  c.resolved_addr = "127.0.0.2";
+  c.error = "connect timeout";
+  ASSERT_TRUE(writer.complete(full, c));
+  Completion again;
+  again.status = 500;
+  ASSERT_TRUE(writer.complete(full, again));  // a second completion stays unknown
+  Completion no_address;
+  no_address.status = 204;
+  ASSERT_TRUE(writer.complete(kept, no_address));
+  writer.flush();
+  auto s = writer.stats();
+  EXPECT_EQ(s.batches, 1u);
+  EXPECT_EQ(s.rows_written, 3u);
+  EXPECT_EQ(s.completions_written, 2u);
+  EXPECT_EQ(s.unknown_completions, 1u);
+  {
+    SqliteProbe probe(path);
+    EXPECT_EQ(probe.text("SELECT status || ' ' || bytes_up || ' ' || bytes_down || ' ' || duration_ms || ' ' || "
+                         "resolved_addr || ' ' || error FROM requests WHERE host = 'full.example'"),
+              "502 100 2000 1234 127.0.0.2 connect timeout");
+    EXPECT_EQ(probe.text("SELECT status || ' ' || resolved_addr || ' ' || (error IS NULL) FROM requests "
+                         "WHERE host = 'kept.example'"),
+              "204 127.0.0.1 1");
+    EXPECT_EQ(probe.number("SELECT status IS NULL AND duration_ms IS NULL FROM requests WHERE host = 'open.example'"),
+              1);
+    EXPECT_EQ(probe.number("SELECT COUNT(*) FROM updates"), 0);
+  }
+  // The row left open is completed later, by an UPDATE, once.
+  Completion late;
+  late.status = 200;
+  late.duration_ms = 7;
+  ASSERT_TRUE(writer.complete(open, late));
+  ASSERT_TRUE(writer.complete(full, late));  // completed in the earlier batch: unknown
+  writer.flush();
+  s = writer.stats();
+  EXPECT_EQ(s.completions_written, 3u);
+  EXPECT_EQ(s.unknown_completions, 2u);
+  SqliteProbe probe(path);
+  EXPECT_EQ(probe.number("SELECT status FROM requests WHERE host = 'open.example'"), 200);
+  EXPECT_EQ(probe.number("SELECT status FROM requests WHERE host = 'full.example'"), 502);
+  EXPECT_EQ(probe.number("SELECT COUNT(*) FROM updates"), 1);
+}
+
 TEST_F(AuditWriter, CompletionForAnUnknownHandleIsCountedAndHarmless) {
   Writer writer(options_for(path));
   const RowHandle h = writer.insert(request("a", "h", "allow"));
