@@ -5,6 +5,7 @@
 #include <memory>
 #include <sstream>
 #include <stdexcept>
+#include <string_view>
 
 namespace netbox::launcher {
 namespace {
@@ -90,10 +91,15 @@ std::vector<std::string> list_host_tables() {
 
 bool remove_host_rules(const std::string& veth) {
   const std::string table = host_table_name(veth);
-  bool present = false;
-  for (const auto& name : list_host_tables()) present = present || name == table;
-  if (!present) return false;
-  Nft().run("delete table inet " + table, "removing table " + table);
+  // Deleting outright instead of listing first: each libnftables command dumps the host's
+  // whole ruleset into its cache, and this runs on every launch's way out.
+  Nft nft;
+  try {
+    nft.run("delete table inet " + table, "removing table " + table);
+  } catch (const std::runtime_error& e) {
+    if (std::string_view(e.what()).find("No such file or directory") != std::string_view::npos) return false;
+    throw;
+  }
   return true;
 }
 
