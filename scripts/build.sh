@@ -3,10 +3,12 @@
 # Usage: scripts/build.sh [BUILD_TYPE]   (RelWithDebInfo by default; Asan, Tsan, Debug, Release)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/install-deps.sh
+bash scripts/install-deps.sh >&2
 type=${1:-RelWithDebInfo}
 dir=${BUILD_DIR:-build}
 [ "$type" = RelWithDebInfo ] || dir=${BUILD_DIR:-build-$(echo "$type" | tr '[:upper:]' '[:lower:]')}
-cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE="$type" -DNETBOX_WERROR=ON >/dev/null
-cmake --build "$dir" -j"$(nproc)"
+# Build output goes to stderr: callers capture stdout for the build folder
+# (its last line), and a compiler error must stay visible in CI logs.
+cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE="$type" -DNETBOX_WERROR=ON >&2
+cmake --build "$dir" -j"$(nproc)" >&2
 echo "$dir"

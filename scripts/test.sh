@@ -7,7 +7,11 @@ cd "$(dirname "$0")/.."
 status=0
 run_suite() {
   local type=$1 dir
-  dir=$(bash scripts/build.sh "$type" | tail -n 1)
+  if ! dir=$(bash scripts/build.sh "$type" | tail -n 1); then
+    echo "== build ($type) FAILED: see the compiler output above ==" >&2
+    status=1
+    return
+  fi
   echo "== ctest ($type, $dir) =="
   (cd "$dir" && ctest --output-on-failure -j"$(nproc)" --timeout 600) || status=1
 }
