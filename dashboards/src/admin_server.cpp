@@ -178,10 +178,16 @@ struct AdminServer::Impl {
       ++active;
       auto it = open.insert(open.end(), sock);
       lk.unlock();
-      std::thread([this, sock, it] {
+      std::thread([this, sock = std::move(sock), it]() mutable {
         serve(sock);
+        {
+          std::lock_guard g(mu);
+          open.erase(it);
+        }
+        // The socket belongs to `ioc`: destroy it before stop() may see active == 0 and
+        // let the server (and its io_context) go; the thread outlives that moment.
+        sock.reset();
         std::lock_guard g(mu);
-        open.erase(it);
         --active;
         cv.notify_all();
       }).detach();
