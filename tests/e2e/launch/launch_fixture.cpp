@@ -6,7 +6,6 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
-#include <sqlite3.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 
@@ -212,32 +211,6 @@ bool eventually(const std::function<bool()>& pred, std::chrono::milliseconds lim
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   return pred();
-}
-
-std::vector<std::vector<std::string>> query(const fs::path& db, const std::string& sql) {
-  sqlite3* h = nullptr;
-  std::vector<std::vector<std::string>> rows;
-  if (sqlite3_open_v2(db.c_str(), &h, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
-    sqlite3_close(h);
-    throw std::runtime_error("cannot open " + db.string());
-  }
-  sqlite3_stmt* st = nullptr;
-  if (sqlite3_prepare_v2(h, sql.c_str(), -1, &st, nullptr) != SQLITE_OK) {
-    std::string msg = sqlite3_errmsg(h);
-    sqlite3_close(h);
-    throw std::runtime_error("query failed: " + msg);
-  }
-  while (sqlite3_step(st) == SQLITE_ROW) {
-    std::vector<std::string> row;
-    for (int i = 0; i < sqlite3_column_count(st); ++i) {
-      auto* t = sqlite3_column_text(st, i);
-      row.emplace_back(t ? reinterpret_cast<const char*>(t) : "");
-    }
-    rows.push_back(std::move(row));
-  }
-  sqlite3_finalize(st);
-  sqlite3_close(h);
-  return rows;
 }
 
 }  // namespace netbox::launch_test

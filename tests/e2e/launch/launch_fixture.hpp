@@ -2,6 +2,7 @@
 // Helpers for the launcher's end-to-end tests: real namespaces, real veths, real
 // nftables, the real netbox binary, upstream servers on loopback only.
 #include "support/process.hpp"
+#include "support/sqlite_query.hpp"
 #include "support/temp_dir.hpp"
 
 #include <gtest/gtest.h>
@@ -102,8 +103,6 @@ bool eventually(const std::function<bool()>& pred, std::chrono::milliseconds lim
 bool lease_exists(const Subnet& subnet);
 bool host_table_exists(const Subnet& subnet);
 
-// Rows of a query against an SQLite file, each column as text ("" for NULL).
-std::vector<std::vector<std::string>> query(const std::filesystem::path& db, const std::string& sql);
 
 inline const char* kPython = "/usr/bin/python3";
 inline const char* kCurl = "/usr/bin/curl";

@@ -2,12 +2,12 @@
 // curl -x http://127.0.0.1:PORT URL (forwarding) and curl -p -x ... (CONNECT tunnel).
 #include "support/background_process.hpp"
 #include "support/process.hpp"
+#include "support/sqlite_query.hpp"
 #include "support/temp_dir.hpp"
 #include "support/upstream_server.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
-#include <sqlite3.h>
 
 #include <csignal>
 #include <fstream>
@@ -46,20 +46,7 @@ class ProxyProcessTest : public ::testing::Test {
     auto nl = r.out.rfind('\n');
     return nl == std::string::npos ? 0 : std::atoi(r.out.c_str() + nl + 1);
   }
-  std::vector<std::string> column(const std::string& sql) {
-    std::vector<std::string> out;
-    sqlite3* h = nullptr;
-    sqlite3_open_v2(db.c_str(), &h, SQLITE_OPEN_READONLY, nullptr);
-    sqlite3_stmt* s = nullptr;
-    sqlite3_prepare_v2(h, sql.c_str(), -1, &s, nullptr);
-    while (s && sqlite3_step(s) == SQLITE_ROW) {
-      auto* t = sqlite3_column_text(s, 0);
-      out.emplace_back(t ? reinterpret_cast<const char*>(t) : "");
-    }
-    sqlite3_finalize(s);
-    sqlite3_close(h);
-    return out;
-  }
+  std::vector<std::string> column(const std::string& sql) const { return query_column(db, sql); }
 
   TempDir dir;
   UpstreamServer upstream;
