@@ -134,6 +134,10 @@ struct Writer::Impl {
       std::lock_guard lk(mu);
       const bool known = row != kNoRow && row < next_handle;
       push(CallbackItem{row, known, std::move(fn)}, wake);
+      // Someone waits on this commit (--audit-sync): commit now rather than after the flush
+      // interval. Rows queued while that commit runs go into the next one (group commit).
+      urgent = true;
+      wake = true;
     }
     if (wake) work_cv.notify_one();
   }

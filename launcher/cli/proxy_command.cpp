@@ -36,6 +36,7 @@ struct ProxyArgs {
   std::string log_format = "text";
   std::string admin;             // ADDR:PORT of the admin endpoint; empty: off
   std::string admin_token_file;
+  bool audit_sync = false;
 };
 
 // "127.0.0.1:3128", "[::1]:3128". Throws std::invalid_argument naming the flag and value.
@@ -119,6 +120,7 @@ int run_proxy(const ProxyArgs& a) {
     }
     o.audit_db = a.audit_db;
     o.threads = a.threads;
+    o.audit_sync = a.audit_sync;
     if (!a.control.empty()) o.control_socket = a.control;
     o.log_format = a.log_format == "json" ? proxy::LogFormat::json : proxy::LogFormat::text;
   } catch (const std::exception& e) {
@@ -194,6 +196,8 @@ void add_proxy_command(CLI::App& app, int& rc) {
       ->required();
   sub->add_option("--listen", args->listen, "Listen address ADDR:PORT, repeatable (default 127.0.0.1:3128; port 0 picks one)");
   sub->add_option("--audit-db", args->audit_db, "SQLite audit database (default netbox-audit.db)");
+  sub->add_flag("--audit-sync", args->audit_sync,
+               "Strict audit: forward a request only after its decision row is durable (synchronous=FULL)");
   sub->add_option("--dns-server", args->dns, "DNS server ADDR:PORT, repeatable (default: /etc/resolv.conf)");
   sub->add_option("--threads", args->threads, "I/O threads (default: one per core)")->check(CLI::Range(0u, 256u));
   sub->add_option("--control", args->control, "Unix control socket for `netbox launch` registrations (mode 0600)");

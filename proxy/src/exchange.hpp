@@ -30,6 +30,8 @@ class Exchange {
   void finish(std::optional<int> status, std::string error = {});
 
   audit::AuditRecord& record() { return record_; }
+  // The queued row, for Writer::on_committed (--audit-sync). kNoRow before open().
+  audit::RowHandle row() const { return row_; }
   std::uint64_t bytes_up = 0;
   std::uint64_t bytes_down = 0;
   CapToken cap;

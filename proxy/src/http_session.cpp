@@ -233,18 +233,33 @@ void ClientSession::admit(std::vector<asio::ip::address> allowed, policy::Decisi
   exchange_ = std::make_unique<Exchange>(impl_, record_);
   exchange_->cap = std::move(cap.token);
   exchange_->bytes_up = is_connect() ? 0 : req_.body().size();
-  if (!exchange_->open()) {
-    exchange_.reset();
-    impl_.log.write("audit_refused", {{"host", host_.name}, {"agent", who_.agent}});
-    // Fail closed: no row, no connection.
-    auto res = std::make_shared<Response>(make_refusal(
-        {503, RefusalKind::error, what(), "audit", "the audit store did not accept the record of this request", {}},
-        req_.version(), false));
-    refusal_ = res;
-    return http::async_write(stream_, *res, [self = shared_from_this()](beast::error_code e, std::size_t) {
-      self->on_refusal_written(true, e);
+  if (!exchange_->open()) return refuse_unaudited("the audit store did not accept the record of this request");
+  if (impl_.options.audit_sync) {
+    // Strict mode: nothing leaves until the decision row is durable. The callback runs on
+    // the writer thread; the session continues on its own io thread.
+    return impl_.writer->on_committed(exchange_->row(), [self = shared_from_this()](bool ok) {
+      asio::post(self->stream_.get_executor(), [self, ok] {
+        if (ok) return self->forward();
+        self->refuse_unaudited("the audit store could not make the record of this request durable");
+      });
     });
   }
+  forward();
+}
+
+void ClientSession::refuse_unaudited(std::string why) {
+  exchange_.reset();
+  impl_.log.write("audit_refused", {{"host", host_.name}, {"agent", who_.agent}, {"reason", why}});
+  // Fail closed: no connection. Any row already queued is completed by the Exchange.
+  auto res = std::make_shared<Response>(
+      make_refusal({503, RefusalKind::error, what(), "audit", std::move(why), {}}, req_.version(), false));
+  refusal_ = res;
+  http::async_write(stream_, *res, [self = shared_from_this()](beast::error_code e, std::size_t) {
+    self->on_refusal_written(true, e);
+  });
+}
+
+void ClientSession::forward() {
   if (is_connect()) return connect_upstream();
   // Reuse a pooled connection to one of the checked addresses, if there is one.
   for (const auto& ep : allowed_) {

@@ -47,6 +47,8 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
   void route();
   void on_resolved(ResolveResult r);
   void admit(std::vector<boost::asio::ip::address> allowed, policy::Decision decision);
+  void forward();  // after admit (and, with --audit-sync, once the row is durable)
+  void refuse_unaudited(std::string why);  // 503: the audit store cannot take the row
   void connect_upstream();
   void on_dialed(DialResult r);
   void send_upstream();

@@ -55,6 +55,7 @@ Server::Impl::Impl(ProxyOptions opts) : options(std::move(opts)), log(options.lo
   policy.store(initial_policy(options));
   audit::WriterOptions wo;
   wo.db_path = options.audit_db;
+  wo.synchronous_full = options.audit_sync;
   writer = std::make_unique<audit::Writer>(wo);
   const unsigned n = options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
   for (unsigned i = 0; i < n; ++i) {

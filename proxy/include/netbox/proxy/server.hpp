@@ -31,6 +31,10 @@ struct ProxyOptions {
   std::optional<std::filesystem::path> control_socket;  // Unix socket, JSON lines (see control.hpp)
   std::chrono::milliseconds shutdown_grace{5000};
   LogFormat log_format = LogFormat::text;
+  // Strict audit: a request is forwarded (or a tunnel opened) only once its decision row is
+  // committed with PRAGMA synchronous=FULL, so a crash never loses the row of a forwarded
+  // request. Costs one group commit of latency per new exchange.
+  bool audit_sync = false;
 };
 
 class Server {
