@@ -129,14 +129,6 @@ bool handled_method(http::verb v) {  // mirrors http_session.cpp
   }
 }
 
-// Invariants the code does not meet yet (reproducers in tests/fuzz/findings/) are checked
-// only with NETBOX_FUZZ_OPEN_FINDINGS set, so CI stays green until their owner fixes them;
-// `scripts/fuzz.sh --findings` replays the reproducers with it.
-bool check_open_findings() {
-  static const bool on = std::getenv("NETBOX_FUZZ_OPEN_FINDINGS") != nullptr;
-  return on;
-}
-
 const netbox::policy::Profile& fixture_profile() {
   static const netbox::policy::Policy p = netbox::policy::parse_policy(R"({
     "version": 1,
@@ -206,7 +198,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (!connect) auth = auth.substr(7, auth.substr(7).find_first_of("/?#"));  // after "http://"
   // RFC 3986 allows brackets only around an IP literal; "[example.com]" is read by
   // other parsers as an error, so taking it as a name is reading a request two ways.
-  if (check_open_findings() && auth.find('[') != std::string_view::npos && !host.is_ip())
+  if (auth.find('[') != std::string_view::npos && !host.is_ip())
     violated("a bracketed host was read as a name", std::string(raw_target));
 
   // The authority netbox writes (Host header, audit) reads back as the same destination.
