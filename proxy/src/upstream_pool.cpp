@@ -36,8 +36,14 @@ std::optional<boost::asio::ip::tcp::socket> UpstreamPool::take(const std::string
 
 void UpstreamPool::put(const std::string& key, boost::asio::ip::tcp::socket socket) {
   auto& v = idle_[key];
+  const auto now = std::chrono::steady_clock::now();
+  // take() reuses the newest first, so the oldest sit at the front: past kMaxIdle they
+  // would never be taken, only keep an fd each. Closed here, a few at a time.
+  std::size_t stale = 0;
+  while (stale < v.size() && stale < 8 && now - v[stale].since >= kMaxIdle) ++stale;
+  if (stale) v.erase(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(stale));
   if (v.size() >= kMaxIdlePerKey) return;  // closes the socket
-  v.push_back(Idle{std::move(socket), std::chrono::steady_clock::now()});
+  v.push_back(Idle{std::move(socket), now});
 }
 
 std::size_t UpstreamPool::idle_count() const {

@@ -15,7 +15,10 @@ namespace netbox::proxy {
 
 class UpstreamPool {
  public:
-  static constexpr std::size_t kMaxIdlePerKey = 16;
+  // As many as one io thread has requests in flight to one upstream under load: a pool
+  // smaller than that closes connections after their response and dials new ones for the
+  // next requests (with 16, B1 at 500 agent connections dialled for 58 % of requests).
+  static constexpr std::size_t kMaxIdlePerKey = 256;
   static constexpr std::chrono::seconds kMaxIdle{30};
 
   static std::string key(const boost::asio::ip::tcp::endpoint& ep, const std::string& host);
