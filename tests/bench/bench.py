@@ -476,11 +476,16 @@ end
         t0 = time.time()
         for rnd in range(self.rounds):
             log(f"round {rnd + 1}/{self.rounds} (load {os.getloadavg()[0]:.2f})")
-            self.b1_b2(rnd)
-            self.b3(rnd)
-            self.b5(rnd)
-            self.b6(rnd)
-            if rnd < (1 if self.smoke else self.args.b4_rounds):
+            only = set(self.args.only.split(",")) if self.args.only else {"B1", "B2", "B3", "B4", "B5", "B6"}
+            if only & {"B1", "B2"}:
+                self.b1_b2(rnd)
+            if "B3" in only:
+                self.b3(rnd)
+            if "B5" in only:
+                self.b5(rnd)
+            if "B6" in only:
+                self.b6(rnd)
+            if "B4" in only and rnd < (1 if self.smoke else self.args.b4_rounds):
                 self.b4(rnd)
         self.facts["seconds"] = time.time() - t0
         self.facts["load_after"] = os.getloadavg()
@@ -505,6 +510,7 @@ def main():
     ap.add_argument("--client", required=True)
     ap.add_argument("--writer-bench", required=True)
     ap.add_argument("--serve", type=int, default=0, help="start the contenders, measure nothing, wait SECONDS")
+    ap.add_argument("--only", help="comma-separated subset to measure, e.g. B1,B4 (B1 and B2 run together)")
     ap.add_argument("--keep-tmp", action="store_true", help="keep configs and logs for inspection")
     ap.add_argument("--out", required=True, help="directory for results.json")
     a = ap.parse_args()
