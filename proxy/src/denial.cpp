@@ -20,7 +20,8 @@ std::string advice_for(const Refusal& r) {
   switch (r.status) {
     case 400:
       return "Send the request through the proxy with an absolute URL (http://host/path), or use "
-             "CONNECT host:port for TLS; do not put user names in URLs.";
+             "CONNECT host:port for TLS; do not put user names in URLs; frame a body with one "
+             "Content-Length or with Transfer-Encoding: chunked, never both.";
     case 403:
       return "Use a destination the policy allows, or ask the operator to add this one to the policy. "
              "Retrying will not help.";
@@ -30,8 +31,10 @@ std::string advice_for(const Refusal& r) {
       return "Send a smaller request body.";
     case 429:
       return "Wait a moment and retry, and close connections you no longer need.";
+    case 414:
+      return "Use a shorter URL (the limit is 8 KiB); send large parameters in a POST body instead.";
     case 431:
-      return "Send fewer or smaller headers (the limit is 64 KiB).";
+      return "Send fewer or smaller headers (the limits are 64 KiB and 100 header lines).";
     case 502:
       return "Check the host name and port; the destination could not be reached or answered with "
              "something that is not HTTP. Retrying later may help.";

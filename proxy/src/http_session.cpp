@@ -7,6 +7,7 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/core/bind_handler.hpp>
+#include <boost/beast/core/read_size.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
@@ -40,10 +41,19 @@ bool handled_method(http::verb v) {
   }
 }
 
-// The Host header for the upstream: the target's authority, port omitted when default.
-std::string host_header(const Target& t) {
-  std::string h = t.host.find(':') != std::string::npos ? "[" + t.host + "]" : t.host;
-  if (t.port != 80) h += ":" + std::to_string(t.port);
+// netbox's own listeners and admin endpoint are never a destination, in any mode: the
+// policy cannot allow them, and report mode does not let them through.
+policy::Decision own_endpoint_denial(const asio::ip::address& a, unsigned short port) {
+  return {policy::Verdict::deny, "netbox",
+          authority(canonical_address(a).to_string(), port) +
+              " is netbox's own proxy or admin endpoint, which no request through the proxy may reach"};
+}
+
+// The Host header for the upstream: the normalised host the policy decided on (never the
+// spelling the agent used), port omitted when default.
+std::string host_header(const policy::Host& host, std::uint16_t port) {
+  std::string h = host.name.find(':') != std::string::npos ? "[" + host.name + "]" : host.name;
+  if (port != 80) h += ":" + std::to_string(port);
   return h;
 }
 
@@ -68,11 +78,78 @@ void ClientSession::start() {
 
 void ClientSession::read_request() {
   parser_.emplace();
-  parser_->header_limit(kHeaderLimit);
-  parser_->body_limit(kRequestBodyLimit);
-  stream_.expires_after(profile_->limits.idle_timeout);
+  prepare_request_parser(*parser_);
+  head_check_ = RequestHeadCheck{};
+  if (buffer_.size() > 0) {  // a pipelined request is (partly) here: its head timer starts now
+    head_deadline_ = std::chrono::steady_clock::now() + profile_->limits.header_timeout;
+    return check_head();
+  }
+  read_head_bytes(true);
+}
+
+// Between requests a keep-alive agent may stay quiet for idle_timeout_ms; from the first
+// byte of a request on, its whole head must arrive by head_deadline_ (header_timeout_ms),
+// so a client trickling bytes (slowloris) cannot hold a connection open for ever.
+void ClientSession::read_head_bytes(bool first) {
+  if (first) stream_.expires_after(profile_->limits.idle_timeout);
+  else stream_.expires_at(head_deadline_);
+  stream_.async_read_some(buffer_.prepare(beast::read_size(buffer_, kHeaderLimit + 1)),
+                          beast::bind_front_handler(&ClientSession::on_head_bytes, shared_from_this(), first));
+}
+
+void ClientSession::on_head_bytes(bool first, beast::error_code ec, std::size_t bytes) {
+  if (ec) {
+    // Nothing to answer: the agent went away, stayed idle, or did not finish its head in
+    // time (the timed-out stream is closed already).
+    if (ec == beast::error::timeout && !first)
+      impl_.log.write("header_timeout", {{"client", endpoint_text(peer_)},
+                                         {"agent", who_.agent},
+                                         {"received", std::to_string(buffer_.size())}});
+    return close_client();
+  }
+  buffer_.commit(bytes);
+  if (first) head_deadline_ = std::chrono::steady_clock::now() + profile_->limits.header_timeout;
+  check_head();
+}
+
+void ClientSession::check_head() {
+  const auto data = buffer_.data();
+  switch (head_check_.scan({static_cast<const char*>(data.data()), data.size()})) {
+    case RequestHeadCheck::State::refused:
+      return refuse_head(head_check_.problem());
+    case RequestHeadCheck::State::need_more:
+      return read_head_bytes(false);
+    case RequestHeadCheck::State::complete:
+      break;
+  }
+  // The whole head is in buffer_: Beast parses it from there.
+  stream_.expires_at(head_deadline_);
   http::async_read_header(stream_, buffer_, *parser_,
                           beast::bind_front_handler(&ClientSession::on_header, shared_from_this()));
+}
+
+void ClientSession::refuse_head(const HeadProblem& p) {
+  record_ = audit::AuditRecord{};
+  record_.agent = who_.agent;
+  record_.client_addr = endpoint_text(peer_);
+  exchange_.reset();
+  allowed_.clear();
+  req_ = Request{};
+  const bool connect = head_check_.method() == "CONNECT";
+  record_.kind = connect ? "connect" : "http";
+  record_.method = head_check_.method();
+  note_target(head_check_.target(), connect);
+  std::string what = head_check_.method() + " " + head_check_.target().substr(0, 256);
+  refuse({p.status, RefusalKind::error, head_check_.method().empty() ? std::string() : what, "request", p.reason, {}},
+         "deny", true);
+}
+
+// The destination of a refused request, as far as it can be read, for its audit row.
+void ClientSession::note_target(std::string_view target, bool connect) {
+  const auto t = connect ? parse_connect_target(target) : parse_absolute_target(target);
+  record_.host = t.host;
+  record_.port = t.port;
+  record_.path = t.path;
 }
 
 void ClientSession::on_header(beast::error_code ec, std::size_t bytes) {
@@ -115,10 +192,12 @@ void ClientSession::on_request(beast::error_code ec, std::size_t) {
       return close_client();
     }
     record_.kind = "http";
+    req_ = Request{};
     if (parser_->is_header_done()) {
       req_ = parser_->get();
       record_.method = std::string(req_.method_string());
       record_.kind = is_connect() ? "connect" : "http";
+      note_target(req_.target(), is_connect());
     }
     if (ec == http::error::header_limit)
       return refuse({431, RefusalKind::error, {}, "request", "the request headers are larger than 64 KiB", {}},
@@ -126,8 +205,7 @@ void ClientSession::on_request(beast::error_code ec, std::size_t) {
     if (ec == http::error::body_limit)
       return refuse({413, RefusalKind::error, {}, "request", "the request body is larger than 64 MiB", {}}, "deny",
                     true);
-    return refuse({400, RefusalKind::error, {}, "request", "malformed HTTP request: " + ec.message(), {}}, "deny",
-                  true);
+    return refuse({400, RefusalKind::error, {}, "request", describe_request_error(ec), {}}, "deny", true);
   }
   req_ = parser_->release();
   record_.method = std::string(req_.method_string());
@@ -193,6 +271,7 @@ void ClientSession::on_resolved(ResolveResult r) {
   std::string denied_addr;
   for (const auto& a : r.addresses) {
     auto d = policy::decide_address(*profile_, host_, target_.port, a);
+    if (impl_.own.contains(a, target_.port)) d = own_endpoint_denial(a, target_.port);
     if (d.lets_through()) {
       allowed.push_back(a);
       if (!chosen) chosen = std::move(d);
@@ -302,7 +381,7 @@ void ClientSession::send_upstream() {
   upstream_req_.erase(http::field::expect);  // the whole body is already here
   upstream_req_.target(target_.path_and_query);
   upstream_req_.version(11);
-  upstream_req_.set(http::field::host, host_header(target_));
+  upstream_req_.set(http::field::host, host_header(host_, target_.port));
   upstream_req_.keep_alive(true);
   upstream_req_.prepare_payload();
   upstream_->expires_after(profile_->limits.idle_timeout);
@@ -376,8 +455,15 @@ void ClientSession::on_upstream_header(beast::error_code ec, std::size_t) {
   }
   client_keep_alive_ = keep;
   res.keep_alive(keep);
-  response_started_ = true;
   serializer_.emplace(res);
+  if (!body_buf_) body_buf_ = std::make_unique_for_overwrite<char[]>(kBodyPiece);
+  if (!bodiless && buffer_upstream_.size() > 0 && !upstream_parser_->is_done()) {
+    // Body bytes came with the header: parse them before answering, so a body whose
+    // framing is broken from the start (bad chunk size) gets a 502, not a cut-off 200.
+    header_held_ = true;
+    return read_body_chunk();
+  }
+  response_started_ = true;
   stream_.expires_after(profile_->limits.idle_timeout);
   http::async_write_header(stream_, *serializer_,
                            beast::bind_front_handler(&ClientSession::on_response_header_written, shared_from_this()));
@@ -391,6 +477,8 @@ void ClientSession::on_response_header_written(beast::error_code ec, std::size_t
 void ClientSession::read_body_chunk() {
   auto& body = upstream_parser_->get().body();
   if (upstream_parser_->is_done()) {
+    header_held_ = false;
+    response_started_ = true;
     body.data = nullptr;
     body.size = 0;
     body.more = false;
@@ -398,11 +486,13 @@ void ClientSession::read_body_chunk() {
     return http::async_write(stream_, *serializer_,
                              beast::bind_front_handler(&ClientSession::on_body_chunk_written, shared_from_this()));
   }
-  body.data = body_buf_.data();
-  body.size = body_buf_.size();
+  body.data = body_buf_.get();
+  body.size = kBodyPiece;
   upstream_->expires_after(profile_->limits.idle_timeout);
-  http::async_read(*upstream_, buffer_upstream_, *upstream_parser_,
-                   beast::bind_front_handler(&ClientSession::on_body_chunk, shared_from_this()));
+  // read_some, not read: whatever arrived goes on at once. A whole read would hold a
+  // trickling stream (server-sent events, tokens) until 64 KiB had gathered.
+  http::async_read_some(*upstream_, buffer_upstream_, *upstream_parser_,
+                        beast::bind_front_handler(&ClientSession::on_body_chunk, shared_from_this()));
 }
 
 void ClientSession::on_body_chunk(beast::error_code ec, std::size_t) {
@@ -410,13 +500,27 @@ void ClientSession::on_body_chunk(beast::error_code ec, std::size_t) {
   if (ec) {
     impl_.counters.upstream_errors.fetch_add(1);
     upstream_.reset();
+    if (header_held_) {  // nothing went to the agent yet: answer instead of cutting
+      header_held_ = false;
+      serializer_.reset();
+      upstream_parser_.reset();
+      if (ec == beast::error::timeout) return upstream_failed(504, "the upstream stopped sending the body (timeout)");
+      return upstream_failed(502, "the upstream's response body was not valid HTTP: " + ec.message());
+    }
     return response_done(ec == beast::error::timeout ? "the upstream stopped sending the body (timeout)"
                                                      : "reading the response body failed: " + ec.message());
   }
   auto& body = upstream_parser_->get().body();
-  const auto got = body_buf_.size() - body.size;
+  const auto got = kBodyPiece - body.size;
+  // Only framing arrived (a chunk header): nothing to pass on yet, and an empty piece
+  // must not be written, where it would read as the last chunk.
+  if (got == 0 && !upstream_parser_->is_done()) return read_body_chunk();
+  header_held_ = false;
+  response_started_ = true;
   exchange_->bytes_down += got;
-  body.data = body_buf_.data();
+  // The end with no bytes in this piece: no buffer at all, so the serializer writes just
+  // the last chunk (an empty buffer would become a chunk of its own).
+  body.data = got == 0 ? nullptr : body_buf_.get();
   body.size = got;
   body.more = !upstream_parser_->is_done();
   stream_.expires_after(profile_->limits.idle_timeout);
@@ -442,9 +546,11 @@ void ClientSession::response_done(std::string error) {
   }
   serializer_.reset();
   upstream_parser_.reset();
-  response_started_ = false;
   exchange_->finish(response_status_, error);
   exchange_.reset();
+  const bool cut = !clean && response_started_;
+  response_started_ = false;
+  if (cut) return abort_client();
   if (!clean || !client_keep_alive_) return close_client();
   read_request();
 }
@@ -495,6 +601,12 @@ void ClientSession::on_refusal_written(bool close, beast::error_code ec) {
 void ClientSession::close_client() {
   beast::error_code ec;
   stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+  stream_.close();
+}
+
+void ClientSession::abort_client() {
+  beast::error_code ec;
+  stream_.socket().set_option(asio::socket_base::linger(true, 0), ec);
   stream_.close();
 }
 

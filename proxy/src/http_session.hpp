@@ -1,5 +1,6 @@
 #pragma once
-// One agent connection: reads requests (Beast parser, 64 KiB header limit), decides
+// One agent connection: reads requests (head checked by RequestHeadCheck, then Beast's
+// parser under the limits of request_head.hpp), decides
 // each against the policy, then forwards plain HTTP over a pooled upstream connection or
 // turns a CONNECT into a Tunnel. Each async step is one member function.
 #include "netbox/policy/decide.hpp"
@@ -9,6 +10,7 @@
 #include "denial.hpp"
 #include "dialer.hpp"
 #include "exchange.hpp"
+#include "request_head.hpp"
 #include "server_impl.hpp"
 #include "target.hpp"
 
@@ -28,8 +30,8 @@ namespace netbox::proxy {
 
 class ClientSession : public std::enable_shared_from_this<ClientSession> {
  public:
-  static constexpr std::size_t kHeaderLimit = 64 * 1024;
-  static constexpr std::uint64_t kRequestBodyLimit = 64ull * 1024 * 1024;
+  static constexpr std::size_t kHeaderLimit = proxy::kHeaderLimit;
+  static constexpr std::uint64_t kRequestBodyLimit = proxy::kRequestBodyLimit;
   static constexpr std::uint64_t kResponseBodyLimit = 1024ull * 1024 * 1024;
 
   ClientSession(Server::Impl& impl, Worker& worker, boost::asio::ip::tcp::socket socket);
@@ -41,6 +43,11 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
   using Response = boost::beast::http::response<boost::beast::http::string_body>;
 
   void read_request();
+  void read_head_bytes(bool first);
+  void on_head_bytes(bool first, boost::beast::error_code ec, std::size_t bytes);
+  void check_head();
+  void refuse_head(const HeadProblem& p);  // 400/414/431 from RequestHeadCheck: nothing is forwarded
+  void note_target(std::string_view target, bool connect);
   void on_header(boost::beast::error_code ec, std::size_t bytes);
   void read_body();
   void on_request(boost::beast::error_code ec, std::size_t bytes);
@@ -67,6 +74,9 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
   void upstream_failed(unsigned status, std::string error);
   void on_refusal_written(bool close, boost::beast::error_code ec);
   void close_client();
+  // After part of a response went out: reset the agent's connection, so that a response
+  // cut short can never pass for a complete one (even one delimited by close).
+  void abort_client();
 
   bool is_connect() const;
   std::string what() const;
@@ -75,7 +85,9 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
   Worker& worker_;
   boost::beast::tcp_stream stream_;
   boost::beast::flat_buffer buffer_;
-  std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
+  std::optional<RequestParser> parser_;
+  RequestHeadCheck head_check_;
+  std::chrono::steady_clock::time_point head_deadline_;  // first byte + header_timeout
   boost::asio::ip::tcp::endpoint peer_;
   AgentIdentity who_;
   PolicyPtr policy_;
@@ -99,9 +111,12 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
   // download never sits in memory whole.
   std::optional<boost::beast::http::response_parser<boost::beast::http::buffer_body>> upstream_parser_;
   std::optional<boost::beast::http::response_serializer<boost::beast::http::buffer_body>> serializer_;
-  std::array<char, 64 * 1024> body_buf_{};
+  // Allocated at the first response body, so an idle connection costs no 64 KiB.
+  static constexpr std::size_t kBodyPiece = 64 * 1024;
+  std::unique_ptr<char[]> body_buf_;
   int response_status_ = 0;
-  bool response_started_ = false;
+  bool response_started_ = false;  // some of the response went to the agent
+  bool header_held_ = false;       // the response header waits for the first body piece
   bool upstream_keep_alive_ = false;
   std::shared_ptr<void> refusal_;  // keeps a refusal message alive while it is written
 };

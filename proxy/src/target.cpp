@@ -34,6 +34,12 @@ void parse_authority(std::string_view auth, bool port_required, std::uint16_t de
       return;
     }
     host = auth.substr(1, close - 1);
+    // A zone id ("%25eth0", or a bare "%eth0") names an interface of the proxy's host:
+    // refused outright, whatever the address parser would make of it.
+    if (host.find('%') != std::string_view::npos) {
+      t.error = "IPv6 zone ids ('%') are not allowed in a host";
+      return;
+    }
     // Brackets hold an IPv6 literal and nothing else; "[example.com]" must not pass as a name.
     boost::system::error_code v6_ec;
     boost::asio::ip::make_address_v6(std::string(host), v6_ec);

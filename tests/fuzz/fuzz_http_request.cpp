@@ -14,6 +14,7 @@
 //    Trailer or Proxy-* field, nor any field Connection named, is left.
 #include "headers.hpp"
 #include "http_session.hpp"
+#include "request_head.hpp"
 #include "target.hpp"
 
 #include "netbox/policy/decide.hpp"
@@ -58,9 +59,8 @@ struct Reading {
 // Feeds `bytes` in pieces of at most `piece` bytes; whatever the parser does not
 // consume stays in front of the next piece, like the session's flat_buffer.
 Reading read_request(std::string_view bytes, std::size_t piece) {
-  http::request_parser<http::string_body> parser;
-  parser.header_limit(ClientSession::kHeaderLimit);
-  parser.body_limit(ClientSession::kRequestBodyLimit);
+  netbox::proxy::RequestParser parser;
+  netbox::proxy::prepare_request_parser(parser);  // the session's set-up (request_head.cpp)
   parser.eager(true);
   Reading r;
   std::size_t start = 0;      // first byte not yet consumed
