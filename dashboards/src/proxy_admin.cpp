@@ -36,7 +36,11 @@ std::unique_ptr<AdminServer> start_admin(proxy::Server& server, const boost::asi
   o.metrics = [&server] { return render_metrics(server.counters(), server.audit().stats()); };
   o.live = [&server] { return live_stats(server.counters()); };
   o.ready = [&server] { return server.audit().healthy() && !server.local_endpoints().empty(); };
-  return std::make_unique<AdminServer>(std::move(o));
+  auto admin = std::make_unique<AdminServer>(std::move(o));
+  // The admin API shows every agent's traffic: no agent may reach it through the proxy,
+  // even with 127.0.0.1 under internal.allow.
+  server.protect_endpoint(admin->local_endpoint());
+  return admin;
 }
 
 }  // namespace netbox::dashboards

@@ -108,6 +108,7 @@ tcp::endpoint Server::Impl::add_listener(const tcp::endpoint& ep) {
     auto probe = open_acceptor(probe_ctx, ep, false);
     bound = probe->local_endpoint();
   }
+  own.add(bound);  // before the first accept: nothing may reach a listener through the proxy
   std::vector<std::shared_ptr<tcp::acceptor>> accs;
   for (auto& w : workers) accs.push_back(open_acceptor(w->ioc, bound, true));
   for (std::size_t i = 0; i < workers.size(); ++i) {
@@ -129,6 +130,7 @@ void Server::Impl::remove_listener(const tcp::endpoint& ep) {
     std::lock_guard lock(listeners_mu);
     std::erase(listeners, ep);
   }
+  own.remove(ep);
   if (stopping) return;  // every acceptor closes with its io_context anyway
   for (auto& w : workers) {
     asio::post(w->ioc, [w = w.get(), ep] {
@@ -259,6 +261,7 @@ void Server::unregister_agent(const asio::ip::address& addr) { impl_->agents.rem
 tcp::endpoint Server::add_listener(const tcp::endpoint& ep) { return impl_->add_listener(ep); }
 void Server::remove_listener(const tcp::endpoint& ep) { impl_->remove_listener(ep); }
 std::vector<tcp::endpoint> Server::local_endpoints() const { return impl_->local_endpoints(); }
+void Server::protect_endpoint(const tcp::endpoint& ep) { impl_->own.add(ep); }
 audit::Writer& Server::audit() { return *impl_->writer; }
 
 CountersSnapshot Server::counters() const {

@@ -7,6 +7,7 @@
 #include "caps.hpp"
 #include "counters.hpp"
 #include "log.hpp"
+#include "own_endpoints.hpp"
 #include "resolver.hpp"
 #include "snapshot.hpp"
 #include "upstream_pool.hpp"
@@ -77,6 +78,7 @@ struct Server::Impl {
 
   mutable std::mutex listeners_mu;
   std::vector<boost::asio::ip::tcp::endpoint> listeners;
+  OwnEndpoints own;  // listeners and protect_endpoint()s: never a destination
 
   std::mutex state_mu;
   std::condition_variable state_cv;

@@ -63,6 +63,9 @@ class Server {
   boost::asio::ip::tcp::endpoint add_listener(const boost::asio::ip::tcp::endpoint& ep);
   void remove_listener(const boost::asio::ip::tcp::endpoint& ep);
   std::vector<boost::asio::ip::tcp::endpoint> local_endpoints() const;
+  // An endpoint of netbox's own (the admin endpoint) that no request through the proxy may
+  // reach, whatever the policy says. The listeners are protected without asking.
+  void protect_endpoint(const boost::asio::ip::tcp::endpoint& ep);
 
   audit::Writer& audit();
 
