@@ -456,7 +456,12 @@ void ClientSession::on_upstream_header(beast::error_code ec, std::size_t) {
   client_keep_alive_ = keep;
   res.keep_alive(keep);
   serializer_.emplace(res);
-  if (!body_buf_) body_buf_ = std::make_unique_for_overwrite<char[]>(kBodyPiece);
+  if (!body_buf_) {
+    body_buf_ = std::make_unique_for_overwrite<char[]>(kBodyPiece);
+    // Room for whole pieces: each read_some then takes up to 64 KiB from the socket, not
+    // the 512 bytes an empty buffer would ask for (one write to the agent per read).
+    buffer_upstream_.reserve(kBodyPiece);
+  }
   if (!bodiless && buffer_upstream_.size() > 0 && !upstream_parser_->is_done()) {
     // Body bytes came with the header: parse them before answering, so a body whose
     // framing is broken from the start (bad chunk size) gets a 502, not a cut-off 200.
