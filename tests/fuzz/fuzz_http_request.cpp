@@ -170,6 +170,42 @@ void check_stripped(const Request& original) {
   }
 }
 
+// The session's byte-level head check (request_head.cpp) must not depend on how the bytes
+// arrive, and a head it passes must have exactly one framing when Beast reads it.
+netbox::proxy::RequestHeadCheck::State scan_in_pieces(std::string_view bytes, std::size_t piece,
+                                                      netbox::proxy::RequestHeadCheck& check) {
+  using State = netbox::proxy::RequestHeadCheck::State;
+  State st = State::need_more;
+  for (std::size_t end = std::min(piece, bytes.size()); st == State::need_more; end = std::min(end + piece, bytes.size())) {
+    st = check.scan(bytes.substr(0, end));
+    if (end == bytes.size()) break;
+  }
+  return st;
+}
+
+void check_head(std::string_view bytes, const Reading& whole) {
+  using State = netbox::proxy::RequestHeadCheck::State;
+  netbox::proxy::RequestHeadCheck at_once, in_pieces;
+  const State a = at_once.scan(bytes);
+  const State b = scan_in_pieces(bytes, 3, in_pieces);
+  if (a != b || (a == State::complete && at_once.head_size() != in_pieces.head_size()) ||
+      (a == State::refused && at_once.problem().status != in_pieces.problem().status))
+    violated("head check differs at once and in pieces", std::string(bytes.substr(0, 200)));
+  if (a != State::complete || !accepted(whole)) return;
+  const Request& req = *whole.request;
+  std::size_t lengths = 0, encodings = 0;
+  for (const auto& f : req) {
+    if (f.name() == http::field::content_length) ++lengths;
+    if (f.name() == http::field::transfer_encoding) {
+      ++encodings;
+      if (f.value() != "chunked") violated("head check passed a Transfer-Encoding other than chunked", std::string(f.value()));
+    }
+  }
+  if (lengths > 1 || encodings > 1 || (lengths && encodings))
+    violated("head check passed ambiguous framing", std::string(bytes.substr(0, 200)));
+  if (encodings && req.version() != 11) violated("head check passed Transfer-Encoding on HTTP/1.0", std::string(bytes.substr(0, 200)));
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -179,6 +215,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (!same_reading(whole, pieces))
     violated("read at once and in pieces differ", describe(whole) + " vs " + describe(pieces));
 
+  check_head(bytes, whole);
   if (!accepted(whole)) return 0;
   const Request& req = *whole.request;
   check_stripped(req);
