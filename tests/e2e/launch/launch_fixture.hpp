@@ -108,4 +108,6 @@ inline const char* kPython = "/usr/bin/python3";
 inline const char* kCurl = "/usr/bin/curl";
 inline const char* kSh = "/bin/sh";
 
+using netbox::test::query;  // support/sqlite_query.hpp
+
 }  // namespace netbox::launch_test
