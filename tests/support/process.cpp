@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <fstream>
 #include <stdexcept>
 
 extern char** environ;
@@ -90,6 +91,14 @@ RunResult run_netbox(const std::vector<std::string>& args, std::chrono::millisec
   std::vector<std::string> argv{netbox_binary().string()};
   argv.insert(argv.end(), args.begin(), args.end());
   return run(argv, timeout);
+}
+
+std::size_t rss_kib(int pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind("VmRSS:", 0) == 0) return std::stoul(line.substr(6));
+  return 0;
 }
 
 }  // namespace netbox::test

@@ -1,6 +1,7 @@
 #pragma once
 // Running programs from tests (the netbox binary, curl, ...) and capturing what they print.
 #include <chrono>
+#include <cstddef>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -24,5 +25,7 @@ RunResult run_netbox(const std::vector<std::string>& args,
 
 std::filesystem::path netbox_binary();
 std::filesystem::path source_dir();
+// Resident memory of a process in KiB (VmRSS from /proc), 0 if it cannot be read.
+std::size_t rss_kib(int pid);
 
 }  // namespace netbox::test

@@ -256,14 +256,6 @@ TEST_F(HostileClients, ClientThatNeverReadsIsClosedByTheWriteTimeout) {
 
 // --- 10,000 idle connections against a proxy process ------------------------------
 
-std::size_t rss_kib(pid_t pid) {
-  std::ifstream f("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(f, line))
-    if (line.rfind("VmRSS:", 0) == 0) return std::stoul(line.substr(6));
-  return 0;
-}
-
 std::size_t open_fds(pid_t pid) {
   std::size_t n = 0;
   std::error_code ec;

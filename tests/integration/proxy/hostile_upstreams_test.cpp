@@ -189,14 +189,6 @@ TEST_F(HostileUpstreams, ResetMidBodyCutsTheAgentAndRecordsTheBytesThatMoved) {
 
 // --- an endless body through a proxy process --------------------------------------
 
-std::size_t rss_kib(pid_t pid) {
-  std::ifstream f("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(f, line))
-    if (line.rfind("VmRSS:", 0) == 0) return std::stoul(line.substr(6));
-  return 0;
-}
-
 TEST(HostileUpstreamsProcess, EndlessBodyIsRelayedWithBackpressureAndFlatMemory) {
   std::atomic<std::uint64_t> sent{0};
   RawUpstream endless([&](RawUpstream& self, int fd, std::size_t) {
