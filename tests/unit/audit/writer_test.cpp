@@ -30,6 +30,18 @@ WriterOptions options_for(const std::filesystem::path& path) {
   return o;
 }
 
+// A completion that sets every column, read back as "502 100 2000 1234 127.0.0.2 connect timeout".
+Completion every_field_completion() {
+  Completion c;
+  c.status = 502;
+  c.bytes_up = 100;
+  c.bytes_down = 2000;
+  c.duration_ms = 1234;
+  c.resolved_addr = "127.0.0.2";
+  c.error = "connect timeout";
+  return c;
+}
+
 class AuditWriter : public ::testing::Test {
  protected:
   test::TempDir dir;
@@ -140,13 +152,7 @@ TEST_F(AuditWriter, LateCompletionFillsStatusBytesDurationAndError) {
     SqliteProbe probe(path);
     EXPECT_EQ(probe.number("SELECT status IS NULL AND duration_ms IS NULL AND bytes_down = 0 FROM requests"), 1);
   }
-  Completion c;
-  c.status = 502;
-  c.bytes_up = 100;
-  c.bytes_down = 2000;
-  c.duration_ms = 1234;
-  c.resolved_addr = "127.0.0.2";
-  c.error = "connect timeout";
+  const Completion c = every_field_completion();
   ASSERT_TRUE(writer.complete(h, c));
   writer.flush();
   SqliteProbe probe(path);
@@ -202,13 +208,7 @@ TEST_F(AuditWriter, CompletionInTheSameBatchIsWrittenWithTheInsertNotAsAnUpdate)
   const RowHandle full = writer.insert(request("a", "full.example", "allow"));
   const RowHandle kept = writer.insert(request("a", "kept.example", "allow"));
   const RowHandle open = writer.insert(request("a", "open.example", "allow"));
-  Completion c;
-  c.status = 502;
-  c.bytes_up = 100;
-  c.bytes_down = 2000;
-  c.duration_ms = 1234;
-  c.resolved_addr = "127.0.0.2";
-  c.error = "connect timeout";
+  const Completion c = every_field_completion();
   ASSERT_TRUE(writer.complete(full, c));
   Completion again;
   again.status = 500;
