@@ -101,4 +101,13 @@ std::size_t rss_kib(int pid) {
   return 0;
 }
 
+std::vector<std::string> proxy_command(const std::filesystem::path& policy, unsigned short port,
+                                       const std::filesystem::path& audit_db, std::vector<std::string> extra) {
+  std::vector<std::string> argv{netbox_binary().string(), "proxy", "--policy", policy.string(), "--listen",
+                                "127.0.0.1:" + std::to_string(port), "--audit-db", audit_db.string(),
+                                "--threads", "2"};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  return argv;
+}
+
 }  // namespace netbox::test

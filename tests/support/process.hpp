@@ -25,6 +25,10 @@ RunResult run_netbox(const std::vector<std::string>& args,
 
 std::filesystem::path netbox_binary();
 std::filesystem::path source_dir();
+// The command line of `netbox proxy` on 127.0.0.1:port with this policy and audit database
+// (two io threads), for tests that run the proxy as a process; `extra` flags are appended.
+std::vector<std::string> proxy_command(const std::filesystem::path& policy, unsigned short port,
+                                       const std::filesystem::path& audit_db, std::vector<std::string> extra = {});
 // Resident memory of a process in KiB (VmRSS from /proc), 0 if it cannot be read.
 std::size_t rss_kib(int pid);
 

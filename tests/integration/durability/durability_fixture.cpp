@@ -13,9 +13,7 @@ void DurabilityTest::start_proxy(const std::vector<std::string>& extra_flags, st
                                                    std::to_string(upstream.port()) +
                                                    R"(], "internal": {"allow": ["127.0.0.1/32"]},
       "resolve": {"upstream.test": ["127.0.0.1"]}})");
-  std::vector<std::string> argv{netbox_binary().string(), "proxy", "--policy", policy.string(), "--listen",
-                                "127.0.0.1:" + std::to_string(port), "--audit-db", db_path.string(),
-                                "--threads", "2", "--log-format", "json"};
+  auto argv = proxy_command(policy, port, db_path, {"--log-format", "json"});
   argv.insert(argv.end(), extra_flags.begin(), extra_flags.end());
   proxy = std::make_unique<BackgroundProcess>(argv, dir.path() / "proxy.log");
   ASSERT_TRUE(wait_for_port(port)) << proxy->log();

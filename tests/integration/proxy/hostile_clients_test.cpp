@@ -283,10 +283,7 @@ TEST(HostileClientsProcess, TenThousandIdleConnectionsLeaveTheProxyAnsweringWith
       "policy.json", R"({"version": 1, "allow": ["upstream.test"], "ports": [)" + std::to_string(upstream.port()) +
                          R"(], "internal": {"allow": ["127.0.0.1/32"]}, "resolve": {"upstream.test": ["127.0.0.1"]}})");
   const auto port = free_port();
-  BackgroundProcess proxy({netbox_binary().string(), "proxy", "--policy", policy.string(), "--listen",
-                           "127.0.0.1:" + std::to_string(port), "--audit-db", (dir.path() / "audit.db").string(),
-                           "--threads", "2"},
-                          dir.path() / "proxy.log");
+  BackgroundProcess proxy(proxy_command(policy, port, dir.path() / "audit.db"), dir.path() / "proxy.log");
   ASSERT_TRUE(wait_for_port(port)) << proxy.log();
   const std::string url = "http://upstream.test:" + std::to_string(upstream.port()) + "/";
   ASSERT_EQ(proxy_get(port, url).status, 200);  // warm: threads, pool, audit writer

@@ -201,10 +201,7 @@ TEST(HostileUpstreamsProcess, EndlessBodyIsRelayedWithBackpressureAndFlatMemory)
   TempDir dir;
   const auto policy = dir.write("policy.json", policy_for(endless.port()));
   const auto port = free_port();
-  BackgroundProcess proxy({netbox_binary().string(), "proxy", "--policy", policy.string(), "--listen",
-                           "127.0.0.1:" + std::to_string(port), "--audit-db", (dir.path() / "audit.db").string(),
-                           "--threads", "2"},
-                          dir.path() / "proxy.log");
+  BackgroundProcess proxy(proxy_command(policy, port, dir.path() / "audit.db"), dir.path() / "proxy.log");
   ASSERT_TRUE(wait_for_port(port)) << proxy.log();
 
   const int fd = connect_to(port);

@@ -57,9 +57,7 @@ TEST(OwnEndpoints, TheAdminEndpointCannotBeReachedThroughTheProxy) {
   const auto admin = free_port();
   const auto policy = dir.write("policy.json", loopback_policy({admin}));
   const auto db = dir.path() / "audit.db";
-  BackgroundProcess proxy({netbox_binary().string(), "proxy", "--policy", policy.string(), "--listen",
-                           "127.0.0.1:" + std::to_string(port), "--audit-db", db.string(), "--admin",
-                           "127.0.0.1:" + std::to_string(admin)},
+  BackgroundProcess proxy(proxy_command(policy, port, db, {"--admin", "127.0.0.1:" + std::to_string(admin)}),
                           dir.path() / "proxy.log");
   ASSERT_TRUE(wait_for_port(port)) << proxy.log();
   ASSERT_TRUE(wait_for_port(admin)) << proxy.log();
