@@ -34,10 +34,25 @@ void Statement::bind(int index, std::int64_t value) {
   if (rc != SQLITE_OK) throw_error(db_, rc, "binding a value");
 }
 
+namespace {
+
+void bind_text(sqlite3* db, sqlite3_stmt* stmt, int index, std::string_view text, sqlite3_destructor_type lifetime) {
+  const int rc = sqlite3_bind_text(stmt, index, text.data(), static_cast<int>(text.size()), lifetime);
+  if (rc != SQLITE_OK) throw_error(db, rc, "binding a value");
+}
+
+}  // namespace
+
 void Statement::bind(int index, std::string_view text) {
   // SQLITE_TRANSIENT: SQLite copies, so the caller's buffer may go away before step().
-  const int rc = sqlite3_bind_text(stmt_, index, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT);
-  if (rc != SQLITE_OK) throw_error(db_, rc, "binding a value");
+  bind_text(db_, stmt_, index, text, SQLITE_TRANSIENT);
+}
+
+void Statement::bind_view(int index, std::string_view text) { bind_text(db_, stmt_, index, text, SQLITE_STATIC); }
+
+void Statement::bind_view_or_null(int index, std::string_view text) {
+  if (text.empty()) bind_null(index);
+  else bind_view(index, text);
 }
 
 void Statement::bind_null(int index) {

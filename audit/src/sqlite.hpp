@@ -45,6 +45,10 @@ class Statement {
   void bind_null(int index);
   // Empty text is stored as NULL so SQL users can write `error IS NOT NULL`.
   void bind_text_or_null(int index, std::string_view text);
+  // As bind / bind_text_or_null without SQLite's copy of the text: for the writer's
+  // hot statements, whose text lives in the record until the statement has run.
+  void bind_view(int index, std::string_view text);
+  void bind_view_or_null(int index, std::string_view text);
 
   // true while a row is available; throws on error.
   bool step();

@@ -4,22 +4,49 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 
 namespace netbox::audit {
 
+namespace {
+
+void two_digits(char* out, int v) {
+  out[0] = static_cast<char>('0' + v / 10);
+  out[1] = static_cast<char>('0' + v % 10);
+}
+
+}  // namespace
+
+// Every audit row and log line carries one, so this runs on the request path: the
+// "YYYY-MM-DDTHH:MM:SS" part is kept per thread for the second it names (gmtime_r and
+// snprintf once a second, not once a row), and the milliseconds are written by hand.
 std::string format_timestamp(Clock::time_point tp) {
   using namespace std::chrono;
   const auto ms = duration_cast<milliseconds>(tp.time_since_epoch()).count();
   std::time_t secs = static_cast<std::time_t>(ms / 1000);
   long frac = static_cast<long>(ms % 1000);
   if (frac < 0) { frac += 1000; --secs; }
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ", tm.tm_year + 1900, tm.tm_mon + 1,
-                tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, frac);
-  return buf;
+  thread_local std::time_t cached_secs = -1;
+  thread_local char prefix[32];
+  thread_local std::size_t prefix_len = 0;
+  if (secs != cached_secs || prefix_len == 0) {
+    std::tm tm{};
+    gmtime_r(&secs, &tm);
+    const int n = std::snprintf(prefix, sizeof prefix, "%04d-%02d-%02dT%02d:%02d:%02d", tm.tm_year + 1900,
+                                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+    prefix_len = n > 0 ? std::min<std::size_t>(static_cast<std::size_t>(n), sizeof prefix - 1) : 0;
+    cached_secs = secs;
+  }
+  char out[40];
+  std::memcpy(out, prefix, prefix_len);
+  char* p = out + prefix_len;
+  *p++ = '.';
+  *p++ = static_cast<char>('0' + frac / 100);
+  two_digits(p, static_cast<int>(frac % 100));
+  p += 2;
+  *p++ = 'Z';
+  return std::string(out, static_cast<std::size_t>(p - out));
 }
 
 namespace detail {

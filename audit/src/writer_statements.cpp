@@ -57,25 +57,28 @@ void WriterStatements::abandon() {
 
 std::int64_t WriterStatements::insert_request(const AuditRecord& r, const Completion* c) {
   auto& s = insert_request_;
-  s.bind(1, format_timestamp(r.ts));
-  s.bind(2, r.agent);
-  s.bind_text_or_null(3, r.client_addr);
-  s.bind(4, r.kind);
-  s.bind_text_or_null(5, r.method);
-  s.bind(6, r.host);
+  // Text is bound without a copy (bind_view): the record, the completion and `ts` all
+  // outlive run(s), which steps and resets the statement before returning.
+  const std::string ts = format_timestamp(r.ts);
+  s.bind_view(1, ts);
+  s.bind_view(2, r.agent);
+  s.bind_view_or_null(3, r.client_addr);
+  s.bind_view(4, r.kind);
+  s.bind_view_or_null(5, r.method);
+  s.bind_view(6, r.host);
   s.bind(7, std::int64_t{r.port});
-  s.bind_text_or_null(8, r.path);
+  s.bind_view_or_null(8, r.path);
   // As complete_request's COALESCE: an empty completion address keeps the inserted one.
-  s.bind_text_or_null(9, c && !c->resolved_addr.empty() ? c->resolved_addr : r.resolved_addr);
-  s.bind(10, r.decision);
-  s.bind_text_or_null(11, r.rule);
-  s.bind_text_or_null(12, r.reason);
+  s.bind_view_or_null(9, c && !c->resolved_addr.empty() ? c->resolved_addr : r.resolved_addr);
+  s.bind_view(10, r.decision);
+  s.bind_view_or_null(11, r.rule);
+  s.bind_view_or_null(12, r.reason);
   if (const auto status = c ? c->status : r.status) s.bind(13, std::int64_t{*status});
   s.bind(14, static_cast<std::int64_t>(c ? c->bytes_up : r.bytes_up));
   s.bind(15, static_cast<std::int64_t>(c ? c->bytes_down : r.bytes_down));
   if (c) s.bind(16, c->duration_ms);
   else if (r.duration_ms) s.bind(16, *r.duration_ms);
-  s.bind_text_or_null(17, c ? c->error : r.error);
+  s.bind_view_or_null(17, c ? c->error : r.error);
   run(s);
   return sqlite3_last_insert_rowid(db_);
 }

@@ -2,25 +2,40 @@
 
 #include "server_impl.hpp"
 
+#include <charconv>
+
 namespace netbox::proxy {
 namespace {
 
+// Decimal text of a number in a caller's buffer: the request line formats five of them
+// per request, without a std::string each.
+struct Number {
+  char text[24];
+  std::size_t size = 0;
+  template <typename Int>
+  explicit Number(Int v) { size = static_cast<std::size_t>(std::to_chars(text, text + sizeof text, v).ptr - text); }
+  std::string_view view() const { return {text, size}; }
+};
+
 void log_request(Server::Impl& impl, const audit::AuditRecord& r) {
+  const Number port(r.port), up(r.bytes_up), down(r.bytes_down);
+  const Number status(r.status.value_or(0));
+  const Number ms(r.duration_ms.value_or(0));
   impl.log.write("request", {{"agent", r.agent},
                              {"client", r.client_addr},
                              {"kind", r.kind},
                              {"method", r.method},
                              {"host", r.host},
-                             {"port", r.port ? std::to_string(r.port) : std::string()},
+                             {"port", r.port ? port.view() : std::string_view()},
                              {"path", r.path},
                              {"addr", r.resolved_addr},
                              {"decision", r.decision},
-                             {"status", r.status ? std::to_string(*r.status) : std::string("-")},
+                             {"status", r.status ? status.view() : std::string_view("-")},
                              {"rule", r.rule},
                              {"reason", r.reason},
-                             {"up", std::to_string(r.bytes_up)},
-                             {"down", std::to_string(r.bytes_down)},
-                             {"ms", r.duration_ms ? std::to_string(*r.duration_ms) : std::string()},
+                             {"up", up.view()},
+                             {"down", down.view()},
+                             {"ms", r.duration_ms ? ms.view() : std::string_view()},
                              {"error", r.error}});
 }
 

@@ -1,38 +1,49 @@
 #include "headers.hpp"
 
+#include <boost/beast/core/string.hpp>
 #include <boost/beast/http/field.hpp>
 #include <boost/beast/http/rfc7230.hpp>
 
-#include <cctype>
-#include <string>
-#include <vector>
+#include <algorithm>
 
 namespace netbox::proxy {
 
 namespace http = boost::beast::http;
 
-void strip_hop_by_hop(http::fields& fields) {
-  std::vector<std::string> listed;
+HopByHop::HopByHop(const http::fields& fields) {
   for (auto it = fields.find(http::field::connection); it != fields.end() && it->name() == http::field::connection;
        ++it) {
-    for (auto token : http::token_list(it->value())) listed.emplace_back(token);
+    for (auto token : http::token_list(it->value())) listed_.emplace_back(token);
   }
-  for (const auto& name : listed) fields.erase(name);
-  for (auto f : {http::field::connection, http::field::keep_alive, http::field::te, http::field::trailer,
-                 http::field::transfer_encoding, http::field::upgrade, http::field::proxy_connection,
-                 http::field::proxy_authorization, http::field::proxy_authenticate}) {
-    fields.erase(f);
+}
+
+bool HopByHop::operator()(const http::fields::value_type& f) const {
+  switch (f.name()) {
+    case http::field::connection:
+    case http::field::keep_alive:
+    case http::field::te:
+    case http::field::trailer:
+    case http::field::transfer_encoding:
+    case http::field::upgrade:
+    case http::field::proxy_connection:
+    case http::field::proxy_authorization:
+    case http::field::proxy_authenticate:
+      return true;
+    default:
+      break;
   }
-  std::vector<std::string> proxy_named;
-  for (const auto& f : fields) {
-    auto n = f.name_string();
-    if (n.size() >= 6) {
-      std::string lower;
-      for (std::size_t i = 0; i < 6; ++i) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(n[i])));
-      if (lower == "proxy-") proxy_named.emplace_back(n);
-    }
+  const auto name = f.name_string();
+  if (name.size() >= 6 && boost::beast::iequals(name.substr(0, 6), "proxy-")) return true;
+  return std::any_of(listed_.begin(), listed_.end(),
+                     [&](const std::string& token) { return boost::beast::iequals(token, name); });
+}
+
+void strip_hop_by_hop(http::fields& fields) {
+  const HopByHop hop(fields);
+  for (auto it = fields.begin(); it != fields.end();) {
+    if (hop(*it)) it = fields.erase(it);
+    else ++it;
   }
-  for (const auto& n : proxy_named) fields.erase(n);
 }
 
 }  // namespace netbox::proxy

@@ -1,5 +1,6 @@
 #include "http_session.hpp"
 
+#include "head_writer.hpp"
 #include "headers.hpp"
 #include "tunnel.hpp"
 
@@ -69,6 +70,7 @@ ClientSession::~ClientSession() { impl_.counters.active_connections.fetch_sub(1)
 void ClientSession::start() {
   boost::system::error_code ec;
   peer_ = stream_.socket().remote_endpoint(ec);
+  peer_text_ = endpoint_text(peer_);  // once per connection: every request's row carries it
   // Identity and policy are fixed per connection: a reload applies to new connections.
   who_ = impl_.agents.lookup(peer_.address());
   policy_ = impl_.current_policy();
@@ -102,7 +104,7 @@ void ClientSession::on_head_bytes(bool first, beast::error_code ec, std::size_t 
     // Nothing to answer: the agent went away, stayed idle, or did not finish its head in
     // time (the timed-out stream is closed already).
     if (ec == beast::error::timeout && !first)
-      impl_.log.write("header_timeout", {{"client", endpoint_text(peer_)},
+      impl_.log.write("header_timeout", {{"client", peer_text_},
                                          {"agent", who_.agent},
                                          {"received", std::to_string(buffer_.size())}});
     return close_client();
@@ -131,7 +133,7 @@ void ClientSession::check_head() {
 void ClientSession::refuse_head(const HeadProblem& p) {
   record_ = audit::AuditRecord{};
   record_.agent = who_.agent;
-  record_.client_addr = endpoint_text(peer_);
+  record_.client_addr = peer_text_;
   exchange_.reset();
   allowed_.clear();
   req_ = Request{};
@@ -182,7 +184,7 @@ std::string ClientSession::what() const {
 void ClientSession::on_request(beast::error_code ec, std::size_t) {
   record_ = audit::AuditRecord{};
   record_.agent = who_.agent;
-  record_.client_addr = endpoint_text(peer_);
+  record_.client_addr = peer_text_;
   exchange_.reset();
   allowed_.clear();
   if (ec) {
@@ -346,7 +348,7 @@ void ClientSession::forward() {
     if (auto s = worker_.pool->take(key)) {
       pool_key_ = key;
       reused_upstream_ = true;
-      exchange_->record().resolved_addr = ep.address().to_string();
+      if (ep != allowed_.front()) exchange_->record().resolved_addr = ep.address().to_string();
       upstream_.emplace(std::move(*s));
       return send_upstream();
     }
@@ -376,16 +378,11 @@ void ClientSession::on_dialed(DialResult r) {
 }
 
 void ClientSession::send_upstream() {
-  upstream_req_ = req_;
-  strip_hop_by_hop(upstream_req_);
-  upstream_req_.erase(http::field::expect);  // the whole body is already here
-  upstream_req_.target(target_.path_and_query);
-  upstream_req_.version(11);
-  upstream_req_.set(http::field::host, host_header(host_, target_.port));
-  upstream_req_.keep_alive(true);
-  upstream_req_.prepare_payload();
+  out_.clear();
+  append_forwarded_request(out_, req_, target_.path_and_query, host_header(host_, target_.port), req_.body().size());
+  const std::array<asio::const_buffer, 2> pieces{asio::buffer(out_), asio::buffer(req_.body())};
   upstream_->expires_after(profile_->limits.idle_timeout);
-  http::async_write(*upstream_, upstream_req_,
+  asio::async_write(*upstream_, pieces,
                     beast::bind_front_handler(&ClientSession::on_upstream_written, shared_from_this()));
 }
 
@@ -455,7 +452,10 @@ void ClientSession::on_upstream_header(beast::error_code ec, std::size_t) {
   }
   client_keep_alive_ = keep;
   res.keep_alive(keep);
-  serializer_.emplace(res);
+  chunked_ = res.chunked();
+  out_.clear();
+  append_response_head(out_, res);
+  head_pending_ = true;
   if (!body_buf_) {
     body_buf_ = std::make_unique_for_overwrite<char[]>(kBodyPiece);
     // Room for whole pieces: each read_some then takes up to 64 KiB from the socket, not
@@ -468,29 +468,12 @@ void ClientSession::on_upstream_header(beast::error_code ec, std::size_t) {
     header_held_ = true;
     return read_body_chunk();
   }
-  response_started_ = true;
-  stream_.expires_after(profile_->limits.idle_timeout);
-  http::async_write_header(stream_, *serializer_,
-                           beast::bind_front_handler(&ClientSession::on_response_header_written, shared_from_this()));
-}
-
-void ClientSession::on_response_header_written(beast::error_code ec, std::size_t) {
-  if (ec) return response_done("writing the response to the agent failed: " + ec.message());
-  read_body_chunk();
+  send_piece(0);  // the head at once (a stream's first bytes may be a while), or the whole bodiless answer
 }
 
 void ClientSession::read_body_chunk() {
+  if (upstream_parser_->is_done()) return send_piece(0);
   auto& body = upstream_parser_->get().body();
-  if (upstream_parser_->is_done()) {
-    header_held_ = false;
-    response_started_ = true;
-    body.data = nullptr;
-    body.size = 0;
-    body.more = false;
-    stream_.expires_after(profile_->limits.idle_timeout);
-    return http::async_write(stream_, *serializer_,
-                             beast::bind_front_handler(&ClientSession::on_body_chunk_written, shared_from_this()));
-  }
   body.data = body_buf_.get();
   body.size = kBodyPiece;
   upstream_->expires_after(profile_->limits.idle_timeout);
@@ -507,7 +490,6 @@ void ClientSession::on_body_chunk(beast::error_code ec, std::size_t) {
     upstream_.reset();
     if (header_held_) {  // nothing went to the agent yet: answer instead of cutting
       header_held_ = false;
-      serializer_.reset();
       upstream_parser_.reset();
       if (ec == beast::error::timeout) return upstream_failed(504, "the upstream stopped sending the body (timeout)");
       return upstream_failed(502, "the upstream's response body was not valid HTTP: " + ec.message());
@@ -520,23 +502,34 @@ void ClientSession::on_body_chunk(beast::error_code ec, std::size_t) {
   // Only framing arrived (a chunk header): nothing to pass on yet, and an empty piece
   // must not be written, where it would read as the last chunk.
   if (got == 0 && !upstream_parser_->is_done()) return read_body_chunk();
-  header_held_ = false;
-  response_started_ = true;
   exchange_->bytes_down += got;
-  // The end with no bytes in this piece: no buffer at all, so the serializer writes just
-  // the last chunk (an empty buffer would become a chunk of its own).
-  body.data = got == 0 ? nullptr : body_buf_.get();
-  body.size = got;
-  body.more = !upstream_parser_->is_done();
-  stream_.expires_after(profile_->limits.idle_timeout);
-  http::async_write(stream_, *serializer_,
-                    beast::bind_front_handler(&ClientSession::on_body_chunk_written, shared_from_this()));
+  send_piece(got);
 }
 
-void ClientSession::on_body_chunk_written(beast::error_code ec, std::size_t) {
-  if (ec == http::error::need_buffer) ec = {};
+// One write to the agent: the head if it has not gone yet, `got` body bytes from
+// body_buf_ (framed as a chunk when re-chunking; an empty piece is never a chunk of its
+// own, where it would read as the last one), and the end of the body once the upstream's
+// has ended.
+void ClientSession::send_piece(std::size_t got) {
+  header_held_ = false;
+  response_started_ = true;
+  last_piece_ = upstream_parser_->is_done();
+  if (!head_pending_) out_.clear();
+  head_pending_ = false;
+  std::string_view tail;
+  if (chunked_) {
+    if (got > 0) append_chunk_size(out_, got);
+    tail = got > 0 ? (last_piece_ ? "\r\n0\r\n\r\n" : "\r\n") : (last_piece_ ? "0\r\n\r\n" : "");
+  }
+  const std::array<asio::const_buffer, 3> pieces{asio::buffer(out_), asio::buffer(body_buf_.get(), got),
+                                                 asio::buffer(tail.data(), tail.size())};
+  stream_.expires_after(profile_->limits.idle_timeout);
+  asio::async_write(stream_, pieces, beast::bind_front_handler(&ClientSession::on_piece_written, shared_from_this()));
+}
+
+void ClientSession::on_piece_written(beast::error_code ec, std::size_t) {
   if (ec) return response_done("writing the response to the agent failed: " + ec.message());
-  if (!serializer_->is_done()) return read_body_chunk();
+  if (!last_piece_) return read_body_chunk();
   response_done({});
 }
 
@@ -549,7 +542,6 @@ void ClientSession::response_done(std::string error) {
       worker_.pool->put(pool_key_, upstream_->release_socket());
     upstream_.reset();
   }
-  serializer_.reset();
   upstream_parser_.reset();
   exchange_->finish(response_status_, error);
   exchange_.reset();

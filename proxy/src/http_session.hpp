@@ -19,7 +19,6 @@
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/buffer_body.hpp>
-#include <boost/beast/http/serializer.hpp>
 #include <boost/beast/http/string_body.hpp>
 
 #include <array>
@@ -61,10 +60,10 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
   void send_upstream();
   void on_upstream_written(boost::beast::error_code ec, std::size_t bytes);
   void on_upstream_header(boost::beast::error_code ec, std::size_t bytes);
-  void on_response_header_written(boost::beast::error_code ec, std::size_t bytes);
   void read_body_chunk();
   void on_body_chunk(boost::beast::error_code ec, std::size_t bytes);
-  void on_body_chunk_written(boost::beast::error_code ec, std::size_t bytes);
+  void send_piece(std::size_t got);
+  void on_piece_written(boost::beast::error_code ec, std::size_t bytes);
   void response_done(std::string error);
   void start_tunnel(boost::asio::ip::tcp::socket upstream);
 
@@ -89,6 +88,7 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
   RequestHeadCheck head_check_;
   std::chrono::steady_clock::time_point head_deadline_;  // first byte + header_timeout
   boost::asio::ip::tcp::endpoint peer_;
+  std::string peer_text_;
   AgentIdentity who_;
   PolicyPtr policy_;
   const policy::Profile* profile_ = nullptr;
@@ -106,11 +106,15 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
   std::string pool_key_;
   std::optional<boost::beast::tcp_stream> upstream_;
   boost::beast::flat_buffer buffer_upstream_;
-  Request upstream_req_;
   // The response streams through in pieces: header first, then body chunks, so a large
   // download never sits in memory whole.
   std::optional<boost::beast::http::response_parser<boost::beast::http::buffer_body>> upstream_parser_;
-  std::optional<boost::beast::http::response_serializer<boost::beast::http::buffer_body>> serializer_;
+  // The head (request or response) and chunk framing on their way out (head_writer.hpp);
+  // kept across requests so its capacity is reused.
+  std::string out_;
+  bool head_pending_ = false;  // the response head is in out_ and has not been written
+  bool chunked_ = false;       // the agent's response is re-chunked
+  bool last_piece_ = false;    // the piece being written ends the response
   // Allocated at the first response body, so an idle connection costs no 64 KiB.
   static constexpr std::size_t kBodyPiece = 64 * 1024;
   std::unique_ptr<char[]> body_buf_;

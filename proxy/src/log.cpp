@@ -17,8 +17,8 @@ bool needs_quotes(std::string_view v) {
   return false;
 }
 
-std::string quote(std::string_view v) {
-  std::string out = "\"";
+void append_quoted(std::string& out, std::string_view v) {
+  out += '"';
   for (char c : v) {
     if (c == '"' || c == '\\') {
       out += '\\';
@@ -29,33 +29,40 @@ std::string quote(std::string_view v) {
       out += c;
     }
   }
-  return out + '"';
+  out += '"';
 }
 
 }  // namespace
 
-std::string Logger::render(std::string_view event, const LogFields& fields) const {
+std::string Logger::render(std::string_view event, LogFields fields) const {
+  std::string line;
+  render_into(line, event, fields);
+  return line;
+}
+
+void Logger::render_into(std::string& line, std::string_view event, LogFields fields) const {
   const auto ts = audit::format_timestamp(audit::Clock::now());
   if (format_ == LogFormat::json) {
     nlohmann::json j;
     j["ts"] = ts;
     j["event"] = event;
-    for (const auto& [k, v] : fields) j[std::string(k)] = v;
-    return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+    for (const auto& f : fields) j[std::string(f.key)] = f.value;
+    line += j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    line += '\n';
+    return;
   }
-  std::string line;
-  line.reserve(256);
   line += ts;
   line += ' ';
   line += event;
-  for (const auto& [k, v] : fields) {
-    if (v.empty()) continue;
+  for (const auto& f : fields) {
+    if (f.value.empty()) continue;
     line += ' ';
-    line += k;
+    line += f.key;
     line += '=';
-    line += needs_quotes(v) ? quote(v) : v;
+    if (needs_quotes(f.value)) append_quoted(line, f.value);
+    else line += f.value;
   }
-  return line + "\n";
+  line += '\n';
 }
 
 Logger::Logger(LogFormat format) : format_(format), thread_([this] { run(); }) {}
@@ -69,13 +76,18 @@ Logger::~Logger() {
   thread_.join();
 }
 
-void Logger::write(std::string_view event, const LogFields& fields) {
-  const auto line = render(event, fields);
+void Logger::write(std::string_view event, LogFields fields) {
+  // Rendered outside the lock into this thread's own buffer, which keeps its capacity.
+  thread_local std::string line;
+  line.clear();
+  render_into(line, event, fields);
   bool wake = false;
   {
     std::unique_lock lk(mu_);
     room_cv_.wait(lk, [this] { return pending_.size() < kMostPending; });
-    wake = pending_.empty();  // otherwise the thread is already on its way
+    // The thread sleeps untimed only while nothing is pending; while lines gather it
+    // wakes by itself, or when a full write's worth has come together.
+    wake = pending_.empty() || (pending_.size() < kGatherBytes && pending_.size() + line.size() >= kGatherBytes);
     pending_ += line;
   }
   if (wake) work_cv_.notify_one();
@@ -87,6 +99,7 @@ void Logger::run() {
   for (;;) {
     work_cv_.wait(lk, [this] { return stopping_ || !pending_.empty(); });
     if (pending_.empty()) return;  // stopping, and everything is out
+    work_cv_.wait_for(lk, kGather, [this] { return stopping_ || pending_.size() >= kGatherBytes; });
     writing.swap(pending_);        // the emptied buffer keeps its capacity for the next lines
     lk.unlock();
     room_cv_.notify_all();

@@ -3,28 +3,38 @@
 //
 // Lines are rendered on the caller's thread and written by the logger's own thread, so
 // an io thread never blocks in write(2) on a slow stderr (a full pipe to journald, a
-// paused terminal). Lines keep the order they were written in, are written as soon as
-// the thread wakes (under load, many per write(2)), and all are written out before the
-// Logger is gone. Only if stderr stays stuck until kMostPending bytes are waiting does a
-// caller wait for room: memory stays bounded and no line is dropped.
+// paused terminal). Lines keep the order they were written in and all are written out
+// before the Logger is gone. The thread lets lines gather for up to kGather (or until
+// kGatherBytes are waiting) before each write(2): under load one wake-up and one write
+// carry hundreds of lines instead of one each, which on a busy machine is a context
+// switch per request saved. Only if stderr stays stuck until kMostPending bytes are
+// waiting does a caller wait for room: memory stays bounded and no line is dropped.
 #include "netbox/proxy/server.hpp"
 
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
+#include <initializer_list>
 #include <mutex>
 #include <string>
 #include <string_view>
 #include <thread>
-#include <utility>
-#include <vector>
 
 namespace netbox::proxy {
 
-using LogFields = std::vector<std::pair<std::string_view, std::string>>;
+// Views only: a line is rendered before write() returns, so the values (temporaries
+// included) outlive their use.
+struct LogField {
+  std::string_view key;
+  std::string_view value;
+};
+using LogFields = std::initializer_list<LogField>;
 
 class Logger {
  public:
   static constexpr std::size_t kMostPending = 4 << 20;
+  static constexpr std::chrono::milliseconds kGather{10};
+  static constexpr std::size_t kGatherBytes = 64 << 10;
 
   explicit Logger(LogFormat format);
   ~Logger();  // writes every line queued so far, then stops the thread
@@ -32,11 +42,12 @@ class Logger {
   Logger& operator=(const Logger&) = delete;
 
   // `event` names what happened ("request", "listening", "policy_reload_failed" ...).
-  void write(std::string_view event, const LogFields& fields);
-  std::string render(std::string_view event, const LogFields& fields) const;
+  void write(std::string_view event, LogFields fields);
+  std::string render(std::string_view event, LogFields fields) const;
 
  private:
   void run();
+  void render_into(std::string& line, std::string_view event, LogFields fields) const;
 
   LogFormat format_;
   std::mutex mu_;

@@ -21,6 +21,7 @@ namespace netbox::proxy {
 class Tunnel : public std::enable_shared_from_this<Tunnel> {
  public:
   static constexpr std::size_t kBufferSize = 64 * 1024;
+  static constexpr std::size_t kBurstSize = 16 * 1024;  // a burst's first bytes, relayed by copy
 
   Tunnel(Server::Impl& impl, boost::asio::ip::tcp::socket client, boost::asio::ip::tcp::socket upstream,
          std::string early_data, std::unique_ptr<Exchange> exchange, std::chrono::milliseconds idle_timeout);
@@ -39,12 +40,15 @@ class Tunnel : public std::enable_shared_from_this<Tunnel> {
     int pipe_w = -1;
     std::size_t in_pipe = 0;
     bool eof = false;
+    bool bulk = false;  // this burst filled the small buffer: it goes on through a pipe
   };
+  enum class Burst { moved, waiting };  // waiting: a wait or write is under way, or the half is done
   void on_established(boost::system::error_code ec);
   void relay(Half& h);
   void wait_readable(Half& h);
   void buffer_step(Half& h);
   void splice_step(Half& h);
+  Burst burst_step(Half& h);
   bool open_pipe(Half& h);
   static void close_pipe(Half& h);
   void on_read(Half& h, boost::system::error_code ec, std::size_t n);

@@ -4,8 +4,25 @@
 
 namespace netbox::proxy {
 
+// The address's raw bytes, not its text: this runs for every forwarded request, and
+// inet_ntop per request showed in the profile. A family tag fixes the address's length
+// (4 or 16 bytes), 2 bytes of port follow, then the host: no two endpoint/host pairs
+// share a key.
 std::string UpstreamPool::key(const boost::asio::ip::tcp::endpoint& ep, const std::string& host) {
-  return ep.address().to_string() + "|" + std::to_string(ep.port()) + "|" + host;
+  std::string k;
+  const auto a = ep.address();
+  k += a.is_v4() ? '4' : '6';
+  if (a.is_v4()) {
+    const auto b = a.to_v4().to_bytes();
+    k.append(reinterpret_cast<const char*>(b.data()), b.size());
+  } else {
+    const auto b = a.to_v6().to_bytes();
+    k.append(reinterpret_cast<const char*>(b.data()), b.size());
+  }
+  k += static_cast<char>(ep.port() >> 8);
+  k += static_cast<char>(ep.port() & 0xff);
+  k += host;
+  return k;
 }
 
 namespace {

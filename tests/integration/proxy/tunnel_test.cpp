@@ -104,6 +104,34 @@ TEST_F(TunnelTest, BufferRelayMovesSeveralMebibytesByteExactAndHonoursHalfClose)
   EXPECT_GT(row.bytes_down, static_cast<std::int64_t>(body.size() + 300000));
 }
 
+// A burst begins through a small copy buffer and goes on through a pipe once it fills
+// that buffer (tunnel.hpp): small and large bursts, one after another in both directions,
+// must arrive byte-exact, and the row must count exactly the bytes the agent sent.
+TEST_F(TunnelTest, SmallAndLargeBurstsInTurnArriveByteExactAndAreCountedExactly) {
+  start_proxy(base_policy());
+  std::uint64_t sent_up = 0;
+  std::uint64_t echoed = 0;
+  {
+    ProxyConnection c(port);
+    ASSERT_EQ(c.send("CONNECT " + authority() + " HTTP/1.1\r\n\r\n", true).status, 200);
+    for (std::size_t size : {100u, 300000u, 5u, 16384u, 16385u, 70000u, 1u}) {
+      const auto body = pattern_bytes(size);
+      const std::string request = "POST /body HTTP/1.1\r\nHost: upstream.test\r\nContent-Length: " +
+                                  std::to_string(body.size()) + "\r\n\r\n" + body;
+      sent_up += request.size();
+      auto r = c.send(request);
+      ASSERT_EQ(r.status, 200) << "body of " << size << " bytes: " << r.error;
+      ASSERT_EQ(r.body.size(), size);
+      EXPECT_TRUE(r.body == body) << "the echo of " << size << " bytes differs";
+      echoed += size;
+    }
+  }
+  auto row = completed_row(0);
+  EXPECT_EQ(row.status, 200);
+  EXPECT_EQ(row.bytes_up, static_cast<std::int64_t>(sent_up));
+  EXPECT_GT(row.bytes_down, static_cast<std::int64_t>(echoed));
+}
+
 // Thousands of idle tunnels must not cost thousands of pipes: a direction holds its pipe
 // only while bytes are on their way.
 TEST_F(TunnelTest, AnIdleTunnelHoldsNoRelayPipes) {
