@@ -127,7 +127,7 @@ bool Tunnel::open_pipe(Half& h) {
   if (::pipe2(fds, O_NONBLOCK | O_CLOEXEC) != 0) return false;
   h.pipe_r = fds[0];
   h.pipe_w = fds[1];
-  ::fcntl(h.pipe_w, F_SETPIPE_SZ, 256 * 1024);  // fewer wakeups per MiB; best effort
+  ::fcntl(h.pipe_w, F_SETPIPE_SZ, 1024 * 1024);  // fewer wakeups per MiB; best effort
   return true;
 }
 
