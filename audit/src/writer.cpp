@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <condition_variable>
-#include <deque>
 #include <iostream>
 #include <map>
 #include <mutex>
@@ -234,14 +233,18 @@ struct Writer::Impl {
 
   // Caller holds `mu`. Moves queued items into the batch, at most max_batch rows in all.
   void take_items() {
-    while (!queue.empty() && (held_rows < options.max_batch || !is_row(queue.front()))) {
-      if (is_row(queue.front())) {
+    std::size_t taken = 0;
+    while (taken < queue.size() && (held_rows < options.max_batch || !is_row(queue[taken]))) {
+      if (is_row(queue[taken])) {
         --queued_rows;
         ++held_rows;
       }
-      batch.push_back(std::move(queue.front()));
-      queue.pop_front();
+      batch.push_back(std::move(queue[taken]));
+      ++taken;
     }
+    // Usually everything was taken and this keeps the vector's capacity for the next
+    // items; only after a burst larger than max_batch do the rest move up.
+    queue.erase(queue.begin(), queue.begin() + static_cast<std::ptrdiff_t>(taken));
   }
 
   // One transaction for the whole batch. Only this thread touches the connection.
@@ -432,7 +435,9 @@ struct Writer::Impl {
   mutable std::mutex mu;
   std::condition_variable work_cv;     // the writer waits for items
   std::condition_variable flushed_cv;  // flush() waits for its ticket
-  std::deque<Item> queue;
+  // A vector, not a deque: an Item is a few hundred bytes, so a deque would allocate a
+  // block per item; this one keeps its capacity from batch to batch.
+  std::vector<Item> queue;
   std::size_t queued_rows = 0;  // rows in `queue`
   std::size_t held_rows = 0;    // rows in `batch` (taken, not yet committed)
   RowHandle next_handle = 1;

@@ -22,8 +22,10 @@ HistogramSnapshot LatencyHistogram::snapshot() const {
 }
 
 void Counters::count_request(const std::string& agent, const std::string& kind, const std::string& decision) {
+  const std::tuple<std::string_view, std::string_view, std::string_view> key{agent, kind, decision};
   std::lock_guard lock(mu_);
-  ++requests_[{agent, kind, decision}];
+  if (auto it = requests_.find(key); it != requests_.end()) ++it->second;
+  else requests_.emplace(std::tuple<std::string, std::string, std::string>{agent, kind, decision}, 1);
 }
 
 CountersSnapshot Counters::snapshot() const {

@@ -5,10 +5,12 @@
 
 #include <array>
 #include <atomic>
+#include <functional>
 #include <chrono>
 #include <map>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <tuple>
 
 namespace netbox::proxy {
@@ -47,7 +49,9 @@ class Counters {
 
  private:
   mutable std::mutex mu_;
-  std::map<std::tuple<std::string, std::string, std::string>, std::uint64_t> requests_;
+  // Transparent comparison: a request is counted by looking up views of its strings; the
+  // key is only copied the first time an (agent, kind, decision) appears.
+  std::map<std::tuple<std::string, std::string, std::string>, std::uint64_t, std::less<>> requests_;
 };
 
 }  // namespace netbox::proxy

@@ -311,7 +311,9 @@ void ClientSession::admit(std::vector<asio::ip::address> allowed, policy::Decisi
     record_.reason = cap.reason;
     return refuse({429, RefusalKind::cap, what(), cap.rule, cap.reason, 1u}, "deny", !client_keep_alive_);
   }
-  exchange_ = std::make_unique<Exchange>(impl_, record_);
+  // From here on the exchange holds the row (refusals complete it through exchange_), so
+  // the session's record is handed over, not copied; on_request starts the next one.
+  exchange_ = std::make_unique<Exchange>(impl_, std::move(record_));
   exchange_->cap = std::move(cap.token);
   exchange_->bytes_up = is_connect() ? 0 : req_.body().size();
   if (!exchange_->open()) return refuse_unaudited("the audit store did not accept the record of this request");
@@ -563,8 +565,8 @@ void ClientSession::start_tunnel(tcp::socket upstream) {
 }
 
 void ClientSession::upstream_failed(unsigned status, std::string error) {
-  refuse({status, RefusalKind::error, what(), {}, error, {}}, record_.decision, !client_keep_alive_ || is_connect(),
-         error);
+  refuse({status, RefusalKind::error, what(), {}, error, {}}, exchange_ ? exchange_->record().decision : record_.decision,
+         !client_keep_alive_ || is_connect(), error);
 }
 
 void ClientSession::refuse(Refusal r, std::string decision_text, bool close, std::string error) {
