@@ -71,6 +71,31 @@ def rss_kib(pid):
     return total
 
 
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid):
+    """User + system CPU time of a process and all its descendants (threads included)."""
+    total = 0
+    todo = [pid]
+    seen = set()
+    while todo:
+        p = todo.pop()
+        if p in seen:
+            continue
+        seen.add(p)
+        try:
+            with open(f"/proc/{p}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15)
+            for t in os.listdir(f"/proc/{p}/task"):
+                with open(f"/proc/{p}/task/{t}/children") as f:
+                    todo.extend(int(c) for c in f.read().split())
+        except (FileNotFoundError, ProcessLookupError):
+            pass
+    return total / CLK_TCK
+
+
 class Bench:
     def __init__(self, args):
         self.args = args
@@ -277,6 +302,17 @@ done = function(summary, latency, requests)
 end
 """)
 
+    def proxy_cpu(self, contender):
+        """CPU seconds the contender's processes have used so far (None for direct)."""
+        pid = self.pids.get(contender)
+        return None if pid is None else cpu_seconds(pid)
+
+    def record_cpu(self, key, contender, before, ops):
+        # CPU per request of the proxy itself: unlike the rate, it hardly depends on what
+        # else the 2 cores are doing, so it compares proxies on a busy machine too.
+        if before is not None and ops:
+            self.record(key, (self.proxy_cpu(contender) - before) * 1e6 / ops)
+
     def wrk(self, port, conns, close):
         script = os.path.join(self.tmp, f"wrk-{'close' if close else 'ka'}.lua")
         cmd = ["wrk", "-t2", f"-c{conns}", f"-d{self.dur}s", "--timeout", "10s", "-s", script,
@@ -306,7 +342,9 @@ end
         random.Random(rnd).shuffle(order)
         for conns in (50, 500):
             for c in order:
+                cpu0 = self.proxy_cpu(c)
                 r = self.wrk(self.ports[c], conns, close=False)
+                self.record_cpu(("B1", c, conns, "cpu_us_per_req"), c, cpu0, r["requests"])
                 self.record(("B1", c, conns, "rps"), r["rps"])
                 self.record(("B1", c, conns, "p50_ms"), r["p50_us"] / 1000)
                 self.record(("B1", c, conns, "p99_ms"), r["p99_us"] / 1000)
@@ -314,7 +352,9 @@ end
                 log(f"B1 c={conns} {c}: {r['rps']:.0f} req/s p99 {r['p99_us'] / 1000:.2f} ms "
                     f"errors {r['errors']}+{r['status_errors']}")
         for c in order:
+            cpu0 = self.proxy_cpu(c)
             r = self.wrk(self.ports[c], 50, close=True)
+            self.record_cpu(("B2", c, 50, "cpu_us_per_req"), c, cpu0, r["requests"])
             self.record(("B2", c, 50, "rps"), r["rps"])
             self.record(("B2", c, 50, "errors"), r["errors"] + r["status_errors"])
             log(f"B2 {c}: {r['rps']:.0f} req/s errors {r['errors']}+{r['status_errors']}")
@@ -327,7 +367,9 @@ end
             argv = ["tunnels", "--target", target, "--conns", "50", "--seconds", str(self.dur)]
             if c != "direct":
                 argv += ["--proxy", f"127.0.0.1:{self.ports[c]}"]
+            cpu0 = self.proxy_cpu(c)
             r = self.client_json(argv, self.dur + 60)
+            self.record_cpu(("B3setup", c, 50, "cpu_us_per_tunnel"), c, cpu0, r["ops"])
             self.record(("B3setup", c, 50, "rate"), r["rate"])
             self.record(("B3setup", c, 50, "p99_ms"), r["p99_ms"])
             self.record(("B3setup", c, 50, "errors"), r["errors"])

@@ -111,6 +111,28 @@ def table(data):
     return lines
 
 
+def cpu_table(data):
+    """The proxies' own CPU per request side by side: the figure behind every rate target on
+    2 shared cores, and one that a busy machine hardly moves."""
+    res = data["results"]
+    cols = [("B1", 50, "cpu_us_per_req", "B1 c=50"), ("B1", 500, "cpu_us_per_req", "B1 c=500"),
+            ("B2", 50, "cpu_us_per_req", "B2 close"), ("B3setup", 50, "cpu_us_per_tunnel", "B3 tunnel")]
+    if not any(values(res, b, c, p, m) for b, p, m, _ in cols for c in ("netbox",)):
+        return []
+    lines = ["| proxy | " + " | ".join(label for *_, label in cols) + " |", "|---|" + "---:|" * len(cols)]
+    for c in ("nginx", "squid", "tinyproxy", "netbox"):
+        cells = []
+        for b, p, m, _ in cols:
+            v = values(res, b, c, p, m)
+            cells.append(f"{statistics.median(v):,.1f}" if v else "–")
+        lines.append(f"| {NAMES.get(c, c)} | " + " | ".join(cells) + " |")
+    return ["## CPU per request", "",
+            "CPU time (user + system, all threads and worker processes) each proxy used during the "
+            "measurement, divided by the requests (or tunnels) it served; medians of the rounds, in µs. "
+            "Lower is better; the kernel's loopback TCP work done in the proxy's context is included.", ""] + \
+        lines + [""]
+
+
 def plot(data, png):
     res = data["results"]
     tmp = png + ".d"
@@ -219,6 +241,7 @@ def main():
           "", "## Targets", "", "| target | measured | |", "|---|---:|---|"]
     md += [f"| {t['target']} | {t['measured']} | {'met' if t['met'] else '**not met**'} |" for t in ts]
     md += ["", f"![benchmark plot]({os.path.basename(a.png)})" if a.png else "", "",
+           ] + cpu_table(data) + [
            "## Measurements", "",
            f"netbox audit database after the run: {f.get('netbox_rows', '?'):,} rows, "
            f"`PRAGMA integrity_check` = {f.get('netbox_integrity', '?')}, "
