@@ -48,9 +48,8 @@ def wait_port(port, proc, what, timeout=20):
     raise RuntimeError(f"{what} did not listen on 127.0.0.1:{port} within {timeout}s")
 
 
-def rss_kib(pid):
-    """RSS of a process and all its descendants, in KiB."""
-    total = 0
+def process_tree(pid):
+    """The pid and every descendant's (children of any of its threads), each once."""
     todo = [pid]
     seen = set()
     while todo:
@@ -58,14 +57,24 @@ def rss_kib(pid):
         if p in seen:
             continue
         seen.add(p)
+        yield p
+        try:
+            for t in os.listdir(f"/proc/{p}/task"):
+                with open(f"/proc/{p}/task/{t}/children") as f:
+                    todo.extend(int(c) for c in f.read().split())
+        except (FileNotFoundError, ProcessLookupError):
+            pass
+
+
+def rss_kib(pid):
+    """RSS of a process and all its descendants, in KiB."""
+    total = 0
+    for p in process_tree(pid):
         try:
             with open(f"/proc/{p}/status") as f:
                 for line in f:
                     if line.startswith("VmRSS:"):
                         total += int(line.split()[1])
-            for t in os.listdir(f"/proc/{p}/task"):
-                with open(f"/proc/{p}/task/{t}/children") as f:
-                    todo.extend(int(c) for c in f.read().split())
         except (FileNotFoundError, ProcessLookupError):
             pass
     return total
@@ -77,20 +86,11 @@ CLK_TCK = os.sysconf("SC_CLK_TCK")
 def cpu_seconds(pid):
     """User + system CPU time of a process and all its descendants (threads included)."""
     total = 0
-    todo = [pid]
-    seen = set()
-    while todo:
-        p = todo.pop()
-        if p in seen:
-            continue
-        seen.add(p)
+    for p in process_tree(pid):
         try:
             with open(f"/proc/{p}/stat") as f:
                 fields = f.read().rsplit(")", 1)[1].split()
             total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15)
-            for t in os.listdir(f"/proc/{p}/task"):
-                with open(f"/proc/{p}/task/{t}/children") as f:
-                    todo.extend(int(c) for c in f.read().split())
         except (FileNotFoundError, ProcessLookupError):
             pass
     return total / CLK_TCK
