@@ -14,6 +14,19 @@ pkg_check_modules(NFTABLES REQUIRED IMPORTED_TARGET libnftables)
 pkg_check_modules(MNL REQUIRED IMPORTED_TARGET libmnl)
 pkg_check_modules(LIBCAP REQUIRED IMPORTED_TARGET libcap)
 
+# The netbox executable allocates with jemalloc: per request the proxy makes and frees
+# dozens of small objects on two io threads, the audit writer frees them in batches on its
+# own, and glibc's malloc/free were ~8% of the proxy's CPU under load (jemalloc's
+# per-thread caches take most of that away; measured in tests/bench/RESULTS.md).
+# Sanitizer builds keep their own allocator.
+pkg_check_modules(JEMALLOC IMPORTED_TARGET jemalloc)
+add_library(netbox_allocator INTERFACE)
+if(JEMALLOC_FOUND AND NOT CMAKE_BUILD_TYPE MATCHES "^(Asan|Tsan)$")
+  target_link_libraries(netbox_allocator INTERFACE PkgConfig::JEMALLOC)
+elseif(NOT CMAKE_BUILD_TYPE MATCHES "^(Asan|Tsan)$")
+  message(WARNING "jemalloc not found (libjemalloc-dev): netbox falls back to glibc malloc")
+endif()
+
 # Boost.Asio/Beast are header-only here; keep one definition set for every TU.
 add_library(netbox_boost INTERFACE)
 target_link_libraries(netbox_boost INTERFACE Boost::headers Threads::Threads)

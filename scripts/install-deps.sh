@@ -6,7 +6,7 @@ PKGS=(
   build-essential cmake ninja-build pkg-config git
   libboost1.81-dev libssl-dev libc-ares-dev libsqlite3-dev sqlite3
   nlohmann-json3-dev libseccomp-dev libgtest-dev libgmock-dev libidn2-dev
-  libcli11-dev libnftables-dev libmnl-dev libcap-dev
+  libcli11-dev libnftables-dev libmnl-dev libcap-dev libjemalloc-dev
   iproute2 nftables curl dnsmasq-base nginx-light python3 procps
   chromium fonts-dejavu-core
 )
