@@ -61,9 +61,9 @@ void Tunnel::on_established(boost::system::error_code ec) {
     error_ = "writing 200 Connection Established failed: " + ec.message();
     return finish();
   }
-  // Both relay paths read speculatively and only then wait for readiness.
-  client_.non_blocking(true, ec);
-  upstream_.non_blocking(true, ec);
+  // Both relay paths read speculatively and only then wait for readiness: the splice
+  // path with MSG_DONTWAIT / SPLICE_F_NONBLOCK on descriptors Asio already made
+  // non-blocking; the buffer path sets Asio's own flag when it first reads (buffer_step).
   arm_idle();
   if (!early_.empty()) {
     up_.bytes += early_.size();
@@ -101,6 +101,8 @@ void Tunnel::wait_readable(Half& h) {
 void Tunnel::buffer_step(Half& h) {
   if (!h.buf) h.buf.reset(new char[kBufferSize]);  // not value-initialised: no 64 KiB memset
   boost::system::error_code ec;
+  // Without it Asio's synchronous read_some would poll() and block the thread.
+  if (!h.from->non_blocking()) h.from->non_blocking(true, ec);
   const std::size_t n = h.from->read_some(asio::buffer(h.buf.get(), kBufferSize), ec);
   if (ec == asio::error::would_block || ec == asio::error::try_again) {
     h.buf.reset();  // idle: the buffer goes back until the next bytes arrive
