@@ -124,10 +124,13 @@ void ClientSession::check_head() {
     case RequestHeadCheck::State::complete:
       break;
   }
-  // The whole head is in buffer_: Beast parses it from there.
-  stream_.expires_at(head_deadline_);
-  http::async_read_header(stream_, buffer_, *parser_,
-                          beast::bind_front_handler(&ClientSession::on_header, shared_from_this()));
+  // The whole head is in buffer_: Beast parses it from there, here and now (an
+  // async_read_header would only post the same parse through the io_context).
+  beast::error_code ec;
+  const std::size_t used = parser_->put(buffer_.data(), ec);
+  buffer_.consume(used);
+  if (!ec && !parser_->is_header_done()) ec = http::error::partial_message;  // the check said complete
+  on_header(ec, used);
 }
 
 void ClientSession::refuse_head(const HeadProblem& p) {
@@ -478,6 +481,15 @@ void ClientSession::read_body_chunk() {
   auto& body = upstream_parser_->get().body();
   body.data = body_buf_.get();
   body.size = kBodyPiece;
+  if (buffer_upstream_.size() > 0) {
+    // Bytes that came with the header (most small answers) are parsed here and now;
+    // async_read_some would only post the same parse through the io_context. Only a
+    // parser that needs more than is here goes on to read the socket.
+    beast::error_code ec;
+    const std::size_t used = upstream_parser_->put(buffer_upstream_.data(), ec);
+    buffer_upstream_.consume(used);
+    if (ec != http::error::need_more) return on_body_chunk(ec, used);
+  }
   upstream_->expires_after(profile_->limits.idle_timeout);
   // read_some, not read: whatever arrived goes on at once. A whole read would hold a
   // trickling stream (server-sent events, tokens) until 64 KiB had gathered.
