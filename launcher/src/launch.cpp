@@ -99,8 +99,8 @@ int launch(const LaunchOptions& o) {
   // Before any thread exists (the embedded proxy's come later), so that only the
   // supervisor ever sees these signals.
   block_supervised_signals();
-  const Lease lease = allocate_lease(*pool, o.state_dir, getpid());
-  ScopeExit network_cleanup([&lease] { remove_launch_network(lease); });
+  LaunchNetwork network(allocate_lease(*pool, o.state_dir, getpid()));
+  const Lease& lease = network.lease();
 
   ChildSpec spec;
   spec.host_addr = lease.host_addr;
@@ -151,6 +151,10 @@ int launch(const LaunchOptions& o) {
     supervise_options.timeout = std::chrono::milliseconds(static_cast<long long>(*o.timeout_seconds * 1000));
   supervise_options.kill_grace = o.kill_grace;
   const AgentOutcome outcome = supervise(child.pid(), supervise_options);
+  // The agent is gone: its network comes down while the proxy records the exit. The
+  // lease is released only after both (LaunchNetwork's destructor), so a next launch
+  // never gets this /30 while a proxy may still listen on its address.
+  network.start();
   link->detach(outcome);
   return outcome.exit_status;
 }
