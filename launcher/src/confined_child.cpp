@@ -27,6 +27,9 @@ namespace {
 
 // What the agent tells the launcher when it cannot exec (the pipe is CLOEXEC, so a
 // successful exec reads as EOF).
+// launcher -> child on the go pipe: the veth's peer is in the child's namespace.
+constexpr char kLinkReady = 'L';
+
 struct ExecFailure {
   int err = 0;
   char step[96] = {};
@@ -180,22 +183,45 @@ int exec_like_a_shell(ExecPlan& p, int* err) {
   agent_fail(exec_fd, code == kExitNotFound ? ENOENT : err, "exec", code);
 }
 
+// Runs one setup step unless an earlier one failed; the first failure is kept.
+template <typename Step>
+void setup_step(std::string& error, Step&& step) {
+  if (!error.empty()) return;
+  try {
+    step();
+  } catch (const std::exception& e) {
+    error = e.what();
+    if (error.empty()) error = "failed";
+  }
+}
+
 // PID 1 of the new PID namespace. A PID 1 ignores signals it has no handler for, so
 // the agent cannot be PID 1 itself; this init forwards signals to it and reaps.
+//
+// Setup runs in three stages so that it overlaps the launcher's own work: mounts and
+// loopback at once, eth0 once the launcher has moved the veth in, the output rules
+// once the proxy's port is known. A failure is reported only after the port was
+// read, so the launcher never writes into a pipe nobody reads any more.
 [[noreturn]] void init_main(const ChildSpec& spec, int go_fd, int status_fd, int exec_fd) {
   prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-  std::uint16_t port = 0;
-  // EOF here means the launcher gave up (or died) before the network was ready.
-  if (read_full(go_fd, &port, sizeof port) != sizeof port) _exit(kExitLauncherFailure);
-  close_fd(go_fd);
-  try {
+  std::string error;
+  setup_step(error, [] {
     setup_agent_mounts();
     set_link_up("lo");
+  });
+  // EOF here means the launcher gave up (or died) before the network was ready.
+  char linked = 0;
+  if (read_full(go_fd, &linked, 1) != 1 || linked != kLinkReady) _exit(kExitLauncherFailure);
+  setup_step(error, [&] {
     add_ipv4_address(spec.agent_ifname, spec.agent_addr, spec.prefix);
     set_link_up(spec.agent_ifname);
-    install_agent_rules(spec.host_addr, port);
-  } catch (const std::exception& e) {
-    std::string msg = std::string("E") + e.what();
+  });
+  std::uint16_t port = 0;
+  if (read_full(go_fd, &port, sizeof port) != sizeof port) _exit(kExitLauncherFailure);
+  close_fd(go_fd);
+  setup_step(error, [&] { install_agent_rules(spec.host_addr, port); });
+  if (!error.empty()) {
+    std::string msg = "E" + error;
     write_all(status_fd, msg.data(), msg.size());
     _exit(kExitLauncherFailure);
   }
@@ -291,6 +317,11 @@ ConfinedChild::~ConfinedChild() {
     while (waitpid(pid_, &st, 0) < 0 && errno == EINTR) {
     }
   }
+}
+
+void ConfinedChild::link_ready() {
+  if (!write_all(go_fd_, &kLinkReady, 1))
+    throw LaunchError(kExitLauncherFailure, "the confined child exited before its network was set up");
 }
 
 void ConfinedChild::release(std::uint16_t proxy_port) {

@@ -1,6 +1,6 @@
 #pragma once
-// The confined child: cloned into new network, PID and mount namespaces, it waits
-// until the launcher has wired the network, sets up its namespaces, and becomes a
+// The confined child: cloned into new network, PID and mount namespaces, it sets up
+// its namespaces as the launcher wires the network (link_ready, release), and becomes a
 // tiny init (PID 1) that forks the agent, forwards signals to it and exits with its
 // status. The agent then drops everything and execs the command.
 #include "netbox/launcher/privileges.hpp"
@@ -41,6 +41,9 @@ class ConfinedChild {
   ~ConfinedChild();  // kills and reaps a child that was never supervised
 
   pid_t pid() const { return pid_; }
+  // Tells the child that its end of the veth is in its namespace, so it can set up
+  // eth0 while the launcher starts the proxy.
+  void link_ready();
   // Tells the child the proxy port and waits until its namespaces are set up.
   // Throws LaunchError(125) with the child's reason when setup failed.
   void release(std::uint16_t proxy_port);
@@ -52,7 +55,7 @@ class ConfinedChild {
  private:
   ConfinedChild() = default;
   pid_t pid_ = -1;
-  int go_fd_ = -1;      // launcher -> child: the proxy port
+  int go_fd_ = -1;      // launcher -> child: link ready, then the proxy port
   int status_fd_ = -1;  // child -> launcher: ready, or why setup failed
   int exec_fd_ = -1;    // agent -> launcher: CLOEXEC, EOF on successful exec
   bool owned_ = true;
