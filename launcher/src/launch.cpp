@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <fstream>
 #include <random>
+#include <thread>
 
 namespace netbox::launcher {
 namespace {
@@ -116,6 +117,9 @@ int launch(const LaunchOptions& o) {
   // Cloned while the launcher is still single-threaded (see ConfinedChild::spawn).
   ConfinedChild child = ConfinedChild::spawn(spec);
 
+  // The proxy prepares on its own thread while the veth is wired (threads are fine
+  // now that the child is cloned); joined before anything needs the proxy.
+  std::jthread preparing([&link] { link->prepare(); });
   try {
     create_veth_pair(lease.veth, spec.agent_ifname, child.pid());
     disable_ipv6(lease.veth);
@@ -125,6 +129,8 @@ int launch(const LaunchOptions& o) {
     throw LaunchError(kExitLauncherFailure, e.what());
   }
   child.link_ready();
+
+  preparing.join();
 
   AgentIdentity identity{name, profile, lease.agent_addr, lease.host_addr, child.pid(), command_line(o.command),
                          policy ? policy->digest : std::string()};
