@@ -230,6 +230,34 @@ TEST(LaunchLifecycle, AProxyThatCannotBeReachedLeavesNothingBehind) {
   expect_nothing_left(subnet);
 }
 
+TEST(LaunchLifecycle, AnAuditStoreThatCannotBeOpenedIsNamedAndLeavesNothingBehind) {
+  NETBOX_REQUIRE_ROOT();
+  const auto subnet = test_subnet(22);
+  test::TempDir dir;
+  // The embedded proxy opens its store on a thread while the veth is wired; its
+  // failure still ends the launch before the agent runs, and everything comes down.
+  const auto db = dir.path() / "no-such-dir" / "audit.db";
+  auto r = launch(subnet, {"--audit-db", db.string(), "--", kSh, "-c", "echo the agent ran"});
+  EXPECT_EQ(r.exit_code, 125);
+  EXPECT_THAT(r.err, HasSubstr("cannot open audit database " + db.string()));
+  EXPECT_EQ(r.out.find("the agent ran"), std::string::npos);
+  expect_nothing_left(subnet);
+}
+
+TEST(LaunchLifecycle, BackToBackLaunchesGetTheSameNetworkBackEachTime) {
+  NETBOX_REQUIRE_ROOT();
+  const auto subnet = test_subnet(23);
+  test::TempDir dir;
+  // The table and the veth come down side by side after the agent exits; the lease
+  // is released only once both are gone, so the next launch, given the same /30 and
+  // veth name at once, must find nothing of the previous one in its way.
+  for (int i = 0; i < 5; ++i) {
+    auto r = launch(subnet, {"--audit-db", audit_flag(dir), "--", kSh, "-c", "exit 7"});
+    ASSERT_EQ(r.exit_code, 7) << "launch " << i << ": " << r.err;
+    expect_nothing_left(subnet);
+  }
+}
+
 TEST(LaunchLifecycle, TwentyAgentsAtOnceThroughARunningProxy) {
   NETBOX_REQUIRE_ROOT();
   const auto subnet = test_subnet(18);
