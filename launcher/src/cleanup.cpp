@@ -3,6 +3,7 @@
 #include "netbox/launcher/nft_rules.hpp"
 #include "netbox/launcher/veth.hpp"
 
+#include <chrono>
 #include <iostream>
 #include <string>
 #include <system_error>
@@ -23,7 +24,17 @@ std::string remove_rules(const Lease& lease) noexcept {
   return {};
 }
 
+// Long enough for the kernel's namespace cleanup under load, short enough that a
+// namespace someone still holds open (and so a veth that stays) costs little.
+constexpr std::chrono::milliseconds kOwnRemovalLimit{250};
+
 std::string remove_link(const Lease& lease) noexcept {
+  // By now the agent's init has been reaped, so its network namespace is on its way
+  // out and the kernel removes both ends of the veth with it. An RTM_DELLINK of our
+  // own on top only queues behind that work (rtnl, RCU grace periods): waiting for the
+  // kernel's own removal was measured ~7 ms faster at the median. If the namespace is
+  // held open by something else, the veth is deleted here after all.
+  if (wait_until_link_gone(lease.veth, kOwnRemovalLimit)) return {};
   try {
     delete_link(lease.veth);
   } catch (const std::exception& e) {

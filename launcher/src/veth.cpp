@@ -8,6 +8,8 @@
 #include <linux/rtnetlink.h>
 #include <linux/veth.h>
 
+#include <poll.h>
+
 #include <cerrno>
 #include <cstring>
 #include <ctime>
@@ -142,5 +144,37 @@ bool delete_link(const std::string& ifname) {
 }
 
 bool link_exists(const std::string& ifname) { return if_nametoindex(ifname.c_str()) != 0; }
+
+bool wait_until_link_gone(const std::string& ifname, std::chrono::milliseconds limit) noexcept {
+  std::unique_ptr<mnl_socket, SocketCloser> nl(mnl_socket_open(NETLINK_ROUTE));
+  // Without a subscription there is nothing to wait on; the caller deletes the link.
+  if (!nl || mnl_socket_bind(nl.get(), RTMGRP_LINK, MNL_SOCKET_AUTOPID) < 0) return !link_exists(ifname);
+  // Subscribed first, looked up second: a removal in between still sends its RTM_DELLINK.
+  const unsigned index = if_nametoindex(ifname.c_str());
+  if (index == 0) return true;
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  std::vector<char> buf(MNL_SOCKET_BUFFER_SIZE);
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return !link_exists(ifname);
+    pollfd p{mnl_socket_get_fd(nl.get()), POLLIN, 0};
+    int ready = ::poll(&p, 1, static_cast<int>(left.count()) + 1);
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) return !link_exists(ifname);
+    ssize_t n = mnl_socket_recvfrom(nl.get(), buf.data(), buf.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      // ENOBUFS: notifications were dropped, the one we wait for perhaps among them.
+      if (!link_exists(ifname)) return true;
+      continue;
+    }
+    int len = static_cast<int>(n);
+    for (auto* nlh = reinterpret_cast<nlmsghdr*>(buf.data()); mnl_nlmsg_ok(nlh, len); nlh = mnl_nlmsg_next(nlh, &len)) {
+      if (nlh->nlmsg_type != RTM_DELLINK) continue;
+      const auto* ifm = static_cast<const ifinfomsg*>(mnl_nlmsg_get_payload(nlh));
+      if (static_cast<unsigned>(ifm->ifi_index) == index) return true;
+    }
+  }
+}
 
 }  // namespace netbox::launcher
