@@ -29,6 +29,8 @@ namespace {
 // successful exec reads as EOF).
 // launcher -> child on the go pipe: the veth's peer is in the child's namespace.
 constexpr char kLinkReady = 'L';
+// launcher -> child, after the port: the host's rules are installed, the agent may run.
+constexpr char kHostRulesIn = 'G';
 
 struct ExecFailure {
   int err = 0;
@@ -200,8 +202,10 @@ void setup_step(std::string& error, Step&& step) {
 //
 // Setup runs in three stages so that it overlaps the launcher's own work: mounts and
 // loopback at once, eth0 once the launcher has moved the veth in, the output rules
-// once the proxy's port is known. A failure is reported only after the port was
-// read, so the launcher never writes into a pipe nobody reads any more.
+// once the proxy's port is known (while the launcher installs the host's). The agent
+// is forked only on the launcher's go, sent once the host's rules are in place. A
+// failure is reported only after the go was read, so the launcher never writes into
+// a pipe nobody reads any more.
 [[noreturn]] void init_main(const ChildSpec& spec, int go_fd, int status_fd, int exec_fd) {
   prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
   std::string error;
@@ -218,8 +222,11 @@ void setup_step(std::string& error, Step&& step) {
   });
   std::uint16_t port = 0;
   if (read_full(go_fd, &port, sizeof port) != sizeof port) _exit(kExitLauncherFailure);
-  close_fd(go_fd);
   setup_step(error, [&] { install_agent_rules(spec.host_addr, port); });
+  // The agent must not run before the host's rules are in place: the launcher says so.
+  char go = 0;
+  if (read_full(go_fd, &go, 1) != 1 || go != kHostRulesIn) _exit(kExitLauncherFailure);
+  close_fd(go_fd);
   if (!error.empty()) {
     std::string msg = "E" + error;
     write_all(status_fd, msg.data(), msg.size());
@@ -324,8 +331,13 @@ void ConfinedChild::link_ready() {
     throw LaunchError(kExitLauncherFailure, "the confined child exited before its network was set up");
 }
 
-void ConfinedChild::release(std::uint16_t proxy_port) {
+void ConfinedChild::send_port(std::uint16_t proxy_port) {
   if (!write_all(go_fd_, &proxy_port, sizeof proxy_port))
+    throw LaunchError(kExitLauncherFailure, "the confined child exited before its network was set up");
+}
+
+void ConfinedChild::release() {
+  if (!write_all(go_fd_, &kHostRulesIn, 1))
     throw LaunchError(kExitLauncherFailure, "the confined child exited before its network was set up");
   close_fd(go_fd_);
   std::string reply = read_to_eof(status_fd_);

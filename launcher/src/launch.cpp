@@ -138,12 +138,15 @@ int launch(const LaunchOptions& o) {
   AgentOutcome failed;
   failed.exit_status = kExitLauncherFailure;
   ScopeExit detach_on_error([&] { link->detach(failed); });
+  // The child installs its own rules while the host's go in; it forks the agent only
+  // on release(), after these are in place.
+  child.send_port(port);
   try {
     install_host_rules(lease.veth, lease.host_addr, port);
   } catch (const std::runtime_error& e) {
     throw LaunchError(kExitLauncherFailure, e.what());
   }
-  child.release(port);
+  child.release();
   try {
     child.wait_for_exec();
   } catch (const LaunchError& e) {

@@ -44,9 +44,12 @@ class ConfinedChild {
   // Tells the child that its end of the veth is in its namespace, so it can set up
   // eth0 while the launcher starts the proxy.
   void link_ready();
-  // Tells the child the proxy port and waits until its namespaces are set up.
-  // Throws LaunchError(125) with the child's reason when setup failed.
-  void release(std::uint16_t proxy_port);
+  // Tells the child the proxy port, so it installs its output rules meanwhile.
+  void send_port(std::uint16_t proxy_port);
+  // Call once the host's rules are in place: lets the child fork the agent, and waits
+  // until its namespaces are set up. Throws LaunchError(125) with the child's reason
+  // when setup failed.
+  void release();
   // Waits until the agent has exec'd. Throws LaunchError 127/126/125 when it could not.
   void wait_for_exec();
   // The launcher supervises (and reaps) the child from here on.
@@ -55,7 +58,7 @@ class ConfinedChild {
  private:
   ConfinedChild() = default;
   pid_t pid_ = -1;
-  int go_fd_ = -1;      // launcher -> child: link ready, then the proxy port
+  int go_fd_ = -1;      // launcher -> child: link ready, the proxy port, go
   int status_fd_ = -1;  // child -> launcher: ready, or why setup failed
   int exec_fd_ = -1;    // agent -> launcher: CLOEXEC, EOF on successful exec
   bool owned_ = true;
