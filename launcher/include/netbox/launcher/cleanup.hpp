@@ -9,9 +9,11 @@
 
 namespace netbox::launcher {
 
-// Removes the host nftables table and the veth (if the namespace has not taken it
-// down already), side by side: each costs the kernel at least one RCU grace period,
-// and run together those waits overlap. Never throws; problems go to stderr.
+// Removes the host nftables table and the veth side by side: each costs the kernel
+// at least one RCU grace period, and run together those waits overlap. Call once the
+// agent's init is reaped: the veth is then left to its dying namespace, which takes it
+// down sooner than a delete of our own, and deleted here only if it is still there
+// after a bounded wait. Never throws; problems go to stderr.
 void remove_launch_network(const Lease& lease) noexcept;
 
 // Owns a launch's host network from the lease on. start() begins the removal on a
