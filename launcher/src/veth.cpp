@@ -153,7 +153,7 @@ bool wait_until_link_gone(const std::string& ifname, std::chrono::milliseconds l
   const unsigned index = if_nametoindex(ifname.c_str());
   if (index == 0) return true;
   const auto deadline = std::chrono::steady_clock::now() + limit;
-  std::vector<char> buf(MNL_SOCKET_BUFFER_SIZE);
+  alignas(nlmsghdr) char buf[8192];  // on the stack: nothing here may throw
   for (;;) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) return !link_exists(ifname);
@@ -161,7 +161,7 @@ bool wait_until_link_gone(const std::string& ifname, std::chrono::milliseconds l
     int ready = ::poll(&p, 1, static_cast<int>(left.count()) + 1);
     if (ready < 0 && errno == EINTR) continue;
     if (ready <= 0) return !link_exists(ifname);
-    ssize_t n = mnl_socket_recvfrom(nl.get(), buf.data(), buf.size());
+    ssize_t n = mnl_socket_recvfrom(nl.get(), buf, sizeof buf);
     if (n < 0) {
       if (errno == EINTR) continue;
       // ENOBUFS: notifications were dropped, the one we wait for perhaps among them.
@@ -169,7 +169,7 @@ bool wait_until_link_gone(const std::string& ifname, std::chrono::milliseconds l
       continue;
     }
     int len = static_cast<int>(n);
-    for (auto* nlh = reinterpret_cast<nlmsghdr*>(buf.data()); mnl_nlmsg_ok(nlh, len); nlh = mnl_nlmsg_next(nlh, &len)) {
+    for (auto* nlh = reinterpret_cast<nlmsghdr*>(buf); mnl_nlmsg_ok(nlh, len); nlh = mnl_nlmsg_next(nlh, &len)) {
       if (nlh->nlmsg_type != RTM_DELLINK) continue;
       const auto* ifm = static_cast<const ifinfomsg*>(mnl_nlmsg_get_payload(nlh));
       if (static_cast<unsigned>(ifm->ifi_index) == index) return true;
