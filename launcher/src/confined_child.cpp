@@ -27,6 +27,11 @@ namespace {
 
 // What the agent tells the launcher when it cannot exec (the pipe is CLOEXEC, so a
 // successful exec reads as EOF).
+// launcher -> child on the go pipe: the veth's peer is in the child's namespace.
+constexpr char kLinkReady = 'L';
+// launcher -> child, after the port: the host's rules are installed, the agent may run.
+constexpr char kHostRulesIn = 'G';
+
 struct ExecFailure {
   int err = 0;
   char step[96] = {};
@@ -180,22 +185,50 @@ int exec_like_a_shell(ExecPlan& p, int* err) {
   agent_fail(exec_fd, code == kExitNotFound ? ENOENT : err, "exec", code);
 }
 
+// Runs one setup step unless an earlier one failed; the first failure is kept.
+template <typename Step>
+void setup_step(std::string& error, Step&& step) {
+  if (!error.empty()) return;
+  try {
+    step();
+  } catch (const std::exception& e) {
+    error = e.what();
+    if (error.empty()) error = "failed";
+  }
+}
+
 // PID 1 of the new PID namespace. A PID 1 ignores signals it has no handler for, so
 // the agent cannot be PID 1 itself; this init forwards signals to it and reaps.
+//
+// Setup runs in three stages so that it overlaps the launcher's own work: mounts and
+// loopback at once, eth0 once the launcher has moved the veth in, the output rules
+// once the proxy's port is known (while the launcher installs the host's). The agent
+// is forked only on the launcher's go, sent once the host's rules are in place. A
+// failure is reported only after the go was read, so the launcher never writes into
+// a pipe nobody reads any more.
 [[noreturn]] void init_main(const ChildSpec& spec, int go_fd, int status_fd, int exec_fd) {
   prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-  std::uint16_t port = 0;
-  // EOF here means the launcher gave up (or died) before the network was ready.
-  if (read_full(go_fd, &port, sizeof port) != sizeof port) _exit(kExitLauncherFailure);
-  close_fd(go_fd);
-  try {
+  std::string error;
+  setup_step(error, [] {
     setup_agent_mounts();
     set_link_up("lo");
+  });
+  // EOF here means the launcher gave up (or died) before the network was ready.
+  char linked = 0;
+  if (read_full(go_fd, &linked, 1) != 1 || linked != kLinkReady) _exit(kExitLauncherFailure);
+  setup_step(error, [&] {
     add_ipv4_address(spec.agent_ifname, spec.agent_addr, spec.prefix);
     set_link_up(spec.agent_ifname);
-    install_agent_rules(spec.host_addr, port);
-  } catch (const std::exception& e) {
-    std::string msg = std::string("E") + e.what();
+  });
+  std::uint16_t port = 0;
+  if (read_full(go_fd, &port, sizeof port) != sizeof port) _exit(kExitLauncherFailure);
+  setup_step(error, [&] { install_agent_rules(spec.host_addr, port); });
+  // The agent must not run before the host's rules are in place: the launcher says so.
+  char go = 0;
+  if (read_full(go_fd, &go, 1) != 1 || go != kHostRulesIn) _exit(kExitLauncherFailure);
+  close_fd(go_fd);
+  if (!error.empty()) {
+    std::string msg = "E" + error;
     write_all(status_fd, msg.data(), msg.size());
     _exit(kExitLauncherFailure);
   }
@@ -293,8 +326,18 @@ ConfinedChild::~ConfinedChild() {
   }
 }
 
-void ConfinedChild::release(std::uint16_t proxy_port) {
+void ConfinedChild::link_ready() {
+  if (!write_all(go_fd_, &kLinkReady, 1))
+    throw LaunchError(kExitLauncherFailure, "the confined child exited before its network was set up");
+}
+
+void ConfinedChild::send_port(std::uint16_t proxy_port) {
   if (!write_all(go_fd_, &proxy_port, sizeof proxy_port))
+    throw LaunchError(kExitLauncherFailure, "the confined child exited before its network was set up");
+}
+
+void ConfinedChild::release() {
+  if (!write_all(go_fd_, &kHostRulesIn, 1))
     throw LaunchError(kExitLauncherFailure, "the confined child exited before its network was set up");
   close_fd(go_fd_);
   std::string reply = read_to_eof(status_fd_);

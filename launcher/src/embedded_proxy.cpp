@@ -33,21 +33,31 @@ class EmbeddedProxy final : public ProxyLink {
       : policy_(std::move(policy)), audit_db_(std::move(audit_db)) {}
   ~EmbeddedProxy() override { stop(); }
 
-  std::uint16_t attach(const AgentIdentity& agent) override {
-    agent_ = agent;
+  // Opening the audit database and creating the io threads take a few ms and need
+  // no address; the listener is added in attach, once the veth's address exists.
+  void prepare() override {
     try {
-      host_ = ip::make_address(agent.host_addr);
-      agent_addr_ = ip::make_address(agent.agent_addr);
       proxy::ProxyOptions options;
       options.policy = policy_;
       options.audit_db = audit_db_;
       options.threads = 2;  // one agent's traffic; the machine belongs to the agent
       options.shutdown_grace = std::chrono::milliseconds(1000);
-      options.listen = {ip::tcp::endpoint(host_, pick_port(host_))};
       server_ = std::make_unique<proxy::Server>(std::move(options));
       server_->start();
-      auto endpoints = server_->local_endpoints();
-      if (endpoints.empty()) throw std::runtime_error("no listener on " + agent.host_addr);
+    } catch (const std::exception& e) {
+      prepare_error_ = e.what();
+      server_.reset();
+    }
+  }
+
+  std::uint16_t attach(const AgentIdentity& agent) override {
+    agent_ = agent;
+    try {
+      if (!server_ && prepare_error_.empty()) prepare();
+      if (!prepare_error_.empty()) throw std::runtime_error(prepare_error_);
+      host_ = ip::make_address(agent.host_addr);
+      agent_addr_ = ip::make_address(agent.agent_addr);
+      const auto listener = server_->add_listener(ip::tcp::endpoint(host_, pick_port(host_)));
       server_->register_agent(agent_addr_, agent.name, agent.profile);
       audit::AgentRecord record;
       record.name = agent.name;
@@ -57,7 +67,7 @@ class EmbeddedProxy final : public ProxyLink {
       record.address = agent.agent_addr;
       record.started = audit::Clock::now();
       server_->audit().agent_started(std::move(record));
-      return endpoints.front().port();
+      return listener.port();
     } catch (const LaunchError&) {
       throw;
     } catch (const std::exception& e) {
@@ -96,6 +106,7 @@ class EmbeddedProxy final : public ProxyLink {
 
   policy::Policy policy_;
   std::filesystem::path audit_db_;
+  std::string prepare_error_;
   AgentIdentity agent_;
   ip::address host_;
   ip::address agent_addr_;

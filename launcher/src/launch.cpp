@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <fstream>
 #include <random>
+#include <thread>
 
 namespace netbox::launcher {
 namespace {
@@ -99,8 +100,8 @@ int launch(const LaunchOptions& o) {
   // Before any thread exists (the embedded proxy's come later), so that only the
   // supervisor ever sees these signals.
   block_supervised_signals();
-  const Lease lease = allocate_lease(*pool, o.state_dir, getpid());
-  ScopeExit network_cleanup([&lease] { remove_launch_network(lease); });
+  LaunchNetwork network(allocate_lease(*pool, o.state_dir, getpid()));
+  const Lease& lease = network.lease();
 
   ChildSpec spec;
   spec.host_addr = lease.host_addr;
@@ -116,6 +117,9 @@ int launch(const LaunchOptions& o) {
   // Cloned while the launcher is still single-threaded (see ConfinedChild::spawn).
   ConfinedChild child = ConfinedChild::spawn(spec);
 
+  // The proxy prepares on its own thread while the veth is wired (threads are fine
+  // now that the child is cloned); joined before anything needs the proxy.
+  std::jthread preparing([&link] { link->prepare(); });
   try {
     create_veth_pair(lease.veth, spec.agent_ifname, child.pid());
     disable_ipv6(lease.veth);
@@ -124,6 +128,9 @@ int launch(const LaunchOptions& o) {
   } catch (const std::runtime_error& e) {
     throw LaunchError(kExitLauncherFailure, e.what());
   }
+  child.link_ready();
+
+  preparing.join();
 
   AgentIdentity identity{name, profile, lease.agent_addr, lease.host_addr, child.pid(), command_line(o.command),
                          policy ? policy->digest : std::string()};
@@ -131,12 +138,15 @@ int launch(const LaunchOptions& o) {
   AgentOutcome failed;
   failed.exit_status = kExitLauncherFailure;
   ScopeExit detach_on_error([&] { link->detach(failed); });
+  // The child installs its own rules while the host's go in; it forks the agent only
+  // on release(), after these are in place.
+  child.send_port(port);
   try {
     install_host_rules(lease.veth, lease.host_addr, port);
   } catch (const std::runtime_error& e) {
     throw LaunchError(kExitLauncherFailure, e.what());
   }
-  child.release(port);
+  child.release();
   try {
     child.wait_for_exec();
   } catch (const LaunchError& e) {
@@ -151,6 +161,10 @@ int launch(const LaunchOptions& o) {
     supervise_options.timeout = std::chrono::milliseconds(static_cast<long long>(*o.timeout_seconds * 1000));
   supervise_options.kill_grace = o.kill_grace;
   const AgentOutcome outcome = supervise(child.pid(), supervise_options);
+  // The agent is gone: its network comes down while the proxy records the exit. The
+  // lease is released only after both (LaunchNetwork's destructor), so a next launch
+  // never gets this /30 while a proxy may still listen on its address.
+  network.start();
   link->detach(outcome);
   return outcome.exit_status;
 }

@@ -3,8 +3,11 @@
 #include "launch_fixture.hpp"
 
 #include <gmock/gmock.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <unistd.h>
 
+#include <fstream>
 #include <set>
 
 namespace netbox::launch_test {
@@ -228,6 +231,57 @@ TEST(LaunchLifecycle, AProxyThatCannotBeReachedLeavesNothingBehind) {
   EXPECT_EQ(r.exit_code, 125);
   EXPECT_THAT(r.err, HasSubstr("no-proxy-here.sock: cannot connect"));
   expect_nothing_left(subnet);
+}
+
+TEST(LaunchLifecycle, AnAuditStoreThatCannotBeOpenedIsNamedAndLeavesNothingBehind) {
+  NETBOX_REQUIRE_ROOT();
+  const auto subnet = test_subnet(22);
+  test::TempDir dir;
+  // The embedded proxy opens its store on a thread while the veth is wired; its
+  // failure still ends the launch before the agent runs, and everything comes down.
+  const auto db = dir.path() / "no-such-dir" / "audit.db";
+  auto r = launch(subnet, {"--audit-db", db.string(), "--", kSh, "-c", "echo the agent ran"});
+  EXPECT_EQ(r.exit_code, 125);
+  EXPECT_THAT(r.err, HasSubstr("cannot open audit database " + db.string()));
+  EXPECT_EQ(r.out.find("the agent ran"), std::string::npos);
+  expect_nothing_left(subnet);
+}
+
+TEST(LaunchLifecycle, BackToBackLaunchesGetTheSameNetworkBackEachTime) {
+  NETBOX_REQUIRE_ROOT();
+  const auto subnet = test_subnet(23);
+  test::TempDir dir;
+  // The table and the veth come down side by side after the agent exits; the lease
+  // is released only once both are gone, so the next launch, given the same /30 and
+  // veth name at once, must find nothing of the previous one in its way.
+  for (int i = 0; i < 5; ++i) {
+    auto r = launch(subnet, {"--audit-db", audit_flag(dir), "--", kSh, "-c", "exit 7"});
+    ASSERT_EQ(r.exit_code, 7) << "launch " << i << ": " << r.err;
+    expect_nothing_left(subnet);
+  }
+}
+
+TEST(LaunchLifecycle, AVethWhoseNamespaceIsHeldOpenIsStillDeleted) {
+  NETBOX_REQUIRE_ROOT();
+  const auto subnet = test_subnet(24);
+  test::TempDir dir;
+  // The launcher normally waits for the dying namespace to take the veth along. Here
+  // the test holds the namespace open, so that never happens and the launcher must
+  // delete the veth itself (after a bounded wait) before it returns.
+  Background launcher({test::netbox_binary().string(), "launch", "--subnet", subnet.cidr, "--audit-db", audit_flag(dir),
+                       "--", kSh, "-c", "echo ready; sleep 1"},
+                      dir.path(), "held");
+  ASSERT_TRUE(eventually([&] { return launcher.out().find("ready") != std::string::npos; })) << launcher.err();
+  std::ifstream children("/proc/" + std::to_string(launcher.pid()) + "/task/" + std::to_string(launcher.pid()) +
+                         "/children");
+  pid_t init = 0;
+  ASSERT_TRUE(children >> init) << "the launcher has no child";
+  const std::string ns = "/proc/" + std::to_string(init) + "/ns/net";
+  const int held = ::open(ns.c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(held, 0) << ns;
+  EXPECT_EQ(launcher.wait(), 0) << launcher.err();
+  expect_nothing_left(subnet);
+  ::close(held);
 }
 
 TEST(LaunchLifecycle, TwentyAgentsAtOnceThroughARunningProxy) {

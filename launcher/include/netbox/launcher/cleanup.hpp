@@ -4,13 +4,38 @@
 #include "netbox/launcher/subnet_pool.hpp"
 
 #include <functional>
+#include <thread>
 #include <utility>
 
 namespace netbox::launcher {
 
-// Removes the host nftables table, the veth (if the namespace has not taken it down
-// already) and finally the lease. Never throws; problems are reported on stderr.
+// Removes the host nftables table and the veth side by side: each costs the kernel
+// at least one RCU grace period, and run together those waits overlap. Call once the
+// agent's init is reaped: the veth is then left to its dying namespace, which takes it
+// down sooner than a delete of our own, and deleted here only if it is still there
+// after a bounded wait. Never throws; problems go to stderr.
 void remove_launch_network(const Lease& lease) noexcept;
+
+// Owns a launch's host network from the lease on. start() begins the removal on a
+// thread, so the caller can do other work (recording the agent's exit) meanwhile;
+// the destructor waits for it (or removes synchronously if never started) and then
+// releases the lease, last, so that nothing is left once the launch has returned and
+// whatever failed stays attributable to a (now dead) owner for `netbox gc`.
+class LaunchNetwork {
+ public:
+  explicit LaunchNetwork(Lease lease) : lease_(std::move(lease)) {}
+  ~LaunchNetwork();
+  LaunchNetwork(const LaunchNetwork&) = delete;
+  LaunchNetwork& operator=(const LaunchNetwork&) = delete;
+
+  const Lease& lease() const { return lease_; }
+  void start() noexcept;
+
+ private:
+  Lease lease_;
+  std::thread removal_;
+  bool removed_ = false;
+};
 
 // Runs a function at scope exit unless dismissed.
 class ScopeExit {

@@ -1,6 +1,6 @@
 #pragma once
-// The confined child: cloned into new network, PID and mount namespaces, it waits
-// until the launcher has wired the network, sets up its namespaces, and becomes a
+// The confined child: cloned into new network, PID and mount namespaces, it sets up
+// its namespaces as the launcher wires the network (link_ready, release), and becomes a
 // tiny init (PID 1) that forks the agent, forwards signals to it and exits with its
 // status. The agent then drops everything and execs the command.
 #include "netbox/launcher/privileges.hpp"
@@ -41,9 +41,15 @@ class ConfinedChild {
   ~ConfinedChild();  // kills and reaps a child that was never supervised
 
   pid_t pid() const { return pid_; }
-  // Tells the child the proxy port and waits until its namespaces are set up.
-  // Throws LaunchError(125) with the child's reason when setup failed.
-  void release(std::uint16_t proxy_port);
+  // Tells the child that its end of the veth is in its namespace, so it can set up
+  // eth0 while the launcher starts the proxy.
+  void link_ready();
+  // Tells the child the proxy port, so it installs its output rules meanwhile.
+  void send_port(std::uint16_t proxy_port);
+  // Call once the host's rules are in place: lets the child fork the agent, and waits
+  // until its namespaces are set up. Throws LaunchError(125) with the child's reason
+  // when setup failed.
+  void release();
   // Waits until the agent has exec'd. Throws LaunchError 127/126/125 when it could not.
   void wait_for_exec();
   // The launcher supervises (and reaps) the child from here on.
@@ -52,7 +58,7 @@ class ConfinedChild {
  private:
   ConfinedChild() = default;
   pid_t pid_ = -1;
-  int go_fd_ = -1;      // launcher -> child: the proxy port
+  int go_fd_ = -1;      // launcher -> child: link ready, the proxy port, go
   int status_fd_ = -1;  // child -> launcher: ready, or why setup failed
   int exec_fd_ = -1;    // agent -> launcher: CLOEXEC, EOF on successful exec
   bool owned_ = true;

@@ -28,6 +28,10 @@ struct AgentIdentity {
 class ProxyLink {
  public:
   virtual ~ProxyLink() = default;
+  // Work that needs no agent address yet (an embedded proxy opens its audit store and
+  // starts its threads). The launcher runs it on a thread while it wires the veth;
+  // a failure is reported by attach. Must not be called before the child is cloned.
+  virtual void prepare() {}
   // Listens on the host address and registers the agent; returns the proxy port.
   // Throws LaunchError(125) when the proxy refuses.
   virtual std::uint16_t attach(const AgentIdentity& agent) = 0;

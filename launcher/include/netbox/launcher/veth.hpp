@@ -4,6 +4,7 @@
 // std::runtime_error naming the interface on failure.
 #include <sys/types.h>
 
+#include <chrono>
 #include <string>
 
 namespace netbox::launcher {
@@ -16,5 +17,8 @@ void set_link_up(const std::string& ifname);
 // Returns false when the link did not exist.
 bool delete_link(const std::string& ifname);
 bool link_exists(const std::string& ifname);
+// Waits (on RTM_DELLINK notifications) until the link is gone, at most `limit`.
+// Returns whether it is gone. Never throws.
+bool wait_until_link_gone(const std::string& ifname, std::chrono::milliseconds limit) noexcept;
 
 }  // namespace netbox::launcher
