@@ -35,12 +35,6 @@ void append_quoted(std::string& out, std::string_view v) {
 
 }  // namespace
 
-std::string Logger::render(std::string_view event, LogFields fields) const {
-  std::string line;
-  render_into(line, event, fields);
-  return line;
-}
-
 void Logger::render_into(std::string& line, std::string_view event, LogFields fields) const {
   const auto ts = audit::format_timestamp(audit::Clock::now());
   if (format_ == LogFormat::json) {

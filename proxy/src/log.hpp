@@ -43,7 +43,6 @@ class Logger {
 
   // `event` names what happened ("request", "listening", "policy_reload_failed" ...).
   void write(std::string_view event, LogFields fields);
-  std::string render(std::string_view event, LogFields fields) const;
 
  private:
   void run();
