@@ -11,7 +11,8 @@ PKGS=(
   chromium fonts-dejavu-core
 )
 missing=()
-# Node.js with npm builds the dashboard's assets; the machine image ships one, else Debian's.
+# Node.js with npm installs playwright-core for the dashboard's browser test; the machine
+# image ships one, else Debian's.
 command -v npm >/dev/null 2>&1 || PKGS+=(nodejs npm)
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

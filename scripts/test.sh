@@ -19,6 +19,7 @@ run_suite RelWithDebInfo
 if [ "${NETBOX_TEST_SANITIZE:-1}" = 1 ]; then
   run_suite Asan
 fi
+bash tests/packaging/check_package.sh || status=1  # tests-off build, cmake --install, the .deb installed with apt, systemd-analyze verify
 bash scripts/bench.sh --smoke || status=1  # benchmark harness smoke (seconds, no targets), so it cannot rot
 [ "${NETBOX_TEST_FUZZ:-1}" = 0 ] || bash scripts/fuzz.sh || status=1  # libFuzzer targets, fixed short run (NETBOX_TEST_FUZZ=0 skips)
 exit $status

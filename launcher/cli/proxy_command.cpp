@@ -1,6 +1,7 @@
 // `netbox proxy`: run the egress proxy in the foreground until SIGTERM/SIGINT.
 // SIGHUP, or a change of the policy file, reloads the policy.
 #include "commands.hpp"
+#include "service_notify.hpp"
 
 #include "netbox/dashboards/proxy_admin.hpp"
 #include "netbox/policy/load.hpp"
@@ -173,6 +174,7 @@ int run_proxy(const ProxyArgs& a) {
         server->reload_policy();
         return wait_signal();
       }
+      notify_service_manager("STOPPING=1");
       watcher.stop();
       // stop() waits out the grace period; run it off this thread's handler chain.
       server->stop();
@@ -180,6 +182,8 @@ int run_proxy(const ProxyArgs& a) {
   };
   wait_signal();
   watcher.start();
+  // Listeners are bound and the store is open: a Type=notify unit may start its clients.
+  notify_service_manager("READY=1\nSTATUS=proxying");
   ioc.run();
   server->wait();
   if (admin) admin->stop();

@@ -1,0 +1,61 @@
+# What `cmake --install` puts where, and the .deb CPack builds from the same rules.
+include(GNUInstallDirs)
+
+install(TARGETS netbox RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(FILES ${PROJECT_SOURCE_DIR}/packaging/netbox.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
+install(FILES ${PROJECT_SOURCE_DIR}/packaging/completions/netbox.bash
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions RENAME netbox)
+install(FILES ${PROJECT_SOURCE_DIR}/packaging/completions/_netbox
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/zsh/vendor-completions)
+
+# The service's policy: /etc/netbox/policy.json for a /usr install (the .deb, whose postinst
+# creates it from the shipped allow-nothing template), PREFIX/etc/netbox/policy.json for
+# any other prefix (created here when missing). The unit names the installed binary and
+# that policy, so it is written at install time for the prefix given then
+# (`cmake --install --prefix P` included). Nothing is installed to an absolute path.
+install(FILES ${PROJECT_SOURCE_DIR}/packaging/policy.json DESTINATION ${CMAKE_INSTALL_DATADIR}/netbox)
+install(CODE "
+  set(_prefix \"\${CMAKE_INSTALL_PREFIX}\")
+  set(NETBOX_BINDIR \"\${_prefix}/${CMAKE_INSTALL_BINDIR}\")
+  if(_prefix STREQUAL \"/usr\")
+    set(NETBOX_POLICY /etc/netbox/policy.json)
+  else()
+    set(NETBOX_POLICY \"\${_prefix}/etc/netbox/policy.json\")
+    if(NOT EXISTS \"\$ENV{DESTDIR}\${NETBOX_POLICY}\")
+      file(INSTALL \"${PROJECT_SOURCE_DIR}/packaging/policy.json\" DESTINATION \"\$ENV{DESTDIR}\${_prefix}/etc/netbox\"
+           FILE_PERMISSIONS OWNER_READ OWNER_WRITE GROUP_READ)
+    endif()
+  endif()
+  set(_unit \"\$ENV{DESTDIR}\${_prefix}/lib/systemd/system/netbox-proxy.service\")
+  message(STATUS \"Installing: \${_unit}\")
+  configure_file(\"${PROJECT_SOURCE_DIR}/packaging/netbox-proxy.service\" \"\${_unit}\" @ONLY)
+")
+
+install(FILES ${PROJECT_SOURCE_DIR}/policy/schema/netbox-policy.schema.json DESTINATION ${CMAKE_INSTALL_DATADIR}/netbox)
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/examples/ DESTINATION ${CMAKE_INSTALL_DATADIR}/netbox/examples)
+install(FILES ${PROJECT_SOURCE_DIR}/dashboards/grafana/netbox.json DESTINATION ${CMAKE_INSTALL_DATADIR}/netbox/grafana)
+install(FILES ${PROJECT_SOURCE_DIR}/README.md ${PROJECT_SOURCE_DIR}/SECURITY.md ${PROJECT_SOURCE_DIR}/CHANGELOG.md
+        DESTINATION ${CMAKE_INSTALL_DOCDIR})
+install(FILES ${PROJECT_SOURCE_DIR}/LICENSE DESTINATION ${CMAKE_INSTALL_DOCDIR} RENAME copyright)
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs FILES_MATCHING PATTERN "*.md")
+
+set(CPACK_GENERATOR DEB)
+set(CPACK_PACKAGE_NAME netbox)
+set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
+set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "run AI agents confined, behind an auditing egress proxy")
+set(CPACK_PACKAGE_DESCRIPTION "netbox launch runs an agent in its own namespaces whose only route is an \
+HTTP/CONNECT proxy that decides every request against a policy and records it in an SQLite audit store.")
+set(CPACK_PACKAGE_CONTACT "netbox developers <maintainers@netbox.invalid>")
+set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
+set(CPACK_DEBIAN_PACKAGE_SECTION net)
+set(CPACK_DEBIAN_PACKAGE_LICENSE Apache-2.0)
+# The runtime libraries come from dpkg-shlibdeps, so the Depends line is exactly what the
+# binary links; adduser makes the netbox group in postinst.
+set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+set(CPACK_DEBIAN_PACKAGE_DEPENDS "adduser")
+set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA
+    ${PROJECT_SOURCE_DIR}/packaging/debian/postinst
+    ${PROJECT_SOURCE_DIR}/packaging/debian/postrm)
+set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
+set(CPACK_STRIP_FILES ON)
+include(CPack)

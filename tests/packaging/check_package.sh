@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# The shipped artefacts, as a user gets them: a build with tests off, `cmake --install`
+# into a temporary prefix and the installed binary run from there, the .deb's
+# dependencies, and the .deb installed with apt and its unit checked by
+# systemd-analyze verify. The package is purged again at the end.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+fail() { echo "check_package: FAIL: $*" >&2; exit 1; }
+[ "$(id -u)" -eq 0 ] || fail "needs root (apt-get install of the .deb)"
+
+deb=$(bash scripts/package.sh | tail -n 1)
+[ -f "$deb" ] || fail "no .deb built"
+dir=$(dirname "$deb")
+prefix=$(mktemp -d /tmp/netbox-prefix-XXXXXX)
+
+# 1. cmake --install into a prefix; the installed files are where the docs say.
+trap 'rm -rf "$prefix"' EXIT
+cmake --install "$dir" --prefix "$prefix" >/dev/null
+for f in bin/netbox share/man/man1/netbox.1 share/bash-completion/completions/netbox \
+         share/zsh/vendor-completions/_netbox lib/systemd/system/netbox-proxy.service \
+         etc/netbox/policy.json share/netbox/netbox-policy.schema.json share/netbox/examples/agent-policy.json \
+         share/netbox/grafana/netbox.json share/netbox/policy.json share/doc/netbox/copyright share/doc/netbox/docs/architecture.md; do
+  [ -e "$prefix/$f" ] || fail "cmake --install did not install $f"
+done
+"$prefix/bin/netbox" --version | grep -q '^netbox ' || fail "the installed binary does not run"
+"$prefix/bin/netbox" policy check "$prefix/etc/netbox/policy.json" >/dev/null || fail "the installed policy does not load"
+"$prefix/bin/netbox" policy check "$prefix/share/netbox/examples/agent-policy.json" >/dev/null ||
+  fail "an installed example policy does not load"
+grep -q "ExecStart=$prefix/bin/netbox proxy --policy $prefix/etc/netbox/policy.json" \
+  "$prefix/lib/systemd/system/netbox-proxy.service" || fail "the unit does not name the installed binary and policy"
+# The completion reads flags from the installed binary.
+out=$(PATH="$prefix/bin:$PATH" bash -c 'source "$1"; COMP_WORDS=(netbox launch --pol); COMP_CWORD=2; _netbox; echo "${COMPREPLY[*]}"' _ \
+  "$prefix/share/bash-completion/completions/netbox")
+[ "$out" = "--policy" ] || fail "bash completion of 'netbox launch --pol' gave '$out'"
+
+# 2. The .deb depends on Debian's runtime libraries, never on -dev packages.
+info=$(dpkg-deb -I "$deb")
+depends=$(echo "$info" | sed -n 's/^ Depends: //p')
+for lib in libc6 libsqlite3-0 libseccomp2 libnftables1 libssl3 libc-ares2 libidn2-0 libmnl0 libcap2 adduser; do
+  echo "$depends" | grep -q "$lib" || fail "Depends lacks $lib: $depends"
+done
+! echo "$depends" | grep -q -- '-dev' || fail "Depends names a -dev package: $depends"
+! dpkg-deb -c "$deb" | grep -qv ' ./usr/' || fail "the .deb installs outside /usr: $(dpkg-deb -c "$deb" | grep -v ' ./usr/')"
+
+# 3. Installed with apt as a user would; the unit passes systemd-analyze verify.
+was_installed=0
+had_state=0; [ -e /var/lib/netbox ] && had_state=1
+had_group=0; getent group netbox >/dev/null && had_group=1
+dpkg-query -W -f='${Status}' netbox 2>/dev/null | grep -q "install ok installed" && was_installed=1
+DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$deb" >/dev/null || fail "apt-get install $deb"
+/usr/bin/netbox --version | grep -q '^netbox ' || fail "/usr/bin/netbox does not run"
+getent group netbox >/dev/null || fail "postinst made no netbox group"
+[ "$(stat -c '%a %U %G' /var/lib/netbox)" = "750 root netbox" ] || fail "/var/lib/netbox is $(stat -c '%a %U %G' /var/lib/netbox)"
+[ "$(stat -c '%a %U %G' /etc/netbox/policy.json)" = "640 root netbox" ] ||
+  fail "/etc/netbox/policy.json is $(stat -c '%a %U %G' /etc/netbox/policy.json)"
+unit=/lib/systemd/system/netbox-proxy.service
+[ -f "$unit" ] || unit=/usr/lib/systemd/system/netbox-proxy.service
+verify=$(systemd-analyze verify "$unit" 2>&1) || fail "systemd-analyze verify: $verify"
+[ -z "$verify" ] || fail "systemd-analyze verify is not clean: $verify"
+man -w netbox >/dev/null 2>&1 || fail "man netbox finds no page"
+if [ "$was_installed" = 0 ]; then
+  DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq netbox >/dev/null || fail "apt-get purge netbox"
+  [ ! -e /usr/bin/netbox ] || fail "/usr/bin/netbox is left after purge"
+  [ ! -e /etc/netbox ] || fail "/etc/netbox is left after purge"
+  # The store is kept on purge by design; what this test made, it takes away itself.
+  [ "$had_state" = 1 ] || rmdir /var/lib/netbox
+  [ "$had_group" = 1 ] || delgroup --system netbox >/dev/null
+fi
+echo "check_package: ok ($(basename "$deb"))"
