@@ -1,5 +1,8 @@
 #include "netbox/policy/load.hpp"
 
+#include <algorithm>
+#include <utility>
+
 #include "cidr_parse.hpp"
 #include "digest.hpp"
 #include "load_context.hpp"
@@ -57,7 +60,7 @@ bool valid_agent_name(const std::string& name) {
 void read_resolve(const detail::LoadContext& ctx, const nlohmann::json& j, const std::string& pointer,
                   Policy& policy) {
   ctx.expect_object(j, pointer);
-  for (const auto& [key, value] : j.items()) {
+  for (const auto& [key, value] : j.items()) ctx.keep_going([&, &key = key, &value = value] {
     std::string p = detail::child(pointer, key);
     if (key.find('*') != std::string::npos) ctx.fail(p, "a pinned name cannot contain '*'", true);
     HostParse h = parse_host(key);
@@ -76,13 +79,13 @@ void read_resolve(const detail::LoadContext& ctx, const nlohmann::json& j, const
       addrs.push_back(*a);
     }
     policy.pins.emplace(h.host->name, std::move(addrs));
-  }
+  });
 }
 
 void read_agents(const detail::LoadContext& ctx, const nlohmann::json& j, const std::string& pointer,
                  Policy& policy) {
   ctx.expect_object(j, pointer);
-  for (const auto& [name, value] : j.items()) {
+  for (const auto& [name, value] : j.items()) ctx.keep_going([&, &name = name, &value = value] {
     std::string p = detail::child(pointer, name);
     if (!valid_agent_name(name))
       ctx.fail(p, "agent name '" + name + "' must be 1-64 letters, digits, '.', '-' or '_'", true);
@@ -100,17 +103,27 @@ void read_agents(const detail::LoadContext& ctx, const nlohmann::json& j, const 
     for (const char* key : {"mode", "allow", "deny", "ports", "internal", "limits"})
       if (value.contains(key)) profile.overrides.emplace_back(key);
     policy.agents.emplace(name, std::move(profile));
-  }
+  });
 }
 
 }  // namespace
 
+std::string PolicyProblem::text() const { return compose(file, line, column, json_path, message); }
+
+namespace {
+std::string all_lines(const std::vector<PolicyProblem>& problems) {
+  std::string out;
+  for (const auto& p : problems) out += (out.empty() ? "" : "\n") + p.text();
+  return out;
+}
+}  // namespace
+
 PolicyError::PolicyError(std::string file, int line, int column, std::string json_path, std::string what)
-    : std::runtime_error(compose(file, line, column, json_path, what)),
-      file_(std::move(file)),
-      line_(line),
-      column_(column),
-      path_(std::move(json_path)) {}
+    : PolicyError(std::vector<PolicyProblem>{
+          PolicyProblem{std::move(file), line, column, std::move(json_path), std::move(what)}}) {}
+
+PolicyError::PolicyError(std::vector<PolicyProblem> problems)
+    : std::runtime_error(all_lines(problems)), problems_(std::move(problems)) {}
 
 Policy parse_policy(std::string_view text, const std::string& source_name) {
   detail::LoadContext ctx;
@@ -138,6 +151,8 @@ Policy parse_policy(std::string_view text, const std::string& source_name) {
   }
 
   if (!doc.is_object()) ctx.fail("", "a policy must be a JSON object, not " + detail::json_kind(doc));
+  // From here on a mistake is recorded and loading goes on, so that every mistake in the
+  // file is reported at once; nothing of a file with any mistake is returned.
   ctx.check_keys(doc, "",
                  {"$schema", "version", "mode", "allow", "deny", "ports", "internal", "resolve", "limits", "agents"});
 
@@ -148,16 +163,23 @@ Policy parse_policy(std::string_view text, const std::string& source_name) {
   auto version = doc.find("version");
   if (version == doc.end()) {
     auto lc = ctx.positions.value("");
-    throw PolicyError(source_name, lc.line, lc.column, "/version",
-                      "missing; a policy must start with \"version\": 1");
+    ctx.problems.push_back({source_name, lc.line, lc.column, "/version",
+                            "missing; a policy must start with \"version\": 1"});
+  } else if (!version->is_number_integer() || version->get<long long>() != 1) {
+    ctx.keep_going([&] { ctx.fail("/version", "version must be 1, not " + version->dump()); });
   }
-  if (!version->is_number_integer() || version->get<long long>() != 1)
-    ctx.fail("/version", "version must be 1, not " + version->dump());
-  if (auto it = doc.find("$schema"); it != doc.end()) ctx.expect_string(*it, "/$schema");
+  if (auto it = doc.find("$schema"); it != doc.end()) ctx.keep_going([&] { ctx.expect_string(*it, "/$schema"); });
 
   detail::read_profile_keys(ctx, doc, "", "", policy.base);
-  if (auto it = doc.find("resolve"); it != doc.end()) read_resolve(ctx, *it, "/resolve", policy);
-  if (auto it = doc.find("agents"); it != doc.end()) read_agents(ctx, *it, "/agents", policy);
+  if (auto it = doc.find("resolve"); it != doc.end()) ctx.keep_going([&] { read_resolve(ctx, *it, "/resolve", policy); });
+  if (auto it = doc.find("agents"); it != doc.end()) ctx.keep_going([&] { read_agents(ctx, *it, "/agents", policy); });
+  if (!ctx.problems.empty()) {
+    // In the order they stand in the file (objects are read in key order).
+    std::stable_sort(ctx.problems.begin(), ctx.problems.end(), [](const PolicyProblem& a, const PolicyProblem& b) {
+      return std::pair(a.line, a.column) < std::pair(b.line, b.column);
+    });
+    throw PolicyError(std::move(ctx.problems));
+  }
   return policy;
 }
 

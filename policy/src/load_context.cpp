@@ -82,7 +82,7 @@ void LoadContext::check_keys(const nlohmann::json& object, const std::string& po
         first = false;
       }
     }
-    fail(child(pointer, key), msg, true);
+    keep_going([&] { fail(child(pointer, key), msg, true); });
   }
 }
 

@@ -8,12 +8,27 @@
 #include <initializer_list>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace netbox::policy::detail {
 
 struct LoadContext {
   std::string source;
   PositionIndex positions;
+  // Mistakes recorded so far; the loader goes on after one (see keep_going) and throws
+  // them all together at the end.
+  mutable std::vector<PolicyProblem> problems;
+
+  // Runs one independent step of the loader (a key, a list entry, an agent); a mistake
+  // it throws is recorded and loading goes on with the next step.
+  template <class Step>
+  void keep_going(Step&& step) const {
+    try {
+      step();
+    } catch (const PolicyError& e) {
+      problems.insert(problems.end(), e.problems().begin(), e.problems().end());
+    }
+  }
 
   // Throws PolicyError at the value `pointer` names (or at its key when `at_key`).
   [[noreturn]] void fail(const std::string& pointer, const std::string& what, bool at_key = false) const;

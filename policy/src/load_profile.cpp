@@ -11,7 +11,7 @@ std::vector<Rule> read_rules(const LoadContext& ctx, const nlohmann::json& j, co
   ctx.expect_array(j, pointer);
   std::vector<Rule> rules;
   rules.reserve(j.size());
-  for (std::size_t i = 0; i < j.size(); ++i) {
+  for (std::size_t i = 0; i < j.size(); ++i) ctx.keep_going([&] {
     std::string p = child(pointer, i);
     if (!j[i].is_string()) ctx.fail(p, "must be a string (a host, host:port, IP address or CIDR), not " + json_kind(j[i]));
     auto r = parse_rule_entry(j[i].get_ref<const std::string&>(), which);
@@ -20,14 +20,14 @@ std::vector<Rule> read_rules(const LoadContext& ctx, const nlohmann::json& j, co
     rule.list = list_name;
     rule.index = i;
     rules.push_back(std::move(rule));
-  }
+  });
   return rules;
 }
 
 std::vector<uint16_t> read_ports(const LoadContext& ctx, const nlohmann::json& j, const std::string& pointer) {
   ctx.expect_array(j, pointer);
   std::vector<uint16_t> ports;
-  for (std::size_t i = 0; i < j.size(); ++i) {
+  for (std::size_t i = 0; i < j.size(); ++i) ctx.keep_going([&] {
     std::string p = child(pointer, i);
     const auto& v = j[i];
     if (v.is_number_integer()) {
@@ -38,7 +38,7 @@ std::vector<uint16_t> read_ports(const LoadContext& ctx, const nlohmann::json& j
     } else {
       ctx.fail(p, "must be a port number (1-65535), not " + json_kind(v));
     }
-  }
+  });
   return ports;
 }
 
@@ -51,14 +51,14 @@ void read_internal(const LoadContext& ctx, const nlohmann::json& j, const std::s
   if (it == j.end()) return;
   std::string ap = child(pointer, "allow");
   ctx.expect_array(*it, ap);
-  for (std::size_t i = 0; i < it->size(); ++i) {
+  for (std::size_t i = 0; i < it->size(); ++i) ctx.keep_going([&] {
     std::string p = child(ap, i);
     const std::string& s = ctx.expect_string((*it)[i], p);
     auto c = parse_cidr(s);
     if (auto* err = std::get_if<std::string>(&c)) ctx.fail(p, "bad CIDR: " + *err);
     profile.internal_allow.push_back(std::get<Cidr>(c));
     profile.internal_allow_written.push_back(s);
-  }
+  });
 }
 
 uint64_t positive(const LoadContext& ctx, const nlohmann::json& v, const std::string& pointer) {
@@ -80,7 +80,7 @@ void read_limits(const LoadContext& ctx, const nlohmann::json& j, const std::str
   ctx.check_keys(j, pointer,
                  {"max_connections", "max_connections_per_agent", "max_connections_per_host",
                   "connect_timeout_ms", "idle_timeout_ms", "header_timeout_ms"});
-  for (const auto& [key, v] : j.items()) {
+  for (const auto& [key, v] : j.items()) ctx.keep_going([&, &key = key, &v = v] {
     uint64_t n = positive(ctx, v, child(pointer, key));
     if (key == "max_connections") limits.max_connections = n;
     else if (key == "max_connections_per_agent") limits.max_connections_per_agent = n;
@@ -88,7 +88,7 @@ void read_limits(const LoadContext& ctx, const nlohmann::json& j, const std::str
     else if (key == "connect_timeout_ms") limits.connect_timeout = std::chrono::milliseconds(n);
     else if (key == "idle_timeout_ms") limits.idle_timeout = std::chrono::milliseconds(n);
     else if (key == "header_timeout_ms") limits.header_timeout = std::chrono::milliseconds(n);
-  }
+  });
 }
 
 Mode read_mode(const LoadContext& ctx, const nlohmann::json& j, const std::string& pointer) {
@@ -102,16 +102,23 @@ Mode read_mode(const LoadContext& ctx, const nlohmann::json& j, const std::strin
 
 void read_profile_keys(const LoadContext& ctx, const nlohmann::json& object, const std::string& pointer,
                        const std::string& list_prefix, Profile& profile) {
-  if (auto it = object.find("mode"); it != object.end()) profile.mode = read_mode(ctx, *it, child(pointer, "mode"));
+  // Each key is its own step: a mistake in one does not hide the mistakes in the others.
+  if (auto it = object.find("mode"); it != object.end())
+    ctx.keep_going([&] { profile.mode = read_mode(ctx, *it, child(pointer, "mode")); });
   if (auto it = object.find("allow"); it != object.end())
-    profile.allow = read_rules(ctx, *it, child(pointer, "allow"), list_prefix + "allow", RuleList::allow);
+    ctx.keep_going([&] {
+      profile.allow = read_rules(ctx, *it, child(pointer, "allow"), list_prefix + "allow", RuleList::allow);
+    });
   if (auto it = object.find("deny"); it != object.end())
-    profile.deny = read_rules(ctx, *it, child(pointer, "deny"), list_prefix + "deny", RuleList::deny);
-  if (auto it = object.find("ports"); it != object.end()) profile.ports = read_ports(ctx, *it, child(pointer, "ports"));
+    ctx.keep_going([&] {
+      profile.deny = read_rules(ctx, *it, child(pointer, "deny"), list_prefix + "deny", RuleList::deny);
+    });
+  if (auto it = object.find("ports"); it != object.end())
+    ctx.keep_going([&] { profile.ports = read_ports(ctx, *it, child(pointer, "ports")); });
   if (auto it = object.find("internal"); it != object.end())
-    read_internal(ctx, *it, child(pointer, "internal"), profile);
+    ctx.keep_going([&] { read_internal(ctx, *it, child(pointer, "internal"), profile); });
   if (auto it = object.find("limits"); it != object.end())
-    read_limits(ctx, *it, child(pointer, "limits"), profile.limits);
+    ctx.keep_going([&] { read_limits(ctx, *it, child(pointer, "limits"), profile.limits); });
 }
 
 }  // namespace netbox::policy::detail

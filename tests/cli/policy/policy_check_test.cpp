@@ -4,6 +4,7 @@
 #include "support/temp_dir.hpp"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 using netbox::test::run_netbox;
 using netbox::test::TempDir;
@@ -157,4 +158,70 @@ TEST(PolicyCheck, BadHostOrPortArgumentsExitTwo) {
   EXPECT_NE(bad_addr.err.find("--address 'nope'"), std::string::npos) << bad_addr.err;
   auto port_alone = run_netbox({"policy", "check", demo, "--port", "80"});
   EXPECT_EQ(port_alone.exit_code, 2) << port_alone.err;
+}
+
+TEST(PolicyCheck, ReportsEveryMistakeInOneRun) {
+  TempDir dir;
+  auto file = dir.write("many.json", "{\n  \"version\": 1,\n  \"allow\": [\"a*b.example\"],\n  \"ports\": [0],\n"
+                                     "  \"limitz\": {}\n}\n");
+  auto r = run_netbox({"policy", "check", file.string()});
+  EXPECT_EQ(r.exit_code, 2);
+  for (const char* where : {":3:13: /allow/0: ", ":4:13: /ports/0: ", ":5:3: /limitz: "})
+    EXPECT_NE(r.err.find(file.string() + where), std::string::npos) << "wanted '" << where << "' in: " << r.err;
+}
+
+TEST(PolicyCheck, ReadsThePolicyFromStandardInput) {
+  auto ok = netbox::test::run({netbox::test::netbox_binary().string(), "policy", "check", "-", "--host", "a.example", "--expect", "allow"},
+                              std::chrono::seconds(30), R"({"version": 1, "allow": ["a.example"]})");
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_NE(ok.out.find("name: allow"), std::string::npos) << ok.out;
+  auto bad = netbox::test::run({netbox::test::netbox_binary().string(), "policy", "check", "-"}, std::chrono::seconds(30), "{\"version\": 2}");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_EQ(bad.err.rfind("<stdin>:1:13: /version: ", 0), 0U) << bad.err;
+}
+
+TEST(PolicyCheck, ExpectIsACiGateOnTheVerdict) {
+  auto demo = (netbox::test::source_dir() / "examples/demo-policy.json").string();
+  auto allowed = run_netbox({"policy", "check", demo, "--host", "demo.netbox.test", "--port", "18080", "--expect", "allow"});
+  EXPECT_EQ(allowed.exit_code, 0) << allowed.err;
+  auto wrong = run_netbox({"policy", "check", demo, "--host", "demo.netbox.test", "--port", "18080", "--expect", "deny"});
+  EXPECT_EQ(wrong.exit_code, 1);
+  EXPECT_NE(wrong.err.find("expected deny, but demo.netbox.test port 18080 is allow"), std::string::npos) << wrong.err;
+  // A name that passes but whose address is internal is a deny, as the proxy decides.
+  auto internal = run_netbox({"policy", "check", demo, "--host", "demo.netbox.test", "--port", "80", "--address",
+                              "10.0.0.5", "--expect", "deny"});
+  EXPECT_EQ(internal.exit_code, 0) << internal.out << internal.err;
+  auto no_host = run_netbox({"policy", "check", demo, "--expect", "allow"});
+  EXPECT_EQ(no_host.exit_code, 2) << no_host.err;
+  auto bad_value = run_netbox({"policy", "check", demo, "--host", "a.example", "--expect", "maybe"});
+  EXPECT_EQ(bad_value.exit_code, 2);
+  EXPECT_NE(bad_value.err.find("--expect"), std::string::npos) << bad_value.err;
+}
+
+TEST(PolicyCheck, JsonOutputForGoodBadAndExplainedPolicies) {
+  TempDir dir;
+  auto good = dir.write("good.json", R"({"version": 1, "allow": ["a.example"], "resolve": {"a.example": ["10.1.2.3"]}})");
+  auto g = run_netbox({"policy", "check", good.string(), "--format", "json"});
+  ASSERT_EQ(g.exit_code, 0) << g.err;
+  auto gj = nlohmann::json::parse(g.out);
+  EXPECT_EQ(gj["ok"], true);
+  EXPECT_EQ(gj["digest"].get<std::string>().size(), 64U);
+
+  auto e = run_netbox({"policy", "check", good.string(), "--format", "json", "--host", "a.example"});
+  ASSERT_EQ(e.exit_code, 0) << e.err;
+  auto ej = nlohmann::json::parse(e.out)["decision"];
+  EXPECT_EQ(ej["verdict"], "deny") << ej.dump(2);  // the pin is internal
+  ASSERT_EQ(ej["steps"].size(), 2U) << ej.dump(2);
+  EXPECT_EQ(ej["steps"][0]["verdict"], "allow");
+  EXPECT_EQ(ej["steps"][1]["rule"], "internal");
+
+  auto bad = dir.write("bad.json", "{\n  \"version\": 1,\n  \"ports\": [0, \"x\"]\n}\n");
+  auto b = run_netbox({"policy", "check", bad.string(), "--format", "json"});
+  EXPECT_EQ(b.exit_code, 2);
+  auto bj = nlohmann::json::parse(b.out);
+  EXPECT_EQ(bj["ok"], false);
+  ASSERT_EQ(bj["errors"].size(), 2U) << bj.dump(2);
+  EXPECT_EQ(bj["errors"][0]["path"], "/ports/0");
+  EXPECT_EQ(bj["errors"][0]["line"], 3);
+  EXPECT_EQ(bj["errors"][1]["path"], "/ports/1");
 }

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 using namespace netbox::policy;
 
 namespace {
@@ -358,4 +360,36 @@ TEST(Load, NumberTooLargeForADoubleIsAPolicyError) {
   auto f = fail_of("{\"version\": 1,\n \"limits\": {\"idle_timeout_ms\": 1e400}}");
   EXPECT_NE(f.what.find("p.json:2:32: invalid JSON: number overflow parsing '1e400'"), std::string::npos) << f.what;
   EXPECT_NE(fail_of("[-1e999999]").what.find("invalid JSON"), std::string::npos);
+}
+
+TEST(Load, EveryMistakeIsReportedAtOnceInFileOrder) {
+  const std::string json = R"({
+  "version": 1,
+  "allow": ["ok.example", "bad*name.example", 42],
+  "ports": [443, 70000],
+  "limits": {"max_connections": 0},
+  "agents": {"a b": {}, "fine": {"mode": "loud"}},
+  "colour": "blue"
+})";
+  try {
+    parse_policy(json, "p.json");
+    FAIL() << "accepted";
+  } catch (const PolicyError& e) {
+    std::vector<std::string> paths;
+    for (const auto& p : e.problems()) paths.push_back(p.json_path);
+    EXPECT_EQ(paths, (std::vector<std::string>{"/allow/1", "/allow/2", "/ports/1", "/limits/max_connections",
+                                               "/agents/a b", "/agents/fine/mode", "/colour"}))
+        << e.what();
+    // what() has one FILE:LINE:COL line per mistake; the accessors are the first one's.
+    const std::string what = e.what();
+    EXPECT_EQ(std::count(what.begin(), what.end(), '\n'), 6) << what;
+    EXPECT_EQ(e.json_path(), "/allow/1");
+    EXPECT_EQ(e.line(), 3);
+    for (const auto& p : e.problems()) EXPECT_GT(p.line, 0) << p.text();
+  }
+}
+
+TEST(Load, AFileWithOneMistakeStillLoadsNothing) {
+  // Keeping going after a mistake must never hand back a half-read policy.
+  EXPECT_THROW(parse_policy(R"({"version": 1, "allow": ["ok.example", "*bad*"]})", "p.json"), PolicyError);
 }

@@ -6,23 +6,35 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace netbox::policy {
 
-// What is wrong with a policy file, precise enough to fix it:
-// "policy.json:4:13: allow[2]: '*' may only stand at the start of a name".
+// One mistake in a policy file, precise enough to fix it.
+struct PolicyProblem {
+  std::string file;
+  int line = 0;    // 0 when unknown
+  int column = 0;  // 0 when unknown
+  std::string json_path;  // e.g. "/allow/2"
+  std::string message;    // e.g. "'*' may only stand at the start of a name"
+  // "policy.json:4:13: /allow/2: '*' may only stand at the start of a name"
+  std::string text() const;
+};
+
+// Why a policy file did not load: every mistake the loader found (it goes on after one,
+// so a user fixes them all in one round), one per line of what(). file(), line(),
+// column() and json_path() are the first one's.
 class PolicyError : public std::runtime_error {
  public:
   PolicyError(std::string file, int line, int column, std::string json_path, std::string what);
-  const std::string& file() const { return file_; }
-  int line() const { return line_; }       // 0 when unknown
-  int column() const { return column_; }   // 0 when unknown
-  const std::string& json_path() const { return path_; }  // e.g. "/allow/2"
+  explicit PolicyError(std::vector<PolicyProblem> problems);  // at least one
+  const std::string& file() const { return problems_.front().file; }
+  int line() const { return problems_.front().line; }
+  int column() const { return problems_.front().column; }
+  const std::string& json_path() const { return problems_.front().json_path; }
+  const std::vector<PolicyProblem>& problems() const { return problems_; }
  private:
-  std::string file_;
-  int line_;
-  int column_;
-  std::string path_;
+  std::vector<PolicyProblem> problems_;
 };
 
 Policy load_policy_file(const std::filesystem::path& file);
