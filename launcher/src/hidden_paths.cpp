@@ -39,11 +39,9 @@ bool system_folder(const fs::path& folder) {
   return std::find(kSystem.begin(), kSystem.end(), folder.string()) != kSystem.end();
 }
 
-bool folder_may_be_covered(const fs::path& folder, const fs::path& cwd, const fs::path& home) {
+bool folder_may_be_covered(const fs::path& folder, const std::vector<fs::path>& needed) {
   if (system_folder(folder)) return false;
-  if (!cwd.empty() && within(cwd, folder)) return false;
-  if (!home.empty() && within(home, folder)) return false;
-  return true;
+  return std::none_of(needed.begin(), needed.end(), [&](const fs::path& n) { return within(n, folder); });
 }
 
 void add_unique(std::vector<std::string>& list, const fs::path& p) {
@@ -52,16 +50,17 @@ void add_unique(std::vector<std::string>& list, const fs::path& p) {
 
 }  // namespace
 
-HiddenPaths plan_hidden_paths(const NetboxFiles& files, const fs::path& agent_cwd, const fs::path& agent_home) {
-  const fs::path cwd = agent_cwd.empty() ? fs::path() : canonical_or_lexical(agent_cwd);
-  const fs::path home = agent_home.empty() ? fs::path() : canonical_or_lexical(agent_home);
+HiddenPaths plan_hidden_paths(const NetboxFiles& files, const std::vector<fs::path>& needed_paths) {
+  std::vector<fs::path> needed;
+  for (const auto& n : needed_paths)
+    if (!n.empty()) needed.push_back(canonical_or_lexical(n));
   HiddenPaths out;
   std::vector<fs::path> file_list;
   auto hide_with_folder = [&](const fs::path& file, std::initializer_list<std::string_view> companions) {
     const fs::path path = canonical_or_lexical(file);
     if (already_hidden(path)) return;
     const fs::path folder = path.parent_path();
-    if (folder_may_be_covered(folder, cwd, home)) {
+    if (folder_may_be_covered(folder, needed)) {
       add_unique(out.folders, folder);
       return;
     }

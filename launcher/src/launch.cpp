@@ -164,7 +164,10 @@ int launch(const LaunchOptions& o) {
   if (!o.proxy_control) own.audit_db = o.audit_db;
   own.policy = o.policy_file;
   own.control_socket = o.proxy_control;
-  spec.hidden = plan_hidden_paths(own, spec.cwd, user.home);
+  // A command named by its path keeps its folder visible (PATH lookups are in system folders).
+  const std::string& command = o.command.front();
+  spec.hidden = plan_hidden_paths(own, {spec.cwd, user.home,
+                                        command.find('/') != std::string::npos ? command : std::string()});
   // Declared before the child: on an error the child is killed and reaped first, and
   // only then is what it wrote copied out.
   AgentStdio stdio = AgentStdio::open(user.uid);

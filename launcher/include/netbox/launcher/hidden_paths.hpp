@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace netbox::launcher {
 
@@ -19,12 +20,11 @@ struct NetboxFiles {
 };
 
 // A folder holding the database or the socket is covered as a whole (the -wal and
-// -shm come and go while the agent runs), unless the agent needs it: its working
-// directory or HOME, one of their ancestors, or a system folder (/, a top-level one,
-// /usr/..., /var/lib, ...). Then each file is covered on its own. The policy is always
+// -shm come and go while the agent runs), unless the agent needs it: it holds one of
+// `needed` (the working directory, HOME, the command's path), or it is a system folder
+// (/, a top-level one, /usr/..., /var/lib, ...). Then each file is covered on its own. The policy is always
 // covered on its own. Paths under the agent's fresh /tmp, /var/tmp, /dev/shm, /run and
 // /var/run are hidden already and left out.
-HiddenPaths plan_hidden_paths(const NetboxFiles& files, const std::filesystem::path& agent_cwd,
-                              const std::filesystem::path& agent_home);
+HiddenPaths plan_hidden_paths(const NetboxFiles& files, const std::vector<std::filesystem::path>& needed);
 
 }  // namespace netbox::launcher
