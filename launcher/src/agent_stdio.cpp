@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <sys/eventfd.h>
 #include <sys/signalfd.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -197,7 +198,9 @@ AgentStdio AgentStdio::open(uid_t agent_uid) {
       throw LaunchError(kExitLauncherFailure, e.what());
     }
     s->terminal = like;
-    s->raw_stdin = tty[0];
+    // Only a launch in the foreground of its terminal takes the keyboard: one started
+    // in the background must leave the shell's terminal as it is.
+    s->raw_stdin = tty[0] && ::tcgetpgrp(0) == ::getpgrp();
     s->controlling = like;
     // What the agent writes to its terminal goes to the launcher's terminal.
     s->outputs.push_back({s->pty.master, tty[1] ? 1 : tty[2] ? 2 : 1});

@@ -20,6 +20,8 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <utility>
 
 
@@ -168,16 +170,35 @@ void default_signal_dispositions() {
   sigprocmask(SIG_SETMASK, &none, nullptr);
 }
 
-// The init is a copy of the launcher, so its /proc/PID/cmdline would be the launcher's
-// argv (policy and audit paths, --env values). Point it at a short name instead; the
-// agent's /proc (hidepid=2) does not show the init anyway, this is for the host's ps
-// and for kernels where that is not enough. Best effort: needs CAP_SYS_RESOURCE.
+// The init is a copy of the launcher, so its /proc/PID/cmdline and environ would be
+// the launcher's argv (policy and audit paths, --env values) and environment. The
+// agent's /proc (hidepid=2) does not show the init to an unprivileged agent; this is for
+// an agent run as root and for the host's ps. The memory is overwritten in place
+// (PR_SET_MM would need CAP_SYS_RESOURCE, which containers often withhold); nothing in
+// the init reads argv or environ after the fork.
 void rename_init() {
-  static char name[] = "netbox-init";
-  prctl(PR_SET_NAME, name, 0, 0, 0);
-  const auto start = reinterpret_cast<unsigned long>(name);
-  if (prctl(PR_SET_MM, PR_SET_MM_ARG_START, start, 0, 0) == 0)
-    prctl(PR_SET_MM, PR_SET_MM_ARG_END, start + sizeof name, 0, 0);
+  prctl(PR_SET_NAME, "netbox-init", 0, 0, 0);
+  std::ifstream stat("/proc/self/stat");
+  std::string line;
+  std::getline(stat, line);
+  const auto paren = line.rfind(')');
+  if (paren == std::string::npos) return;
+  std::istringstream fields(line.substr(paren + 2));
+  // After "(comm) " come fields 3, 4, ...; arg_start is field 48, then arg_end,
+  // env_start, env_end.
+  std::string skip;
+  for (int field = 3; field < 48 && fields >> skip; ++field) {
+  }
+  unsigned long arg_start = 0, arg_end = 0, env_start = 0, env_end = 0;
+  if (!(fields >> arg_start >> arg_end >> env_start >> env_end) || arg_end <= arg_start) return;
+  char* args = reinterpret_cast<char*>(arg_start);
+  const std::size_t size = arg_end - arg_start;
+  std::memset(args, 0, size);
+  std::strncpy(args, "netbox-init", size - 1);
+  // A non-NUL last byte makes the kernel show the arguments up to the first NUL
+  // (the setproctitle convention) instead of the whole zeroed area.
+  if (size > 12) args[size - 1] = ' ';
+  if (env_end > env_start) std::memset(reinterpret_cast<char*>(env_start), 0, env_end - env_start);
 }
 
 // execve with the PATH search of a shell; returns only on failure, with the exit status

@@ -247,6 +247,15 @@ TEST(LaunchIsolation, TheLaunchersCommandLineIsNotVisibleButPsWorks) {
   EXPECT_THAT(r.out, Not(HasSubstr("secret-policy-name")));
   EXPECT_THAT(r.out, HasSubstr(" ps\n"));
   EXPECT_THAT(r.out, HasSubstr("\n1\n"));
+
+  // An agent run as root sees the init; its command line and environment are not the launcher's.
+  auto root = launch(subnet, {"--policy", policy.string(), "--audit-db", (dir.path() / "a.db").string(), "--env",
+                              "NETBOX_PROBE=sekrit-env-value", "--user", "root", "--", kSh, "-c",
+                              "cat /proc/1/cmdline /proc/1/environ; echo; ps -e -o pid=,args="});
+  EXPECT_EQ(root.exit_code, 0) << root.err;
+  EXPECT_THAT(root.out, HasSubstr("netbox-init"));
+  EXPECT_THAT(root.out, Not(HasSubstr("sekrit-env-value")));
+  EXPECT_THAT(root.out, Not(HasSubstr("secret-policy-name")));
   expect_nothing_left(subnet);
 }
 
@@ -274,6 +283,8 @@ if pid == 0:
         os.waitpid(job, 0)
         os._exit(99)
     print("launch-exit", os.waitstatus_to_exitcode(st), flush=True)
+    import termios
+    print("terminal-restored", bool(termios.tcgetattr(0)[3] & termios.ICANON), flush=True)
     os._exit(0)
 out, end = b"", time.time() + 60
 while time.time() < end:
@@ -327,7 +338,7 @@ while True:
   EXPECT_THAT(r.out, Not(HasSubstr("LAUNCHER-STOPPED")));
   EXPECT_THAT(r.out, Not(HasSubstr("HUNG")));
   EXPECT_THAT(r.out, HasSubstr("launch-exit 137")) << r.out;
-  // The launcher's terminal got its modes back.
+  EXPECT_THAT(r.out, HasSubstr("terminal-restored True")) << "the launcher's terminal is left in raw mode";
   expect_nothing_left(subnet);
 }
 
