@@ -183,7 +183,7 @@ AgentStdio::AgentStdio(std::unique_ptr<State> state) : s_(std::move(state)) {}
 AgentStdio::AgentStdio(AgentStdio&&) noexcept = default;
 AgentStdio::~AgentStdio() { finish(); }
 
-AgentStdio AgentStdio::open(uid_t agent_uid) {
+AgentStdio AgentStdio::open() {
   auto s = std::make_unique<State>();
   const bool tty[3] = {::isatty(0) == 1, ::isatty(1) == 1, ::isatty(2) == 1};
   auto fail = [](const char* what) {
@@ -193,7 +193,7 @@ AgentStdio AgentStdio::open(uid_t agent_uid) {
   if (tty[0] || tty[1] || tty[2]) {
     const int like = tty[0] ? 0 : tty[1] ? 1 : 2;
     try {
-      s->pty = open_pseudo_terminal(like, agent_uid);
+      s->pty = open_pseudo_terminal(like);
     } catch (const std::exception& e) {
       throw LaunchError(kExitLauncherFailure, e.what());
     }

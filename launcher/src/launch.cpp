@@ -170,7 +170,7 @@ int launch(const LaunchOptions& o) {
                                         command.find('/') != std::string::npos ? command : std::string()});
   // Declared before the child: on an error the child is killed and reaped first, and
   // only then is what it wrote copied out.
-  AgentStdio stdio = AgentStdio::open(user.uid);
+  AgentStdio stdio = AgentStdio::open();
   spec.stdio = stdio.agent_fds();
   spec.controlling_terminal = stdio.controlling_terminal();
   // Cloned while the launcher is still single-threaded (see ConfinedChild::spawn).

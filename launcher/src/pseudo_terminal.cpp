@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <sys/ioctl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -19,7 +18,7 @@ namespace {
 
 }  // namespace
 
-PseudoTerminal open_pseudo_terminal(int like, uid_t owner) {
+PseudoTerminal open_pseudo_terminal(int like) {
   PseudoTerminal pty;
   pty.master = ::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
   if (pty.master < 0) fail("posix_openpt");
@@ -40,10 +39,6 @@ PseudoTerminal open_pseudo_terminal(int like, uid_t owner) {
   termios modes {};
   if (::tcgetattr(like, &modes) == 0) ::tcsetattr(pty.slave, TCSANOW, &modes);
   copy_window_size(like, pty.master);
-  if (::fchown(pty.slave, owner, static_cast<gid_t>(-1)) != 0 || ::fchmod(pty.slave, 0620) != 0) {
-    close_all();
-    fail("handing the terminal to the agent's user");
-  }
   int flags = ::fcntl(pty.master, F_GETFL);
   if (flags < 0 || ::fcntl(pty.master, F_SETFL, flags | O_NONBLOCK) != 0) {
     close_all();

@@ -5,8 +5,6 @@
 // terminal the agent gets the slave of a pseudo-terminal the launcher owns, elsewhere
 // a pipe, and a thread of the launcher copies between them. The embedded proxy's log
 // lines therefore go to a stderr the agent cannot touch.
-#include <sys/types.h>
-
 #include <array>
 #include <memory>
 
@@ -16,7 +14,7 @@ class AgentStdio {
  public:
   // Call before the child is cloned (the clone inherits the agent's ends). Throws
   // LaunchError(125).
-  static AgentStdio open(uid_t agent_uid);
+  static AgentStdio open();
   AgentStdio(AgentStdio&&) noexcept;
   AgentStdio& operator=(AgentStdio&&) = delete;
   ~AgentStdio();  // finish()

@@ -12,9 +12,11 @@ struct PseudoTerminal {
   int slave = -1;   // close-on-exec (the agent dup2s it onto 0, 1, 2)
 };
 
-// Opens a pty whose slave starts with the modes and window size of the terminal `like`
-// and belongs to `owner` (as a login's terminal does). Throws std::runtime_error.
-PseudoTerminal open_pseudo_terminal(int like, uid_t owner);
+// Opens a pty whose slave starts with the modes and window size of the terminal `like`.
+// The slave stays root's (mode 0620, group tty): the agent uses the descriptors it is
+// given and /dev/tty, and another agent of the same user cannot open it by name.
+// Throws std::runtime_error.
+PseudoTerminal open_pseudo_terminal(int like);
 
 // Gives `to` (a master) the window size of the terminal `from`; the kernel then sends
 // SIGWINCH to the slave's foreground group.
