@@ -342,6 +342,52 @@ while True:
   expect_nothing_left(subnet);
 }
 
+TEST(LaunchIsolation, TheAgentsTerminalFollowsTheLaunchersWindowSize) {
+  NETBOX_REQUIRE_ROOT();
+  const auto subnet = test_subnet(40);
+  test::TempDir dir;
+  const std::string agent = R"(
+import os, signal, sys, time
+got = []
+signal.signal(signal.SIGWINCH, lambda s, f: got.append(os.get_terminal_size(0)))
+print("start", os.get_terminal_size(0).lines, os.get_terminal_size(0).columns, flush=True)
+print("ready", flush=True)
+end = time.time() + 30
+while not got and time.time() < end:
+    time.sleep(0.05)
+print("winch", got[0].lines if got else 0, got[0].columns if got else 0, flush=True)
+)";
+  const std::string driver = R"(
+import fcntl, os, pty, select, struct, sys, termios, time
+pid, fd = pty.fork()
+if pid == 0:
+    fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", 21, 77, 0, 0))
+    os.execv(sys.argv[1], sys.argv[1:])
+buf, resized, end = b"", False, time.time() + 60
+while time.time() < end:
+    r, _, _ = select.select([fd], [], [], 0.1)
+    if r:
+        try:
+            d = os.read(fd, 4096)
+        except OSError:
+            break
+        if not d:
+            break
+        buf += d
+    if b"ready" in buf and not resized:
+        fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 33, 101, 0, 0))
+        resized = True
+os.waitpid(pid, 0)
+sys.stdout.write(buf.decode(errors="replace"))
+)";
+  auto r = test::run({kPython, "-c", driver, test::netbox_binary().string(), "launch", "--subnet", subnet.cidr,
+                      "--audit-db", (dir.path() / "a.db").string(), "--", kPython, "-c", agent},
+                     std::chrono::seconds(90));
+  EXPECT_THAT(r.out, HasSubstr("start 21 77")) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("winch 33 101")) << r.out << r.err;
+  expect_nothing_left(subnet);
+}
+
 TEST(LaunchIsolation, KillZeroInOneAgentReachesNoOtherLaunch) {
   NETBOX_REQUIRE_ROOT();
   const auto subnet = test_subnet(38);
@@ -367,7 +413,7 @@ TEST(LaunchIsolation, KillZeroInOneAgentReachesNoOtherLaunch) {
 
 TEST(LaunchIsolation, TheAgentCannotReadOrTruncateTheLaunchersOutputFiles) {
   NETBOX_REQUIRE_ROOT();
-  const auto subnet = test_subnet(39);
+  const auto subnet = test_subnet(41);
   HttpServer upstream;
   test::TempDir dir;
   auto policy = dir.write("policy.json", policy_json(upstream.port()));
