@@ -34,6 +34,7 @@ void add_launch_command(CLI::App& app, int& rc) {
   sub->add_option("--rlimit-nofile", (*rl)[2], "Open files (default 4096)");
   sub->add_option("--rlimit-nproc", (*rl)[3], "Processes of the agent's user (default 1024)");
   sub->add_option("--rlimit-fsize", (*rl)[4], "Largest file the agent may write, SIZE (default 16G)");
+  sub->add_option("--tmp-size", o->tmp_size, "SIZE of the memory behind the agent's /tmp, /var/tmp and /dev/shm together")->default_str("1G");
   sub->add_option("--seccomp", o->seccomp, "default, off, or a Docker/OCI seccomp profile FILE")->default_str("default");
   sub->add_option("command", o->command, "COMMAND [ARG...] (after --)")->required();
   sub->positionals_at_end();

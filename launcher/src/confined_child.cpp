@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -19,6 +20,8 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <utility>
 
 
@@ -97,6 +100,10 @@ struct ExecPlan {
   std::vector<std::string> candidates;  // where the command may be, in PATH order
   std::vector<char*> sh_argv;           // /bin/sh FILE ARG... for scripts without #!
   bool explicit_path = false;           // the command names a path; no PATH search
+  std::string cwd;                      // where the launcher was; empty: start in home
+  std::string home;                     // the user's HOME, else /
+  std::string moved_home;               // what the agent says when it starts in home instead
+  std::string moved_root;               // ... or in / instead
 };
 
 ExecPlan plan_exec(const ChildSpec& spec, std::uint16_t port) {
@@ -130,7 +137,68 @@ ExecPlan plan_exec(const ChildSpec& spec, std::uint16_t port) {
   p.sh_argv.push_back(nullptr);  // the script's path goes here
   for (std::size_t i = 1; i + 1 < p.args.size(); ++i) p.sh_argv.push_back(p.args[i].data());
   p.sh_argv.push_back(nullptr);
+  p.cwd = spec.cwd;
+  p.home = spec.user.home.empty() ? "/" : spec.user.home;
+  const std::string where = spec.cwd.empty() ? "the launcher's working directory is gone"
+                                             : "the working directory " + spec.cwd +
+                                                   " does not exist in the agent's view or its user may not enter it";
+  p.moved_home = "netbox launch: " + where + "; the agent starts in " + p.home + "\n";
+  p.moved_root = "netbox launch: " + where + "; the agent starts in /\n";
   return p;
+}
+
+// The launcher's working directory, looked up again in the agent's mount namespace as
+// the agent's user: the directory the launcher holds may be one the fresh /tmp covers
+// (or one the agent may not enter), and keeping it would leave the agent a way into it.
+void enter_working_directory(const ExecPlan& p) {
+  if (!p.cwd.empty() && ::chdir(p.cwd.c_str()) == 0) return;
+  const bool home = ::chdir(p.home.c_str()) == 0;
+  if (!home && ::chdir("/") != 0) return;
+  const std::string& msg = home ? p.moved_home : p.moved_root;
+  write_all(STDERR_FILENO, msg.data(), msg.size());
+}
+
+// Dispositions the launcher set for itself (it ignores job-control stops and SIGPIPE);
+// the agent starts with the defaults.
+void default_signal_dispositions() {
+  int count = 0;
+  const int* sigs = forwarded_signals(&count);
+  for (int i = 0; i < count; ++i) signal(sigs[i], SIG_DFL);
+  for (int sig : {SIGCHLD, SIGPIPE, SIGTTOU, SIGTTIN, SIGTSTP, SIGWINCH}) signal(sig, SIG_DFL);
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+}
+
+// The init is a copy of the launcher, so its /proc/PID/cmdline and environ would be
+// the launcher's argv (policy and audit paths, --env values) and environment. The
+// agent's /proc (hidepid=2) does not show the init to an unprivileged agent; this is for
+// an agent run as root and for the host's ps. The memory is overwritten in place
+// (PR_SET_MM would need CAP_SYS_RESOURCE, which containers often withhold); nothing in
+// the init reads argv or environ after the fork.
+void rename_init() {
+  prctl(PR_SET_NAME, "netbox-init", 0, 0, 0);
+  std::ifstream stat("/proc/self/stat");
+  std::string line;
+  std::getline(stat, line);
+  const auto paren = line.rfind(')');
+  if (paren == std::string::npos) return;
+  std::istringstream fields(line.substr(paren + 2));
+  // After "(comm) " come fields 3, 4, ...; arg_start is field 48, then arg_end,
+  // env_start, env_end.
+  std::string skip;
+  for (int field = 3; field < 48 && fields >> skip; ++field) {
+  }
+  unsigned long arg_start = 0, arg_end = 0, env_start = 0, env_end = 0;
+  if (!(fields >> arg_start >> arg_end >> env_start >> env_end) || arg_end <= arg_start) return;
+  char* args = reinterpret_cast<char*>(arg_start);
+  const std::size_t size = arg_end - arg_start;
+  std::memset(args, 0, size);
+  std::strncpy(args, "netbox-init", size - 1);
+  // A non-NUL last byte makes the kernel show the arguments up to the first NUL
+  // (the setproctitle convention) instead of the whole zeroed area.
+  if (size > 12) args[size - 1] = ' ';
+  if (env_end > env_start) std::memset(reinterpret_cast<char*>(env_start), 0, env_end - env_start);
 }
 
 // execve with the PATH search of a shell; returns only on failure, with the exit status
@@ -160,18 +228,19 @@ int exec_like_a_shell(ExecPlan& p, int* err) {
 // The agent, in the order of nsjail's contain.cc: environment, user ids, fds,
 // parent-death signal, no_new_privs, capabilities, rlimits, seccomp last, exec.
 [[noreturn]] void agent_main(const ChildSpec& spec, std::uint16_t port, int exec_fd) {
-  int count = 0;
-  const int* sigs = forwarded_signals(&count);
-  for (int i = 0; i < count; ++i) signal(sigs[i], SIG_DFL);
-  signal(SIGCHLD, SIG_DFL);
-  sigset_t none;
-  sigemptyset(&none);
-  sigprocmask(SIG_SETMASK, &none, nullptr);
+  default_signal_dispositions();
+  // A session of its own: kill(0, SIG) reaches only the agent's own processes, never
+  // another launch started from the same shell, and nothing it does to a terminal
+  // reaches the launcher's.
+  if (setsid() < 0) agent_fail(exec_fd, errno, "setsid", kExitLauncherFailure);
+  if (spec.controlling_terminal >= 0 && ioctl(spec.controlling_terminal, TIOCSCTTY, 0) != 0)
+    agent_fail(exec_fd, errno, "TIOCSCTTY", kExitLauncherFailure);
 
   ExecPlan plan = plan_exec(spec, port);
 
   const char* step = "";
   if (int err = drop_to_user(spec.user, &step)) agent_fail(exec_fd, err, step, kExitLauncherFailure);
+  enter_working_directory(plan);
   if (exec_fd > 3) ::close_range(3, static_cast<unsigned>(exec_fd) - 1, 0);
   ::close_range(static_cast<unsigned>(exec_fd) + 1, ~0U, 0);
   // Set after the uid change, which would clear it.
@@ -208,9 +277,20 @@ void setup_step(std::string& error, Step&& step) {
 // a pipe nobody reads any more.
 [[noreturn]] void init_main(const ChildSpec& spec, int go_fd, int status_fd, int exec_fd) {
   prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+  // Out of the launcher's session and process group (so no terminal signal or kill(0)
+  // meant for the launcher reaches it), holding the agent's stdio, not the launcher's.
+  setsid();
+  rename_init();
+  for (int fd = 0; fd < 3; ++fd)
+    if (spec.stdio[static_cast<std::size_t>(fd)] != fd) dup2(spec.stdio[static_cast<std::size_t>(fd)], fd);
   std::string error;
-  setup_step(error, [] {
-    setup_agent_mounts();
+  setup_step(error, [&] {
+    if (sethostname(spec.hostname.data(), spec.hostname.size()) != 0)
+      throw std::runtime_error(std::string("sethostname: ") + std::strerror(errno));
+    setup_agent_mounts(spec.mounts);
+    // The launcher's working directory may be below a mount just made; the agent
+    // looks it up again (enter_working_directory).
+    if (chdir("/") != 0) throw std::runtime_error(std::string("chdir /: ") + std::strerror(errno));
     set_link_up("lo");
   });
   // EOF here means the launcher gave up (or died) before the network was ready.
@@ -222,7 +302,11 @@ void setup_step(std::string& error, Step&& step) {
   });
   std::uint16_t port = 0;
   if (read_full(go_fd, &port, sizeof port) != sizeof port) _exit(kExitLauncherFailure);
-  setup_step(error, [&] { install_agent_rules(spec.host_addr, port); });
+  // The proxy has its audit database open by now, so its -wal and -shm exist too.
+  setup_step(error, [&] {
+    install_agent_rules(spec.host_addr, port);
+    hide_paths(spec.hidden);
+  });
   // The agent must not run before the host's rules are in place: the launcher says so.
   char go = 0;
   if (read_full(go_fd, &go, 1) != 1 || go != kHostRulesIn) _exit(kExitLauncherFailure);
@@ -268,8 +352,9 @@ void setup_step(std::string& error, Step&& step) {
     if (r < 0 && errno == ECHILD) _exit(kExitLauncherFailure);
     siginfo_t info{};
     int sig = sigwaitinfo(&set, &info);
-    // Terminal-generated signals (SI_KERNEL) reach the agent directly.
-    if (sig > 0 && sig != SIGCHLD && info.si_code != SI_KERNEL) kill(agent, sig);
+    // In a session of its own, the init gets no terminal signals: whatever comes is
+    // the launcher's forwarding.
+    if (sig > 0 && sig != SIGCHLD) kill(agent, sig);
   }
 }
 
@@ -280,8 +365,8 @@ ConfinedChild ConfinedChild::spawn(const ChildSpec& spec) {
   if (pipe2(go, O_CLOEXEC) != 0 || pipe2(status, O_CLOEXEC) != 0 || pipe2(exec, O_CLOEXEC) != 0)
     throw LaunchError(kExitLauncherFailure, std::string("pipe: ") + std::strerror(errno));
   // clone without a new stack behaves like fork, in new namespaces.
-  long pid = syscall(SYS_clone, CLONE_NEWNET | CLONE_NEWPID | CLONE_NEWNS | SIGCHLD, nullptr, nullptr, nullptr,
-                     nullptr);
+  long pid = syscall(SYS_clone, CLONE_NEWNET | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS | SIGCHLD,
+                     nullptr, nullptr, nullptr, nullptr);
   if (pid < 0) {
     int err = errno;
     for (int fd : {go[0], go[1], status[0], status[1], exec[0], exec[1]}) ::close(fd);

@@ -1,8 +1,10 @@
 #include "netbox/launcher/launch.hpp"
 
+#include "netbox/launcher/agent_stdio.hpp"
 #include "netbox/launcher/cleanup.hpp"
 #include "netbox/launcher/confined_child.hpp"
 #include "netbox/launcher/environment.hpp"
+#include "netbox/launcher/hidden_paths.hpp"
 #include "netbox/launcher/nft_rules.hpp"
 #include "netbox/launcher/privileges.hpp"
 #include "netbox/launcher/proxy_link.hpp"
@@ -13,6 +15,8 @@
 #include "netbox/launcher/veth.hpp"
 #include "netbox/policy/load.hpp"
 
+#include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -69,6 +73,41 @@ std::string profile_for(const LaunchOptions& o, const std::optional<policy::Poli
   return o.profile;
 }
 
+std::uint64_t tmp_bytes(const std::string& flag) {
+  auto v = parse_size(flag);
+  if (!v || *v == 0 || *v == RLIM_INFINITY)
+    throw LaunchError(kExitUsage, "--tmp-size '" + flag + "': expected a size such as 256M or 1G");
+  return *v;
+}
+
+// The kernel takes at most 64 bytes of hostname.
+std::string hostname_for(const std::string& name) { return name.substr(0, 64); }
+
+std::string working_directory() {
+  std::error_code ec;
+  auto cwd = std::filesystem::current_path(ec);
+  return ec ? std::string() : cwd.string();
+}
+
+// A descriptor 0, 1 or 2 that is not open would be taken by the first pipe.
+void open_missing_standard_fds() {
+  for (int fd = 0; fd < 3; ++fd)
+    if (::fcntl(fd, F_GETFD) < 0 && errno == EBADF) {
+      int n = ::open("/dev/null", O_RDWR);
+      if (n >= 0 && n != fd) {
+        ::dup2(n, fd);
+        ::close(n);
+      }
+    }
+}
+
+// The agent's stdio is relayed by the launcher: a job-control stop (the terminal's
+// SIGTTOU, SIGTTIN, SIGTSTP) must never stop that, nor the supervision and --timeout;
+// a reader gone away is an EPIPE to handle, not a death. The agent gets defaults back.
+void ignore_job_control_and_sigpipe() {
+  for (int sig : {SIGTTOU, SIGTTIN, SIGTSTP, SIGPIPE}) ::signal(sig, SIG_IGN);
+}
+
 // The agent reaches the host side only over IPv4 to the proxy; link-local IPv6 on the
 // veth would be one more address to police, so it is switched off.
 void disable_ipv6(const std::string& ifname) {
@@ -87,10 +126,14 @@ int launch(const LaunchOptions& o) {
   if (o.timeout_seconds && (!std::isfinite(*o.timeout_seconds) || *o.timeout_seconds <= 0))
     throw LaunchError(kExitUsage, "--timeout: expected a positive number of seconds");
   const auto rlimits = agent_rlimits(o.rlimits);
+  AgentMounts mounts;
+  mounts.tmp_bytes = tmp_bytes(o.tmp_size);
   const SeccompFilter seccomp = seccomp_filter_for(o.seccomp);
   const AgentUser user = resolve_user(o.user);
   std::optional<policy::Policy> policy = load_policy(o);
   require_launcher_capabilities();
+  open_missing_standard_fds();
+  ignore_job_control_and_sigpipe();
 
   const std::string name = o.name.empty() ? default_name(o.command.front()) : o.name;
   const std::string profile = profile_for(o, policy, name);
@@ -114,8 +157,25 @@ int launch(const LaunchOptions& o) {
   spec.set_env = o.env;
   spec.rlimits = rlimits;
   spec.seccomp = seccomp.compile();
+  spec.hostname = hostname_for(name);
+  spec.mounts = mounts;
+  spec.cwd = working_directory();
+  NetboxFiles own;
+  if (!o.proxy_control) own.audit_db = o.audit_db;
+  own.policy = o.policy_file;
+  own.control_socket = o.proxy_control;
+  // A command named by its path keeps its folder visible (PATH lookups are in system folders).
+  const std::string& command = o.command.front();
+  spec.hidden = plan_hidden_paths(own, {spec.cwd, user.home,
+                                        command.find('/') != std::string::npos ? command : std::string()});
+  // Declared before the child: on an error the child is killed and reaped first, and
+  // only then is what it wrote copied out.
+  AgentStdio stdio = AgentStdio::open();
+  spec.stdio = stdio.agent_fds();
+  spec.controlling_terminal = stdio.controlling_terminal();
   // Cloned while the launcher is still single-threaded (see ConfinedChild::spawn).
   ConfinedChild child = ConfinedChild::spawn(spec);
+  stdio.start();
 
   // The proxy prepares on its own thread while the veth is wired (threads are fine
   // now that the child is cloned); joined before anything needs the proxy.
@@ -161,10 +221,12 @@ int launch(const LaunchOptions& o) {
     supervise_options.timeout = std::chrono::milliseconds(static_cast<long long>(*o.timeout_seconds * 1000));
   supervise_options.kill_grace = o.kill_grace;
   const AgentOutcome outcome = supervise(child.pid(), supervise_options);
-  // The agent is gone: its network comes down while the proxy records the exit. The
-  // lease is released only after both (LaunchNetwork's destructor), so a next launch
-  // never gets this /30 while a proxy may still listen on its address.
+  // The agent is gone: its network comes down while its last output is copied and the
+  // proxy records the exit. The lease is released only after both (LaunchNetwork's
+  // destructor), so a next launch never gets this /30 while a proxy may still listen
+  // on its address.
   network.start();
+  stdio.finish();
   link->detach(outcome);
   return outcome.exit_status;
 }

@@ -41,6 +41,8 @@ const int* forwarded_signals(int* count) {
 
 void block_supervised_signals() {
   sigset_t set = supervised_set();
+  // Read by the stdio relay's signalfd, so it must reach no thread as a signal.
+  sigaddset(&set, SIGWINCH);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
 }
 
@@ -77,22 +79,24 @@ AgentOutcome supervise(pid_t child, const SuperviseOptions& options) {
     siginfo_t info{};
     int sig = sigtimedwait(&set, &info, &wait);
     if (sig > 0 && sig != SIGCHLD) {
-      // A terminal's ^C / ^\ (SI_KERNEL) already reached the agent in the same
-      // foreground process group; forwarding it too would deliver it twice.
-      if (info.si_code != SI_KERNEL) kill(child, sig);
+      // Terminal signals too: the agent is in a session of its own, so the launcher's
+      // terminal never signals it directly.
+      kill(child, sig);
       continue;
     }
     if (sig < 0 && errno == EAGAIN && has_deadline && Clock::now() >= deadline) {
       if (phase == Phase::running) {
+        // The signal first: whatever happens to the write (a stderr nobody reads),
+        // the agent is told.
         outcome.timed_out = true;
-        std::fprintf(stderr, "netbox launch: --timeout reached: sending SIGTERM to the agent\n");
         kill(child, SIGTERM);
         phase = Phase::terminating;
         deadline = Clock::now() + options.kill_grace;
+        std::fprintf(stderr, "netbox launch: --timeout reached: sending SIGTERM to the agent\n");
       } else if (phase == Phase::terminating) {
+        kill(child, SIGKILL);
         std::fprintf(stderr, "netbox launch: the agent is still running %lld ms after SIGTERM: sending SIGKILL\n",
                      static_cast<long long>(options.kill_grace.count()));
-        kill(child, SIGKILL);
         phase = Phase::killing;
         has_deadline = false;
       }

@@ -1,14 +1,17 @@
 #pragma once
-// The confined child: cloned into new network, PID and mount namespaces, it sets up
-// its namespaces as the launcher wires the network (link_ready, release), and becomes a
-// tiny init (PID 1) that forks the agent, forwards signals to it and exits with its
-// status. The agent then drops everything and execs the command.
+// The confined child: cloned into new network, PID, mount, IPC and UTS namespaces, it
+// sets up its namespaces as the launcher wires the network (link_ready, release), and
+// becomes a tiny init (PID 1, in a session of its own) that forks the agent, forwards
+// signals to it and exits with its status. The agent starts a session of its own,
+// drops everything and execs the command.
+#include "netbox/launcher/mounts.hpp"
 #include "netbox/launcher/privileges.hpp"
 #include "netbox/launcher/rlimits.hpp"
 #include "netbox/launcher/seccomp_profile.hpp"
 
 #include <sys/types.h>
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -28,6 +31,12 @@ struct ChildSpec {
   std::vector<std::string> set_env;
   std::vector<RlimitSetting> rlimits;
   std::vector<sock_filter> seccomp;  // compiled program; empty: none
+  std::string hostname;              // the agent's name, cut to what the kernel takes
+  AgentMounts mounts;
+  HiddenPaths hidden;                // netbox's own files, hidden once the proxy has them open
+  std::string cwd;                   // the launcher's, looked up again in the agent's view; empty: HOME
+  std::array<int, 3> stdio{0, 1, 2};  // the agent's 0, 1, 2 (see AgentStdio)
+  int controlling_terminal = -1;     // which of them is the pty slave to make the agent's terminal
 };
 
 class ConfinedChild {

@@ -29,6 +29,7 @@ struct LaunchOptions {
   std::optional<double> timeout_seconds;
   std::chrono::milliseconds kill_grace{5000};         // SIGTERM -> SIGKILL after --timeout
   RlimitFlags rlimits;
+  std::string tmp_size = "1G";                        // SIZE of the tmpfs behind /tmp, /var/tmp, /dev/shm
   std::string seccomp = "default";                    // default | off | FILE
   std::filesystem::path state_dir = "/run/netbox";
   std::vector<std::string> command;                   // COMMAND [ARG...]

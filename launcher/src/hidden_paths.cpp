@@ -1,0 +1,90 @@
+#include "netbox/launcher/hidden_paths.hpp"
+
+#include <algorithm>
+#include <array>
+#include <string_view>
+
+namespace netbox::launcher {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path canonical_or_lexical(const fs::path& p) {
+  std::error_code ec;
+  fs::path abs = fs::absolute(p, ec);
+  if (ec) abs = p;
+  fs::path c = fs::weakly_canonical(abs, ec);
+  return ec ? abs.lexically_normal() : c;
+}
+
+// `p` is `base` or below it.
+bool within(const fs::path& p, const fs::path& base) {
+  auto rel = p.lexically_relative(base);
+  return !rel.empty() && *rel.begin() != "..";
+}
+
+// The agent gets fresh file systems here; whatever the host had there is gone already.
+bool already_hidden(const fs::path& p) {
+  for (std::string_view fresh : {"/tmp", "/var/tmp", "/dev/shm", "/run", "/var/run", "/proc", "/sys"})
+    if (within(p, fs::path(fresh))) return true;
+  return false;
+}
+
+bool system_folder(const fs::path& folder) {
+  if (std::distance(folder.begin(), folder.end()) <= 2) return true;  // "/" and "/etc", "/home", ...
+  static constexpr std::array<std::string_view, 15> kSystem = {
+      "/usr/bin",   "/usr/sbin",      "/usr/lib",       "/usr/lib64",     "/usr/libexec",
+      "/usr/share", "/usr/local",     "/usr/local/bin", "/usr/local/lib", "/usr/local/share",
+      "/var/lib",   "/var/log",       "/var/cache",     "/var/spool",     "/var/opt"};
+  return std::find(kSystem.begin(), kSystem.end(), folder.string()) != kSystem.end();
+}
+
+bool folder_may_be_covered(const fs::path& folder, const std::vector<fs::path>& needed) {
+  if (system_folder(folder)) return false;
+  return std::none_of(needed.begin(), needed.end(), [&](const fs::path& n) { return within(n, folder); });
+}
+
+void add_unique(std::vector<std::string>& list, const fs::path& p) {
+  if (std::find(list.begin(), list.end(), p.string()) == list.end()) list.push_back(p.string());
+}
+
+}  // namespace
+
+HiddenPaths plan_hidden_paths(const NetboxFiles& files, const std::vector<fs::path>& needed_paths) {
+  std::vector<fs::path> needed;
+  for (const auto& n : needed_paths)
+    if (!n.empty()) needed.push_back(canonical_or_lexical(n));
+  HiddenPaths out;
+  std::vector<fs::path> file_list;
+  auto hide_with_folder = [&](const fs::path& file, std::initializer_list<std::string_view> companions) {
+    const fs::path path = canonical_or_lexical(file);
+    if (already_hidden(path)) return;
+    const fs::path folder = path.parent_path();
+    if (folder_may_be_covered(folder, needed)) {
+      add_unique(out.folders, folder);
+      return;
+    }
+    file_list.push_back(path);
+    for (auto suffix : companions) file_list.push_back(fs::path(path.string() + std::string(suffix)));
+  };
+  if (files.audit_db) hide_with_folder(*files.audit_db, {"-wal", "-shm", "-journal"});
+  if (files.control_socket) hide_with_folder(*files.control_socket, {});
+  if (files.policy) {
+    const fs::path path = canonical_or_lexical(*files.policy);
+    if (!already_hidden(path)) file_list.push_back(path);
+  }
+  // A folder inside another covered one, or a file inside a covered folder, is gone already.
+  auto covered = [&](const fs::path& p, const std::string& self) {
+    return std::any_of(out.folders.begin(), out.folders.end(),
+                       [&](const std::string& f) { return f != self && within(p, fs::path(f)); });
+  };
+  std::vector<std::string> folders;
+  for (const auto& f : out.folders)
+    if (!covered(fs::path(f), f)) folders.push_back(f);
+  out.folders = std::move(folders);
+  for (const auto& f : file_list)
+    if (!covered(f, {})) add_unique(out.files, f);
+  return out;
+}
+
+}  // namespace netbox::launcher
