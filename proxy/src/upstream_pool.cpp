@@ -4,13 +4,8 @@
 
 namespace netbox::proxy {
 
-// The address's raw bytes, not its text: this runs for every forwarded request, and
-// inet_ntop per request showed in the profile. A family tag fixes the address's length
-// (4 or 16 bytes), 2 bytes of port follow, then the host: no two endpoint/host pairs
-// share a key.
-std::string UpstreamPool::key(const boost::asio::ip::tcp::endpoint& ep, const std::string& host) {
-  std::string k;
-  const auto a = ep.address();
+namespace {
+void append_address(std::string& k, const boost::asio::ip::address& a) {
   k += a.is_v4() ? '4' : '6';
   if (a.is_v4()) {
     const auto b = a.to_v4().to_bytes();
@@ -19,10 +14,27 @@ std::string UpstreamPool::key(const boost::asio::ip::tcp::endpoint& ep, const st
     const auto b = a.to_v6().to_bytes();
     k.append(reinterpret_cast<const char*>(b.data()), b.size());
   }
+}
+}  // namespace
+
+// Raw bytes, not text: this runs for every forwarded request, and inet_ntop per request
+// showed in the profile. The scope ends in an address (its family tag fixes its length),
+// as does the dialled endpoint (then 2 bytes of port), and agent names hold no NUL: no
+// two scope/endpoint/host triples share a key.
+std::string UpstreamPool::scope(std::string_view agent, const boost::asio::ip::address& client) {
+  std::string s(agent);
+  s += '\0';
+  append_address(s, client);
+  return s;
+}
+
+void UpstreamPool::key(std::string& k, std::string_view scope, const boost::asio::ip::tcp::endpoint& ep,
+                       std::string_view host) {
+  k.assign(scope);
+  append_address(k, ep.address());
   k += static_cast<char>(ep.port() >> 8);
   k += static_cast<char>(ep.port() & 0xff);
   k += host;
-  return k;
 }
 
 namespace {
