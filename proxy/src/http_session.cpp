@@ -404,9 +404,9 @@ void ClientSession::send_upstream() {
     if (!body_chunked_) framing.length = parser_->content_length().value_or(0);
   }
   append_forwarded_request(out_, req_, target_.path_and_query, host_header(host_, target_.port), framing);
+  request_head_pending_ = request_had_body_;
   if (request_had_body_) {
     // The head goes with the first piece of the body, which is read only now.
-    request_head_pending_ = true;
     if (expect_continue_) return send_continue();
     return read_request_piece();
   }
@@ -488,7 +488,12 @@ void ClientSession::send_request_piece(std::size_t got) {
 // Reading the agent's body failed after the request was admitted. The upstream has part
 // of a request and is never used again; the agent gets an answer if it still listens.
 void ClientSession::request_body_failed(beast::error_code ec) {
-  upstream_.reset();
+  if (upstream_) {
+    // A reset, not a FIN: the upstream must not take what it got for a whole request.
+    beast::error_code ignored;
+    upstream_->socket().set_option(asio::socket_base::linger(true, 0), ignored);
+    upstream_.reset();
+  }
   if (ec == http::error::body_limit)
     return refuse({413, RefusalKind::error, what(), "request", "the request body is larger than 64 MiB", {}}, {}, true);
   if (ec == beast::error::timeout)
