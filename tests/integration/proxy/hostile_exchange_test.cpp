@@ -308,6 +308,52 @@ TEST_F(HostileExchange, ExpectContinueIsAnsweredOnlyOnceTheRequestIsAdmitted) {
   EXPECT_EQ(all[1].bytes_up, 5);
 }
 
+// An admitted upload breaks off in the middle (a malformed chunk after a good one): the
+// upstream, which has the head and the first piece, sees its connection reset rather than
+// a clean end it might take for a whole request; the agent gets 400 and the row the bytes
+// that went up.
+TEST_F(HostileExchange, AnUploadThatBreaksOffResetsTheUpstream) {
+  std::atomic<bool> got_head{false};
+  std::atomic<int> end_errno{-1};
+  std::string received;
+  RawUpstream sink([&](RawUpstream& self, int fd, std::size_t) {
+    std::string pending;
+    if (self.read_head(fd, pending).empty()) return;
+    got_head = true;
+    char buf[4096];
+    for (;;) {
+      pollfd p{fd, POLLIN, 0};
+      if (::poll(&p, 1, 20000) <= 0) return;
+      const auto n = ::recv(fd, buf, sizeof buf, 0);
+      if (n <= 0) {
+        const int e = n == 0 ? 0 : errno;
+        received = pending;  // before end_errno, which the test waits for
+        end_errno = e;
+        return;
+      }
+      pending.append(buf, static_cast<std::size_t>(n));
+    }
+  });
+  start_proxy(policy_for(sink.port()));
+  Client c(port);
+  c.send("POST " + target(sink.port(), "/upload") +
+         " HTTP/1.1\r\nHost: hostile.test\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n");
+  for (int i = 0; i < 400 && !got_head; ++i) std::this_thread::sleep_for(10ms);
+  ASSERT_TRUE(got_head);
+  c.send("zz\r\nbroken\r\n0\r\n\r\n");
+  const auto h = c.head();
+  EXPECT_EQ(h.rfind("HTTP/1.1 400", 0), 0U) << h;
+  EXPECT_NE(h.find("chunked request body is malformed"), std::string::npos) << h;
+  EXPECT_TRUE(c.closed());
+  for (int i = 0; i < 400 && end_errno < 0; ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_EQ(end_errno.load(), ECONNRESET) << "the upstream saw a clean end of a request cut short";
+  EXPECT_EQ(received, "5\r\nhello\r\n");
+  const auto row = last_row();
+  EXPECT_EQ(row.status, 400);
+  EXPECT_EQ(row.decision, "allow");
+  EXPECT_EQ(row.bytes_up, 5);
+}
+
 // --- item 15: no replayed POST -------------------------------------------------------
 
 // A pooled connection's upstream reads a POST and closes without answering: the POST may
