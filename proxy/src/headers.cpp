@@ -74,18 +74,26 @@ void strip_response_fields(http::fields& fields, const std::optional<std::uint64
 }
 
 std::string remaining_transfer_codings(const http::fields& fields, bool chunked) {
-  std::vector<std::string_view> codings;
-  for (auto it = fields.find(http::field::transfer_encoding);
-       it != fields.end() && it->name() == http::field::transfer_encoding; ++it) {
-    for (auto token : http::token_list(it->value())) codings.emplace_back(token.data(), token.size());
-  }
-  if (chunked && !codings.empty() && boost::beast::iequals(codings.back(), "chunked")) codings.pop_back();
+  // Built as it goes, a "chunked" held back until the next coding shows it was not the
+  // last: the common "Transfer-Encoding: chunked" gives "" without allocating.
   std::string out;
-  for (auto c : codings) {
-    if (boost::beast::iequals(c, "identity")) continue;  // no coding at all (RFC 2616's, since removed)
+  bool held_chunked = false;
+  const auto add = [&out](std::string_view c) {
     if (!out.empty()) out += ", ";
     out += c;
+  };
+  for (auto it = fields.find(http::field::transfer_encoding);
+       it != fields.end() && it->name() == http::field::transfer_encoding; ++it) {
+    for (auto token : http::token_list(it->value())) {
+      const std::string_view c(token.data(), token.size());
+      if (held_chunked) add("chunked");
+      held_chunked = boost::beast::iequals(c, "chunked");
+      if (held_chunked) continue;
+      if (boost::beast::iequals(c, "identity")) continue;  // no coding at all (RFC 2616's, since removed)
+      add(c);
+    }
   }
+  if (held_chunked && !chunked) add("chunked");
   return out;
 }
 
