@@ -46,6 +46,10 @@ bool still_usable(boost::asio::ip::tcp::socket& s) {
 }
 }  // namespace
 
+// An emptied entry stays in the map: the connection taken here usually comes back to the
+// same key after its response, and a kept entry spares the map node, the key's copy and
+// the vector's storage each time (the key, with the agent in it, is past the small-string
+// size). put() sweeps empty entries out once there are many.
 std::optional<boost::asio::ip::tcp::socket> UpstreamPool::take(const std::string& key) {
   auto it = idle_.find(key);
   if (it == idle_.end()) return std::nullopt;
@@ -54,17 +58,18 @@ std::optional<boost::asio::ip::tcp::socket> UpstreamPool::take(const std::string
   while (!v.empty()) {
     Idle idle = std::move(v.back());
     v.pop_back();
-    if (now - idle.since < kMaxIdle && still_usable(idle.socket)) {
-      if (v.empty()) idle_.erase(it);
-      return std::move(idle.socket);
-    }
+    if (now - idle.since < kMaxIdle && still_usable(idle.socket)) return std::move(idle.socket);
   }
-  idle_.erase(it);
   return std::nullopt;
 }
 
 void UpstreamPool::put(const std::string& key, boost::asio::ip::tcp::socket socket) {
-  auto& v = idle_[key];
+  auto it = idle_.find(key);
+  if (it == idle_.end()) {
+    if (idle_.size() >= kMaxKeys) std::erase_if(idle_, [](const auto& entry) { return entry.second.empty(); });
+    it = idle_.try_emplace(key).first;
+  }
+  auto& v = it->second;
   const auto now = std::chrono::steady_clock::now();
   // take() reuses the newest first, so the oldest sit at the front: past kMaxIdle they
   // would never be taken, only keep an fd each. Closed here, a few at a time.

@@ -24,6 +24,8 @@ class UpstreamPool {
   // next requests (with 16, B1 at 500 agent connections dialled for 58 % of requests).
   static constexpr std::size_t kMaxIdlePerKey = 256;
   static constexpr std::chrono::seconds kMaxIdle{30};
+  // Keys kept (with or without idle connections) before put() sweeps out the empty ones.
+  static constexpr std::size_t kMaxKeys = 1024;
 
   // The identity part of a key, once per agent connection.
   static std::string scope(std::string_view agent, const boost::asio::ip::address& client);
