@@ -442,6 +442,7 @@ void ClientSession::read_request_piece() {
     do {
       const std::size_t used = parser_->put(buffer_.data(), ec);
       buffer_.consume(used);
+      if (used == 0 && !ec) ec = http::error::need_more;  // no progress: never spin
     } while (!ec && !parser_->is_done() && buffer_.size() > 0 && body.size > 0);
     if (ec == http::error::need_more && body.size < kBodyPiece) ec = {};
     if (ec != http::error::need_more) return on_request_piece(ec);
