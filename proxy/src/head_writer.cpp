@@ -33,7 +33,7 @@ bool expects_body(http::verb method) {
 }  // namespace
 
 void append_forwarded_request(std::string& out, const http::request_header<>& req, std::string_view target,
-                              std::string_view host, std::size_t body_size) {
+                              std::string_view host, BodyFraming body) {
   out += req.method_string();
   out += ' ';
   out += target;
@@ -45,16 +45,19 @@ void append_forwarded_request(std::string& out, const http::request_header<>& re
       case http::field::host:
       case http::field::expect:
       case http::field::content_length:
+      case http::field::transfer_encoding:
         continue;
       default:
         break;
     }
-    if (hop(f)) continue;
+    if (hop(f) || is_netbox_field(f)) continue;
     append_field(out, f.name_string(), f.value());
   }
-  if (body_size > 0 || expects_body(req.method())) {
+  if (body.kind == BodyFraming::Kind::chunked) {
+    out += "Transfer-Encoding: chunked\r\n";
+  } else if (body.kind == BodyFraming::Kind::length || expects_body(req.method())) {
     out += "Content-Length: ";
-    append_number(out, body_size);
+    append_number(out, body.length);
     out += "\r\n";
   }
   out += "\r\n";

@@ -9,18 +9,26 @@
 #include <boost/beast/http/message.hpp>
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
 namespace netbox::proxy {
 
+// How the request body goes upstream: none, a known length, or chunked (the agent's
+// chunks, re-framed as the proxy relays them).
+struct BodyFraming {
+  enum class Kind { none, length, chunked } kind = Kind::none;
+  std::uint64_t length = 0;
+};
+
 // The request as the upstream gets it: `req` without its hop-by-hop fields (HopByHop),
-// Expect (the whole body is already here), Host and its own framing; then origin-form
-// `target`, HTTP/1.1, Host `host`, and the framing of a body of `body_size` bytes as
-// Beast's prepare_payload would give it (Content-Length when there is a body or the
-// method expects one).
+// X-Netbox-* fields, Expect (netbox answers it itself, once the request is admitted),
+// Host and its own framing; then origin-form `target`, HTTP/1.1, Host `host`, and the
+// framing `body` (Content-Length: 0 for a bodiless method that expects a body, as Beast's
+// prepare_payload would give it).
 void append_forwarded_request(std::string& out, const boost::beast::http::request_header<>& req,
-                              std::string_view target, std::string_view host, std::size_t body_size);
+                              std::string_view target, std::string_view host, BodyFraming body);
 
 // The status line and fields of `res` as they stand (the caller has already removed the
 // hop-by-hop fields and set its own framing and Connection).

@@ -26,6 +26,29 @@ std::string endpoint_text(const tcp::endpoint& ep) {
   return authority(canonical_address(ep.address()).to_string(), ep.port());
 }
 
+// RFC 9110 9.2.2: a request that may be sent again when its connection closed before
+// the answer. Any other (POST, PATCH) may have had its effect already: never resent.
+bool idempotent(http::verb v) {
+  switch (v) {
+    case http::verb::get:
+    case http::verb::head:
+    case http::verb::options:
+    case http::verb::trace:
+    case http::verb::put:
+    case http::verb::delete_:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Methods whose body every server reads. After any other request with a body (GET,
+// DELETE, OPTIONS ...), an upstream may have left the body unread, to be taken as the
+// next request on the connection.
+bool consumes_body(http::verb v) {
+  return v == http::verb::post || v == http::verb::put || v == http::verb::patch;
+}
+
 bool handled_method(http::verb v) {
   switch (v) {
     case http::verb::get:
@@ -75,6 +98,7 @@ void ClientSession::start() {
   who_ = impl_.agents.lookup(peer_.address());
   policy_ = impl_.current_policy();
   profile_ = who_.profile.empty() ? &policy_->base : &policy_->profile_for(who_.profile);
+  pool_scope_ = UpstreamPool::scope(who_.agent, peer_.address());
   read_request();
 }
 
@@ -130,7 +154,9 @@ void ClientSession::check_head() {
   const std::size_t used = parser_->put(buffer_.data(), ec);
   buffer_.consume(used);
   if (!ec && !parser_->is_header_done()) ec = http::error::partial_message;  // the check said complete
-  on_header(ec, used);
+  // The decision is taken on the head alone: a body stays unread (in the socket, or the
+  // part that came with the head in buffer_) until its request is admitted.
+  on_request(ec);
 }
 
 void ClientSession::refuse_head(const HeadProblem& p) {
@@ -157,34 +183,13 @@ void ClientSession::note_target(std::string_view target, bool connect) {
   record_.path = t.path;
 }
 
-void ClientSession::on_header(beast::error_code ec, std::size_t bytes) {
-  if (ec || parser_->is_done()) return on_request(ec, bytes);
-  // A client that waits for "100 Continue" before sending its body gets it at once,
-  // instead of waiting out its own timer.
-  const auto expect = parser_->get()[http::field::expect];
-  if (beast::iequals(expect, "100-continue") && parser_->get().version() >= 11) {
-    static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
-    return asio::async_write(stream_, asio::buffer(kContinue.data(), kContinue.size()),
-                             [self = shared_from_this()](beast::error_code e, std::size_t n) {
-                               if (e) return self->on_request(e, n);
-                               self->read_body();
-                             });
-  }
-  read_body();
-}
-
-void ClientSession::read_body() {
-  stream_.expires_after(profile_->limits.idle_timeout);
-  http::async_read(stream_, buffer_, *parser_, beast::bind_front_handler(&ClientSession::on_request, shared_from_this()));
-}
-
 bool ClientSession::is_connect() const { return req_.method() == http::verb::connect; }
 
 std::string ClientSession::what() const {
   return std::string(req_.method_string()) + " " + std::string(req_.target());
 }
 
-void ClientSession::on_request(beast::error_code ec, std::size_t) {
+void ClientSession::on_request(beast::error_code ec) {
   record_ = audit::AuditRecord{};
   record_.agent = who_.agent;
   record_.client_addr = peer_text_;
@@ -199,7 +204,7 @@ void ClientSession::on_request(beast::error_code ec, std::size_t) {
     record_.kind = "http";
     req_ = Request{};
     if (parser_->is_header_done()) {
-      req_ = parser_->get();
+      req_ = parser_->get().base();
       record_.method = std::string(req_.method_string());
       record_.kind = is_connect() ? "connect" : "http";
       note_target(req_.target(), is_connect());
@@ -212,16 +217,26 @@ void ClientSession::on_request(beast::error_code ec, std::size_t) {
                     true);
     return refuse({400, RefusalKind::error, {}, "request", describe_request_error(ec), {}}, "deny", true);
   }
-  req_ = parser_->release();
+  // The head moves out; the parser stays, to read the body if the request is admitted.
+  req_ = std::move(parser_->get().base());
   record_.method = std::string(req_.method_string());
   record_.kind = is_connect() ? "connect" : "http";
-  client_keep_alive_ = !is_connect() && req_.keep_alive();
+  client_keep_alive_ = !is_connect() && parser_->keep_alive();
   if (impl_.is_stopping()) client_keep_alive_ = false;
+  request_had_body_ = !parser_->is_done();
+  body_started_ = false;
+  body_chunked_ = request_had_body_ && parser_->chunked();
+  expect_continue_ = request_had_body_ && req_.version() >= 11 &&
+                     beast::iequals(req_[http::field::expect], "100-continue");
 
   if (!handled_method(req_.method())) {
     return refuse({405, RefusalKind::error, what(), "method",
                    "netbox does not forward the method " + std::string(req_.method_string()), {}},
                   "deny", !client_keep_alive_);
+  }
+  if (is_connect() && request_had_body_) {
+    note_target(req_.target(), true);
+    return refuse({400, RefusalKind::error, what(), "request", "a CONNECT request has no body", {}}, "deny", true);
   }
   target_ = is_connect() ? parse_connect_target(req_.target()) : parse_absolute_target(req_.target());
   if (!target_.error.empty()) {
@@ -318,7 +333,7 @@ void ClientSession::admit(std::vector<asio::ip::address> allowed, policy::Decisi
   // the session's record is handed over, not copied; on_request starts the next one.
   exchange_ = std::make_unique<Exchange>(impl_, std::move(record_));
   exchange_->cap = std::move(cap.token);
-  exchange_->bytes_up = is_connect() ? 0 : req_.body().size();
+  exchange_->bytes_up = 0;  // counted as body pieces reach the upstream
   if (!exchange_->open()) return refuse_unaudited("the audit store did not accept the record of this request");
   if (impl_.options.audit_sync) {
     // Strict mode: nothing leaves until the decision row is durable. The callback runs on
@@ -349,9 +364,8 @@ void ClientSession::forward() {
   if (is_connect()) return connect_upstream();
   // Reuse a pooled connection to one of the checked addresses, if there is one.
   for (const auto& ep : allowed_) {
-    auto key = UpstreamPool::key(ep, host_.name);
-    if (auto s = worker_.pool->take(key)) {
-      pool_key_ = key;
+    UpstreamPool::key(pool_key_, pool_scope_, ep, host_.name);
+    if (auto s = worker_.pool->take(pool_key_)) {
       reused_upstream_ = true;
       if (ep != allowed_.front()) exchange_->record().resolved_addr = ep.address().to_string();
       upstream_.emplace(std::move(*s));
@@ -377,30 +391,145 @@ void ClientSession::on_dialed(DialResult r) {
   }
   exchange_->record().resolved_addr = r.endpoint.address().to_string();
   if (is_connect()) return start_tunnel(std::move(r.socket));
-  pool_key_ = UpstreamPool::key(r.endpoint, host_.name);
+  UpstreamPool::key(pool_key_, pool_scope_, r.endpoint, host_.name);
   upstream_.emplace(std::move(r.socket));
   send_upstream();
 }
 
 void ClientSession::send_upstream() {
   out_.clear();
-  append_forwarded_request(out_, req_, target_.path_and_query, host_header(host_, target_.port), req_.body().size());
-  const std::array<asio::const_buffer, 2> pieces{asio::buffer(out_), asio::buffer(req_.body())};
+  BodyFraming framing;
+  if (request_had_body_) {
+    framing.kind = body_chunked_ ? BodyFraming::Kind::chunked : BodyFraming::Kind::length;
+    if (!body_chunked_) framing.length = parser_->content_length().value_or(0);
+  }
+  append_forwarded_request(out_, req_, target_.path_and_query, host_header(host_, target_.port), framing);
+  request_head_pending_ = request_had_body_;
+  if (request_had_body_) {
+    // The head goes with the first piece of the body, which is read only now.
+    if (expect_continue_) return send_continue();
+    return read_request_piece();
+  }
   upstream_->expires_after(profile_->limits.idle_timeout);
-  asio::async_write(*upstream_, pieces,
+  asio::async_write(*upstream_, asio::buffer(out_),
                     beast::bind_front_handler(&ClientSession::on_upstream_written, shared_from_this()));
 }
 
+// The agent asked to hear whether its body is wanted before sending it: it is, now that
+// the request is admitted and an upstream connection is ready.
+void ClientSession::send_continue() {
+  static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+  expect_continue_ = false;
+  stream_.expires_after(profile_->limits.idle_timeout);
+  asio::async_write(stream_, asio::buffer(kContinue.data(), kContinue.size()),
+                    [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                      if (ec) return self->request_body_failed(ec);
+                      self->read_request_piece();
+                    });
+}
+
+// Up to 64 KiB of the request body into body_buf_: first from what is already in
+// buffer_ (parsed here and now), then from the agent's socket.
+void ClientSession::read_request_piece() {
+  if (!body_buf_) body_buf_ = std::make_unique_for_overwrite<char[]>(kBodyPiece);
+  auto& body = parser_->get().body();
+  body.data = body_buf_.get();
+  body.size = kBodyPiece;
+  if (buffer_.size() > 0) {
+    // As much as is here goes into one piece (many small chunks make one write); a piece
+    // with something in it goes on at once rather than wait for more.
+    beast::error_code ec;
+    do {
+      const std::size_t used = parser_->put(buffer_.data(), ec);
+      buffer_.consume(used);
+      if (used == 0 && !ec) ec = http::error::need_more;  // no progress: never spin
+    } while (!ec && !parser_->is_done() && buffer_.size() > 0 && body.size > 0);
+    if (ec == http::error::need_more && body.size < kBodyPiece) ec = {};
+    if (ec != http::error::need_more) return on_request_piece(ec);
+  }
+  stream_.expires_after(profile_->limits.idle_timeout);
+  http::async_read_some(stream_, buffer_, *parser_,
+                        [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_request_piece(ec); });
+}
+
+void ClientSession::on_request_piece(beast::error_code ec) {
+  if (ec == http::error::need_buffer) ec = {};
+  if (ec) return request_body_failed(ec);
+  const auto got = kBodyPiece - parser_->get().body().size;
+  // Only framing arrived (a chunk header): nothing to pass on yet.
+  if (got == 0 && !parser_->is_done()) return read_request_piece();
+  body_started_ = true;
+  send_request_piece(got);
+}
+
+// One write to the upstream: the head if it has not gone yet, `got` body bytes (a chunk
+// of their own when the body goes chunked; an empty piece is never one, where it would
+// read as the last), and the end of the body once the agent's has ended.
+void ClientSession::send_request_piece(std::size_t got) {
+  last_piece_up_ = parser_->is_done();
+  piece_up_ = got;
+  if (!request_head_pending_) out_.clear();
+  request_head_pending_ = false;
+  std::string_view tail;
+  if (body_chunked_) {
+    if (got > 0) append_chunk_size(out_, got);
+    tail = got > 0 ? (last_piece_up_ ? "\r\n0\r\n\r\n" : "\r\n") : (last_piece_up_ ? "0\r\n\r\n" : "");
+  }
+  const std::array<asio::const_buffer, 3> pieces{asio::buffer(out_), asio::buffer(body_buf_.get(), got),
+                                                 asio::buffer(tail.data(), tail.size())};
+  upstream_->expires_after(profile_->limits.idle_timeout);
+  asio::async_write(*upstream_, pieces, [self = shared_from_this()](beast::error_code ec, std::size_t n) {
+    if (ec) return self->on_upstream_written(ec, n);
+    self->exchange_->bytes_up += self->piece_up_;
+    if (!self->last_piece_up_) return self->read_request_piece();
+    self->read_upstream_header();
+  });
+}
+
+// Reading the agent's body failed after the request was admitted. The upstream has part
+// of a request and is never used again; the agent gets an answer if it still listens.
+void ClientSession::request_body_failed(beast::error_code ec) {
+  if (upstream_) {
+    // A reset, not a FIN: the upstream must not take what it got for a whole request.
+    beast::error_code ignored;
+    upstream_->socket().set_option(asio::socket_base::linger(true, 0), ignored);
+    upstream_.reset();
+  }
+  if (ec == http::error::body_limit)
+    return refuse({413, RefusalKind::error, what(), "request", "the request body is larger than 64 MiB", {}}, {}, true);
+  if (ec == beast::error::timeout)
+    return refuse({408, RefusalKind::error, what(), "request",
+                   "the request body stopped arriving for " + std::to_string(profile_->limits.idle_timeout.count()) +
+                       " ms",
+                   {}},
+                  {}, true);
+  if (ec == asio::error::eof || ec == asio::error::connection_reset || ec == asio::error::broken_pipe)
+    return refuse({400, RefusalKind::error, what(), "request", "the request ended before its body was complete", {}},
+                  {}, true);
+  refuse({400, RefusalKind::error, what(), "request", describe_request_error(ec), {}}, {}, true);
+}
+
+// A reused connection that closed before answering may be dialled afresh and the request
+// sent again, but only if that cannot do twice what the agent asked once.
+bool ClientSession::may_resend() const { return reused_upstream_ && !body_started_ && idempotent(req_.method()); }
+
 void ClientSession::on_upstream_written(beast::error_code ec, std::size_t) {
   if (ec) {
-    if (reused_upstream_) {
+    if (may_resend()) {
       upstream_.reset();
       return connect_upstream();  // the pooled connection had gone stale: dial afresh
     }
     impl_.counters.upstream_errors.fetch_add(1);
+    upstream_.reset();
     if (ec == beast::error::timeout) return upstream_failed(504, "sending the request upstream timed out");
-    return upstream_failed(502, "sending the request upstream failed: " + ec.message());
+    std::string why = "sending the request upstream failed: " + ec.message();
+    if (reused_upstream_) why += not_resent();
+    return upstream_failed(502, std::move(why));
   }
+  read_upstream_header();
+}
+
+void ClientSession::read_upstream_header() {
   upstream_parser_.emplace();
   upstream_parser_->header_limit(kHeaderLimit);
   upstream_parser_->body_limit(boost::none);
@@ -413,7 +542,8 @@ void ClientSession::on_upstream_written(beast::error_code ec, std::size_t) {
 
 void ClientSession::on_upstream_header(beast::error_code ec, std::size_t) {
   if (ec) {
-    if (reused_upstream_ && !upstream_parser_->got_some()) {
+    const bool closed_unanswered = reused_upstream_ && !upstream_parser_->got_some() && ec != beast::error::timeout;
+    if (closed_unanswered && may_resend()) {
       upstream_.reset();
       return connect_upstream();
     }
@@ -422,6 +552,9 @@ void ClientSession::on_upstream_header(beast::error_code ec, std::size_t) {
     if (ec == beast::error::timeout)
       return upstream_failed(504, "the upstream did not answer within " +
                                       std::to_string(profile_->limits.idle_timeout.count()) + " ms");
+    if (closed_unanswered)
+      return upstream_failed(502, "the reused upstream connection closed before answering (" + ec.message() + ")" +
+                                      not_resent());
     return upstream_failed(502, "the upstream's response was not valid HTTP: " + ec.message());
   }
   auto& res = upstream_parser_->get();
@@ -447,7 +580,20 @@ void ClientSession::on_upstream_header(beast::error_code ec, std::size_t) {
   const bool bodiless = req_.method() == http::verb::head || response_status_ / 100 == 1 ||
                         response_status_ == 204 || response_status_ == 304;
   const bool had_length = res.has_content_length();
-  strip_hop_by_hop(res);
+  // Codings other than chunked stay on the body the parser gives (gzip ...): the agent
+  // gets them named, with the body re-chunked.
+  const auto codings = bodiless ? std::string() : remaining_transfer_codings(res, upstream_parser_->chunked());
+  if (!codings.empty() && req_.version() < 11) {
+    impl_.counters.upstream_errors.fetch_add(1);
+    upstream_.reset();
+    return upstream_failed(502, "the upstream's response has the transfer coding '" + codings +
+                                    "', which an HTTP/1.0 request cannot receive");
+  }
+  std::optional<std::uint64_t> length;
+  if (had_length) {
+    if (const auto n = upstream_parser_->content_length()) length = *n;
+  }
+  strip_response_fields(res, length);
   res.version(req_.version());
   bool keep = client_keep_alive_;
   if (!bodiless && !had_length) {
@@ -455,6 +601,7 @@ void ClientSession::on_upstream_header(beast::error_code ec, std::size_t) {
     if (req_.version() >= 11) res.chunked(true);
     else keep = false;
   }
+  if (!codings.empty()) res.set(http::field::transfer_encoding, codings + ", chunked");
   client_keep_alive_ = keep;
   res.keep_alive(keep);
   chunked_ = res.chunked();
@@ -552,7 +699,10 @@ void ClientSession::on_piece_written(beast::error_code ec, std::size_t) {
 void ClientSession::response_done(std::string error) {
   const bool clean = error.empty();
   if (upstream_) {
-    if (clean && upstream_keep_alive_ && upstream_parser_->is_done() && buffer_upstream_.size() == 0)
+    // After a body the upstream may have left unread (a GET's, or any before an error
+    // answer), the connection may still hold it, to be read as the next request: closed.
+    const bool body_consumed = !request_had_body_ || (consumes_body(req_.method()) && response_status_ < 400);
+    if (clean && upstream_keep_alive_ && body_consumed && upstream_parser_->is_done() && buffer_upstream_.size() == 0)
       worker_.pool->put(pool_key_, upstream_->release_socket());
     upstream_.reset();
   }
@@ -583,6 +733,8 @@ void ClientSession::upstream_failed(unsigned status, std::string error) {
 
 void ClientSession::refuse(Refusal r, std::string decision_text, bool close, std::string error) {
   if (is_connect()) close = true;  // a refused CONNECT never becomes a tunnel
+  // A body that was not read cannot be skipped without reading it: the connection ends.
+  if (body_unread()) close = true;
   auto res = std::make_shared<Response>(make_refusal(r, req_.version() ? req_.version() : 11, !close));
   if (exchange_) {
     exchange_->finish(static_cast<int>(r.status), error.empty() ? r.reason : error);
@@ -605,6 +757,7 @@ void ClientSession::refuse(Refusal r, std::string decision_text, bool close, std
 
 void ClientSession::on_refusal_written(bool close, beast::error_code ec) {
   refusal_.reset();
+  if (!ec && body_unread()) return linger_close();
   if (ec || close) return close_client();
   read_request();
 }
@@ -613,6 +766,32 @@ void ClientSession::close_client() {
   beast::error_code ec;
   stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
   stream_.close();
+}
+
+bool ClientSession::body_unread() const {
+  return parser_ && parser_->is_header_done() && !parser_->is_done();
+}
+
+std::string ClientSession::not_resent() const {
+  return "; netbox resends a request only when it is idempotent (RFC 9110 9.2.2) and none of its body has gone, "
+         "so this " + std::string(req_.method_string()) + " was not sent again";
+}
+
+void ClientSession::linger_close() {
+  beast::error_code ec;
+  stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+  linger_left_ = kLingerBytes;
+  stream_.expires_after(kLingerTime);
+  buffer_.clear();
+  stream_.async_read_some(buffer_.prepare(16 * 1024),
+                          beast::bind_front_handler(&ClientSession::on_linger, shared_from_this()));
+}
+
+void ClientSession::on_linger(beast::error_code ec, std::size_t bytes) {
+  if (ec || bytes >= linger_left_) return stream_.close();
+  linger_left_ -= bytes;  // dropped: prepare() hands out the same 16 KiB again
+  stream_.async_read_some(buffer_.prepare(16 * 1024),
+                          beast::bind_front_handler(&ClientSession::on_linger, shared_from_this()));
 }
 
 void ClientSession::abort_client() {

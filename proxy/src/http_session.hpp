@@ -1,8 +1,11 @@
 #pragma once
-// One agent connection: reads requests (head checked by RequestHeadCheck, then Beast's
-// parser under the limits of request_head.hpp), decides
-// each against the policy, then forwards plain HTTP over a pooled upstream connection or
-// turns a CONNECT into a Tunnel. Each async step is one member function.
+// One agent connection: reads request heads (checked by RequestHeadCheck, then Beast's
+// parser under the limits of request_head.hpp), decides each on its head alone, then
+// forwards plain HTTP over a pooled upstream connection or turns a CONNECT into a Tunnel.
+// A request body is read only once its request is admitted, and then relayed to the
+// upstream piece by piece (64 KiB at most in memory per connection, whatever its size);
+// a refused request's body is never read, and its connection is closed. Each async step
+// is one member function.
 #include "netbox/policy/decide.hpp"
 #include "netbox/proxy/server.hpp"
 
@@ -32,13 +35,16 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
   static constexpr std::size_t kHeaderLimit = proxy::kHeaderLimit;
   static constexpr std::uint64_t kRequestBodyLimit = proxy::kRequestBodyLimit;
   static constexpr std::uint64_t kResponseBodyLimit = 1024ull * 1024 * 1024;
+  // linger_close drops at most this much, for at most this long, then closes.
+  static constexpr std::size_t kLingerBytes = 1024 * 1024;
+  static constexpr std::chrono::seconds kLingerTime{2};
 
   ClientSession(Server::Impl& impl, Worker& worker, boost::asio::ip::tcp::socket socket);
   ~ClientSession();
   void start();
 
  private:
-  using Request = boost::beast::http::request<boost::beast::http::string_body>;
+  using Request = boost::beast::http::request_header<>;
   using Response = boost::beast::http::response<boost::beast::http::string_body>;
 
   void read_request();
@@ -47,9 +53,7 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
   void check_head();
   void refuse_head(const HeadProblem& p);  // 400/414/431 from RequestHeadCheck: nothing is forwarded
   void note_target(std::string_view target, bool connect);
-  void on_header(boost::beast::error_code ec, std::size_t bytes);
-  void read_body();
-  void on_request(boost::beast::error_code ec, std::size_t bytes);
+  void on_request(boost::beast::error_code ec);
   void route();
   void on_resolved(ResolveResult r);
   void admit(std::vector<boost::asio::ip::address> allowed, policy::Decision decision);
@@ -58,7 +62,14 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
   void connect_upstream();
   void on_dialed(DialResult r);
   void send_upstream();
+  void send_continue();  // "100 Continue" to an agent that waits for it, once admitted
+  void read_request_piece();
+  void on_request_piece(boost::beast::error_code ec);
+  void send_request_piece(std::size_t got);
   void on_upstream_written(boost::beast::error_code ec, std::size_t bytes);
+  void request_body_failed(boost::beast::error_code ec);
+  bool may_resend() const;
+  void read_upstream_header();
   void on_upstream_header(boost::beast::error_code ec, std::size_t bytes);
   void read_body_chunk();
   void on_body_chunk(boost::beast::error_code ec, std::size_t bytes);
@@ -73,10 +84,17 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
   void upstream_failed(unsigned status, std::string error);
   void on_refusal_written(bool close, boost::beast::error_code ec);
   void close_client();
+  // After a refusal that left a request body unread: end the sending side and read (and
+  // drop) what the agent still sends for a short while, so that closing does not reset
+  // the connection before the agent has read the refusal.
+  void linger_close();
+  void on_linger(boost::beast::error_code ec, std::size_t bytes);
   // After part of a response went out: reset the agent's connection, so that a response
   // cut short can never pass for a complete one (even one delimited by close).
   void abort_client();
 
+  bool body_unread() const;        // an admitted or refused request's body is still in the socket
+  std::string not_resent() const;  // why a request was not sent again, for a reason
   bool is_connect() const;
   std::string what() const;
 
@@ -84,7 +102,7 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
   Worker& worker_;
   boost::beast::tcp_stream stream_;
   boost::beast::flat_buffer buffer_;
-  std::optional<RequestParser> parser_;
+  std::optional<StreamingRequestParser> parser_;
   RequestHeadCheck head_check_;
   std::chrono::steady_clock::time_point head_deadline_;  // first byte + header_timeout
   boost::asio::ip::tcp::endpoint peer_;
@@ -103,6 +121,16 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
   std::vector<boost::asio::ip::tcp::endpoint> allowed_;
   bool client_keep_alive_ = false;
   bool reused_upstream_ = false;
+  // The request body, relayed in pieces through body_buf_ before the response is read.
+  bool request_had_body_ = false;  // one was announced (Content-Length > 0 or chunked)
+  bool body_started_ = false;      // some was taken from the agent: the request cannot be resent
+  bool body_chunked_ = false;      // it goes upstream chunked (the agent sent it chunked)
+  bool expect_continue_ = false;   // the agent waits for "100 Continue" before sending it
+  bool request_head_pending_ = false;  // the forwarded head is in out_, to go with the first piece
+  bool last_piece_up_ = false;
+  std::size_t piece_up_ = 0;       // body bytes in the piece being written upstream
+  std::size_t linger_left_ = 0;    // bytes linger_close still drops before closing
+  std::string pool_scope_;         // UpstreamPool::scope of this agent connection
   std::string pool_key_;
   std::optional<boost::beast::tcp_stream> upstream_;
   boost::beast::flat_buffer buffer_upstream_;
@@ -115,7 +143,9 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
   bool head_pending_ = false;  // the response head is in out_ and has not been written
   bool chunked_ = false;       // the agent's response is re-chunked
   bool last_piece_ = false;    // the piece being written ends the response
-  // Allocated at the first response body, so an idle connection costs no 64 KiB.
+  // Allocated at the first body (request or response), so an idle connection costs no
+  // 64 KiB. A request body is relayed whole before the response is read: one buffer
+  // serves both.
   static constexpr std::size_t kBodyPiece = 64 * 1024;
   std::unique_ptr<char[]> body_buf_;
   int response_status_ = 0;

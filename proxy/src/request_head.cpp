@@ -25,11 +25,6 @@ std::string_view trim_ows(std::string_view v) {
 
 }  // namespace
 
-void prepare_request_parser(RequestParser& parser) {
-  parser.header_limit(kHeaderLimit);
-  parser.body_limit(kRequestBodyLimit);
-}
-
 RequestHeadCheck::State RequestHeadCheck::refuse(unsigned status, std::string reason) {
   problem_ = {status, std::move(reason)};
   return state_ = State::refused;

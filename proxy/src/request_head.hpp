@@ -10,6 +10,7 @@
 // line waits for a CRLFCRLF that never comes. Another parser on the path may read any of
 // these differently, so netbox refuses them all with 400 and forwards only framing that
 // has one reading.
+#include <boost/beast/http/buffer_body.hpp>
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/string_body.hpp>
 
@@ -25,10 +26,19 @@ inline constexpr std::size_t kMaxHeaderFields = 100;         // header lines; 43
 inline constexpr std::size_t kMaxTargetLength = 8 * 1024;    // request target; 414 above it
 inline constexpr std::uint64_t kRequestBodyLimit = 64ull * 1024 * 1024;  // 413 above it
 
+// The session's parser streams the body in pieces (buffer_body), so no body is ever held
+// whole and none is read before the request is decided; RequestParser keeps the body in
+// a string (tests/fuzz). Both parse the same bytes the same way: only where the body's
+// bytes go differs.
+using StreamingRequestParser = boost::beast::http::request_parser<boost::beast::http::buffer_body>;
 using RequestParser = boost::beast::http::request_parser<boost::beast::http::string_body>;
 
 // Header and body limits for a fresh parser of one agent request.
-void prepare_request_parser(RequestParser& parser);
+template <class Body>
+void prepare_request_parser(boost::beast::http::request_parser<Body>& parser) {
+  parser.header_limit(kHeaderLimit);
+  parser.body_limit(kRequestBodyLimit);
+}
 
 struct HeadProblem {
   unsigned status = 400;  // 400, 414 or 431

@@ -4,13 +4,8 @@
 
 namespace netbox::proxy {
 
-// The address's raw bytes, not its text: this runs for every forwarded request, and
-// inet_ntop per request showed in the profile. A family tag fixes the address's length
-// (4 or 16 bytes), 2 bytes of port follow, then the host: no two endpoint/host pairs
-// share a key.
-std::string UpstreamPool::key(const boost::asio::ip::tcp::endpoint& ep, const std::string& host) {
-  std::string k;
-  const auto a = ep.address();
+namespace {
+void append_address(std::string& k, const boost::asio::ip::address& a) {
   k += a.is_v4() ? '4' : '6';
   if (a.is_v4()) {
     const auto b = a.to_v4().to_bytes();
@@ -19,10 +14,27 @@ std::string UpstreamPool::key(const boost::asio::ip::tcp::endpoint& ep, const st
     const auto b = a.to_v6().to_bytes();
     k.append(reinterpret_cast<const char*>(b.data()), b.size());
   }
+}
+}  // namespace
+
+// Raw bytes, not text: this runs for every forwarded request, and inet_ntop per request
+// showed in the profile. The scope ends in an address (its family tag fixes its length),
+// as does the dialled endpoint (then 2 bytes of port), and agent names hold no NUL: no
+// two scope/endpoint/host triples share a key.
+std::string UpstreamPool::scope(std::string_view agent, const boost::asio::ip::address& client) {
+  std::string s(agent);
+  s += '\0';
+  append_address(s, client);
+  return s;
+}
+
+void UpstreamPool::key(std::string& k, std::string_view scope, const boost::asio::ip::tcp::endpoint& ep,
+                       std::string_view host) {
+  k.assign(scope);
+  append_address(k, ep.address());
   k += static_cast<char>(ep.port() >> 8);
   k += static_cast<char>(ep.port() & 0xff);
   k += host;
-  return k;
 }
 
 namespace {
@@ -34,6 +46,10 @@ bool still_usable(boost::asio::ip::tcp::socket& s) {
 }
 }  // namespace
 
+// An emptied entry stays in the map: the connection taken here usually comes back to the
+// same key after its response, and a kept entry spares the map node, the key's copy and
+// the vector's storage each time (the key, with the agent in it, is past the small-string
+// size). put() sweeps empty entries out once there are many.
 std::optional<boost::asio::ip::tcp::socket> UpstreamPool::take(const std::string& key) {
   auto it = idle_.find(key);
   if (it == idle_.end()) return std::nullopt;
@@ -42,17 +58,18 @@ std::optional<boost::asio::ip::tcp::socket> UpstreamPool::take(const std::string
   while (!v.empty()) {
     Idle idle = std::move(v.back());
     v.pop_back();
-    if (now - idle.since < kMaxIdle && still_usable(idle.socket)) {
-      if (v.empty()) idle_.erase(it);
-      return std::move(idle.socket);
-    }
+    if (now - idle.since < kMaxIdle && still_usable(idle.socket)) return std::move(idle.socket);
   }
-  idle_.erase(it);
   return std::nullopt;
 }
 
 void UpstreamPool::put(const std::string& key, boost::asio::ip::tcp::socket socket) {
-  auto& v = idle_[key];
+  auto it = idle_.find(key);
+  if (it == idle_.end()) {
+    if (idle_.size() >= kMaxKeys) std::erase_if(idle_, [](const auto& entry) { return entry.second.empty(); });
+    it = idle_.try_emplace(key).first;
+  }
+  auto& v = it->second;
   const auto now = std::chrono::steady_clock::now();
   // take() reuses the newest first, so the oldest sit at the front: past kMaxIdle they
   // would never be taken, only keep an fd each. Closed here, a few at a time.
