@@ -72,6 +72,16 @@ std::string escape_controls(std::string_view text) {
   return out;
 }
 
+bool needs_escaping(std::string_view text) {
+  for (std::size_t i = 0; i < text.size();) {
+    char32_t cp = 0;
+    const std::size_t n = utf8_sequence(text, i, cp);
+    if (n == 0 || is_unsafe(cp)) return true;
+    i += n;
+  }
+  return false;
+}
+
 std::string escape_controls_in_json(std::string_view json) {
   std::string out;
   out.reserve(json.size());

@@ -31,6 +31,17 @@ TEST(Printable, PrintableTextIsKept) {
     EXPECT_EQ(escape_controls(s), s);
 }
 
+TEST(Printable, NeedsEscapingSaysWhetherEscapingChangesTheText) {
+  for (const char* s : {"", "/plain?q=1", "b\xc3\xbc" "cher", "\xf0\x9f\x98\x80", "back\\slash"}) {
+    EXPECT_FALSE(needs_escaping(s)) << s;
+    EXPECT_EQ(escape_controls(s), s);
+  }
+  for (const char* s : {"a\x1b", "\x7f", "\xc2\x9b", "\x9b", "x\xe2\x80\xae", "\xff", "tab\there", "cut\xe2\x82"}) {
+    EXPECT_TRUE(needs_escaping(s)) << s;
+    EXPECT_NE(escape_controls(s), s);
+  }
+}
+
 TEST(Printable, JsonTextGetsEscapesForWhatTheSerializerLeftRawAndParsesToTheSameValues) {
   const std::string value = "a\x7f" "b\xc2\x9b" "c\xe2\x80\xae" "d\xc3\xbc\x1b";
   const std::string dumped = nlohmann::json{{"k", value}}.dump(2);

@@ -13,6 +13,10 @@ namespace netbox::audit {
 // reversing: `netbox audit --format json` gives the exact stored values.
 std::string escape_controls(std::string_view text);
 
+// Whether escape_controls would change `text`; allocates nothing, for hot paths that
+// mostly see plain ASCII.
+bool needs_escaping(std::string_view text);
+
 // The same code points, left raw by a JSON serializer (it escapes only U+0000-U+001F),
 // rewritten as JSON \u escapes in serialized JSON text, which must be UTF-8: the document
 // parses to the same values.
