@@ -83,7 +83,7 @@ class ControlSession : public std::enable_shared_from_this<ControlSession> {
   static std::string agent_name_problem(const std::string& name) {
     if (name.empty()) return "is missing or empty; every registered agent needs a name";
     if (name == "anonymous") return "'anonymous' is reserved for clients without an agent identity";
-    if (audit::escape_controls(name) != name)
+    if (audit::needs_escaping(name))
       return "'" + audit::escape_controls(name) + "' contains control characters or bytes that are not UTF-8";
     return {};
   }
