@@ -3,6 +3,7 @@
 #include "launch_fixture.hpp"
 
 #include <gmock/gmock.h>
+#include <signal.h>
 
 namespace netbox::launch_test {
 namespace {
@@ -93,6 +94,29 @@ TEST(SeccompAttack, OnlyListedSocketFamiliesOpenAndUpperBitsHideNothing) {
   EXPECT_THAT(r.out, Not(HasSubstr("clone-newuser-high ok")));
   expect_nothing_left(subnet);
 }
+
+#if defined(__x86_64__)
+// The x32 ABI (syscall number | 0x40000000) is another architecture to the filter: were it
+// let through, none of the rules above would apply to it. The process is killed instead.
+TEST(SeccompAttack, X32SyscallsKillTheProcess) {
+  NETBOX_REQUIRE_ROOT();
+  const auto subnet = test_subnet(123);
+  test::TempDir dir;
+  const std::string script = R"(
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+print("before", flush=True)
+r = libc.syscall(ctypes.c_long(0x40000000 | 41), ctypes.c_ulong(40), ctypes.c_ulong(1), ctypes.c_ulong(0))
+print("after", r, ctypes.get_errno(), flush=True)
+)";
+  const auto r = launch(subnet, {"--audit-db", (dir.path() / "a.db").string(), "--", kPython, "-c", script});
+  EXPECT_EQ(r.exit_code, 128 + SIGSYS) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("before"));
+  EXPECT_THAT(r.out, Not(HasSubstr("after")));
+  expect_nothing_left(subnet);
+}
+#endif
 
 // A Docker/OCI profile is applied as written: the default's allow-list is not added to it.
 TEST(SeccompAttack, ProfileFileDecidesSocketFamiliesItself) {
