@@ -1,11 +1,18 @@
 #include "csv.hpp"
 
+#include "netbox/audit/printable.hpp"
+
 namespace netbox::audit::detail {
 
 std::string csv_field(std::string_view value) {
-  if (value.find_first_of(",\"\r\n") == std::string_view::npos) return std::string(value);
+  std::string text = escape_controls(value);
+  // A spreadsheet runs a cell that starts like a formula (OWASP, "CSV Injection"): a
+  // leading quote makes it text, shown as written.
+  if (!text.empty() && std::string_view("=+-@\t\r").find(text.front()) != std::string_view::npos)
+    text.insert(0, 1, '\'');
+  if (text.find_first_of(",\"\r\n") == std::string::npos) return text;
   std::string out = "\"";
-  for (char c : value) {
+  for (char c : text) {
     if (c == '"') out += '"';
     out += c;
   }

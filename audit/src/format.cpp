@@ -1,4 +1,5 @@
 #include "netbox/audit/query.hpp"
+#include "netbox/audit/printable.hpp"
 
 #include "csv.hpp"
 #include "text_table.hpp"
@@ -62,8 +63,10 @@ ordered_json request_json(const AuditRecord& r) {
 }
 
 // Bytes an agent sent are not guaranteed UTF-8; replace rather than fail the whole export.
+// The serializer escapes U+0000-U+001F; DEL, C1 and bidirectional controls it leaves raw,
+// and a terminal would act on them, so they become \u escapes too (same values once parsed).
 std::string dump(const ordered_json& j) {
-  return j.dump(2, ' ', false, ordered_json::error_handler_t::replace) + "\n";
+  return escape_controls_in_json(j.dump(2, ' ', false, ordered_json::error_handler_t::replace)) + "\n";
 }
 
 std::string requests_table(const std::vector<AuditRecord>& rows) {

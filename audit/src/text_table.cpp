@@ -1,5 +1,7 @@
 #include "text_table.hpp"
 
+#include "netbox/audit/printable.hpp"
+
 #include <algorithm>
 
 namespace netbox::audit::detail {
@@ -11,15 +13,6 @@ bool is_continuation(unsigned char c) { return (c & 0xC0) == 0x80; }
 std::size_t width(const std::string& s) {
   return static_cast<std::size_t>(
       std::count_if(s.begin(), s.end(), [](char c) { return !is_continuation(static_cast<unsigned char>(c)); }));
-}
-
-std::string printable(const std::string& s) {
-  std::string out = s;
-  for (char& c : out) {
-    const auto u = static_cast<unsigned char>(c);
-    if (u < 0x20 || u == 0x7f) c = '?';
-  }
-  return out;
 }
 
 std::string truncated(const std::string& s, std::size_t max) {
@@ -42,7 +35,7 @@ std::string render_table(const std::vector<Column>& columns, const std::vector<s
   for (const auto& row : rows) {
     auto& out = cells.emplace_back();
     for (std::size_t i = 0; i < columns.size(); ++i) {
-      out.push_back(truncated(printable(i < row.size() ? row[i] : std::string()), columns[i].max_width));
+      out.push_back(truncated(escape_controls(i < row.size() ? row[i] : std::string()), columns[i].max_width));
       widths[i] = std::max(widths[i], width(out.back()));
     }
   }

@@ -1,6 +1,7 @@
 #pragma once
 // Aligned columns for a terminal: long cells are cut with "...", control characters
-// (an agent chooses its URLs) are shown as '?' so they cannot drive the reader's terminal.
+// (an agent chooses its URLs) are shown as visible escapes (\x1b, \u009b; see
+// escape_controls) so they cannot drive the reader's terminal.
 #include <cstddef>
 #include <string>
 #include <vector>

@@ -8,6 +8,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <unistd.h>
+#include <linux/netlink.h>
 #include <linux/seccomp.h>
 #include <sys/socket.h>
 
@@ -18,6 +19,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <utility>
 
@@ -50,6 +52,33 @@ void add_or_throw(scmp_filter_ctx ctx, std::uint32_t action, int nr, std::vector
                   const std::string& what) {
   int rc = seccomp_rule_add_array(ctx, action, nr, static_cast<unsigned>(args.size()), args.data());
   if (rc != 0) throw LaunchError(kExitLauncherFailure, "seccomp: cannot add rule for " + what + ": " + std::strerror(-rc));
+}
+
+// The socket families an agent may open, in ascending order. AF_NETLINK is further held to
+// NETLINK_ROUTE, which glibc needs (getaddrinfo's AI_ADDRCONFIG, if_nameindex, getifaddrs) and
+// which, without CAP_NET_ADMIN, only reads the agent's own namespace. Everything else (vsock,
+// which the network namespace does not separate; packet; uevents; bluetooth; AF_ALG; AF_KEY;
+// families a later kernel adds) is out of reach.
+constexpr scmp_datum_t kSocketFamilies[] = {AF_UNIX, AF_INET, AF_INET6, AF_NETLINK};
+static_assert(std::is_sorted(std::begin(kSocketFamilies), std::end(kSocketFamilies)));
+
+// The kernel reads socket's and socketpair's domain and protocol as 32-bit ints, so a
+// deny-list compared on 64 bits is passed by setting an upper bit (AF_PACKET | 1 << 32). The
+// filter therefore denies the complement of the allow-list: every value below the largest
+// allowed family that is not allowed (64-bit EQ, so exact), and everything above it (64-bit
+// GT, so also any value with an upper bit set, whatever its low bits). A call passes only
+// when the whole 64-bit argument is an allowed family. EAFNOSUPPORT is what a kernel without
+// the family says, so libraries fall back as they would there.
+void refuse_other_socket_families(scmp_filter_ctx ctx, int nr, const std::string& what) {
+  const std::uint32_t refuse = SCMP_ACT_ERRNO(EAFNOSUPPORT);
+  scmp_datum_t next = 0;
+  for (scmp_datum_t allowed : kSocketFamilies) {
+    for (; next < allowed; ++next) add_or_throw(ctx, refuse, nr, {arg_cmp(0, SCMP_CMP_EQ, next)}, what);
+    next = allowed + 1;
+  }
+  add_or_throw(ctx, refuse, nr, {arg_cmp(0, SCMP_CMP_GT, kSocketFamilies[std::size(kSocketFamilies) - 1])}, what);
+  // The protocol is an int too: NETLINK_ROUTE | 1 << 32 is not NETLINK_ROUTE here, and refused.
+  add_or_throw(ctx, refuse, nr, {arg_cmp(0, SCMP_CMP_EQ, AF_NETLINK), arg_cmp(2, SCMP_CMP_NE, NETLINK_ROUTE)}, what);
 }
 
 std::string line_col(const std::string& text, std::size_t byte) {
@@ -269,7 +298,9 @@ SeccompFilter default_seccomp_filter() {
     add_or_throw(ctx, eperm, nr, {}, name);
   }
   // clone's first argument carries the flags; any namespace flag is refused. (The low
-  // byte is the exit signal, so CLONE_NEWTIME, which lives there, is unshare-only.)
+  // byte is the exit signal, so CLONE_NEWTIME, which lives there, is unshare-only.) The
+  // kernel keeps only the low 32 bits of the flags; a masked test of one low bit ignores the
+  // upper ones, so setting them changes nothing.
   const scmp_datum_t ns_flags[] = {CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWUSER,
                                    CLONE_NEWPID, CLONE_NEWNET, CLONE_NEWCGROUP};
   const int clone_nr = seccomp_syscall_resolve_name("clone");
@@ -277,10 +308,11 @@ SeccompFilter default_seccomp_filter() {
   // clone3 passes its flags in memory, out of seccomp's sight: ENOSYS makes libc fall back to clone.
   if (int nr = seccomp_syscall_resolve_name("clone3"); nr != __NR_SCMP_ERROR)
     add_or_throw(ctx, SCMP_ACT_ERRNO(ENOSYS), nr, {}, "clone3");
+  // ioctl's request is an unsigned int in the kernel: compared on its low 32 bits only.
   const int ioctl_nr = seccomp_syscall_resolve_name("ioctl");
   for (scmp_datum_t req : {scmp_datum_t{TIOCSTI}, scmp_datum_t{TIOCLINUX}})
     add_or_throw(ctx, eperm, ioctl_nr, {arg_cmp(1, SCMP_CMP_MASKED_EQ, 0xffffffffULL, req)}, "ioctl");
-  add_or_throw(ctx, eperm, seccomp_syscall_resolve_name("socket"), {arg_cmp(0, SCMP_CMP_EQ, AF_PACKET)}, "socket");
+  for (const char* name : {"socket", "socketpair"}) refuse_other_socket_families(ctx, seccomp_syscall_resolve_name(name), name);
   return filter;
 }
 

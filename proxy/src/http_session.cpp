@@ -4,6 +4,8 @@
 #include "headers.hpp"
 #include "tunnel.hpp"
 
+#include "netbox/audit/printable.hpp"
+
 #include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/string.hpp>
@@ -168,19 +170,20 @@ void ClientSession::refuse_head(const HeadProblem& p) {
   req_ = Request{};
   const bool connect = head_check_.method() == "CONNECT";
   record_.kind = connect ? "connect" : "http";
-  record_.method = head_check_.method();
+  record_.method = audit::escape_controls(head_check_.method());
   note_target(head_check_.target(), connect);
   std::string what = head_check_.method() + " " + head_check_.target().substr(0, 256);
   refuse({p.status, RefusalKind::error, head_check_.method().empty() ? std::string() : what, "request", p.reason, {}},
          "deny", true);
 }
 
-// The destination of a refused request, as far as it can be read, for its audit row.
+// The destination of a refused request, as far as it can be read, for its audit row:
+// escaped, since a target refused before Beast parsed it may hold any byte.
 void ClientSession::note_target(std::string_view target, bool connect) {
   const auto t = connect ? parse_connect_target(target) : parse_absolute_target(target);
-  record_.host = t.host;
+  record_.host = audit::escape_controls(t.host);
   record_.port = t.port;
-  record_.path = t.path;
+  record_.path = audit::escape_controls(t.path);
 }
 
 bool ClientSession::is_connect() const { return req_.method() == http::verb::connect; }

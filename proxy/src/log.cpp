@@ -1,5 +1,6 @@
 #include "log.hpp"
 
+#include "netbox/audit/printable.hpp"
 #include "netbox/audit/query.hpp"
 
 #include <nlohmann/json.hpp>
@@ -42,7 +43,9 @@ void Logger::render_into(std::string& line, std::string_view event, LogFields fi
     j["ts"] = ts;
     j["event"] = event;
     for (const auto& f : fields) j[std::string(f.key)] = f.value;
-    line += j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    // A terminal acts on DEL, C1 and bidi controls, which the serializer leaves raw.
+    std::string text = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    line += audit::needs_escaping(text) ? audit::escape_controls_in_json(text) : text;
     line += '\n';
     return;
   }
@@ -54,8 +57,12 @@ void Logger::render_into(std::string& line, std::string_view event, LogFields fi
     line += ' ';
     line += f.key;
     line += '=';
-    if (needs_quotes(f.value)) append_quoted(line, f.value);
-    else line += f.value;
+    // Values may be agent-chosen (paths, hosts): never a byte that drives the reader's terminal.
+    std::string escaped;
+    std::string_view value = f.value;
+    if (audit::needs_escaping(value)) value = escaped = audit::escape_controls(value);
+    if (needs_quotes(value)) append_quoted(line, value);
+    else line += value;
   }
   line += '\n';
 }

@@ -1,5 +1,7 @@
 #include "request_head.hpp"
 
+#include "netbox/audit/printable.hpp"
+
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/error.hpp>
 
@@ -14,7 +16,7 @@ namespace {
 // Values echoed in a reason are cut short: the reason is a header and an audit column.
 std::string quoted(std::string_view v) {
   constexpr std::size_t kMax = 64;
-  return "'" + std::string(v.substr(0, kMax)) + (v.size() > kMax ? "...'" : "'");
+  return "'" + audit::escape_controls(v.substr(0, kMax)) + (v.size() > kMax ? "...'" : "'");
 }
 
 std::string_view trim_ows(std::string_view v) {

@@ -1,9 +1,13 @@
 // `netbox audit --format table|json|csv` on rows whose text an agent controls (host,
 // path, method, reason...), as arbitrary bytes. Invariants (a violation aborts):
 //  - json parses back to one object per row, with every valid UTF-8 string unchanged;
-//  - csv (RFC 4180) reads back to a header plus one record per row, every field unchanged;
-//  - the table has one line per row plus the header and no control characters, so an
-//    agent cannot forge lines or send escape sequences to a reader's terminal.
+//  - csv (RFC 4180) reads back to a header plus one record per row, every field as
+//    escape_controls made it, with a ' before a leading = + - @ TAB or CR;
+//  - no line of any format holds a character escape_controls would escape (controls, C1,
+//    bidi controls, bytes that are not UTF-8), and the table has one line per row plus
+//    the header, so an agent cannot forge lines or send escape sequences to a reader's
+//    terminal, nor formulas to a spreadsheet.
+#include "netbox/audit/printable.hpp"
 #include "netbox/audit/query.hpp"
 
 #include <fuzzer/FuzzedDataProvider.h>
@@ -15,6 +19,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace {
@@ -66,6 +71,25 @@ std::vector<std::vector<std::string>> read_csv(const std::string& text) {
   return records;
 }
 
+// Every line of `text` (split at LF, and at CRLF for csv) is safe for a terminal.
+void expect_printable_lines(const std::string& text, const char* format) {
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    std::string_view line(text.data() + start, end - start);
+    if (!line.empty() && line.back() == '\r' && std::string_view(format) == "csv") line.remove_suffix(1);
+    if (netbox::audit::needs_escaping(line)) violated("a line a terminal would act on", std::string(format) + ": " + text);
+    start = end + 1;
+  }
+}
+
+std::string expected_csv_field(const std::string& value) {
+  std::string e = netbox::audit::escape_controls(value);
+  if (!e.empty() && std::string_view("=+-@\t\r").find(e.front()) != std::string_view::npos) e.insert(0, 1, '\'');
+  return e;
+}
+
 const char* const kKeys[] = {"agent", "client_addr", "kind", "method", "host", "path",
                              "resolved_addr", "decision", "rule", "reason", "error"};
 
@@ -94,7 +118,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (in.ConsumeBool()) r.duration_ms = in.ConsumeIntegral<std::int64_t>();
   }
 
-  const auto json = nlohmann::json::parse(netbox::audit::format_requests(rows, "json"));
+  const std::string json_text = netbox::audit::format_requests(rows, "json");
+  expect_printable_lines(json_text, "json");
+  const auto json = nlohmann::json::parse(json_text);
   if (!json.is_array() || json.size() != rows.size()) violated("json rows", json.dump());
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const auto fields = texts(rows[i]);
@@ -103,14 +129,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         violated("json changed a valid UTF-8 string", kKeys[k]);
   }
 
-  const auto csv = read_csv(netbox::audit::format_requests(rows, "csv"));
+  const std::string csv_text = netbox::audit::format_requests(rows, "csv");
+  expect_printable_lines(csv_text, "csv");
+  const auto csv = read_csv(csv_text);
   if (csv.size() != rows.size() + 1) violated("csv record count", std::to_string(csv.size()));
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const auto& rec = csv[i + 1];
     if (rec.size() != csv[0].size()) violated("csv field count", std::to_string(rec.size()));
     for (std::size_t k = 0; k < std::size(kKeys); ++k) {
       auto col = std::find(csv[0].begin(), csv[0].end(), kKeys[k]) - csv[0].begin();
-      if (static_cast<std::size_t>(col) >= rec.size() || rec[static_cast<std::size_t>(col)] != *texts(rows[i])[k])
+      if (static_cast<std::size_t>(col) >= rec.size() ||
+          rec[static_cast<std::size_t>(col)] != expected_csv_field(*texts(rows[i])[k]))
         violated("csv changed a field", kKeys[k]);
     }
   }
@@ -118,9 +147,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::string table = netbox::audit::format_requests(rows, "table");
   if (static_cast<std::size_t>(std::count(table.begin(), table.end(), '\n')) != rows.size() + 1)
     violated("table lines", table);
-  for (char c : table) {
-    const auto u = static_cast<unsigned char>(c);
-    if ((u < 0x20 && c != '\n') || u == 0x7f) violated("control character in the table", table);
-  }
+  expect_printable_lines(table, "table");
   return 0;
 }

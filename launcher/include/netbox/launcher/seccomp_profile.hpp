@@ -28,7 +28,9 @@ class SeccompFilter {
 };
 
 // EPERM for namespace, mount, tracing, kernel-module, keyring, io_uring ... syscalls,
-// ENOSYS for clone3 (so libc falls back to clone, whose flags can be checked).
+// ENOSYS for clone3 (so libc falls back to clone, whose flags can be checked), and
+// EAFNOSUPPORT for socket/socketpair outside AF_UNIX, AF_INET, AF_INET6 and AF_NETLINK
+// with NETLINK_ROUTE (any upper bit set in the family or netlink protocol included).
 SeccompFilter default_seccomp_filter();
 
 // Docker's format: defaultAction, defaultErrnoRet, architectures, syscalls[{names,
