@@ -33,7 +33,7 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
   static constexpr std::uint64_t kRequestBodyLimit = proxy::kRequestBodyLimit;
   static constexpr std::uint64_t kResponseBodyLimit = 1024ull * 1024 * 1024;
 
-  ClientSession(Server::Impl& impl, Worker& worker, boost::asio::ip::tcp::socket socket);
+  ClientSession(Server::Impl& impl, Worker& worker, boost::asio::ip::tcp::socket socket, ClientSlot slot);
   ~ClientSession();
   void start();
 
@@ -82,6 +82,7 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
 
   Server::Impl& impl_;
   Worker& worker_;
+  ClientSlot slot_;  // this agent connection's place under the connection caps
   boost::beast::tcp_stream stream_;
   boost::beast::flat_buffer buffer_;
   std::optional<RequestParser> parser_;
