@@ -325,6 +325,11 @@ void Server::wait() { impl_->wait(); }
 bool Server::reload_policy() { return impl_->reload_policy(); }
 
 void Server::register_agent(const asio::ip::address& addr, std::string agent, std::string profile) {
+  // An unknown profile would be decided with the top level: refused, never widened. Under
+  // the reload lock, so a reload cannot drop the profile between the check and the add.
+  std::lock_guard lock(impl_->reload_mu);
+  if (!profile.empty() && !impl_->current_policy()->agents.contains(profile))
+    throw std::invalid_argument("the policy has no agents." + profile + " profile for agent " + agent);
   impl_->agents.add(addr, AgentIdentity{std::move(agent), std::move(profile)});
 }
 

@@ -74,6 +74,12 @@ TEST_F(ProxyTest, ReloadRemovingARegisteredAgentsProfileIsRefusedAndTheAgentStay
   EXPECT_EQ(proxy_get(port, upstream_url("/")).status, 200);
 }
 
+TEST_F(ProxyTest, AnAgentCannotBeRegisteredWithAProfileThePolicyLacks) {
+  start_proxy(base_policy());
+  EXPECT_THROW(server->register_agent(boost::asio::ip::make_address("127.0.0.1"), "confined", "strict"),
+               std::invalid_argument);
+}
+
 TEST_F(ProxyTest, ReloadKeepingARegisteredAgentsProfileTakesEffect) {
   start_proxy(base_policy(R"("agents": {"strict": {"allow": ["nothing.test"]}})"));
   server->register_agent(boost::asio::ip::make_address("127.0.0.1"), "confined", "strict");

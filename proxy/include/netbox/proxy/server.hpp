@@ -72,7 +72,9 @@ class Server {
   bool reload_policy();
 
   // Agent identity: connections from `addr` are logged as `agent` and decided with
-  // the policy's agents[profile] entry (or the base profile when it has none).
+  // the policy's agents[profile] entry, or the top-level profile when `profile` is empty.
+  // Throws std::invalid_argument when the policy has no such entry; a reload that would
+  // drop the profile of a registered agent is refused.
   void register_agent(const boost::asio::ip::address& addr, std::string agent, std::string profile);
   void unregister_agent(const boost::asio::ip::address& addr);
 
