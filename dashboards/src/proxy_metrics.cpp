@@ -42,6 +42,11 @@ std::string render_metrics(const proxy::CountersSnapshot& c, const audit::Writer
             static_cast<double>(c.caps_hit_agent));
   e.counter("netbox_caps_hit_total", kCaps, {{"limit", "max_connections_per_host"}},
             static_cast<double>(c.caps_hit_host));
+  e.counter("netbox_client_connections_refused_total",
+            "Agent connections closed at accept: over the per-agent or total connection limit.", {},
+            static_cast<double>(c.client_connections_refused));
+  e.counter("netbox_accept_errors_total", "Failed accepts (out of descriptors); accepting pauses 100 ms after each.",
+            {}, static_cast<double>(c.accept_errors));
   constexpr std::string_view kReloads = "Policy reloads, by result.";
   e.counter("netbox_policy_reloads_total", kReloads, {{"result", "ok"}}, static_cast<double>(c.policy_reloads_ok));
   e.counter("netbox_policy_reloads_total", kReloads, {{"result", "failed"}},

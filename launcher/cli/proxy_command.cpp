@@ -38,6 +38,9 @@ struct ProxyArgs {
   std::string admin;             // ADDR:PORT of the admin endpoint; empty: off
   std::string admin_token_file;
   bool audit_sync = false;
+  std::vector<std::string> subnets;  // empty: the launcher's default pool
+  std::size_t max_client_connections = 0;
+  std::size_t max_client_connections_per_agent = 0;
 };
 
 // "127.0.0.1:3128", "[::1]:3128". Throws std::invalid_argument naming the flag and value.
@@ -123,6 +126,14 @@ int run_proxy(const ProxyArgs& a) {
     o.threads = a.threads;
     o.audit_sync = a.audit_sync;
     if (!a.control.empty()) o.control_socket = a.control;
+    if (!a.subnets.empty()) o.launch_subnets.clear();
+    for (const auto& s : a.subnets) {
+      auto c = policy::Cidr::parse(s);
+      if (!c) throw std::invalid_argument("--subnet " + s + ": expected a network such as 10.213.0.0/16");
+      o.launch_subnets.push_back(*c);
+    }
+    o.max_client_connections = a.max_client_connections;
+    o.max_client_connections_per_agent = a.max_client_connections_per_agent;
     o.log_format = a.log_format == "json" ? proxy::LogFormat::json : proxy::LogFormat::text;
   } catch (const std::exception& e) {
     std::cerr << "netbox proxy: " << e.what() << "\n";
@@ -205,6 +216,13 @@ void add_proxy_command(CLI::App& app, int& rc) {
   sub->add_option("--dns-server", args->dns, "DNS server ADDR:PORT, repeatable (default: /etc/resolv.conf)");
   sub->add_option("--threads", args->threads, "I/O threads (default: one per core)")->check(CLI::Range(0u, 256u));
   sub->add_option("--control", args->control, "Unix control socket for `netbox launch` registrations (mode 0600)");
+  sub->add_option("--subnet", args->subnets,
+                  "The launchers' subnet pool (their --subnet), repeatable (default 10.213.0.0/16): no request through "
+                  "the proxy may reach it");
+  sub->add_option("--max-client-connections", args->max_client_connections,
+                  "Agent connections open at once, in total (default: from the descriptor limit)");
+  sub->add_option("--max-client-connections-per-agent", args->max_client_connections_per_agent,
+                  "Agent connections open at once from one client address (default 512, or a quarter of the total)");
   sub->add_option("--log-format", args->log_format, "Log format on stderr: text or json")
       ->check(CLI::IsMember({"text", "json"}));
   sub->add_option("--admin", args->admin,

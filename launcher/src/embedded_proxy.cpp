@@ -29,8 +29,8 @@ std::uint16_t pick_port(const ip::address& addr) {
 
 class EmbeddedProxy final : public ProxyLink {
  public:
-  EmbeddedProxy(policy::Policy policy, std::filesystem::path audit_db)
-      : policy_(std::move(policy)), audit_db_(std::move(audit_db)) {}
+  EmbeddedProxy(policy::Policy policy, std::filesystem::path audit_db, policy::Cidr subnet)
+      : policy_(std::move(policy)), audit_db_(std::move(audit_db)), subnet_(std::move(subnet)) {}
   ~EmbeddedProxy() override { stop(); }
 
   // Opening the audit database and creating the io threads take a few ms and need
@@ -42,6 +42,10 @@ class EmbeddedProxy final : public ProxyLink {
       options.audit_db = audit_db_;
       options.threads = 2;  // one agent's traffic; the machine belongs to the agent
       options.shutdown_grace = std::chrono::milliseconds(1000);
+      // This launch's pool, and the default one other launches use: neither is a
+      // destination (another launch's embedded proxy listens there).
+      if (!(subnet_.base == options.launch_subnets.front().base && subnet_.prefix == options.launch_subnets.front().prefix))
+        options.launch_subnets.push_back(subnet_);
       server_ = std::make_unique<proxy::Server>(std::move(options));
       server_->start();
     } catch (const std::exception& e) {
@@ -106,6 +110,7 @@ class EmbeddedProxy final : public ProxyLink {
 
   policy::Policy policy_;
   std::filesystem::path audit_db_;
+  policy::Cidr subnet_;
   std::string prepare_error_;
   AgentIdentity agent_;
   ip::address host_;
@@ -115,8 +120,9 @@ class EmbeddedProxy final : public ProxyLink {
 
 }  // namespace
 
-std::unique_ptr<ProxyLink> make_embedded_proxy(policy::Policy policy, std::filesystem::path audit_db) {
-  return std::make_unique<EmbeddedProxy>(std::move(policy), std::move(audit_db));
+std::unique_ptr<ProxyLink> make_embedded_proxy(policy::Policy policy, std::filesystem::path audit_db,
+                                               policy::Cidr subnet) {
+  return std::make_unique<EmbeddedProxy>(std::move(policy), std::move(audit_db), std::move(subnet));
 }
 
 }  // namespace netbox::launcher

@@ -137,8 +137,9 @@ int launch(const LaunchOptions& o) {
 
   const std::string name = o.name.empty() ? default_name(o.command.front()) : o.name;
   const std::string profile = profile_for(o, policy, name);
+  const policy::Cidr pool_cidr{boost::asio::ip::address_v4(pool->address), static_cast<unsigned>(pool->prefix)};
   std::unique_ptr<ProxyLink> link = o.proxy_control ? make_control_client(*o.proxy_control)
-                                                      : make_embedded_proxy(*policy, o.audit_db);
+                                                      : make_embedded_proxy(*policy, o.audit_db, pool_cidr);
 
   // Before any thread exists (the embedded proxy's come later), so that only the
   // supervisor ever sees these signals.

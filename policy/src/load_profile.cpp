@@ -79,13 +79,14 @@ void read_limits(const LoadContext& ctx, const nlohmann::json& j, const std::str
   ctx.expect_object(j, pointer);
   ctx.check_keys(j, pointer,
                  {"max_connections", "max_connections_per_agent", "max_connections_per_host",
-                  "connect_timeout_ms", "idle_timeout_ms", "header_timeout_ms"});
+                  "connect_timeout_ms", "dial_budget_ms", "idle_timeout_ms", "header_timeout_ms"});
   for (const auto& [key, v] : j.items()) ctx.keep_going([&, &key = key, &v = v] {
     uint64_t n = positive(ctx, v, child(pointer, key));
     if (key == "max_connections") limits.max_connections = n;
     else if (key == "max_connections_per_agent") limits.max_connections_per_agent = n;
     else if (key == "max_connections_per_host") limits.max_connections_per_host = n;
     else if (key == "connect_timeout_ms") limits.connect_timeout = std::chrono::milliseconds(n);
+    else if (key == "dial_budget_ms") limits.dial_budget = std::chrono::milliseconds(n);
     else if (key == "idle_timeout_ms") limits.idle_timeout = std::chrono::milliseconds(n);
     else if (key == "header_timeout_ms") limits.header_timeout = std::chrono::milliseconds(n);
   });

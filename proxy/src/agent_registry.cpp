@@ -23,6 +23,16 @@ void AgentRegistry::add(const boost::asio::ip::address& addr, AgentIdentity who)
   map_.store(std::move(next));
 }
 
+std::string AgentRegistry::profiles_missing_from(const policy::Policy& p) const {
+  std::string out;
+  for (const auto& [addr, who] : *map_.load()) {
+    if (who.profile.empty() || p.agents.contains(who.profile)) continue;
+    out += (out.empty() ? "" : "; ") + std::string("agent ") + who.agent + " (" + addr.to_string() +
+           ") uses profile " + who.profile + ", which the new policy has no agents." + who.profile + " entry for";
+  }
+  return out;
+}
+
 bool AgentRegistry::remove(const boost::asio::ip::address& addr) {
   std::lock_guard lock(write_mu_);
   auto next = std::make_shared<Map>(*map_.load());

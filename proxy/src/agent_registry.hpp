@@ -8,6 +8,8 @@
 #include <mutex>
 #include <string>
 
+#include "netbox/policy/policy.hpp"
+
 #include "snapshot.hpp"
 
 namespace netbox::proxy {
@@ -26,6 +28,9 @@ class AgentRegistry {
   AgentIdentity lookup(const boost::asio::ip::address& addr) const;
   void add(const boost::asio::ip::address& addr, AgentIdentity who);
   bool remove(const boost::asio::ip::address& addr);
+  // The registered agents whose profile `p` has no agents entry for, in words ("agent
+  // a1 uses profile ci, which ..."); empty when every one has its profile.
+  std::string profiles_missing_from(const policy::Policy& p) const;
 
  private:
   using Map = std::map<boost::asio::ip::address, AgentIdentity>;

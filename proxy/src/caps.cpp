@@ -8,22 +8,24 @@ CapToken& CapToken::operator=(CapToken&& o) noexcept {
     caps_ = o.caps_;
     agent_ = std::move(o.agent_);
     host_ = std::move(o.host_);
+    address_ = std::move(o.address_);
     o.caps_ = nullptr;
   }
   return *this;
 }
 
 void CapToken::release() {
-  if (caps_) caps_->release(agent_, host_);
+  if (caps_) caps_->release(agent_, host_, address_);
   caps_ = nullptr;
 }
 
-CapResult Caps::acquire(const std::string& agent, const std::string& host, const policy::Limits& global,
-                        const policy::Limits& mine) {
+CapResult Caps::acquire(const std::string& agent, const std::string& host, const std::string& address,
+                        const policy::Limits& global, const policy::Limits& mine) {
   CapResult r;
   std::lock_guard lock(mu_);
   auto& a = per_agent_[agent];
   auto& h = per_host_[host];
+  auto& ad = per_address_[address];
   if (total_ >= global.max_connections) {
     r.rule = "limits.max_connections";
     r.limit = global.max_connections;
@@ -40,24 +42,33 @@ CapResult Caps::acquire(const std::string& agent, const std::string& host, const
     r.limit = mine.max_connections_per_host;
     r.reason = "there are already " + std::to_string(h) + " open connections to " + host +
                " (limits.max_connections_per_host = " + std::to_string(mine.max_connections_per_host) + ")";
+  } else if (ad >= mine.max_connections_per_host) {
+    r.rule = "limits.max_connections_per_host";
+    r.limit = mine.max_connections_per_host;
+    r.reason = "there are already " + std::to_string(ad) + " open connections to " + host + "'s address " + address +
+               ", under whatever names (limits.max_connections_per_host = " +
+               std::to_string(mine.max_connections_per_host) + ")";
   }
   if (!r.rule.empty()) {
     if (a == 0) per_agent_.erase(agent);
     if (h == 0) per_host_.erase(host);
+    if (ad == 0) per_address_.erase(address);
     return r;
   }
   ++total_;
   ++a;
   ++h;
-  r.token = CapToken(this, agent, host);
+  ++ad;
+  r.token = CapToken(this, agent, host, address);
   return r;
 }
 
-void Caps::release(const std::string& agent, const std::string& host) {
+void Caps::release(const std::string& agent, const std::string& host, const std::string& address) {
   std::lock_guard lock(mu_);
   --total_;
   if (auto it = per_agent_.find(agent); it != per_agent_.end() && --it->second == 0) per_agent_.erase(it);
   if (auto it = per_host_.find(host); it != per_host_.end() && --it->second == 0) per_host_.erase(it);
+  if (auto it = per_address_.find(address); it != per_address_.end() && --it->second == 0) per_address_.erase(it);
 }
 
 std::size_t Caps::total() const {

@@ -1,5 +1,7 @@
 #pragma once
-// Connection caps: global, per agent, per destination host. Taken as RAII tokens so a
+// Connection caps: global, per agent, per destination host. The per-host cap counts the
+// name and, separately, the address it is dialled at, so a hundred aliases of one address
+// (or IP literals for it) share that address's bucket. Taken as RAII tokens so a
 // slot is given back however a connection ends. Exact across threads (one mutex,
 // held only for a few map operations).
 #include "netbox/policy/policy.hpp"
@@ -17,8 +19,8 @@ class Caps;
 class CapToken {
  public:
   CapToken() = default;
-  CapToken(Caps* caps, std::string agent, std::string host)
-      : caps_(caps), agent_(std::move(agent)), host_(std::move(host)) {}
+  CapToken(Caps* caps, std::string agent, std::string host, std::string address)
+      : caps_(caps), agent_(std::move(agent)), host_(std::move(host)), address_(std::move(address)) {}
   CapToken(CapToken&& o) noexcept { *this = std::move(o); }
   CapToken& operator=(CapToken&& o) noexcept;
   CapToken(const CapToken&) = delete;
@@ -31,6 +33,7 @@ class CapToken {
   Caps* caps_ = nullptr;
   std::string agent_;
   std::string host_;
+  std::string address_;
 };
 
 struct CapResult {
@@ -43,18 +46,20 @@ struct CapResult {
 class Caps {
  public:
   // `global` comes from the top-level profile; `mine` from the agent's profile.
-  CapResult acquire(const std::string& agent, const std::string& host, const policy::Limits& global,
-                    const policy::Limits& mine);
+  // `address` is the (canonical) address the host is dialled at first.
+  CapResult acquire(const std::string& agent, const std::string& host, const std::string& address,
+                    const policy::Limits& global, const policy::Limits& mine);
   std::size_t total() const;
 
  private:
   friend class CapToken;
-  void release(const std::string& agent, const std::string& host);
+  void release(const std::string& agent, const std::string& host, const std::string& address);
 
   mutable std::mutex mu_;
   std::size_t total_ = 0;
   std::unordered_map<std::string, std::size_t> per_agent_;
   std::unordered_map<std::string, std::size_t> per_host_;
+  std::unordered_map<std::string, std::size_t> per_address_;
 };
 
 }  // namespace netbox::proxy

@@ -121,7 +121,14 @@ class ControlSession : public std::enable_shared_from_this<ControlSession> {
       reply["listen"] = reg.listen;
       reg_listen_[reg.addr] = got;
     }
-    impl_.agents.add(addr, AgentIdentity{agent, profile});
+    {
+      // Checked again under the reload lock: a reload between the check above and this
+      // registration would otherwise leave the agent with a profile the policy lacks.
+      std::lock_guard reload(impl_.reload_mu);
+      if (!profile.empty() && !impl_.current_policy()->agents.count(profile))
+        return {{"ok", false}, {"error", "the policy has no agents." + profile + " profile"}};
+      impl_.agents.add(addr, AgentIdentity{agent, profile});
+    }
     if (req.contains("launch") && req["launch"].is_object()) {
       const auto& l = req["launch"];
       audit::AgentRecord rec;

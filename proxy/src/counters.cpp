@@ -47,6 +47,8 @@ CountersSnapshot Counters::snapshot() const {
   s.caps_hit_agent = caps_hit_agent.load();
   s.caps_hit_host = caps_hit_host.load();
   s.upstream_errors = upstream_errors.load();
+  s.client_connections_refused = client_connections_refused.load();
+  s.accept_errors = accept_errors.load();
   return s;
 }
 

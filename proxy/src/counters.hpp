@@ -42,6 +42,8 @@ class Counters {
   std::atomic<std::uint64_t> caps_hit_agent{0};
   std::atomic<std::uint64_t> caps_hit_host{0};
   std::atomic<std::uint64_t> upstream_errors{0};
+  std::atomic<std::uint64_t> client_connections_refused{0};
+  std::atomic<std::uint64_t> accept_errors{0};
   LatencyHistogram dns_latency;
   LatencyHistogram connect_latency;
 

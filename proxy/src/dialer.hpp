@@ -1,10 +1,18 @@
 #pragma once
-// Connecting to the addresses policy allowed, in order, each with the connect timeout.
-// Only these addresses are ever dialled: there is no second lookup.
+// Connecting to the addresses policy allowed. Only these addresses are ever dialled:
+// there is no second lookup.
+//
+// Bounded happy eyeballs (RFC 8305 §5): the addresses are tried in order, the next one
+// started 250 ms after the previous without waiting for it to fail (or at once when it
+// fails), at most kMaxInFlight at a time, at most kMaxAddresses in all, each with the
+// connect timeout, and all of it within the dial budget. The first to connect wins; the
+// others are closed. A name with 400 black-holed addresses then holds its cap slot for
+// the budget, not for 400 connect timeouts.
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 
 #include <chrono>
+#include <cstddef>
 #include <functional>
 #include <string>
 #include <vector>
@@ -20,7 +28,15 @@ struct DialResult {
   std::string error;                        // what went wrong with each address tried
 };
 
-void dial(boost::asio::io_context& ioc, std::vector<boost::asio::ip::tcp::endpoint> endpoints,
-          std::chrono::milliseconds timeout, std::function<void(DialResult)> done);
+struct DialLimits {
+  std::chrono::milliseconds connect_timeout;  // per address
+  std::chrono::milliseconds budget;           // the whole dial
+  static constexpr std::chrono::milliseconds kStagger{250};  // RFC 8305 "Connection Attempt Delay"
+  static constexpr std::size_t kMaxInFlight = 3;
+  static constexpr std::size_t kMaxAddresses = 16;
+};
+
+void dial(boost::asio::io_context& ioc, std::vector<boost::asio::ip::tcp::endpoint> endpoints, DialLimits limits,
+          std::function<void(DialResult)> done);
 
 }  // namespace netbox::proxy

@@ -9,6 +9,7 @@
 #include "netbox/proxy/server.hpp"
 
 #include "caps.hpp"
+#include "client_slots.hpp"
 
 #include <chrono>
 #include <cstdint>
@@ -35,6 +36,7 @@ class Exchange {
   std::uint64_t bytes_up = 0;
   std::uint64_t bytes_down = 0;
   CapToken cap;
+  ClientSlot client_slot;  // a tunnel's: the agent connection it took over from its session
 
  private:
   Server::Impl& impl_;

@@ -67,14 +67,6 @@ bool handled_method(http::verb v) {
   }
 }
 
-// netbox's own listeners and admin endpoint are never a destination, in any mode: the
-// policy cannot allow them, and report mode does not let them through.
-policy::Decision own_endpoint_denial(const asio::ip::address& a, unsigned short port) {
-  return {policy::Verdict::deny, "netbox",
-          authority(canonical_address(a).to_string(), port) +
-              " is netbox's own proxy or admin endpoint, which no request through the proxy may reach"};
-}
-
 // The Host header for the upstream: the normalised host the policy decided on (never the
 // spelling the agent used), port omitted when default.
 std::string host_header(const policy::Host& host, std::uint16_t port) {
@@ -85,8 +77,8 @@ std::string host_header(const policy::Host& host, std::uint16_t port) {
 
 }  // namespace
 
-ClientSession::ClientSession(Server::Impl& impl, Worker& worker, tcp::socket socket)
-    : impl_(impl), worker_(worker), stream_(std::move(socket)) {
+ClientSession::ClientSession(Server::Impl& impl, Worker& worker, tcp::socket socket, ClientSlot slot)
+    : impl_(impl), worker_(worker), slot_(std::move(slot)), stream_(std::move(socket)) {
   impl_.counters.active_connections.fetch_add(1);
 }
 
@@ -294,7 +286,8 @@ void ClientSession::on_resolved(ResolveResult r) {
   std::string denied_addr;
   for (const auto& a : r.addresses) {
     auto d = policy::decide_address(*profile_, host_, target_.port, a);
-    if (impl_.own.contains(a, target_.port)) d = own_endpoint_denial(a, target_.port);
+    // netbox itself is never a destination, in any mode (own_endpoints.hpp).
+    if (auto why = impl_.own.refusal(a, target_.port); !why.empty()) d = {policy::Verdict::deny, "netbox", std::move(why)};
     if (d.lets_through()) {
       allowed.push_back(a);
       if (!chosen) chosen = std::move(d);
@@ -323,7 +316,8 @@ void ClientSession::admit(std::vector<asio::ip::address> allowed, policy::Decisi
   for (const auto& a : allowed) allowed_.emplace_back(a, target_.port);
   record_.resolved_addr = allowed.front().to_string();
 
-  auto cap = impl_.caps.acquire(who_.agent, host_.name, policy_->base.limits, profile_->limits);
+  auto cap = impl_.caps.acquire(who_.agent, host_.name, canonical_address(allowed.front()).to_string(),
+                                policy_->base.limits, profile_->limits);
   if (!cap.token) {
     if (cap.rule == "limits.max_connections") impl_.counters.caps_hit_global.fetch_add(1);
     else if (cap.rule == "limits.max_connections_per_agent") impl_.counters.caps_hit_agent.fetch_add(1);
@@ -381,7 +375,9 @@ void ClientSession::forward() {
 void ClientSession::connect_upstream() {
   reused_upstream_ = false;
   const auto t0 = std::chrono::steady_clock::now();
-  dial(worker_.ioc, allowed_, profile_->limits.connect_timeout, [self = shared_from_this(), t0](DialResult r) {
+  const auto& limits = profile_->limits;
+  dial(worker_.ioc, allowed_, {limits.connect_timeout, limits.effective_dial_budget()},
+       [self = shared_from_this(), t0](DialResult r) {
     self->impl_.counters.connect_latency.observe(std::chrono::steady_clock::now() - t0);
     self->on_dialed(std::move(r));
   });
@@ -724,6 +720,7 @@ void ClientSession::start_tunnel(tcp::socket upstream) {
   stream_.expires_never();
   std::string early(static_cast<const char*>(buffer_.data().data()), buffer_.size());
   buffer_.consume(buffer_.size());
+  exchange_->client_slot = std::move(slot_);  // the agent's connection lives on in the tunnel
   auto t = std::make_shared<Tunnel>(impl_, stream_.release_socket(), std::move(upstream), std::move(early),
                                     std::move(exchange_), profile_->limits.idle_timeout);
   t->start();

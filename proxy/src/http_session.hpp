@@ -39,7 +39,7 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
   static constexpr std::size_t kLingerBytes = 1024 * 1024;
   static constexpr std::chrono::seconds kLingerTime{2};
 
-  ClientSession(Server::Impl& impl, Worker& worker, boost::asio::ip::tcp::socket socket);
+  ClientSession(Server::Impl& impl, Worker& worker, boost::asio::ip::tcp::socket socket, ClientSlot slot);
   ~ClientSession();
   void start();
 
@@ -100,6 +100,7 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
 
   Server::Impl& impl_;
   Worker& worker_;
+  ClientSlot slot_;  // this agent connection's place under the connection caps
   boost::beast::tcp_stream stream_;
   boost::beast::flat_buffer buffer_;
   std::optional<StreamingRequestParser> parser_;

@@ -2,6 +2,7 @@
 #include "netbox/proxy/server.hpp"
 
 #include "control_socket.hpp"
+#include "fd_limit.hpp"
 #include "http_session.hpp"
 #include "server_impl.hpp"
 #include "target.hpp"
@@ -11,9 +12,11 @@
 
 #include <boost/asio/ip/v6_only.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <nlohmann/json.hpp>
 
 #include <pthread.h>
+#include <sys/socket.h>
 
 #include <future>
 #include <stdexcept>
@@ -51,9 +54,43 @@ std::shared_ptr<tcp::acceptor> open_acceptor(asio::io_context& ioc, const tcp::e
   return acc;
 }
 
+std::unique_ptr<ClientSlots> client_slots_for(const ProxyOptions& o, std::size_t fd_limit) {
+  const std::size_t total = o.max_client_connections
+                                ? o.max_client_connections
+                                : derived_client_connection_limit(fd_limit, ProxyOptions::kFdReserve);
+  const std::size_t per_agent =
+      o.max_client_connections_per_agent ? o.max_client_connections_per_agent
+                                         : std::min<std::size_t>(512, std::max<std::size_t>(1, total / 4));
+  return std::make_unique<ClientSlots>(total, per_agent);
+}
+
+// Refused before a session exists: one short 503 written straight to the fresh socket
+// (its send buffer is empty, so this never blocks), then the descriptor is closed.
+void refuse_connection(tcp::socket& s, const std::string& reason) {
+  const std::string body = "netbox: connection refused: " + reason + "\n";
+  const std::string res = "HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Type: text/plain\r\n"
+                          "X-Netbox-Decision: cap\r\nX-Netbox-Reason: " + reason + "\r\nRetry-After: 1\r\n"
+                          "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+  [[maybe_unused]] const auto sent = ::send(s.native_handle(), res.data(), res.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+  boost::system::error_code ec;
+  s.shutdown(tcp::socket::shutdown_send, ec);
+  s.close(ec);
+}
+
 }  // namespace
 
-Server::Impl::Impl(ProxyOptions opts) : options(std::move(opts)), log(options.log_format) {
+bool RateLimitedLog::note() {
+  ++pending_;
+  const auto now = std::chrono::steady_clock::now().time_since_epoch().count();
+  auto last = last_ns_.load();
+  if (now - last < std::chrono::nanoseconds(std::chrono::seconds(1)).count()) return false;
+  return last_ns_.compare_exchange_strong(last, now);
+}
+
+Server::Impl::Impl(ProxyOptions opts)
+    : options(std::move(opts)), log(options.log_format), fd_limit(raise_fd_limit()),
+      client_slots(client_slots_for(options, fd_limit)) {
+  own.set_networks(options.launch_subnets);
   policy.store(initial_policy(options));
   audit::WriterOptions wo;
   wo.db_path = options.audit_db;
@@ -100,6 +137,9 @@ void Server::Impl::start() {
     });
   }
   for (const auto& ep : local_endpoints()) log.write("listening", {{"address", ep_text(ep)}});
+  log.write("connection_limits", {{"descriptors", std::to_string(fd_limit)},
+                                  {"agent_connections", std::to_string(client_slots->max_total())},
+                                  {"per_agent", std::to_string(client_slots->max_per_agent())}});
   running = true;
 }
 
@@ -158,13 +198,34 @@ void Server::Impl::accept_loop(Worker& w, std::shared_ptr<tcp::acceptor> acc) {
   acc->async_accept([this, &w, acc](boost::system::error_code ec, tcp::socket s) {
     if (ec == asio::error::operation_aborted || !acc->is_open()) return;
     if (!ec) {
+      boost::system::error_code peer_ec;
+      const auto peer = s.remote_endpoint(peer_ec);
+      auto slot = client_slots->acquire(peer.address());
+      if (!slot.slot) {
+        counters.client_connections_refused.fetch_add(1);
+        if (refused_log.note())
+          log.write("connection_refused", {{"client", ep_text(peer)},
+                                           {"reason", slot.reason},
+                                           {"count", std::to_string(refused_log.take())}});
+        refuse_connection(s, slot.reason);
+        return accept_loop(w, acc);
+      }
       boost::system::error_code ignored;
       s.set_option(asio::ip::tcp::no_delay(true), ignored);  // see dialer.cpp: Nagle + delayed ACK
-      std::make_shared<ClientSession>(*this, w, std::move(s))->start();
-    } else if (ec == asio::error::no_descriptors || ec == asio::error::no_buffer_space) {
-      log.write("accept_error", {{"error", ec.message()}});
+      std::make_shared<ClientSession>(*this, w, std::move(s), std::move(slot.slot))->start();
+      return accept_loop(w, acc);
     }
-    accept_loop(w, acc);
+    if (ec == asio::error::connection_aborted) return accept_loop(w, acc);  // the peer left first
+    // Out of descriptors (or memory): the pending connection stays queued and the socket
+    // stays readable, so retrying at once would spin. Pause, and log once a second at most.
+    counters.accept_errors.fetch_add(1);
+    if (accept_error_log.note())
+      log.write("accept_error", {{"error", ec.message()}, {"count", std::to_string(accept_error_log.take())},
+                                 {"pause_ms", std::to_string(kAcceptPause.count())}});
+    auto pause = std::make_shared<asio::steady_timer>(w.ioc, kAcceptPause);
+    pause->async_wait([this, &w, acc, pause](boost::system::error_code) {
+      if (acc->is_open()) accept_loop(w, acc);
+    });
   });
 }
 
@@ -176,6 +237,12 @@ bool Server::Impl::reload_policy() {
   }
   try {
     auto next = std::make_shared<const policy::Policy>(policy::load_policy_file(options.policy_file));
+    // A registered agent whose profile the new file lacks would be decided with the
+    // top-level profile, which may allow what its own denied: never widen silently.
+    if (const auto orphans = agents.profiles_missing_from(*next); !orphans.empty())
+      throw std::runtime_error(options.policy_file.string() + ": " + orphans +
+                               "; the reload would decide their requests with the top-level profile instead, so it "
+                               "is refused (unregister those agents first, or keep their profiles)");
     const auto source = next->source.empty() ? options.policy_file.string() : next->source;
     const auto digest = next->digest;
     policy.store(std::move(next));
@@ -258,6 +325,11 @@ void Server::wait() { impl_->wait(); }
 bool Server::reload_policy() { return impl_->reload_policy(); }
 
 void Server::register_agent(const asio::ip::address& addr, std::string agent, std::string profile) {
+  // An unknown profile would be decided with the top level: refused, never widened. Under
+  // the reload lock, so a reload cannot drop the profile between the check and the add.
+  std::lock_guard lock(impl_->reload_mu);
+  if (!profile.empty() && !impl_->current_policy()->agents.contains(profile))
+    throw std::invalid_argument("the policy has no agents." + profile + " profile for agent " + agent);
   impl_->agents.add(addr, AgentIdentity{std::move(agent), std::move(profile)});
 }
 

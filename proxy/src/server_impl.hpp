@@ -5,6 +5,7 @@
 
 #include "agent_registry.hpp"
 #include "caps.hpp"
+#include "client_slots.hpp"
 #include "counters.hpp"
 #include "log.hpp"
 #include "own_endpoints.hpp"
@@ -17,6 +18,9 @@
 #include <boost/asio/ip/tcp.hpp>
 
 #include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <limits>
 #include <condition_variable>
 #include <map>
 #include <memory>
@@ -45,6 +49,19 @@ struct Worker {
 
 using PolicyPtr = std::shared_ptr<const policy::Policy>;
 
+// A log line for an event that may come by the thousand per second (accept failing while
+// descriptors are out, connections over the cap): note() counts each one and says whether
+// one second has passed since the last line; take() hands over the count for that line.
+class RateLimitedLog {
+ public:
+  bool note();
+  std::uint64_t take() { return pending_.exchange(0); }
+
+ private:
+  std::atomic<std::int64_t> last_ns_{std::numeric_limits<std::int64_t>::min() / 2};
+  std::atomic<std::uint64_t> pending_{0};
+};
+
 }  // namespace netbox::proxy
 
 namespace netbox::proxy {
@@ -69,6 +86,11 @@ struct Server::Impl {
   // io_contexts own the sessions.
   ProxyOptions options;
   Logger log;
+  std::size_t fd_limit;
+  std::unique_ptr<ClientSlots> client_slots;
+  RateLimitedLog refused_log;
+  RateLimitedLog accept_error_log;
+  static constexpr std::chrono::milliseconds kAcceptPause{100};
   Counters counters;
   std::unique_ptr<audit::Writer> writer;
   Caps caps;

@@ -291,7 +291,12 @@ TEST(HostileClientsProcess, TenThousandIdleConnectionsLeaveTheProxyAnsweringWith
       "policy.json", R"({"version": 1, "allow": ["upstream.test"], "ports": [)" + std::to_string(upstream.port()) +
                          R"(], "internal": {"allow": ["127.0.0.1/32"]}, "resolve": {"upstream.test": ["127.0.0.1"]}})");
   const auto port = free_port();
-  BackgroundProcess proxy(proxy_command(policy, port, dir.path() / "audit.db"), dir.path() / "proxy.log");
+  // One client holds them all: the per-agent connection cap (fd_exhaustion_test.cpp) is
+  // raised above them, since this test measures what an idle connection costs.
+  const auto caps = std::to_string(kIdle + 64);
+  BackgroundProcess proxy(proxy_command(policy, port, dir.path() / "audit.db",
+                                        {"--max-client-connections", caps, "--max-client-connections-per-agent", caps}),
+                          dir.path() / "proxy.log");
   ASSERT_TRUE(wait_for_port(port)) << proxy.log();
   const std::string url = "http://upstream.test:" + std::to_string(upstream.port()) + "/";
   ASSERT_EQ(proxy_get(port, url).status, 200);  // warm: threads, pool, audit writer

@@ -55,6 +55,7 @@ void ProxyTest::start_proxy(const std::string& policy_json, std::vector<std::str
                                static_cast<unsigned short>(std::stoi(d.substr(colon + 1))));
   }
   if (control) o.control_socket = *control;
+  if (configure) configure(o);
   server = std::make_unique<proxy::Server>(std::move(o));
   server->start();
   port = server->local_endpoints().at(0).port();

@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -44,6 +45,9 @@ class ProxyTest : public ::testing::Test {
   std::vector<EventRow> events();
   AuditRow last_row();
   void stop_proxy();
+
+  // Applied to the options start_proxy builds, before the server is made.
+  std::function<void(proxy::ProxyOptions&)> configure;
 
   TempDir dir;
   UpstreamServer upstream;

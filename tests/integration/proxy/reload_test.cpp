@@ -47,5 +47,46 @@ TEST_F(ProxyTest, KeepAliveConnectionKeepsThePolicyItStartedWith) {
   EXPECT_EQ(proxy_get(port, upstream_url("/")).status, 403);    // a new one
 }
 
+
+// A reload must never widen what a registered agent may do: dropping the profile it was
+// registered with would decide its requests with the (wider) top level. Refused, kept,
+// recorded and counted (issue 12, item 16).
+TEST_F(ProxyTest, ReloadRemovingARegisteredAgentsProfileIsRefusedAndTheAgentStaysConfined) {
+  start_proxy(base_policy(R"("agents": {"strict": {"allow": ["nothing.test"]}})"));
+  server->register_agent(boost::asio::ip::make_address("127.0.0.1"), "confined", "strict");
+  EXPECT_EQ(proxy_get(port, upstream_url("/")).status, 403);
+
+  dir.write("policy.json", base_policy());  // the same top level, no agents.strict
+  EXPECT_FALSE(server->reload_policy());
+  EXPECT_EQ(proxy_get(port, upstream_url("/")).status, 403) << "the reload widened the agent's profile";
+  EXPECT_EQ(server->counters().policy_reloads_failed, 1u);
+  EXPECT_EQ(server->counters().policy_reloads_ok, 0u);
+  ASSERT_EQ(server->policy()->agents.count("strict"), 1u);
+  auto ev = events();
+  ASSERT_FALSE(ev.empty());
+  EXPECT_EQ(ev.back().kind, "policy_reload_failed");
+  EXPECT_NE(ev.back().message.find("confined"), std::string::npos) << ev.back().message;
+  EXPECT_NE(ev.back().message.find("strict"), std::string::npos) << ev.back().message;
+
+  // Once the agent has left, the same file loads.
+  server->unregister_agent(boost::asio::ip::make_address("127.0.0.1"));
+  EXPECT_TRUE(server->reload_policy());
+  EXPECT_EQ(proxy_get(port, upstream_url("/")).status, 200);
+}
+
+TEST_F(ProxyTest, AnAgentCannotBeRegisteredWithAProfileThePolicyLacks) {
+  start_proxy(base_policy());
+  EXPECT_THROW(server->register_agent(boost::asio::ip::make_address("127.0.0.1"), "confined", "strict"),
+               std::invalid_argument);
+}
+
+TEST_F(ProxyTest, ReloadKeepingARegisteredAgentsProfileTakesEffect) {
+  start_proxy(base_policy(R"("agents": {"strict": {"allow": ["nothing.test"]}})"));
+  server->register_agent(boost::asio::ip::make_address("127.0.0.1"), "confined", "strict");
+  dir.write("policy.json", base_policy(R"("agents": {"strict": {"allow": ["upstream.test"]}})"));
+  EXPECT_TRUE(server->reload_policy());
+  EXPECT_EQ(proxy_get(port, upstream_url("/")).status, 200);
+}
+
 }  // namespace
 }  // namespace netbox::test

@@ -39,7 +39,9 @@ class ProxyLink {
   virtual void detach(const AgentOutcome& outcome) noexcept = 0;
 };
 
-std::unique_ptr<ProxyLink> make_embedded_proxy(policy::Policy policy, std::filesystem::path audit_db);
+// `subnet` is the launch's --subnet pool: no request through this proxy may reach it.
+std::unique_ptr<ProxyLink> make_embedded_proxy(policy::Policy policy, std::filesystem::path audit_db,
+                                               policy::Cidr subnet);
 std::unique_ptr<ProxyLink> make_control_client(std::filesystem::path control_socket);
 
 }  // namespace netbox::launcher

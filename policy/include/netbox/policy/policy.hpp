@@ -33,6 +33,12 @@ struct Limits {
   std::size_t max_connections_per_agent = 128;
   std::size_t max_connections_per_host = 64;
   std::chrono::milliseconds connect_timeout{10000};
+  // The whole dial of a destination, over all its addresses (a name may have hundreds,
+  // each black-holed). Unset (0): twice connect_timeout.
+  std::chrono::milliseconds dial_budget{0};
+  std::chrono::milliseconds effective_dial_budget() const {
+    return dial_budget.count() > 0 ? dial_budget : 2 * connect_timeout;
+  }
   std::chrono::milliseconds idle_timeout{300000};
   // From the first byte of a request to the end of its head. Distinct from idle_timeout,
   // which is how long a keep-alive agent may wait between requests: a client sending its

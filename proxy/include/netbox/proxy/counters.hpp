@@ -35,6 +35,8 @@ struct CountersSnapshot {
   std::uint64_t caps_hit_agent = 0;      // limits.max_connections_per_agent
   std::uint64_t caps_hit_host = 0;       // limits.max_connections_per_host
   std::uint64_t upstream_errors = 0;     // DNS failures, refused, timeouts, bad responses
+  std::uint64_t client_connections_refused = 0;  // agent connections over the connection caps
+  std::uint64_t accept_errors = 0;       // accept failed (out of descriptors): accepting paused
   std::size_t audit_queue_depth = 0;     // from the audit writer
   bool audit_healthy = true;
 };

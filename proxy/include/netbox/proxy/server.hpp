@@ -35,6 +35,23 @@ struct ProxyOptions {
   // committed with PRAGMA synchronous=FULL, so a crash never loses the row of a forwarded
   // request. Costs one group commit of latency per new exchange.
   bool audit_sync = false;
+  // The launcher's subnet pools (`netbox launch --subnet`): the host side of every
+  // launch's veth lives there, with its embedded proxy and whatever host service listens
+  // on 0.0.0.0. No request through the proxy may reach an address in them (rule `netbox`).
+  std::vector<policy::Cidr> launch_subnets{default_launch_subnet()};
+  // Agent connections open at once, in total and per client address (one agent). A
+  // connection over either is answered 503 and closed at once (counted in
+  // client_connections_refused). 0 derives them: the total from the descriptor limit
+  // (raised to its hard limit at start), half of what is left after kFdReserve since each
+  // connection may hold an upstream one too; per agent 512, or a quarter of the total
+  // when that is less, so one agent never takes every slot.
+  std::size_t max_client_connections = 0;
+  std::size_t max_client_connections_per_agent = 0;
+
+  static policy::Cidr default_launch_subnet() { return {boost::asio::ip::make_address_v4("10.213.0.0"), 16}; }
+  // Descriptors kept for what is not an agent connection: upstream dials beyond the
+  // agents' own, the audit database, the admin endpoint, DNS, logs.
+  static constexpr std::size_t kFdReserve = 256;
 };
 
 class Server {
@@ -55,7 +72,9 @@ class Server {
   bool reload_policy();
 
   // Agent identity: connections from `addr` are logged as `agent` and decided with
-  // the policy's agents[profile] entry (or the base profile when it has none).
+  // the policy's agents[profile] entry, or the top-level profile when `profile` is empty.
+  // Throws std::invalid_argument when the policy has no such entry; a reload that would
+  // drop the profile of a registered agent is refused.
   void register_agent(const boost::asio::ip::address& addr, std::string agent, std::string profile);
   void unregister_agent(const boost::asio::ip::address& addr);
 

@@ -1,0 +1,242 @@
+// One hostile client against the proxy's descriptors (issue 12, item 11). The proxy runs
+// as a process under a low `ulimit -n`, so the test needs few descriptors of its own.
+// - It opens idle connections until refused: the per-agent cap closes the excess at
+//   once with a 503, and another agent (another client address) is still answered.
+// - With the caps set above what the descriptors allow, accept fails with EMFILE: the
+//   proxy pauses accepting instead of spinning, logs once a second at most, and answers
+//   again once descriptors are free.
+#include "support/background_process.hpp"
+#include "support/process.hpp"
+#include "support/proxy_client.hpp"
+#include "support/temp_dir.hpp"
+#include "support/upstream_server.hpp"
+
+#include <gtest/gtest.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace netbox::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+// `ulimit -n N` (soft and hard), then exec the proxy: its raise to the hard limit is a no-op.
+std::vector<std::string> with_fd_limit(int n, const std::vector<std::string>& argv) {
+  std::vector<std::string> out{"/bin/sh", "-c", "ulimit -n " + std::to_string(n) + " && exec \"$0\" \"$@\""};
+  out.insert(out.end(), argv.begin(), argv.end());
+  return out;
+}
+
+std::string policy_json(unsigned short upstream_port) {
+  return R"({"version": 1, "allow": ["upstream.test"], "ports": [)" + std::to_string(upstream_port) +
+         R"(], "internal": {"allow": ["127.0.0.1/32"]}, "resolve": {"upstream.test": ["127.0.0.1"]}})";
+}
+
+// A TCP connection to 127.0.0.1:port from `source` (any 127/8 address: another agent).
+int connect_from(const std::string& source, unsigned short port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  sockaddr_in src{};
+  src.sin_family = AF_INET;
+  ::inet_pton(AF_INET, source.c_str(), &src.sin_addr);
+  sockaddr_in dst{};
+  dst.sin_family = AF_INET;
+  dst.sin_port = htons(port);
+  dst.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  timeval tv{10, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&src), sizeof src) != 0 ||
+      ::connect(fd, reinterpret_cast<sockaddr*>(&dst), sizeof dst) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// Sends `request` and reads until the peer closes (or 10 s pass).
+std::string send_and_read(int fd, const std::string& request) {
+  if (::send(fd, request.data(), request.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(request.size())) return {};
+  std::string got;
+  char buf[4096];
+  for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) got.append(buf, static_cast<std::size_t>(n));
+  return got;
+}
+
+std::string get_from(const std::string& source, unsigned short port, const std::string& url) {
+  const int fd = connect_from(source, port);
+  if (fd < 0) return "connect failed";
+  auto r = send_and_read(fd, "GET " + url + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  ::close(fd);
+  return r;
+}
+
+// Something arrived (the 503 of a refused connection) or the peer closed: not a live idle connection.
+bool answered_or_closed(int fd) {
+  char c;
+  const auto n = ::recv(fd, &c, 1, MSG_DONTWAIT | MSG_PEEK);
+  return n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK);
+}
+
+std::size_t count_lines(const std::string& text, const std::string& needle) {
+  std::istringstream in(text);
+  std::size_t n = 0;
+  for (std::string line; std::getline(in, line);) n += line.find(needle) != std::string::npos;
+  return n;
+}
+
+std::size_t open_fds(pid_t pid) {
+  std::size_t n = 0;
+  std::error_code ec;
+  for (auto it = std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/fd", ec);
+       !ec && it != std::filesystem::directory_iterator(); it.increment(ec))
+    ++n;
+  return n;
+}
+
+// CPU time (user + system) the process has used so far.
+std::chrono::milliseconds cpu_time(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::istringstream rest(stat.substr(stat.rfind(')') + 2));
+  std::string field;
+  long long utime = 0, stime = 0;
+  for (int i = 3; i <= 15 && rest >> field; ++i) {  // fields 14 and 15 of proc(5)
+    if (i == 14) utime = std::stoll(field);
+    if (i == 15) stime = std::stoll(field);
+  }
+  return std::chrono::milliseconds((utime + stime) * 1000 / ::sysconf(_SC_CLK_TCK));
+}
+
+bool eventually(const std::function<bool()>& pred, std::chrono::milliseconds limit = 20s) {
+  const auto end = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < end) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(20ms);
+  }
+  return pred();
+}
+
+TEST(FdExhaustion, OneAgentCannotHoldEveryConnectionAndAnotherIsStillAnswered) {
+  TempDir dir;
+  UpstreamServer upstream;
+  const auto port = free_port();
+  const auto admin = free_port();
+  // 512 descriptors: 128 agent connections in all (half of what the 256 kept in reserve
+  // leave), so 32 per agent (a quarter).
+  BackgroundProcess proxy(with_fd_limit(512, proxy_command(dir.write("policy.json", policy_json(upstream.port())),
+                                                           port, dir.path() / "audit.db",
+                                                           {"--admin", "127.0.0.1:" + std::to_string(admin)})),
+                          dir.path() / "proxy.log");
+  ASSERT_TRUE(wait_for_port(port)) << proxy.log();
+  ASSERT_TRUE(wait_for_port(admin)) << proxy.log();
+  ASSERT_NE(proxy.log().find("per_agent=32"), std::string::npos) << proxy.log();
+  const std::string url = "http://upstream.test:" + std::to_string(upstream.port()) + "/";
+
+  // The hostile agent (127.0.0.1) opens idle connections, more than its share.
+  constexpr std::size_t kHostile = 64;
+  std::vector<int> hostile;
+  for (std::size_t i = 0; i < kHostile; ++i) {
+    const int fd = connect_from("127.0.0.1", port);
+    ASSERT_GE(fd, 0) << "connect " << i;
+    hostile.push_back(fd);
+  }
+  const auto refused = [&] {
+    std::size_t n = 0;
+    for (int fd : hostile) n += answered_or_closed(fd);
+    return n;
+  };
+  EXPECT_TRUE(eventually([&] { return refused() >= kHostile - 32; }))
+      << "only " << refused() << " of " << kHostile << " idle connections from one agent were refused\n"
+      << proxy.log();
+  std::this_thread::sleep_for(300ms);
+  const auto n_refused = refused();
+  EXPECT_GE(n_refused, kHostile - 32);
+  EXPECT_LT(n_refused, kHostile) << "the agent's first connections were refused too";
+  // A refused connection is told why.
+  for (int fd : hostile) {
+    if (!answered_or_closed(fd)) continue;
+    char buf[512];
+    const auto n = ::recv(fd, buf, sizeof buf - 1, MSG_DONTWAIT);
+    if (n <= 0) continue;
+    const std::string got(buf, static_cast<std::size_t>(n));
+    EXPECT_EQ(got.rfind("HTTP/1.1 503", 0), 0u) << got;
+    EXPECT_NE(got.find("the most one agent may hold"), std::string::npos) << got;
+    break;
+  }
+
+  // Another agent is answered while the hostile one holds its share.
+  const auto other = get_from("127.0.0.2", port, url);
+  EXPECT_EQ(other.rfind("HTTP/1.1 200", 0), 0u) << other << "\n" << proxy.log();
+  // ...and the hostile one is not, beyond its share.
+  EXPECT_EQ(get_from("127.0.0.1", port, url).rfind("HTTP/1.1 503", 0), 0u);
+
+  const auto metrics = get_from("127.0.0.1", admin, "/metrics");
+  EXPECT_NE(metrics.find("netbox_client_connections_refused_total"), std::string::npos) << metrics;
+  EXPECT_EQ(metrics.find("netbox_client_connections_refused_total 0\n"), std::string::npos) << metrics;
+
+  // The slots come back when the connections close.
+  for (int fd : hostile) ::close(fd);
+  EXPECT_TRUE(eventually([&] { return get_from("127.0.0.1", port, url).rfind("HTTP/1.1 200", 0) == 0; }))
+      << proxy.log();
+  EXPECT_LE(count_lines(proxy.log(), "connection_refused"), 20u) << "refusals are logged once a second at most";
+}
+
+TEST(FdExhaustion, OutOfDescriptorsTheProxyPausesAcceptingInsteadOfSpinning) {
+  TempDir dir;
+  UpstreamServer upstream;
+  const auto port = free_port();
+  // Caps above what 96 descriptors allow: only the descriptor limit stops the accepts.
+  BackgroundProcess proxy(
+      with_fd_limit(96, proxy_command(dir.write("policy.json", policy_json(upstream.port())), port,
+                                      dir.path() / "audit.db",
+                                      {"--max-client-connections", "100000", "--max-client-connections-per-agent",
+                                       "100000"})),
+      dir.path() / "proxy.log");
+  ASSERT_TRUE(wait_for_port(port)) << proxy.log();
+  const std::string url = "http://upstream.test:" + std::to_string(upstream.port()) + "/";
+  ASSERT_EQ(proxy_get(port, url).status, 200) << proxy.log();
+
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<int> hostile;
+  for (int i = 0; i < 150; ++i) {
+    const int fd = connect_from("127.0.0.1", port);  // completes in the listen backlog
+    ASSERT_GE(fd, 0) << "connect " << i;
+    hostile.push_back(fd);
+  }
+  ASSERT_TRUE(eventually([&] { return proxy.log().find("accept_error") != std::string::npos; }))
+      << "the proxy never ran out of descriptors (" << open_fds(proxy.pid()) << " open)\n"
+      << proxy.log();
+
+  // While the descriptors stay exhausted, accept must not spin: measure one second.
+  std::this_thread::sleep_for(500ms);
+  const auto cpu0 = cpu_time(proxy.pid());
+  std::this_thread::sleep_for(1s);
+  const auto cpu = cpu_time(proxy.pid()) - cpu0;
+  // A spinning accept loop burns a whole core (1000 ms per second, per io thread).
+  EXPECT_LT(cpu, 400ms) << "the proxy used " << cpu.count() << " ms of CPU in one second while out of descriptors";
+  const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - t0).count();
+  const auto log = proxy.log();
+  const auto lines = count_lines(log, "accept_error");
+  EXPECT_LE(lines, static_cast<std::size_t>(seconds) + 2) << lines << " accept_error lines in " << seconds << " s";
+  EXPECT_NE(log.find("count="), std::string::npos) << log.substr(0, 2000);
+
+  // Once descriptors are free again, the proxy answers.
+  for (int fd : hostile) ::close(fd);
+  EXPECT_TRUE(eventually([&] { return proxy_get(port, url).status == 200; })) << proxy.log().substr(0, 4000);
+  EXPECT_TRUE(proxy.running());
+}
+
+}  // namespace
+}  // namespace netbox::test
