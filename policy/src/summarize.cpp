@@ -55,7 +55,7 @@ std::string summarize(const Policy& policy) {
   const Limits& l = b.limits;
   o << "  limits:         " << l.max_connections << " connections, " << l.max_connections_per_agent << " per agent, "
     << l.max_connections_per_host << " per host, connect timeout " << l.connect_timeout.count()
-    << " ms, idle timeout " << l.idle_timeout.count() << " ms, header timeout " << l.header_timeout.count()
+    << " ms, dial budget " << l.effective_dial_budget().count() << " ms, idle timeout " << l.idle_timeout.count() << " ms, header timeout " << l.header_timeout.count()
     << " ms\n";
   o << "  agents:         ";
   if (policy.agents.empty()) o << "(none)";
