@@ -14,6 +14,7 @@
 #include "netbox/launcher/supervisor.hpp"
 #include "netbox/launcher/veth.hpp"
 #include "netbox/policy/load.hpp"
+#include "netbox/proxy/agent_name.hpp"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -30,6 +31,11 @@ namespace {
 
 std::string default_name(const std::string& command) {
   std::string base = std::filesystem::path(command).filename().string();
+  // A command's file name may hold anything; the agent's name only what a profile may be called.
+  for (char& c : base)
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '-'))
+      c = '_';
+  if (base.size() > 48) base.resize(48);
   if (base.empty()) base = "agent";
   std::random_device rd;
   char id[8];
@@ -135,6 +141,9 @@ int launch(const LaunchOptions& o) {
   open_missing_standard_fds();
   ignore_job_control_and_sigpipe();
 
+  if (!o.name.empty())
+    if (auto problem = proxy::agent_name_problem(o.name); !problem.empty())
+      throw LaunchError(kExitUsage, "--name " + problem);
   const std::string name = o.name.empty() ? default_name(o.command.front()) : o.name;
   const std::string profile = profile_for(o, policy, name);
   const policy::Cidr pool_cidr{boost::asio::ip::address_v4(pool->address), static_cast<unsigned>(pool->prefix)};

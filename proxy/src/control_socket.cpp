@@ -1,5 +1,7 @@
 #include "control_socket.hpp"
 
+#include "netbox/proxy/agent_name.hpp"
+
 #include "server_impl.hpp"
 #include "target.hpp"
 
@@ -77,24 +79,13 @@ class ControlSession : public std::enable_shared_from_this<ControlSession> {
     return {{"ok", false}, {"error", "unknown op \"" + op + "\" (expected register, unregister or ping)"}};
   }
 
-  // The name goes into every row of the agent and picks its profile: it must say who it is.
-  // "anonymous" is what rows of unregistered clients say, so an agent under it would be
-  // indistinguishable from them (the policy refuses it as a profile name for that reason).
-  static std::string agent_name_problem(const std::string& name) {
-    if (name.empty()) return "is missing or empty; every registered agent needs a name";
-    if (name == "anonymous") return "'anonymous' is reserved for clients without an agent identity";
-    if (audit::needs_escaping(name))
-      return "'" + audit::escape_controls(name) + "' contains control characters or bytes that are not UTF-8";
-    return {};
-  }
-
   json do_register(const json& req) {
     const auto addr_text = req.at("addr").get<std::string>();
     boost::system::error_code ec;
     const auto addr = asio::ip::make_address(addr_text, ec);
     if (ec) return {{"ok", false}, {"error", "\"addr\" is not an IP address: \"" + addr_text + "\""}};
     const auto agent = req.value("agent", std::string());
-    if (auto problem = agent_name_problem(agent); !problem.empty())
+    if (auto problem = proxy::agent_name_problem(agent); !problem.empty())
       return {{"ok", false}, {"error", "\"agent\" " + problem}};
     const auto profile = req.value("profile", std::string());
     if (!profile.empty()) {

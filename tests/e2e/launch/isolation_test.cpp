@@ -17,31 +17,6 @@ namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-// A folder outside /tmp (which the agent sees fresh anyway) that the agent's user may
-// search, as an operator's folder often is: under the build tree.
-class HostDir {
- public:
-  HostDir() {
-    std::string tmpl = std::string(NETBOX_BUILD_DIR) + "/e2e-launch-XXXXXX";
-    if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp " + tmpl);
-    path_ = tmpl;
-    fs::permissions(path_, fs::perms(0755));
-  }
-  ~HostDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
-  fs::path folder(const std::string& name) const {
-    fs::create_directories(path_ / name);
-    fs::permissions(path_ / name, fs::perms(0755));
-    return path_ / name;
-  }
-
- private:
-  fs::path path_;
-};
-
 fs::path write_file(const fs::path& p, const std::string& content) {
   std::ofstream(p) << content;
   fs::permissions(p, fs::perms(0644));

@@ -213,4 +213,22 @@ bool eventually(const std::function<bool()>& pred, std::chrono::milliseconds lim
   return pred();
 }
 
+HostDir::HostDir() {
+  std::string tmpl = std::string(NETBOX_BUILD_DIR) + "/e2e-launch-XXXXXX";
+  if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp " + tmpl);
+  path_ = tmpl;
+  std::filesystem::permissions(path_, std::filesystem::perms(0755));
+}
+
+HostDir::~HostDir() {
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);
+}
+
+std::filesystem::path HostDir::folder(const std::string& name) const {
+  std::filesystem::create_directories(path_ / name);
+  std::filesystem::permissions(path_ / name, std::filesystem::perms(0755));
+  return path_ / name;
+}
+
 }  // namespace netbox::launch_test

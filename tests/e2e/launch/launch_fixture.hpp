@@ -61,6 +61,22 @@ class UdpSink {
   int count_ = 0;
 };
 
+// A folder outside /tmp (which the agent sees fresh anyway) that the agent's user may
+// search, as an operator's folder often is: under the build tree. Removed at scope exit.
+class HostDir {
+ public:
+  HostDir();
+  ~HostDir();
+  HostDir(const HostDir&) = delete;
+  HostDir& operator=(const HostDir&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+  // A sub-folder (mode 0755), made if missing.
+  std::filesystem::path folder(const std::string& name) const;
+
+ private:
+  std::filesystem::path path_;
+};
+
 // Each test launches from its own /24 of the default pool, so it can check that
 // nothing of its own is left behind while other tests run in parallel.
 struct Subnet {
