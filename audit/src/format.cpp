@@ -39,26 +39,29 @@ std::vector<std::string> request_fields(const AuditRecord& r) {
           optional_number(r.duration_ms), r.error};
 }
 
+// The nullable TEXT columns: the writer stores an empty value as NULL, and JSON says null.
+ordered_json text_or_null(const std::string& value) { return value.empty() ? ordered_json(nullptr) : ordered_json(value); }
+
 ordered_json request_json(const AuditRecord& r) {
   ordered_json o;
   o["id"] = r.id;
   o["ts"] = format_timestamp(r.ts);
   o["agent"] = r.agent;
-  o["client_addr"] = r.client_addr;
+  o["client_addr"] = text_or_null(r.client_addr);
   o["kind"] = r.kind;
-  o["method"] = r.method;
+  o["method"] = text_or_null(r.method);
   o["host"] = r.host;
   o["port"] = r.port;
-  o["path"] = r.path;
-  o["resolved_addr"] = r.resolved_addr;
+  o["path"] = text_or_null(r.path);
+  o["resolved_addr"] = text_or_null(r.resolved_addr);
   o["decision"] = r.decision;
-  o["rule"] = r.rule;
-  o["reason"] = r.reason;
+  o["rule"] = text_or_null(r.rule);
+  o["reason"] = text_or_null(r.reason);
   o["status"] = r.status ? ordered_json(*r.status) : ordered_json(nullptr);
   o["bytes_up"] = r.bytes_up;
   o["bytes_down"] = r.bytes_down;
   o["duration_ms"] = r.duration_ms ? ordered_json(*r.duration_ms) : ordered_json(nullptr);
-  o["error"] = r.error;
+  o["error"] = text_or_null(r.error);
   return o;
 }
 

@@ -1,6 +1,7 @@
 // `netbox audit` as a user runs it: against a database a real writer filled.
 #include "netbox/audit/writer.hpp"
 #include "support/process.hpp"
+#include "support/sqlite_query.hpp"
 #include "support/temp_dir.hpp"
 
 #include <nlohmann/json.hpp>
@@ -105,6 +106,21 @@ TEST_F(AuditCli, JsonHasEveryColumn) {
   EXPECT_EQ(j[0]["bytes_down"], 2);
   EXPECT_EQ(j[0]["client_addr"], "10.213.0.2:40000");
   EXPECT_EQ(j[0].size(), 18u);
+}
+
+TEST_F(AuditCli, JsonSaysNullForNullColumns) {
+  // The rows have no rule, resolved address or error: NULL in the store, null in JSON
+  // (not "", which a query like `.error != null` would count as an error).
+  const auto r = audit({"--format", "json", "--limit", "1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j.size(), 1u);
+  for (const char* column : {"rule", "resolved_addr", "error"})
+    EXPECT_TRUE(j[0][column].is_null()) << column << ": " << j[0][column].dump();
+  const auto nulls = test::query(db, "SELECT rule IS NULL, resolved_addr IS NULL, error IS NULL FROM requests "
+                                     "ORDER BY id DESC LIMIT 1");
+  EXPECT_EQ(nulls, (std::vector<std::vector<std::string>>{{"1", "1", "1"}}));
+  EXPECT_EQ(j[0]["method"], "GET");
 }
 
 TEST_F(AuditCli, CsvHasAHeaderAndOneRecordPerRow) {
