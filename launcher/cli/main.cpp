@@ -5,7 +5,8 @@
 
 int main(int argc, char** argv) {
   CLI::App app{"netbox: run AI agents behind an auditing egress proxy, confined to their own network namespace"};
-  app.set_version_flag("--version", std::string("netbox ") + NETBOX_VERSION);
+  const std::string version = std::string("netbox ") + NETBOX_VERSION + " (commit " + NETBOX_COMMIT + ")";
+  app.set_version_flag("--version", version);
   app.require_subcommand(0, 1);  // checked below, so unknown flags are named first
   app.fallthrough(false);
 
@@ -15,6 +16,9 @@ int main(int argc, char** argv) {
   netbox::cli::add_audit_command(app, rc);
   netbox::cli::add_policy_command(app, rc);
   netbox::cli::add_gc_command(app, rc);
+  app.add_subcommand("version", "Print the version and the commit it was built from")->callback([&version] {
+    std::cout << version << "\n";
+  });
 
   try {
     app.parse(argc, argv);
@@ -33,7 +37,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (app.get_subcommands().empty()) {
-    std::cerr << "netbox: a subcommand is required (proxy, launch, audit, policy, gc)\n"
+    std::cerr << "netbox: a subcommand is required (proxy, launch, audit, policy, gc, version)\n"
                  "Run 'netbox --help' for usage.\n";
     return 2;
   }

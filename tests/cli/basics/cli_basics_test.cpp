@@ -11,10 +11,18 @@ TEST(Cli, VersionPrintsNameAndVersion) {
   EXPECT_NE(r.out.find("netbox 0."), std::string::npos) << r.out;
 }
 
+TEST(Cli, VersionSubcommandPrintsVersionAndCommit) {
+  auto r = run_netbox({"version"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("netbox 0.", 0), 0U) << r.out;
+  EXPECT_NE(r.out.find("(commit "), std::string::npos) << r.out;
+  EXPECT_EQ(r.out, run_netbox({"--version"}).out);
+}
+
 TEST(Cli, HelpListsEverySubcommand) {
   auto r = run_netbox({"--help"});
   EXPECT_EQ(r.exit_code, 0);
-  for (const char* sub : {"proxy", "launch", "audit", "policy", "gc"})
+  for (const char* sub : {"proxy", "launch", "audit", "policy", "gc", "version"})
     EXPECT_NE(r.out.find(sub), std::string::npos) << "missing " << sub << " in\n" << r.out;
 }
 
