@@ -84,8 +84,11 @@ void check_db_location(const fs::path& db, std::string_view flag, const std::opt
   const fs::path absolute = fs::absolute(db, ec).lexically_normal();
   const fs::path dir = absolute.parent_path();
   struct stat st {};
-  if (::stat(dir.c_str(), &st) != 0)
+  if (::stat(dir.c_str(), &st) != 0) {
+    // Nothing can be created there either: opening the store fails and names the path.
+    if (errno == ENOENT) return;
     refuse(flag, db, "its directory " + dir.string() + " cannot be used: " + std::strerror(errno));
+  }
   if (!S_ISDIR(st.st_mode)) refuse(flag, db, dir.string() + " is not a directory");
   if (!owned_acceptably(st))
     refuse(flag, db, "its directory " + dir.string() + " is owned by uid " + std::to_string(st.st_uid) +

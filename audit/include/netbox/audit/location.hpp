@@ -24,10 +24,11 @@ std::filesystem::path default_db_path(bool root, const char* xdg_state_home, con
 void prepare_default_location(const std::filesystem::path& db, std::string_view flag);
 
 // Throws DatabaseRejected, naming `flag`, the path and why, when the database's directory
-// is missing, is group- or world-writable, or is owned by someone other than root or this
+// is group- or world-writable, or is owned by someone other than root or this
 // user; when the database (or its -wal or -shm) exists and is not a regular file, is
 // group- or world-writable, or is owned by someone else; or when `agent_workdir` is given
-// (and is not "/") and the database is inside it.
+// (and is not "/") and the database is inside it. A missing directory passes: nothing can
+// be created there, and opening the store then fails naming the path.
 void check_db_location(const std::filesystem::path& db, std::string_view flag,
                        const std::optional<std::filesystem::path>& agent_workdir = std::nullopt);
 
