@@ -29,14 +29,15 @@ std::string optional_number(const auto& value) { return value ? std::to_string(*
 // Every column, in the table's order: the shape of json objects and csv records.
 const std::vector<std::string> kRequestColumns = {
     "id",   "ts",       "agent", "client_addr", "kind",     "method",     "host",        "port",  "path",
-    "resolved_addr", "decision", "rule",  "reason",      "status", "bytes_up", "bytes_down", "duration_ms", "error"};
+    "resolved_addr", "decision", "rule",  "reason",      "status", "bytes_up", "bytes_down", "duration_ms", "error",
+    "count"};
 
 std::vector<std::string> request_fields(const AuditRecord& r) {
   return {std::to_string(r.id), format_timestamp(r.ts), r.agent,  r.client_addr,
           r.kind,               r.method,               r.host,   std::to_string(r.port),
           r.path,               r.resolved_addr,        r.decision, r.rule,
           r.reason,             optional_number(r.status), std::to_string(r.bytes_up), std::to_string(r.bytes_down),
-          optional_number(r.duration_ms), r.error};
+          optional_number(r.duration_ms), r.error, std::to_string(r.count)};
 }
 
 // The nullable TEXT columns: the writer stores an empty value as NULL, and JSON says null.
@@ -62,6 +63,7 @@ ordered_json request_json(const AuditRecord& r) {
   o["bytes_down"] = r.bytes_down;
   o["duration_ms"] = r.duration_ms ? ordered_json(*r.duration_ms) : ordered_json(nullptr);
   o["error"] = text_or_null(r.error);
+  o["count"] = r.count;  // requests this row stands for (refusals folded into one row)
   return o;
 }
 
@@ -77,7 +79,7 @@ std::string requests_table(const std::vector<AuditRecord>& rows) {
   const std::vector<detail::Column> columns = {
       {"ID", 10, true},    {"TIME", 24},    {"AGENT", 16},     {"DECISION", 8},  {"KIND", 7},
       {"METHOD", 7},       {"HOST", 40},    {"PORT", 5, true}, {"PATH", 32},     {"STATUS", 6, true},
-      {"UP", 12, true},    {"DOWN", 12, true}, {"MS", 9, true}, {"REASON", 80}};
+      {"UP", 12, true},    {"DOWN", 12, true}, {"MS", 9, true}, {"COUNT", 7, true}, {"REASON", 80}};
   std::vector<std::vector<std::string>> cells;
   for (const auto& r : rows) {
     // One column for what a reader asks first: why it was decided so, or what went wrong.
@@ -85,7 +87,7 @@ std::string requests_table(const std::vector<AuditRecord>& rows) {
     if (!r.error.empty()) note += (note.empty() ? "error: " : "; error: ") + r.error;
     cells.push_back({std::to_string(r.id), format_timestamp(r.ts), r.agent, r.decision, r.kind, r.method, r.host,
                      std::to_string(r.port), r.path, optional_number(r.status), std::to_string(r.bytes_up),
-                     std::to_string(r.bytes_down), optional_number(r.duration_ms), note});
+                     std::to_string(r.bytes_down), optional_number(r.duration_ms), std::to_string(r.count), note});
   }
   return detail::render_table(columns, cells);
 }

@@ -90,8 +90,50 @@ CREATE VIEW hourly_traffic AS
   FROM requests GROUP BY hour ORDER BY hour;
 )sql";
 
+// Version 2: `count`, the requests a row stands for (1, or more for a row into which the
+// writer folded repeated refusals), and views that add counts instead of counting rows.
+constexpr const char* kV2 = R"sql(
+ALTER TABLE requests ADD COLUMN count INTEGER NOT NULL DEFAULT 1;
+
+DROP VIEW IF EXISTS denied_by_host;
+CREATE VIEW denied_by_host AS
+  SELECT host,
+         SUM(count)            AS denied,
+         COUNT(DISTINCT agent) AS agents,
+         MIN(ts)               AS first_seen,
+         MAX(ts)               AS last_seen
+  FROM requests WHERE decision = 'deny'
+  GROUP BY host ORDER BY denied DESC, host;
+
+DROP VIEW IF EXISTS agent_activity;
+CREATE VIEW agent_activity AS
+  SELECT agent,
+         SUM(count)                                         AS requests,
+         SUM((decision = 'allow') * count)                  AS allowed,
+         SUM((decision = 'deny') * count)                   AS denied,
+         SUM((decision = 'report') * count)                 AS reported,
+         COUNT(DISTINCT host)                               AS hosts,
+         SUM(bytes_up)                                      AS bytes_up,
+         SUM(bytes_down)                                    AS bytes_down,
+         MIN(ts)                                            AS first_seen,
+         MAX(ts)                                            AS last_seen
+  FROM requests GROUP BY agent ORDER BY agent;
+
+DROP VIEW IF EXISTS hourly_traffic;
+CREATE VIEW hourly_traffic AS
+  SELECT substr(ts, 1, 13) || ':00Z'         AS hour,
+         SUM(count)                          AS requests,
+         SUM((decision = 'allow') * count)   AS allowed,
+         SUM((decision = 'deny') * count)    AS denied,
+         SUM((decision = 'report') * count)  AS reported,
+         SUM(bytes_up)                       AS bytes_up,
+         SUM(bytes_down)                     AS bytes_down
+  FROM requests GROUP BY hour ORDER BY hour;
+)sql";
+
 constexpr Migration kMigrations[] = {
     {1, kV1},
+    {2, kV2},
 };
 
 static_assert(sizeof kMigrations / sizeof kMigrations[0] == kSchemaVersion,

@@ -56,7 +56,7 @@ std::vector<AuditRecord> query_requests(const std::filesystem::path& db_path, co
   try {
     Statement s(db.get(),
                 "SELECT id, ts, agent, client_addr, kind, method, host, port, path, resolved_addr, decision, rule, "
-                "reason, status, bytes_up, bytes_down, duration_ms, error FROM requests" +
+                "reason, status, bytes_up, bytes_down, duration_ms, error, count FROM requests" +
                     w.sql + " ORDER BY ts DESC, id DESC LIMIT ?");
     bind_all(s, w, filter.limit);
     while (s.step()) {
@@ -79,6 +79,7 @@ std::vector<AuditRecord> query_requests(const std::filesystem::path& db_path, co
       r.bytes_down = static_cast<std::uint64_t>(s.column_int(15));
       if (!s.is_null(16)) r.duration_ms = s.column_int(16);
       r.error = s.column_text(17);
+      r.count = static_cast<std::uint64_t>(s.column_int(18));
       rows.push_back(std::move(r));
     }
   } catch (const detail::SqliteError& e) {
@@ -94,9 +95,9 @@ std::vector<SummaryRow> summarize(const std::filesystem::path& db_path, const Fi
   try {
     // The busiest agent/host pairs first; the limit keeps the top ones.
     Statement s(db.get(),
-                "SELECT agent, host, SUM(decision = 'allow'), SUM(decision = 'deny'), SUM(decision = 'report'), "
-                "SUM(bytes_up), SUM(bytes_down) FROM requests" +
-                    w.sql + " GROUP BY agent, host ORDER BY COUNT(*) DESC, agent, host LIMIT ?");
+                "SELECT agent, host, SUM((decision = 'allow') * count), SUM((decision = 'deny') * count), "
+                "SUM((decision = 'report') * count), SUM(bytes_up), SUM(bytes_down) FROM requests" +
+                    w.sql + " GROUP BY agent, host ORDER BY SUM(count) DESC, agent, host LIMIT ?");
     bind_all(s, w, filter.limit);
     while (s.step()) {
       SummaryRow r;

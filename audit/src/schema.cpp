@@ -3,6 +3,10 @@
 #include "migrations.hpp"
 #include "sqlite.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <string>
 #include <system_error>
 
@@ -43,6 +47,33 @@ void refuse_newer(int version, const std::filesystem::path& path) {
     throw DatabaseRejected(shown(path) + " has audit schema version " + std::to_string(version) +
                            ", newer than the version " + std::to_string(kSchemaVersion) +
                            " this netbox understands; use a newer netbox to read or write it");
+}
+
+// A new database file is created 0600 here, whatever the umask: SQLite would create it
+// 0644 (and gives its -wal and -shm the database file's permissions), which lets any
+// local user, an agent too, read the rows and lock the -shm.
+void create_private(const std::filesystem::path& path) {
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd >= 0) {
+    ::fchmod(fd, 0600);
+    ::close(fd);
+  }
+  // EEXIST: an existing database keeps its mode (check_db_location refuses writable ones);
+  // other errors are reported by sqlite3_open_v2 with its own words.
+}
+
+// A -wal or -shm left by an older netbox (0644) gets no more permissions than the
+// database file itself, and never any for others.
+void tighten_companions(const std::filesystem::path& path) {
+  struct stat db_st {};
+  if (::stat(path.c_str(), &db_st) != 0) return;
+  const mode_t wanted = db_st.st_mode & 0660;
+  for (const char* suffix : {"-wal", "-shm"}) {
+    const std::string file = path.string() + suffix;
+    struct stat st {};
+    if (::lstat(file.c_str(), &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 0777 & ~wanted) != 0)
+      ::chmod(file.c_str(), wanted);
+  }
 }
 
 bool has_tables(sqlite3* db) {
@@ -92,6 +123,7 @@ sqlite3* open_for_writing(const std::filesystem::path& path, bool synchronous_fu
 
 sqlite3* open_for_writing(const std::filesystem::path& path, bool synchronous_full,
                           std::chrono::milliseconds busy_timeout) {
+  create_private(path);
   Db db = open_raw(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX);
   sqlite3_busy_timeout(db.get(), static_cast<int>(busy_timeout.count()));
   refuse_newer(checked_version(db.get(), path), path);
@@ -109,6 +141,7 @@ sqlite3* open_for_writing(const std::filesystem::path& path, bool synchronous_fu
     throw std::runtime_error("cannot set up audit database " + shown(path) + ": " + e.what());
   }
   migrate(db.get(), path);
+  tighten_companions(path);
   return db.release();
 }
 

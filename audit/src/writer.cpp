@@ -1,6 +1,8 @@
 #include "netbox/audit/writer.hpp"
 
 #include "netbox/audit/schema.hpp"
+#include "netbox/audit/stored_text.hpp"
+#include "refusal_folder.hpp"
 #include "sqlite.hpp"
 #include "writer_statements.hpp"
 
@@ -8,6 +10,7 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <iostream>
 #include <map>
@@ -27,6 +30,9 @@ constexpr std::chrono::milliseconds kFirstRetry{10};
 constexpr std::chrono::milliseconds kLongestRetry{1000};
 // Far more rows than a proxy keeps open at once (its connection caps are in the thousands).
 constexpr std::size_t kMostOpenRows = 1 << 18;
+// While refusals are being folded, the writer looks for counted rows whose second is over
+// this often (otherwise it sleeps until there is work).
+constexpr std::chrono::milliseconds kFoldSweep{100};
 
 struct InsertItem {
   RowHandle handle;
@@ -75,57 +81,143 @@ struct Writer::Impl {
   explicit Impl(WriterOptions opts)
       : options(std::move(opts)),
         db(open_for_writing(options.db_path, options.synchronous_full, options.busy_timeout)),
-        statements(db.get()) {
+        statements(db.get()),
+        folder(options.fold_after, options.agent_refusal_rows) {
     options.max_batch = std::max<std::size_t>(options.max_batch, 1);
+    options.queue_capacity = std::max<std::size_t>(options.queue_capacity, 1);
     keep_wal_on_close(db.get());
     thread = std::thread([this] { run(); });
   }
 
   // ---- producer side: short critical sections, no I/O ----
 
-  // Caller holds `mu`. Returns false (and counts it) when the queue has no room; sets `wake`
-  // when the writer has something new to do: the first item after idling, or a full batch
-  // (otherwise it sleeps out the flush interval on its own and takes everything at once).
-  bool push(Item item, bool& wake) {
+  // Rows accepted and not yet committed.
+  std::size_t depth() const { return queued_rows + held_rows; }
+
+  // Caller holds `mu`. Whether a request row may be accepted now: a failing store holds
+  // up to held_while_failing rows; a working one takes rows past queue_capacity only up
+  // to the overflow (callers that honour has_room() stay well inside it).
+  bool accepts_request_row() const {
+    if (!healthy) return depth() < options.held_while_failing;
+    return depth() < options.queue_capacity + options.queue_overflow;
+  }
+
+  // Caller holds `mu`. Keeps the lock-free answer of has_room() up to date.
+  void update_room() { room.store(!healthy || depth() < options.queue_capacity, std::memory_order_release); }
+
+  // Caller holds `mu`. Sets `wake` when the writer has something new to do: the first item
+  // after idling, or a full batch (otherwise it sleeps out the flush interval on its own
+  // and takes everything at once).
+  void push(Item item, bool& wake) {
     const bool row = is_row(item);
-    if (row && queued_rows + held_rows >= options.queue_capacity) {
-      ++counters.rejected;
-      return false;
-    }
-    wake = queue.empty();
+    wake = wake || queue.empty();
     queue.push_back(std::move(item));
     if (row && ++queued_rows == options.max_batch) wake = true;
-    return true;
+    if (row) update_room();
+  }
+
+  // Caller holds `mu`. Counted rows whose second is over (or all of them) join the queue.
+  // They were accepted request by request already, so no bound refuses them now.
+  void take_folds(bool all, bool& wake) {
+    if (folder.empty()) return;
+    due_folds.clear();
+    folder.take_due(SteadyClock::now(), all, due_folds);
+    for (auto& r : due_folds) push(InsertItem{kNoRow, std::move(r)}, wake);
+    due_folds.clear();
   }
 
   // A new request row. With `completable`, it gets a handle for complete() and on_committed();
   // without, it is final as queued and any value but kNoRow means accepted.
   RowHandle insert(AuditRecord record, bool completable) {
     record.ts = now_if_unset(record.ts);
+    record.count = 1;
+    cap_agent_text(record);
     bool wake = false;
     RowHandle handle = kNoRow;
     {
       std::lock_guard lk(mu);
-      if (!healthy) {
-        ++counters.rejected;
-        return kNoRow;
+      if (!completable && options.fold_refusals) {
+        due_folds.clear();
+        const bool folded = folder.fold(record, SteadyClock::now(), due_folds);
+        for (auto& r : due_folds) push(InsertItem{kNoRow, std::move(r)}, wake);
+        due_folds.clear();
+        if (folded) {
+          ++counters.folded;
+          handle = 1;
+        }
       }
-      const RowHandle assigned = completable ? next_handle : kNoRow;
-      if (!push(InsertItem{assigned, std::move(record)}, wake)) return kNoRow;
-      handle = completable ? next_handle++ : 1;
+      if (handle == kNoRow) {
+        if (!accepts_request_row()) {
+          ++counters.rejected;
+          if (!healthy) ++refused_while_failing;
+        } else {
+          const RowHandle assigned = completable ? next_handle : kNoRow;
+          push(InsertItem{assigned, std::move(record)}, wake);
+          handle = completable ? next_handle++ : 1;
+        }
+      }
     }
     if (wake) work_cv.notify_one();
     return handle;
   }
 
-  bool enqueue(Item item) {
+  // Completions and agent rows are never refused: each follows an accepted row or a
+  // launch, so their number is bounded by those. Events stop at the overflow.
+  bool enqueue(Item item, bool refusable) {
     bool wake = false;
     {
       std::lock_guard lk(mu);
-      if (!push(std::move(item), wake)) return false;
+      if (refusable && depth() >= options.queue_capacity + options.queue_overflow) {
+        ++counters.rejected;
+        return false;
+      }
+      push(std::move(item), wake);
     }
     if (wake) work_cv.notify_one();
     return true;
+  }
+
+  bool has_room() const { return room.load(std::memory_order_acquire); }
+
+  void when_room(std::function<void()> fn) {
+    bool wait = true;
+    {
+      std::lock_guard lk(mu);
+      if (room_waiters_cancelled) return;  // fn is dropped here, uncalled
+      if (healthy && depth() >= options.queue_capacity) {
+        ++counters.room_waits;
+        room_waiters.push_back(std::move(fn));
+        // Someone is held up: commit now rather than after the flush interval.
+        urgent = true;
+      } else {
+        wait = false;
+      }
+    }
+    if (wait) work_cv.notify_one();
+    else fn();
+  }
+
+  // Writer thread, no lock held: runs the waiters once there is room.
+  void wake_room_waiters() {
+    std::lock_guard calling(room_call_mu);
+    std::vector<std::function<void()>> ready;
+    {
+      std::lock_guard lk(mu);
+      if (room_waiters.empty() || (healthy && depth() >= options.queue_capacity)) return;
+      ready.swap(room_waiters);
+    }
+    for (auto& fn : ready) fn();
+  }
+
+  void cancel_room_waiters() {
+    std::lock_guard calling(room_call_mu);
+    std::vector<std::function<void()>> dropped;
+    {
+      std::lock_guard lk(mu);
+      room_waiters_cancelled = true;
+      dropped.swap(room_waiters);
+    }
+    // Destroyed here, outside the lock: they may own what waited.
   }
 
   void on_committed(RowHandle row, std::function<void(bool)> fn) {
@@ -145,6 +237,8 @@ struct Writer::Impl {
   void flush() {
     std::unique_lock lk(mu);
     const std::uint64_t ticket = next_ticket++;
+    bool wake = false;
+    take_folds(true, wake);  // everything accepted before the call, counted rows too
     queue.push_back(FlushItem{ticket});
     urgent = true;
     work_cv.notify_one();
@@ -154,7 +248,7 @@ struct Writer::Impl {
   WriterStats stats() const {
     std::lock_guard lk(mu);
     WriterStats s = counters;
-    s.queue_depth = queued_rows + held_rows;
+    s.queue_depth = depth();
     s.healthy = healthy;
     return s;
   }
@@ -183,12 +277,19 @@ struct Writer::Impl {
     // Set once a failing store meets shutdown; max() means not yet.
     auto give_up_at = SteadyClock::time_point::max();
     for (;;) {
+      bool ignored = false;
+      take_folds(stopping, ignored);
       if (batch.empty()) {
-        work_cv.wait(lk, [&] { return stopping || !queue.empty(); });
-        if (queue.empty()) return;  // stopping with nothing left
+        if (queue.empty()) {
+          if (stopping) return;  // nothing left
+          // Counted rows are due a second after their first request: look again soon.
+          if (folder.empty()) work_cv.wait(lk, [&] { return stopping || !queue.empty(); });
+          else work_cv.wait_for(lk, kFoldSweep, [&] { return stopping || !queue.empty(); });
+          continue;
+        }
         // Let the batch fill: up to max_batch rows, the flush interval, a flush() or shutdown.
         work_cv.wait_for(lk, options.flush_interval,
-                         [&] { return urgent || queued_rows >= options.max_batch; });
+                         [&] { return urgent || stopping || queued_rows >= options.max_batch; });
       } else {
         // A failed batch is retried after its backoff, or at once when flush() asks.
         work_cv.wait_until(lk, retry_at, [&] { return urgent && !stopping; });
@@ -229,6 +330,8 @@ struct Writer::Impl {
       flushed_cv.notify_all();
       // Outside the lock: a callback may call back into the writer.
       for (auto& [fn, result] : callbacks) fn(result);
+      // Room again after a commit, or a store that fails (whose callers must now hear 503).
+      wake_room_waiters();
       lk.lock();
     }
   }
@@ -332,12 +435,25 @@ struct Writer::Impl {
   // Both transitions are recorded when the store takes writes again, in the same
   // transaction as the rows that were held: while it fails, nothing can be written.
   void record_recovery() {
-    nlohmann::json error_detail{{"path", options.db_path.string()}, {"error", first_error}};
-    statements.insert_event(Event{*failing_since, "audit_error", "audit store cannot write: " + first_error,
+    std::uint64_t refused = 0;
+    {
+      std::lock_guard lk(mu);
+      refused = refused_while_failing;
+    }
+    std::string message = "audit store cannot write: " + first_error;
+    if (refused > 0)
+      message += "; it held " + std::to_string(options.held_while_failing) + " rows, and " +
+                 std::to_string(refused) + " new requests were refused meanwhile";
+    nlohmann::json error_detail{{"path", options.db_path.string()},
+                                {"error", first_error},
+                                {"held_while_failing", options.held_while_failing},
+                                {"refused", refused}};
+    statements.insert_event(Event{*failing_since, "audit_error", message,
                                   error_detail.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)});
     nlohmann::json recovered_detail{{"path", options.db_path.string()},
                                     {"failed_attempts", failed_attempts},
-                                    {"held_rows", held_rows}};
+                                    {"held_rows", held_rows},
+                                    {"refused", refused}};
     statements.insert_event(Event{Clock::now(), "audit_recovered",
                                   "audit store writes again after " + std::to_string(failed_attempts) +
                                       " failed attempts; no rows were lost",
@@ -350,9 +466,15 @@ struct Writer::Impl {
       failing_since = Clock::now();
       first_error = what;
       failed_attempts = 0;
+      refused_while_failing = 0;
+      // Said once per failure: the store cannot take the event until it recovers.
+      std::cerr << "netbox: audit store " << options.db_path.string() << " cannot write (" << what
+                << "); holding up to " << options.held_while_failing
+                << " rows in memory and retrying, then refusing new requests\n";
     }
     ++failed_attempts;
     healthy = false;
+    update_room();
     ++counters.write_errors;
     counters.last_error = what;
   }
@@ -398,6 +520,7 @@ struct Writer::Impl {
     failing_since.reset();
     healthy = true;
     held_rows = 0;
+    update_room();
   }
 
   // Caller holds `mu`. flush() promises an answer after one attempt, even a failed one.
@@ -428,11 +551,14 @@ struct Writer::Impl {
     batch.clear();
     queued_rows = 0;
     held_rows = 0;
+    update_room();
   }
 
   WriterOptions options;
   detail::Db db;
   detail::WriterStatements statements;
+  detail::RefusalFolder folder;  // under `mu`
+  std::vector<AuditRecord> due_folds;  // scratch, under `mu`
 
   mutable std::mutex mu;
   std::condition_variable work_cv;     // the writer waits for items
@@ -448,7 +574,12 @@ struct Writer::Impl {
   bool stopping = false;
   bool urgent = false;
   bool healthy = true;
+  std::uint64_t refused_while_failing = 0;
   WriterStats counters;
+  std::atomic<bool> room{true};
+  std::vector<std::function<void()>> room_waiters;  // under `mu`
+  bool room_waiters_cancelled = false;
+  std::mutex room_call_mu;  // held while waiters run, so cancel_room_waiters() can wait them out
 
   // Writer thread only (read under `mu` where noted above).
   std::vector<Item> batch;
@@ -467,21 +598,31 @@ struct Writer::Impl {
 
 Writer::Writer(WriterOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
 
-Writer::~Writer() { impl_->stop(); }
+Writer::~Writer() {
+  impl_->stop();
+  impl_->cancel_room_waiters();
+}
 
 RowHandle Writer::insert(AuditRecord record) { return impl_->insert(std::move(record), true); }
 
 bool Writer::insert_complete(AuditRecord record) { return impl_->insert(std::move(record), false) != kNoRow; }
 
 bool Writer::complete(RowHandle row, Completion completion) {
-  return impl_->enqueue(CompleteItem{row, std::move(completion)});
+  cap_agent_text(completion);
+  return impl_->enqueue(CompleteItem{row, std::move(completion)}, false);
 }
 
-bool Writer::event(Event event) { return impl_->enqueue(std::move(event)); }
+bool Writer::event(Event event) { return impl_->enqueue(std::move(event), true); }
 
-bool Writer::agent_started(AgentRecord agent) { return impl_->enqueue(std::move(agent)); }
+bool Writer::agent_started(AgentRecord agent) { return impl_->enqueue(std::move(agent), false); }
 
-bool Writer::agent_exited(AgentExit exit) { return impl_->enqueue(std::move(exit)); }
+bool Writer::agent_exited(AgentExit exit) { return impl_->enqueue(std::move(exit), false); }
+
+bool Writer::has_room() const { return impl_->has_room(); }
+
+void Writer::when_room(std::function<void()> fn) { impl_->when_room(std::move(fn)); }
+
+void Writer::cancel_room_waiters() { impl_->cancel_room_waiters(); }
 
 void Writer::flush() { impl_->flush(); }
 

@@ -20,8 +20,8 @@ WriterStatements::WriterStatements(sqlite3* db)
       rollback_(db, "ROLLBACK"),
       insert_request_(db,
                       "INSERT INTO requests (ts, agent, client_addr, kind, method, host, port, path, "
-                      "resolved_addr, decision, rule, reason, status, bytes_up, bytes_down, duration_ms, error) "
-                      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)"),
+                      "resolved_addr, decision, rule, reason, status, bytes_up, bytes_down, duration_ms, error, count) "
+                      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)"),
       complete_request_(db,
                         "UPDATE requests SET status = ?1, bytes_up = ?2, bytes_down = ?3, duration_ms = ?4, "
                         "error = ?5, resolved_addr = COALESCE(?6, resolved_addr) WHERE id = ?7"),
@@ -79,6 +79,7 @@ std::int64_t WriterStatements::insert_request(const AuditRecord& r, const Comple
   if (c) s.bind(16, c->duration_ms);
   else if (r.duration_ms) s.bind(16, *r.duration_ms);
   s.bind_view_or_null(17, c ? c->error : r.error);
+  s.bind(18, static_cast<std::int64_t>(r.count));
   run(s);
   return sqlite3_last_insert_rowid(db_);
 }

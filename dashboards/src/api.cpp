@@ -135,7 +135,7 @@ std::string api_summary(const std::filesystem::path& path, const QueryParams& q,
   json totals = {{"allow", 0}, {"deny", 0}, {"report", 0}, {"bytes_up", 0}, {"bytes_down", 0}};
   {
     auto s = prepare(db.get(),
-                     "SELECT decision, COUNT(*), COALESCE(SUM(bytes_up),0), COALESCE(SUM(bytes_down),0) FROM requests" +
+                     "SELECT decision, SUM(count), COALESCE(SUM(bytes_up),0), COALESCE(SUM(bytes_down),0) FROM requests" +
                          w.sql + " GROUP BY decision",
                      w.args);
     std::int64_t up = 0, down = 0;
@@ -152,7 +152,7 @@ std::string api_summary(const std::filesystem::path& path, const QueryParams& q,
   Where wd = where_from(q, false);
   wd.add("decision = ?", "deny");
   auto s = prepare(db.get(),
-                   "SELECT host, COUNT(*) AS count, "
+                   "SELECT host, SUM(count) AS count, "
                    "(SELECT reason FROM requests r2 WHERE r2.host = r.host AND r2.decision = 'deny' ORDER BY id DESC LIMIT 1) AS reason, "
                    "(SELECT rule FROM requests r2 WHERE r2.host = r.host AND r2.decision = 'deny' ORDER BY id DESC LIMIT 1) AS rule "
                    "FROM requests r" + wd.sql + " GROUP BY host ORDER BY count DESC, host LIMIT 10",
@@ -174,9 +174,9 @@ std::string api_agents(const std::filesystem::path& path, const QueryParams& q) 
   auto db = open(path);
   Where w = where_from(q);
   auto s = prepare(db.get(),
-                   "SELECT agent, COUNT(*) AS requests, "
-                   "SUM(decision = 'allow') AS allowed, SUM(decision = 'deny') AS denied, "
-                   "SUM(decision = 'report') AS reported, COALESCE(SUM(bytes_up),0) AS bytes_up, "
+                   "SELECT agent, SUM(count) AS requests, "
+                   "SUM((decision = 'allow') * count) AS allowed, SUM((decision = 'deny') * count) AS denied, "
+                   "SUM((decision = 'report') * count) AS reported, COALESCE(SUM(bytes_up),0) AS bytes_up, "
                    "COALESCE(SUM(bytes_down),0) AS bytes_down, MAX(ts) AS last_seen FROM requests" +
                        w.sql + " GROUP BY agent ORDER BY last_seen DESC",
                    w.args);
@@ -188,7 +188,7 @@ std::string api_requests(const std::filesystem::path& path, const QueryParams& q
   Where w = where_from(q);
   auto s = prepare(db.get(),
                    "SELECT id, ts, agent, client_addr, kind, method, host, port, path, resolved_addr, decision, rule, "
-                   "reason, status, bytes_up, bytes_down, duration_ms, error FROM requests" +
+                   "reason, status, bytes_up, bytes_down, duration_ms, error, count FROM requests" +
                        w.sql + " ORDER BY id DESC LIMIT " + std::to_string(limit_from(q, 100)),
                    w.args);
   return rows(db.get(), s.get()).dump();

@@ -2,6 +2,7 @@
 // agent and host. Both only read the database, so they run beside a live proxy.
 #include "commands.hpp"
 
+#include "netbox/audit/location.hpp"
 #include "netbox/audit/query.hpp"
 #include "netbox/audit/schema.hpp"
 
@@ -15,7 +16,7 @@ namespace netbox::cli {
 namespace {
 
 struct AuditArgs {
-  std::string db = "netbox-audit.db";
+  std::string db = audit::default_db_path().string();
   std::string agent;
   std::string decision;
   std::string host;
@@ -27,7 +28,9 @@ struct AuditArgs {
 // The same filters on `audit` and on `audit summary`, bound to the same values, so they may
 // come before or after the word "summary".
 void add_filters(CLI::App& cmd, AuditArgs& a) {
-  cmd.add_option("--db", a.db, "Audit database to read (default: netbox-audit.db in the working directory)");
+  cmd.add_option("--db", a.db,
+                 "Audit database to read (default: where netbox proxy and launch write it, /var/lib/netbox/audit.db "
+                 "as root, else $XDG_STATE_HOME/netbox/audit.db)");
   cmd.add_option("--agent", a.agent, "Only requests of this agent");
   cmd.add_option("--decision", a.decision, "Only this decision: allow, deny or report");
   cmd.add_option("--host", a.host, "Only hosts matching this glob, e.g. '*.example.com' (case-sensitive)");

@@ -2,8 +2,10 @@
 // way out is the netbox proxy (see docs/launch.md).
 #include "commands.hpp"
 
+#include "netbox/audit/location.hpp"
 #include "netbox/launcher/launch.hpp"
 
+#include <filesystem>
 #include <iostream>
 #include <memory>
 
@@ -22,7 +24,10 @@ void add_launch_command(CLI::App& app, int& rc) {
   sub->add_option("--name", o->name, "Agent name in the audit log (default: the command's name and a short id)");
   sub->add_option("--profile", o->profile, "The policy's agents.PROFILE entry to decide with (default: the entry named like the agent, else the top level)");
   sub->add_option("--proxy-control", *control, "Control socket of a running `netbox proxy --control PATH` to register with");
-  sub->add_option("--audit-db", o->audit_db, "Audit database of the embedded proxy")->default_str("netbox-audit.db");
+  sub->add_option("--audit-db", o->audit_db,
+                  "Audit database of the embedded proxy (default: /var/lib/netbox/audit.db as root, else "
+                  "$XDG_STATE_HOME/netbox/audit.db); its directory must be writable by its owner only, and "
+                  "outside the working directory (the agent's)");
   sub->add_option("--subnet", o->subnet, "IPv4 pool the agent's /30 comes from")->default_str(o->subnet);
   sub->add_option("--user", o->user, "User the agent runs as")->default_str(o->user);
   sub->add_option("--env", o->env, "Set KEY=VALUE in the agent's environment (repeatable)");
@@ -57,6 +62,17 @@ void add_launch_command(CLI::App& app, int& rc) {
     set("--rlimit-nofile", o->rlimits.nofile, (*rl)[2]);
     set("--rlimit-nproc", o->rlimits.nproc, (*rl)[3]);
     set("--rlimit-fsize", o->rlimits.fsize, (*rl)[4]);
+    // The launcher's working directory is the agent's: a database there is the agent's to
+    // read and lock. The default location is made and checked by the embedded proxy.
+    if (!o->audit_db.empty() && !o->proxy_control) {
+      try {
+        audit::check_db_location(o->audit_db, "--audit-db", std::filesystem::current_path());
+      } catch (const std::exception& e) {
+        std::cerr << "netbox launch: " << e.what() << "\n";
+        rc = launcher::kExitUsage;
+        return;
+      }
+    }
     try {
       rc = launcher::launch(*o);
     } catch (const launcher::LaunchError& e) {

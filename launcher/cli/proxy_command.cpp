@@ -3,6 +3,7 @@
 #include "commands.hpp"
 #include "service_notify.hpp"
 
+#include "netbox/audit/location.hpp"
 #include "netbox/dashboards/proxy_admin.hpp"
 #include "netbox/policy/load.hpp"
 #include "netbox/proxy/server.hpp"
@@ -30,7 +31,10 @@ namespace asio = boost::asio;
 struct ProxyArgs {
   std::string policy;
   std::vector<std::string> listen;
-  std::string audit_db = "netbox-audit.db";
+  std::string audit_db;  // empty: audit::default_db_path()
+  std::size_t audit_queue = 65536;
+  std::size_t audit_hold = 16384;
+  double audit_shutdown_wait = 10;
   std::vector<std::string> dns;
   unsigned threads = 0;
   std::string control;
@@ -122,7 +126,19 @@ int run_proxy(const ProxyArgs& a) {
       auto [addr, port] = parse_addr_port("--dns-server", d);
       o.dns_servers.emplace_back(addr, port);
     }
-    o.audit_db = a.audit_db;
+    if (a.audit_db.empty()) {
+      o.audit_db = audit::default_db_path();
+      audit::prepare_default_location(o.audit_db, "--audit-db (default)");
+    } else {
+      o.audit_db = a.audit_db;
+      audit::check_db_location(o.audit_db, "--audit-db");
+    }
+    if (a.audit_queue == 0) throw std::invalid_argument("--audit-queue: expected a positive number of rows");
+    if (!(a.audit_shutdown_wait >= 0))
+      throw std::invalid_argument("--audit-shutdown-wait: expected a non-negative number of seconds");
+    o.audit_queue = a.audit_queue;
+    o.audit_hold = a.audit_hold;
+    o.audit_shutdown_wait = std::chrono::milliseconds(static_cast<long long>(a.audit_shutdown_wait * 1000));
     o.threads = a.threads;
     o.audit_sync = a.audit_sync;
     if (!a.control.empty()) o.control_socket = a.control;
@@ -210,7 +226,16 @@ void add_proxy_command(CLI::App& app, int& rc) {
   sub->add_option("--policy", args->policy, "Policy file (JSON, version 1); reloaded on SIGHUP and when it changes")
       ->required();
   sub->add_option("--listen", args->listen, "Listen address ADDR:PORT, repeatable (default 127.0.0.1:3128; port 0 picks one)");
-  sub->add_option("--audit-db", args->audit_db, "SQLite audit database (default netbox-audit.db)");
+  sub->add_option("--audit-db", args->audit_db,
+                  "SQLite audit database (default: /var/lib/netbox/audit.db as root, else "
+                  "$XDG_STATE_HOME/netbox/audit.db); its directory must be writable by its owner only");
+  sub->add_option("--audit-queue", args->audit_queue,
+                  "Audit rows queued before clients are read no further until the writer catches up (default 65536)");
+  sub->add_option("--audit-hold", args->audit_hold,
+                  "Audit rows held in memory while the store cannot write; past them new requests get 503 "
+                  "(default 16384)");
+  sub->add_option("--audit-shutdown-wait", args->audit_shutdown_wait,
+                  "Seconds shutdown waits for a failing audit store to take the rows it holds (default 10)");
   sub->add_flag("--audit-sync", args->audit_sync,
                "Strict audit: forward a request only after its decision row is durable (synchronous=FULL)");
   sub->add_option("--dns-server", args->dns, "DNS server ADDR:PORT, repeatable (default: /etc/resolv.conf)");

@@ -1,4 +1,5 @@
 // The proxy run in-process for the agent's lifetime (no --proxy-control).
+#include "netbox/audit/location.hpp"
 #include "netbox/audit/writer.hpp"
 #include "netbox/launcher/launch.hpp"
 #include "netbox/launcher/proxy_link.hpp"
@@ -37,6 +38,10 @@ class EmbeddedProxy final : public ProxyLink {
   // no address; the listener is added in attach, once the veth's address exists.
   void prepare() override {
     try {
+      if (audit_db_.empty()) {
+        audit_db_ = audit::default_db_path();
+        audit::prepare_default_location(audit_db_, "--audit-db (default)");
+      }
       proxy::ProxyOptions options;
       options.policy = policy_;
       options.audit_db = audit_db_;
@@ -48,6 +53,11 @@ class EmbeddedProxy final : public ProxyLink {
         options.launch_subnets.push_back(subnet_);
       server_ = std::make_unique<proxy::Server>(std::move(options));
       server_->start();
+    } catch (const audit::DatabaseRejected& e) {
+      // Where the store is (or what it is) is the operator's to fix: a usage error.
+      prepare_error_ = e.what();
+      prepare_code_ = kExitUsage;
+      server_.reset();
     } catch (const std::exception& e) {
       prepare_error_ = e.what();
       server_.reset();
@@ -58,7 +68,10 @@ class EmbeddedProxy final : public ProxyLink {
     agent_ = agent;
     try {
       if (!server_ && prepare_error_.empty()) prepare();
-      if (!prepare_error_.empty()) throw std::runtime_error(prepare_error_);
+      if (!prepare_error_.empty()) {
+        if (prepare_code_ == kExitUsage) throw LaunchError(kExitUsage, prepare_error_);
+        throw std::runtime_error(prepare_error_);
+      }
       host_ = ip::make_address(agent.host_addr);
       agent_addr_ = ip::make_address(agent.agent_addr);
       const auto listener = server_->add_listener(ip::tcp::endpoint(host_, pick_port(host_)));
@@ -112,6 +125,7 @@ class EmbeddedProxy final : public ProxyLink {
   std::filesystem::path audit_db_;
   policy::Cidr subnet_;
   std::string prepare_error_;
+  int prepare_code_ = kExitLauncherFailure;
   AgentIdentity agent_;
   ip::address host_;
   ip::address agent_addr_;

@@ -97,6 +97,13 @@ void ClientSession::start() {
 }
 
 void ClientSession::read_request() {
+  // Back pressure: while the audit queue is full, nothing more is read from this client
+  // (each request makes a row), so a flood slows its sender down instead of losing rows
+  // or having others refused. A failing store says there is room: insert() then refuses.
+  if (!impl_.writer->has_room())
+    return impl_.writer->when_room([self = shared_from_this(), ex = stream_.get_executor()] {
+      asio::post(ex, [self] { self->read_request(); });
+    });
   parser_.emplace();
   prepare_request_parser(*parser_);
   head_check_ = RequestHeadCheck{};

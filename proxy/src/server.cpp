@@ -95,6 +95,10 @@ Server::Impl::Impl(ProxyOptions opts)
   audit::WriterOptions wo;
   wo.db_path = options.audit_db;
   wo.synchronous_full = options.audit_sync;
+  wo.queue_capacity = options.audit_queue;
+  wo.held_while_failing = options.audit_hold;
+  wo.shutdown_grace = options.audit_shutdown_wait;
+  wo.fold_refusals = options.audit_fold_refusals;
   writer = std::make_unique<audit::Writer>(wo);
   const unsigned n = options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
   for (unsigned i = 0; i < n; ++i) {
@@ -292,6 +296,8 @@ void Server::Impl::stop() {
     for (auto& w : workers)
       if (w->thread.joinable()) w->thread.join();
   }
+  // Sessions waiting for audit queue room go with their io_contexts below, not later.
+  if (writer) writer->cancel_room_waiters();
   // Resolvers and pools go first; then each io_context, whose destruction drops the
   // sessions still open (their audit rows are completed by their destructors).
   control.reset();

@@ -127,6 +127,27 @@ TEST_F(AdminApi, AgentsAndRequestsHonourFilters) {
   EXPECT_EQ(by_host.size(), 1u);
 }
 
+// Refusals folded into counted rows (audit::Writer) still count one each in every total.
+TEST_F(AdminApi, FoldedRefusalsCountOneEach) {
+  for (int i = 0; i < 100; ++i)
+    writer->insert_complete(row("flooder", "z.evil.test", "deny", "z.evil.test denied"));
+  writer->flush();
+  start();
+  auto summary = json::parse(get(ep, "/api/summary").body());
+  EXPECT_EQ(summary["totals"]["deny"], 103);
+  EXPECT_EQ(summary["top_denied"][0]["host"], "z.evil.test");
+  EXPECT_EQ(summary["top_denied"][0]["count"], 100);
+  for (auto& a : json::parse(get(ep, "/api/agents").body()))
+    if (a["agent"] == "flooder") {
+      EXPECT_EQ(a["requests"], 100);
+      EXPECT_EQ(a["denied"], 100);
+    }
+  std::int64_t total = 0;
+  for (auto& r : json::parse(get(ep, "/api/requests?agent=flooder&limit=1000").body()))
+    total += r["count"].get<std::int64_t>();
+  EXPECT_EQ(total, 100);
+}
+
 TEST_F(AdminApi, BadParametersAreRefusedWithTheirName) {
   start();
   auto res = get(ep, "/api/requests?decision=maybe");

@@ -1,5 +1,5 @@
-// The audit store runs out of space (a small tmpfs): new requests are refused with 503 and
-// a reason instead of going out unaudited, nothing crashes, service returns when space
+// The audit store runs out of space (a small tmpfs): once the writer holds --audit-hold
+// rows, new requests are refused with 503 and a reason instead of going out unaudited, nothing crashes, service returns when space
 // does, rows accepted before the failure are kept, and `events` records both transitions.
 #include "durability_fixture.hpp"
 
@@ -24,7 +24,8 @@ class SmallTmpfs {
  public:
   SmallTmpfs(const std::filesystem::path& where, const std::string& size) : path_(where) {
     std::filesystem::create_directories(path_);
-    ok_ = ::mount("tmpfs", path_.c_str(), "tmpfs", 0, ("size=" + size).c_str()) == 0;
+    // mode=0700: a tmpfs root is 1777 by default, a place netbox refuses for its store.
+    ok_ = ::mount("tmpfs", path_.c_str(), "tmpfs", 0, ("size=" + size + ",mode=0700").c_str()) == 0;
   }
   ~SmallTmpfs() {
     if (ok_) ::umount2(path_.c_str(), MNT_DETACH);
@@ -68,12 +69,12 @@ TEST_F(DurabilityTest, FullAuditStoreRefusesWith503AndRecoversWhenSpaceReturns) 
   if (::geteuid() != 0) GTEST_SKIP() << "mounting a tmpfs needs root (CI runs as root)";
   SmallTmpfs fs(dir.path() / "small", "4m");
   ASSERT_TRUE(fs.mounted()) << "mount tmpfs: " << std::strerror(errno);
-  start_proxy({}, fs.path() / "audit.db");
+  start_proxy({"--audit-hold", "8"}, fs.path() / "audit.db");
   ASSERT_EQ(proxy_get(port, url("/before")).status, 200);
 
   fill(fs.path() / "filler");
-  // Requests taken before the writer's commit fails are queued and answered; once it has
-  // failed, new ones are refused.
+  // Requests are queued and answered until the failing writer holds 8 rows; then new ones
+  // are refused.
   std::vector<std::string> accepted_while_full;
   int n = 0;
   Reply refused;

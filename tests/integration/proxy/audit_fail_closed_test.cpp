@@ -1,5 +1,6 @@
-// Fail closed: while the audit store cannot write, new requests get 503 and are not
-// forwarded; once it writes again, requests flow and nothing queued was lost.
+// Fail closed: while the audit store cannot write and already holds --audit-hold rows
+// (here one), new requests get 503 and are not forwarded; once it writes again, requests
+// flow and nothing queued was lost.
 #include "proxy_fixture.hpp"
 
 #include "netbox/audit/writer.hpp"
@@ -12,6 +13,7 @@ namespace netbox::test {
 namespace {
 
 TEST_F(ProxyTest, RequestsAreRefusedWith503WhileTheAuditStoreCannotWrite) {
+  audit_hold = 1;
   start_proxy(base_policy());
   ASSERT_EQ(proxy_get(port, upstream_url("/before")).status, 200);
   server->audit().flush();

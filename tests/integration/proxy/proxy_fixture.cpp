@@ -49,6 +49,7 @@ void ProxyTest::start_proxy(const std::string& policy_json, std::vector<std::str
   o.audit_db = db_path;
   o.threads = threads;
   o.shutdown_grace = std::chrono::milliseconds(500);
+  o.audit_hold = audit_hold;
   for (const auto& d : dns_servers) {
     auto colon = d.rfind(':');
     o.dns_servers.emplace_back(boost::asio::ip::make_address(d.substr(0, colon)),

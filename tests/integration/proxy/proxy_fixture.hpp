@@ -55,6 +55,7 @@ class ProxyTest : public ::testing::Test {
   unsigned short port = 0;
   std::filesystem::path policy_path;
   std::filesystem::path db_path;
+  std::size_t audit_hold = 16384;  // ProxyOptions::audit_hold; set before start_proxy
 };
 
 }  // namespace netbox::test

@@ -61,7 +61,7 @@ TEST(AuditSchema, NewFileGetsEveryTableIndexAndViewInWalMode) {
   EXPECT_EQ(columns(probe, "requests"),
             (std::set<std::string>{"id", "ts", "agent", "client_addr", "kind", "method", "host", "port", "path",
                                    "resolved_addr", "decision", "rule", "reason", "status", "bytes_up",
-                                   "bytes_down", "duration_ms", "error"}));
+                                   "bytes_down", "duration_ms", "error", "count"}));
   EXPECT_EQ(columns(probe, "agents"),
             (std::set<std::string>{"id", "name", "pid", "command_line", "policy_digest", "address", "started",
                                    "ended", "exit_status", "resource_usage"}));
@@ -104,6 +104,43 @@ TEST(AuditSchema, ReopeningKeepsRowsAndVersion) {
   SqliteProbe probe(path);
   EXPECT_EQ(probe.text("SELECT message FROM events"), "kept");
   EXPECT_EQ(probe.number("SELECT COUNT(*) FROM sqlite_schema WHERE name = 'requests'"), 1);
+}
+
+// A database written by netbox before `count` existed (version 1) is upgraded in place:
+// its rows each stand for one request, and the views add counts.
+TEST(AuditSchema, VersionOneDatabaseGetsCountsOfOne) {
+  test::TempDir dir;
+  const auto path = dir.path() / "v1.db";
+  {
+    SqliteProbe probe(path);
+    ASSERT_EQ(probe.exec("BEGIN"), SQLITE_OK);
+    // The version 1 tables, as netbox 1 created them (views left out: the upgrade makes them).
+    ASSERT_EQ(probe.exec("CREATE TABLE requests (id INTEGER PRIMARY KEY, ts TEXT NOT NULL, agent TEXT NOT NULL, "
+                         "client_addr TEXT, kind TEXT NOT NULL, method TEXT, host TEXT NOT NULL, "
+                         "port INTEGER NOT NULL, path TEXT, resolved_addr TEXT, decision TEXT NOT NULL, rule TEXT, "
+                         "reason TEXT, status INTEGER, bytes_up INTEGER NOT NULL DEFAULT 0, "
+                         "bytes_down INTEGER NOT NULL DEFAULT 0, duration_ms INTEGER, error TEXT);"
+                         "CREATE TABLE agents (id INTEGER PRIMARY KEY, name TEXT NOT NULL, pid INTEGER NOT NULL, "
+                         "command_line TEXT, policy_digest TEXT, address TEXT, started TEXT, ended TEXT, "
+                         "exit_status INTEGER, resource_usage TEXT);"
+                         "CREATE TABLE events (id INTEGER PRIMARY KEY, ts TEXT NOT NULL, kind TEXT NOT NULL, "
+                         "message TEXT NOT NULL, detail TEXT);"),
+              SQLITE_OK)
+        << probe.last_error();
+    ASSERT_EQ(probe.exec("PRAGMA user_version = 1"), SQLITE_OK);
+    ASSERT_EQ(probe.exec("INSERT INTO requests (ts, agent, kind, host, port, decision) VALUES "
+                         "('2026-01-01T00:00:00.000Z', 'a', 'http', 'evil.example', 80, 'deny')"),
+              SQLITE_OK);
+    ASSERT_EQ(probe.exec("COMMIT"), SQLITE_OK);
+  }
+  Handle db(open_for_writing(path, false));
+  EXPECT_EQ(schema_version(db.get()), kSchemaVersion);
+  SqliteProbe probe(path);
+  EXPECT_EQ(probe.number("SELECT count FROM requests"), 1);
+  EXPECT_EQ(probe.number("SELECT denied FROM denied_by_host"), 1);
+  ASSERT_EQ(probe.exec("UPDATE requests SET count = 5"), SQLITE_OK);
+  EXPECT_EQ(probe.number("SELECT denied FROM agent_activity"), 5);
+  EXPECT_EQ(probe.number("SELECT requests FROM hourly_traffic"), 5);
 }
 
 TEST(AuditSchema, EmptyVersionZeroDatabaseIsMigrated) {

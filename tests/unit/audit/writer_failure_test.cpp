@@ -1,5 +1,7 @@
-// A store that cannot write: the writer holds its rows, refuses new ones, says so, and
-// records both transitions once the store works again. Nothing is dropped silently.
+// A store that cannot write: the writer holds its rows (up to held_while_failing), then
+// refuses new ones, says so, and records both transitions once the store works again.
+// Nothing it accepted is dropped, and nothing is dropped silently.
+#include "netbox/audit/stored_text.hpp"
 #include "netbox/audit/writer.hpp"
 #include "sample_records.hpp"
 #include "sqlite_probe.hpp"
@@ -58,7 +60,9 @@ void expect_transition_events(const std::filesystem::path& path, const std::stri
 TEST(AuditWriterFailure, LockedStoreRefusesNewRowsKeepsHeldOnesAndRecovers) {
   test::TempDir dir;
   const auto path = dir.path() / "audit.db";
-  Writer writer(quick_failing(path));
+  auto o = quick_failing(path);
+  o.held_while_failing = 1;
+  Writer writer(o);
   const RowHandle before = writer.insert(request("a", "before-lock", "allow"));
   writer.flush();
 
@@ -113,6 +117,47 @@ TEST(AuditWriterFailure, ShutdownOnABrokenStoreGivesUpLoudlyAfterTheGracePeriod)
   locker.exec("ROLLBACK");
 }
 
+// A lock another process holds for a while (here: another connection) costs no row: the
+// writer keeps accepting up to its bound, refuses past it, and writes everything it took
+// once the lock goes, shutdown included (it waits for the store within shutdown_grace).
+TEST(AuditWriterFailure, RowsAcceptedWhileLockedAreAllWrittenWhenTheLockGoesEvenAtShutdown) {
+  test::TempDir dir;
+  const auto path = dir.path() / "audit.db";
+  auto o = quick_failing(path);
+  o.held_while_failing = 50;
+  o.shutdown_grace = 60s;
+  SqliteProbe locker(path);
+  std::thread release;
+  {
+    Writer writer(o);
+    writer.agent_started(AgentRecord{"a", 7, "sh", "", "", Clock::now()});
+    writer.flush();
+    ASSERT_EQ(locker.exec("BEGIN EXCLUSIVE"), SQLITE_OK) << locker.last_error();
+    int accepted = 0;
+    for (int i = 0; i < 60; ++i) {
+      auto r = request("a", "h" + std::to_string(i), "deny");
+      r.status = 403;
+      if (writer.insert_complete(r)) ++accepted;
+      if (i == 0) writer.flush();  // the first attempt fails: the writer knows now
+    }
+    EXPECT_EQ(accepted, 50) << "held up to the bound, refused past it";
+    EXPECT_FALSE(writer.healthy());
+    EXPECT_TRUE(writer.has_room()) << "a failing store lets callers go on, to be refused";
+    EXPECT_TRUE(writer.agent_exited(AgentExit{"a", 7, Clock::now(), 0, "{}"}));
+    // The destructor waits for the store; the lock goes while it does.
+    release = std::thread([&] {
+      std::this_thread::sleep_for(300ms);
+      locker.exec("COMMIT");
+    });
+  }
+  release.join();
+  SqliteProbe probe(path);
+  EXPECT_EQ(probe.number("SELECT COUNT(*) FROM requests"), 50);
+  EXPECT_EQ(probe.number("SELECT COUNT(*) FROM agents WHERE ended IS NOT NULL"), 1) << "the agent's end is kept";
+  const auto error = probe.text("SELECT message FROM events WHERE kind = 'audit_error'");
+  EXPECT_NE(error.find("10 new requests were refused"), std::string::npos) << error;
+}
+
 // A tmpfs of its own, so "disk full" is real and touches nothing else on the machine.
 class AuditSmallDisk : public ::testing::Test {
  protected:
@@ -148,15 +193,17 @@ class AuditSmallDisk : public ::testing::Test {
 TEST_F(AuditSmallDisk, FullDiskRefusesNewRowsAndRecoversWhenSpaceReturns) {
   const auto path = mount_point / "audit.db";
   {
-    Writer writer(quick_failing(path));
+    auto o = quick_failing(path);
+    o.held_while_failing = 20;
+    Writer writer(o);
     writer.insert(request("a", "first", "allow"));
     writer.flush();
     fill_disk();
 
-    // Rows bigger than a page each, so the log must grow.
+    // Rows of about a page each, so the log must grow.
     for (int i = 0; i < 20; ++i) {
       auto r = request("a", "big" + std::to_string(i), "allow");
-      r.path = "/" + std::string(6000, 'p');
+      r.path = "/" + std::string(kMaxStoredPath - 1, 'p');
       ASSERT_NE(writer.insert(r), kNoRow);
     }
     writer.flush();

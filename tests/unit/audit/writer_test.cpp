@@ -294,24 +294,28 @@ TEST_F(AuditWriter, DestructorDrainsEverythingQueued) {
   EXPECT_EQ(probe.text("SELECT message FROM events"), "loaded policy.json");
 }
 
-TEST_F(AuditWriter, FullQueueRefusesAndCounts) {
+TEST_F(AuditWriter, FullQueueIsBackPressureAndOnlyTheOverflowRefuses) {
   auto o = options_for(path);
   o.queue_capacity = 10;
+  o.queue_overflow = 2;
   Writer writer(o);
   for (int i = 0; i < 10; ++i) ASSERT_NE(writer.insert(request("a", "h", "allow")), kNoRow) << i;
-  EXPECT_EQ(writer.insert(request("a", "h", "allow")), kNoRow);
-  EXPECT_FALSE(writer.complete(1, Completion{}));
+  EXPECT_FALSE(writer.has_room());
+  for (int i = 0; i < 2; ++i) EXPECT_NE(writer.insert(request("a", "h", "allow")), kNoRow) << "the overflow";
+  EXPECT_EQ(writer.insert(request("a", "h", "allow")), kNoRow) << "a caller that ignores has_room()";
   EXPECT_FALSE(writer.event(Event{Clock::now(), "x", "y", ""}));
-  EXPECT_FALSE(writer.agent_started(AgentRecord{"a", 1, "sh", "", "", Clock::now()}));
+  EXPECT_TRUE(writer.complete(1, Completion{})) << "a completion is never refused";
+  EXPECT_TRUE(writer.agent_started(AgentRecord{"a", 1, "sh", "", "", Clock::now()}));
   auto s = writer.stats();
-  EXPECT_EQ(s.rejected, 4u);
-  EXPECT_EQ(s.queue_depth, 10u);
+  EXPECT_EQ(s.rejected, 2u);
+  EXPECT_EQ(s.queue_depth, 14u);
   EXPECT_TRUE(s.healthy) << "a full queue is back pressure, not a broken store";
   writer.flush();
+  EXPECT_TRUE(writer.has_room());
   EXPECT_NE(writer.insert(request("a", "h", "allow")), kNoRow) << "room again after the flush";
   writer.flush();
   SqliteProbe probe(path);
-  EXPECT_EQ(probe.number("SELECT COUNT(*) FROM requests"), 11);
+  EXPECT_EQ(probe.number("SELECT COUNT(*) FROM requests"), 13);
 }
 
 TEST_F(AuditWriter, OnCommittedRunsAfterTheRowIsInTheFile) {

@@ -29,6 +29,9 @@ struct AuditRecord {
   std::uint64_t bytes_down = 0;   // upstream -> agent
   std::optional<std::int64_t> duration_ms;
   std::string error;
+  // Requests this row stands for: 1, or more for a row into which the writer folded
+  // repeated refusals of one agent (see Writer; the path and method are the first one's).
+  std::uint64_t count = 1;
 };
 
 // What is known when a connection or request ends.

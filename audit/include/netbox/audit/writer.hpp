@@ -1,7 +1,10 @@
 #pragma once
 // The audit writer: one thread, a bounded queue, batched transactions.
-// Callers on the proxy's io threads never block: enqueueing either succeeds at once
-// or says the queue is full so the caller can refuse the connection (no silent drops).
+// Callers on the proxy's io threads never block. A full queue is back pressure: has_room()
+// says so and when_room() tells the caller when to go on, so a flood slows its sender
+// down instead of losing rows or refusing others. A store that cannot write keeps what it
+// accepted in memory, retrying with backoff, up to held_while_failing rows; only then are
+// new rows refused (the proxy answers 503), and nothing accepted is dropped silently.
 #include "netbox/audit/record.hpp"
 
 #include <chrono>
@@ -17,7 +20,18 @@ namespace netbox::audit {
 
 struct WriterOptions {
   std::filesystem::path db_path = "netbox-audit.db";
-  std::size_t queue_capacity = 65536;               // records + completions + events
+  std::size_t queue_capacity = 65536;               // rows queued before has_room() turns false
+  // Rows accepted past queue_capacity before insert() refuses: callers that honour
+  // has_room() overshoot by at most one row each, so this only stops one that does not.
+  std::size_t queue_overflow = 16384;
+  std::size_t held_while_failing = 16384;           // rows kept while the store fails, then refuse
+  // Refusals (insert_complete) folded into counted rows, per agent and second: past
+  // fold_after identical ones (agent, kind, decision, host, port, rule, reason, status),
+  // one row with `count` stands for the rest; past agent_refusal_rows rows of its own,
+  // further refusals of the agent fold into one row per decision with host "*".
+  bool fold_refusals = true;
+  std::uint32_t fold_after = 8;
+  std::uint32_t agent_refusal_rows = 256;
   std::size_t max_batch = 4096;                     // rows per transaction at most
   std::chrono::milliseconds flush_interval{50};     // longest a queued row waits to commit
   bool synchronous_full = false;                    // PRAGMA synchronous=FULL instead of NORMAL
@@ -35,6 +49,8 @@ struct WriterStats {
   std::uint64_t rejected = 0;          // insert/complete/event/agent calls refused (queue full or unhealthy)
   std::uint64_t unknown_completions = 0;  // complete() for a handle the writer never saw (or completed twice)
   std::string last_error;              // the store's most recent write error, "" if none yet
+  std::uint64_t folded = 0;            // refusals accounted for in counted rows instead of their own
+  std::uint64_t room_waits = 0;        // when_room() calls that had to wait (back pressure)
 };
 
 // A handle to a queued request row, used to complete it later.
@@ -50,16 +66,31 @@ class Writer {
   Writer(const Writer&) = delete;
   Writer& operator=(const Writer&) = delete;
 
-  // Queue a row. Returns kNoRow if the queue is full or the store is unhealthy.
+  // Queue a row (agent-chosen text capped, see stored_text.hpp). Returns kNoRow when the
+  // store is failing and already holds held_while_failing rows, or past the overflow.
   RowHandle insert(AuditRecord record);
   // Queue a row that is final as it stands (a refusal answered at once): no handle, nothing
-  // to complete later. Refused like insert() (false) when the queue is full or the store unhealthy.
+  // to complete later. May be folded into a counted row (WriterOptions::fold_refusals).
+  // Refused like insert() (false).
   bool insert_complete(AuditRecord record);
-  // Complete a row inserted earlier, once. Returns false if the queue is full.
+  // Complete a row inserted earlier, once. Never refused: there is one per accepted row.
   bool complete(RowHandle row, Completion completion);
-  bool event(Event event);
-  bool agent_started(AgentRecord agent);
-  bool agent_exited(AgentExit exit);
+  bool event(Event event);  // refused only past the overflow
+  bool agent_started(AgentRecord agent);  // never refused
+  bool agent_exited(AgentExit exit);      // never refused
+
+  // False while the queue holds queue_capacity rows or more and the store is writing:
+  // a caller about to produce rows should wait (when_room) before it reads more input.
+  // True while the store fails, so callers go on and insert() refuses them at the bound.
+  bool has_room() const;
+  // Calls `fn` once has_room() is true: at once on this thread if it is already, else
+  // later on the writer thread. `fn` must only post back to an io_context (cheap, no
+  // blocking, no calls into the writer).
+  void when_room(std::function<void()> fn);
+  // Drops the callbacks still waiting for room, without calling them; later when_room()
+  // calls drop theirs too. For shutdown, once no io thread runs any more: returns after
+  // any callback in progress on the writer thread has finished.
+  void cancel_room_waiters();
 
   // Blocks until everything queued before the call is committed (or failed).
   // For shutdown, tests and --audit-sync; never call on an io thread.

@@ -21,7 +21,7 @@ struct LaunchOptions {
   std::string name;                                   // empty: command basename + short id
   std::string profile;                                // the policy's agents.PROFILE entry; empty: see docs
   std::optional<std::filesystem::path> proxy_control; // unset: embedded proxy
-  std::filesystem::path audit_db = "netbox-audit.db";
+  std::filesystem::path audit_db;                     // empty: audit::default_db_path(), made 0700
   std::string subnet = "10.213.0.0/16";
   std::string user = "nobody";
   std::vector<std::string> env;                       // KEY=VALUE

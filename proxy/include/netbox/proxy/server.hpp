@@ -35,6 +35,14 @@ struct ProxyOptions {
   // committed with PRAGMA synchronous=FULL, so a crash never loses the row of a forwarded
   // request. Costs one group commit of latency per new exchange.
   bool audit_sync = false;
+  // Audit writer bounds (audit::WriterOptions): rows queued before sessions stop reading
+  // their clients until the writer catches up (back pressure, never a dropped row); rows
+  // held while the store cannot write before new requests get 503; and how long shutdown
+  // waits for a failing store to take them.
+  std::size_t audit_queue = 65536;
+  std::size_t audit_hold = 16384;
+  std::chrono::milliseconds audit_shutdown_wait{10000};
+  bool audit_fold_refusals = true;  // repeated refusals of one agent into counted rows
   // The launcher's subnet pools (`netbox launch --subnet`): the host side of every
   // launch's veth lives there, with its embedded proxy and whatever host service listens
   // on 0.0.0.0. No request through the proxy may reach an address in them (rule `netbox`).
