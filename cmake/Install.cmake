@@ -33,7 +33,8 @@ install(CODE "
 
 install(FILES ${PROJECT_SOURCE_DIR}/policy/schema/netbox-policy.schema.json DESTINATION ${CMAKE_INSTALL_DATADIR}/netbox)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/examples/ DESTINATION ${CMAKE_INSTALL_DATADIR}/netbox/examples)
-install(FILES ${PROJECT_SOURCE_DIR}/dashboards/grafana/netbox.json DESTINATION ${CMAKE_INSTALL_DATADIR}/netbox/grafana)
+install(FILES ${PROJECT_SOURCE_DIR}/dashboards/grafana/netbox.json ${PROJECT_SOURCE_DIR}/dashboards/grafana/provisioning.yaml
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/netbox/grafana)
 install(FILES ${PROJECT_SOURCE_DIR}/README.md ${PROJECT_SOURCE_DIR}/SECURITY.md ${PROJECT_SOURCE_DIR}/CHANGELOG.md
         DESTINATION ${CMAKE_INSTALL_DOCDIR})
 install(FILES ${PROJECT_SOURCE_DIR}/LICENSE DESTINATION ${CMAKE_INSTALL_DOCDIR} RENAME copyright)

@@ -1,5 +1,7 @@
 #include "netbox/dashboards/exposition.hpp"
 
+#include <charconv>
+
 #include <cmath>
 #include <cstdio>
 
@@ -38,9 +40,11 @@ std::string format_sample_value(double v) {
     std::snprintf(buf, sizeof buf, "%.0f", v);
     return buf;
   }
+  // The shortest text that reads back as the same double: exact for timestamps with
+  // fractions (%.9g would round them to 10 s) and short for 0.0075.
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%.9g", v);
-  return buf;
+  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  return ec == std::errc() ? std::string(buf, end) : std::string("NaN");
 }
 
 void Exposition::header(std::string_view name, std::string_view help, std::string_view type) {

@@ -1,6 +1,7 @@
 #include "netbox/dashboards/proxy_metrics.hpp"
 
 #include "netbox/dashboards/exposition.hpp"
+#include "process_metrics.hpp"
 
 namespace netbox::dashboards {
 namespace {
@@ -62,6 +63,13 @@ std::string render_metrics(const proxy::CountersSnapshot& c, const audit::Writer
             {}, static_cast<double>(a.rejected));
   e.gauge("netbox_audit_healthy", "1 while the audit store can write; 0 while new connections are refused.", {},
           a.healthy ? 1 : 0);
+  e.gauge("netbox_build_info", "Always 1; the labels say which netbox this is.",
+          {{"version", NETBOX_VERSION}, {"commit", NETBOX_COMMIT}}, 1);
+  e.gauge("netbox_policy_info", "Always 1; the digest label is the SHA-256 of the policy in force.",
+          {{"digest", c.policy_digest}}, 1);
+  e.gauge("netbox_policy_loaded_timestamp_seconds", "When the policy in force was loaded (start or last good reload).",
+          {}, c.policy_loaded_at);
+  add_process_metrics(e);
   return e.text();
 }
 

@@ -39,6 +39,7 @@ struct ProxyArgs {
   unsigned threads = 0;
   std::string control;
   std::string log_format = "text";
+  std::string metrics_agent_label = "profile";
   std::string admin;             // ADDR:PORT of the admin endpoint; empty: off
   std::string admin_token_file;
   bool audit_sync = false;
@@ -151,6 +152,9 @@ int run_proxy(const ProxyArgs& a) {
     o.max_client_connections = a.max_client_connections;
     o.max_client_connections_per_agent = a.max_client_connections_per_agent;
     o.log_format = a.log_format == "json" ? proxy::LogFormat::json : proxy::LogFormat::text;
+    o.metrics_agent_label = a.metrics_agent_label == "none"   ? proxy::MetricsAgentLabel::none
+                            : a.metrics_agent_label == "name" ? proxy::MetricsAgentLabel::name
+                                                              : proxy::MetricsAgentLabel::profile;
   } catch (const std::exception& e) {
     std::cerr << "netbox proxy: " << e.what() << "\n";
     return 2;
@@ -248,6 +252,10 @@ void add_proxy_command(CLI::App& app, int& rc) {
                   "Agent connections open at once, in total (default: from the descriptor limit)");
   sub->add_option("--max-client-connections-per-agent", args->max_client_connections_per_agent,
                   "Agent connections open at once from one client address (default 512, or a quarter of the total)");
+  sub->add_option("--metrics-agent-label", args->metrics_agent_label,
+                  "What the agent label of netbox_requests_total says: profile (default; bounded by the policy), "
+                  "name (one series per launch), or none")
+      ->check(CLI::IsMember({"none", "profile", "name"}));
   sub->add_option("--log-format", args->log_format, "Log format on stderr: text or json")
       ->check(CLI::IsMember({"text", "json"}));
   sub->add_option("--admin", args->admin,

@@ -24,8 +24,16 @@ HistogramSnapshot LatencyHistogram::snapshot() const {
 void Counters::count_request(const std::string& agent, const std::string& kind, const std::string& decision) {
   const std::tuple<std::string_view, std::string_view, std::string_view> key{agent, kind, decision};
   std::lock_guard lock(mu_);
-  if (auto it = requests_.find(key); it != requests_.end()) ++it->second;
-  else requests_.emplace(std::tuple<std::string, std::string, std::string>{agent, kind, decision}, 1);
+  if (auto it = requests_.find(key); it != requests_.end()) {
+    ++it->second;
+    return;
+  }
+  std::string label = agent;
+  if (!agent_labels_.contains(agent)) {
+    if (agent_labels_.size() >= kMaxAgentLabels) label = "other";
+    else agent_labels_.insert(agent);
+  }
+  ++requests_[std::tuple<std::string, std::string, std::string>{label, kind, decision}];
 }
 
 CountersSnapshot Counters::snapshot() const {

@@ -8,6 +8,7 @@
 #include <functional>
 #include <chrono>
 #include <map>
+#include <set>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -29,6 +30,8 @@ class LatencyHistogram {
 
 class Counters {
  public:
+  // `agent` is the metric label (see MetricsAgentLabel), not necessarily the name; past
+  // kMaxAgentLabels distinct values it is counted as "other".
   void count_request(const std::string& agent, const std::string& kind, const std::string& decision);
 
   std::atomic<std::uint64_t> active_connections{0};
@@ -54,6 +57,7 @@ class Counters {
   // Transparent comparison: a request is counted by looking up views of its strings; the
   // key is only copied the first time an (agent, kind, decision) appears.
   std::map<std::tuple<std::string, std::string, std::string>, std::uint64_t, std::less<>> requests_;
+  std::set<std::string, std::less<>> agent_labels_;
 };
 
 }  // namespace netbox::proxy

@@ -41,8 +41,11 @@ void log_request(Server::Impl& impl, const audit::AuditRecord& r) {
 
 }  // namespace
 
-Exchange::Exchange(Server::Impl& impl, audit::AuditRecord record)
-    : impl_(impl), record_(std::move(record)), started_(std::chrono::steady_clock::now()) {}
+Exchange::Exchange(Server::Impl& impl, audit::AuditRecord record, std::string metric_label)
+    : impl_(impl),
+      record_(std::move(record)),
+      metric_label_(std::move(metric_label)),
+      started_(std::chrono::steady_clock::now()) {}
 
 Exchange::~Exchange() {
   if (open_ && !finished_)
@@ -56,7 +59,7 @@ bool Exchange::open() {
   if (row_ == audit::kNoRow) return false;
   open_ = true;
   impl_.counters.active_exchanges.fetch_add(1);
-  impl_.counters.count_request(record_.agent, record_.kind, record_.decision);
+  impl_.counters.count_request(metric_label_, record_.kind, record_.decision);
   return true;
 }
 
@@ -87,10 +90,10 @@ void Exchange::finish(std::optional<int> status, std::string error) {
   log_request(impl_, record_);
 }
 
-void record_refusal(Server::Impl& impl, audit::AuditRecord record) {
+void record_refusal(Server::Impl& impl, audit::AuditRecord record, const std::string& metric_label) {
   record.ts = audit::Clock::now();
   if (!record.duration_ms) record.duration_ms = 0;
-  impl.counters.count_request(record.agent, record.kind, record.decision);
+  impl.counters.count_request(metric_label, record.kind, record.decision);
   if (!impl.writer->insert_complete(record)) {
     record.error += record.error.empty() ? "audit store refused the row" : "; audit store refused the row";
   }

@@ -20,7 +20,8 @@ namespace netbox::proxy {
 
 class Exchange {
  public:
-  Exchange(Server::Impl& impl, audit::AuditRecord record);
+  // `metric_label`: the agent label its count carries (Server::Impl::metric_label).
+  Exchange(Server::Impl& impl, audit::AuditRecord record, std::string metric_label);
   ~Exchange();
   Exchange(const Exchange&) = delete;
   Exchange& operator=(const Exchange&) = delete;
@@ -41,6 +42,7 @@ class Exchange {
  private:
   Server::Impl& impl_;
   audit::AuditRecord record_;
+  std::string metric_label_;
   audit::RowHandle row_ = audit::kNoRow;
   std::chrono::steady_clock::time_point started_;
   bool open_ = false;
@@ -49,6 +51,6 @@ class Exchange {
 
 // For answers given without forwarding anything (denials, caps, malformed requests):
 // one complete row, the log line and the counters, in one go.
-void record_refusal(Server::Impl& impl, audit::AuditRecord record);
+void record_refusal(Server::Impl& impl, audit::AuditRecord record, const std::string& metric_label);
 
 }  // namespace netbox::proxy

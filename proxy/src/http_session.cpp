@@ -335,7 +335,7 @@ void ClientSession::admit(std::vector<asio::ip::address> allowed, policy::Decisi
   }
   // From here on the exchange holds the row (refusals complete it through exchange_), so
   // the session's record is handed over, not copied; on_request starts the next one.
-  exchange_ = std::make_unique<Exchange>(impl_, std::move(record_));
+  exchange_ = std::make_unique<Exchange>(impl_, std::move(record_), impl_.metric_label(who_));
   exchange_->cap = std::move(cap.token);
   exchange_->bytes_up = 0;  // counted as body pieces reach the upstream
   if (!exchange_->open()) return refuse_unaudited("the audit store did not accept the record of this request");
@@ -753,7 +753,7 @@ void ClientSession::refuse(Refusal r, std::string decision_text, bool close, std
     if (rec.reason.empty()) rec.reason = r.reason;
     rec.status = static_cast<int>(r.status);
     rec.error = std::move(error);
-    record_refusal(impl_, std::move(rec));
+    record_refusal(impl_, std::move(rec), impl_.metric_label(who_));
   }
   refusal_ = res;
   stream_.expires_after(std::chrono::seconds(30));

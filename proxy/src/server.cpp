@@ -92,6 +92,7 @@ Server::Impl::Impl(ProxyOptions opts)
       client_slots(client_slots_for(options, fd_limit)) {
   own.set_networks(options.launch_subnets);
   policy.store(initial_policy(options));
+  note_policy_loaded();
   audit::WriterOptions wo;
   wo.db_path = options.audit_db;
   wo.synchronous_full = options.audit_sync;
@@ -233,6 +234,22 @@ void Server::Impl::accept_loop(Worker& w, std::shared_ptr<tcp::acceptor> acc) {
   });
 }
 
+std::string Server::Impl::metric_label(const AgentIdentity& who) const {
+  switch (options.metrics_agent_label) {
+    case MetricsAgentLabel::none: return "all";
+    case MetricsAgentLabel::name: return who.agent;
+    case MetricsAgentLabel::profile: break;
+  }
+  // Unregistered clients stay "anonymous"; a registered agent without a profile of its
+  // own is decided by the top level, "default".
+  if (who.agent == "anonymous") return who.agent;
+  return who.profile.empty() ? "default" : who.profile;
+}
+
+void Server::Impl::note_policy_loaded() {
+  policy_loaded_at = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
 bool Server::Impl::reload_policy() {
   std::lock_guard lock(reload_mu);
   if (options.policy_file.empty()) {
@@ -250,6 +267,7 @@ bool Server::Impl::reload_policy() {
     const auto source = next->source.empty() ? options.policy_file.string() : next->source;
     const auto digest = next->digest;
     policy.store(std::move(next));
+    note_policy_loaded();
     counters.policy_reloads_ok.fetch_add(1);
     event("policy_load", "reloaded policy " + source, digest_detail(digest));
     log.write("policy_load", {{"file", source}, {"digest", digest}});
@@ -351,6 +369,8 @@ CountersSnapshot Server::counters() const {
   auto s = impl_->counters.snapshot();
   s.audit_queue_depth = impl_->writer->stats().queue_depth;
   s.audit_healthy = impl_->writer->healthy();
+  s.policy_digest = impl_->current_policy()->digest;
+  s.policy_loaded_at = impl_->policy_loaded_at.load();
   return s;
 }
 

@@ -80,6 +80,12 @@ struct Server::Impl {
   void event(std::string kind, std::string message, std::string detail = {});
 
   PolicyPtr current_policy() const { return policy.load(); }
+  // When the policy in force was loaded (start or the last good reload), seconds since the
+  // Unix epoch, for the netbox_policy_loaded_timestamp_seconds metric.
+  std::atomic<double> policy_loaded_at{0};
+  void note_policy_loaded();
+  // The `agent` label of this identity's requests in the metrics (options.metrics_agent_label).
+  std::string metric_label(const AgentIdentity& who) const;
   bool is_stopping() const { return stopping.load(); }
 
   // Declared in this order so everything a session touches outlives the workers whose

@@ -12,6 +12,7 @@
 #include <sqlite3.h>
 #include <sys/stat.h>
 
+#include <map>
 #include <thread>
 
 namespace netbox::test {
@@ -178,6 +179,51 @@ TEST_F(ControlTest, ReservedEmptyAndControlCharacterAgentNamesAreRefused) {
   EXPECT_EQ(c.call({{"op", "register"}, {"addr", "127.0.0.1"}, {"agent", "builder-2"}, {"profile", "builder"}})["ok"],
             true);
   EXPECT_EQ(proxy_get(port, other_url()).status, 200);
+}
+
+// The count of an agent's requests in the metrics: by profile unless asked otherwise, so a
+// long-running proxy that sees a new agent name with every launch keeps few series.
+std::map<std::string, std::uint64_t> requests_by_label(const proxy::CountersSnapshot& c) {
+  std::map<std::string, std::uint64_t> out;
+  for (const auto& r : c.requests) out[r.agent] += r.count;
+  return out;
+}
+
+TEST_F(ControlTest, MetricsLabelRequestsByProfileNotByTheNewNameOfEveryLaunch) {
+  ControlClient c(control);
+  for (const char* name : {"builder-1", "builder-2"}) {
+    ASSERT_EQ(c.call({{"op", "register"}, {"addr", "127.0.0.1"}, {"agent", name}, {"profile", "builder"}})["ok"], true);
+    EXPECT_EQ(proxy_get(port, other_url()).status, 200);
+    ASSERT_EQ(c.call({{"op", "unregister"}, {"addr", "127.0.0.1"}})["ok"], true);
+  }
+  ASSERT_EQ(c.call({{"op", "register"}, {"addr", "127.0.0.1"}, {"agent", "plain-1"}})["ok"], true);
+  EXPECT_EQ(proxy_get(port, other_url()).status, 403);
+  ASSERT_EQ(c.call({{"op", "unregister"}, {"addr", "127.0.0.1"}})["ok"], true);
+  EXPECT_EQ(proxy_get(port, other_url()).status, 403);
+  EXPECT_EQ(requests_by_label(server->counters()),
+            (std::map<std::string, std::uint64_t>{{"builder", 2}, {"default", 1}, {"anonymous", 1}}));
+}
+
+class ControlNameLabelTest : public ControlTest {
+ protected:
+  void SetUp() override {
+    configure = [](proxy::ProxyOptions& o) { o.metrics_agent_label = proxy::MetricsAgentLabel::name; };
+    ControlTest::SetUp();
+  }
+};
+
+TEST_F(ControlNameLabelTest, NameLabelsAreBoundedAndTheRestCountAsOther) {
+  ControlClient c(control);
+  const int agents = static_cast<int>(proxy::kMaxAgentLabels) + 5;
+  for (int i = 0; i < agents; ++i) {
+    ASSERT_EQ(c.call({{"op", "register"}, {"addr", "127.0.0.1"}, {"agent", "a-" + std::to_string(i)}})["ok"], true);
+    EXPECT_EQ(proxy_get(port, upstream_url("/")).status, 200);
+    ASSERT_EQ(c.call({{"op", "unregister"}, {"addr", "127.0.0.1"}})["ok"], true);
+  }
+  const auto labels = requests_by_label(server->counters());
+  EXPECT_EQ(labels.size(), proxy::kMaxAgentLabels + 1) << "one series per name up to the bound, then other";
+  EXPECT_EQ(labels.at("a-0"), 1U);
+  EXPECT_EQ(labels.at("other"), 5U);
 }
 
 }  // namespace

@@ -5,7 +5,11 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <chrono>
+#include <cmath>
 #include <fstream>
+#include <iterator>
+#include <map>
 #include <regex>
 #include <set>
 
@@ -69,7 +73,35 @@ TEST(ProxyMetrics, EveryLineIsValidExpositionSyntax) {
   std::string line;
   while (std::getline(in, line)) EXPECT_TRUE(std::regex_match(line, sample) || std::regex_match(line, meta)) << line;
   // Counters end in _total, durations are in seconds, bytes in bytes.
-  for (const auto& f : families(text)) EXPECT_EQ(f.rfind("netbox_", 0), 0u) << f;
+  for (const auto& f : families(text)) EXPECT_TRUE(f.rfind("netbox_", 0) == 0 || f.rfind("process_", 0) == 0) << f;
+}
+
+// One sample's value, by its full name with labels as written; NaN when absent.
+double sample_value(const std::string& text, const std::string& name) {
+  const auto at = text.find("\n" + name + " ");
+  if (at == std::string::npos) return std::nan("");
+  return std::stod(text.substr(at + name.size() + 2));
+}
+
+TEST(ProxyMetrics, BuildPolicyAndProcessFamiliesDescribeTheRunningProxy) {
+  proxy::CountersSnapshot c = busy();
+  c.policy_digest = std::string(64, 'a');
+  c.policy_loaded_at = 1795000000.5;
+  const auto text = dashboards::render_metrics(c, {});
+  EXPECT_NE(text.find("netbox_build_info{version=\"0."), std::string::npos) << text;
+  EXPECT_NE(text.find(",commit=\""), std::string::npos) << text;
+  EXPECT_NE(text.find("netbox_policy_info{digest=\"" + std::string(64, 'a') + "\"} 1\n"), std::string::npos) << text;
+  EXPECT_EQ(sample_value(text, "netbox_policy_loaded_timestamp_seconds"), 1795000000.5) << text;
+  // The process_* values are this test process's own, read from /proc.
+  EXPECT_GT(sample_value(text, "process_resident_memory_bytes"), 1e5) << text;
+  EXPECT_GT(sample_value(text, "process_virtual_memory_bytes"), sample_value(text, "process_resident_memory_bytes"));
+  EXPECT_GE(sample_value(text, "process_open_fds"), 3) << text;  // stdin, stdout, stderr at least
+  EXPECT_GE(sample_value(text, "process_max_fds"), sample_value(text, "process_open_fds"));
+  EXPECT_GE(sample_value(text, "process_cpu_seconds_total"), 0) << text;
+  const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  const double started = sample_value(text, "process_start_time_seconds");
+  EXPECT_LE(started, now + 2) << text;
+  EXPECT_GT(started, now - 3600) << "this test process did not start in the last hour? " << text;
 }
 
 TEST(ProxyMetrics, LiveStatsSumDecisionsAcrossAgentsAndKinds) {
@@ -102,6 +134,40 @@ TEST(GrafanaDashboard, ParsesAndEveryQueryNamesAnExportedMetric) {
     }
   }
   EXPECT_GE(queries, 8);
-  const std::string var_query = dash["templating"]["list"][0]["query"];
-  EXPECT_NE(var_query.find("netbox_requests_total"), std::string::npos);
+}
+
+// Grafana's file provisioning does not fill in an import's __inputs: the data source must be
+// a template variable, and every query must follow the job and instance chosen, so one
+// Grafana can watch several proxies.
+TEST(GrafanaDashboard, ProvisionsFromAFileWithDataSourceJobAndInstanceVariables) {
+  std::ifstream f(test::source_dir() / "dashboards/grafana/netbox.json");
+  auto dash = nlohmann::json::parse(f);
+  EXPECT_FALSE(dash.contains("__inputs")) << "provisioning leaves ${DS_...} of __inputs unresolved";
+  EXPECT_FALSE(dash.at("uid").get<std::string>().empty());
+  std::map<std::string, nlohmann::json> vars;
+  for (const auto& v : dash.at("templating").at("list")) vars[v.at("name")] = v;
+  ASSERT_TRUE(vars.count("DS_PROMETHEUS"));
+  EXPECT_EQ(vars["DS_PROMETHEUS"]["type"], "datasource");
+  EXPECT_EQ(vars["DS_PROMETHEUS"]["query"], "prometheus");
+  for (const char* name : {"job", "instance", "agent"}) {
+    ASSERT_TRUE(vars.count(name)) << name;
+    EXPECT_EQ(vars[name]["type"], "query") << name;
+    EXPECT_EQ(vars[name]["datasource"]["uid"], "${DS_PROMETHEUS}") << name;
+  }
+  EXPECT_NE(vars["job"]["query"].get<std::string>().find("netbox_build_info"), std::string::npos);
+  EXPECT_NE(vars["agent"]["query"].get<std::string>().find("netbox_requests_total"), std::string::npos);
+  const std::regex metric(R"(netbox_[a-z_]+(\{[^}]*\})?)");
+  for (const auto& panel : dash.at("panels")) {
+    EXPECT_EQ(panel.at("datasource").at("uid"), "${DS_PROMETHEUS}") << panel.at("title");
+    for (const auto& target : panel.at("targets")) {
+      const std::string expr = target.at("expr");
+      for (auto it = std::sregex_iterator(expr.begin(), expr.end(), metric); it != std::sregex_iterator(); ++it)
+        EXPECT_NE(it->str().find("job=~\"$job\",instance=~\"$instance\""), std::string::npos)
+            << panel.at("title") << ": " << it->str();
+    }
+  }
+  std::ifstream provisioning(test::source_dir() / "dashboards/grafana/provisioning.yaml");
+  std::string text((std::istreambuf_iterator<char>(provisioning)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("type: file"), std::string::npos);
+  EXPECT_NE(text.find("path: /usr/share/netbox/grafana"), std::string::npos);
 }

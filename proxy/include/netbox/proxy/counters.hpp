@@ -14,6 +14,10 @@ struct HistogramSnapshot {
   std::uint64_t count = 0;
 };
 
+// The most distinct `agent` label values netbox_requests_total gets; requests of further
+// ones are counted as "other", so the series stay bounded whatever registers.
+inline constexpr std::size_t kMaxAgentLabels = 256;
+
 struct RequestCount {
   std::string agent;
   std::string kind;      // "http" or "connect"
@@ -39,6 +43,8 @@ struct CountersSnapshot {
   std::uint64_t accept_errors = 0;       // accept failed (out of descriptors): accepting paused
   std::size_t audit_queue_depth = 0;     // from the audit writer
   bool audit_healthy = true;
+  std::string policy_digest;      // SHA-256 of the policy in force
+  double policy_loaded_at = 0;    // when it was loaded, seconds since the Unix epoch
 };
 
 }  // namespace netbox::proxy

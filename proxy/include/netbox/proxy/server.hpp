@@ -20,6 +20,10 @@ namespace netbox::audit { class Writer; }
 namespace netbox::proxy {
 
 enum class LogFormat { text, json };
+// What the `agent` label of netbox_requests_total says. Agent names are new with every
+// launch, so labelling by name grows Prometheus's series without end on a long-running
+// proxy: the profile (a handful per policy) is the default.
+enum class MetricsAgentLabel { none, profile, name };
 
 struct ProxyOptions {
   std::vector<boost::asio::ip::tcp::endpoint> listen;   // port 0 picks a free port
@@ -31,6 +35,7 @@ struct ProxyOptions {
   std::optional<std::filesystem::path> control_socket;  // Unix socket, JSON lines (see control.hpp)
   std::chrono::milliseconds shutdown_grace{5000};
   LogFormat log_format = LogFormat::text;
+  MetricsAgentLabel metrics_agent_label = MetricsAgentLabel::profile;
   // Strict audit: a request is forwarded (or a tunnel opened) only once its decision row is
   // committed with PRAGMA synchronous=FULL, so a crash never loses the row of a forwarded
   // request. Costs one group commit of latency per new exchange.
