@@ -6,6 +6,8 @@
 #include "sqlite.hpp"
 #include "writer_statements.hpp"
 
+#include "netbox/audit/prune.hpp"
+
 #include <nlohmann/json.hpp>
 #include <pthread.h>
 
@@ -279,12 +281,15 @@ struct Writer::Impl {
     for (;;) {
       bool ignored = false;
       take_folds(stopping, ignored);
+      if (batch.empty() && !stopping) prune_if_due(lk);
       if (batch.empty()) {
         if (queue.empty()) {
           if (stopping) return;  // nothing left
           // Counted rows are due a second after their first request: look again soon.
-          if (folder.empty()) work_cv.wait(lk, [&] { return stopping || !queue.empty(); });
-          else work_cv.wait_for(lk, kFoldSweep, [&] { return stopping || !queue.empty(); });
+          const auto wake = [&] { return stopping || !queue.empty(); };
+          if (!folder.empty()) work_cv.wait_for(lk, kFoldSweep, wake);
+          else if (options.retention.count() > 0) work_cv.wait_until(lk, next_prune, wake);
+          else work_cv.wait(lk, wake);
           continue;
         }
         // Let the batch fill: up to max_batch rows, the flush interval, a flush() or shutdown.
@@ -334,6 +339,41 @@ struct Writer::Impl {
       wake_room_waiters();
       lk.lock();
     }
+  }
+
+  // Caller holds `mu` (released meanwhile). Retention: when due, one batch of at most
+  // kPruneBatch rows; the loop writes queued rows before the next one, so a large prune
+  // never holds inserts up for more than a batch. The run's counts become an event.
+  void prune_if_due(std::unique_lock<std::mutex>& lk) {
+    if (options.retention.count() == 0 || SteadyClock::now() < next_prune) return;
+    constexpr std::uint64_t kPruneBatch = 2000;
+    lk.unlock();
+    bool done = true;
+    try {
+      const auto now = Clock::now();
+      const PruneCounts n = prune_batch(db.get(), now - options.retention, now, kPruneBatch);
+      pruning.requests += n.requests;
+      pruning.events += n.events;
+      pruning.agents += n.agents;
+      done = n.total() < kPruneBatch;
+      if (done && pruning.total() > 0)
+        statements.insert_event(Event{Clock::now(), "audit_prune",
+                                      "retention: pruned " + std::to_string(pruning.requests) + " requests, " +
+                                          std::to_string(pruning.events) + " events and " +
+                                          std::to_string(pruning.agents) + " agents older than " +
+                                          std::to_string(options.retention.count()) + " s",
+                                      "{\"requests\":" + std::to_string(pruning.requests) + ",\"events\":" +
+                                          std::to_string(pruning.events) + ",\"agents\":" +
+                                          std::to_string(pruning.agents) + "}"});
+    } catch (const std::exception&) {
+      // A store that cannot prune now (locked, full) is tried again next interval; the
+      // rows it keeps meanwhile are only older than asked, never lost.
+    }
+    lk.lock();
+    if (!done) return;
+    counters.pruned += pruning.total();
+    pruning = {};
+    next_prune = SteadyClock::now() + options.retention_interval;
   }
 
   // Caller holds `mu`. Moves queued items into the batch, at most max_batch rows in all.
@@ -584,6 +624,8 @@ struct Writer::Impl {
   // Writer thread only (read under `mu` where noted above).
   std::vector<Item> batch;
   SteadyClock::time_point retry_at{};
+  SteadyClock::time_point next_prune{};  // retention: due at once, then every retention_interval
+  PruneCounts pruning;                   // the current retention run, summed over its batches
   std::map<RowHandle, std::int64_t> rowids;  // committed, not yet completed; oldest first
   std::unordered_map<RowHandle, std::int64_t> tentative_rowids;  // inserted in the open transaction
   std::unordered_set<RowHandle> completed;                       // completed in the open transaction

@@ -21,6 +21,9 @@ struct Filter {
 // Parses "15m", "2h", "1d", "30s" (relative to now) or an ISO-8601 timestamp.
 // Throws std::invalid_argument with a message naming the value.
 Clock::time_point parse_since(std::string_view text, Clock::time_point now = Clock::now());
+// A length of time: a whole number and one unit, 30s, 15m, 2h, 1d or 1w (at most a
+// century). Throws std::invalid_argument saying what is wrong.
+std::chrono::seconds parse_duration(std::string_view text);
 
 std::vector<AuditRecord> query_requests(const std::filesystem::path& db, const Filter& filter);
 

@@ -37,6 +37,11 @@ struct WriterOptions {
   bool synchronous_full = false;                    // PRAGMA synchronous=FULL instead of NORMAL
   std::chrono::milliseconds busy_timeout{5000};     // a write waits this long for another process's lock
   std::chrono::milliseconds shutdown_grace{10000};  // how long the destructor retries a failing store
+  // Retention: rows older than this are pruned (audit/prune.hpp) by the writer thread at
+  // start and then every retention_interval, one small batch between its commits so
+  // inserts never wait long. 0: keep everything.
+  std::chrono::seconds retention{0};
+  std::chrono::milliseconds retention_interval{std::chrono::hours(1)};
 };
 
 struct WriterStats {
@@ -51,6 +56,7 @@ struct WriterStats {
   std::string last_error;              // the store's most recent write error, "" if none yet
   std::uint64_t folded = 0;            // refusals accounted for in counted rows instead of their own
   std::uint64_t room_waits = 0;        // when_room() calls that had to wait (back pressure)
+  std::uint64_t pruned = 0;            // rows removed by retention
 };
 
 // A handle to a queued request row, used to complete it later.

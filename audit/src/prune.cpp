@@ -1,0 +1,79 @@
+#include "netbox/audit/prune.hpp"
+
+#include "netbox/audit/query.hpp"
+#include "netbox/audit/schema.hpp"
+#include "sqlite.hpp"
+
+#include <string>
+
+namespace netbox::audit {
+namespace {
+
+// Runs one DELETE whose ?1 is the cutoff, ?2 the row limit and ?3 (when given) the time
+// before which a never-completed request counts as abandoned.
+std::uint64_t delete_some(sqlite3* db, const char* sql, const std::string& cutoff, std::uint64_t limit,
+                          const std::string* abandoned = nullptr) {
+  detail::Statement s(db, sql);
+  s.bind(1, cutoff);
+  s.bind(2, static_cast<std::int64_t>(limit));
+  if (abandoned) s.bind(3, *abandoned);
+  s.step();
+  return static_cast<std::uint64_t>(sqlite3_changes(db));
+}
+
+}  // namespace
+
+PruneCounts prune_batch(sqlite3* db, Clock::time_point cutoff, Clock::time_point now, std::uint64_t limit) {
+  // Timestamps are TEXT in one fixed format, so they compare as strings.
+  const std::string before = format_timestamp(cutoff);
+  const std::string abandoned = format_timestamp(cutoff - (now - cutoff));
+  PruneCounts n;
+  detail::exec(db, "BEGIN IMMEDIATE");
+  try {
+    n.requests = delete_some(db,
+                             "DELETE FROM requests WHERE id IN (SELECT id FROM requests WHERE ts < ?1 AND "
+                             "(duration_ms IS NOT NULL OR ts < ?3) ORDER BY ts LIMIT ?2)",
+                             before, limit, &abandoned);
+    if (n.requests < limit)
+      n.events = delete_some(db, "DELETE FROM events WHERE id IN (SELECT id FROM events WHERE ts < ?1 ORDER BY ts LIMIT ?2)",
+                             before, limit - n.requests);
+    if (n.total() < limit)
+      n.agents = delete_some(db, "DELETE FROM agents WHERE id IN (SELECT id FROM agents WHERE ended IS NOT NULL "
+                                 "AND ended < ?1 ORDER BY ended LIMIT ?2)",
+                             before, limit - n.total());
+    detail::exec(db, "COMMIT");
+  } catch (...) {
+    sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
+  }
+  return n;
+}
+
+PruneCounts prune(const std::filesystem::path& path, Clock::time_point cutoff, bool vacuum) {
+  detail::Db db(open_for_writing(path, false));
+  constexpr std::uint64_t kBatch = 2000;  // a few ms per transaction: a live writer hardly waits
+  const auto now = Clock::now();
+  PruneCounts total;
+  for (;;) {
+    const PruneCounts n = prune_batch(db.get(), cutoff, now, kBatch);
+    total.requests += n.requests;
+    total.events += n.events;
+    total.agents += n.agents;
+    if (n.total() < kBatch) break;
+  }
+  detail::Statement event(db.get(), "INSERT INTO events (ts, kind, message, detail) VALUES (?1, 'audit_prune', ?2, ?3)");
+  event.bind(1, format_timestamp(Clock::now()));
+  event.bind(2, "pruned " + std::to_string(total.requests) + " requests, " + std::to_string(total.events) +
+                    " events and " + std::to_string(total.agents) + " agents from before " + format_timestamp(cutoff));
+  event.bind(3, "{\"requests\":" + std::to_string(total.requests) + ",\"events\":" + std::to_string(total.events) +
+                    ",\"agents\":" + std::to_string(total.agents) + ",\"before\":\"" + format_timestamp(cutoff) +
+                    "\",\"vacuum\":" + (vacuum ? "true" : "false") + "}");
+  event.step();
+  if (vacuum) {
+    detail::exec(db.get(), "VACUUM");
+    detail::exec(db.get(), "PRAGMA wal_checkpoint(TRUNCATE)");
+  }
+  return total;
+}
+
+}  // namespace netbox::audit
