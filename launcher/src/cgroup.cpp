@@ -15,6 +15,7 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 #include <sstream>
 
 namespace netbox::launcher {
@@ -102,34 +103,38 @@ CgroupPlan plan_cgroup(const CgroupLimits& limits, bool allow_degraded, const st
   const auto entries = parse_proc_cgroup(proc_self_cgroup);
   const auto mounts = parse_cgroup_mounts(mountinfo);
 
-  // v2 wherever it offers every controller needed: in the launcher's own cgroup when
-  // that is delegated (or the root), else in netbox.slice at the top.
+  // v2 wherever it offers the controllers needed: in the launcher's own cgroup when
+  // that is delegated (or the root), else in netbox.slice at the top. v1 (one hierarchy
+  // per controller, cpu and cpuacct often together) where it offers more of them.
+  std::set<std::string> v2_has;
+  fs::path v2_parent;
   const auto mount = unified_mount(mounts);
   const auto own = own_cgroup_dir(entries, mounts, "");
   if (mount && own) {
-    const bool own_ready = covers(cgroup_v2::enabled(*own), required) || *own == *mount;
-    if ((own_ready && covers(cgroup_v2::controllers(*own), required)) ||
-        covers(cgroup_v2::controllers(*mount), required)) {
-      plan.version = CgroupVersion::v2;
-      plan.unified_mount = *mount;
-      plan.unified_own = *own;
-      const fs::path parent = own_ready ? *own : *mount / "netbox.slice";
-      for (const auto& c : required) plan.parents[c] = parent;
-      return plan;
-    }
+    const bool delegated = covers(cgroup_v2::enabled(*own), required);
+    v2_parent = delegated || *own == *mount ? *own : *mount / "netbox.slice";
+    const auto offered = delegated ? cgroup_v2::enabled(*own) : cgroup_v2::controllers(*mount);
+    std::set_intersection(required.begin(), required.end(), offered.begin(), offered.end(),
+                          std::inserter(v2_has, v2_has.end()));
   }
-
-  // v1: one hierarchy per controller, each mounted on its own (cpu and cpuacct often
-  // together), the agent's cgroup made under the launcher's own in each.
+  std::map<std::string, fs::path> v1_has;
   for (const auto& c : required) {
-    auto dir = own_cgroup_dir(entries, mounts, c);
     std::error_code ec;
-    if (dir && fs::is_directory(*dir, ec))
-      plan.parents[c] = *dir;
-    else
-      plan.missing.push_back(flag_for(c, limits) + ": this machine offers no " + c +
-                             " cgroup controller (neither cgroup v2 nor a v1 hierarchy)");
+    if (auto dir = own_cgroup_dir(entries, mounts, c); dir && fs::is_directory(*dir, ec)) v1_has[c] = *dir;
   }
+  const bool v2 = !v2_has.empty() && v2_has.size() >= v1_has.size();
+  for (const auto& c : required)
+    if (v2 ? !v2_has.contains(c) : !v1_has.contains(c))
+      plan.missing.push_back(flag_for(c, limits) + ": this machine offers no " + c +
+                             " cgroup controller (neither in cgroup v2 nor as a v1 hierarchy)");
+  if (v2) {
+    plan.version = CgroupVersion::v2;
+    plan.unified_mount = *mount;
+    plan.unified_own = *own;
+    for (const auto& c : v2_has) plan.parents[c] = v2_parent;
+    return plan;
+  }
+  plan.parents = v1_has;
   // CPU time is accounted by cpuacct, where mounted.
   if (auto dir = own_cgroup_dir(entries, mounts, "cpuacct")) plan.parents["cpuacct"] = *dir;
   if (!plan.parents.empty()) plan.version = CgroupVersion::v1;
@@ -165,9 +170,8 @@ std::string oom_report(const CgroupUsage& usage, const CgroupLimits& limits, int
 }
 
 AgentCgroup::AgentCgroup(const CgroupPlan& plan, const std::string& name, const fs::path& state_dir) {
-  const CgroupLimits& limits = plan.limits;
   // A limit that cannot be had stops the launch, unless the user accepted that.
-  auto fail = [&](const std::string& why) {
+  auto fail = [this, &plan](const std::string& why) {
     if (plan.allow_degraded) {
       std::cerr << "netbox launch: warning: " << why << "; running without it (--allow-degraded cgroup)\n";
       return;
@@ -179,7 +183,7 @@ AgentCgroup::AgentCgroup(const CgroupPlan& plan, const std::string& name, const 
     throw LaunchError(kExitLauncherFailure, text);
   };
   for (const auto& m : plan.missing) fail(m);
-  if (plan.version == CgroupVersion::none) return;
+  if (plan.version == CgroupVersion::none || plan.parents.empty()) return;
 
   // The record comes first, so a launcher killed at any point leaves nothing gc cannot find.
   std::error_code ec;
@@ -196,6 +200,11 @@ AgentCgroup::AgentCgroup(const CgroupPlan& plan, const std::string& name, const 
     std::ofstream(record_) << rec.dump() << "\n";
   }
   version_ = plan.version;
+  // Only what the plan has a controller for is written (the rest was accepted missing).
+  CgroupLimits limits = plan.limits;
+  if (!plan.parents.contains("memory")) limits.memory_bytes.reset();
+  if (!plan.parents.contains("cpu")) limits.cpus.reset();
+  if (!plan.parents.contains("pids")) limits.pids.reset();
   const auto required = required_controllers(limits);
 
   if (plan.version == CgroupVersion::v2) {

@@ -18,7 +18,7 @@ namespace netbox::launcher {
 void write_cgroup_file(const std::filesystem::path& file, const std::string& value) {
   // One write(2) per value: cgroup files take a whole value per write, and a short or
   // failed write is the kernel refusing it (EINVAL, EBUSY, ENOSPC...).
-  int fd = ::open(file.c_str(), O_WRONLY | O_CLOEXEC);
+  int fd = ::open(file.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
   if (fd < 0) throw std::runtime_error(file.string() + ": " + std::strerror(errno));
   ssize_t n = ::write(fd, value.data(), value.size());
   int err = errno;
