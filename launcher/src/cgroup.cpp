@@ -17,6 +17,8 @@
 #include <iostream>
 #include <iterator>
 #include <sstream>
+#include <system_error>
+#include <utility>
 
 namespace netbox::launcher {
 
@@ -260,6 +262,7 @@ AgentCgroup::AgentCgroup(const CgroupPlan& plan, const std::string& name, const 
 }
 
 AgentCgroup::~AgentCgroup() {
+  if (attaching_.joinable()) attaching_.join();
   bool all_gone = true;
   for (const auto& d : dirs_) {
     auto error = remove_cgroup(d, version_);
@@ -280,6 +283,26 @@ void AgentCgroup::attach(pid_t pid) {
       throw LaunchError(kExitLauncherFailure, std::string("cannot move the agent into its cgroup: ") + e.what());
     }
   }
+}
+
+void AgentCgroup::start_attach(pid_t pid) {
+  if (dirs_.empty()) return;
+  try {
+    attaching_ = std::thread([this, pid] {
+      try {
+        attach(pid);
+      } catch (...) {
+        attach_error_ = std::current_exception();
+      }
+    });
+  } catch (const std::system_error&) {
+    attach(pid);  // no thread to be had: here and now
+  }
+}
+
+void AgentCgroup::finish_attach() {
+  if (attaching_.joinable()) attaching_.join();
+  if (attach_error_) std::rethrow_exception(std::exchange(attach_error_, nullptr));
 }
 
 CgroupUsage AgentCgroup::usage() const {

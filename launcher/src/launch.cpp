@@ -181,7 +181,7 @@ int launch(const LaunchOptions& o) {
   // Cloned while the launcher is still single-threaded (see ConfinedChild::spawn).
   ConfinedChild child = ConfinedChild::spawn(spec);
   // Into the cgroup before it forks the agent (on release()): nothing escapes the limits.
-  cgroup.attach(child.pid());
+  cgroup.start_attach(child.pid());
   stdio.start();
 
   // The proxy prepares on its own thread while the veth is wired (threads are fine
@@ -213,6 +213,7 @@ int launch(const LaunchOptions& o) {
   } catch (const std::runtime_error& e) {
     throw LaunchError(kExitLauncherFailure, e.what());
   }
+  cgroup.finish_attach();
   child.release();
   try {
     child.wait_for_exec();

@@ -8,10 +8,12 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <exception>
 #include <filesystem>
 #include <map>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace netbox::launcher {
@@ -81,6 +83,11 @@ class AgentCgroup {
   AgentCgroup& operator=(const AgentCgroup&) = delete;
 
   void attach(pid_t pid);       // throws LaunchError 125
+  // The same on a thread: a write to cgroup.procs waits for an RCU grace period (about
+  // 10 ms on v1), which then overlaps the launcher's other work. finish_attach() joins
+  // it and throws what attach() would have.
+  void start_attach(pid_t pid);
+  void finish_attach();
   CgroupUsage usage() const;
   const std::vector<std::filesystem::path>& dirs() const { return dirs_; }
 
@@ -89,6 +96,8 @@ class AgentCgroup {
   std::map<std::string, std::filesystem::path> dir_for_;  // controller -> the agent's folder
   std::vector<std::filesystem::path> dirs_;               // each folder once
   std::filesystem::path record_;
+  std::thread attaching_;
+  std::exception_ptr attach_error_;
 };
 
 // For `netbox gc`: removes the cgroups of launchers that are gone (recorded in
