@@ -169,9 +169,19 @@ TEST(LaunchCgroup, TheDefaultsCapPidsAt1024AndMemoryAtHalfTheRam) {
   const auto subnet = test_subnet(63);
   test::TempDir dir;
   Background agent({test::netbox_binary().string(), "launch", "--subnet", subnet.cidr, "--audit-db", audit_flag(dir),
-                    "--", kSh, "-c", "echo ready; exec sleep 60"},
+                    "--", kSh, "-c", "cat /proc/self/cgroup; echo ready; exec sleep 60"},
                    dir.path(), "defaults");
   ASSERT_TRUE(eventually([&] { return agent.out().find("ready") != std::string::npos; })) << agent.err();
+  // The agent itself is in the cgroup (its init was moved in before forking it).
+  for (const char* controller : {"memory", "pids"}) {
+    std::istringstream lines(agent.out());
+    bool inside = false;
+    for (std::string line; std::getline(lines, line);)
+      if ((line.find(std::string(":") + controller + ":") != std::string::npos || line.starts_with("0::")) &&
+          line.find("/netbox-" + subnet.veth_prefix) != std::string::npos)
+        inside = true;
+    EXPECT_TRUE(inside) << controller << "\n" << agent.out();
+  }
   const auto dirs = agent_cgroups(subnet);
   const std::uint64_t half = static_cast<std::uint64_t>(sysconf(_SC_PHYS_PAGES)) *
                              static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE)) / 2 / (1 << 20) * (1 << 20);
