@@ -95,6 +95,22 @@ std::vector<std::string> CgroupPlan::describe() const {
   return out;
 }
 
+std::string CgroupPlan::json() const {
+  nlohmann::json j = {{"backend", backend()},
+                      {"memory_bytes", nullptr},
+                      {"cpus", nullptr},
+                      {"pids", nullptr},
+                      {"parents", nlohmann::json::object()},
+                      {"missing", missing},
+                      {"notes", notes},
+                      {"allow_degraded", allow_degraded}};
+  if (limits.memory_bytes) j["memory_bytes"] = *limits.memory_bytes;
+  if (limits.cpus) j["cpus"] = *limits.cpus;
+  if (limits.pids) j["pids"] = *limits.pids;
+  for (const auto& [controller, dir] : parents) j["parents"][controller] = dir.string();
+  return j.dump();
+}
+
 CgroupPlan plan_cgroup(const CgroupLimits& limits, bool allow_degraded, const std::string& proc_self_cgroup,
                        const std::string& mountinfo) {
   CgroupPlan plan;

@@ -68,6 +68,19 @@ TEST(CgroupV2Plan, ANonDelegatedOwnCgroupMeansNetboxSlice) {
   for (const auto& [controller, parent] : plan.parents) EXPECT_EQ(parent, t.mount / "netbox.slice") << controller;
 }
 
+TEST(CgroupV2Plan, DescribesItselfForAReport) {
+  V2Tree t;
+  auto plan = plan_cgroup(limits(128u << 20, std::nullopt, 64), false, V2Tree::proc_cgroup(), t.mountinfo());
+  const std::string slice = (t.mount / "netbox.slice").string();
+  EXPECT_EQ(plan.json(), R"({"allow_degraded":false,"backend":"v2","cpus":null,"memory_bytes":134217728,"missing":[],)"
+                         R"("notes":[],"parents":{"memory":")" + slice + R"(","pids":")" + slice + R"("},"pids":64})");
+  auto lines = plan.describe();
+  EXPECT_THAT(lines, ::testing::Contains("cgroup backend: v2"));
+  EXPECT_THAT(lines, ::testing::Contains("--pids 64"));
+  EXPECT_THAT(lines, ::testing::Contains("--cpus unlimited"));
+  EXPECT_THAT(lines, ::testing::Contains("memory cgroup under " + slice));
+}
+
 TEST(CgroupV2Plan, ADelegatedOwnCgroupIsUsed) {
   V2Tree t;
   put(t.own / "cgroup.controllers", "cpu memory pids\n");

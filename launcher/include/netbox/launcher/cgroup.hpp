@@ -49,6 +49,10 @@ struct CgroupPlan {
   std::string backend() const;        // "v2", "v1" or "none"
   // One line per fact, for a report: backend, each limit, folders, notes.
   std::vector<std::string> describe() const;
+  // The same as JSON, for a stored report: {"backend":"v1","memory_bytes":..,"cpus":..,
+  // "pids":..,"parents":{"memory":"/sys/..."},"missing":[..],"notes":[..]}; an unset
+  // limit is null.
+  std::string json() const;
 };
 
 // What `netbox launch` would do with these options on this machine.
