@@ -5,7 +5,9 @@
 #include "netbox/launcher/launch.hpp"
 #include "netbox/launcher/subnet_pool.hpp"
 
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
@@ -69,6 +71,14 @@ bool owner_alive(const nlohmann::json& record) {
 }
 
 bool is_agent_cgroup_name(const std::string& name) { return name.starts_with("netbox-nbx"); }
+
+// gc removes (and kills what is in) only folders of a cgroup file system, whatever a
+// record under /run/netbox says.
+bool on_cgroupfs(const fs::path& dir) {
+  struct statfs st {};
+  if (::statfs(dir.parent_path().c_str(), &st) != 0) return false;
+  return st.f_type == CGROUP_SUPER_MAGIC || st.f_type == CGROUP2_SUPER_MAGIC;
+}
 
 }  // namespace
 
@@ -330,7 +340,7 @@ CgroupUsage AgentCgroup::usage() const {
 void collect_cgroup_garbage(const fs::path& state_dir, std::vector<std::string>& removed) {
   auto remove_one = [&removed](const fs::path& dir, CgroupVersion version, const std::string& why) {
     std::error_code ec;
-    if (!is_agent_cgroup_name(dir.filename().string()) || !fs::exists(dir, ec)) return true;
+    if (!is_agent_cgroup_name(dir.filename().string()) || !fs::exists(dir, ec) || !on_cgroupfs(dir)) return true;
     if (!remove_cgroup(dir, version).empty()) return false;
     removed.push_back("cgroup " + dir.string() + why);
     return true;
