@@ -54,9 +54,12 @@ bool enable(const std::filesystem::path& dir, const std::set<std::string>& wante
 std::optional<std::filesystem::path> prepare_parent(const std::filesystem::path& mount,
                                                     const std::filesystem::path& own,
                                                     const std::set<std::string>& wanted) {
-  // Delegated to us already (or ours to delegate: the root, or a cgroup with no
-  // processes of its own).
-  if (covers(enabled(own), wanted) || enable(own, wanted)) return own;
+  // Delegated to us already, or the root (which may have processes and controllers
+  // for its children at once). A non-root cgroup with processes, as the launcher's is,
+  // cannot give its children domain controllers ("no internal processes"), and the
+  // launcher changes no other cgroup it is in: netbox.slice at the top instead.
+  if (covers(enabled(own), wanted)) return own;
+  if (own == mount) return enable(own, wanted) ? std::optional(own) : std::nullopt;
   const auto slice = mount / "netbox.slice";
   if (!enable(mount, wanted)) return std::nullopt;
   if (::mkdir(slice.c_str(), 0755) != 0 && errno != EEXIST) return std::nullopt;

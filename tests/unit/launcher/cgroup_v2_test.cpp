@@ -169,6 +169,24 @@ TEST(CgroupV2Backend, PrepareParentUsesADelegatedOwnCgroupAsIs) {
   EXPECT_FALSE(fs::exists(t.mount / "netbox.slice"));
 }
 
+TEST(CgroupV2Backend, PrepareParentNeverDelegatesFromTheLaunchersOwnNonRootCgroup) {
+  V2Tree t;
+  // Its parent offers the controllers, but the launcher's own cgroup has processes (the
+  // launcher): enabling them there is what the kernel refuses, and not netbox's to change.
+  put(t.own / "cgroup.controllers", "cpu memory pids\n");
+  put(t.mount / "netbox.slice" / "cgroup.controllers", "cpu memory pids\n");
+  put(t.mount / "netbox.slice" / "cgroup.subtree_control", "");
+  EXPECT_EQ(cgroup_v2::prepare_parent(t.mount, t.own, {"memory"}), t.mount / "netbox.slice");
+  EXPECT_EQ(contents(t.own / "cgroup.subtree_control"), "");
+}
+
+TEST(CgroupV2Backend, PrepareParentEnablesControllersAtTheRootForALauncherThere) {
+  V2Tree t;
+  EXPECT_EQ(cgroup_v2::prepare_parent(t.mount, t.mount, {"memory", "pids"}), t.mount);
+  EXPECT_EQ(contents(t.mount / "cgroup.subtree_control"), "+memory +pids");
+  EXPECT_FALSE(fs::exists(t.mount / "netbox.slice"));
+}
+
 TEST(CgroupV2Backend, PrepareParentRefusesWhatTheHierarchyDoesNotOffer) {
   V2Tree t;
   put(t.mount / "cgroup.controllers", "cpu memory\n");

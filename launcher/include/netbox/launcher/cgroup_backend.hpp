@@ -33,9 +33,9 @@ std::set<std::string> controllers(const std::filesystem::path& dir);
 std::set<std::string> enabled(const std::filesystem::path& dir);
 // Enables `wanted` for `dir`'s children; returns false when the kernel refuses.
 bool enable(const std::filesystem::path& dir, const std::set<std::string>& wanted);
-// Where the agent's cgroup goes: the launcher's own cgroup when its children can have
-// every wanted controller (or can be given them), else `mount`/netbox.slice, set up
-// for that. nullopt when neither can have them.
+// Where the agent's cgroup goes: the launcher's own cgroup when its children have every
+// wanted controller already (or it is the root), else `mount`/netbox.slice, set up for
+// that. nullopt when neither can have them.
 std::optional<std::filesystem::path> prepare_parent(const std::filesystem::path& mount,
                                                     const std::filesystem::path& own,
                                                     const std::set<std::string>& wanted);
