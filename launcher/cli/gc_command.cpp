@@ -9,7 +9,7 @@
 namespace netbox::cli {
 
 void add_gc_command(CLI::App& app, int& rc) {
-  auto* sub = app.add_subcommand("gc", "Remove veths, nftables tables and leases of launchers that are gone");
+  auto* sub = app.add_subcommand("gc", "Remove veths, nftables tables, cgroups and leases of launchers that are gone");
   auto quiet = std::make_shared<bool>(false);
   sub->add_flag("--quiet,-q", *quiet, "Print nothing when all is well");
   sub->callback([&rc, quiet] {

@@ -19,6 +19,7 @@ void add_launch_command(CLI::App& app, int& rc) {
   auto timeout = std::make_shared<double>(0);
   auto grace = std::make_shared<double>(5);
   auto rl = std::make_shared<std::array<std::string, 5>>();
+  auto cg = std::make_shared<std::array<std::string, 3>>();  // --memory --cpus --pids
 
   sub->add_option("--policy", *policy, "Policy file for the embedded proxy (default: allow nothing)");
   sub->add_option("--name", o->name, "Agent name in the audit log (default: the command's name and a short id)");
@@ -37,14 +38,19 @@ void add_launch_command(CLI::App& app, int& rc) {
   sub->add_option("--rlimit-as", (*rl)[0], "Address-space limit, SIZE such as 4G or 512M (default 16G)");
   sub->add_option("--rlimit-cpu", (*rl)[1], "CPU seconds (default unlimited)");
   sub->add_option("--rlimit-nofile", (*rl)[2], "Open files (default 4096)");
-  sub->add_option("--rlimit-nproc", (*rl)[3], "Processes of the agent's user (default 1024)");
+  sub->add_option("--rlimit-nproc", (*rl)[3], "Processes of the agent's user, counted across the whole machine (default 1024; --pids is the agent's own cap)");
   sub->add_option("--rlimit-fsize", (*rl)[4], "Largest file the agent may write, SIZE (default 16G)");
+  // cgroup limits (Docker's names), enforced on the agent's whole process tree.
+  sub->add_option("--memory", (*cg)[0], "Memory limit of the agent's cgroup, SIZE such as 512M or 4G, swap off (default: half the RAM)");
+  sub->add_option("--cpus", (*cg)[1], "CPUs the agent's cgroup may use, fractional, e.g. 0.5 (default: no limit)");
+  sub->add_option("--pids", (*cg)[2], "Processes and threads in the agent's cgroup (default 1024)");
+  sub->add_option("--allow-degraded", o->allow_degraded, "Run even if LAYER cannot be applied (repeatable; e.g. cgroup)");
   sub->add_option("--tmp-size", o->tmp_size, "SIZE of the memory behind the agent's /tmp, /var/tmp and /dev/shm together")->default_str("1G");
   sub->add_option("--seccomp", o->seccomp, "default, off, or a Docker/OCI seccomp profile FILE")->default_str("default");
   sub->add_option("command", o->command, "COMMAND [ARG...] (after --)")->required();
   sub->positionals_at_end();
 
-  sub->callback([&rc, sub, o, policy, control, timeout, timeout_opt, grace, rl] {
+  sub->callback([&rc, sub, o, policy, control, timeout, timeout_opt, grace, rl, cg] {
     if (!policy->empty()) o->policy_file = *policy;
     if (!control->empty()) o->proxy_control = *control;
     if (timeout_opt->count() > 0) o->timeout_seconds = *timeout;
@@ -62,6 +68,9 @@ void add_launch_command(CLI::App& app, int& rc) {
     set("--rlimit-nofile", o->rlimits.nofile, (*rl)[2]);
     set("--rlimit-nproc", o->rlimits.nproc, (*rl)[3]);
     set("--rlimit-fsize", o->rlimits.fsize, (*rl)[4]);
+    set("--memory", o->cgroup.memory, (*cg)[0]);
+    set("--cpus", o->cgroup.cpus, (*cg)[1]);
+    set("--pids", o->cgroup.pids, (*cg)[2]);
     // The launcher's working directory is the agent's: a database there is the agent's to
     // read and lock. The default location is made and checked by the embedded proxy.
     if (!o->audit_db.empty() && !o->proxy_control) {

@@ -1,5 +1,6 @@
 #include "netbox/launcher/gc.hpp"
 
+#include "netbox/launcher/cgroup.hpp"
 #include "netbox/launcher/nft_rules.hpp"
 #include "netbox/launcher/subnet_pool.hpp"
 #include "netbox/launcher/veth.hpp"
@@ -83,6 +84,7 @@ GcReport collect_garbage_locked(const fs::path& state_dir) {
     }
     if_freenameindex(links);
   }
+  collect_cgroup_garbage(state_dir, report.removed);
   return report;
 }
 

@@ -1,6 +1,7 @@
 #include "netbox/launcher/launch.hpp"
 
 #include "netbox/launcher/agent_stdio.hpp"
+#include "netbox/launcher/cgroup.hpp"
 #include "netbox/launcher/cleanup.hpp"
 #include "netbox/launcher/confined_child.hpp"
 #include "netbox/launcher/environment.hpp"
@@ -132,6 +133,7 @@ int launch(const LaunchOptions& o) {
   if (o.timeout_seconds && (!std::isfinite(*o.timeout_seconds) || *o.timeout_seconds <= 0))
     throw LaunchError(kExitUsage, "--timeout: expected a positive number of seconds");
   const auto rlimits = agent_rlimits(o.rlimits);
+  const CgroupPlan cgroup_plan = describe_cgroup_plan(o);
   AgentMounts mounts;
   mounts.tmp_bytes = tmp_bytes(o.tmp_size);
   const SeccompFilter seccomp = seccomp_filter_for(o.seccomp);
@@ -155,6 +157,9 @@ int launch(const LaunchOptions& o) {
   block_supervised_signals();
   LaunchNetwork network(allocate_lease(*pool, o.state_dir, getpid()));
   const Lease& lease = network.lease();
+  // Made and limited before the child exists: a limit that cannot be had stops here.
+  // Removed (whatever is left in it killed) on every path after the child is reaped.
+  AgentCgroup cgroup(cgroup_plan, "netbox-" + lease.veth + "-" + std::to_string(getpid()), o.state_dir);
 
   ChildSpec spec;
   spec.host_addr = lease.host_addr;
@@ -185,6 +190,8 @@ int launch(const LaunchOptions& o) {
   spec.controlling_terminal = stdio.controlling_terminal();
   // Cloned while the launcher is still single-threaded (see ConfinedChild::spawn).
   ConfinedChild child = ConfinedChild::spawn(spec);
+  // Into the cgroup before it forks the agent (on release()): nothing escapes the limits.
+  cgroup.start_attach(child.pid());
   stdio.start();
 
   // The proxy prepares on its own thread while the veth is wired (threads are fine
@@ -216,6 +223,7 @@ int launch(const LaunchOptions& o) {
   } catch (const std::runtime_error& e) {
     throw LaunchError(kExitLauncherFailure, e.what());
   }
+  cgroup.finish_attach();
   child.release();
   try {
     child.wait_for_exec();
@@ -230,7 +238,13 @@ int launch(const LaunchOptions& o) {
   if (o.timeout_seconds)
     supervise_options.timeout = std::chrono::milliseconds(static_cast<long long>(*o.timeout_seconds * 1000));
   supervise_options.kill_grace = o.kill_grace;
-  const AgentOutcome outcome = supervise(child.pid(), supervise_options);
+  AgentOutcome outcome = supervise(child.pid(), supervise_options);
+  if (!cgroup.dirs().empty()) {
+    const CgroupUsage usage = cgroup.usage();
+    outcome.cgroup_json = usage.json();
+    if (auto line = oom_report(usage, cgroup_plan.limits, outcome.exit_status); !line.empty())
+      std::fprintf(stderr, "%s\n", line.c_str());
+  }
   // The agent is gone: its network comes down while its last output is copied and the
   // proxy records the exit. The lease is released only after both (LaunchNetwork's
   // destructor), so a next launch never gets this /30 while a proxy may still listen

@@ -16,6 +16,14 @@ struct RlimitFlags {
   std::optional<std::string> fsize;   // SIZE
 };
 
+// cgroup limits, Docker's flag names; unset: the defaults (--memory half the RAM,
+// --pids 1024, --cpus none).
+struct CgroupFlags {
+  std::optional<std::string> memory;  // SIZE, or "unlimited"
+  std::optional<std::string> cpus;    // fractional CPUs, e.g. "0.5"
+  std::optional<std::string> pids;    // count, or "unlimited"
+};
+
 struct LaunchOptions {
   std::optional<std::filesystem::path> policy_file;
   std::string name;                                   // empty: command basename + short id
@@ -29,6 +37,8 @@ struct LaunchOptions {
   std::optional<double> timeout_seconds;
   std::chrono::milliseconds kill_grace{5000};         // SIGTERM -> SIGKILL after --timeout
   RlimitFlags rlimits;
+  CgroupFlags cgroup;
+  std::vector<std::string> allow_degraded;            // --allow-degraded LAYER: a layer that may be missing ("cgroup")
   std::string tmp_size = "1G";                        // SIZE of the tmpfs behind /tmp, /var/tmp, /dev/shm
   std::string seccomp = "default";                    // default | off | FILE
   std::filesystem::path state_dir = "/run/netbox";

@@ -20,6 +20,7 @@ struct AgentOutcome {
   long sys_ms = 0;
   long max_rss_kb = 0;
   bool timed_out = false;
+  std::string cgroup_json;         // what the agent's cgroup measured (CgroupUsage::json); empty: none
   std::string resource_usage_json() const;
 };
 
