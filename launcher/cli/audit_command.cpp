@@ -3,9 +3,11 @@
 #include "commands.hpp"
 
 #include "netbox/audit/location.hpp"
+#include "netbox/audit/prune.hpp"
 #include "netbox/audit/query.hpp"
 #include "netbox/audit/schema.hpp"
 
+#include <chrono>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -88,6 +90,38 @@ int run_audit(const AuditArgs& a, bool summary) {
   }
 }
 
+struct PruneArgs {
+  std::string db = audit::default_db_path().string();
+  std::string older_than;
+  bool vacuum = false;
+};
+
+int run_prune(const PruneArgs& a) {
+  try {
+    std::chrono::seconds age{};
+    try {
+      age = audit::parse_duration(a.older_than);
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(std::string("--older-than ") + e.what());
+    }
+    std::error_code ec;
+    if (!std::filesystem::exists(a.db, ec)) throw UsageError("no audit database at " + a.db + "; pass --db");
+    const auto n = audit::prune(a.db, audit::Clock::now() - age, a.vacuum);
+    std::cout << "pruned " << n.requests << " requests, " << n.events << " events and " << n.agents
+              << " agents older than " << a.older_than << (a.vacuum ? "; vacuumed" : "") << "\n";
+    return 0;
+  } catch (const UsageError& e) {
+    std::cerr << "netbox audit prune: " << e.what() << "\n";
+    return 2;
+  } catch (const audit::DatabaseRejected& e) {
+    std::cerr << "netbox audit prune: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "netbox audit prune: " << e.what() << "\n";
+    return 1;
+  }
+}
+
 }  // namespace
 
 void add_audit_command(CLI::App& app, int& rc) {
@@ -97,8 +131,17 @@ void add_audit_command(CLI::App& app, int& rc) {
   add_filters(*sub, *args);
   auto* summary = sub->add_subcommand("summary", "Allowed, denied, reported and bytes per agent and host");
   add_filters(*summary, *args);
+  auto prune_args = std::make_shared<PruneArgs>();
+  auto* prune = sub->add_subcommand("prune", "Remove requests, events and ended agents older than a duration "
+                                             "(recorded as an audit_prune event); safe beside a live proxy");
+  prune->add_option("--db", prune_args->db, "Audit database (default: the same as netbox audit's)");
+  prune->add_option("--older-than", prune_args->older_than, "Age of what goes: 30d, 12h, 2w ...")->required();
+  prune->add_flag("--vacuum", prune_args->vacuum, "Then VACUUM and truncate the WAL so the file shrinks");
+  prune->callback([&rc, prune_args] { rc = run_prune(*prune_args); });
   // The parent's callback runs after its subcommand was parsed, so one place decides.
-  sub->callback([&rc, args, summary] { rc = run_audit(*args, summary->parsed()); });
+  sub->callback([&rc, args, summary, prune] {
+    if (!prune->parsed()) rc = run_audit(*args, summary->parsed());
+  });
 }
 
 }  // namespace netbox::cli

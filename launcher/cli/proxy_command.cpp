@@ -4,6 +4,7 @@
 #include "service_notify.hpp"
 
 #include "netbox/audit/location.hpp"
+#include "netbox/audit/query.hpp"
 #include "netbox/dashboards/proxy_admin.hpp"
 #include "netbox/policy/load.hpp"
 #include "netbox/proxy/server.hpp"
@@ -35,6 +36,7 @@ struct ProxyArgs {
   std::size_t audit_queue = 65536;
   std::size_t audit_hold = 16384;
   double audit_shutdown_wait = 10;
+  std::string audit_retention;
   std::vector<std::string> dns;
   unsigned threads = 0;
   std::string control;
@@ -140,6 +142,13 @@ int run_proxy(const ProxyArgs& a) {
     o.audit_queue = a.audit_queue;
     o.audit_hold = a.audit_hold;
     o.audit_shutdown_wait = std::chrono::milliseconds(static_cast<long long>(a.audit_shutdown_wait * 1000));
+    if (!a.audit_retention.empty()) {
+      try {
+        o.audit_retention = audit::parse_duration(a.audit_retention);
+      } catch (const std::invalid_argument& e) {
+        throw std::invalid_argument(std::string("--audit-retention ") + e.what());
+      }
+    }
     o.threads = a.threads;
     o.audit_sync = a.audit_sync;
     if (!a.control.empty()) o.control_socket = a.control;
@@ -238,6 +247,9 @@ void add_proxy_command(CLI::App& app, int& rc) {
   sub->add_option("--audit-hold", args->audit_hold,
                   "Audit rows held in memory while the store cannot write; past them new requests get 503 "
                   "(default 16384)");
+  sub->add_option("--audit-retention", args->audit_retention,
+                  "Prune rows older than this (30d, 12h, ...) at start and hourly, in small batches beside the "
+                  "inserts; each run is an audit_prune event (default: keep everything)");
   sub->add_option("--audit-shutdown-wait", args->audit_shutdown_wait,
                   "Seconds shutdown waits for a failing audit store to take the rows it holds (default 10)");
   sub->add_flag("--audit-sync", args->audit_sync,

@@ -99,6 +99,7 @@ Server::Impl::Impl(ProxyOptions opts)
   wo.queue_capacity = options.audit_queue;
   wo.held_while_failing = options.audit_hold;
   wo.shutdown_grace = options.audit_shutdown_wait;
+  wo.retention = options.audit_retention;
   wo.fold_refusals = options.audit_fold_refusals;
   writer = std::make_unique<audit::Writer>(wo);
   const unsigned n = options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());

@@ -8,7 +8,7 @@ namespace {
 
 TEST(LaunchAgentName, ReservedEmptyOrControlCharacterNamesAreUsageErrors) {
   NETBOX_REQUIRE_ROOT();
-  const Subnet subnet = test_subnet(140);
+  const Subnet subnet = test_subnet(150);
   for (const std::string& bad : {std::string("anonymous"), std::string("evil\x1b[2Jname"), std::string("a\x9b" "b")}) {
     auto r = launch(subnet, {"--name", bad, "--", "/bin/true"});
     EXPECT_EQ(r.exit_code, 2) << r.err;
@@ -20,7 +20,7 @@ TEST(LaunchAgentName, ReservedEmptyOrControlCharacterNamesAreUsageErrors) {
 
 TEST(LaunchAgentName, ACommandWithAnOddFileNameGetsAUsableDefaultName) {
   NETBOX_REQUIRE_ROOT();
-  const Subnet subnet = test_subnet(141);
+  const Subnet subnet = test_subnet(151);
   HostDir dir;
   const auto odd = dir.path() / "run\x1bme now";
   std::filesystem::copy_file("/bin/true", odd);

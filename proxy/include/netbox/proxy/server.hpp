@@ -47,6 +47,8 @@ struct ProxyOptions {
   std::size_t audit_queue = 65536;
   std::size_t audit_hold = 16384;
   std::chrono::milliseconds audit_shutdown_wait{10000};
+  // Rows older than this are pruned hourly by the writer thread (0: keep everything).
+  std::chrono::seconds audit_retention{0};
   bool audit_fold_refusals = true;  // repeated refusals of one agent into counted rows
   // The launcher's subnet pools (`netbox launch --subnet`): the host side of every
   // launch's veth lives there, with its embedded proxy and whatever host service listens
