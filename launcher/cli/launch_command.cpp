@@ -24,7 +24,15 @@ void add_launch_command(CLI::App& app, int& rc) {
   sub->add_option("--proxy-control", *control, "Control socket of a running `netbox proxy --control PATH` to register with");
   sub->add_option("--audit-db", o->audit_db, "Audit database of the embedded proxy")->default_str("netbox-audit.db");
   sub->add_option("--subnet", o->subnet, "IPv4 pool the agent's /30 comes from")->default_str(o->subnet);
-  sub->add_option("--user", o->user, "User the agent runs as")->default_str(o->user);
+  auto user = std::make_shared<std::string>();
+  auto workdir = std::make_shared<std::string>();
+  auto* user_opt = sub->add_option("--user", *user, "User the agent runs as (default: the sudo caller, else nobody)");
+  auto* workdir_opt = sub->add_option("--workdir", *workdir, "Folder the agent may write to and starts in (default: the current directory)");
+  sub->add_option("--ro", o->ro, "Show PATH read-only, at the same path (repeatable)");
+  sub->add_option("--rw", o->rw, "Show PATH read-write, at the same path (repeatable)");
+  sub->add_option("--hide", o->hide, "Cover PATH with an empty folder or file (repeatable)");
+  sub->add_option("--allow-degraded", o->allow_degraded, "Run even if LAYER (workdir, ro, rw) cannot be applied (repeatable)");
+  sub->add_flag("--explain", o->explain, "Print the layers the agent would run under, and run nothing");
   sub->add_option("--env", o->env, "Set KEY=VALUE in the agent's environment (repeatable)");
   sub->add_option("--keep-env", o->keep_env, "Pass the launcher's KEY on to the agent (repeatable)");
   auto* timeout_opt = sub->add_option("--timeout", *timeout, "Seconds before the agent gets SIGTERM (then SIGKILL)");
@@ -39,8 +47,10 @@ void add_launch_command(CLI::App& app, int& rc) {
   sub->add_option("command", o->command, "COMMAND [ARG...] (after --)")->required();
   sub->positionals_at_end();
 
-  sub->callback([&rc, sub, o, policy, control, timeout, timeout_opt, grace, rl] {
+  sub->callback([&rc, sub, o, policy, control, timeout, timeout_opt, grace, rl, user, user_opt, workdir, workdir_opt] {
     if (!policy->empty()) o->policy_file = *policy;
+    if (user_opt->count() > 0) o->user = *user;
+    if (workdir_opt->count() > 0) o->workdir = *workdir;
     if (!control->empty()) o->proxy_control = *control;
     if (timeout_opt->count() > 0) o->timeout_seconds = *timeout;
     if (*grace < 0) {

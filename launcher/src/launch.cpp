@@ -1,14 +1,17 @@
 #include "netbox/launcher/launch.hpp"
 
 #include "netbox/launcher/agent_stdio.hpp"
+#include "netbox/launcher/agent_user_choice.hpp"
 #include "netbox/launcher/cleanup.hpp"
 #include "netbox/launcher/confined_child.hpp"
 #include "netbox/launcher/environment.hpp"
+#include "netbox/launcher/filesystem_view.hpp"
 #include "netbox/launcher/hidden_paths.hpp"
 #include "netbox/launcher/nft_rules.hpp"
 #include "netbox/launcher/privileges.hpp"
 #include "netbox/launcher/proxy_link.hpp"
 #include "netbox/launcher/rlimits.hpp"
+#include "netbox/launcher/sandbox_report.hpp"
 #include "netbox/launcher/seccomp_profile.hpp"
 #include "netbox/launcher/subnet_pool.hpp"
 #include "netbox/launcher/supervisor.hpp"
@@ -22,6 +25,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <iostream>
 #include <random>
 #include <thread>
 
@@ -114,6 +118,35 @@ void disable_ipv6(const std::string& ifname) {
   std::ofstream("/proc/sys/net/ipv6/conf/" + ifname + "/disable_ipv6") << "1\n";
 }
 
+std::string describe_user(const AgentUserChoice& who) {
+  return who.agent.name + " (uid " + std::to_string(who.agent.uid) + ", gid " + std::to_string(who.agent.gid) +
+         "): " + who.why;
+}
+
+std::string describe_rlimits(const std::vector<RlimitSetting>& limits) {
+  std::string out;
+  for (const auto& l : limits) {
+    const std::string v = l.value == RLIM_INFINITY ? "unlimited" : std::to_string(l.value);
+    out += (out.empty() ? "" : ", ") + std::string(l.name) + " " + v;
+  }
+  return out;
+}
+
+// The filesystem part of the report; the rest is filled where it is decided.
+void describe_view(SandboxReport& r, const FilesystemView& view, const std::string& tmp_size) {
+  r.workdir = view.workdir;
+  r.no_workdir_reason = view.no_workdir_reason;
+  for (const auto& b : view.mounts.binds) (b.writable ? r.writable : r.read_only).push_back(b.path);
+  r.memory = "/tmp, /var/tmp, /dev/shm" + std::string(view.mounts.home.empty() ? "" : ", " + view.mounts.home) +
+             ": one tmpfs of " + tmp_size + ", private, gone at exit";
+  r.hidden = view.mounts.hidden;
+}
+
+void describe_own_files(SandboxReport& r, const HiddenPaths& own) {
+  for (const auto& f : own.folders) r.hidden.push_back(f + " (netbox)");
+  for (const auto& f : own.files) r.hidden.push_back(f + " (netbox)");
+}
+
 }  // namespace
 
 int launch(const LaunchOptions& o) {
@@ -126,17 +159,65 @@ int launch(const LaunchOptions& o) {
   if (o.timeout_seconds && (!std::isfinite(*o.timeout_seconds) || *o.timeout_seconds <= 0))
     throw LaunchError(kExitUsage, "--timeout: expected a positive number of seconds");
   const auto rlimits = agent_rlimits(o.rlimits);
-  AgentMounts mounts;
-  mounts.tmp_bytes = tmp_bytes(o.tmp_size);
+  const std::uint64_t tmp_size_bytes = tmp_bytes(o.tmp_size);
   const SeccompFilter seccomp = seccomp_filter_for(o.seccomp);
-  const AgentUser user = resolve_user(o.user);
+  const auto launcher_env = current_environment();
+  const AgentUserChoice who = choose_agent_user(o.user, launcher_env);
+  const AgentUser& user = who.agent;
+  DegradedLayers degraded(o.allow_degraded);
+  FilesystemRequest fs_request;
+  fs_request.workdir = o.workdir;
+  fs_request.cwd = working_directory();
+  fs_request.ro = o.ro;
+  fs_request.rw = o.rw;
+  fs_request.hide = o.hide;
+  if (!o.proxy_control) fs_request.audit_db = o.audit_db;
+  fs_request.agent = user;
+  fs_request.secret_homes.push_back(user.home);
+  if (who.invoking && who.invoking->home != user.home) fs_request.secret_homes.push_back(who.invoking->home);
+  const FilesystemView view = plan_filesystem_view(fs_request, degraded);
+  AgentMounts mounts = view.mounts;
+  mounts.tmp_bytes = tmp_size_bytes;
+  const std::string agent_cwd = view.workdir.empty() ? fs_request.cwd : view.workdir;
+  NetboxFiles own;
+  if (!o.proxy_control) own.audit_db = o.audit_db;
+  own.policy = o.policy_file;
+  own.control_socket = o.proxy_control;
+  std::vector<std::filesystem::path> bound;
+  for (const auto& b : mounts.binds) bound.push_back(b.path);
+  // A command named by its path keeps its folder visible (PATH lookups are in system folders).
+  const std::string& command = o.command.front();
+  const HiddenPaths own_hidden = plan_hidden_paths(
+      own, {agent_cwd, user.home, command.find('/') != std::string::npos ? command : std::string()}, bound);
   std::optional<policy::Policy> policy = load_policy(o);
+  const std::string name = o.name.empty() ? default_name(o.command.front()) : o.name;
+  const std::string profile = profile_for(o, policy, name);
+
+  SandboxReport report;
+  report.name = name;
+  report.user = describe_user(who);
+  report.network = "own namespace; its only route is the proxy (" +
+                   (o.proxy_control ? "running, control " + o.proxy_control->string()
+                                    : "embedded, policy " + (o.policy_file ? o.policy_file->string() : "deny all") +
+                                          ", audit " + o.audit_db.string()) +
+                   ")";
+  report.ipc_uts = "own IPC and UTS namespaces (hostname " + hostname_for(name) + ")";
+  describe_view(report, view, o.tmp_size);
+  describe_own_files(report, own_hidden);
+  report.seccomp = o.seccomp;
+  report.rlimits = describe_rlimits(rlimits);
+  report.env_kept = {"PATH", "LANG", "LC_*", "TERM", "TZ"};
+  report.env_kept.insert(report.env_kept.end(), o.keep_env.begin(), o.keep_env.end());
+  report.degraded = degraded.notes();
+  // (cgroup limits: the cgroup step fills report.cgroup_backend and cgroup_limits here.)
+  if (o.explain) {
+    std::cout << render_report(report);
+    return 0;
+  }
   require_launcher_capabilities();
   open_missing_standard_fds();
   ignore_job_control_and_sigpipe();
 
-  const std::string name = o.name.empty() ? default_name(o.command.front()) : o.name;
-  const std::string profile = profile_for(o, policy, name);
   std::unique_ptr<ProxyLink> link = o.proxy_control ? make_control_client(*o.proxy_control)
                                                       : make_embedded_proxy(*policy, o.audit_db);
 
@@ -152,22 +233,16 @@ int launch(const LaunchOptions& o) {
   spec.prefix = lease.prefix;
   spec.command = o.command;
   spec.user = user;
-  spec.launcher_env = current_environment();
+  spec.launcher_env = launcher_env;
   spec.keep_env = o.keep_env;
   spec.set_env = o.env;
   spec.rlimits = rlimits;
   spec.seccomp = seccomp.compile();
   spec.hostname = hostname_for(name);
   spec.mounts = mounts;
-  spec.cwd = working_directory();
-  NetboxFiles own;
-  if (!o.proxy_control) own.audit_db = o.audit_db;
-  own.policy = o.policy_file;
-  own.control_socket = o.proxy_control;
-  // A command named by its path keeps its folder visible (PATH lookups are in system folders).
-  const std::string& command = o.command.front();
-  spec.hidden = plan_hidden_paths(own, {spec.cwd, user.home,
-                                        command.find('/') != std::string::npos ? command : std::string()});
+  spec.cwd = agent_cwd;
+  spec.hidden = own_hidden;
+  std::cerr << render_banner(report) << std::flush;
   // Declared before the child: on an error the child is killed and reaped first, and
   // only then is what it wrote copied out.
   AgentStdio stdio = AgentStdio::open();

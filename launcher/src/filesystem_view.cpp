@@ -1,0 +1,176 @@
+#include "netbox/launcher/filesystem_view.hpp"
+
+#include "netbox/launcher/launch.hpp"
+
+#include <algorithm>
+
+namespace netbox::launcher {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path canonical_path(fs::path p, const std::string& cwd) {
+  if (p.is_relative()) p = fs::path(cwd.empty() ? "/" : cwd) / p;
+  std::error_code ec;
+  fs::path c = fs::weakly_canonical(p, ec);
+  if (ec) c = p.lexically_normal();
+  std::string s = c.string();
+  while (s.size() > 1 && s.back() == '/') s.pop_back();
+  return s;
+}
+
+fs::path resolve(const char* flag, const std::string& value, const std::string& cwd) {
+  if (value.empty()) throw LaunchError(kExitUsage, std::string(flag) + " '': expected a path");
+  return canonical_path(value, cwd);
+}
+
+bool within(const fs::path& p, const fs::path& base) {
+  if (base == "/") return true;
+  auto rel = p.lexically_relative(base);
+  return !rel.empty() && *rel.begin() != "..";
+}
+
+std::string first_component(const fs::path& p) {
+  auto it = p.begin();
+  if (it == p.end() || ++it == p.end()) return {};
+  return it->string();
+}
+
+// The agent has its own of these; a bind from the host would show the host's.
+std::string kernel_folder(const fs::path& p) {
+  for (const char* k : {"/proc", "/sys", "/dev"})
+    if (within(p, k)) return k;
+  return {};
+}
+
+bool path_exists(const fs::path& p) {
+  std::error_code ec;
+  return fs::exists(p, ec);
+}
+
+bool is_dir(const fs::path& p) {
+  std::error_code ec;
+  return fs::is_directory(p, ec);
+}
+
+}  // namespace
+
+std::string why_not_writable(const fs::path& path, const std::optional<fs::path>& audit_db) {
+  if (path == "/") return "the host's root is never writable";
+  const std::string top = first_component(path);
+  if (top == "etc" || top == "usr" || top == "bin" || top == "sbin" || top == "boot" || top.starts_with("lib"))
+    return "/" + top + " is a system folder; the agent may not change the host's system";
+  if (auto k = kernel_folder(path); !k.empty()) return k + " is the kernel's; the agent has its own";
+  if (audit_db) {
+    const fs::path folder = canonical_path(*audit_db, fs::current_path().string()).parent_path();
+    if (within(folder, path)) return "it holds the audit database " + audit_db->string() + " (--audit-db)";
+  }
+  return {};
+}
+
+FilesystemView plan_filesystem_view(const FilesystemRequest& r, DegradedLayers& degraded) {
+  FilesystemView view;
+  AgentMounts& m = view.mounts;
+
+  // Bad input first (exit 2), then what cannot be applied (exit 125).
+  std::optional<fs::path> workdir;
+  if (r.workdir) {
+    workdir = resolve("--workdir", *r.workdir, r.cwd);
+    if (auto why = why_not_writable(*workdir, r.audit_db);
+        !why.empty() && why.find("audit database") == std::string::npos)
+      throw LaunchError(kExitUsage, "--workdir '" + *r.workdir + "': refused: " + why);
+    if (path_exists(*workdir) && !is_dir(*workdir))
+      throw LaunchError(kExitUsage, "--workdir '" + *r.workdir + "': not a directory");
+  }
+  struct Wanted {
+    const char* flag;
+    std::string given;
+    fs::path path;
+    bool writable;
+  };
+  std::vector<Wanted> wanted;
+  for (const auto& v : r.rw) {
+    fs::path p = resolve("--rw", v, r.cwd);
+    if (auto why = why_not_writable(p, r.audit_db); !why.empty())
+      throw LaunchError(kExitUsage, "--rw '" + v + "': refused: " + why);
+    wanted.push_back({"--rw", v, p, true});
+  }
+  for (const auto& v : r.ro) {
+    fs::path p = resolve("--ro", v, r.cwd);
+    if (auto k = kernel_folder(p); !k.empty())
+      throw LaunchError(kExitUsage, "--ro '" + v + "': refused: " + k + " is the kernel's; the agent has its own");
+    wanted.push_back({"--ro", v, p, false});
+  }
+  std::vector<fs::path> hides;
+  for (const auto& v : r.hide) {
+    fs::path p = resolve("--hide", v, r.cwd);
+    if (p == "/") throw LaunchError(kExitUsage, "--hide '" + v + "': refused: the whole root cannot be hidden");
+    hides.push_back(p);
+  }
+
+  if (workdir) {
+    if (!path_exists(*workdir)) {
+      if (!degraded.accepts("workdir"))
+        throw LaunchError(kExitLauncherFailure, "--workdir '" + *r.workdir +
+                                                    "': no such directory (accept running without one with "
+                                                    "--allow-degraded workdir)");
+      degraded.note("workdir: " + workdir->string() + " does not exist; nothing is writable but memory");
+      view.no_workdir_reason = "--workdir " + workdir->string() + " does not exist (--allow-degraded workdir)";
+      workdir.reset();
+    }
+  } else if (r.cwd.empty()) {
+    view.no_workdir_reason = "the launcher's current directory is gone";
+  } else {
+    fs::path cwd = canonical_path(r.cwd, r.cwd);
+    // Only the kernel's and system folders are refused here: the default audit database
+    // lives in the current directory, and its files are hidden one by one.
+    std::string why = why_not_writable(cwd, std::nullopt);
+    if (why.empty())
+      workdir = cwd;
+    else
+      view.no_workdir_reason = "the current directory " + cwd.string() + " may not be writable (" + why +
+                               "); give --workdir";
+  }
+  if (workdir) {
+    view.workdir = workdir->string();
+    m.binds.push_back({view.workdir, true});
+  }
+  for (const auto& w : wanted) {
+    if (!path_exists(w.path)) {
+      const char* layer = w.writable ? "rw" : "ro";
+      if (!degraded.accepts(layer))
+        throw LaunchError(kExitLauncherFailure, std::string(w.flag) + " '" + w.given +
+                                                    "': no such file or directory (accept leaving it out with "
+                                                    "--allow-degraded " + layer + ")");
+      degraded.note(std::string(layer) + ": " + w.path.string() + " does not exist; left out");
+      continue;
+    }
+    m.binds.push_back({w.path.string(), w.writable});
+  }
+  // A bind below another must come after it, or it would be covered.
+  auto depth = [](const BindMount& b) { return std::distance(fs::path(b.path).begin(), fs::path(b.path).end()); };
+  std::stable_sort(m.binds.begin(), m.binds.end(),
+                   [&](const BindMount& a, const BindMount& b) { return depth(a) < depth(b); });
+
+  const fs::path home = r.agent.home.empty() ? fs::path() : canonical_path(r.agent.home, "/");
+  if (!home.empty() && home != "/" && is_dir(home) && why_not_writable(home, std::nullopt).find("system") ==
+                                                                  std::string::npos) {
+    m.home = home.string();
+    m.home_uid = r.agent.uid;
+    m.home_gid = r.agent.gid;
+  }
+
+  auto add_hidden = [&](const fs::path& p) {
+    if (std::find(m.hidden.begin(), m.hidden.end(), p.string()) == m.hidden.end()) m.hidden.push_back(p.string());
+  };
+  for (const auto& h : r.secret_homes) {
+    if (h.empty()) continue;
+    // One that does not exist has nothing to show, and the read-only root keeps it so.
+    for (auto s : kSecretHomePaths)
+      if (fs::path p = canonical_path(fs::path(h) / s, "/"); path_exists(p)) add_hidden(p);
+  }
+  for (const auto& p : hides) add_hidden(p);
+  return view;
+}
+
+}  // namespace netbox::launcher
