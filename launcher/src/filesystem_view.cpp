@@ -58,7 +58,9 @@ bool is_dir(const fs::path& p) {
 std::string why_not_writable(const fs::path& path, const std::optional<fs::path>& audit_db) {
   if (path == "/") return "the host's root is never writable";
   const std::string top = first_component(path);
-  if (top == "etc" || top == "usr" || top == "bin" || top == "sbin" || top == "boot" || top.starts_with("lib"))
+  static constexpr std::array<std::string_view, 10> kSystem = {"etc",   "usr",   "bin",    "sbin",   "boot",
+                                                               "lib",   "lib32", "lib64",  "libx32", "libexec"};
+  if (std::find(kSystem.begin(), kSystem.end(), top) != kSystem.end())
     return "/" + top + " is a system folder; the agent may not change the host's system";
   if (auto k = kernel_folder(path); !k.empty()) return k + " is the kernel's; the agent has its own";
   if (audit_db) {
@@ -148,7 +150,10 @@ FilesystemView plan_filesystem_view(const FilesystemRequest& r, DegradedLayers& 
     m.binds.push_back({w.path.string(), w.writable});
   }
   // A bind below another must come after it, or it would be covered.
-  auto depth = [](const BindMount& b) { return std::distance(fs::path(b.path).begin(), fs::path(b.path).end()); };
+  auto depth = [](const BindMount& b) {
+    const fs::path p(b.path);
+    return std::distance(p.begin(), p.end());
+  };
   std::stable_sort(m.binds.begin(), m.binds.end(),
                    [&](const BindMount& a, const BindMount& b) { return depth(a) < depth(b); });
 

@@ -209,6 +209,14 @@ int launch(const LaunchOptions& o) {
   report.env_kept = {"PATH", "LANG", "LC_*", "TERM", "TZ"};
   report.env_kept.insert(report.env_kept.end(), o.keep_env.begin(), o.keep_env.end());
   report.degraded = degraded.notes();
+  if (!o.proxy_control) {
+    const auto folder = std::filesystem::weakly_canonical(std::filesystem::absolute(o.audit_db)).parent_path();
+    for (const auto& b : mounts.binds)
+      if (b.writable && (folder == b.path || folder.string().starts_with(b.path + "/")))
+        report.warnings.push_back("the audit database " + o.audit_db.string() + " is in the writable " + b.path +
+                                  ": its files are covered, but the agent may add files next to them; "
+                                  "give --audit-db a path outside");
+  }
   // (cgroup limits: the cgroup step fills report.cgroup_backend and cgroup_limits here.)
   if (o.explain) {
     std::cout << render_report(report);

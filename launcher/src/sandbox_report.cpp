@@ -43,6 +43,7 @@ std::string render_report(const SandboxReport& r) {
   line("cgroup", cgroup);
   line("env kept", joined(r.env_kept, "none"));
   line("degraded", joined(r.degraded, "none"));
+  for (const auto& w : r.warnings) line("warning", w);
   return out;
 }
 
@@ -54,7 +55,9 @@ std::string render_banner(const SandboxReport& r) {
                     r.seccomp;
   if (!r.cgroup_backend.empty()) out += "; cgroup " + r.cgroup_backend;
   if (!r.degraded.empty()) out += "; DEGRADED: " + joined(r.degraded, "");
-  return out + "\n";
+  out += "\n";
+  for (const auto& w : r.warnings) out += "netbox launch: warning: " + w + "\n";
+  return out;
 }
 
 }  // namespace netbox::launcher

@@ -28,6 +28,7 @@ struct SandboxReport {
   std::string cgroup_backend;
   std::vector<std::pair<std::string, std::string>> cgroup_limits;
   std::vector<std::string> degraded;    // accepted missing layers (--allow-degraded)
+  std::vector<std::string> warnings;    // weak spots the user should know of
 };
 
 // Several lines, one per layer, for --explain.
