@@ -26,12 +26,15 @@ void add_launch_command(CLI::App& app, int& rc) {
   sub->add_option("--subnet", o->subnet, "IPv4 pool the agent's /30 comes from")->default_str(o->subnet);
   auto user = std::make_shared<std::string>();
   auto workdir = std::make_shared<std::string>();
+  auto quota = std::make_shared<std::string>();
   auto* user_opt = sub->add_option("--user", *user, "User the agent runs as (default: the sudo caller, else nobody)");
   auto* workdir_opt = sub->add_option("--workdir", *workdir, "Folder the agent may write to and starts in (default: the current directory)");
   sub->add_option("--ro", o->ro, "Show PATH read-only, at the same path (repeatable)");
   sub->add_option("--rw", o->rw, "Show PATH read-write, at the same path (repeatable)");
   sub->add_option("--hide", o->hide, "Cover PATH with an empty folder or file (repeatable)");
-  sub->add_option("--allow-degraded", o->allow_degraded, "Run even if LAYER (workdir, ro, rw) cannot be applied (repeatable)");
+  auto* quota_opt = sub->add_option("--workdir-quota", *quota, "Write the workdir into an overlay on a tmpfs of SIZE; changes are discarded at exit unless --commit");
+  sub->add_flag("--commit", o->commit, "With --workdir-quota: copy the agent's changes onto the workdir when it exits");
+  sub->add_option("--allow-degraded", o->allow_degraded, "Run even if LAYER (workdir, ro, rw, workdir-quota) cannot be applied (repeatable)");
   sub->add_flag("--explain", o->explain, "Print the layers the agent would run under, and run nothing");
   sub->add_option("--env", o->env, "Set KEY=VALUE in the agent's environment (repeatable)");
   sub->add_option("--keep-env", o->keep_env, "Pass the launcher's KEY on to the agent (repeatable)");
@@ -47,10 +50,11 @@ void add_launch_command(CLI::App& app, int& rc) {
   sub->add_option("command", o->command, "COMMAND [ARG...] (after --)")->required();
   sub->positionals_at_end();
 
-  sub->callback([&rc, sub, o, policy, control, timeout, timeout_opt, grace, rl, user, user_opt, workdir, workdir_opt] {
+  sub->callback([&rc, sub, o, policy, control, timeout, timeout_opt, grace, rl, user, user_opt, workdir, workdir_opt, quota, quota_opt] {
     if (!policy->empty()) o->policy_file = *policy;
     if (user_opt->count() > 0) o->user = *user;
     if (workdir_opt->count() > 0) o->workdir = *workdir;
+    if (quota_opt->count() > 0) o->workdir_quota = *quota;
     if (!control->empty()) o->proxy_control = *control;
     if (timeout_opt->count() > 0) o->timeout_seconds = *timeout;
     if (*grace < 0) {

@@ -7,7 +7,7 @@
 namespace netbox::launcher {
 
 const std::vector<std::string_view>& degradable_layers() {
-  static const std::vector<std::string_view> layers = {"workdir", "ro", "rw"};
+  static const std::vector<std::string_view> layers = {"workdir", "ro", "rw", "workdir-quota"};
   return layers;
 }
 

@@ -3,6 +3,7 @@
 #include "netbox/launcher/launch.hpp"
 
 #include <algorithm>
+#include <fstream>
 
 namespace netbox::launcher {
 namespace {
@@ -51,6 +52,13 @@ bool path_exists(const fs::path& p) {
 bool is_dir(const fs::path& p) {
   std::error_code ec;
   return fs::is_directory(p, ec);
+}
+
+bool overlay_supported() {
+  std::ifstream in("/proc/filesystems");
+  for (std::string line; std::getline(in, line);)
+    if (line.ends_with("\toverlay")) return true;
+  return false;
 }
 
 }  // namespace
@@ -133,9 +141,29 @@ FilesystemView plan_filesystem_view(const FilesystemRequest& r, DegradedLayers& 
       view.no_workdir_reason = "the current directory " + cwd.string() + " may not be writable (" + why +
                                "); give --workdir";
   }
+  if (r.commit && r.workdir_quota == 0)
+    throw LaunchError(kExitUsage, "--commit: only with --workdir-quota (without it the workdir is written in place)");
+  std::uint64_t quota = r.workdir_quota;
+  if (quota > 0) {
+    if (!workdir)
+      throw LaunchError(kExitUsage, "--workdir-quota: the agent has no workdir (" + view.no_workdir_reason + ")");
+    // The overlay's options are a comma-separated list with ':' between lower layers.
+    if (workdir->string().find_first_of(",:\\") != std::string::npos)
+      throw LaunchError(kExitUsage, "--workdir-quota: the workdir " + workdir->string() +
+                                        " has a ',', ':' or '\\' in its path, which an overlay cannot take");
+    if (!overlay_supported()) {
+      if (!degraded.accepts("workdir-quota"))
+        throw LaunchError(kExitLauncherFailure,
+                          "--workdir-quota: this kernel has no overlay file system loaded (modprobe overlay, or "
+                          "accept writing the workdir in place with --allow-degraded workdir-quota)");
+      degraded.note("workdir-quota: no overlayfs; the workdir is written in place");
+      quota = 0;
+    }
+  }
   if (workdir) {
     view.workdir = workdir->string();
-    m.binds.push_back({view.workdir, true});
+    view.workdir_quota = quota;
+    m.binds.push_back({view.workdir, true, quota});
   }
   for (const auto& w : wanted) {
     if (!path_exists(w.path)) {

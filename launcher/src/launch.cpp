@@ -84,6 +84,13 @@ std::uint64_t tmp_bytes(const std::string& flag) {
   return *v;
 }
 
+std::uint64_t workdir_quota_bytes(const std::string& flag) {
+  auto v = parse_size(flag);
+  if (!v || *v == 0 || *v == RLIM_INFINITY)
+    throw LaunchError(kExitUsage, "--workdir-quota '" + flag + "': expected a size such as 256M or 1G");
+  return *v;
+}
+
 // The kernel takes at most 64 bytes of hostname.
 std::string hostname_for(const std::string& name) { return name.substr(0, 64); }
 
@@ -133,8 +140,12 @@ std::string describe_rlimits(const std::vector<RlimitSetting>& limits) {
 }
 
 // The filesystem part of the report; the rest is filled where it is decided.
-void describe_view(SandboxReport& r, const FilesystemView& view, const std::string& tmp_size) {
+void describe_view(SandboxReport& r, const FilesystemView& view, const std::string& tmp_size,
+                   const std::optional<std::string>& o_quota, bool commit) {
   r.workdir = view.workdir;
+  if (view.workdir_quota > 0)
+    r.workdir_mode = std::string("overlay, upper layer a tmpfs of ") + (o_quota ? *o_quota : "") +
+                     (commit ? "; changes copied back at exit (--commit)" : "; changes discarded at exit");
   r.no_workdir_reason = view.no_workdir_reason;
   for (const auto& b : view.mounts.binds) (b.writable ? r.writable : r.read_only).push_back(b.path);
   r.memory = "/tmp, /var/tmp, /dev/shm" + std::string(view.mounts.home.empty() ? "" : ", " + view.mounts.home) +
@@ -171,6 +182,8 @@ int launch(const LaunchOptions& o) {
   fs_request.ro = o.ro;
   fs_request.rw = o.rw;
   fs_request.hide = o.hide;
+  if (o.workdir_quota) fs_request.workdir_quota = workdir_quota_bytes(*o.workdir_quota);
+  fs_request.commit = o.commit;
   if (!o.proxy_control) fs_request.audit_db = o.audit_db;
   fs_request.agent = user;
   fs_request.secret_homes.push_back(user.home);
@@ -202,7 +215,7 @@ int launch(const LaunchOptions& o) {
                                           ", audit " + o.audit_db.string()) +
                    ")";
   report.ipc_uts = "own IPC and UTS namespaces (hostname " + hostname_for(name) + ")";
-  describe_view(report, view, o.tmp_size);
+  describe_view(report, view, o.tmp_size, o.workdir_quota, o.commit);
   describe_own_files(report, own_hidden);
   report.seccomp = o.seccomp;
   report.rlimits = describe_rlimits(rlimits);
@@ -249,6 +262,7 @@ int launch(const LaunchOptions& o) {
   spec.hostname = hostname_for(name);
   spec.mounts = mounts;
   spec.cwd = agent_cwd;
+  spec.commit_workdir = o.commit;
   spec.hidden = own_hidden;
   std::cerr << render_banner(report) << std::flush;
   // Declared before the child: on an error the child is killed and reaped first, and

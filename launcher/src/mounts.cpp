@@ -57,6 +57,7 @@ constexpr const char* kNewRoot = "/newroot";
 constexpr const char* kOldRoot = "/oldroot";
 constexpr const char* kShared = "/shared";
 constexpr const char* kEmptyFile = "/empty";
+constexpr const char* kUpper = "/upper";
 
 std::string in_new(const std::string& path) { return path == "/" ? kNewRoot : kNewRoot + path; }
 std::string in_old(const std::string& path) { return path == "/" ? kOldRoot : kOldRoot + path; }
@@ -122,11 +123,42 @@ void make_mount_point(const std::string& target, bool directory, uid_t uid, gid_
     make_file(target, 0444);
 }
 
-void bind_from_host(const BindMount& bind, const AgentMounts& m) {
+// The upper layer on a tmpfs of the quota's size; its root takes the owner and mode of
+// the host's folder, which the merged folder shows. The descriptors are opened before
+// the host's root is detached, and stay reachable only to the init.
+WorkdirOverlay mount_overlay(const BindMount& bind, const std::string& source, const std::string& target) {
+  make_dir(kUpper, 0700);
+  mount_or_throw("tmpfs", kUpper, "tmpfs", MS_NOSUID | MS_NODEV, tmpfs_options(bind.quota, "0700").c_str());
+  const std::string upper = std::string(kUpper) + "/upper";
+  const std::string work = std::string(kUpper) + "/work";
+  make_dir(upper, 0755);
+  make_dir(work, 0700);
+  struct stat st {};
+  if (::stat(source.c_str(), &st) != 0) fail("stat " + bind.path);
+  if (::chown(upper.c_str(), st.st_uid, st.st_gid) != 0 || ::chmod(upper.c_str(), st.st_mode & 07777) != 0)
+    fail("chown " + upper);
+  // Renamed lower folders are copied, not redirected, so the upper layer alone says
+  // what changed (see commit_overlay).
+  const std::string options = "lowerdir=" + source + ",upperdir=" + upper + ",workdir=" + work +
+                              ",redirect_dir=off,index=off,metacopy=off";
+  mount_or_throw("overlay", target.c_str(), "overlay", MS_NOSUID | MS_NODEV, options.c_str());
+  WorkdirOverlay overlay;
+  overlay.path = bind.path;
+  overlay.upper_fd = ::open(upper.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  overlay.host_fd = ::open(source.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (overlay.upper_fd < 0 || overlay.host_fd < 0) fail("open " + bind.path);
+  return overlay;
+}
+
+void bind_from_host(const BindMount& bind, const AgentMounts& m, WorkdirOverlay& overlay) {
   const std::string source = in_old(bind.path);
   const std::string target = in_new(bind.path);
   const bool below_home = !m.home.empty() && bind.path.starts_with(m.home + "/");
   make_mount_point(target, is_real_directory(source), below_home ? m.home_uid : 0, below_home ? m.home_gid : 0);
+  if (bind.quota > 0) {
+    overlay = mount_overlay(bind, source, target);
+    return;
+  }
   mount_or_throw(source.c_str(), target.c_str(), nullptr, MS_BIND | MS_REC, nullptr);
   set_tree_flags(target, !bind.writable);
 }
@@ -233,7 +265,7 @@ void build_run() {
 
 }  // namespace
 
-void setup_agent_mounts(const AgentMounts& m) {
+WorkdirOverlay setup_agent_mounts(const AgentMounts& m) {
   // Nothing done here may propagate back to the host's mounts.
   mount_or_throw(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr);
   mount_or_throw("tmpfs", kBase, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0700");
@@ -256,7 +288,8 @@ void setup_agent_mounts(const AgentMounts& m) {
   build_run();
   finish_dev();
 
-  for (const auto& bind : m.binds) bind_from_host(bind, m);
+  WorkdirOverlay overlay;
+  for (const auto& bind : m.binds) bind_from_host(bind, m, overlay);
   if (!m.hidden.empty()) {
     make_file(kEmptyFile, 0444);
     for (const auto& path : m.hidden) hide(path);
@@ -269,6 +302,7 @@ void setup_agent_mounts(const AgentMounts& m) {
   if (::syscall(SYS_pivot_root, ".", ".") != 0) fail("pivot_root to the new root");
   if (::umount2(".", MNT_DETACH) != 0) fail("umount the assembly root");
   if (::chdir("/") != 0) fail("chdir /");
+  return overlay;
 }
 
 void hide_paths(const HiddenPaths& hidden) {

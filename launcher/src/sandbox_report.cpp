@@ -11,7 +11,8 @@ std::string joined(const std::vector<std::string>& items, const char* none) {
 }
 
 std::string workdir_text(const SandboxReport& r) {
-  return r.workdir.empty() ? "none (" + r.no_workdir_reason + ")" : r.workdir + " (read-write, the agent starts here)";
+  if (r.workdir.empty()) return "none (" + r.no_workdir_reason + ")";
+  return r.workdir + " (read-write" + (r.workdir_mode.empty() ? "" : ", " + r.workdir_mode) + "; the agent starts here)";
 }
 
 }  // namespace
@@ -49,7 +50,7 @@ std::string render_report(const SandboxReport& r) {
 
 std::string render_banner(const SandboxReport& r) {
   std::string out = "netbox launch: " + r.name + " runs as " + r.user + "; workdir " +
-                    (r.workdir.empty() ? "none" : r.workdir) + "; read-only root, " +
+                    (r.workdir.empty() ? "none" : r.workdir) + (r.workdir_mode.empty() ? "" : " (overlay)") + "; read-only root, " +
                     std::to_string(r.writable.size()) + " writable, " + std::to_string(r.read_only.size()) +
                     " read-only, " + std::to_string(r.hidden.size()) + " hidden paths; network via proxy; seccomp " +
                     r.seccomp;

@@ -117,7 +117,7 @@ print("cwd", os.getcwd())
 
 TEST(LaunchSandboxFs, TheSudoCallersCredentialsAreHiddenEvenUnderRwHome) {
   NETBOX_REQUIRE_ROOT();
-  const auto subnet = test_subnet(60);
+  const auto subnet = test_subnet(140);
   HostDir host;
   // World-searchable, as Debian makes homes: only the hiding keeps others out of .netrc.
   const auto home = host.folder("home");
@@ -177,7 +177,7 @@ TEST(LaunchSandboxFs, TheSudoCallersCredentialsAreHiddenEvenUnderRwHome) {
 
 TEST(LaunchSandboxFs, TheRootIsReadOnlyAndOnlyTheWorkdirIsWritable) {
   NETBOX_REQUIRE_ROOT();
-  const auto subnet = test_subnet(61);
+  const auto subnet = test_subnet(141);
   HostDir host;
   const auto open = host.folder("open", fs::perms(0777));  // the host lets anyone write here
   const auto work = host.folder("work");
@@ -208,7 +208,7 @@ TEST(LaunchSandboxFs, TheRootIsReadOnlyAndOnlyTheWorkdirIsWritable) {
 
 TEST(LaunchSandboxFs, RoRwAndHideBindsWorkAndNoMountIsLeftBehind) {
   NETBOX_REQUIRE_ROOT();
-  const auto subnet = test_subnet(62);
+  const auto subnet = test_subnet(142);
   const auto mounts_before = mount_lines();
   HostDir host;
   const auto ro = host.folder("ro", fs::perms(0777));
@@ -251,7 +251,7 @@ TEST(LaunchSandboxFs, RoRwAndHideBindsWorkAndNoMountIsLeftBehind) {
 
 TEST(LaunchSandboxFs, DevIsMinimalAndProcIsMaskedAsDockerDoes) {
   NETBOX_REQUIRE_ROOT();
-  const auto subnet = test_subnet(63);
+  const auto subnet = test_subnet(143);
   test::TempDir db_dir;
   // As root (without capabilities, as always): only the read-only mounts stop it here.
   const std::string probe = R"(
@@ -288,7 +288,7 @@ print("null ok")
 
 TEST(LaunchSandboxFs, BadPathsAreRefusedWithExit2AndMissingLayersStopTheLaunchWith125) {
   NETBOX_REQUIRE_ROOT();
-  const auto subnet = test_subnet(64);
+  const auto subnet = test_subnet(144);
   HostDir host;
   const auto work = host.folder("work", fs::perms(0777));
   const auto audit = host.folder("audit");
@@ -348,7 +348,7 @@ TEST(LaunchSandboxFs, BadPathsAreRefusedWithExit2AndMissingLayersStopTheLaunchWi
 
 TEST(LaunchSandboxFs, ExplainPrintsTheLayersAndRunsNothing) {
   NETBOX_REQUIRE_ROOT();
-  const auto subnet = test_subnet(65);
+  const auto subnet = test_subnet(145);
   HostDir host;
   const auto work = host.folder("work", fs::perms(0777));
   const auto ro = host.folder("ro");
@@ -377,6 +377,66 @@ TEST(LaunchSandboxFs, ExplainPrintsTheLayersAndRunsNothing) {
                                  (host.path() / "missing").string(), "--", "true"});
   EXPECT_EQ(missing.exit_code, 125);
   EXPECT_THAT(missing.err, HasSubstr("--ro '"));
+  expect_nothing_left(subnet);
+}
+
+TEST(LaunchSandboxFs, WorkdirQuotaStopsAWriterWithEnospcAndDiscardsOrCommits) {
+  NETBOX_REQUIRE_ROOT();
+  const auto subnet = test_subnet(146);
+  const auto mounts_before = mount_lines();
+  HostDir host;
+  const auto work = host.folder("work", fs::perms(0777));
+  fs::create_directories(work / "sub");
+  fs::permissions(work / "sub", fs::perms(0777));
+  write_file(work / "keep", "kept\n", fs::perms(0666));
+  write_file(work / "del", "to delete\n", fs::perms(0666));
+  write_file(work / "sub" / "f", "original\n", fs::perms(0666));
+  test::TempDir db_dir;
+  const std::string db = (db_dir.path() / "a.db").string();
+  const std::string changes =
+      "echo new > new; rm del; echo changed > sub/f; mkdir d2; echo y > d2/y; ln -s keep link; ";
+
+  auto discarded = launch(subnet, {"--audit-db", db, "--workdir", work.string(), "--workdir-quota", "16M", "--", kSh,
+                                   "-c", changes + "dd if=/dev/zero of=big bs=1M count=32 2>&1; echo dd=$?; cat sub/f"});
+  EXPECT_EQ(discarded.exit_code, 0) << discarded.err;
+  EXPECT_THAT(discarded.out, HasSubstr("No space left on device"));
+  EXPECT_THAT(discarded.out, HasSubstr("dd=1\nchanged\n"));
+  EXPECT_THAT(discarded.err, HasSubstr("--workdir-quota: "));
+  EXPECT_THAT(discarded.err, HasSubstr("bytes written in " + work.string() + ", discarded"));
+  EXPECT_FALSE(fs::exists(work / "big"));
+  EXPECT_FALSE(fs::exists(work / "new"));
+  EXPECT_TRUE(fs::exists(work / "del"));
+  EXPECT_EQ(slurp(work / "sub" / "f"), "original\n");
+
+  auto committed = launch(subnet, {"--audit-db", db, "--workdir", work.string(), "--workdir-quota", "16M", "--commit",
+                                   "--", kSh, "-c", changes + "echo done"});
+  EXPECT_EQ(committed.exit_code, 0) << committed.err;
+  EXPECT_THAT(committed.err, HasSubstr("bytes written in " + work.string() + ", committed"));
+  EXPECT_EQ(slurp(work / "new"), "new\n");
+  EXPECT_FALSE(fs::exists(work / "del"));
+  EXPECT_EQ(slurp(work / "sub" / "f"), "changed\n");
+  EXPECT_EQ(slurp(work / "d2" / "y"), "y\n");
+  EXPECT_EQ(fs::read_symlink(work / "link"), "keep");
+  EXPECT_EQ(slurp(work / "keep"), "kept\n");
+  struct stat st {};
+  ASSERT_EQ(::stat((work / "new").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 65534u) << "the agent's file, owned by the agent's user";
+
+  auto explain = launch(subnet, {"--explain", "--audit-db", db, "--workdir", work.string(), "--workdir-quota", "16M",
+                                 "--", "true"});
+  EXPECT_EQ(explain.exit_code, 0) << explain.err;
+  EXPECT_THAT(explain.out, HasSubstr("overlay, upper layer a tmpfs of 16M; changes discarded at exit"));
+  auto commit_alone = launch(subnet, {"--audit-db", db, "--workdir", work.string(), "--commit", "--", "true"});
+  EXPECT_EQ(commit_alone.exit_code, 2);
+  EXPECT_THAT(commit_alone.err, HasSubstr("--commit: only with --workdir-quota"));
+  auto zero = launch(subnet, {"--audit-db", db, "--workdir", work.string(), "--workdir-quota", "0", "--", "true"});
+  EXPECT_EQ(zero.exit_code, 2);
+  EXPECT_THAT(zero.err, HasSubstr("--workdir-quota '0'"));
+
+  std::string added;
+  for (const auto& line : mount_lines())
+    if (!mounts_before.contains(line)) added += line + "\n";
+  EXPECT_EQ(added, "") << "mounts were left behind on the host";
   expect_nothing_left(subnet);
 }
 

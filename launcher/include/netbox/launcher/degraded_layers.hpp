@@ -12,6 +12,7 @@ namespace netbox::launcher {
 //   workdir  a --workdir that does not exist: the agent gets no writable folder
 //   ro       a --ro source that does not exist: that bind is left out
 //   rw       a --rw source that does not exist: that bind is left out
+//   workdir-quota  no overlayfs in this kernel: the workdir is written in place
 // (Layers added later, e.g. cgroup limits, add their names here.)
 const std::vector<std::string_view>& degradable_layers();
 

@@ -10,6 +10,7 @@
 #include "netbox/launcher/privileges.hpp"
 
 #include <array>
+#include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -29,6 +30,8 @@ struct FilesystemRequest {
   std::string cwd;                     // the launcher's; empty when it is gone
   std::vector<std::string> ro, rw, hide;
   std::optional<std::filesystem::path> audit_db;  // the embedded proxy's: its folder is never writable by --rw
+  std::uint64_t workdir_quota = 0;     // --workdir-quota in bytes; 0: written in place
+  bool commit = false;                 // --commit
   AgentUser agent;
   std::vector<std::string> secret_homes;  // HOMEs whose kSecretHomePaths are hidden
 };
@@ -37,6 +40,7 @@ struct FilesystemView {
   AgentMounts mounts;   // everything but tmp_bytes
   std::string workdir;  // canonical; the agent starts here. Empty: no writable workdir
   std::string no_workdir_reason;  // why, when empty
+  std::uint64_t workdir_quota = 0;  // the workdir is an overlay on a tmpfs this big
 };
 
 // Throws LaunchError: exit 2 for bad input (a --rw of a system folder or of the audit

@@ -35,6 +35,8 @@ struct LaunchOptions {
   // The filesystem view (see filesystem_view.hpp).
   std::optional<std::string> workdir;                 // unset: the current directory
   std::vector<std::string> ro, rw, hide;              // --ro, --rw, --hide PATH (repeatable)
+  std::optional<std::string> workdir_quota;           // SIZE: the workdir becomes an overlay on a tmpfs this big
+  bool commit = false;                                // copy the overlay's changes back at exit
   std::vector<std::string> allow_degraded;            // LAYER names (degraded_layers.hpp)
   bool explain = false;                               // print the layers, run nothing
   std::vector<std::string> command;                   // COMMAND [ARG...]

@@ -7,6 +7,8 @@
 // /var/tmp, /dev/shm and the agent's HOME, fresh /run and /var/run; then the binds
 // (the workdir, --rw, --ro) and, on top of everything, the hidden paths; then a
 // second pivot_root into that tree, and the host's root detached.
+#include "netbox/launcher/workdir_overlay.hpp"
+
 #include <sys/types.h>
 
 #include <cstdint>
@@ -22,6 +24,8 @@ inline constexpr std::uint64_t kRunTmpfsBytes = 16ULL * 1024 * 1024;
 struct BindMount {
   std::string path;  // absolute and canonical
   bool writable = false;
+  // Nonzero: an overlay whose upper layer is a tmpfs of this size (--workdir-quota).
+  std::uint64_t quota = 0;
 };
 
 struct AgentMounts {
@@ -40,8 +44,9 @@ struct AgentMounts {
 };
 
 // Call inside the new mount, PID and network namespaces, as root, before anything
-// else uses paths. Throws std::runtime_error naming the mount.
-void setup_agent_mounts(const AgentMounts& mounts);
+// else uses paths. Throws std::runtime_error naming the mount. Returns the workdir
+// overlay's descriptors when a bind has a quota (the caller owns them).
+WorkdirOverlay setup_agent_mounts(const AgentMounts& mounts);
 
 // netbox's own files the agent must not see, as absolute canonical paths (see
 // hidden_paths.hpp for how they are chosen).

@@ -16,6 +16,7 @@ struct SandboxReport {
   std::string root = "the host's /, read-only, nosuid, nodev (pivot_root)";
   std::string workdir;                  // canonical; empty: none
   std::string no_workdir_reason;
+  std::string workdir_mode;             // empty: written in place; else the overlay (--workdir-quota)
   std::vector<std::string> writable;    // every path the agent may write to on the host
   std::vector<std::string> read_only;   // --ro binds
   std::string memory;                   // "/tmp, /var/tmp, /dev/shm, HOME: one tmpfs of 1G"
