@@ -82,12 +82,25 @@ void copy_file(int upper, int host, const std::string& name, const struct stat& 
   if (src.get() < 0) fail("open", path);
   Fd dst(::openat(host, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
   if (dst.get() < 0) fail("create", path);
+  // Only the data is copied, holes stay holes: a sparse file the quota held (its
+  // blocks are few) must not become gigabytes of zeros on the host.
   off_t offset = 0;
   while (offset < st.st_size) {
-    ssize_t n = ::sendfile(dst.get(), src.get(), &offset, static_cast<std::size_t>(st.st_size - offset));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) fail("copy", path);
+    off_t data = ::lseek(src.get(), offset, SEEK_DATA);
+    if (data < 0 && errno == ENXIO) break;  // only a hole is left
+    if (data < 0) fail("seek", path);
+    off_t hole = ::lseek(src.get(), data, SEEK_HOLE);
+    if (hole < 0) fail("seek", path);
+    off_t at = data;
+    if (::lseek(dst.get(), data, SEEK_SET) < 0) fail("seek", path);
+    while (at < hole) {
+      ssize_t n = ::sendfile(dst.get(), src.get(), &at, static_cast<std::size_t>(hole - at));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) fail("copy", path);
+    }
+    offset = hole;
   }
+  if (::ftruncate(dst.get(), st.st_size) != 0) fail("truncate", path);
   set_owner_mode_times(dst.get(), st, path);
 }
 

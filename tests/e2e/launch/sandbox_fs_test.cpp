@@ -409,7 +409,7 @@ TEST(LaunchSandboxFs, WorkdirQuotaStopsAWriterWithEnospcAndDiscardsOrCommits) {
   EXPECT_EQ(slurp(work / "sub" / "f"), "original\n");
 
   auto committed = launch(subnet, {"--audit-db", db, "--workdir", work.string(), "--workdir-quota", "16M", "--commit",
-                                   "--", kSh, "-c", changes + "echo done"});
+                                   "--", kSh, "-c", changes + "truncate -s 8G sparse; echo done"});
   EXPECT_EQ(committed.exit_code, 0) << committed.err;
   EXPECT_THAT(committed.err, HasSubstr("bytes written in " + work.string() + ", committed"));
   EXPECT_EQ(slurp(work / "new"), "new\n");
@@ -421,6 +421,10 @@ TEST(LaunchSandboxFs, WorkdirQuotaStopsAWriterWithEnospcAndDiscardsOrCommits) {
   struct stat st {};
   ASSERT_EQ(::stat((work / "new").c_str(), &st), 0);
   EXPECT_EQ(st.st_uid, 65534u) << "the agent's file, owned by the agent's user";
+  // 8 GiB the quota held (a hole takes no room) must not become 8 GiB on the host's disk.
+  ASSERT_EQ(::stat((work / "sparse").c_str(), &st), 0);
+  EXPECT_EQ(st.st_size, 8LL << 30);
+  EXPECT_LT(st.st_blocks * 512, 1 << 20);
 
   auto explain = launch(subnet, {"--explain", "--audit-db", db, "--workdir", work.string(), "--workdir-quota", "16M",
                                  "--", "true"});
