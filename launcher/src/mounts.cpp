@@ -69,8 +69,13 @@ void set_tree_flags(const std::string& top, bool read_only) {
   attr.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (read_only ? MOUNT_ATTR_RDONLY : 0);
   attr.attr_clr = read_only ? 0 : MOUNT_ATTR_RDONLY;
   if (::syscall(SYS_mount_setattr, AT_FDCWD, top.c_str(), AT_RECURSIVE, &attr, sizeof attr) == 0) return;
-  if (errno != ENOSYS) fail("mount_setattr on " + top);
-  std::ifstream info("/proc/self/mountinfo");
+  // ENOSYS: before 5.12; EPERM: a seccomp filter (a container runtime's) that does not know it.
+  if (errno != ENOSYS && errno != EPERM) fail("mount_setattr on " + top);
+  // Between the two pivots the root has no /proc; the host's is under the old root.
+  std::ifstream info(::access("/proc/self/mountinfo", R_OK) == 0 ? "/proc/self/mountinfo"
+                                                                 : std::string(kOldRoot) + "/proc/self/mountinfo");
+  if (!info) fail("reading mountinfo for " + top);
+  int changed = 0;
   std::string line;
   while (std::getline(info, line)) {
     std::istringstream fields(line);
@@ -97,6 +102,12 @@ void set_tree_flags(const std::string& top, bool read_only) {
       if (o == "ro") flags |= MS_RDONLY;  // a read-only mount of the host stays read-only
     }
     mount_or_throw(nullptr, path.c_str(), nullptr, flags, nullptr);
+    ++changed;
+  }
+  // Never fail open: a tree whose flags were not set is not used.
+  if (changed == 0) {
+    errno = ENOENT;
+    fail("no mount found in mountinfo at " + top);
   }
 }
 
