@@ -184,7 +184,11 @@ int launch(const LaunchOptions& o) {
   fs_request.hide = o.hide;
   if (o.workdir_quota) fs_request.workdir_quota = workdir_quota_bytes(*o.workdir_quota);
   fs_request.commit = o.commit;
-  if (!o.proxy_control) fs_request.audit_db = o.audit_db;
+  // The embedded proxy's database, the one path every layer protects (not writable by
+  // --rw, hidden, warned about in the workdir). An empty path (no database) is none.
+  const std::optional<std::filesystem::path> audit_db =
+      o.proxy_control || o.audit_db.empty() ? std::nullopt : std::optional(o.audit_db);
+  fs_request.audit_db = audit_db;
   fs_request.agent = user;
   fs_request.secret_homes.push_back(user.home);
   if (who.invoking && who.invoking->home != user.home) fs_request.secret_homes.push_back(who.invoking->home);
@@ -193,7 +197,7 @@ int launch(const LaunchOptions& o) {
   mounts.tmp_bytes = tmp_size_bytes;
   const std::string agent_cwd = view.workdir.empty() ? fs_request.cwd : view.workdir;
   NetboxFiles own;
-  if (!o.proxy_control) own.audit_db = o.audit_db;
+  own.audit_db = audit_db;
   own.policy = o.policy_file;
   own.control_socket = o.proxy_control;
   std::vector<std::filesystem::path> bound;
@@ -222,11 +226,11 @@ int launch(const LaunchOptions& o) {
   report.env_kept = {"PATH", "LANG", "LC_*", "TERM", "TZ"};
   report.env_kept.insert(report.env_kept.end(), o.keep_env.begin(), o.keep_env.end());
   report.degraded = degraded.notes();
-  if (!o.proxy_control) {
-    const auto folder = std::filesystem::weakly_canonical(std::filesystem::absolute(o.audit_db)).parent_path();
+  if (audit_db) {
+    const auto folder = std::filesystem::weakly_canonical(std::filesystem::absolute(*audit_db)).parent_path();
     for (const auto& b : mounts.binds)
       if (b.writable && (folder == b.path || folder.string().starts_with(b.path + "/")))
-        report.warnings.push_back("the audit database " + o.audit_db.string() + " is in the writable " + b.path +
+        report.warnings.push_back("the audit database " + audit_db->string() + " is in the writable " + b.path +
                                   ": its files are covered, but the agent may add files next to them; "
                                   "give --audit-db a path outside");
   }

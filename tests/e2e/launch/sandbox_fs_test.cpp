@@ -22,15 +22,15 @@ using ::testing::Not;
 
 // A folder outside /tmp (the agent's /tmp is fresh, so a host folder there would be
 // invisible anyway and prove nothing): under the build tree.
-class HostDir {
+class SandboxDir {
  public:
-  HostDir() {
+  SandboxDir() {
     std::string tmpl = std::string(NETBOX_BUILD_DIR) + "/e2e-sandbox-fs-XXXXXX";
     if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp " + tmpl);
     path_ = tmpl;
     fs::permissions(path_, fs::perms(0755));
   }
-  ~HostDir() {
+  ~SandboxDir() {
     std::error_code ec;
     fs::remove_all(path_, ec);
   }
@@ -118,7 +118,7 @@ print("cwd", os.getcwd())
 TEST(LaunchSandboxFs, TheSudoCallersCredentialsAreHiddenEvenUnderRwHome) {
   NETBOX_REQUIRE_ROOT();
   const auto subnet = test_subnet(140);
-  HostDir host;
+  SandboxDir host;
   // World-searchable, as Debian makes homes: only the hiding keeps others out of .netrc.
   const auto home = host.folder("home");
   fs::create_directories(home / ".ssh");
@@ -178,7 +178,7 @@ TEST(LaunchSandboxFs, TheSudoCallersCredentialsAreHiddenEvenUnderRwHome) {
 TEST(LaunchSandboxFs, TheRootIsReadOnlyAndOnlyTheWorkdirIsWritable) {
   NETBOX_REQUIRE_ROOT();
   const auto subnet = test_subnet(141);
-  HostDir host;
+  SandboxDir host;
   const auto open = host.folder("open", fs::perms(0777));  // the host lets anyone write here
   const auto work = host.folder("work");
   ASSERT_EQ(::chown(work.c_str(), 65534, 65534), 0);
@@ -210,7 +210,7 @@ TEST(LaunchSandboxFs, RoRwAndHideBindsWorkAndNoMountIsLeftBehind) {
   NETBOX_REQUIRE_ROOT();
   const auto subnet = test_subnet(142);
   const auto mounts_before = mount_lines();
-  HostDir host;
+  SandboxDir host;
   const auto ro = host.folder("ro", fs::perms(0777));
   write_file(ro / "ro-file", "read-only content\n");
   test::TempDir rw;  // under the host's /tmp: bound into the agent's fresh one
@@ -289,7 +289,7 @@ print("null ok")
 TEST(LaunchSandboxFs, BadPathsAreRefusedWithExit2AndMissingLayersStopTheLaunchWith125) {
   NETBOX_REQUIRE_ROOT();
   const auto subnet = test_subnet(144);
-  HostDir host;
+  SandboxDir host;
   const auto work = host.folder("work", fs::perms(0777));
   const auto audit = host.folder("audit");
   const auto marker = work / "ran";
@@ -349,7 +349,7 @@ TEST(LaunchSandboxFs, BadPathsAreRefusedWithExit2AndMissingLayersStopTheLaunchWi
 TEST(LaunchSandboxFs, ExplainPrintsTheLayersAndRunsNothing) {
   NETBOX_REQUIRE_ROOT();
   const auto subnet = test_subnet(145);
-  HostDir host;
+  SandboxDir host;
   const auto work = host.folder("work", fs::perms(0777));
   const auto ro = host.folder("ro");
   const auto rw = host.folder("rw");
@@ -384,7 +384,7 @@ TEST(LaunchSandboxFs, WorkdirQuotaStopsAWriterWithEnospcAndDiscardsOrCommits) {
   NETBOX_REQUIRE_ROOT();
   const auto subnet = test_subnet(146);
   const auto mounts_before = mount_lines();
-  HostDir host;
+  SandboxDir host;
   const auto work = host.folder("work", fs::perms(0777));
   fs::create_directories(work / "sub");
   fs::permissions(work / "sub", fs::perms(0777));
