@@ -444,5 +444,41 @@ TEST(LaunchSandboxFs, WorkdirQuotaStopsAWriterWithEnospcAndDiscardsOrCommits) {
   expect_nothing_left(subnet);
 }
 
+TEST(LaunchSandboxFs, AKilledLauncherLeavesNoMountAndNoChangeAndATimeoutStillCommits) {
+  NETBOX_REQUIRE_ROOT();
+  const auto subnet = test_subnet(147);
+  const auto mounts_before = mount_lines();
+  SandboxDir host;
+  const auto work = host.folder("work", fs::perms(0777));
+  test::TempDir db_dir;
+  const std::string db = (db_dir.path() / "a.db").string();
+  Background launcher({test::netbox_binary().string(), "launch", "--subnet", subnet.cidr, "--audit-db", db,
+                       "--workdir", work.string(), "--workdir-quota", "16M", "--commit", "--rw",
+                       host.folder("rw", fs::perms(0777)).string(), "--", kSh, "-c",
+                       "echo uncommitted > file && echo ready; exec sleep 60"},
+                      db_dir.path(), "victim");
+  ASSERT_TRUE(eventually([&] { return launcher.out().find("ready") != std::string::npos; })) << launcher.err();
+  ::kill(launcher.pid(), SIGKILL);
+  EXPECT_EQ(launcher.wait(), 137);
+  EXPECT_TRUE(eventually([&] {
+    return test::run({"ip", "-o", "link", "show"}).out.find(subnet.veth_prefix) == std::string::npos;
+  }));
+  EXPECT_EQ(test::run_netbox({"gc"}).exit_code, 0);
+  EXPECT_FALSE(fs::exists(work / "file")) << "the overlay of a killed launch reached the host";
+
+  // --timeout ends the agent with SIGTERM; the init outlives it and commits.
+  auto timed = launch(subnet, {"--audit-db", db, "--workdir", work.string(), "--workdir-quota", "16M", "--commit",
+                               "--timeout", "1", "--", kSh, "-c", "echo committed > file; exec sleep 60"});
+  EXPECT_EQ(timed.exit_code, 143) << timed.err;
+  EXPECT_THAT(timed.err, HasSubstr("committed"));
+  EXPECT_EQ(slurp(work / "file"), "committed\n");
+
+  std::string added;
+  for (const auto& line : mount_lines())
+    if (!mounts_before.contains(line)) added += line + "\n";
+  EXPECT_EQ(added, "") << "mounts were left behind on the host";
+  expect_nothing_left(subnet);
+}
+
 }  // namespace
 }  // namespace netbox::launch_test
