@@ -52,15 +52,30 @@ std::vector<std::string> entries(int dir_fd, const std::string& path) {
   return out;
 }
 
+// The host's workdir's file system: the agent saw only that one (an overlay's lower
+// layer has no submounts), so the commit never changes anything on another, e.g. a
+// folder mounted inside the workdir whose contents an empty-looking whiteout would erase.
+dev_t workdir_dev = 0;
+
+void require_same_file_system(const struct stat& st, const std::string& path) {
+  if (st.st_dev == workdir_dev) return;
+  errno = EXDEV;
+  fail("refusing to change another file system mounted at", path);
+}
+
 void remove_tree(int parent, const std::string& name, const std::string& path) {
   struct stat st {};
   if (::fstatat(parent, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
     if (errno == ENOENT) return;
     fail("stat", path);
   }
+  require_same_file_system(st, path);
   if (S_ISDIR(st.st_mode)) {
     Fd dir(::openat(parent, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (dir.get() < 0) fail("open", path);
+    struct stat inside {};
+    if (::fstat(dir.get(), &inside) != 0) fail("stat", path);
+    require_same_file_system(inside, path);  // a mount point
     for (const auto& child : entries(dir.get(), path)) remove_tree(dir.get(), child, path + "/" + child);
     if (::unlinkat(parent, name.c_str(), AT_REMOVEDIR) != 0) fail("rmdir", path);
   } else if (::unlinkat(parent, name.c_str(), 0) != 0) {
@@ -122,6 +137,9 @@ void commit_dir(int upper, int host, const std::string& path) {
       if ((!there || replaced || !S_ISDIR(hs.st_mode)) && ::mkdirat(host, name.c_str(), 0700) != 0) fail("mkdir", child);
       Fd down(::openat(host, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
       if (down.get() < 0) fail("open", child);
+      struct stat inside {};
+      if (::fstat(down.get(), &inside) != 0) fail("stat", child);
+      require_same_file_system(inside, child);
       commit_dir(up.get(), down.get(), child);
       set_owner_mode_times(down.get(), st, child);
     } else if (S_ISREG(st.st_mode)) {
@@ -147,6 +165,11 @@ std::uint64_t overlay_bytes_written(int upper_fd) {
   return static_cast<std::uint64_t>(s.f_blocks - s.f_bfree) * static_cast<std::uint64_t>(s.f_bsize);
 }
 
-void commit_overlay(int upper_fd, int host_fd) { commit_dir(upper_fd, host_fd, "."); }
+void commit_overlay(int upper_fd, int host_fd) {
+  struct stat st {};
+  if (::fstat(host_fd, &st) != 0) fail("stat", ".");
+  workdir_dev = st.st_dev;
+  commit_dir(upper_fd, host_fd, ".");
+}
 
 }  // namespace netbox::launcher
