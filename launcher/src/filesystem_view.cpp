@@ -1,6 +1,7 @@
 #include "netbox/launcher/filesystem_view.hpp"
 
 #include "netbox/launcher/launch.hpp"
+#include "netbox/launcher/rlimits.hpp"
 
 #include <algorithm>
 #include <fstream>
@@ -61,7 +62,31 @@ bool overlay_supported() {
   return false;
 }
 
+std::uint64_t workdir_quota_bytes(const std::string& flag) {
+  auto v = parse_size(flag);
+  if (!v || *v == 0 || *v == RLIM_INFINITY)
+    throw LaunchError(kExitUsage, "--workdir-quota '" + flag + "': expected a size such as 256M or 1G");
+  return *v;
+}
+
 }  // namespace
+
+FilesystemRequest filesystem_request(const LaunchOptions& o, const AgentUserChoice& who,
+                                     const std::optional<fs::path>& audit_db, const std::string& cwd) {
+  FilesystemRequest r;
+  r.workdir = o.workdir;
+  r.cwd = cwd;
+  r.ro = o.ro;
+  r.rw = o.rw;
+  r.hide = o.hide;
+  if (o.workdir_quota) r.workdir_quota = workdir_quota_bytes(*o.workdir_quota);
+  r.commit = o.commit;
+  r.audit_db = audit_db;
+  r.agent = who.agent;
+  r.secret_homes.push_back(who.agent.home);
+  if (who.invoking && who.invoking->home != who.agent.home) r.secret_homes.push_back(who.invoking->home);
+  return r;
+}
 
 std::string why_not_writable(const fs::path& path, const std::optional<fs::path>& audit_db) {
   if (path == "/") return "the host's root is never writable";

@@ -7,6 +7,7 @@
 #include "netbox/launcher/environment.hpp"
 #include "netbox/launcher/filesystem_view.hpp"
 #include "netbox/launcher/hidden_paths.hpp"
+#include "netbox/launcher/launch_report.hpp"
 #include "netbox/launcher/nft_rules.hpp"
 #include "netbox/launcher/privileges.hpp"
 #include "netbox/launcher/proxy_link.hpp"
@@ -84,13 +85,6 @@ std::uint64_t tmp_bytes(const std::string& flag) {
   return *v;
 }
 
-std::uint64_t workdir_quota_bytes(const std::string& flag) {
-  auto v = parse_size(flag);
-  if (!v || *v == 0 || *v == RLIM_INFINITY)
-    throw LaunchError(kExitUsage, "--workdir-quota '" + flag + "': expected a size such as 256M or 1G");
-  return *v;
-}
-
 // The kernel takes at most 64 bytes of hostname.
 std::string hostname_for(const std::string& name) { return name.substr(0, 64); }
 
@@ -125,39 +119,6 @@ void disable_ipv6(const std::string& ifname) {
   std::ofstream("/proc/sys/net/ipv6/conf/" + ifname + "/disable_ipv6") << "1\n";
 }
 
-std::string describe_user(const AgentUserChoice& who) {
-  return who.agent.name + " (uid " + std::to_string(who.agent.uid) + ", gid " + std::to_string(who.agent.gid) +
-         "): " + who.why;
-}
-
-std::string describe_rlimits(const std::vector<RlimitSetting>& limits) {
-  std::string out;
-  for (const auto& l : limits) {
-    const std::string v = l.value == RLIM_INFINITY ? "unlimited" : std::to_string(l.value);
-    out += (out.empty() ? "" : ", ") + std::string(l.name) + " " + v;
-  }
-  return out;
-}
-
-// The filesystem part of the report; the rest is filled where it is decided.
-void describe_view(SandboxReport& r, const FilesystemView& view, const std::string& tmp_size,
-                   const std::optional<std::string>& o_quota, bool commit) {
-  r.workdir = view.workdir;
-  if (view.workdir_quota > 0)
-    r.workdir_mode = std::string("overlay, upper layer a tmpfs of ") + (o_quota ? *o_quota : "") +
-                     (commit ? "; changes copied back at exit (--commit)" : "; changes discarded at exit");
-  r.no_workdir_reason = view.no_workdir_reason;
-  for (const auto& b : view.mounts.binds) (b.writable ? r.writable : r.read_only).push_back(b.path);
-  r.memory = "/tmp, /var/tmp, /dev/shm" + std::string(view.mounts.home.empty() ? "" : ", " + view.mounts.home) +
-             ": one tmpfs of " + tmp_size + ", private, gone at exit";
-  r.hidden = view.mounts.hidden;
-}
-
-void describe_own_files(SandboxReport& r, const HiddenPaths& own) {
-  for (const auto& f : own.folders) r.hidden.push_back(f + " (netbox)");
-  for (const auto& f : own.files) r.hidden.push_back(f + " (netbox)");
-}
-
 }  // namespace
 
 int launch(const LaunchOptions& o) {
@@ -176,22 +137,11 @@ int launch(const LaunchOptions& o) {
   const AgentUserChoice who = choose_agent_user(o.user, launcher_env);
   const AgentUser& user = who.agent;
   DegradedLayers degraded(o.allow_degraded);
-  FilesystemRequest fs_request;
-  fs_request.workdir = o.workdir;
-  fs_request.cwd = working_directory();
-  fs_request.ro = o.ro;
-  fs_request.rw = o.rw;
-  fs_request.hide = o.hide;
-  if (o.workdir_quota) fs_request.workdir_quota = workdir_quota_bytes(*o.workdir_quota);
-  fs_request.commit = o.commit;
   // The embedded proxy's database, the one path every layer protects (not writable by
   // --rw, hidden, warned about in the workdir). An empty path (no database) is none.
   const std::optional<std::filesystem::path> audit_db =
       o.proxy_control || o.audit_db.empty() ? std::nullopt : std::optional(o.audit_db);
-  fs_request.audit_db = audit_db;
-  fs_request.agent = user;
-  fs_request.secret_homes.push_back(user.home);
-  if (who.invoking && who.invoking->home != user.home) fs_request.secret_homes.push_back(who.invoking->home);
+  const FilesystemRequest fs_request = filesystem_request(o, who, audit_db, working_directory());
   const FilesystemView view = plan_filesystem_view(fs_request, degraded);
   AgentMounts mounts = view.mounts;
   mounts.tmp_bytes = tmp_size_bytes;
@@ -210,30 +160,7 @@ int launch(const LaunchOptions& o) {
   const std::string name = o.name.empty() ? default_name(o.command.front()) : o.name;
   const std::string profile = profile_for(o, policy, name);
 
-  SandboxReport report;
-  report.name = name;
-  report.user = describe_user(who);
-  report.network = "own namespace; its only route is the proxy (" +
-                   (o.proxy_control ? "running, control " + o.proxy_control->string()
-                                    : "embedded, policy " + (o.policy_file ? o.policy_file->string() : "deny all") +
-                                          ", audit " + o.audit_db.string()) +
-                   ")";
-  report.ipc_uts = "own IPC and UTS namespaces (hostname " + hostname_for(name) + ")";
-  describe_view(report, view, o.tmp_size, o.workdir_quota, o.commit);
-  describe_own_files(report, own_hidden);
-  report.seccomp = o.seccomp;
-  report.rlimits = describe_rlimits(rlimits);
-  report.env_kept = {"PATH", "LANG", "LC_*", "TERM", "TZ"};
-  report.env_kept.insert(report.env_kept.end(), o.keep_env.begin(), o.keep_env.end());
-  report.degraded = degraded.notes();
-  if (audit_db) {
-    const auto folder = std::filesystem::weakly_canonical(std::filesystem::absolute(*audit_db)).parent_path();
-    for (const auto& b : mounts.binds)
-      if (b.writable && (folder == b.path || folder.string().starts_with(b.path + "/")))
-        report.warnings.push_back("the audit database " + audit_db->string() + " is in the writable " + b.path +
-                                  ": its files are covered, but the agent may add files next to them; "
-                                  "give --audit-db a path outside");
-  }
+  SandboxReport report = describe_launch(o, name, hostname_for(name), who, view, own_hidden, rlimits, degraded, audit_db);
   // (cgroup limits: the cgroup step fills report.cgroup_backend and cgroup_limits here.)
   if (o.explain) {
     std::cout << render_report(report);

@@ -5,7 +5,9 @@
 //
 // Paths may be relative (to the launcher's current directory); every path is made
 // canonical (symlinks resolved) and the agent sees it at that canonical path.
+#include "netbox/launcher/agent_user_choice.hpp"
 #include "netbox/launcher/degraded_layers.hpp"
+#include "netbox/launcher/launch_options.hpp"
 #include "netbox/launcher/mounts.hpp"
 #include "netbox/launcher/privileges.hpp"
 
@@ -47,6 +49,12 @@ struct FilesystemView {
 // database's folder, an empty path, --hide /), exit 125 for a source that does not
 // exist, unless `degraded` accepts that layer (then it is noted there and left out).
 FilesystemView plan_filesystem_view(const FilesystemRequest& request, DegradedLayers& degraded);
+
+// The request of a launch: its flags, the agent's user and the invoking one (whose
+// credentials are hidden too), the embedded proxy's database. Throws LaunchError (exit
+// 2) for a malformed --workdir-quota.
+FilesystemRequest filesystem_request(const LaunchOptions& options, const AgentUserChoice& who,
+                                     const std::optional<std::filesystem::path>& audit_db, const std::string& cwd);
 
 // Why `path` (canonical) may not be made writable, or empty when it may.
 std::string why_not_writable(const std::filesystem::path& path, const std::optional<std::filesystem::path>& audit_db);
