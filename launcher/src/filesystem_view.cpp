@@ -21,6 +21,18 @@ fs::path canonical_path(fs::path p, const std::string& cwd) {
   return s;
 }
 
+// Where a path given by the user is shown: its folder resolved, its last component as
+// given. A dotfile that is a symlink (~/.gitconfig -> dotfiles/gitconfig) is then shown
+// under its own name in an empty HOME, with its target's content.
+fs::path placed_path(const fs::path& canonical, fs::path given, const std::string& cwd) {
+  if (given.is_relative()) given = fs::path(cwd.empty() ? "/" : cwd) / given;
+  std::string s = given.lexically_normal().string();
+  while (s.size() > 1 && s.back() == '/') s.pop_back();
+  const fs::path lexical = s;
+  if (!lexical.has_parent_path() || lexical == "/" || lexical.filename() == "..") return canonical;
+  return canonical_path(lexical.parent_path(), "/") / lexical.filename();
+}
+
 fs::path resolve(const char* flag, const std::string& value, const std::string& cwd) {
   if (value.empty()) throw LaunchError(kExitUsage, std::string(flag) + " '': expected a path");
   return canonical_path(value, cwd);
@@ -120,7 +132,8 @@ FilesystemView plan_filesystem_view(const FilesystemRequest& r, DegradedLayers& 
   struct Wanted {
     const char* flag;
     std::string given;
-    fs::path path;
+    fs::path path;    // canonical: what is bound
+    fs::path placed;  // where it is shown
     bool writable;
   };
   std::vector<Wanted> wanted;
@@ -128,19 +141,20 @@ FilesystemView plan_filesystem_view(const FilesystemRequest& r, DegradedLayers& 
     fs::path p = resolve("--rw", v, r.cwd);
     if (auto why = why_not_writable(p, r.audit_db); !why.empty())
       throw LaunchError(kExitUsage, "--rw '" + v + "': refused: " + why);
-    wanted.push_back({"--rw", v, p, true});
+    wanted.push_back({"--rw", v, p, placed_path(p, v, r.cwd), true});
   }
   for (const auto& v : r.ro) {
     fs::path p = resolve("--ro", v, r.cwd);
     if (auto k = kernel_folder(p); !k.empty())
       throw LaunchError(kExitUsage, "--ro '" + v + "': refused: " + k + " is the kernel's; the agent has its own");
-    wanted.push_back({"--ro", v, p, false});
+    wanted.push_back({"--ro", v, p, placed_path(p, v, r.cwd), false});
   }
   std::vector<fs::path> hides;
   for (const auto& v : r.hide) {
     fs::path p = resolve("--hide", v, r.cwd);
     if (p == "/") throw LaunchError(kExitUsage, "--hide '" + v + "': refused: the whole root cannot be hidden");
     hides.push_back(p);
+    hides.push_back(placed_path(p, v, r.cwd));
   }
 
   if (workdir) {
@@ -188,7 +202,7 @@ FilesystemView plan_filesystem_view(const FilesystemRequest& r, DegradedLayers& 
   if (workdir) {
     view.workdir = workdir->string();
     view.workdir_quota = quota;
-    m.binds.push_back({view.workdir, true, quota});
+    m.binds.push_back({view.workdir, view.workdir, true, quota});
   }
   for (const auto& w : wanted) {
     if (!path_exists(w.path)) {
@@ -200,7 +214,7 @@ FilesystemView plan_filesystem_view(const FilesystemRequest& r, DegradedLayers& 
       degraded.note(std::string(layer) + ": " + w.path.string() + " does not exist; left out");
       continue;
     }
-    m.binds.push_back({w.path.string(), w.writable});
+    m.binds.push_back({w.placed.string(), w.path.string(), w.writable});
   }
   // A bind below another must come after it, or it would be covered.
   auto depth = [](const BindMount& b) {
@@ -224,8 +238,13 @@ FilesystemView plan_filesystem_view(const FilesystemRequest& r, DegradedLayers& 
   for (const auto& h : r.secret_homes) {
     if (h.empty()) continue;
     // One that does not exist has nothing to show, and the read-only root keeps it so.
-    for (auto s : kSecretHomePaths)
-      if (fs::path p = canonical_path(fs::path(h) / s, "/"); path_exists(p)) add_hidden(p);
+    for (auto s : kSecretHomePaths) {
+      const fs::path p = canonical_path(fs::path(h) / s, "/");
+      if (!path_exists(p)) continue;
+      add_hidden(p);
+      // Also under its own name, where a bind (of HOME, say) shows the symlink itself.
+      add_hidden(placed_path(p, fs::path(h) / s, "/"));
+    }
   }
   for (const auto& p : hides) add_hidden(p);
   return view;

@@ -151,7 +151,10 @@ int launch(const LaunchOptions& o) {
   own.policy = o.policy_file;
   own.control_socket = o.proxy_control;
   std::vector<std::filesystem::path> bound;
-  for (const auto& b : mounts.binds) bound.push_back(b.path);
+  for (const auto& b : mounts.binds) {
+    bound.push_back(b.path);
+    bound.push_back(b.source);
+  }
   // A command named by its path keeps its folder visible (PATH lookups are in system folders).
   const std::string& command = o.command.front();
   const HiddenPaths own_hidden = plan_hidden_paths(

@@ -27,7 +27,8 @@ void describe_view(SandboxReport& r, const FilesystemView& view, const std::stri
     r.workdir_mode = std::string("overlay, upper layer a tmpfs of ") + (o_quota ? *o_quota : "") +
                      (commit ? "; changes copied back at exit (--commit)" : "; changes discarded at exit");
   r.no_workdir_reason = view.no_workdir_reason;
-  for (const auto& b : view.mounts.binds) (b.writable ? r.writable : r.read_only).push_back(b.path);
+  for (const auto& b : view.mounts.binds)
+    (b.writable ? r.writable : r.read_only).push_back(b.path + (b.source == b.path ? "" : " (" + b.source + ")"));
   r.memory = "/tmp, /var/tmp, /dev/shm" + std::string(view.mounts.home.empty() ? "" : ", " + view.mounts.home) +
              ": one tmpfs of " + tmp_size + ", private, gone at exit";
   r.hidden = view.mounts.hidden;
@@ -63,8 +64,8 @@ SandboxReport describe_launch(const LaunchOptions& o, const std::string& name, c
   if (audit_db) {
     const auto folder = std::filesystem::weakly_canonical(std::filesystem::absolute(*audit_db)).parent_path();
     for (const auto& b : view.mounts.binds)
-      if (b.writable && (folder == b.path || folder.string().starts_with(b.path + "/")))
-        r.warnings.push_back("the audit database " + audit_db->string() + " is in the writable " + b.path +
+      if (b.writable && (folder == b.source || folder.string().starts_with(b.source + "/")))
+        r.warnings.push_back("the audit database " + audit_db->string() + " is in the writable " + b.source +
                              ": its files are covered, but the agent may add files next to them; "
                              "give --audit-db a path outside");
   }

@@ -162,9 +162,13 @@ WorkdirOverlay mount_overlay(const BindMount& bind, const std::string& source, c
 }
 
 void bind_from_host(const BindMount& bind, const AgentMounts& m, WorkdirOverlay& overlay) {
-  const std::string source = in_old(bind.path);
-  const std::string target = in_new(bind.path);
-  const bool below_home = !m.home.empty() && bind.path.starts_with(m.home + "/");
+  const std::string source = in_old(bind.source);
+  std::string target = in_new(bind.path);
+  // A symlink the view shows already leads to the source's path (mount(2) would follow
+  // it from the assembly root, not the agent's).
+  struct stat link {};
+  if (::lstat(target.c_str(), &link) == 0 && S_ISLNK(link.st_mode)) target = in_new(bind.source);
+  const bool below_home = !m.home.empty() && target.starts_with(in_new(m.home) + "/");
   make_mount_point(target, is_real_directory(source), below_home ? m.home_uid : 0, below_home ? m.home_gid : 0);
   if (bind.quota > 0) {
     overlay = mount_overlay(bind, source, target);
@@ -177,7 +181,9 @@ void bind_from_host(const BindMount& bind, const AgentMounts& m, WorkdirOverlay&
 void hide(const std::string& path) {
   const std::string target = in_new(path);
   struct stat st {};
-  if (::lstat(target.c_str(), &st) != 0) return;  // nothing there to see
+  // Nothing there to see; or a symlink, which mount(2) would follow from the assembly
+  // root: its target is hidden on its own.
+  if (::lstat(target.c_str(), &st) != 0 || S_ISLNK(st.st_mode)) return;
   if (S_ISDIR(st.st_mode)) {
     mount_or_throw("tmpfs", target.c_str(), "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,mode=0555");
     return;

@@ -144,6 +144,12 @@ TEST(LaunchSandboxFs, TheSudoCallersCredentialsAreHiddenEvenUnderRwHome) {
   write_file(home / ".netrc", "machine example.com password netrc-sekrit\n", fs::perms(0644));
   write_file(home / "notes.txt", "home note\n");
   write_file(home / "project" / "readme", "project file\n");
+  // Dotfiles kept elsewhere and linked in, as dotfile managers do.
+  fs::create_directories(home / "dotfiles" / "kube");
+  write_file(home / "dotfiles" / "kube" / "config", "kube-sekrit\n");
+  fs::create_directory_symlink("dotfiles/kube", home / ".kube");
+  write_file(home / "dotfiles" / "gitconfig", "[user] name = agent\n");
+  fs::create_symlink("dotfiles/gitconfig", home / ".gitconfig");
   TempUser user(home);
   chown_tree(home, user.uid(), user.gid());
   test::TempDir db_dir;
@@ -152,15 +158,16 @@ TEST(LaunchSandboxFs, TheSudoCallersCredentialsAreHiddenEvenUnderRwHome) {
   // The default: the agent is the sudo caller, its HOME an empty tmpfs, the project writable.
   auto r = launch_as_sudo_caller(
       user, subnet,
-      {"--audit-db", db, "--workdir", (home / "project").string(), "--", kSh, "-c",
+      {"--audit-db", db, "--workdir", (home / "project").string(), "--ro", (home / ".gitconfig").string(), "--", kSh,
+       "-c",
        "id -un; pwd; echo HOME=$HOME; cat ~/.ssh/id_ed25519 ~/.aws/credentials ~/.netrc ~/notes.txt; "
-       "echo home=$(ls -A ~ | tr '\\n' ' '); cat readme; echo made > new-file && echo wrote; echo end"});
+       "echo home=$(ls -A ~ | tr '\\n' ' '); cat readme; echo made > new-file && echo wrote; cat ~/.gitconfig; echo end"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr(user.name() + "\n" + (home / "project").string() + "\nHOME=" + home.string() + "\n"));
   EXPECT_THAT(r.out, Not(HasSubstr("sekrit")));
   EXPECT_THAT(r.out, Not(HasSubstr("home note")));
-  EXPECT_THAT(r.out, HasSubstr("home=project\n"));
-  EXPECT_THAT(r.out, HasSubstr("project file\nwrote\nend\n"));
+  EXPECT_THAT(r.out, HasSubstr("home=.gitconfig project\n"));
+  EXPECT_THAT(r.out, HasSubstr("project file\nwrote\n[user] name = agent\nend\n"));
   EXPECT_THAT(r.err, HasSubstr("runs as " + user.name()));
   EXPECT_EQ(slurp(home / "project" / "new-file"), "made\n");
   struct stat st {};
@@ -171,7 +178,8 @@ TEST(LaunchSandboxFs, TheSudoCallersCredentialsAreHiddenEvenUnderRwHome) {
   auto rw = launch_as_sudo_caller(
       user, subnet,
       {"--audit-db", db, "--workdir", (home / "project").string(), "--rw", home.string(), "--", kSh, "-c",
-       "cat ~/.ssh/id_ed25519 ~/.aws/credentials ~/.netrc; echo ssh=$(ls -A ~/.ssh | wc -l); cat ~/notes.txt; "
+       "cat ~/.ssh/id_ed25519 ~/.aws/credentials ~/.netrc ~/.kube/config ~/dotfiles/kube/config; "
+       "echo ssh=$(ls -A ~/.ssh | wc -l); cat ~/notes.txt; "
        "echo key > ~/.ssh/authorized_keys || echo ssh-not-writable; echo more >> ~/notes.txt && echo appended"});
   EXPECT_EQ(rw.exit_code, 0) << rw.err;
   EXPECT_THAT(rw.out, Not(HasSubstr("sekrit")));

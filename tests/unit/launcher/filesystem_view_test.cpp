@@ -61,6 +61,23 @@ TEST(FilesystemView, RelativePathsAreResolvedAgainstTheCurrentDirectoryAndBindsA
   EXPECT_FALSE(view.mounts.binds[2].writable);
 }
 
+TEST(FilesystemView, ASymlinkGivenIsShownUnderItsOwnNameWithItsTargetsContent) {
+  test::TempDir dir;
+  dir.write("gitconfig", "x");
+  fs::create_symlink("gitconfig", dir.path() / ".gitconfig");
+  auto r = request_in(dir.path());
+  r.ro = {".gitconfig"};
+  r.hide = {".gitconfig"};
+  DegradedLayers degraded;
+  auto view = plan_filesystem_view(r, degraded);
+  const std::string base = fs::canonical(dir.path()).string();
+  ASSERT_EQ(view.mounts.binds.size(), 2u);
+  EXPECT_EQ(view.mounts.binds[1].path, base + "/.gitconfig");
+  EXPECT_EQ(view.mounts.binds[1].source, base + "/gitconfig");
+  EXPECT_THAT(view.mounts.hidden, Contains(base + "/gitconfig")) << "the target";
+  EXPECT_THAT(view.mounts.hidden, Contains(base + "/.gitconfig")) << "the name, where a bind shows it";
+}
+
 TEST(FilesystemView, BadInputIsExit2AndAMissingSourceIs125UnlessAccepted) {
   test::TempDir dir;
   std::string message;

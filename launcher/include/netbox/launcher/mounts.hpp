@@ -20,9 +20,11 @@ namespace netbox::launcher {
 // /run and /var/run hold sockets and pid files, never data: a small fixed size.
 inline constexpr std::uint64_t kRunTmpfsBytes = 16ULL * 1024 * 1024;
 
-// A host path shown at the same path in the agent's view.
+// A host path shown in the agent's view: at the same path, or, when the path given
+// ended in a symlink, under that name with the target's content.
 struct BindMount {
-  std::string path;  // absolute and canonical
+  std::string path;    // where it is shown: canonical folder, last component as given
+  std::string source;  // what is shown: canonical
   bool writable = false;
   // Nonzero: an overlay whose upper layer is a tmpfs of this size (--workdir-quota).
   std::uint64_t quota = 0;
@@ -39,7 +41,8 @@ struct AgentMounts {
   // In mount order: a bind below another comes after it (see plan_filesystem_view).
   std::vector<BindMount> binds;
   // Covered last, above every bind: a folder by an empty read-only tmpfs, anything else
-  // by an empty read-only file. Canonical; one that does not exist is skipped.
+  // by an empty read-only file. Canonical folders; one that does not exist, or a
+  // symlink (its target is listed too), is skipped.
   std::vector<std::string> hidden;
 };
 
