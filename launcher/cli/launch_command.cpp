@@ -30,7 +30,18 @@ void add_launch_command(CLI::App& app, int& rc) {
                   "$XDG_STATE_HOME/netbox/audit.db); its directory must be writable by its owner only, and "
                   "outside the working directory (the agent's)");
   sub->add_option("--subnet", o->subnet, "IPv4 pool the agent's /30 comes from")->default_str(o->subnet);
-  sub->add_option("--user", o->user, "User the agent runs as")->default_str(o->user);
+  auto user = std::make_shared<std::string>();
+  auto workdir = std::make_shared<std::string>();
+  auto quota = std::make_shared<std::string>();
+  auto* user_opt = sub->add_option("--user", *user, "User the agent runs as (default: the sudo caller, else nobody)");
+  auto* workdir_opt = sub->add_option("--workdir", *workdir, "Folder the agent may write to and starts in (default: the current directory)");
+  sub->add_option("--ro", o->ro, "Show PATH read-only, at the same path (repeatable)");
+  sub->add_option("--rw", o->rw, "Show PATH read-write, at the same path (repeatable)");
+  sub->add_option("--hide", o->hide, "Cover PATH with an empty folder or file (repeatable)");
+  auto* quota_opt = sub->add_option("--workdir-quota", *quota, "Write the workdir into an overlay on a tmpfs of SIZE; changes are discarded at exit unless --commit");
+  sub->add_flag("--commit", o->commit, "With --workdir-quota: copy the agent's changes onto the workdir when it exits");
+  sub->add_option("--allow-degraded", o->allow_degraded, "Run even if LAYER (workdir, ro, rw, workdir-quota) cannot be applied (repeatable)");
+  sub->add_flag("--explain", o->explain, "Print the layers the agent would run under, and run nothing");
   sub->add_option("--env", o->env, "Set KEY=VALUE in the agent's environment (repeatable)");
   sub->add_option("--keep-env", o->keep_env, "Pass the launcher's KEY on to the agent (repeatable)");
   auto* timeout_opt = sub->add_option("--timeout", *timeout, "Seconds before the agent gets SIGTERM (then SIGKILL)");
@@ -50,8 +61,12 @@ void add_launch_command(CLI::App& app, int& rc) {
   sub->add_option("command", o->command, "COMMAND [ARG...] (after --)")->required();
   sub->positionals_at_end();
 
-  sub->callback([&rc, sub, o, policy, control, timeout, timeout_opt, grace, rl, cg] {
+  sub->callback([&rc, sub, o, policy, control, timeout, timeout_opt, grace, rl, cg, user, user_opt, workdir,
+                 workdir_opt, quota, quota_opt] {
     if (!policy->empty()) o->policy_file = *policy;
+    if (user_opt->count() > 0) o->user = *user;
+    if (workdir_opt->count() > 0) o->workdir = *workdir;
+    if (quota_opt->count() > 0) o->workdir_quota = *quota;
     if (!control->empty()) o->proxy_control = *control;
     if (timeout_opt->count() > 0) o->timeout_seconds = *timeout;
     if (*grace < 0) {
@@ -75,7 +90,9 @@ void add_launch_command(CLI::App& app, int& rc) {
     // read and lock. The default location is made and checked by the embedded proxy.
     if (!o->audit_db.empty() && !o->proxy_control) {
       try {
-        audit::check_db_location(o->audit_db, "--audit-db", std::filesystem::current_path());
+        // The agent's working directory: --workdir when given, else the launcher's own.
+        const auto agent_dir = o->workdir ? std::filesystem::absolute(*o->workdir) : std::filesystem::current_path();
+        audit::check_db_location(o->audit_db, "--audit-db", agent_dir);
       } catch (const std::exception& e) {
         std::cerr << "netbox launch: " << e.what() << "\n";
         rc = launcher::kExitUsage;

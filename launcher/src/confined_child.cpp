@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -254,6 +255,33 @@ int exec_like_a_shell(ExecPlan& p, int* err) {
   agent_fail(exec_fd, code == kExitNotFound ? ENOENT : err, "exec", code);
 }
 
+// --workdir-quota, once the agent has exited: everything else in the namespace is
+// killed and reaped first, so nothing writes while the upper layer is read; then what
+// was written is counted, and committed onto the host's workdir or discarded.
+int finish_workdir_overlay(const WorkdirOverlay& overlay, bool commit, int agent_status) {
+  kill(-1, SIGKILL);
+  for (;;) {
+    pid_t r = waitpid(-1, nullptr, 0);
+    if (r < 0 && errno != EINTR) break;
+  }
+  std::string msg = "netbox launch: --workdir-quota: " + std::to_string(overlay_bytes_written(overlay.upper_fd)) +
+                    " bytes written in " + overlay.path;
+  int status = agent_status;
+  if (!commit) {
+    msg += ", discarded (no --commit)\n";
+  } else {
+    try {
+      commit_overlay(overlay.upper_fd, overlay.host_fd);
+      msg += ", committed\n";
+    } catch (const std::exception& e) {
+      msg += "; --commit failed, partly applied: " + std::string(e.what()) + "\n";
+      status = kExitLauncherFailure;
+    }
+  }
+  write_all(STDERR_FILENO, msg.data(), msg.size());
+  return status;
+}
+
 // Runs one setup step unless an earlier one failed; the first failure is kept.
 template <typename Step>
 void setup_step(std::string& error, Step&& step) {
@@ -284,10 +312,11 @@ void setup_step(std::string& error, Step&& step) {
   for (int fd = 0; fd < 3; ++fd)
     if (spec.stdio[static_cast<std::size_t>(fd)] != fd) dup2(spec.stdio[static_cast<std::size_t>(fd)], fd);
   std::string error;
+  WorkdirOverlay overlay;
   setup_step(error, [&] {
     if (sethostname(spec.hostname.data(), spec.hostname.size()) != 0)
       throw std::runtime_error(std::string("sethostname: ") + std::strerror(errno));
-    setup_agent_mounts(spec.mounts);
+    overlay = setup_agent_mounts(spec.mounts);
     // The launcher's working directory may be below a mount just made; the agent
     // looks it up again (enter_working_directory).
     if (chdir("/") != 0) throw std::runtime_error(std::string("chdir /: ") + std::strerror(errno));
@@ -329,7 +358,17 @@ void setup_step(std::string& error, Step&& step) {
   write_all(status_fd, "R", 1);
   close_fd(status_fd);
   close_fd(exec_fd);
-  ::close_range(3, ~0U, 0);
+  // Everything but the workdir overlay's two descriptors.
+  {
+    int keep[2] = {std::min(overlay.upper_fd, overlay.host_fd), std::max(overlay.upper_fd, overlay.host_fd)};
+    if (keep[0] < 3) {
+      ::close_range(3, ~0U, 0);
+    } else {
+      ::close_range(3, static_cast<unsigned>(keep[0]) - 1, 0);
+      if (keep[1] > keep[0] + 1) ::close_range(static_cast<unsigned>(keep[0]) + 1, static_cast<unsigned>(keep[1]) - 1, 0);
+      ::close_range(static_cast<unsigned>(keep[1]) + 1, ~0U, 0);
+    }
+  }
 
   int count = 0;
   const int* sigs = forwarded_signals(&count);
@@ -348,7 +387,11 @@ void setup_step(std::string& error, Step&& step) {
     int status = 0;
     pid_t r;
     while ((r = waitpid(-1, &status, WNOHANG)) > 0)
-      if (r == agent) _exit(shell_exit_status(status));  // the kernel then kills the rest of the namespace
+      if (r == agent) {
+        int code = shell_exit_status(status);
+        if (overlay.active()) code = finish_workdir_overlay(overlay, spec.commit_workdir, code);
+        _exit(code);  // the kernel then kills the rest of the namespace
+      }
     if (r < 0 && errno == ECHILD) _exit(kExitLauncherFailure);
     siginfo_t info{};
     int sig = sigwaitinfo(&set, &info);

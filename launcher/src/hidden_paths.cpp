@@ -24,7 +24,9 @@ bool within(const fs::path& p, const fs::path& base) {
 }
 
 // The agent gets fresh file systems here; whatever the host had there is gone already.
-bool already_hidden(const fs::path& p) {
+bool already_hidden(const fs::path& p, const std::vector<fs::path>& bound) {
+  for (const auto& b : bound)
+    if (p == b || within(p, b)) return false;
   for (std::string_view fresh : {"/tmp", "/var/tmp", "/dev/shm", "/run", "/var/run", "/proc", "/sys"})
     if (within(p, fs::path(fresh))) return true;
   return false;
@@ -50,7 +52,10 @@ void add_unique(std::vector<std::string>& list, const fs::path& p) {
 
 }  // namespace
 
-HiddenPaths plan_hidden_paths(const NetboxFiles& files, const std::vector<fs::path>& needed_paths) {
+HiddenPaths plan_hidden_paths(const NetboxFiles& files, const std::vector<fs::path>& needed_paths,
+                              const std::vector<fs::path>& bound_paths) {
+  std::vector<fs::path> bound;
+  for (const auto& b : bound_paths) bound.push_back(canonical_or_lexical(b));
   std::vector<fs::path> needed;
   for (const auto& n : needed_paths)
     if (!n.empty()) needed.push_back(canonical_or_lexical(n));
@@ -58,7 +63,7 @@ HiddenPaths plan_hidden_paths(const NetboxFiles& files, const std::vector<fs::pa
   std::vector<fs::path> file_list;
   auto hide_with_folder = [&](const fs::path& file, std::initializer_list<std::string_view> companions) {
     const fs::path path = canonical_or_lexical(file);
-    if (already_hidden(path)) return;
+    if (already_hidden(path, bound)) return;
     const fs::path folder = path.parent_path();
     if (folder_may_be_covered(folder, needed)) {
       add_unique(out.folders, folder);
@@ -71,7 +76,7 @@ HiddenPaths plan_hidden_paths(const NetboxFiles& files, const std::vector<fs::pa
   if (files.control_socket) hide_with_folder(*files.control_socket, {});
   if (files.policy) {
     const fs::path path = canonical_or_lexical(*files.policy);
-    if (!already_hidden(path)) file_list.push_back(path);
+    if (!already_hidden(path, bound)) file_list.push_back(path);
   }
   // A folder inside another covered one, or a file inside a covered folder, is gone already.
   auto covered = [&](const fs::path& p, const std::string& self) {

@@ -1,19 +1,24 @@
 #include "netbox/launcher/launch.hpp"
 
 #include "netbox/launcher/agent_stdio.hpp"
+#include "netbox/launcher/agent_user_choice.hpp"
 #include "netbox/launcher/cgroup.hpp"
 #include "netbox/launcher/cleanup.hpp"
 #include "netbox/launcher/confined_child.hpp"
 #include "netbox/launcher/environment.hpp"
+#include "netbox/launcher/filesystem_view.hpp"
 #include "netbox/launcher/hidden_paths.hpp"
+#include "netbox/launcher/launch_report.hpp"
 #include "netbox/launcher/nft_rules.hpp"
 #include "netbox/launcher/privileges.hpp"
 #include "netbox/launcher/proxy_link.hpp"
 #include "netbox/launcher/rlimits.hpp"
+#include "netbox/launcher/sandbox_report.hpp"
 #include "netbox/launcher/seccomp_profile.hpp"
 #include "netbox/launcher/subnet_pool.hpp"
 #include "netbox/launcher/supervisor.hpp"
 #include "netbox/launcher/veth.hpp"
+#include "netbox/audit/location.hpp"
 #include "netbox/policy/load.hpp"
 #include "netbox/proxy/agent_name.hpp"
 
@@ -24,6 +29,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <iostream>
 #include <random>
 #include <thread>
 
@@ -134,20 +140,61 @@ int launch(const LaunchOptions& o) {
     throw LaunchError(kExitUsage, "--timeout: expected a positive number of seconds");
   const auto rlimits = agent_rlimits(o.rlimits);
   const CgroupPlan cgroup_plan = describe_cgroup_plan(o);
-  AgentMounts mounts;
-  mounts.tmp_bytes = tmp_bytes(o.tmp_size);
+  const std::uint64_t tmp_size_bytes = tmp_bytes(o.tmp_size);
   const SeccompFilter seccomp = seccomp_filter_for(o.seccomp);
-  const AgentUser user = resolve_user(o.user);
+  const auto launcher_env = current_environment();
+  const AgentUserChoice who = choose_agent_user(o.user, launcher_env);
+  const AgentUser& user = who.agent;
+  DegradedLayers degraded(o.allow_degraded);
+  // The embedded proxy's database, the one path every layer protects (not writable by
+  // --rw, hidden, warned about in the workdir). An empty path (no database) is none.
+  // No --audit-db means the default location, which the embedded proxy opens.
+  const std::optional<std::filesystem::path> audit_db =
+      o.proxy_control ? std::nullopt
+                      : std::optional(o.audit_db.empty() ? audit::default_db_path() : std::filesystem::path(o.audit_db));
+  const FilesystemRequest fs_request = filesystem_request(o, who, audit_db, working_directory());
+  const FilesystemView view = plan_filesystem_view(fs_request, degraded);
+  AgentMounts mounts = view.mounts;
+  mounts.tmp_bytes = tmp_size_bytes;
+  const std::string agent_cwd = view.workdir.empty() ? fs_request.cwd : view.workdir;
+  NetboxFiles own;
+  own.audit_db = audit_db;
+  own.policy = o.policy_file;
+  own.control_socket = o.proxy_control;
+  std::vector<std::filesystem::path> bound;
+  for (const auto& b : mounts.binds) {
+    bound.push_back(b.path);
+    bound.push_back(b.source);
+  }
+  // A command named by its path keeps its folder visible (PATH lookups are in system folders).
+  const std::string& command = o.command.front();
+  const HiddenPaths own_hidden = plan_hidden_paths(
+      own, {agent_cwd, user.home, command.find('/') != std::string::npos ? command : std::string()}, bound);
   std::optional<policy::Policy> policy = load_policy(o);
-  require_launcher_capabilities();
-  open_missing_standard_fds();
-  ignore_job_control_and_sigpipe();
-
   if (!o.name.empty())
     if (auto problem = proxy::agent_name_problem(o.name); !problem.empty())
       throw LaunchError(kExitUsage, "--name " + problem);
   const std::string name = o.name.empty() ? default_name(o.command.front()) : o.name;
   const std::string profile = profile_for(o, policy, name);
+
+  SandboxReport report = describe_launch(o, name, hostname_for(name), who, view, own_hidden, rlimits, degraded, audit_db);
+  if (cgroup_plan.version != CgroupVersion::none) {
+    const CgroupLimits& l = cgroup_plan.limits;
+    report.cgroup_backend = cgroup_plan.backend();
+    report.cgroup_limits = {{"memory", l.memory_bytes ? l.memory_text : "unlimited"},
+                            {"cpus", l.cpus ? l.cpus_text : "unlimited"},
+                            {"pids", l.pids ? l.pids_text : "unlimited"}};
+  }
+  for (const auto& missing : cgroup_plan.missing)
+    (cgroup_plan.allow_degraded ? report.degraded : report.warnings).push_back("cgroup: " + missing);
+  if (o.explain) {
+    std::cout << render_report(report);
+    return 0;
+  }
+  require_launcher_capabilities();
+  open_missing_standard_fds();
+  ignore_job_control_and_sigpipe();
+
   const policy::Cidr pool_cidr{boost::asio::ip::address_v4(pool->address), static_cast<unsigned>(pool->prefix)};
   std::unique_ptr<ProxyLink> link = o.proxy_control ? make_control_client(*o.proxy_control)
                                                       : make_embedded_proxy(*policy, o.audit_db, pool_cidr);
@@ -167,22 +214,17 @@ int launch(const LaunchOptions& o) {
   spec.prefix = lease.prefix;
   spec.command = o.command;
   spec.user = user;
-  spec.launcher_env = current_environment();
+  spec.launcher_env = launcher_env;
   spec.keep_env = o.keep_env;
   spec.set_env = o.env;
   spec.rlimits = rlimits;
   spec.seccomp = seccomp.compile();
   spec.hostname = hostname_for(name);
   spec.mounts = mounts;
-  spec.cwd = working_directory();
-  NetboxFiles own;
-  if (!o.proxy_control) own.audit_db = o.audit_db;
-  own.policy = o.policy_file;
-  own.control_socket = o.proxy_control;
-  // A command named by its path keeps its folder visible (PATH lookups are in system folders).
-  const std::string& command = o.command.front();
-  spec.hidden = plan_hidden_paths(own, {spec.cwd, user.home,
-                                        command.find('/') != std::string::npos ? command : std::string()});
+  spec.cwd = agent_cwd;
+  spec.commit_workdir = o.commit;
+  spec.hidden = own_hidden;
+  std::cerr << render_banner(report) << std::flush;
   // Declared before the child: on an error the child is killed and reaped first, and
   // only then is what it wrote copied out.
   AgentStdio stdio = AgentStdio::open();

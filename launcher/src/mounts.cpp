@@ -1,71 +1,325 @@
 #include "netbox/launcher/mounts.hpp"
 
 #include <fcntl.h>
+#include <linux/mount.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 
 namespace netbox::launcher {
 namespace {
 
+[[noreturn]] void fail(const std::string& what) { throw std::runtime_error(what + ": " + std::strerror(errno)); }
+
 void mount_or_throw(const char* source, const char* target, const char* type, unsigned long flags, const char* data) {
   if (::mount(source, target, type, flags, data) != 0)
-    throw std::runtime_error(std::string("mount ") + (type ? type : "bind") + " on " + target + ": " +
-                             std::strerror(errno));
+    fail(std::string("mount ") + (type ? type : "bind") + " on " + target);
 }
 
-bool is_real_directory(const char* path) {
+bool is_real_directory(const std::string& path) {
   struct stat st {};
-  return ::lstat(path, &st) == 0 && S_ISDIR(st.st_mode);
+  return ::lstat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+bool exists(const std::string& path) {
+  struct stat st {};
+  return ::lstat(path.c_str(), &st) == 0;
 }
 
 void make_dir(const std::string& path, mode_t mode) {
-  if (::mkdir(path.c_str(), mode) != 0 || ::chmod(path.c_str(), mode) != 0)
-    throw std::runtime_error("mkdir " + path + ": " + std::strerror(errno));
+  if (::mkdir(path.c_str(), mode) != 0 || ::chmod(path.c_str(), mode) != 0) fail("mkdir " + path);
+}
+
+void make_file(const std::string& path, mode_t mode) {
+  int fd = ::open(path.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, mode);
+  if (fd < 0) fail("creating " + path);
+  ::close(fd);
 }
 
 std::string tmpfs_options(std::uint64_t bytes, const char* mode) {
   return "size=" + std::to_string(bytes) + ",mode=" + mode;
 }
 
-// The staging root of the shared tmpfs, on /tmp until /tmp itself is covered by its
-// own subfolder: the other subfolders are then reachable only where they are bound.
-constexpr const char* kShared = "/tmp";
+// Where the views are assembled: a tmpfs mounted on the host's /tmp path (in this
+// namespace only), which becomes the root for a while. It holds the new root, the old
+// one, the agent's writable memory and the empty file hidden files are covered with.
+constexpr const char* kBase = "/tmp";
+constexpr const char* kNewRoot = "/newroot";
+constexpr const char* kOldRoot = "/oldroot";
+constexpr const char* kShared = "/shared";
+constexpr const char* kEmptyFile = "/empty";
+constexpr const char* kUpper = "/upper";
 
-// Binds a subfolder of the shared tmpfs over `target`, when `target` is a real folder
-// of the host (a symlink, e.g. /var/tmp -> /tmp on some systems, is already covered).
-void bind_shared(const char* sub, const char* target) {
-  if (!is_real_directory(target)) return;
-  const std::string source = std::string(kShared) + "/" + sub;
-  make_dir(source, 01777);
-  mount_or_throw(source.c_str(), target, nullptr, MS_BIND, nullptr);
+std::string in_new(const std::string& path) { return path == "/" ? kNewRoot : kNewRoot + path; }
+std::string in_old(const std::string& path) { return path == "/" ? kOldRoot : kOldRoot + path; }
+
+// Per-mount flags of one mount and everything below it. mount_setattr does it in one
+// call (Linux 5.12); older kernels get a bind remount of each mount in mountinfo.
+void set_tree_flags(const std::string& top, bool read_only) {
+  struct mount_attr attr {};
+  attr.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (read_only ? MOUNT_ATTR_RDONLY : 0);
+  attr.attr_clr = read_only ? 0 : MOUNT_ATTR_RDONLY;
+  if (::syscall(SYS_mount_setattr, AT_FDCWD, top.c_str(), AT_RECURSIVE, &attr, sizeof attr) == 0) return;
+  // ENOSYS: before 5.12; EPERM: a seccomp filter (a container runtime's) that does not know it.
+  if (errno != ENOSYS && errno != EPERM) fail("mount_setattr on " + top);
+  // Between the two pivots the root has no /proc; the host's is under the old root.
+  std::ifstream info(::access("/proc/self/mountinfo", R_OK) == 0 ? "/proc/self/mountinfo"
+                                                                 : std::string(kOldRoot) + "/proc/self/mountinfo");
+  if (!info) fail("reading mountinfo for " + top);
+  int changed = 0;
+  std::string line;
+  while (std::getline(info, line)) {
+    std::istringstream fields(line);
+    std::string id, parent, dev, root, point, options;
+    if (!(fields >> id >> parent >> dev >> root >> point >> options)) continue;
+    // mountinfo escapes space, tab, newline and backslash as \ooo.
+    std::string path;
+    for (std::size_t i = 0; i < point.size(); ++i) {
+      if (point[i] == '\\' && i + 3 < point.size()) {
+        path += static_cast<char>(std::stoi(point.substr(i + 1, 3), nullptr, 8));
+        i += 3;
+      } else {
+        path += point[i];
+      }
+    }
+    if (path != top && !path.starts_with(top + "/")) continue;
+    unsigned long flags = MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV | (read_only ? MS_RDONLY : 0);
+    std::istringstream opts(options);
+    for (std::string o; std::getline(opts, o, ',');) {
+      if (o == "noexec") flags |= MS_NOEXEC;
+      if (o == "noatime") flags |= MS_NOATIME;
+      if (o == "nodiratime") flags |= MS_NODIRATIME;
+      if (o == "relatime") flags |= MS_RELATIME;
+      if (o == "ro") flags |= MS_RDONLY;  // a read-only mount of the host stays read-only
+    }
+    mount_or_throw(nullptr, path.c_str(), nullptr, flags, nullptr);
+    ++changed;
+  }
+  // Never fail open: a tree whose flags were not set is not used.
+  if (changed == 0) {
+    errno = ENOENT;
+    fail("no mount found in mountinfo at " + top);
+  }
+}
+
+// Whatever the host had mounted there goes (with everything below it): the agent
+// gets a fresh file system instead.
+void detach_host_mount(const std::string& target) {
+  if (::umount2(target.c_str(), MNT_DETACH) != 0 && errno != EINVAL && errno != ENOENT) fail("umount " + target);
+}
+
+// A mount point for a bind from the host, where the view has none: below a fresh
+// tmpfs (HOME, /tmp), each missing folder is made, owned by `uid`.
+void make_mount_point(const std::string& target, bool directory, uid_t uid, gid_t gid) {
+  if (exists(target)) return;
+  std::size_t pos = std::string(kNewRoot).size();
+  while ((pos = target.find('/', pos + 1)) != std::string::npos) {
+    const std::string part = target.substr(0, pos);
+    if (exists(part)) continue;
+    make_dir(part, 0755);
+    if (::chown(part.c_str(), uid, gid) != 0) fail("chown " + part);
+  }
+  if (directory)
+    make_dir(target, 0755);
+  else
+    make_file(target, 0444);
+}
+
+// The upper layer on a tmpfs of the quota's size; its root takes the owner and mode of
+// the host's folder, which the merged folder shows. The descriptors are opened before
+// the host's root is detached, and stay reachable only to the init.
+WorkdirOverlay mount_overlay(const BindMount& bind, const std::string& source, const std::string& target) {
+  make_dir(kUpper, 0700);
+  mount_or_throw("tmpfs", kUpper, "tmpfs", MS_NOSUID | MS_NODEV, tmpfs_options(bind.quota, "0700").c_str());
+  const std::string upper = std::string(kUpper) + "/upper";
+  const std::string work = std::string(kUpper) + "/work";
+  make_dir(upper, 0755);
+  make_dir(work, 0700);
+  struct stat st {};
+  if (::stat(source.c_str(), &st) != 0) fail("stat " + bind.path);
+  if (::chown(upper.c_str(), st.st_uid, st.st_gid) != 0 || ::chmod(upper.c_str(), st.st_mode & 07777) != 0)
+    fail("chown " + upper);
+  // Renamed lower folders are copied, not redirected, so the upper layer alone says
+  // what changed (see commit_overlay).
+  const std::string options = "lowerdir=" + source + ",upperdir=" + upper + ",workdir=" + work +
+                              ",redirect_dir=off,index=off,metacopy=off";
+  mount_or_throw("overlay", target.c_str(), "overlay", MS_NOSUID | MS_NODEV, options.c_str());
+  WorkdirOverlay overlay;
+  overlay.path = bind.path;
+  overlay.upper_fd = ::open(upper.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  overlay.host_fd = ::open(source.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (overlay.upper_fd < 0 || overlay.host_fd < 0) fail("open " + bind.path);
+  return overlay;
+}
+
+void bind_from_host(const BindMount& bind, const AgentMounts& m, WorkdirOverlay& overlay) {
+  const std::string source = in_old(bind.source);
+  std::string target = in_new(bind.path);
+  // A symlink the view shows already leads to the source's path (mount(2) would follow
+  // it from the assembly root, not the agent's).
+  struct stat link {};
+  if (::lstat(target.c_str(), &link) == 0 && S_ISLNK(link.st_mode)) target = in_new(bind.source);
+  const bool below_home = !m.home.empty() && target.starts_with(in_new(m.home) + "/");
+  make_mount_point(target, is_real_directory(source), below_home ? m.home_uid : 0, below_home ? m.home_gid : 0);
+  if (bind.quota > 0) {
+    overlay = mount_overlay(bind, source, target);
+    return;
+  }
+  mount_or_throw(source.c_str(), target.c_str(), nullptr, MS_BIND | MS_REC, nullptr);
+  set_tree_flags(target, !bind.writable);
+}
+
+void hide(const std::string& path) {
+  const std::string target = in_new(path);
+  struct stat st {};
+  // Nothing there to see; or a symlink, which mount(2) would follow from the assembly
+  // root: its target is hidden on its own.
+  if (::lstat(target.c_str(), &st) != 0 || S_ISLNK(st.st_mode)) return;
+  if (S_ISDIR(st.st_mode)) {
+    mount_or_throw("tmpfs", target.c_str(), "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,mode=0555");
+    return;
+  }
+  mount_or_throw(kEmptyFile, target.c_str(), nullptr, MS_BIND, nullptr);
+  mount_or_throw(nullptr, target.c_str(), nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                 nullptr);
+}
+
+// Only what programs expect: the host's own nodes bound in (null, zero, full, random,
+// urandom, tty), a devpts instance of its own, /dev/shm, the fd links. The tmpfs is
+// made read-only once /dev/shm is bound (see finish_dev).
+void build_dev() {
+  const std::string dev = in_new("/dev");
+  detach_host_mount(dev);
+  mount_or_throw("tmpfs", dev.c_str(), "tmpfs", MS_NOSUID | MS_NOEXEC, "size=64k,mode=0755");
+  for (const char* node : {"null", "zero", "full", "random", "urandom", "tty"}) {
+    const std::string target = dev + "/" + node;
+    make_file(target, 0666);
+    mount_or_throw(in_old(std::string("/dev/") + node).c_str(), target.c_str(), nullptr, MS_BIND, nullptr);
+    mount_or_throw(nullptr, target.c_str(), nullptr, MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NOEXEC, nullptr);
+  }
+  make_dir(dev + "/pts", 0755);
+  mount_or_throw("devpts", (dev + "/pts").c_str(), "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620");
+  make_dir(dev + "/shm", 01777);
+  struct Link {
+    const char* name;
+    const char* to;
+  };
+  for (const Link& l : {Link{"ptmx", "pts/ptmx"}, Link{"fd", "/proc/self/fd"}, Link{"stdin", "/proc/self/fd/0"},
+                        Link{"stdout", "/proc/self/fd/1"}, Link{"stderr", "/proc/self/fd/2"}})
+    if (::symlink(l.to, (dev + "/" + l.name).c_str()) != 0) fail(std::string("symlink /dev/") + l.name);
+}
+
+void finish_dev() {
+  const std::string dev = in_new("/dev");
+  mount_or_throw(nullptr, dev.c_str(), nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NOEXEC, nullptr);
+}
+
+// hidepid=2: the agent's user sees only its own processes, not the init (whose memory
+// is a copy of the launcher's) nor anything else running as root. Then Docker's
+// defaults: kernel knobs read-only, kernel memory, keys and scheduler internals masked.
+void build_proc() {
+  const std::string proc = in_new("/proc");
+  detach_host_mount(proc);
+  mount_or_throw("proc", proc.c_str(), "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=2");
+  for (const char* p : {"/sys", "/sysrq-trigger", "/irq", "/bus"}) {
+    const std::string target = proc + p;
+    if (!exists(target)) continue;
+    mount_or_throw(target.c_str(), target.c_str(), nullptr, MS_BIND | MS_REC, nullptr);
+    mount_or_throw(nullptr, target.c_str(), nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                   nullptr);
+  }
+  const std::string null = in_new("/dev/null");
+  for (const char* p : {"/kcore", "/keys", "/timer_list", "/sched_debug"}) {
+    const std::string target = proc + p;
+    if (exists(target)) mount_or_throw(null.c_str(), target.c_str(), nullptr, MS_BIND, nullptr);
+  }
+}
+
+// One budget for every place an agent writes to memory: /tmp, /var/tmp, /dev/shm and
+// HOME are folders of one sized tmpfs.
+void build_shared_tmp(const AgentMounts& m) {
+  make_dir(kShared, 0755);
+  mount_or_throw("tmpfs", kShared, "tmpfs", MS_NOSUID | MS_NODEV, tmpfs_options(m.tmp_bytes, "0755").c_str());
+  auto bind_shared = [](const char* sub, const std::string& path) {
+    const std::string target = in_new(path);
+    // A symlink (e.g. /var/tmp -> /tmp on some systems) is covered by its target.
+    if (!is_real_directory(target)) return;
+    detach_host_mount(target);
+    const std::string source = std::string(kShared) + "/" + sub;
+    make_dir(source, 01777);
+    mount_or_throw(source.c_str(), target.c_str(), nullptr, MS_BIND, nullptr);
+  };
+  bind_shared("tmp", "/tmp");
+  bind_shared("var-tmp", "/var/tmp");
+  bind_shared("shm", "/dev/shm");
+  if (!m.home.empty() && is_real_directory(in_new(m.home))) {
+    const std::string home = std::string(kShared) + "/home";
+    make_dir(home, 0700);
+    if (::chown(home.c_str(), m.home_uid, m.home_gid) != 0) fail("chown " + home);
+    mount_or_throw(home.c_str(), in_new(m.home).c_str(), nullptr, MS_BIND, nullptr);
+  }
+}
+
+void build_run() {
+  const std::string run = tmpfs_options(kRunTmpfsBytes, "0755");
+  for (const char* path : {"/run", "/var/run"}) {
+    // On most systems /var/run is a symlink to /run, already covered.
+    const std::string target = in_new(path);
+    if (!is_real_directory(target)) continue;
+    detach_host_mount(target);
+    mount_or_throw("tmpfs", target.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, run.c_str());
+  }
 }
 
 }  // namespace
 
-void setup_agent_mounts(const AgentMounts& mounts) {
+WorkdirOverlay setup_agent_mounts(const AgentMounts& m) {
   // Nothing done here may propagate back to the host's mounts.
   mount_or_throw(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr);
-  // hidepid=2: the agent's user sees only its own processes, not the init (whose
-  // memory is a copy of the launcher's) nor anything else running as root.
-  mount_or_throw("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=2");
+  mount_or_throw("tmpfs", kBase, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0700");
+  make_dir(std::string(kBase) + kNewRoot, 0755);
+  make_dir(std::string(kBase) + kOldRoot, 0755);
+  if (::syscall(SYS_pivot_root, kBase, (std::string(kBase) + kOldRoot).c_str()) != 0) fail("pivot_root");
+  if (::chdir("/") != 0) fail("chdir /");
+
+  // The host's tree, read-only, nosuid and nodev on every submount.
+  mount_or_throw(kOldRoot, kNewRoot, nullptr, MS_BIND | MS_REC, nullptr);
+  set_tree_flags(kNewRoot, true);
+
+  build_dev();
+  build_proc();
   // A sysfs mounted here belongs to this network namespace: /sys/class/net lists only
   // lo and eth0, not the host's interfaces and every other agent's veth.
-  mount_or_throw("sysfs", "/sys", "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr);
-  // One budget for every place an agent writes temporary data to memory.
-  mount_or_throw("tmpfs", kShared, "tmpfs", MS_NOSUID | MS_NODEV, tmpfs_options(mounts.tmp_bytes, "0755").c_str());
-  bind_shared("shm", "/dev/shm");
-  bind_shared("var-tmp", "/var/tmp");
-  bind_shared("tmp", "/tmp");
-  const std::string run = tmpfs_options(kRunTmpfsBytes, "0755");
-  mount_or_throw("tmpfs", "/run", "tmpfs", MS_NOSUID | MS_NODEV, run.c_str());
-  // On most systems /var/run is a symlink to /run, already covered.
-  if (is_real_directory("/var/run")) mount_or_throw("tmpfs", "/var/run", "tmpfs", MS_NOSUID | MS_NODEV, run.c_str());
+  detach_host_mount(in_new("/sys"));
+  mount_or_throw("sysfs", in_new("/sys").c_str(), "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr);
+  build_shared_tmp(m);
+  build_run();
+  finish_dev();
+
+  WorkdirOverlay overlay;
+  for (const auto& bind : m.binds) bind_from_host(bind, m, overlay);
+  if (!m.hidden.empty()) {
+    make_file(kEmptyFile, 0444);
+    for (const auto& path : m.hidden) hide(path);
+  }
+
+  // The host's root goes; the assembled tree becomes the root (pivot_root with both
+  // arguments ".", then the old root, stacked on top, is detached).
+  if (::umount2(kOldRoot, MNT_DETACH) != 0) fail("umount the host's root");
+  if (::chdir(kNewRoot) != 0) fail("chdir to the new root");
+  if (::syscall(SYS_pivot_root, ".", ".") != 0) fail("pivot_root to the new root");
+  if (::umount2(".", MNT_DETACH) != 0) fail("umount the assembly root");
+  if (::chdir("/") != 0) fail("chdir /");
+  return overlay;
 }
 
 void hide_paths(const HiddenPaths& hidden) {

@@ -51,5 +51,13 @@ TEST(HiddenPaths, WhatTheFreshTmpfsCoverAlreadyAndWhatACoveredFolderHoldsAreLeft
   EXPECT_THAT(inside.files, IsEmpty()) << "the policy is in the covered folder";
 }
 
+TEST(HiddenPaths, AFreshTmpfsPathBoundFromTheHostIsHiddenAfterAll) {
+  NetboxFiles f;
+  f.audit_db = "/tmp/project/audit.db";  // the workdir, bound into the agent's fresh /tmp
+  auto h = plan_hidden_paths(f, {"/tmp/project", "/"}, {"/tmp/project"});
+  EXPECT_THAT(h.files, ElementsAre("/tmp/project/audit.db", "/tmp/project/audit.db-wal", "/tmp/project/audit.db-shm",
+                                   "/tmp/project/audit.db-journal"));
+}
+
 }  // namespace
 }  // namespace netbox::launcher

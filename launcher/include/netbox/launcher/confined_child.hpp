@@ -35,6 +35,7 @@ struct ChildSpec {
   AgentMounts mounts;
   HiddenPaths hidden;                // netbox's own files, hidden once the proxy has them open
   std::string cwd;                   // the launcher's, looked up again in the agent's view; empty: HOME
+  bool commit_workdir = false;       // --commit: the workdir overlay is copied back at exit
   std::array<int, 3> stdio{0, 1, 2};  // the agent's 0, 1, 2 (see AgentStdio)
   int controlling_terminal = -1;     // which of them is the pty slave to make the agent's terminal
 };

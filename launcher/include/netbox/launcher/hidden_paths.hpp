@@ -24,7 +24,9 @@ struct NetboxFiles {
 // `needed` (the working directory, HOME, the command's path), or it is a system folder
 // (/, a top-level one, /usr/..., /var/lib, ...). Then each file is covered on its own. The policy is always
 // covered on its own. Paths under the agent's fresh /tmp, /var/tmp, /dev/shm, /run and
-// /var/run are hidden already and left out.
-HiddenPaths plan_hidden_paths(const NetboxFiles& files, const std::vector<std::filesystem::path>& needed);
+// /var/run are hidden already and left out, unless they are inside one of `bound`
+// (host paths bound into the view: the workdir, --rw, --ro).
+HiddenPaths plan_hidden_paths(const NetboxFiles& files, const std::vector<std::filesystem::path>& needed,
+                              const std::vector<std::filesystem::path>& bound = {});
 
 }  // namespace netbox::launcher

@@ -31,7 +31,7 @@ struct LaunchOptions {
   std::optional<std::filesystem::path> proxy_control; // unset: embedded proxy
   std::filesystem::path audit_db;                     // empty: audit::default_db_path(), made 0700
   std::string subnet = "10.213.0.0/16";
-  std::string user = "nobody";
+  std::optional<std::string> user;                    // unset: the sudo caller, else nobody
   std::vector<std::string> env;                       // KEY=VALUE
   std::vector<std::string> keep_env;                  // KEY
   std::optional<double> timeout_seconds;
@@ -42,6 +42,13 @@ struct LaunchOptions {
   std::string tmp_size = "1G";                        // SIZE of the tmpfs behind /tmp, /var/tmp, /dev/shm
   std::string seccomp = "default";                    // default | off | FILE
   std::filesystem::path state_dir = "/run/netbox";
+  // The filesystem view (see filesystem_view.hpp).
+  std::optional<std::string> workdir;                 // unset: the current directory
+  std::vector<std::string> ro, rw, hide;              // --ro, --rw, --hide PATH (repeatable)
+  std::optional<std::string> workdir_quota;           // SIZE: the workdir becomes an overlay on a tmpfs this big
+  bool commit = false;                                // copy the overlay's changes back at exit
+  std::vector<std::string> allow_degraded;            // LAYER names (degraded_layers.hpp)
+  bool explain = false;                               // print the layers, run nothing
   std::vector<std::string> command;                   // COMMAND [ARG...]
 };
 

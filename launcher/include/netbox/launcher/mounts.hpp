@@ -1,8 +1,16 @@
 #pragma once
-// The agent's mount namespace: private propagation; its own /proc (other users'
-// processes invisible), a read-only sysfs of its own network namespace; fresh sized
-// tmpfs on /tmp, /var/tmp, /dev/shm, /run and /var/run so host Unix sockets
-// (docker.sock, ...), host shared memory and host temporary files are out of reach.
+// The agent's filesystem view, built in its own mount namespace after nsjail and
+// bubblewrap: a small tmpfs becomes the root (pivot_root), the host's tree is bound
+// recursively into it and made read-only, nosuid and nodev on every submount; fresh
+// /proc (hidepid=2, Docker's masked and read-only paths), a read-only sysfs of the
+// agent's own network namespace, a minimal /dev, one sized tmpfs behind /tmp,
+// /var/tmp, /dev/shm and the agent's HOME, fresh /run and /var/run; then the binds
+// (the workdir, --rw, --ro) and, on top of everything, the hidden paths; then a
+// second pivot_root into that tree, and the host's root detached.
+#include "netbox/launcher/workdir_overlay.hpp"
+
+#include <sys/types.h>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -12,14 +20,36 @@ namespace netbox::launcher {
 // /run and /var/run hold sockets and pid files, never data: a small fixed size.
 inline constexpr std::uint64_t kRunTmpfsBytes = 16ULL * 1024 * 1024;
 
-struct AgentMounts {
-  // One tmpfs of this size backs /tmp, /var/tmp and /dev/shm together (--tmp-size).
-  std::uint64_t tmp_bytes = 1ULL << 30;
+// A host path shown in the agent's view: at the same path, or, when the path given
+// ended in a symlink, under that name with the target's content.
+struct BindMount {
+  std::string path;    // where it is shown: canonical folder, last component as given
+  std::string source;  // what is shown: canonical
+  bool writable = false;
+  // Nonzero: an overlay whose upper layer is a tmpfs of this size (--workdir-quota).
+  std::uint64_t quota = 0;
 };
 
-// Call inside the new mount, PID and network namespaces. Throws std::runtime_error
-// naming the mount.
-void setup_agent_mounts(const AgentMounts& mounts);
+struct AgentMounts {
+  // One tmpfs of this size backs /tmp, /var/tmp, /dev/shm and HOME together (--tmp-size).
+  std::uint64_t tmp_bytes = 1ULL << 30;
+  // The agent's HOME, canonical; covered by an empty folder of the tmpfs above, owned
+  // by the agent. Empty: left as the read-only host shows it (it does not exist, or is /).
+  std::string home;
+  uid_t home_uid = 0;
+  gid_t home_gid = 0;
+  // In mount order: a bind below another comes after it (see plan_filesystem_view).
+  std::vector<BindMount> binds;
+  // Covered last, above every bind: a folder by an empty read-only tmpfs, anything else
+  // by an empty read-only file. Canonical folders; one that does not exist, or a
+  // symlink (its target is listed too), is skipped.
+  std::vector<std::string> hidden;
+};
+
+// Call inside the new mount, PID and network namespaces, as root, before anything
+// else uses paths. Throws std::runtime_error naming the mount. Returns the workdir
+// overlay's descriptors when a bind has a quota (the caller owns them).
+WorkdirOverlay setup_agent_mounts(const AgentMounts& mounts);
 
 // netbox's own files the agent must not see, as absolute canonical paths (see
 // hidden_paths.hpp for how they are chosen).

@@ -1,0 +1,253 @@
+#include "netbox/launcher/filesystem_view.hpp"
+
+#include "netbox/launcher/launch.hpp"
+#include "netbox/launcher/rlimits.hpp"
+
+#include <algorithm>
+#include <fstream>
+
+namespace netbox::launcher {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path canonical_path(fs::path p, const std::string& cwd) {
+  if (p.is_relative()) p = fs::path(cwd.empty() ? "/" : cwd) / p;
+  std::error_code ec;
+  fs::path c = fs::weakly_canonical(p, ec);
+  if (ec) c = p.lexically_normal();
+  std::string s = c.string();
+  while (s.size() > 1 && s.back() == '/') s.pop_back();
+  return s;
+}
+
+// Where a path given by the user is shown: its folder resolved, its last component as
+// given. A dotfile that is a symlink (~/.gitconfig -> dotfiles/gitconfig) is then shown
+// under its own name in an empty HOME, with its target's content.
+fs::path placed_path(const fs::path& canonical, fs::path given, const std::string& cwd) {
+  if (given.is_relative()) given = fs::path(cwd.empty() ? "/" : cwd) / given;
+  std::string s = given.lexically_normal().string();
+  while (s.size() > 1 && s.back() == '/') s.pop_back();
+  const fs::path lexical = s;
+  if (!lexical.has_parent_path() || lexical == "/" || lexical.filename() == "..") return canonical;
+  return canonical_path(lexical.parent_path(), "/") / lexical.filename();
+}
+
+fs::path resolve(const char* flag, const std::string& value, const std::string& cwd) {
+  if (value.empty()) throw LaunchError(kExitUsage, std::string(flag) + " '': expected a path");
+  return canonical_path(value, cwd);
+}
+
+bool within(const fs::path& p, const fs::path& base) {
+  if (base == "/") return true;
+  auto rel = p.lexically_relative(base);
+  return !rel.empty() && *rel.begin() != "..";
+}
+
+std::string first_component(const fs::path& p) {
+  auto it = p.begin();
+  if (it == p.end() || ++it == p.end()) return {};
+  return it->string();
+}
+
+// The agent has its own of these; a bind from the host would show the host's.
+std::string kernel_folder(const fs::path& p) {
+  for (const char* k : {"/proc", "/sys", "/dev"})
+    if (within(p, k)) return k;
+  return {};
+}
+
+bool path_exists(const fs::path& p) {
+  std::error_code ec;
+  return fs::exists(p, ec);
+}
+
+bool is_dir(const fs::path& p) {
+  std::error_code ec;
+  return fs::is_directory(p, ec);
+}
+
+bool overlay_supported() {
+  std::ifstream in("/proc/filesystems");
+  for (std::string line; std::getline(in, line);)
+    if (line.ends_with("\toverlay")) return true;
+  return false;
+}
+
+std::uint64_t workdir_quota_bytes(const std::string& flag) {
+  auto v = parse_size(flag);
+  if (!v || *v == 0 || *v == RLIM_INFINITY)
+    throw LaunchError(kExitUsage, "--workdir-quota '" + flag + "': expected a size such as 256M or 1G");
+  return *v;
+}
+
+}  // namespace
+
+FilesystemRequest filesystem_request(const LaunchOptions& o, const AgentUserChoice& who,
+                                     const std::optional<fs::path>& audit_db, const std::string& cwd) {
+  FilesystemRequest r;
+  r.workdir = o.workdir;
+  r.cwd = cwd;
+  r.ro = o.ro;
+  r.rw = o.rw;
+  r.hide = o.hide;
+  if (o.workdir_quota) r.workdir_quota = workdir_quota_bytes(*o.workdir_quota);
+  r.commit = o.commit;
+  r.audit_db = audit_db;
+  r.agent = who.agent;
+  r.secret_homes.push_back(who.agent.home);
+  if (who.invoking && who.invoking->home != who.agent.home) r.secret_homes.push_back(who.invoking->home);
+  return r;
+}
+
+std::string why_not_writable(const fs::path& path, const std::optional<fs::path>& audit_db) {
+  if (path == "/") return "the host's root is never writable";
+  const std::string top = first_component(path);
+  static constexpr std::array<std::string_view, 10> kSystem = {"etc",   "usr",   "bin",    "sbin",   "boot",
+                                                               "lib",   "lib32", "lib64",  "libx32", "libexec"};
+  if (std::find(kSystem.begin(), kSystem.end(), top) != kSystem.end())
+    return "/" + top + " is a system folder; the agent may not change the host's system";
+  if (auto k = kernel_folder(path); !k.empty()) return k + " is the kernel's; the agent has its own";
+  if (audit_db) {
+    const fs::path folder = canonical_path(*audit_db, fs::current_path().string()).parent_path();
+    if (within(folder, path)) return "it holds the audit database " + audit_db->string() + " (--audit-db)";
+  }
+  return {};
+}
+
+FilesystemView plan_filesystem_view(const FilesystemRequest& r, DegradedLayers& degraded) {
+  FilesystemView view;
+  AgentMounts& m = view.mounts;
+
+  // Bad input first (exit 2), then what cannot be applied (exit 125).
+  std::optional<fs::path> workdir;
+  if (r.workdir) {
+    workdir = resolve("--workdir", *r.workdir, r.cwd);
+    if (auto why = why_not_writable(*workdir, r.audit_db);
+        !why.empty() && why.find("audit database") == std::string::npos)
+      throw LaunchError(kExitUsage, "--workdir '" + *r.workdir + "': refused: " + why);
+    if (path_exists(*workdir) && !is_dir(*workdir))
+      throw LaunchError(kExitUsage, "--workdir '" + *r.workdir + "': not a directory");
+  }
+  struct Wanted {
+    const char* flag;
+    std::string given;
+    fs::path path;    // canonical: what is bound
+    fs::path placed;  // where it is shown
+    bool writable;
+  };
+  std::vector<Wanted> wanted;
+  for (const auto& v : r.rw) {
+    fs::path p = resolve("--rw", v, r.cwd);
+    if (auto why = why_not_writable(p, r.audit_db); !why.empty())
+      throw LaunchError(kExitUsage, "--rw '" + v + "': refused: " + why);
+    wanted.push_back({"--rw", v, p, placed_path(p, v, r.cwd), true});
+  }
+  for (const auto& v : r.ro) {
+    fs::path p = resolve("--ro", v, r.cwd);
+    if (auto k = kernel_folder(p); !k.empty())
+      throw LaunchError(kExitUsage, "--ro '" + v + "': refused: " + k + " is the kernel's; the agent has its own");
+    wanted.push_back({"--ro", v, p, placed_path(p, v, r.cwd), false});
+  }
+  std::vector<fs::path> hides;
+  for (const auto& v : r.hide) {
+    fs::path p = resolve("--hide", v, r.cwd);
+    if (p == "/") throw LaunchError(kExitUsage, "--hide '" + v + "': refused: the whole root cannot be hidden");
+    hides.push_back(p);
+    hides.push_back(placed_path(p, v, r.cwd));
+  }
+
+  if (workdir) {
+    if (!path_exists(*workdir)) {
+      if (!degraded.accepts("workdir"))
+        throw LaunchError(kExitLauncherFailure, "--workdir '" + *r.workdir +
+                                                    "': no such directory (accept running without one with "
+                                                    "--allow-degraded workdir)");
+      degraded.note("workdir: " + workdir->string() + " does not exist; nothing is writable but memory");
+      view.no_workdir_reason = "--workdir " + workdir->string() + " does not exist (--allow-degraded workdir)";
+      workdir.reset();
+    }
+  } else if (r.cwd.empty()) {
+    view.no_workdir_reason = "the launcher's current directory is gone";
+  } else {
+    fs::path cwd = canonical_path(r.cwd, r.cwd);
+    // Only the kernel's and system folders are refused here: the default audit database
+    // lives in the current directory, and its files are hidden one by one.
+    std::string why = why_not_writable(cwd, std::nullopt);
+    if (why.empty())
+      workdir = cwd;
+    else
+      view.no_workdir_reason = "the current directory " + cwd.string() + " may not be writable (" + why +
+                               "); give --workdir";
+  }
+  if (r.commit && r.workdir_quota == 0)
+    throw LaunchError(kExitUsage, "--commit: only with --workdir-quota (without it the workdir is written in place)");
+  std::uint64_t quota = r.workdir_quota;
+  if (quota > 0) {
+    if (!workdir)
+      throw LaunchError(kExitUsage, "--workdir-quota: the agent has no workdir (" + view.no_workdir_reason + ")");
+    // The overlay's options are a comma-separated list with ':' between lower layers.
+    if (workdir->string().find_first_of(",:\\") != std::string::npos)
+      throw LaunchError(kExitUsage, "--workdir-quota: the workdir " + workdir->string() +
+                                        " has a ',', ':' or '\\' in its path, which an overlay cannot take");
+    if (!overlay_supported()) {
+      if (!degraded.accepts("workdir-quota"))
+        throw LaunchError(kExitLauncherFailure,
+                          "--workdir-quota: this kernel has no overlay file system loaded (modprobe overlay, or "
+                          "accept writing the workdir in place with --allow-degraded workdir-quota)");
+      degraded.note("workdir-quota: no overlayfs; the workdir is written in place");
+      quota = 0;
+    }
+  }
+  if (workdir) {
+    view.workdir = workdir->string();
+    view.workdir_quota = quota;
+    m.binds.push_back({view.workdir, view.workdir, true, quota});
+  }
+  for (const auto& w : wanted) {
+    if (!path_exists(w.path)) {
+      const char* layer = w.writable ? "rw" : "ro";
+      if (!degraded.accepts(layer))
+        throw LaunchError(kExitLauncherFailure, std::string(w.flag) + " '" + w.given +
+                                                    "': no such file or directory (accept leaving it out with "
+                                                    "--allow-degraded " + layer + ")");
+      degraded.note(std::string(layer) + ": " + w.path.string() + " does not exist; left out");
+      continue;
+    }
+    m.binds.push_back({w.placed.string(), w.path.string(), w.writable});
+  }
+  // A bind below another must come after it, or it would be covered.
+  auto depth = [](const BindMount& b) {
+    const fs::path p(b.path);
+    return std::distance(p.begin(), p.end());
+  };
+  std::stable_sort(m.binds.begin(), m.binds.end(),
+                   [&](const BindMount& a, const BindMount& b) { return depth(a) < depth(b); });
+
+  const fs::path home = r.agent.home.empty() ? fs::path() : canonical_path(r.agent.home, "/");
+  if (!home.empty() && home != "/" && is_dir(home) && why_not_writable(home, std::nullopt).find("system") ==
+                                                                  std::string::npos) {
+    m.home = home.string();
+    m.home_uid = r.agent.uid;
+    m.home_gid = r.agent.gid;
+  }
+
+  auto add_hidden = [&](const fs::path& p) {
+    if (std::find(m.hidden.begin(), m.hidden.end(), p.string()) == m.hidden.end()) m.hidden.push_back(p.string());
+  };
+  for (const auto& h : r.secret_homes) {
+    if (h.empty()) continue;
+    // One that does not exist has nothing to show, and the read-only root keeps it so.
+    for (auto s : kSecretHomePaths) {
+      const fs::path p = canonical_path(fs::path(h) / s, "/");
+      if (!path_exists(p)) continue;
+      add_hidden(p);
+      // Also under its own name, where a bind (of HOME, say) shows the symlink itself.
+      add_hidden(placed_path(p, fs::path(h) / s, "/"));
+    }
+  }
+  for (const auto& p : hides) add_hidden(p);
+  return view;
+}
+
+}  // namespace netbox::launcher

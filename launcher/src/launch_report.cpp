@@ -1,0 +1,75 @@
+#include "netbox/launcher/launch_report.hpp"
+
+#include <sys/resource.h>
+
+namespace netbox::launcher {
+namespace {
+
+std::string describe_user(const AgentUserChoice& who) {
+  return who.agent.name + " (uid " + std::to_string(who.agent.uid) + ", gid " + std::to_string(who.agent.gid) +
+         "): " + who.why;
+}
+
+std::string describe_rlimits(const std::vector<RlimitSetting>& limits) {
+  std::string out;
+  for (const auto& l : limits) {
+    const std::string v = l.value == RLIM_INFINITY ? "unlimited" : std::to_string(l.value);
+    out += (out.empty() ? "" : ", ") + std::string(l.name) + " " + v;
+  }
+  return out;
+}
+
+// The filesystem part of the report; the rest is filled where it is decided.
+void describe_view(SandboxReport& r, const FilesystemView& view, const std::string& tmp_size,
+                   const std::optional<std::string>& o_quota, bool commit) {
+  r.workdir = view.workdir;
+  if (view.workdir_quota > 0)
+    r.workdir_mode = std::string("overlay, upper layer a tmpfs of ") + (o_quota ? *o_quota : "") +
+                     (commit ? "; changes copied back at exit (--commit)" : "; changes discarded at exit");
+  r.no_workdir_reason = view.no_workdir_reason;
+  for (const auto& b : view.mounts.binds)
+    (b.writable ? r.writable : r.read_only).push_back(b.path + (b.source == b.path ? "" : " (" + b.source + ")"));
+  r.memory = "/tmp, /var/tmp, /dev/shm" + std::string(view.mounts.home.empty() ? "" : ", " + view.mounts.home) +
+             ": one tmpfs of " + tmp_size + ", private, gone at exit";
+  r.hidden = view.mounts.hidden;
+}
+
+void describe_own_files(SandboxReport& r, const HiddenPaths& own) {
+  for (const auto& f : own.folders) r.hidden.push_back(f + " (netbox)");
+  for (const auto& f : own.files) r.hidden.push_back(f + " (netbox)");
+}
+
+}  // namespace
+
+SandboxReport describe_launch(const LaunchOptions& o, const std::string& name, const std::string& hostname,
+                              const AgentUserChoice& who, const FilesystemView& view, const HiddenPaths& own_hidden,
+                              const std::vector<RlimitSetting>& rlimits, const DegradedLayers& degraded,
+                              const std::optional<std::filesystem::path>& audit_db) {
+  SandboxReport r;
+  r.name = name;
+  r.user = describe_user(who);
+  r.network = "own namespace; its only route is the proxy (" +
+              (o.proxy_control ? "running, control " + o.proxy_control->string()
+                               : "embedded, policy " + (o.policy_file ? o.policy_file->string() : "deny all") +
+                                     ", audit " + (audit_db ? audit_db->string() : std::string("the default"))) +
+              ")";
+  r.ipc_uts = "own IPC and UTS namespaces (hostname " + hostname + ")";
+  describe_view(r, view, o.tmp_size, o.workdir_quota, o.commit);
+  describe_own_files(r, own_hidden);
+  r.seccomp = o.seccomp;
+  r.rlimits = describe_rlimits(rlimits);
+  r.env_kept = {"PATH", "LANG", "LC_*", "TERM", "TZ"};
+  r.env_kept.insert(r.env_kept.end(), o.keep_env.begin(), o.keep_env.end());
+  r.degraded = degraded.notes();
+  if (audit_db) {
+    const auto folder = std::filesystem::weakly_canonical(std::filesystem::absolute(*audit_db)).parent_path();
+    for (const auto& b : view.mounts.binds)
+      if (b.writable && (folder == b.source || folder.string().starts_with(b.source + "/")))
+        r.warnings.push_back("the audit database " + audit_db->string() + " is in the writable " + b.source +
+                             ": its files are covered, but the agent may add files next to them; "
+                             "give --audit-db a path outside");
+  }
+  return r;
+}
+
+}  // namespace netbox::launcher

@@ -1,0 +1,132 @@
+// How the flags become the agent's filesystem view: what is refused, what is bound in
+// which order, which credentials are hidden.
+#include "netbox/launcher/filesystem_view.hpp"
+
+#include "netbox/launcher/launch.hpp"
+#include "support/temp_dir.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace netbox::launcher {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::Contains;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+int exit_code_of(const FilesystemRequest& r, std::string* message = nullptr) {
+  DegradedLayers degraded;
+  try {
+    plan_filesystem_view(r, degraded);
+  } catch (const LaunchError& e) {
+    if (message) *message = e.what();
+    return e.exit_code();
+  }
+  return 0;
+}
+
+FilesystemRequest request_in(const fs::path& cwd) {
+  FilesystemRequest r;
+  r.cwd = cwd.string();
+  r.agent.home = "/nonexistent";
+  return r;
+}
+
+TEST(FilesystemView, SystemKernelAndAuditFoldersAreNeverWritable) {
+  const std::optional<fs::path> db = fs::path("/srv/netbox/audit/audit.db");
+  for (const char* p : {"/", "/etc", "/etc/ssh", "/usr", "/usr/local/bin", "/bin", "/sbin", "/lib", "/lib64", "/boot",
+                        "/proc", "/proc/sys", "/sys", "/dev", "/srv/netbox/audit", "/srv/netbox", "/srv"})
+    EXPECT_THAT(why_not_writable(p, db), Not("")) << p;
+  for (const char* p : {"/home/op/project", "/srv/data", "/opt/x", "/var/tmp/x", "/library"})
+    EXPECT_EQ(why_not_writable(p, db), "") << p;
+}
+
+TEST(FilesystemView, RelativePathsAreResolvedAgainstTheCurrentDirectoryAndBindsAreOrderedParentFirst) {
+  test::TempDir dir;
+  fs::create_directories(dir.path() / "a" / "b");
+  auto r = request_in(dir.path());
+  r.ro = {"a/b"};
+  r.rw = {"./a"};
+  DegradedLayers degraded;
+  auto view = plan_filesystem_view(r, degraded);
+  const std::string base = fs::canonical(dir.path()).string();
+  EXPECT_EQ(view.workdir, base);
+  ASSERT_EQ(view.mounts.binds.size(), 3u);
+  EXPECT_EQ(view.mounts.binds[0].path, base);
+  EXPECT_EQ(view.mounts.binds[1].path, base + "/a");
+  EXPECT_TRUE(view.mounts.binds[1].writable);
+  EXPECT_EQ(view.mounts.binds[2].path, base + "/a/b");
+  EXPECT_FALSE(view.mounts.binds[2].writable);
+}
+
+TEST(FilesystemView, ASymlinkGivenIsShownUnderItsOwnNameWithItsTargetsContent) {
+  test::TempDir dir;
+  dir.write("gitconfig", "x");
+  fs::create_symlink("gitconfig", dir.path() / ".gitconfig");
+  auto r = request_in(dir.path());
+  r.ro = {".gitconfig"};
+  r.hide = {".gitconfig"};
+  DegradedLayers degraded;
+  auto view = plan_filesystem_view(r, degraded);
+  const std::string base = fs::canonical(dir.path()).string();
+  ASSERT_EQ(view.mounts.binds.size(), 2u);
+  EXPECT_EQ(view.mounts.binds[1].path, base + "/.gitconfig");
+  EXPECT_EQ(view.mounts.binds[1].source, base + "/gitconfig");
+  EXPECT_THAT(view.mounts.hidden, Contains(base + "/gitconfig")) << "the target";
+  EXPECT_THAT(view.mounts.hidden, Contains(base + "/.gitconfig")) << "the name, where a bind shows it";
+}
+
+TEST(FilesystemView, BadInputIsExit2AndAMissingSourceIs125UnlessAccepted) {
+  test::TempDir dir;
+  std::string message;
+  auto r = request_in(dir.path());
+  r.rw = {"/usr"};
+  EXPECT_EQ(exit_code_of(r, &message), 2);
+  EXPECT_THAT(message, HasSubstr("--rw '/usr'"));
+  r = request_in(dir.path());
+  r.ro = {""};
+  EXPECT_EQ(exit_code_of(r), 2);
+  r = request_in(dir.path());
+  r.workdir = "/etc";
+  EXPECT_EQ(exit_code_of(r), 2);
+  r = request_in(dir.path());
+  r.ro = {"missing"};
+  EXPECT_EQ(exit_code_of(r, &message), 125);
+  EXPECT_THAT(message, HasSubstr("--ro 'missing'"));
+
+  DegradedLayers accepted({"ro"});
+  auto view = plan_filesystem_view(r, accepted);
+  EXPECT_EQ(view.mounts.binds.size(), 1u) << "only the workdir";
+  ASSERT_EQ(accepted.notes().size(), 1u);
+  EXPECT_THROW(DegradedLayers({"network"}), LaunchError);
+}
+
+TEST(FilesystemView, ASystemFolderAsCurrentDirectoryLeavesNoWritableWorkdir) {
+  auto r = request_in("/usr");
+  DegradedLayers degraded;
+  auto view = plan_filesystem_view(r, degraded);
+  EXPECT_EQ(view.workdir, "");
+  EXPECT_THAT(view.no_workdir_reason, HasSubstr("give --workdir"));
+  EXPECT_TRUE(view.mounts.binds.empty());
+}
+
+TEST(FilesystemView, CredentialsOfEveryGivenHomeThatExistAreHidden) {
+  test::TempDir home;
+  fs::create_directories(home.path() / ".ssh");
+  home.write(".netrc", "x");
+  auto r = request_in(home.path());
+  r.agent.home = home.path().string();
+  r.secret_homes = {home.path().string(), "/nonexistent"};
+  DegradedLayers degraded;
+  auto view = plan_filesystem_view(r, degraded);
+  const std::string base = fs::canonical(home.path()).string();
+  EXPECT_THAT(view.mounts.hidden, Contains(base + "/.ssh"));
+  EXPECT_THAT(view.mounts.hidden, Contains(base + "/.netrc"));
+  EXPECT_EQ(view.mounts.hidden.size(), 2u) << "those that do not exist have nothing to hide";
+  EXPECT_EQ(view.mounts.home, base);
+}
+
+}  // namespace
+}  // namespace netbox::launcher
