@@ -40,7 +40,7 @@ void add_launch_command(CLI::App& app, int& rc) {
   sub->add_option("--hide", o->hide, "Cover PATH with an empty folder or file (repeatable)");
   auto* quota_opt = sub->add_option("--workdir-quota", *quota, "Write the workdir into an overlay on a tmpfs of SIZE; changes are discarded at exit unless --commit");
   sub->add_flag("--commit", o->commit, "With --workdir-quota: copy the agent's changes onto the workdir when it exits");
-  sub->add_option("--allow-degraded", o->allow_degraded, "Run even if LAYER (workdir, ro, rw, workdir-quota) cannot be applied (repeatable)");
+  sub->add_option("--allow-degraded", o->allow_degraded, "Run even if LAYER (workdir, ro, rw, workdir-quota, cgroup) cannot be applied (repeatable)");
   sub->add_flag("--explain", o->explain, "Print the layers the agent would run under, and run nothing");
   sub->add_option("--env", o->env, "Set KEY=VALUE in the agent's environment (repeatable)");
   sub->add_option("--keep-env", o->keep_env, "Pass the launcher's KEY on to the agent (repeatable)");
@@ -55,7 +55,6 @@ void add_launch_command(CLI::App& app, int& rc) {
   sub->add_option("--memory", (*cg)[0], "Memory limit of the agent's cgroup, SIZE such as 512M or 4G, swap off (default: half the RAM)");
   sub->add_option("--cpus", (*cg)[1], "CPUs the agent's cgroup may use, fractional, e.g. 0.5 (default: no limit)");
   sub->add_option("--pids", (*cg)[2], "Processes and threads in the agent's cgroup (default 1024)");
-  sub->add_option("--allow-degraded", o->allow_degraded, "Run even if LAYER cannot be applied (repeatable; e.g. cgroup)");
   sub->add_option("--tmp-size", o->tmp_size, "SIZE of the memory behind the agent's /tmp, /var/tmp and /dev/shm together")->default_str("1G");
   sub->add_option("--seccomp", o->seccomp, "default, off, or a Docker/OCI seccomp profile FILE")->default_str("default");
   sub->add_option("command", o->command, "COMMAND [ARG...] (after --)")->required();

@@ -38,7 +38,6 @@ struct LaunchOptions {
   std::chrono::milliseconds kill_grace{5000};         // SIGTERM -> SIGKILL after --timeout
   RlimitFlags rlimits;
   CgroupFlags cgroup;
-  std::vector<std::string> allow_degraded;            // --allow-degraded LAYER: a layer that may be missing ("cgroup")
   std::string tmp_size = "1G";                        // SIZE of the tmpfs behind /tmp, /var/tmp, /dev/shm
   std::string seccomp = "default";                    // default | off | FILE
   std::filesystem::path state_dir = "/run/netbox";
