@@ -69,25 +69,38 @@ audit::Filter to_filter(const AuditArgs& a) {
   return f;
 }
 
-int run_audit(const AuditArgs& a, bool summary) {
+void require_db(const std::string& db) {
+  std::error_code ec;
+  if (!std::filesystem::exists(db, ec)) throw UsageError("no audit database at " + db + "; pass --db");
+}
+
+// Runs one audit subcommand: a usage mistake or a file that is not a netbox store exits 2,
+// any other failure 1, each with one line naming the subcommand.
+template <class Body>
+int run_reporting(const char* who, Body&& body) {
   try {
+    return body();
+  } catch (const UsageError& e) {
+    std::cerr << who << ": " << e.what() << "\n";
+    return 2;
+  } catch (const audit::DatabaseRejected& e) {
+    std::cerr << who << ": " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << who << ": " << e.what() << "\n";
+    return 1;
+  }
+}
+
+int run_audit(const AuditArgs& a, bool summary) {
+  return run_reporting("netbox audit", [&] {
     const audit::Filter filter = to_filter(a);
-    std::error_code ec;
-    if (!std::filesystem::exists(a.db, ec)) throw UsageError("no audit database at " + a.db + "; pass --db");
+    require_db(a.db);
     if (summary) std::cout << audit::format_summary(audit::summarize(a.db, filter), a.format);
     else std::cout << audit::format_requests(audit::query_requests(a.db, filter), a.format);
     std::cout.flush();
     return 0;
-  } catch (const UsageError& e) {
-    std::cerr << "netbox audit: " << e.what() << "\n";
-    return 2;
-  } catch (const audit::DatabaseRejected& e) {
-    std::cerr << "netbox audit: " << e.what() << "\n";
-    return 2;
-  } catch (const std::exception& e) {
-    std::cerr << "netbox audit: " << e.what() << "\n";
-    return 1;
-  }
+  });
 }
 
 struct PruneArgs {
@@ -97,29 +110,19 @@ struct PruneArgs {
 };
 
 int run_prune(const PruneArgs& a) {
-  try {
+  return run_reporting("netbox audit prune", [&] {
     std::chrono::seconds age{};
     try {
       age = audit::parse_duration(a.older_than);
     } catch (const std::invalid_argument& e) {
       throw UsageError(std::string("--older-than ") + e.what());
     }
-    std::error_code ec;
-    if (!std::filesystem::exists(a.db, ec)) throw UsageError("no audit database at " + a.db + "; pass --db");
+    require_db(a.db);
     const auto n = audit::prune(a.db, audit::Clock::now() - age, a.vacuum);
     std::cout << "pruned " << n.requests << " requests, " << n.events << " events and " << n.agents
               << " agents older than " << a.older_than << (a.vacuum ? "; vacuumed" : "") << "\n";
     return 0;
-  } catch (const UsageError& e) {
-    std::cerr << "netbox audit prune: " << e.what() << "\n";
-    return 2;
-  } catch (const audit::DatabaseRejected& e) {
-    std::cerr << "netbox audit prune: " << e.what() << "\n";
-    return 2;
-  } catch (const std::exception& e) {
-    std::cerr << "netbox audit prune: " << e.what() << "\n";
-    return 1;
-  }
+  });
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 #include "netbox/audit/writer.hpp"
 #include "support/process.hpp"
 #include "support/sqlite_query.hpp"
+#include "support/terminal_text.hpp"
 #include "support/temp_dir.hpp"
 
 #include <nlohmann/json.hpp>
@@ -250,23 +251,11 @@ TEST_F(AuditCli, BadFlagValuesExitTwoNamingFlagAndValue) {
 // what a spreadsheet runs as a formula. None of it may reach the operator's terminal raw.
 const std::string kHostilePath = "/\x1b]0;owned\x07\x1b[2J\x1b[31m\xc2\x9b" "31m\x7f\x9b\xff\r\t\x01\xe2\x80\xae" "gpj.exe";
 
-// Where the first character a terminal would act on is (C0 controls, DEL, C1 controls,
-// U+202E right-to-left override), or a byte that does not belong to a UTF-8 sequence,
-// allowing the line ends of the format (LF; CRLF for csv); empty if there is none.
+// What a terminal would act on in `s`, as a message; "" when there is none.
 std::string first_unsafe(const std::string& s, bool crlf) {
-  const auto at = [&](std::size_t i) { return i < s.size() ? static_cast<unsigned char>(s[i]) : 0; };
-  for (std::size_t i = 0; i < s.size();) {
-    const unsigned char c = at(i);
-    const std::size_t n = c < 0x80 ? 1 : c >= 0xc2 && c < 0xe0 ? 2 : c >= 0xe0 && c < 0xf0 ? 3 : c >= 0xf0 && c < 0xf5 ? 4 : 0;
-    bool bad = n == 0;
-    for (std::size_t k = 1; k < n; ++k) bad = bad || (at(i + k) & 0xc0) != 0x80;
-    if (n == 1) bad = (c < 0x20 || c == 0x7f) && !(c == '\n' || (crlf && c == '\r' && at(i + 1) == '\n'));
-    if (n == 2) bad = bad || (c == 0xc2 && at(i + 1) <= 0x9f);
-    if (n == 3) bad = bad || (c == 0xe2 && at(i + 1) == 0x80 && at(i + 2) == 0xae);
-    if (bad) return "byte " + std::to_string(i) + " = " + std::to_string(c) + " in: " + s;
-    i += n;
-  }
-  return {};
+  const auto i = test::first_unsafe_byte(s, crlf);
+  if (i == std::string::npos) return {};
+  return "byte " + std::to_string(i) + " = " + std::to_string(static_cast<unsigned char>(s[i])) + " in: " + s;
 }
 
 class AuditCliHostile : public ::testing::Test {

@@ -4,6 +4,7 @@
 #include "support/process.hpp"
 #include "support/sqlite_query.hpp"
 #include "support/temp_dir.hpp"
+#include "unit/audit/sample_records.hpp"
 
 #include <gtest/gtest.h>
 
@@ -18,16 +19,7 @@ using test::query;
 using test::run_netbox;
 
 AuditRecord request(std::string host, Clock::time_point ts) {
-  AuditRecord r;
-  r.ts = ts;
-  r.agent = "builder";
-  r.kind = "http";
-  r.method = "GET";
-  r.host = std::move(host);
-  r.port = 80;
-  r.path = "/";
-  r.decision = "allow";
-  return r;
+  return testing::request("builder", std::move(host), "allow", ts);
 }
 
 // Old and new rows of every table; "open-*" rows were never completed.

@@ -2,8 +2,10 @@
 // before Beast parsed it keeps them escaped, and no log line carries them raw to the
 // terminal of the operator (for `netbox launch`, the log is the operator's terminal).
 #include "proxy_fixture.hpp"
+
 #include "support/background_process.hpp"
 #include "support/process.hpp"
+#include "support/terminal_text.hpp"
 
 #include <gtest/gtest.h>
 
@@ -11,24 +13,6 @@
 
 namespace netbox::test {
 namespace {
-
-// Where the first character a terminal would act on is (C0 controls but LF, DEL, C1
-// controls, U+202E right-to-left override), or a byte outside a UTF-8 sequence; npos if none.
-std::size_t first_control(const std::string& s) {
-  const auto at = [&](std::size_t i) { return i < s.size() ? static_cast<unsigned char>(s[i]) : 0; };
-  for (std::size_t i = 0; i < s.size();) {
-    const unsigned char c = at(i);
-    const std::size_t n = c < 0x80 ? 1 : c >= 0xc2 && c < 0xe0 ? 2 : c >= 0xe0 && c < 0xf0 ? 3 : c >= 0xf0 && c < 0xf5 ? 4 : 0;
-    bool bad = n == 0;
-    for (std::size_t k = 1; k < n; ++k) bad = bad || (at(i + k) & 0xc0) != 0x80;
-    if (n == 1) bad = (c < 0x20 || c == 0x7f) && c != '\n';
-    if (n == 2) bad = bad || (c == 0xc2 && at(i + 1) <= 0x9f);
-    if (n == 3) bad = bad || (c == 0xe2 && at(i + 1) == 0x80 && at(i + 2) == 0xae);
-    if (bad) return i;
-    i += n;
-  }
-  return std::string::npos;
-}
 
 class RefusedTarget : public ProxyTest {
  protected:
@@ -40,7 +24,7 @@ class RefusedTarget : public ProxyTest {
     EXPECT_EQ(reply.status, 400) << reply.error << reply.body;
     const auto row = last_row();
     for (const auto* field : {&row.method, &row.host, &row.path, &row.reason, &row.rule, &row.error})
-      EXPECT_EQ(first_control(*field), std::string::npos) << *field;
+      EXPECT_EQ(first_unsafe_byte(*field), std::string::npos) << *field;
     return row;
   }
 };
@@ -84,7 +68,7 @@ TEST(ProxyLogEscapes, NoLogFormatWritesAControlCharacterAnAgentSent) {
     EXPECT_EQ(reply.status, 403) << reply.error;
     EXPECT_EQ(proc.stop(SIGTERM), 0) << proc.log();
     const auto log = proc.log();
-    const auto bad = first_control(log);
+    const auto bad = first_unsafe_byte(log);
     EXPECT_EQ(bad, std::string::npos) << "byte " << bad << " of:\n" << log;
     EXPECT_NE(log.find("\\u009b31mX"), std::string::npos) << log;
     EXPECT_NE(log.find("\\u202eZ"), std::string::npos) << log;
