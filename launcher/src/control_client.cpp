@@ -52,6 +52,22 @@ class ControlClient final : public ProxyLink {
     }
   }
 
+  // The files of the proxy's own that the agent must not read (its policy and audit
+  // store), asked on a connection of its own before anything is set up. A proxy too old
+  // to know "info" names none.
+  RunningProxyFiles files() {
+    connect_socket();
+    const nlohmann::json reply = exchange({{"op", "info"}});
+    ::close(fd_);
+    fd_ = -1;
+    buffer_.clear();
+    RunningProxyFiles out;
+    if (!reply.value("ok", false)) return out;
+    if (auto p = reply.value("policy_file", std::string()); !p.empty()) out.policy = p;
+    if (auto d = reply.value("audit_db", std::string()); !d.empty()) out.audit_db = d;
+    return out;
+  }
+
   void detach(const AgentOutcome& outcome) noexcept override {
     if (fd_ < 0) return;
     try {
@@ -123,6 +139,10 @@ class ControlClient final : public ProxyLink {
 
 std::unique_ptr<ProxyLink> make_control_client(std::filesystem::path control_socket) {
   return std::make_unique<ControlClient>(std::move(control_socket));
+}
+
+RunningProxyFiles running_proxy_files(const std::filesystem::path& control_socket) {
+  return ControlClient(control_socket).files();
 }
 
 }  // namespace netbox::launcher

@@ -72,10 +72,12 @@ HiddenPaths plan_hidden_paths(const NetboxFiles& files, const std::vector<fs::pa
     file_list.push_back(path);
     for (auto suffix : companions) file_list.push_back(fs::path(path.string() + std::string(suffix)));
   };
-  if (files.audit_db) hide_with_folder(*files.audit_db, {"-wal", "-shm", "-journal"});
+  for (const auto& db : {files.audit_db, files.proxy_audit_db})
+    if (db) hide_with_folder(*db, {"-wal", "-shm", "-journal"});
   if (files.control_socket) hide_with_folder(*files.control_socket, {});
-  if (files.policy) {
-    const fs::path path = canonical_or_lexical(*files.policy);
+  for (const auto& policy : {files.policy, files.proxy_policy}) {
+    if (!policy) continue;
+    const fs::path path = canonical_or_lexical(*policy);
     if (!already_hidden(path, bound)) file_list.push_back(path);
   }
   // A folder inside another covered one, or a file inside a covered folder, is gone already.

@@ -161,6 +161,12 @@ int launch(const LaunchOptions& o) {
   own.audit_db = audit_db;
   own.policy = o.policy_file;
   own.control_socket = o.proxy_control;
+  if (o.proxy_control) {
+    // A running proxy's own policy and store are its files, not this launch's: it names them.
+    const RunningProxyFiles proxy_files = running_proxy_files(*o.proxy_control);
+    own.proxy_policy = proxy_files.policy;
+    own.proxy_audit_db = proxy_files.audit_db;
+  }
   std::vector<std::filesystem::path> bound;
   for (const auto& b : mounts.binds) {
     bound.push_back(b.path);

@@ -74,9 +74,17 @@ class ControlSession : public std::enable_shared_from_this<ControlSession> {
   json handle(const json& req) {
     const auto op = req.value("op", std::string());
     if (op == "ping") return {{"ok", true}};
+    if (op == "info") return info();
     if (op == "register") return do_register(req);
     if (op == "unregister") return do_unregister(req);
     return {{"ok", false}, {"error", "unknown op \"" + op + "\" (expected register, unregister or ping)"}};
+  }
+
+  // What the launcher hides from the agents it registers: this proxy's own files.
+  json info() const {
+    json reply = {{"ok", true}, {"audit_db", std::filesystem::absolute(impl_.options.audit_db).string()}};
+    if (!impl_.options.policy_file.empty()) reply["policy_file"] = std::filesystem::absolute(impl_.options.policy_file).string();
+    return reply;
   }
 
   json do_register(const json& req) {

@@ -132,6 +132,37 @@ print("checked")
   expect_nothing_left(subnet);
 }
 
+// A running proxy's own policy and store live wherever its operator put them, not where
+// the launcher's flags say: the proxy names them ("info" on the control socket) and the
+// launch hides them too, even world-readable in a folder the agent could otherwise read.
+TEST(LaunchIsolation, ARunningProxysOwnPolicyAndStoreAreHiddenFromItsAgents) {
+  NETBOX_REQUIRE_ROOT();
+  const auto subnet = test_subnet(39);
+  HttpServer upstream;
+  HostDir host;
+  const auto etc = host.folder("etc");
+  auto proxy_policy = write_file(etc / "proxy-policy.json", policy_json(upstream.port()));
+  fs::permissions(proxy_policy, fs::perms(0644));
+  const auto store = host.folder("store");
+  const auto sock = host.folder("control") / "proxy.sock";
+  Background proxy({test::netbox_binary().string(), "proxy", "--policy", proxy_policy.string(), "--control",
+                    sock.string(), "--audit-db", (store / "audit.db").string(), "--listen", "127.0.0.1:0"},
+                   host.path(), "proxy");
+  ASSERT_TRUE(eventually([&] { return fs::exists(sock); })) << proxy.err();
+  const auto work = host.folder("work");
+  auto r = launch_from(work, subnet,
+                       {"--proxy-control", sock.string(), "--", kSh, "-c",
+                        "test -s " + proxy_policy.string() + " && echo PROXY-POLICY-READABLE; ls -a " + store.string() +
+                            " | grep -q audit && echo PROXY-STORE-LISTED; echo checked"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("checked"));
+  EXPECT_THAT(r.out, Not(HasSubstr("READABLE"))) << r.out;
+  EXPECT_THAT(r.out, Not(HasSubstr("LISTED"))) << r.out;
+  ::kill(proxy.pid(), SIGTERM);
+  EXPECT_EQ(proxy.wait(), 0) << proxy.err();
+  expect_nothing_left(subnet);
+}
+
 TEST(LaunchIsolation, SharedMemoryDoesNotOutliveTheAgent) {
   NETBOX_REQUIRE_ROOT();
   const auto subnet = test_subnet(32);

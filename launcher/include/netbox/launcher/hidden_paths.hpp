@@ -17,6 +17,8 @@ struct NetboxFiles {
   std::optional<std::filesystem::path> audit_db;        // the embedded proxy's
   std::optional<std::filesystem::path> policy;          // --policy
   std::optional<std::filesystem::path> control_socket;  // --proxy-control
+  std::optional<std::filesystem::path> proxy_policy;    // a running proxy's own policy file
+  std::optional<std::filesystem::path> proxy_audit_db;  // and its audit store
 };
 
 // A folder holding the database or the socket is covered as a whole (the -wal and

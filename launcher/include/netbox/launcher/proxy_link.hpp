@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace netbox::launcher {
@@ -43,5 +44,13 @@ class ProxyLink {
 std::unique_ptr<ProxyLink> make_embedded_proxy(policy::Policy policy, std::filesystem::path audit_db,
                                                policy::Cidr subnet);
 std::unique_ptr<ProxyLink> make_control_client(std::filesystem::path control_socket);
+
+// What a running proxy keeps that its agents must not read, as it reports them ("info" on
+// the control socket). Throws LaunchError(125) when the proxy cannot be reached.
+struct RunningProxyFiles {
+  std::optional<std::filesystem::path> policy;
+  std::optional<std::filesystem::path> audit_db;
+};
+RunningProxyFiles running_proxy_files(const std::filesystem::path& control_socket);
 
 }  // namespace netbox::launcher
