@@ -300,7 +300,7 @@ int launch(const LaunchOptions& o) {
   network.start();
   stdio.finish();
   link->detach(outcome);
-  return outcome.exit_status;
+  return outcome.timed_out ? kExitTimeout : outcome.exit_status;
 }
 
 }  // namespace netbox::launcher

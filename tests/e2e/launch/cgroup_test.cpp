@@ -217,7 +217,7 @@ TEST(LaunchCgroup, NoCgroupIsLeftAfterANormalExitATimeoutOrAFailedStart) {
   EXPECT_EQ(normal.exit_code, 0) << normal.err;
   expect_no_cgroup_left(subnet);
   auto timeout = launch(subnet, {"--audit-db", audit_flag(dir), "--timeout", "1", "--", "sleep", "60"});
-  EXPECT_EQ(timeout.exit_code, 143) << timeout.err;
+  EXPECT_EQ(timeout.exit_code, 124) << timeout.err;
   expect_no_cgroup_left(subnet);
   auto missing = launch(subnet, {"--audit-db", audit_flag(dir), "--", "/no/such/command"});
   EXPECT_EQ(missing.exit_code, 127) << missing.err;

@@ -348,7 +348,7 @@ while True:
   EXPECT_THAT(r.out, HasSubstr("tostop done")) << r.out << r.err;
   EXPECT_THAT(r.out, Not(HasSubstr("LAUNCHER-STOPPED")));
   EXPECT_THAT(r.out, Not(HasSubstr("HUNG")));
-  EXPECT_THAT(r.out, HasSubstr("launch-exit 137")) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("launch-exit 124")) << r.out;
   EXPECT_THAT(r.out, HasSubstr("terminal-restored True")) << "the launcher's terminal is left in raw mode";
   expect_nothing_left(subnet);
 }

@@ -122,12 +122,15 @@ TEST(LaunchLifecycle, TimeoutTerminatesThenKills) {
   const auto subnet = test_subnet(13);
   test::TempDir dir;
   auto polite = launch(subnet, {"--audit-db", audit_flag(dir), "--timeout", "1", "--", "sleep", "60"});
-  EXPECT_EQ(polite.exit_code, 143);
+  EXPECT_EQ(polite.exit_code, 124) << "--timeout ends a launch with 124, as timeout(1) does";
   EXPECT_THAT(polite.err, HasSubstr("--timeout reached: sending SIGTERM"));
   auto stubborn = launch(subnet, {"--audit-db", audit_flag(dir), "--timeout", "1", "--kill-grace", "1", "--", kSh, "-c",
                                   "trap '' TERM; while :; do sleep 0.1; done"});
-  EXPECT_EQ(stubborn.exit_code, 137);
+  EXPECT_EQ(stubborn.exit_code, 124);
   EXPECT_THAT(stubborn.err, HasSubstr("sending SIGKILL"));
+  // The agents row still says how each ended: SIGTERM, then SIGKILL.
+  EXPECT_EQ(query(audit_flag(dir), "SELECT exit_status FROM agents ORDER BY id"),
+            (std::vector<std::vector<std::string>>{{"143"}, {"137"}}));
   expect_nothing_left(subnet);
 }
 

@@ -486,7 +486,7 @@ TEST(LaunchSandboxFs, AKilledLauncherLeavesNoMountAndNoChangeAndATimeoutStillCom
   // --timeout ends the agent with SIGTERM; the init outlives it and commits.
   auto timed = launch(subnet, {"--audit-db", db, "--workdir", work.string(), "--workdir-quota", "16M", "--commit",
                                "--timeout", "1", "--", kSh, "-c", "echo committed > file; exec sleep 60"});
-  EXPECT_EQ(timed.exit_code, 143) << timed.err;
+  EXPECT_EQ(timed.exit_code, 124) << timed.err;
   EXPECT_THAT(timed.err, HasSubstr("committed"));
   EXPECT_EQ(slurp(work / "file"), "committed\n");
 

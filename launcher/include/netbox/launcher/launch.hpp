@@ -10,6 +10,9 @@ namespace netbox::launcher {
 
 inline constexpr int kExitUsage = 2;            // bad flag, policy, user, seccomp file
 inline constexpr int kExitLauncherFailure = 125;
+// --timeout ended the agent: 124, as timeout(1) says it (the agents row keeps the agent's
+// own status, 143 or 137, for how it ended).
+inline constexpr int kExitTimeout = 124;
 inline constexpr int kExitNotExecutable = 126;
 inline constexpr int kExitNotFound = 127;
 
