@@ -53,6 +53,7 @@ EndpointRegistry::~EndpointRegistry() { withdraw(); }
 
 std::string EndpointRegistry::publish(const std::vector<asio::ip::tcp::endpoint>& endpoints) {
   std::lock_guard lock(mu_);
+  if (withdrawn_) return {};
   if (!make_dir(dir_.parent_path()) || !make_dir(dir_)) return errno_text("cannot create " + dir_.string());
   std::string text = "pid " + std::to_string(::getpid()) + " " + start_time(::getpid()) + "\n";
   for (const auto& ep : endpoints) text += ep.address().to_string() + " " + std::to_string(ep.port()) + "\n";
@@ -73,6 +74,7 @@ std::string EndpointRegistry::publish(const std::vector<asio::ip::tcp::endpoint>
 
 void EndpointRegistry::withdraw() {
   std::lock_guard lock(mu_);
+  withdrawn_ = true;
   if (!published_) return;
   ::unlink(file_.c_str());
   published_ = false;

@@ -29,6 +29,8 @@ class EndpointRegistry {
   EndpointRegistry& operator=(const EndpointRegistry&) = delete;
 
   // Replaces this proxy's file with `endpoints`. Returns why it could not, or empty.
+  // After withdraw() it does nothing: a listener removed while stopping must not bring
+  // the file back.
   std::string publish(const std::vector<boost::asio::ip::tcp::endpoint>& endpoints);
   void withdraw();
   // Every endpoint listed by a live netbox process on this host (this one's included).
@@ -43,6 +45,7 @@ class EndpointRegistry {
   std::filesystem::path file_;
   std::mutex mu_;
   bool published_ = false;
+  bool withdrawn_ = false;
 };
 
 }  // namespace netbox::proxy

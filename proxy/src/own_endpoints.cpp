@@ -91,6 +91,7 @@ void OwnEndpoints::set_networks(std::vector<policy::Cidr> networks) {
 void OwnEndpoints::set_host(std::vector<asio::ip::address> interface_addresses,
                             std::vector<asio::ip::tcp::endpoint> peers) {
   for (auto& a : interface_addresses) a = destination_form(a);
+  std::sort(interface_addresses.begin(), interface_addresses.end());  // searched on every request
   std::lock_guard lk(write_mu_);
   auto next = std::make_shared<State>(*state_.load());
   next->interface_addresses = std::move(interface_addresses);
@@ -122,10 +123,9 @@ std::string OwnEndpoints::refusal(const asio::ip::address& addr, unsigned short 
     if (net.contains(a))
       return where() + " is in netbox's launch subnet " + net.to_string() +
              " (the host side of agents' links and their proxies), which no request through the proxy may reach";
-  for (const auto& local : state->interface_addresses)
-    if (local == a)
-      return where() + " is an address of this host's interfaces, where every host service bound to 0.0.0.0 or :: "
-                       "answers; no request through the proxy may reach it";
+  if (std::binary_search(state->interface_addresses.begin(), state->interface_addresses.end(), a))
+    return where() + " is an address of this host's interfaces, where every host service bound to 0.0.0.0 or :: "
+                     "answers; no request through the proxy may reach it";
   for (const auto& ep : state->endpoints)
     if (lands_on(ep, a, port))
       return where() + " is netbox's own proxy or admin endpoint, which no request through the proxy may reach";

@@ -44,7 +44,7 @@ class OwnEndpoints {
  private:
   struct State {
     std::vector<boost::asio::ip::tcp::endpoint> endpoints;
-    std::vector<boost::asio::ip::address> interface_addresses;  // in destination_form
+    std::vector<boost::asio::ip::address> interface_addresses;  // in destination_form, sorted
     std::vector<boost::asio::ip::tcp::endpoint> peers;
     std::vector<policy::Cidr> networks;
   };
