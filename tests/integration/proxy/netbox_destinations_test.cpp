@@ -12,6 +12,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -122,7 +123,7 @@ TEST_F(ProxyTest, IPv6LoopbackStaysInternalWhenNotListed) {
   start_proxy(R"({"version": 1, "allow": ["::1/128"], "ports": )" + ports_json({v6.port()}) + "}");
   auto r = proxy_get(port, "http://[::1]:" + std::to_string(v6.port()) + "/");
   EXPECT_EQ(r.status, 403);
-  EXPECT_NE(last_row().rule, "netbox") << "::1 is internal, not netbox: " << last_row().reason;
+  EXPECT_EQ(last_row().rule, "internal") << "::1 is internal, not netbox: " << last_row().reason;
   EXPECT_EQ(v6.connections(), 0);
 }
 
@@ -274,6 +275,36 @@ TEST_F(ProxyTest, AnotherNetboxProxyOnThisHostIsNeverADestination) {
     std::this_thread::sleep_for(100ms);
   }
   EXPECT_NE(row.rule, "netbox") << "a stopped proxy's endpoint is still refused: " << row.reason;
+}
+
+// A netbox killed with SIGKILL leaves its file behind, and its pid may come back as some
+// other process: neither may make a proxy refuse an ordinary upstream. Such files are
+// ignored and removed (the file records the process start time besides the pid).
+TEST_F(ProxyTest, RegistryFilesOfGoneProcessesAreIgnoredAndRemoved) {
+  if (::geteuid() != 0) GTEST_SKIP() << "only root writes /run/netbox/endpoints";
+  const pid_t gone = ::fork();
+  if (gone == 0) ::_exit(0);
+  ASSERT_GT(gone, 0);
+  ::waitpid(gone, nullptr, 0);
+  std::filesystem::create_directories(kRegistry);
+  const auto listing = "127.0.0.1 " + std::to_string(upstream.port()) + "\n";
+  const auto dead = kRegistry / (std::to_string(gone) + ".0");
+  std::ofstream(dead) << "pid " << gone << " 12345\n" << listing;
+  // This very process, but started at another time: a reused pid.
+  const auto reused = kRegistry / (std::to_string(::getpid()) + ".999999");
+  std::ofstream(reused) << "pid " << ::getpid() << " 1\n" << listing;
+  struct Cleanup {
+    std::vector<std::filesystem::path> files;
+    ~Cleanup() {
+      for (const auto& f : files) std::filesystem::remove(f);
+    }
+  } cleanup{{dead, reused}};
+
+  start_proxy(loopback_policy({upstream.port()}));
+  auto r = proxy_get(port, "http://127.0.0.1:" + std::to_string(upstream.port()) + "/");
+  EXPECT_EQ(r.status, 200) << r.header("x-netbox-reason");
+  EXPECT_FALSE(std::filesystem::exists(dead));
+  EXPECT_FALSE(std::filesystem::exists(reused));
 }
 
 TEST_F(ProxyTest, ThisProxysOwnEndpointsAreInTheRegistryWhileItRuns) {
