@@ -249,7 +249,7 @@ void Server::Impl::publish_endpoints() {
   // their views out of order and leave an endpoint out of the file.
   std::lock_guard lock(publish_mu);
   const auto why = registry.publish(own.endpoints());
-  if (!why.empty() && !registry_warned.exchange(true))
+  if (!why.empty() && !publish_warned.exchange(true))
     log.write("endpoint_registry_unavailable",
               {{"folder", registry.dir().string()}, {"reason", why},
                {"effect", "other netbox proxies on this host do not know this one's endpoints"}});

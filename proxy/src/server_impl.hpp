@@ -113,6 +113,7 @@ struct Server::Impl {
   // with this host's interface addresses, read again every kHostRefresh.
   EndpointRegistry registry;
   std::mutex publish_mu;
+  std::atomic<bool> publish_warned{false};  // each said once, not once a second
   std::atomic<bool> registry_warned{false};
   static constexpr std::chrono::seconds kHostRefresh{1};
   std::unique_ptr<boost::asio::steady_timer> host_refresh;
