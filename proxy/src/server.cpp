@@ -131,9 +131,14 @@ void Server::Impl::start() {
     started = true;
   }
   for (const auto& ep : options.listen) add_listener(ep);
-  refresh_host();  // the registry as it is now, before the first request is decided
   host_refresh = std::make_unique<asio::steady_timer>(workers.front()->ioc);
-  asio::post(workers.front()->ioc, [this] { schedule_host_refresh(); });
+  // Subscribed before the look below, so an address added in between is not missed.
+  interface_watch = std::make_unique<InterfaceWatch>(workers.front()->ioc, [this] { refresh_host(); });
+  asio::post(workers.front()->ioc, [this] {
+    interface_watch->start();
+    schedule_host_refresh();
+  });
+  refresh_host();  // the host and the registry as they are now, before the first request
   if (options.control_socket) {
     control = std::make_unique<ControlServer>(*this, workers.front()->ioc, *options.control_socket);
     asio::post(workers.front()->ioc, [this] { control->start(); });
@@ -339,6 +344,7 @@ void Server::Impl::stop() {
         wp->acceptors.clear();
         if (wp == workers.front().get() && control) control->stop();
         if (wp == workers.front().get() && host_refresh) host_refresh->cancel();
+        if (wp == workers.front().get() && interface_watch) interface_watch->stop();
         done.set_value();
       });
       f.wait();
@@ -360,6 +366,7 @@ void Server::Impl::stop() {
   // sessions still open (their audit rows are completed by their destructors).
   control.reset();
   host_refresh.reset();
+  interface_watch.reset();
   for (auto& w : workers) {
     w->acceptors.clear();
     w->resolver.reset();

@@ -8,6 +8,7 @@
 #include "client_slots.hpp"
 #include "counters.hpp"
 #include "endpoint_registry.hpp"
+#include "interface_watch.hpp"
 #include "log.hpp"
 #include "own_endpoints.hpp"
 #include "resolver.hpp"
@@ -117,6 +118,7 @@ struct Server::Impl {
   std::atomic<bool> registry_warned{false};
   static constexpr std::chrono::seconds kHostRefresh{1};
   std::unique_ptr<boost::asio::steady_timer> host_refresh;
+  std::unique_ptr<InterfaceWatch> interface_watch;  // a new host address refused at once
   void protect(const boost::asio::ip::tcp::endpoint& ep);
   void publish_endpoints();
   void refresh_host();

@@ -190,8 +190,8 @@ TEST_F(ProxyTest, AnAddressOfTheHostsInterfacesIsRefusedEvenWhenAllowed) {
   EXPECT_EQ(last_row().rule, "netbox");
   EXPECT_EQ(service.connections(), 0);
 
-  // An address added while the proxy runs is refused once the proxy has looked again
-  // (every second); until then it may still answer, which is what the bound allows for.
+  // An address added while the proxy runs is refused once the proxy has read the kernel's
+  // notification (or looked again, every second); the loop allows for that moment.
   ASSERT_NO_FATAL_FAILURE(link.add("192.0.2.78/32"));
   Reply later;
   for (auto end = std::chrono::steady_clock::now() + 15s; std::chrono::steady_clock::now() < end;) {
