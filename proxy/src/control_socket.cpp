@@ -39,6 +39,22 @@ asio::ip::tcp::endpoint parse_listen(const std::string& text) {
   return {addr, static_cast<unsigned short>(std::stoul(port_text))};
 }
 
+// A launcher registers its agents' addresses and the host side of their links, both in
+// its --subnet. Outside this proxy's pool (--subnet) they would be ordinary destinations
+// here, so a launcher whose --subnet differs is refused instead of silently unprotected.
+// Loopback is no launch's address: host processes registered as agents, whose listener on
+// loopback is protected as this proxy's own anyway.
+std::string outside_pool(const char* key, const asio::ip::address& addr, const std::vector<policy::Cidr>& pool) {
+  const auto a = destination_form(addr);
+  if (a.is_loopback()) return {};
+  for (const auto& net : pool)
+    if (net.contains(a)) return {};
+  std::string nets;
+  for (const auto& net : pool) nets += (nets.empty() ? "" : ", ") + net.to_string();
+  return std::string("\"") + key + "\" " + addr.to_string() + " is outside this proxy's launch subnet pool (" + nets +
+         "), so its requests could reach it; start the launcher with a --subnet inside the proxy's --subnet";
+}
+
 class ControlSession : public std::enable_shared_from_this<ControlSession> {
  public:
   ControlSession(Server::Impl& impl, stream::socket s) : impl_(impl), socket_(std::move(s)) {}
@@ -92,6 +108,8 @@ class ControlSession : public std::enable_shared_from_this<ControlSession> {
     boost::system::error_code ec;
     const auto addr = asio::ip::make_address(addr_text, ec);
     if (ec) return {{"ok", false}, {"error", "\"addr\" is not an IP address: \"" + addr_text + "\""}};
+    if (auto why = outside_pool("addr", addr, impl_.options.launch_subnets); !why.empty())
+      return {{"ok", false}, {"error", why}};
     const auto agent = req.value("agent", std::string());
     if (auto problem = proxy::agent_name_problem(agent); !problem.empty())
       return {{"ok", false}, {"error", "\"agent\" " + problem}};
@@ -107,6 +125,8 @@ class ControlSession : public std::enable_shared_from_this<ControlSession> {
     json reply = {{"ok", true}};
     if (req.contains("listen") && !req["listen"].is_null()) {
       const auto want = parse_listen(req["listen"].get<std::string>());
+      if (auto why = outside_pool("listen", want.address(), impl_.options.launch_subnets); !why.empty())
+        return {{"ok", false}, {"error", why}};
       const auto existing = impl_.local_endpoints();
       bool present = false;
       for (const auto& ep : existing)

@@ -91,6 +91,7 @@ Server::Impl::Impl(ProxyOptions opts)
     : options(std::move(opts)), log(options.log_format), fd_limit(raise_fd_limit()),
       client_slots(client_slots_for(options, fd_limit)) {
   own.set_networks(options.launch_subnets);
+  refresh_host();
   policy.store(initial_policy(options));
   note_policy_loaded();
   audit::WriterOptions wo;
@@ -131,6 +132,14 @@ void Server::Impl::start() {
     started = true;
   }
   for (const auto& ep : options.listen) add_listener(ep);
+  host_refresh = std::make_unique<asio::steady_timer>(workers.front()->ioc);
+  // Subscribed before the look below, so an address added in between is not missed.
+  interface_watch = std::make_unique<InterfaceWatch>(workers.front()->ioc, [this] { refresh_host(); });
+  asio::post(workers.front()->ioc, [this] {
+    interface_watch->start();
+    schedule_host_refresh();
+  });
+  refresh_host();  // the host and the registry as they are now, before the first request
   if (options.control_socket) {
     control = std::make_unique<ControlServer>(*this, workers.front()->ioc, *options.control_socket);
     asio::post(workers.front()->ioc, [this] { control->start(); });
@@ -159,7 +168,7 @@ tcp::endpoint Server::Impl::add_listener(const tcp::endpoint& ep) {
     auto probe = open_acceptor(probe_ctx, ep, false);
     bound = probe->local_endpoint();
   }
-  own.add(bound);  // before the first accept: nothing may reach a listener through the proxy
+  protect(bound);  // before the first accept: nothing may reach a listener through the proxy
   std::vector<std::shared_ptr<tcp::acceptor>> accs;
   for (auto& w : workers) accs.push_back(open_acceptor(w->ioc, bound, true));
   for (std::size_t i = 0; i < workers.size(); ++i) {
@@ -182,6 +191,7 @@ void Server::Impl::remove_listener(const tcp::endpoint& ep) {
     std::erase(listeners, ep);
   }
   own.remove(ep);
+  publish_endpoints();
   if (stopping) return;  // every acceptor closes with its io_context anyway
   for (auto& w : workers) {
     asio::post(w->ioc, [w = w.get(), ep] {
@@ -232,6 +242,40 @@ void Server::Impl::accept_loop(Worker& w, std::shared_ptr<tcp::acceptor> acc) {
     pause->async_wait([this, &w, acc, pause](boost::system::error_code) {
       if (acc->is_open()) accept_loop(w, acc);
     });
+  });
+}
+
+void Server::Impl::protect(const tcp::endpoint& ep) {
+  own.add(ep);
+  publish_endpoints();
+}
+
+void Server::Impl::publish_endpoints() {
+  // Read and written under one lock, so two threads adding listeners cannot publish
+  // their views out of order and leave an endpoint out of the file.
+  std::lock_guard lock(publish_mu);
+  const auto why = registry.publish(own.endpoints());
+  if (!why.empty() && !publish_warned.exchange(true))
+    log.write("endpoint_registry_unavailable",
+              {{"folder", registry.dir().string()}, {"reason", why},
+               {"effect", "other netbox proxies on this host do not know this one's endpoints"}});
+}
+
+void Server::Impl::refresh_host() {
+  std::string problem;
+  auto peers = registry.read_all(&problem);
+  if (!problem.empty() && !registry_warned.exchange(true))
+    log.write("endpoint_registry_unavailable", {{"folder", registry.dir().string()}, {"reason", problem}});
+  own.set_host(host_interface_addresses(), std::move(peers));
+}
+
+// On the first io thread: getifaddrs and a handful of small files on tmpfs, once a second.
+void Server::Impl::schedule_host_refresh() {
+  host_refresh->expires_after(kHostRefresh);
+  host_refresh->async_wait([this](boost::system::error_code ec) {
+    if (ec || stopping) return;
+    refresh_host();
+    schedule_host_refresh();
   });
 }
 
@@ -300,6 +344,8 @@ void Server::Impl::stop() {
         }
         wp->acceptors.clear();
         if (wp == workers.front().get() && control) control->stop();
+        if (wp == workers.front().get() && host_refresh) host_refresh->cancel();
+        if (wp == workers.front().get() && interface_watch) interface_watch->stop();
         done.set_value();
       });
       f.wait();
@@ -320,12 +366,15 @@ void Server::Impl::stop() {
   // Resolvers and pools go first; then each io_context, whose destruction drops the
   // sessions still open (their audit rows are completed by their destructors).
   control.reset();
+  host_refresh.reset();
+  interface_watch.reset();
   for (auto& w : workers) {
     w->acceptors.clear();
     w->resolver.reset();
     w->pool.reset();
   }
   workers.clear();
+  registry.withdraw();
   if (writer) writer->flush();
   log.write("stopped", {});
   {
@@ -363,7 +412,7 @@ void Server::unregister_agent(const asio::ip::address& addr) { impl_->agents.rem
 tcp::endpoint Server::add_listener(const tcp::endpoint& ep) { return impl_->add_listener(ep); }
 void Server::remove_listener(const tcp::endpoint& ep) { impl_->remove_listener(ep); }
 std::vector<tcp::endpoint> Server::local_endpoints() const { return impl_->local_endpoints(); }
-void Server::protect_endpoint(const tcp::endpoint& ep) { impl_->own.add(ep); }
+void Server::protect_endpoint(const tcp::endpoint& ep) { impl_->protect(ep); }
 audit::Writer& Server::audit() { return *impl_->writer; }
 
 CountersSnapshot Server::counters() const {

@@ -7,6 +7,8 @@
 #include "caps.hpp"
 #include "client_slots.hpp"
 #include "counters.hpp"
+#include "endpoint_registry.hpp"
+#include "interface_watch.hpp"
 #include "log.hpp"
 #include "own_endpoints.hpp"
 #include "resolver.hpp"
@@ -16,6 +18,7 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include <atomic>
 #include <chrono>
@@ -107,6 +110,19 @@ struct Server::Impl {
   mutable std::mutex listeners_mu;
   std::vector<boost::asio::ip::tcp::endpoint> listeners;
   OwnEndpoints own;  // listeners and protect_endpoint()s: never a destination
+  // own's endpoints, published for the other netbox proxies on this host; and theirs,
+  // with this host's interface addresses, read again every kHostRefresh.
+  EndpointRegistry registry;
+  std::mutex publish_mu;
+  std::atomic<bool> publish_warned{false};  // each said once, not once a second
+  std::atomic<bool> registry_warned{false};
+  static constexpr std::chrono::seconds kHostRefresh{1};
+  std::unique_ptr<boost::asio::steady_timer> host_refresh;
+  std::unique_ptr<InterfaceWatch> interface_watch;  // a new host address refused at once
+  void protect(const boost::asio::ip::tcp::endpoint& ep);
+  void publish_endpoints();
+  void refresh_host();
+  void schedule_host_refresh();
 
   std::mutex state_mu;
   std::condition_variable state_cv;

@@ -150,6 +150,26 @@ TEST_F(ControlTest, BadRegistrationsAreRefusedWithAReason) {
   EXPECT_EQ(c.call({{"op", "ping"}})["ok"], true);  // the connection survives bad lines
 }
 
+// A launcher whose --subnet lies outside the proxy's pool would register agents (and the
+// host side of their links) that the proxy does not treat as netbox's: other agents could
+// reach them. Refused, before any listener is bound, with a message naming the pool.
+TEST_F(ControlTest, RegistrationsOutsideTheLaunchPoolAreRefused) {
+  ControlClient c(control);
+  auto r = c.call({{"op", "register"}, {"addr", "10.99.0.2"}, {"agent", "stray"}});
+  EXPECT_EQ(r["ok"], false);
+  EXPECT_NE(r["error"].get<std::string>().find("\"addr\" 10.99.0.2 is outside this proxy's launch subnet pool (10.213.0.0/16)"),
+            std::string::npos)
+      << r["error"];
+  r = c.call({{"op", "register"}, {"addr", "10.213.7.2"}, {"agent", "stray"}, {"listen", "10.99.0.1:0"}});
+  EXPECT_EQ(r["ok"], false);
+  EXPECT_NE(r["error"].get<std::string>().find("\"listen\" 10.99.0.1"), std::string::npos) << r["error"];
+  EXPECT_EQ(server->local_endpoints().size(), 1u) << "a listener was added for a refused registration";
+  // Inside the pool it is accepted (no listener: nothing is bound on 10.213/16 here).
+  r = c.call({{"op", "register"}, {"addr", "10.213.7.2"}, {"agent", "inside"}});
+  EXPECT_EQ(r["ok"], true) << r.dump();
+  EXPECT_EQ(c.call({{"op", "unregister"}, {"addr", "10.213.7.2"}})["ok"], true);
+}
+
 // Rows of an agent registered as "anonymous" (or with no name, or one holding terminal
 // escapes) would pass for an unregistered client's, or drive the terminal of whoever reads them.
 TEST_F(ControlTest, ReservedEmptyAndControlCharacterAgentNamesAreRefused) {
