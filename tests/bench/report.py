@@ -76,6 +76,10 @@ def targets(data):
     runs = next((r["param"] for r in res if r["bench"] == "B6"), 0)
     ratio("B6 launch median ≤ 2× bwrap's", med(res, "B6", "netbox", runs, "median_ms"),
           med(res, "B6", "bwrap", runs, "median_ms"), "<=", 2)
+    if any(r["bench"] == "B6" and r["contender"] == "netbox-sandbox" for r in res):
+        ratio("B6 sandboxed launch (--memory 1G --pids 256) median ≤ 2× bwrap --unshare-all's",
+              med(res, "B6", "netbox-sandbox", runs, "median_ms"), med(res, "B6", "bwrap-sandbox", runs, "median_ms"),
+              "<=", 2)
     return t
 
 
@@ -142,7 +146,8 @@ def plot(data, png):
               ("B2 Connection: close (req/s)", "B2", 50, "rps", ["direct", "nginx", "squid", "tinyproxy", "netbox"]),
               ("B3 tunnel set-up (tunnels/s)", "B3setup", 50, "rate", ["direct", "squid", "tinyproxy", "netbox"]),
               ("B3 bulk download (Gbit/s)", "B3bulk", "down", "gbit_s", ["direct", "squid", "tinyproxy", "netbox"]),
-              ("B6 launch (ms, lower is better)", "B6", None, "median_ms", ["unshare", "bwrap", "netbox"])]
+              ("B6 launch (ms, lower is better)", "B6", None, "median_ms",
+               ["unshare", "bwrap", "bwrap-sandbox", "netbox-nocgroup", "netbox", "netbox-sandbox"])]
     script = ["set terminal png size 1500,900 font ',10'", f"set output '{png}'",
               "set multiplot layout 2,3 title 'netbox benchmarks (median of rounds; bars: min..max)'",
               "set style fill solid 0.6", "set boxwidth 0.6", "set yrange [0:*]", "unset key",
@@ -262,8 +267,10 @@ def main():
            "- B5: `bench_client http --requests 20000 --conns 50` through netbox (then `count(*)` of new rows "
            "must equal the requests answered; rows/s = rows / time until the last row is committed; backlog = answered − "
            "committed, sampled every 250 ms); `audit_writer_bench DB 200000 2`.",
-           "- B6: `hyperfine -N --warmup 3 --runs 50` for `netbox launch --audit-db DB -- /bin/true`, "
-           "`bwrap --unshare-net --dev-bind / / /bin/true`, `unshare -n /bin/true`.",
+           "- B6: `hyperfine -N --warmup 3 --runs 50` for `netbox launch --audit-db DB -- /bin/true` (its "
+           "defaults: read-only root, workdir, cgroup limits), the same with `--memory unlimited --pids unlimited` "
+           "(no cgroup layer) and with `--memory 1G --pids 256`, `bwrap --unshare-net --dev-bind / / /bin/true`, "
+           "`bwrap --unshare-all --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp /bin/true`, `unshare -n /bin/true`.",
            "- Contenders: nginx upstream (1 worker, sendfile, keep-alive); nginx reverse proxy (workers auto, "
            "upstream keepalive 256, access log buffered); squid (`-N`, cache off, allow list `dst 127.0.0.1/32` "
            "+ port, access log); tinyproxy (`-d`, filter `^127\\.0\\.0\\.1$` default deny, ConnectPort, log "
