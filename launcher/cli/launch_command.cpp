@@ -42,6 +42,9 @@ void add_launch_command(CLI::App& app, int& rc) {
   sub->add_flag("--commit", o->commit, "With --workdir-quota: copy the agent's changes onto the workdir when it exits");
   sub->add_option("--allow-degraded", o->allow_degraded, "Run even if LAYER (workdir, ro, rw, workdir-quota, cgroup) cannot be applied (repeatable)");
   sub->add_flag("--explain", o->explain, "Print the layers the agent would run under, and run nothing");
+  sub->add_flag("-q,--quiet", o->quiet, "No proxy log lines on stderr (by default: the refused and failed requests)");
+  sub->add_option("--log-file", o->log_file,
+                  "Append every proxy log line (allowed requests too) to FILE, created 0600, instead of stderr");
   sub->add_option("--env", o->env, "Set KEY=VALUE in the agent's environment (repeatable)");
   sub->add_option("--keep-env", o->keep_env, "Pass the launcher's KEY on to the agent (repeatable)");
   auto* timeout_opt = sub->add_option("--timeout", *timeout, "Seconds before the agent gets SIGTERM (then SIGKILL)");

@@ -30,8 +30,8 @@ std::uint16_t pick_port(const ip::address& addr) {
 
 class EmbeddedProxy final : public ProxyLink {
  public:
-  EmbeddedProxy(policy::Policy policy, std::filesystem::path audit_db, policy::Cidr subnet)
-      : policy_(std::move(policy)), audit_db_(std::move(audit_db)), subnet_(std::move(subnet)) {}
+  EmbeddedProxy(policy::Policy policy, std::filesystem::path audit_db, policy::Cidr subnet, EmbeddedLog log)
+      : policy_(std::move(policy)), audit_db_(std::move(audit_db)), subnet_(std::move(subnet)), log_(log) {}
   ~EmbeddedProxy() override { stop(); }
 
   // Opening the audit database and creating the io threads take a few ms and need
@@ -47,6 +47,10 @@ class EmbeddedProxy final : public ProxyLink {
       options.audit_db = audit_db_;
       options.threads = 2;  // one agent's traffic; the machine belongs to the agent
       options.shutdown_grace = std::chrono::milliseconds(1000);
+      options.log_fd = log_.fd;
+      options.log_requests = log_.quiet          ? proxy::LogRequests::none
+                             : log_.all_requests ? proxy::LogRequests::all
+                                                 : proxy::LogRequests::refusals;
       // This launch's pool, and the default one other launches use: neither is a
       // destination (another launch's embedded proxy listens there).
       if (!(subnet_.base == options.launch_subnets.front().base && subnet_.prefix == options.launch_subnets.front().prefix))
@@ -130,13 +134,14 @@ class EmbeddedProxy final : public ProxyLink {
   ip::address host_;
   ip::address agent_addr_;
   std::unique_ptr<proxy::Server> server_;
+  EmbeddedLog log_;
 };
 
 }  // namespace
 
 std::unique_ptr<ProxyLink> make_embedded_proxy(policy::Policy policy, std::filesystem::path audit_db,
-                                               policy::Cidr subnet) {
-  return std::make_unique<EmbeddedProxy>(std::move(policy), std::move(audit_db), std::move(subnet));
+                                               policy::Cidr subnet, EmbeddedLog log) {
+  return std::make_unique<EmbeddedProxy>(std::move(policy), std::move(audit_db), std::move(subnet), log);
 }
 
 }  // namespace netbox::launcher

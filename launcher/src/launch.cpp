@@ -26,7 +26,9 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -136,6 +138,9 @@ int launch(const LaunchOptions& o) {
   auto pool = parse_ipv4_network(o.subnet);
   if (!pool)
     throw LaunchError(kExitUsage, "--subnet '" + o.subnet + "': expected an IPv4 network such as 10.213.0.0/16");
+  if (o.proxy_control && (o.log_file || o.quiet))
+    throw LaunchError(kExitUsage, std::string(o.log_file ? "--log-file" : "--quiet") +
+                                      ": only for the embedded proxy; a running proxy logs where it was started");
   if (o.timeout_seconds && (!std::isfinite(*o.timeout_seconds) || *o.timeout_seconds <= 0))
     throw LaunchError(kExitUsage, "--timeout: expected a positive number of seconds");
   const auto rlimits = agent_rlimits(o.rlimits);
@@ -202,8 +207,23 @@ int launch(const LaunchOptions& o) {
   ignore_job_control_and_sigpipe();
 
   const policy::Cidr pool_cidr{boost::asio::ip::address_v4(pool->address), static_cast<unsigned>(pool->prefix)};
+  // The log file is the launcher's (O_CLOEXEC, and the child closes every descriptor
+  // above 2): the agent can neither read nor truncate what the proxy says about it.
+  // Declared before the link, so it is closed only after the proxy is gone.
+  int log_fd = -1;
+  ScopeExit close_log([&] {
+    if (log_fd >= 0) ::close(log_fd);
+  });
+  EmbeddedLog log;
+  log.quiet = o.quiet;
+  if (o.log_file) {
+    log_fd = ::open(o.log_file->c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (log_fd < 0) throw LaunchError(kExitUsage, "--log-file " + *o.log_file + ": " + std::strerror(errno));
+    log.fd = log_fd;
+    log.all_requests = true;
+  }
   std::unique_ptr<ProxyLink> link = o.proxy_control ? make_control_client(*o.proxy_control)
-                                                      : make_embedded_proxy(*policy, o.audit_db, pool_cidr);
+                                                      : make_embedded_proxy(*policy, o.audit_db, pool_cidr, log);
 
   // Before any thread exists (the embedded proxy's come later), so that only the
   // supervisor ever sees these signals.

@@ -18,6 +18,13 @@ struct Number {
 };
 
 void log_request(Server::Impl& impl, const audit::AuditRecord& r) {
+  switch (impl.options.log_requests) {
+    case LogRequests::all: break;
+    case LogRequests::none: return;
+    case LogRequests::refusals:
+      if (r.decision == "allow" && r.status.value_or(0) < 400 && r.error.empty()) return;
+      break;
+  }
   const Number port(r.port), up(r.bytes_up), down(r.bytes_down);
   const Number status(r.status.value_or(0));
   const Number ms(r.duration_ms.value_or(0));

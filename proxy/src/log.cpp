@@ -67,7 +67,7 @@ void Logger::render_into(std::string& line, std::string_view event, LogFields fi
   line += '\n';
 }
 
-Logger::Logger(LogFormat format) : format_(format), thread_([this] { run(); }) {}
+Logger::Logger(LogFormat format, int fd) : format_(format), fd_(fd), thread_([this] { run(); }) {}
 
 Logger::~Logger() {
   {
@@ -108,9 +108,9 @@ void Logger::run() {
     room_cv_.notify_all();
     std::string_view rest = writing;
     while (!rest.empty()) {
-      const auto n = ::write(STDERR_FILENO, rest.data(), rest.size());
+      const auto n = ::write(fd_, rest.data(), rest.size());
       if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) break;  // stderr closed or broken: nowhere left to write to
+      if (n <= 0) break;  // closed or broken: nowhere left to write to
       rest.remove_prefix(static_cast<std::size_t>(n));
     }
     writing.clear();

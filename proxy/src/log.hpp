@@ -36,7 +36,8 @@ class Logger {
   static constexpr std::chrono::milliseconds kGather{10};
   static constexpr std::size_t kGatherBytes = 64 << 10;
 
-  explicit Logger(LogFormat format);
+  // Lines go to `fd` (stderr unless the options name another; the caller keeps it open).
+  Logger(LogFormat format, int fd);
   ~Logger();  // writes every line queued so far, then stops the thread
   Logger(const Logger&) = delete;
   Logger& operator=(const Logger&) = delete;
@@ -49,6 +50,7 @@ class Logger {
   void render_into(std::string& line, std::string_view event, LogFields fields) const;
 
   LogFormat format_;
+  int fd_;
   std::mutex mu_;
   std::condition_variable work_cv_;  // the thread waits for lines
   std::condition_variable room_cv_;  // callers wait while kMostPending bytes are queued

@@ -88,7 +88,7 @@ bool RateLimitedLog::note() {
 }
 
 Server::Impl::Impl(ProxyOptions opts)
-    : options(std::move(opts)), log(options.log_format), fd_limit(raise_fd_limit()),
+    : options(std::move(opts)), log(options.log_format, options.log_fd), fd_limit(raise_fd_limit()),
       client_slots(client_slots_for(options, fd_limit)) {
   own.set_networks(options.launch_subnets);
   refresh_host();

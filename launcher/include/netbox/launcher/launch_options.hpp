@@ -48,6 +48,10 @@ struct LaunchOptions {
   bool commit = false;                                // copy the overlay's changes back at exit
   std::vector<std::string> allow_degraded;            // LAYER names (degraded_layers.hpp)
   bool explain = false;                               // print the layers, run nothing
+  // The embedded proxy's log: by default only refusals and failures on stderr; --quiet
+  // none; --log-file every line into FILE (0600) and none on stderr.
+  bool quiet = false;
+  std::optional<std::string> log_file;
   std::vector<std::string> command;                   // COMMAND [ARG...]
 };
 

@@ -40,9 +40,15 @@ class ProxyLink {
   virtual void detach(const AgentOutcome& outcome) noexcept = 0;
 };
 
+// Where the embedded proxy's log lines go and which requests it logs.
+struct EmbeddedLog {
+  int fd = 2;
+  bool all_requests = false;  // else only refusals and failures
+  bool quiet = false;         // no request lines at all
+};
 // `subnet` is the launch's --subnet pool: no request through this proxy may reach it.
 std::unique_ptr<ProxyLink> make_embedded_proxy(policy::Policy policy, std::filesystem::path audit_db,
-                                               policy::Cidr subnet);
+                                               policy::Cidr subnet, EmbeddedLog log = {});
 std::unique_ptr<ProxyLink> make_control_client(std::filesystem::path control_socket);
 
 // What a running proxy keeps that its agents must not read, as it reports them ("info" on

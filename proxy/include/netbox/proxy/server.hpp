@@ -24,6 +24,9 @@ enum class LogFormat { text, json };
 // launch, so labelling by name grows Prometheus's series without end on a long-running
 // proxy: the profile (a handful per policy) is the default.
 enum class MetricsAgentLabel { none, profile, name };
+// Which `request` lines the log gets: every one, only refusals and failures (what an
+// operator watching one agent needs to see), or none. Other events are always logged.
+enum class LogRequests { all, refusals, none };
 
 struct ProxyOptions {
   std::vector<boost::asio::ip::tcp::endpoint> listen;   // port 0 picks a free port
@@ -35,6 +38,8 @@ struct ProxyOptions {
   std::optional<std::filesystem::path> control_socket;  // Unix socket, JSON lines (see control.hpp)
   std::chrono::milliseconds shutdown_grace{5000};
   LogFormat log_format = LogFormat::text;
+  LogRequests log_requests = LogRequests::all;
+  int log_fd = 2;  // where log lines go (stderr); the caller keeps another descriptor open
   MetricsAgentLabel metrics_agent_label = MetricsAgentLabel::profile;
   // Strict audit: a request is forwarded (or a tunnel opened) only once its decision row is
   // committed with PRAGMA synchronous=FULL, so a crash never loses the row of a forwarded
