@@ -6,6 +6,10 @@
 // - The red team's scenario: all 250 are answered, the proxy stays below its dial
 //   ceiling (the limit minus the reserve for accepts), another agent is answered and
 //   accept never fails.
+// - Dials never take the descriptors kept for accepts: with idle agent connections holding
+//   the proxy up to its ceiling, a request that needs a new upstream gets 503 and why,
+//   while accepting still works; with a pooled idle connection, that one is closed to
+//   make room instead.
 // - The per-agent bound closes the agent's own oldest idle connection (the upstream sees
 //   exactly those close) and keeps the newest, and another agent's idle connection.
 #include "low_fd_proxy.hpp"
@@ -173,7 +177,7 @@ std::string policy_json(unsigned short upstream_port) {
 
 // One response from a keep-alive connection: its status, or 0 when the connection ended
 // (or 10 s passed) first. Reads the head, then Content-Length bytes of body.
-int read_status(int fd, std::string& buffered) {
+int read_status(int fd, std::string& buffered, std::string& response) {
   char buf[4096];
   std::size_t end;
   while ((end = buffered.find("\r\n\r\n")) == std::string::npos) {
@@ -191,6 +195,7 @@ int read_status(int fd, std::string& buffered) {
     if (n <= 0) return 0;
     buffered.append(buf, static_cast<std::size_t>(n));
   }
+  response = head + "\r\n\r\n" + buffered.substr(0, length);
   buffered.erase(0, length);
   return head.rfind("HTTP/1.1 ", 0) == 0 ? std::stoi(head.substr(9, 3)) : 0;
 }
@@ -207,12 +212,14 @@ class Agent {
     const std::string authority = addr + ":" + std::to_string(port);
     const std::string req = "GET http://" + authority + "/ HTTP/1.1\r\nHost: " + authority + "\r\n\r\n";
     if (::send(fd_, req.data(), req.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(req.size())) return 0;
-    return read_status(fd_, buffered_);
+    return read_status(fd_, buffered_, last_);
   }
+  const std::string& last_response() const { return last_; }
 
  private:
   int fd_;
   std::string buffered_;
+  std::string last_;
 };
 
 std::size_t logged_number(const std::string& log, const std::string& field) {
@@ -221,10 +228,17 @@ std::size_t logged_number(const std::string& log, const std::string& field) {
   return std::stoul(log.substr(at + field.size() + 2));
 }
 
+// The proxy's startup line with its limits, once it is written.
+std::string limits_line(BackgroundProcess& p) {
+  eventually([&] { return p.log().find("dial_fd_ceiling=") != std::string::npos; });
+  return p.log();
+}
+
 struct LowFdProxy {
-  LowFdProxy(const std::string& policy)
+  explicit LowFdProxy(const std::string& policy, std::vector<std::string> extra = {})
       : port(free_port()),
-        process(with_fd_limit(kFdLimit, proxy_command(dir.write("policy.json", policy), port, dir.path() / "audit.db")),
+        process(with_fd_limit(kFdLimit, proxy_command(dir.write("policy.json", policy), port, dir.path() / "audit.db",
+                                                      std::move(extra))),
                 dir.path() / "proxy.log") {}
   TempDir dir;
   unsigned short port;
@@ -236,7 +250,7 @@ TEST(IdlePoolBound, ManyUpstreamsFromOneAgentLeaveDescriptorsForOthers) {
   LowFdProxy proxy(policy_json(upstream.port()));
   ASSERT_TRUE(wait_for_port(proxy.port)) << proxy.process.log();
   // A quarter of 256 is kept for accepts and the audit store: dials stay below 192.
-  const std::size_t ceiling = logged_number(proxy.process.log(), "dial_fd_ceiling");
+  const std::size_t ceiling = logged_number(limits_line(proxy.process), "dial_fd_ceiling");
   ASSERT_EQ(ceiling, 192u) << proxy.process.log();
 
   // The hostile agent: 250 keep-alive GETs on one connection, each to another address.
@@ -270,7 +284,7 @@ TEST(IdlePoolBound, AnAgentOverItsBoundLosesItsOwnOldestIdleConnection) {
   ManyAddressUpstream upstream(40);
   LowFdProxy proxy(policy_json(upstream.port()));
   ASSERT_TRUE(wait_for_port(proxy.port)) << proxy.process.log();
-  const auto log = proxy.process.log();
+  const auto log = limits_line(proxy.process);
   const auto per_agent = logged_number(log, "idle_upstream_per_agent");
   const auto threads = logged_number(log, "io_threads");
   ASSERT_GT(per_agent, 0u) << log;
@@ -306,6 +320,58 @@ TEST(IdlePoolBound, AnAgentOverItsBoundLosesItsOwnOldestIdleConnection) {
   // The re-dial of address(0) put one more over the bound: the oldest then went.
   EXPECT_TRUE(eventually([&] { return upstream.closed(address(kOver)) == 1; })) << proxy.process.log();
   EXPECT_EQ(upstream.closed_total(), kOver + 1);
+}
+
+TEST(IdlePoolBound, DialsLeaveTheAcceptReserveAloneAndIdleConnectionsMakeRoom) {
+  ManyAddressUpstream upstream(8);
+  // Client caps above what the descriptors allow: only the ceiling stops the dials.
+  LowFdProxy proxy(policy_json(upstream.port()),
+                   {"--max-client-connections", "100000", "--max-client-connections-per-agent", "100000"});
+  ASSERT_TRUE(wait_for_port(proxy.port)) << proxy.process.log();
+  const auto ceiling = logged_number(limits_line(proxy.process), "dial_fd_ceiling");
+  ASSERT_EQ(ceiling, 192u) << proxy.process.log();
+  const auto pid = proxy.process.pid();
+
+  Agent agent("127.0.0.2", proxy.port);
+  ASSERT_TRUE(agent.connected());
+  // Idle agent connections (another agent) until the proxy holds descriptors past its
+  // ceiling, but not all of them.
+  std::vector<int> flood;
+  const auto flood_until = [&](std::size_t fds) {
+    const auto now = open_fds(pid);
+    for (std::size_t i = now; i < fds; ++i) {
+      const int fd = connect_from("127.0.0.3", proxy.port);
+      if (fd < 0) return false;
+      flood.push_back(fd);
+    }
+    return eventually([&] { return open_fds(pid) >= fds; });
+  };
+  ASSERT_TRUE(flood_until(ceiling + 10)) << open_fds(pid) << " open\n" << proxy.process.log();
+
+  // Nothing idle to close: the dial is refused, and says why.
+  Agent late("127.0.0.4", proxy.port);  // accepted: the reserve is there for it
+  ASSERT_TRUE(late.connected());
+  EXPECT_EQ(agent.get(address(0), upstream.port()), 503) << proxy.process.log();
+  EXPECT_EQ(late.get(address(0), upstream.port()), 503) << proxy.process.log();
+  EXPECT_EQ(upstream.accepted_total(), 0);
+  EXPECT_NE(late.last_response().find("no descriptor to spare"), std::string::npos) << late.last_response();
+
+  // The first flood connections (the proxy's lowest descriptors) go: dials work again.
+  for (int i = 0; i < 10; ++i) ::close(flood[static_cast<std::size_t>(i)]);
+  flood.erase(flood.begin(), flood.begin() + 10);
+  ASSERT_TRUE(eventually([&] { return agent.get(address(1), upstream.port()) == 200; })) << proxy.process.log();
+  ASSERT_EQ(upstream.accepted(address(1)), 1);
+  // The freed descriptors below the ceiling are taken by new idle agent connections,
+  // all but the one the pooled upstream connection holds: the next dial closes that one.
+  const auto before = open_fds(pid);
+  for (int i = 0; i < 12; ++i) flood.push_back(connect_from("127.0.0.3", proxy.port));
+  ASSERT_TRUE(eventually([&] { return open_fds(pid) >= before + 12; })) << proxy.process.log();
+  EXPECT_EQ(agent.get(address(2), upstream.port()), 200) << proxy.process.log();
+  EXPECT_TRUE(eventually([&] { return upstream.closed(address(1)) == 1; })) << proxy.process.log();
+
+  EXPECT_LT(open_fds(pid), static_cast<std::size_t>(kFdLimit));
+  EXPECT_EQ(proxy.process.log().find("accept_error"), std::string::npos) << proxy.process.log();
+  for (int fd : flood) ::close(fd);
 }
 
 }  // namespace
