@@ -337,14 +337,20 @@ TEST(IdlePoolBound, DialsLeaveTheAcceptReserveAloneAndIdleConnectionsMakeRoom) {
   // Idle agent connections (another agent) until the proxy holds descriptors past its
   // ceiling, but not all of them.
   std::vector<int> flood;
+  // (Counted again each round: the proxy may hold a descriptor for a moment, such as a
+  // connection being refused or the audit store's.)
   const auto flood_until = [&](std::size_t fds) {
-    const auto now = open_fds(pid);
-    for (std::size_t i = now; i < fds; ++i) {
-      const int fd = connect_from("127.0.0.3", proxy.port);
-      if (fd < 0) return false;
-      flood.push_back(fd);
+    for (int round = 0; round < 50; ++round) {
+      const auto now = open_fds(pid);
+      if (now >= fds) return true;
+      for (std::size_t i = now; i < fds; ++i) {
+        const int fd = connect_from("127.0.0.3", proxy.port);
+        if (fd < 0) return false;
+        flood.push_back(fd);
+      }
+      eventually([&] { return open_fds(pid) >= fds; }, std::chrono::milliseconds(500));
     }
-    return eventually([&] { return open_fds(pid) >= fds; });
+    return false;
   };
   ASSERT_TRUE(flood_until(ceiling + 10)) << open_fds(pid) << " open\n" << proxy.process.log();
 
@@ -364,8 +370,7 @@ TEST(IdlePoolBound, DialsLeaveTheAcceptReserveAloneAndIdleConnectionsMakeRoom) {
   // The freed descriptors below the ceiling are taken by new idle agent connections,
   // all but the one the pooled upstream connection holds: the next dial closes that one.
   const auto before = open_fds(pid);
-  for (int i = 0; i < 12; ++i) flood.push_back(connect_from("127.0.0.3", proxy.port));
-  ASSERT_TRUE(eventually([&] { return open_fds(pid) >= before + 12; })) << proxy.process.log();
+  ASSERT_TRUE(flood_until(before + 12)) << open_fds(pid) << " open\n" << proxy.process.log();
   EXPECT_EQ(agent.get(address(2), upstream.port()), 200) << proxy.process.log();
   EXPECT_TRUE(eventually([&] { return upstream.closed(address(1)) == 1; })) << proxy.process.log();
 
