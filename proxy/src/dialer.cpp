@@ -2,6 +2,7 @@
 
 #include <boost/asio/steady_timer.hpp>
 
+#include <cerrno>
 #include <memory>
 
 namespace netbox::proxy {
@@ -76,7 +77,13 @@ struct DialAttempt : std::enable_shared_from_this<DialAttempt> {
     for (;;) {
       boost::system::error_code ec;
       s.open(ep.protocol(), ec);
-      if (ec) return "opening a socket for " + where(ep) + " failed: " + ec.message();
+      if (ec) {
+        // Out of descriptors all the same (the limit lowered, a burst of accepts): an idle
+        // connection is worth less than this request.
+        const bool out = ec == asio::error::no_descriptors || ec.value() == ENFILE;
+        if (out && limits.pool && limits.pool->close_oldest()) continue;
+        return "opening a socket for " + where(ep) + " failed: " + ec.message();
+      }
       if (s.native_handle() < limits.fd_ceiling) return {};
       s.close(ec);
       if (!limits.pool || !limits.pool->close_oldest())
