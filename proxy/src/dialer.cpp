@@ -2,6 +2,7 @@
 
 #include <boost/asio/steady_timer.hpp>
 
+#include <cerrno>
 #include <memory>
 
 namespace netbox::proxy {
@@ -42,6 +43,7 @@ struct DialAttempt : std::enable_shared_from_this<DialAttempt> {
   std::size_t in_flight = 0;
   bool finished = false;
   bool any_timeout = false;
+  bool out_of_descriptors = false;
   DialFailure last = DialFailure::other;
   std::string errors;
 
@@ -69,8 +71,37 @@ struct DialAttempt : std::enable_shared_from_this<DialAttempt> {
     }
   }
 
+  // Opens the socket below the descriptor ceiling, closing idle pooled connections for
+  // room if it came out above; empty when that worked, else why not.
+  std::string open_within_budget(tcp::socket& s, const tcp::endpoint& ep) {
+    for (;;) {
+      boost::system::error_code ec;
+      s.open(ep.protocol(), ec);
+      if (ec) {
+        // Out of descriptors all the same (the limit lowered, a burst of accepts): an idle
+        // connection is worth less than this request.
+        const bool out = ec == asio::error::no_descriptors || ec.value() == ENFILE;
+        if (out && limits.pool && limits.pool->close_oldest()) continue;
+        return "opening a socket for " + where(ep) + " failed: " + ec.message();
+      }
+      if (s.native_handle() < limits.fd_ceiling) return {};
+      s.close(ec);
+      if (!limits.pool || !limits.pool->close_oldest())
+        return "the proxy has no descriptor to spare for another upstream connection (descriptors from " +
+               std::to_string(limits.fd_ceiling) + " up are kept for accepting agents and the audit store)";
+    }
+  }
+
   void launch(const tcp::endpoint& ep) {
-    tries.push_back(std::make_unique<Try>(ioc, ep));
+    auto fresh = std::make_unique<Try>(ioc, ep);
+    if (auto why = open_within_budget(fresh->socket, ep); !why.empty()) {
+      out_of_descriptors = true;
+      note(why);
+      endpoints.resize(tries.size());  // no further address is tried
+      if (in_flight == 0) fail(DialFailure::descriptors, {});
+      return;
+    }
+    tries.push_back(std::move(fresh));
     Try& t = *tries.back();
     ++in_flight;
     t.timer.expires_after(limits.connect_timeout);
@@ -106,7 +137,7 @@ struct DialAttempt : std::enable_shared_from_this<DialAttempt> {
       note("connecting to " + where(t.ep) + " failed: " + ec.message());
     }
     if (in_flight == 0 && tries.size() == endpoints.size())
-      return fail(any_timeout ? DialFailure::timeout : last, {});
+      return fail(out_of_descriptors ? DialFailure::descriptors : any_timeout ? DialFailure::timeout : last, {});
     start_next();  // a failure starts the next address at once (RFC 8305 §5)
   }
 

@@ -8,18 +8,28 @@
 // connect timeout, and all of it within the dial budget. The first to connect wins; the
 // others are closed. A name with 400 black-holed addresses then holds its cap slot for
 // the budget, not for 400 connect timeouts.
+//
+// Descriptors: a dial never takes one numbered at or above DialLimits::fd_ceiling. The
+// kernel gives out the lowest free number, so a socket numbered n means n descriptors
+// below it are open: past the ceiling, the proxy's idle upstream connections are closed
+// (oldest first) to make room, and if none is left the dial fails (DialFailure::descriptors,
+// answered 503). The numbers above the ceiling stay for accepting agents and the audit
+// store, whatever agents make the proxy dial.
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+
+#include "upstream_pool.hpp"
 
 #include <chrono>
 #include <cstddef>
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
 namespace netbox::proxy {
 
-enum class DialFailure { none, refused, timeout, other };
+enum class DialFailure { none, refused, timeout, descriptors, other };
 
 struct DialResult {
   boost::asio::ip::tcp::socket socket;
@@ -31,6 +41,8 @@ struct DialResult {
 struct DialLimits {
   std::chrono::milliseconds connect_timeout;  // per address
   std::chrono::milliseconds budget;           // the whole dial
+  int fd_ceiling = std::numeric_limits<int>::max();  // see above
+  UpstreamPool* pool = nullptr;                       // idle connections to close for room
   static constexpr std::chrono::milliseconds kStagger{250};  // RFC 8305 "Connection Attempt Delay"
   static constexpr std::size_t kMaxInFlight = 3;
   static constexpr std::size_t kMaxAddresses = 16;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <limits>
 
 namespace netbox::proxy {
 
@@ -32,6 +33,22 @@ std::size_t raise_fd_limit() {
 std::size_t derived_client_connection_limit(std::size_t fd_limit, std::size_t reserve) {
   const std::size_t left = fd_limit > reserve ? fd_limit - reserve : 0;
   return std::max<std::size_t>(16, left / 2);
+}
+
+int dial_fd_ceiling(std::size_t fd_limit, std::size_t reserve) {
+  const std::size_t kept = std::min(reserve, fd_limit / 4);
+  const std::size_t ceiling = fd_limit - kept;
+  return static_cast<int>(std::min<std::size_t>(ceiling, std::numeric_limits<int>::max()));
+}
+
+IdlePoolLimits idle_pool_limits(std::size_t fd_limit) {
+  const std::size_t total = std::max<std::size_t>(8, fd_limit / 4);
+  return {total, std::max<std::size_t>(2, total / 4)};
+}
+
+IdlePoolLimits per_thread(IdlePoolLimits limits, std::size_t threads) {
+  if (threads == 0) threads = 1;
+  return {std::max<std::size_t>(1, limits.total / threads), std::max<std::size_t>(1, limits.per_agent / threads)};
 }
 
 }  // namespace netbox::proxy

@@ -89,7 +89,9 @@ bool RateLimitedLog::note() {
 
 Server::Impl::Impl(ProxyOptions opts)
     : options(std::move(opts)), log(options.log_format, options.log_fd), fd_limit(raise_fd_limit()),
-      client_slots(client_slots_for(options, fd_limit)) {
+      client_slots(client_slots_for(options, fd_limit)),
+      dial_fd_ceiling(proxy::dial_fd_ceiling(fd_limit, ProxyOptions::kFdReserve)),
+      idle_pool(idle_pool_limits(fd_limit)) {
   own.set_networks(options.launch_subnets);
   refresh_host();
   policy.store(initial_policy(options));
@@ -104,10 +106,11 @@ Server::Impl::Impl(ProxyOptions opts)
   wo.fold_refusals = options.audit_fold_refusals;
   writer = std::make_unique<audit::Writer>(wo);
   const unsigned n = options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
+  const auto pool_share = per_thread(idle_pool, n);
   for (unsigned i = 0; i < n; ++i) {
     auto w = std::make_unique<Worker>();
     w->resolver = std::make_unique<Resolver>(w->ioc, options.dns_servers);
-    w->pool = std::make_unique<UpstreamPool>();
+    w->pool = std::make_unique<UpstreamPool>(UpstreamPool::Bounds{pool_share.total, pool_share.per_agent});
     workers.push_back(std::move(w));
   }
   const auto p = current_policy();
@@ -154,7 +157,11 @@ void Server::Impl::start() {
   for (const auto& ep : local_endpoints()) log.write("listening", {{"address", ep_text(ep)}});
   log.write("connection_limits", {{"descriptors", std::to_string(fd_limit)},
                                   {"agent_connections", std::to_string(client_slots->max_total())},
-                                  {"per_agent", std::to_string(client_slots->max_per_agent())}});
+                                  {"per_agent", std::to_string(client_slots->max_per_agent())},
+                                  {"idle_upstream", std::to_string(idle_pool.total)},
+                                  {"idle_upstream_per_agent", std::to_string(idle_pool.per_agent)},
+                                  {"io_threads", std::to_string(workers.size())},
+                                  {"dial_fd_ceiling", std::to_string(dial_fd_ceiling)}});
   running = true;
 }
 

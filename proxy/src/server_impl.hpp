@@ -9,6 +9,7 @@
 #include "counters.hpp"
 #include "endpoint_registry.hpp"
 #include "interface_watch.hpp"
+#include "fd_limit.hpp"
 #include "log.hpp"
 #include "own_endpoints.hpp"
 #include "resolver.hpp"
@@ -97,6 +98,8 @@ struct Server::Impl {
   Logger log;
   std::size_t fd_limit;
   std::unique_ptr<ClientSlots> client_slots;
+  int dial_fd_ceiling;           // upstream dials stay below it (dialer.hpp)
+  IdlePoolLimits idle_pool;      // in all, shared among the workers' pools
   RateLimitedLog refused_log;
   RateLimitedLog accept_error_log;
   static constexpr std::chrono::milliseconds kAcceptPause{100};

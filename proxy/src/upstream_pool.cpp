@@ -2,6 +2,9 @@
 
 #include <sys/socket.h>
 
+#include <algorithm>
+#include <cerrno>
+
 namespace netbox::proxy {
 
 namespace {
@@ -46,44 +49,111 @@ bool still_usable(boost::asio::ip::tcp::socket& s) {
 }
 }  // namespace
 
+UpstreamPool::UpstreamPool(Bounds bounds) : bounds_(bounds) {
+  if (bounds_.total == 0) bounds_.total = 1;
+  if (bounds_.per_agent == 0) bounds_.per_agent = 1;
+}
+
+template <UpstreamPool::Link UpstreamPool::Node::*L>
+void UpstreamPool::push_newest(List& list, Node* n) {
+  (n->*L).newer = nullptr;
+  (n->*L).older = list.newest;
+  if (list.newest) (list.newest->*L).newer = n;
+  list.newest = n;
+  if (!list.oldest) list.oldest = n;
+  ++list.size;
+}
+
+template <UpstreamPool::Link UpstreamPool::Node::*L>
+void UpstreamPool::unlink(List& list, Node* n) {
+  auto& link = n->*L;
+  (link.newer ? (link.newer->*L).older : list.newest) = link.older;
+  (link.older ? (link.older->*L).newer : list.oldest) = link.newer;
+  link = {};
+  --list.size;
+}
+
+void UpstreamPool::close(Node* n) {
+  unlink<&Node::by_key>(n->key->idle, n);
+  unlink<&Node::by_agent>(n->key->agent->idle, n);
+  unlink<&Node::by_age>(all_, n);
+  n->socket.reset();  // closes the descriptor
+  n->key = nullptr;
+  n->next_free = free_;
+  free_ = n;
+}
+
 // An emptied entry stays in the map: the connection taken here usually comes back to the
 // same key after its response, and a kept entry spares the map node, the key's copy and
-// the vector's storage each time (the key, with the agent in it, is past the small-string
-// size). put() sweeps empty entries out once there are many.
+// the list head each time (the key, with the agent in it, is past the small-string size).
+// put() sweeps empty entries out once there are many.
 std::optional<boost::asio::ip::tcp::socket> UpstreamPool::take(const std::string& key) {
-  auto it = idle_.find(key);
-  if (it == idle_.end()) return std::nullopt;
-  auto& v = it->second;
+  auto it = keys_.find(key);
+  if (it == keys_.end()) return std::nullopt;
+  auto& idle = it->second.idle;
   const auto now = std::chrono::steady_clock::now();
-  while (!v.empty()) {
-    Idle idle = std::move(v.back());
-    v.pop_back();
-    if (now - idle.since < kMaxIdle && still_usable(idle.socket)) return std::move(idle.socket);
+  while (Node* n = idle.newest) {
+    const bool fresh = now - n->since < kMaxIdle;
+    boost::asio::ip::tcp::socket s = std::move(*n->socket);
+    close(n);  // the moved-from socket holds no descriptor
+    if (fresh && still_usable(s)) return std::optional<boost::asio::ip::tcp::socket>(std::move(s));
   }
   return std::nullopt;
 }
 
-void UpstreamPool::put(const std::string& key, boost::asio::ip::tcp::socket socket) {
-  auto it = idle_.find(key);
-  if (it == idle_.end()) {
-    if (idle_.size() >= kMaxKeys) std::erase_if(idle_, [](const auto& entry) { return entry.second.empty(); });
-    it = idle_.try_emplace(key).first;
-  }
-  auto& v = it->second;
-  const auto now = std::chrono::steady_clock::now();
-  // take() reuses the newest first, so the oldest sit at the front: past kMaxIdle they
-  // would never be taken, only keep an fd each. Closed here, a few at a time.
-  std::size_t stale = 0;
-  while (stale < v.size() && stale < 8 && now - v[stale].since >= kMaxIdle) ++stale;
-  if (stale) v.erase(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(stale));
-  if (v.size() >= kMaxIdlePerKey) return;  // closes the socket
-  v.push_back(Idle{std::move(socket), now});
+void UpstreamPool::sweep_keys() {
+  std::erase_if(keys_, [](auto& entry) {
+    if (entry.second.idle.size) return false;
+    --entry.second.agent->keys;
+    return true;
+  });
+  std::erase_if(agents_, [](const auto& entry) { return entry.second.keys == 0; });
 }
 
-std::size_t UpstreamPool::idle_count() const {
-  std::size_t n = 0;
-  for (const auto& [k, v] : idle_) n += v.size();
-  return n;
+namespace {
+// The scope at the head of a key (see scope()): the agent, a NUL, a family tag and the
+// client address's bytes.
+std::string_view scope_of(std::string_view key) {
+  const auto nul = key.find('\0');
+  if (nul == std::string_view::npos || nul + 1 >= key.size()) return key;
+  return key.substr(0, std::min(key.size(), nul + 2 + (key[nul + 1] == '4' ? 4 : 16)));
+}
+}  // namespace
+
+void UpstreamPool::put(const std::string& key, boost::asio::ip::tcp::socket socket) {
+  auto it = keys_.find(key);
+  if (it == keys_.end()) {
+    if (keys_.size() >= kMaxKeys) sweep_keys();
+    Agent& agent = agents_.try_emplace(std::string(scope_of(key))).first->second;
+    ++agent.keys;
+    it = keys_.try_emplace(key, Key{{}, &agent}).first;
+  }
+  Key& k = it->second;
+  const auto now = std::chrono::steady_clock::now();
+  // take() reuses the newest first, so connections past kMaxIdle sit at the old end, to be
+  // taken never, only to keep a descriptor each. Closed here, a few at a time.
+  for (int i = 0; i < 8 && all_.oldest && now - all_.oldest->since >= kMaxIdle; ++i) close(all_.oldest);
+  if (k.idle.size >= kMaxIdlePerKey) close(k.idle.oldest);
+  if (k.agent->idle.size >= bounds_.per_agent) close(k.agent->idle.oldest);
+  if (all_.size >= bounds_.total) close(all_.oldest);
+  Node* n = free_;
+  if (n) {
+    free_ = n->next_free;
+  } else {
+    n = &nodes_.emplace_back();
+  }
+  n->socket.emplace(std::move(socket));
+  n->since = now;
+  n->key = &k;
+  push_newest<&Node::by_key>(k.idle, n);
+  push_newest<&Node::by_agent>(k.agent->idle, n);
+  push_newest<&Node::by_age>(all_, n);
+}
+
+bool UpstreamPool::close_oldest() {
+  if (!all_.oldest) return false;
+  close(all_.oldest);
+  return true;
 }
 
 }  // namespace netbox::proxy

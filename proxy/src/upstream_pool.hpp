@@ -5,15 +5,21 @@
 // checked address and the same Host. Whatever one agent left on a connection (a body the
 // upstream read as a request of its own, an answer still to come) can then never reach
 // another agent.
+//
+// Every idle connection is a descriptor, so the pool is bounded in total and per agent
+// (its scope: name and address), both part of the proxy's descriptor budget (fd_limit.hpp).
+// Over a bound, the oldest idle connection goes (of the key, of the agent, or of all), never
+// the one being put: an agent that fans out over many upstreams recycles its own idle
+// connections instead of holding descriptors every other agent needs.
 #include <boost/asio/ip/tcp.hpp>
 
 #include <chrono>
 #include <cstddef>
+#include <deque>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
-#include <vector>
 
 namespace netbox::proxy {
 
@@ -27,6 +33,15 @@ class UpstreamPool {
   // Keys kept (with or without idle connections) before put() sweeps out the empty ones.
   static constexpr std::size_t kMaxKeys = 1024;
 
+  struct Bounds {
+    std::size_t total = static_cast<std::size_t>(-1);      // idle connections in this pool
+    std::size_t per_agent = static_cast<std::size_t>(-1);  // of those, for one scope
+  };
+
+  explicit UpstreamPool(Bounds bounds);
+  UpstreamPool(const UpstreamPool&) = delete;
+  UpstreamPool& operator=(const UpstreamPool&) = delete;
+
   // The identity part of a key, once per agent connection.
   static std::string scope(std::string_view agent, const boost::asio::ip::address& client);
   // Writes the key into `out` (whose capacity is reused from one request to the next).
@@ -35,14 +50,53 @@ class UpstreamPool {
   // An idle connection that the upstream has not closed meanwhile, if any.
   std::optional<boost::asio::ip::tcp::socket> take(const std::string& key);
   void put(const std::string& key, boost::asio::ip::tcp::socket socket);
-  std::size_t idle_count() const;
+  // Closes the oldest idle connection, to free a descriptor for a dial; false if none is idle.
+  bool close_oldest();
+  std::size_t idle_count() const { return all_.size; }
+  const Bounds& bounds() const { return bounds_; }
 
  private:
-  struct Idle {
-    boost::asio::ip::tcp::socket socket;
-    std::chrono::steady_clock::time_point since;
+  struct Node;
+  struct Link {
+    Node* newer = nullptr;
+    Node* older = nullptr;
   };
-  std::unordered_map<std::string, std::vector<Idle>> idle_;
+  // An intrusive list, newest first: taking and putting a connection neither allocates
+  // nor searches, on the keep-alive fast path or when a bound evicts the oldest.
+  struct List {
+    Node* newest = nullptr;
+    Node* oldest = nullptr;
+    std::size_t size = 0;
+  };
+  struct Agent {
+    List idle;
+    std::size_t keys = 0;  // Key entries pointing here
+  };
+  struct Key {
+    List idle;
+    Agent* agent = nullptr;
+  };
+  struct Node {
+    std::optional<boost::asio::ip::tcp::socket> socket;
+    std::chrono::steady_clock::time_point since;
+    Key* key = nullptr;
+    Link by_key, by_agent, by_age;
+    Node* next_free = nullptr;
+  };
+
+  template <Link Node::*L>
+  static void push_newest(List& list, Node* n);
+  template <Link Node::*L>
+  static void unlink(List& list, Node* n);
+  void close(Node* n);  // unlinks from every list, closes the socket, recycles the node
+  void sweep_keys();
+
+  Bounds bounds_;
+  std::unordered_map<std::string, Key> keys_;    // node-based: Key and Agent addresses are stable
+  std::unordered_map<std::string, Agent> agents_;
+  List all_;
+  std::deque<Node> nodes_;  // stable addresses; recycled through free_, so at most bounds_.total
+  Node* free_ = nullptr;
 };
 
 }  // namespace netbox::proxy

@@ -69,8 +69,9 @@ struct ProxyOptions {
   std::size_t max_client_connections_per_agent = 0;
 
   static policy::Cidr default_launch_subnet() { return {boost::asio::ip::make_address_v4("10.213.0.0"), 16}; }
-  // Descriptors kept for what is not an agent connection: upstream dials beyond the
-  // agents' own, the audit database, the admin endpoint, DNS, logs.
+  // Descriptors kept for what is not an agent connection: the audit database, the admin
+  // endpoint, DNS, logs. Upstream dials never take the top ones (256, or a quarter of the
+  // limit when that is less; dialer.hpp), so accepts and the audit store keep them.
   static constexpr std::size_t kFdReserve = 256;
 };
 
