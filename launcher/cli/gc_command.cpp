@@ -4,6 +4,8 @@
 #include "netbox/launcher/gc.hpp"
 #include "netbox/launcher/launch.hpp"
 
+#include <unistd.h>
+
 #include <iostream>
 
 namespace netbox::cli {
@@ -13,6 +15,14 @@ void add_gc_command(CLI::App& app, int& rc) {
   auto quiet = std::make_shared<bool>(false);
   sub->add_flag("--quiet,-q", *quiet, "Print nothing when all is well");
   sub->callback([&rc, quiet] {
+    // What it removes belongs to root (links, nftables tables, cgroups, /run/netbox): run
+    // without root it could remove nothing and would only seem to have found nothing.
+    if (::geteuid() != 0) {
+      std::cerr << "netbox gc: must run as root (it removes veths, nftables tables, cgroups and leases in "
+                   "/run/netbox); try: sudo netbox gc\n";
+      rc = 1;
+      return;
+    }
     try {
       auto report = launcher::collect_garbage("/run/netbox");
       for (const auto& item : report.removed) std::cout << "removed " << item << "\n";

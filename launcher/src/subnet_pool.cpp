@@ -69,7 +69,9 @@ unsigned long long process_start_time(pid_t pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
   std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   auto close_paren = stat.rfind(')');
-  if (close_paren == std::string::npos) return 0;
+  if (close_paren == std::string::npos || close_paren + 2 >= stat.size()) return 0;
+  // A zombie (or a process being reaped) holds nothing any more: it counts as gone.
+  if (stat[close_paren + 2] == 'Z' || stat[close_paren + 2] == 'X') return 0;
   std::istringstream fields(stat.substr(close_paren + 2));
   std::string field;
   // Fields after the command name start at field 3; starttime is field 22.

@@ -2,6 +2,7 @@
 #include "support/process.hpp"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 using netbox::test::run_netbox;
 
@@ -37,4 +38,13 @@ TEST(Cli, NoSubcommandIsAUsageError) {
   auto r = run_netbox({});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--help"), std::string::npos) << r.err;
+}
+
+TEST(Cli, GcWithoutRootExitsOneSayingSo) {
+  if (::geteuid() != 0) GTEST_SKIP() << "drops to nobody with setpriv, which needs root; CI runs as root";
+  auto r = netbox::test::run({"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                              netbox::test::netbox_binary().string(), "gc"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("must run as root"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out, "") << "it must not claim there is nothing to remove";
 }

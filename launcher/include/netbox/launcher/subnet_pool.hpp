@@ -50,7 +50,8 @@ std::filesystem::path leases_dir(const std::filesystem::path& state_dir);
 Lease allocate_lease(const Ipv4Network& pool, const std::filesystem::path& state_dir, pid_t owner);
 void release_lease(const Lease& lease);
 
-// The kernel's start time of a process (field 22 of /proc/PID/stat); 0 if gone.
+// The kernel's start time of a process (field 22 of /proc/PID/stat); 0 if gone or a zombie
+// (a launcher that died unreaped holds nothing: its leases and cgroups are garbage).
 unsigned long long process_start_time(pid_t pid);
 
 }  // namespace netbox::launcher
