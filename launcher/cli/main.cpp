@@ -3,6 +3,22 @@
 
 #include <iostream>
 
+namespace {
+
+// "netbox", "netbox launch", "netbox policy check": the deepest subcommand parsed so far.
+std::string command_path(const CLI::App& app) {
+  std::string path = "netbox";
+  const CLI::App* at = &app;
+  for (;;) {
+    const auto subs = at->get_subcommands();
+    if (subs.empty()) return path;
+    at = subs.front();
+    path += " " + at->get_name();
+  }
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   CLI::App app{"netbox: run AI agents behind an auditing egress proxy, confined to their own network namespace"};
   const std::string version = std::string("netbox ") + NETBOX_VERSION + " (commit " + NETBOX_COMMIT + ")";
@@ -29,8 +45,10 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    // One line with the reason and where to look, exit 2 (usage error).
-    std::cerr << "netbox: " << e.what() << "\nRun 'netbox --help' for usage.\n";
+    // One line with the reason and where to look, exit 2 (usage error): the subcommand the
+    // mistake is in, and its own --help.
+    const std::string where = command_path(app);
+    std::cerr << where << ": " << e.what() << "\nRun '" << where << " --help' for usage.\n";
     return 2;
   } catch (const std::exception& e) {
     std::cerr << "netbox: " << e.what() << "\n";

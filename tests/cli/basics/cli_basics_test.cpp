@@ -48,3 +48,13 @@ TEST(Cli, GcWithoutRootExitsOneSayingSo) {
   EXPECT_NE(r.err.find("must run as root"), std::string::npos) << r.err;
   EXPECT_EQ(r.out, "") << "it must not claim there is nothing to remove";
 }
+
+TEST(Cli, AUsageErrorInASubcommandNamesItAndItsHelp) {
+  auto r = run_netbox({"launch", "--frobnicate", "--", "true"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err.rfind("netbox launch: ", 0), 0U) << r.err;
+  EXPECT_NE(r.err.find("Run 'netbox launch --help'"), std::string::npos) << r.err;
+  auto nested = run_netbox({"policy", "check", "--frobnicate", "x.json"});
+  EXPECT_EQ(nested.exit_code, 2);
+  EXPECT_NE(nested.err.find("Run 'netbox policy check --help'"), std::string::npos) << nested.err;
+}
