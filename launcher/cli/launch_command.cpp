@@ -3,6 +3,7 @@
 #include "commands.hpp"
 
 #include "netbox/audit/location.hpp"
+#include "netbox/launcher/duration.hpp"
 #include "netbox/launcher/launch.hpp"
 
 #include <filesystem>
@@ -16,8 +17,8 @@ void add_launch_command(CLI::App& app, int& rc) {
   auto o = std::make_shared<launcher::LaunchOptions>();
   auto policy = std::make_shared<std::string>();
   auto control = std::make_shared<std::string>();
-  auto timeout = std::make_shared<double>(0);
-  auto grace = std::make_shared<double>(5);
+  auto timeout = std::make_shared<std::string>();
+  auto grace = std::make_shared<std::string>("5");
   auto rl = std::make_shared<std::array<std::string, 5>>();
   auto cg = std::make_shared<std::array<std::string, 3>>();  // --memory --cpus --pids
 
@@ -47,8 +48,11 @@ void add_launch_command(CLI::App& app, int& rc) {
                   "Append every proxy log line (allowed requests too) to FILE, created 0600, instead of stderr");
   sub->add_option("--env", o->env, "Set KEY=VALUE in the agent's environment (repeatable)");
   sub->add_option("--keep-env", o->keep_env, "Pass the launcher's KEY on to the agent (repeatable)");
-  auto* timeout_opt = sub->add_option("--timeout", *timeout, "Seconds before the agent gets SIGTERM (then SIGKILL)");
-  sub->add_option("--kill-grace", *grace, "Seconds between the timeout's SIGTERM and SIGKILL")->default_str("5");
+  auto* timeout_opt = sub->add_option("--timeout", *timeout,
+                                      "How long the agent may run before it gets SIGTERM (then SIGKILL): seconds, or "
+                                      "30s, 15m, 1h ...; ending it so exits 124");
+  sub->add_option("--kill-grace", *grace, "Time between the timeout's SIGTERM and SIGKILL (seconds, or 500ms, 10s ...)")
+      ->default_str("5");
   sub->add_option("--rlimit-as", (*rl)[0], "Address-space limit, SIZE such as 4G or 512M (default 16G)");
   sub->add_option("--rlimit-cpu", (*rl)[1], "CPU seconds (default unlimited)");
   sub->add_option("--rlimit-nofile", (*rl)[2], "Open files (default 4096)");
@@ -70,13 +74,23 @@ void add_launch_command(CLI::App& app, int& rc) {
     if (workdir_opt->count() > 0) o->workdir = *workdir;
     if (quota_opt->count() > 0) o->workdir_quota = *quota;
     if (!control->empty()) o->proxy_control = *control;
-    if (timeout_opt->count() > 0) o->timeout_seconds = *timeout;
-    if (*grace < 0) {
-      std::cerr << "netbox launch: --kill-grace: expected a non-negative number of seconds\n";
-      rc = launcher::kExitUsage;
-      return;
+    const auto seconds = [&](const char* flag, const std::string& text) {
+      const auto s = launcher::parse_seconds(text);
+      if (!s) {
+        std::cerr << "netbox launch: " << flag << " '" << text
+                  << "': expected seconds or a duration such as 500ms, 30s, 15m, 1h\n";
+        rc = launcher::kExitUsage;
+      }
+      return s;
+    };
+    if (timeout_opt->count() > 0) {
+      const auto t = seconds("--timeout", *timeout);
+      if (!t) return;
+      o->timeout_seconds = *t;
     }
-    o->kill_grace = std::chrono::milliseconds(static_cast<long long>(*grace * 1000));
+    const auto g = seconds("--kill-grace", *grace);
+    if (!g) return;
+    o->kill_grace = std::chrono::milliseconds(static_cast<long long>(*g * 1000));
     auto set = [&](const char* flag, std::optional<std::string>& field, const std::string& value) {
       if (sub->get_option(flag)->count() > 0) field = value;
     };

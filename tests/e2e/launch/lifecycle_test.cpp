@@ -121,10 +121,10 @@ TEST(LaunchLifecycle, TimeoutTerminatesThenKills) {
   NETBOX_REQUIRE_ROOT();
   const auto subnet = test_subnet(13);
   test::TempDir dir;
-  auto polite = launch(subnet, {"--audit-db", audit_flag(dir), "--timeout", "1", "--", "sleep", "60"});
+  auto polite = launch(subnet, {"--audit-db", audit_flag(dir), "--timeout", "1s", "--", "sleep", "60"});
   EXPECT_EQ(polite.exit_code, 124) << "--timeout ends a launch with 124, as timeout(1) does";
   EXPECT_THAT(polite.err, HasSubstr("--timeout reached: sending SIGTERM"));
-  auto stubborn = launch(subnet, {"--audit-db", audit_flag(dir), "--timeout", "1", "--kill-grace", "1", "--", kSh, "-c",
+  auto stubborn = launch(subnet, {"--audit-db", audit_flag(dir), "--timeout", "1000ms", "--kill-grace", "1", "--", kSh, "-c",
                                   "trap '' TERM; while :; do sleep 0.1; done"});
   EXPECT_EQ(stubborn.exit_code, 124);
   EXPECT_THAT(stubborn.err, HasSubstr("sending SIGKILL"));
@@ -154,6 +154,12 @@ TEST(LaunchLifecycle, BadInputIsRefusedWithExit2NamingIt) {
   auto rlimit = launch(subnet, {"--rlimit-as", "lots", "--", "true"});
   EXPECT_EQ(rlimit.exit_code, 2);
   EXPECT_THAT(rlimit.err, HasSubstr("--rlimit-as 'lots'"));
+
+  for (const char* flag : {"--timeout", "--kill-grace"}) {
+    auto duration = launch(subnet, {flag, "1y", "--", "true"});
+    EXPECT_EQ(duration.exit_code, 2) << flag;
+    EXPECT_THAT(duration.err, HasSubstr(std::string(flag) + " '1y'"));
+  }
 
   auto env = launch(subnet, {"--env", "NOEQUALS", "--", "true"});
   EXPECT_EQ(env.exit_code, 2);
