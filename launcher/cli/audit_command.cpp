@@ -30,7 +30,7 @@ struct AuditArgs {
 // The same filters on `audit` and on `audit summary`, bound to the same values, so they may
 // come before or after the word "summary".
 void add_filters(CLI::App& cmd, AuditArgs& a) {
-  cmd.add_option("--db", a.db,
+  cmd.add_option("--audit-db,--db", a.db,
                  "Audit database to read (default: where netbox proxy and launch write it, /var/lib/netbox/audit.db "
                  "as root, else $XDG_STATE_HOME/netbox/audit.db)");
   cmd.add_option("--agent", a.agent, "Only requests of this agent");
@@ -137,7 +137,7 @@ void add_audit_command(CLI::App& app, int& rc) {
   auto prune_args = std::make_shared<PruneArgs>();
   auto* prune = sub->add_subcommand("prune", "Remove requests, events and ended agents older than a duration "
                                              "(recorded as an audit_prune event); safe beside a live proxy");
-  prune->add_option("--db", prune_args->db, "Audit database (default: the same as netbox audit's)");
+  prune->add_option("--audit-db,--db", prune_args->db, "Audit database (default: the same as netbox audit's)");
   prune->add_option("--older-than", prune_args->older_than, "Age of what goes: 30d, 12h, 2w ...")->required();
   prune->add_flag("--vacuum", prune_args->vacuum, "Then VACUUM and truncate the WAL so the file shrinks");
   prune->callback([&rc, prune_args] { rc = run_prune(*prune_args); });

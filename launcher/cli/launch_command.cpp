@@ -23,9 +23,9 @@ void add_launch_command(CLI::App& app, int& rc) {
   auto cg = std::make_shared<std::array<std::string, 3>>();  // --memory --cpus --pids
 
   sub->add_option("--policy", *policy, "Policy file for the embedded proxy (default: allow nothing)");
-  sub->add_option("--name", o->name, "Agent name in the audit log (default: the command's name and a short id)");
+  sub->add_option("--agent,--name", o->name, "Agent name in the audit log (default: the command's name and a short id)");
   sub->add_option("--profile", o->profile, "The policy's agents.PROFILE entry to decide with (default: the entry named like the agent, else the top level)");
-  sub->add_option("--proxy-control", *control, "Control socket of a running `netbox proxy --control PATH` to register with");
+  sub->add_option("--control,--proxy-control", *control, "Control socket of a running `netbox proxy --control PATH` to register with");
   sub->add_option("--audit-db", o->audit_db,
                   "Audit database of the embedded proxy (default: /var/lib/netbox/audit.db as root, else "
                   "$XDG_STATE_HOME/netbox/audit.db); its directory must be writable by its owner only, and "

@@ -113,6 +113,15 @@ TEST_F(AuditCli, JsonHasEveryColumn) {
   EXPECT_EQ(j[0].size(), 19u);
 }
 
+TEST_F(AuditCli, AuditDbIsTheSameFlagAsEverywhereElse) {
+  // --audit-db, as on proxy and launch; --db stays as its old name.
+  const auto a = run_netbox({"audit", "--audit-db", db.string(), "--format", "json"});
+  const auto b = run_netbox({"audit", "--db", db.string(), "--format", "json"});
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  EXPECT_EQ(a.out, b.out);
+  EXPECT_EQ(nlohmann::json::parse(a.out).size(), 5U);
+}
+
 TEST_F(AuditCli, JsonSaysNullForNullColumns) {
   // The rows have no rule, resolved address or error: NULL in the store, null in JSON
   // (not "", which a query like `.error != null` would count as an error).
