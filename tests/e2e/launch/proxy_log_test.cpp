@@ -85,7 +85,7 @@ TEST(LaunchProxyLog, QuietSaysNothingAndLogFileGetsEveryLineOutOfTheAgentsReach)
 
 TEST(LaunchProxyLog, LogFlagsAreForTheEmbeddedProxyOnly) {
   NETBOX_REQUIRE_ROOT();
-  const auto subnet = test_subnet(154);
+  const auto subnet = test_subnet(149);
   test::TempDir dir;
   auto r = launch(subnet, {"--proxy-control", (dir.path() / "none.sock").string(), "--log-file",
                            (dir.path() / "x.log").string(), "--", "/bin/true"});

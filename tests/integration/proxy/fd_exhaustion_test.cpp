@@ -106,6 +106,12 @@ TEST(FdExhaustion, OneAgentCannotHoldEveryConnectionAndAnotherIsStillAnswered) {
 }
 
 TEST(FdExhaustion, OutOfDescriptorsTheProxyPausesAcceptingInsteadOfSpinning) {
+#if defined(__SANITIZE_ADDRESS__)
+  // UBSan checks a dynamic type by probing memory through a pipe of its own; a process
+  // with no descriptor left cannot make one, so it reports a false "invalid vptr" and
+  // exits (seen in make_shared of the pause timer). The normal build runs this test.
+  GTEST_SKIP() << "a sanitized proxy cannot run out of descriptors: UBSan needs a pipe to check types";
+#endif
   TempDir dir;
   UpstreamServer upstream;
   const auto port = free_port();
