@@ -42,6 +42,8 @@ void add_launch_command(CLI::App& app, int& rc) {
   sub->add_flag("--commit", o->commit, "With --workdir-quota: copy the agent's changes onto the workdir when it exits");
   sub->add_option("--allow-degraded", o->allow_degraded, "Run even if LAYER (workdir, ro, rw, workdir-quota, cgroup) cannot be applied (repeatable)");
   sub->add_flag("--explain", o->explain, "Print the layers the agent would run under, and run nothing");
+  sub->add_option("--format", o->explain_format, "With --explain: text (default) or json (what the agents row stores)")
+      ->check(CLI::IsMember({"text", "json"}));
   sub->add_option("--env", o->env, "Set KEY=VALUE in the agent's environment (repeatable)");
   sub->add_option("--keep-env", o->keep_env, "Pass the launcher's KEY on to the agent (repeatable)");
   auto* timeout_opt = sub->add_option("--timeout", *timeout, "Seconds before the agent gets SIGTERM (then SIGKILL)");

@@ -191,10 +191,11 @@ int launch(const LaunchOptions& o) {
                             {"cpus", l.cpus ? l.cpus_text : "unlimited"},
                             {"pids", l.pids ? l.pids_text : "unlimited"}};
   }
+  report.cgroup_plan_json = cgroup_plan.json();
   for (const auto& missing : cgroup_plan.missing)
     (cgroup_plan.allow_degraded ? report.degraded : report.warnings).push_back("cgroup: " + missing);
   if (o.explain) {
-    std::cout << render_report(report);
+    std::cout << (o.explain_format == "json" ? render_report_json(report) + "\n" : render_report(report));
     return 0;
   }
   require_launcher_capabilities();
@@ -258,7 +259,7 @@ int launch(const LaunchOptions& o) {
   preparing.join();
 
   AgentIdentity identity{name, profile, lease.agent_addr, lease.host_addr, child.pid(), command_line(o.command),
-                         policy ? policy->digest : std::string()};
+                         policy ? policy->digest : std::string(), render_report_json(report)};
   const std::uint16_t port = link->attach(identity);
   AgentOutcome failed;
   failed.exit_status = kExitLauncherFailure;

@@ -48,6 +48,7 @@ struct LaunchOptions {
   bool commit = false;                                // copy the overlay's changes back at exit
   std::vector<std::string> allow_degraded;            // LAYER names (degraded_layers.hpp)
   bool explain = false;                               // print the layers, run nothing
+  std::string explain_format = "text";                // text | json (the agents row's `sandbox`)
   std::vector<std::string> command;                   // COMMAND [ARG...]
 };
 
