@@ -68,6 +68,7 @@ void add_launch_command(CLI::App& app, int& rc) {
     if (user_opt->count() > 0) o->user = *user;
     if (workdir_opt->count() > 0) o->workdir = *workdir;
     if (quota_opt->count() > 0) o->workdir_quota = *quota;
+    o->tmp_size_given = sub->get_option("--tmp-size")->count() > 0;
     if (!control->empty()) o->proxy_control = *control;
     if (timeout_opt->count() > 0) o->timeout_seconds = *timeout;
     if (*grace < 0) {
@@ -87,19 +88,6 @@ void add_launch_command(CLI::App& app, int& rc) {
     set("--memory", o->cgroup.memory, (*cg)[0]);
     set("--cpus", o->cgroup.cpus, (*cg)[1]);
     set("--pids", o->cgroup.pids, (*cg)[2]);
-    // The launcher's working directory is the agent's: a database there is the agent's to
-    // read and lock. The default location is made and checked by the embedded proxy.
-    if (!o->audit_db.empty() && !o->proxy_control) {
-      try {
-        // The agent's working directory: --workdir when given, else the launcher's own.
-        const auto agent_dir = o->workdir ? std::filesystem::absolute(*o->workdir) : std::filesystem::current_path();
-        audit::check_db_location(o->audit_db, "--audit-db", agent_dir);
-      } catch (const std::exception& e) {
-        std::cerr << "netbox launch: " << e.what() << "\n";
-        rc = launcher::kExitUsage;
-        return;
-      }
-    }
     try {
       rc = launcher::launch(*o);
     } catch (const launcher::LaunchError& e) {
