@@ -131,9 +131,16 @@ CREATE VIEW hourly_traffic AS
   FROM requests GROUP BY hour ORDER BY hour;
 )sql";
 
+// Version 3: `sandbox` in agents, what the agent ran under (the `netbox launch --explain`
+// report as JSON), so a security team can query it. The views do not read it.
+constexpr const char* kV3 = R"sql(
+ALTER TABLE agents ADD COLUMN sandbox TEXT;
+)sql";
+
 constexpr Migration kMigrations[] = {
     {1, kV1},
     {2, kV2},
+    {3, kV3},
 };
 
 static_assert(sizeof kMigrations / sizeof kMigrations[0] == kSchemaVersion,

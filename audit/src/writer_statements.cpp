@@ -27,8 +27,8 @@ WriterStatements::WriterStatements(sqlite3* db)
                         "error = ?5, resolved_addr = COALESCE(?6, resolved_addr) WHERE id = ?7"),
       insert_event_(db, "INSERT INTO events (ts, kind, message, detail) VALUES (?1, ?2, ?3, ?4)"),
       insert_agent_(db,
-                    "INSERT INTO agents (name, pid, command_line, policy_digest, address, started) "
-                    "VALUES (?1, ?2, ?3, ?4, ?5, ?6)"),
+                    "INSERT INTO agents (name, pid, command_line, policy_digest, address, started, sandbox) "
+                    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"),
       update_agent_exit_(db,
                          "UPDATE agents SET ended = ?3, exit_status = ?4, resource_usage = ?5 WHERE id = "
                          "(SELECT id FROM agents WHERE name = ?1 AND pid = ?2 AND ended IS NULL "
@@ -114,6 +114,7 @@ void WriterStatements::insert_agent(const AgentRecord& a) {
   s.bind_text_or_null(4, a.policy_digest);
   s.bind_text_or_null(5, a.address);
   s.bind(6, format_timestamp(a.started));
+  s.bind_text_or_null(7, a.sandbox);
   run(s);
 }
 

@@ -46,6 +46,8 @@ void add_launch_command(CLI::App& app, int& rc) {
   sub->add_flag("-q,--quiet", o->quiet, "No proxy log lines on stderr (by default: the refused and failed requests)");
   sub->add_option("--log-file", o->log_file,
                   "Append every proxy log line (allowed requests too) to FILE, created 0600, instead of stderr");
+  sub->add_option("--format", o->explain_format, "With --explain: text (default) or json (what the agents row stores)")
+      ->check(CLI::IsMember({"text", "json"}));
   sub->add_option("--env", o->env, "Set KEY=VALUE in the agent's environment (repeatable)");
   sub->add_option("--keep-env", o->keep_env, "Pass the launcher's KEY on to the agent (repeatable)");
   auto* timeout_opt = sub->add_option("--timeout", *timeout,
@@ -73,6 +75,7 @@ void add_launch_command(CLI::App& app, int& rc) {
     if (user_opt->count() > 0) o->user = *user;
     if (workdir_opt->count() > 0) o->workdir = *workdir;
     if (quota_opt->count() > 0) o->workdir_quota = *quota;
+    o->tmp_size_given = sub->get_option("--tmp-size")->count() > 0;
     if (!control->empty()) o->proxy_control = *control;
     const auto seconds = [&](const char* flag, const std::string& text) {
       const auto s = launcher::parse_seconds(text);
@@ -102,19 +105,6 @@ void add_launch_command(CLI::App& app, int& rc) {
     set("--memory", o->cgroup.memory, (*cg)[0]);
     set("--cpus", o->cgroup.cpus, (*cg)[1]);
     set("--pids", o->cgroup.pids, (*cg)[2]);
-    // The launcher's working directory is the agent's: a database there is the agent's to
-    // read and lock. The default location is made and checked by the embedded proxy.
-    if (!o->audit_db.empty() && !o->proxy_control) {
-      try {
-        // The agent's working directory: --workdir when given, else the launcher's own.
-        const auto agent_dir = o->workdir ? std::filesystem::absolute(*o->workdir) : std::filesystem::current_path();
-        audit::check_db_location(o->audit_db, "--audit-db", agent_dir);
-      } catch (const std::exception& e) {
-        std::cerr << "netbox launch: " << e.what() << "\n";
-        rc = launcher::kExitUsage;
-        return;
-      }
-    }
     try {
       rc = launcher::launch(*o);
     } catch (const launcher::LaunchError& e) {

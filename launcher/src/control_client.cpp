@@ -36,6 +36,7 @@ class ControlClient final : public ProxyLink {
                            {{"pid", agent.pid}, {"command_line", agent.command_line}, {"address", agent.agent_addr}}}};
     // Without --policy the proxy records the digest of the policy it runs.
     if (!agent.policy_digest.empty()) req["launch"]["policy_digest"] = agent.policy_digest;
+    if (!agent.sandbox.empty()) req["launch"]["sandbox"] = nlohmann::json::parse(agent.sandbox);
     nlohmann::json reply = exchange(req);
     if (!reply.value("ok", false))
       throw LaunchError(kExitLauncherFailure, "the proxy at " + path_.string() + " refused the agent: " +

@@ -86,6 +86,7 @@ class EmbeddedProxy final : public ProxyLink {
       record.command_line = agent.command_line;
       record.policy_digest = agent.policy_digest;
       record.address = agent.agent_addr;
+      record.sandbox = agent.sandbox;
       record.started = audit::Clock::now();
       server_->audit().agent_started(std::move(record));
       return listener.port();

@@ -10,6 +10,7 @@
 #include "netbox/launcher/hidden_paths.hpp"
 #include "netbox/launcher/launch_report.hpp"
 #include "netbox/launcher/nft_rules.hpp"
+#include "netbox/launcher/policy_sandbox.hpp"
 #include "netbox/launcher/privileges.hpp"
 #include "netbox/launcher/proxy_link.hpp"
 #include "netbox/launcher/rlimits.hpp"
@@ -88,6 +89,12 @@ std::string profile_for(const LaunchOptions& o, const std::optional<policy::Poli
   return o.profile;
 }
 
+// The profile's sandbox (an agent's entry already holds the top level's keys it does not name).
+const policy::SandboxSettings& sandbox_for(const policy::Policy& policy, const std::string& profile) {
+  auto it = policy.agents.find(profile);
+  return it == policy.agents.end() ? policy.base.sandbox : it->second.sandbox;
+}
+
 std::uint64_t tmp_bytes(const std::string& flag) {
   auto v = parse_size(flag);
   if (!v || *v == 0 || *v == RLIM_INFINITY)
@@ -131,9 +138,29 @@ void disable_ipv6(const std::string& ifname) {
 
 }  // namespace
 
-int launch(const LaunchOptions& o) {
+int launch(const LaunchOptions& flags) {
   // Everything a user can get wrong is checked before anything is created.
-  if (o.command.empty()) throw LaunchError(kExitUsage, "a command is required: netbox launch [OPTIONS] -- COMMAND [ARG...]");
+  if (flags.command.empty())
+    throw LaunchError(kExitUsage, "a command is required: netbox launch [OPTIONS] -- COMMAND [ARG...]");
+  // The policy first: its `sandbox` settings fill in the flags not given.
+  std::optional<policy::Policy> policy = load_policy(flags);
+  if (!flags.name.empty())
+    if (auto problem = proxy::agent_name_problem(flags.name); !problem.empty())
+      throw LaunchError(kExitUsage, "--name " + problem);
+  const std::string name = flags.name.empty() ? default_name(flags.command.front()) : flags.name;
+  const std::string profile = profile_for(flags, policy, name);
+  const LaunchOptions o = policy ? with_policy_sandbox(flags, sandbox_for(*policy, profile)) : flags;
+  // The agent's working directory (--workdir or the policy's, else the launcher's own) is
+  // the agent's: a database there is the agent's to read and lock. The default location
+  // is made and checked by the embedded proxy.
+  if (!o.audit_db.empty() && !o.proxy_control) {
+    try {
+      const auto agent_dir = o.workdir ? std::filesystem::absolute(*o.workdir) : std::filesystem::current_path();
+      audit::check_db_location(o.audit_db, "--audit-db", agent_dir);
+    } catch (const std::exception& e) {
+      throw LaunchError(kExitUsage, e.what());
+    }
+  }
   validate_env_flags(o.env, o.keep_env);
   auto pool = parse_ipv4_network(o.subnet);
   if (!pool)
@@ -181,12 +208,6 @@ int launch(const LaunchOptions& o) {
   const std::string& command = o.command.front();
   const HiddenPaths own_hidden = plan_hidden_paths(
       own, {agent_cwd, user.home, command.find('/') != std::string::npos ? command : std::string()}, bound);
-  std::optional<policy::Policy> policy = load_policy(o);
-  if (!o.name.empty())
-    if (auto problem = proxy::agent_name_problem(o.name); !problem.empty())
-      throw LaunchError(kExitUsage, "--name " + problem);
-  const std::string name = o.name.empty() ? default_name(o.command.front()) : o.name;
-  const std::string profile = profile_for(o, policy, name);
 
   SandboxReport report = describe_launch(o, name, hostname_for(name), who, view, own_hidden, rlimits, degraded, audit_db);
   if (cgroup_plan.version != CgroupVersion::none) {
@@ -196,10 +217,11 @@ int launch(const LaunchOptions& o) {
                             {"cpus", l.cpus ? l.cpus_text : "unlimited"},
                             {"pids", l.pids ? l.pids_text : "unlimited"}};
   }
+  report.cgroup_plan_json = cgroup_plan.json();
   for (const auto& missing : cgroup_plan.missing)
     (cgroup_plan.allow_degraded ? report.degraded : report.warnings).push_back("cgroup: " + missing);
   if (o.explain) {
-    std::cout << render_report(report);
+    std::cout << (o.explain_format == "json" ? render_report_json(report) + "\n" : render_report(report));
     return 0;
   }
   require_launcher_capabilities();
@@ -278,7 +300,7 @@ int launch(const LaunchOptions& o) {
   preparing.join();
 
   AgentIdentity identity{name, profile, lease.agent_addr, lease.host_addr, child.pid(), command_line(o.command),
-                         policy ? policy->digest : std::string()};
+                         policy ? policy->digest : std::string(), render_report_json(report)};
   const std::uint16_t port = link->attach(identity);
   AgentOutcome failed;
   failed.exit_status = kExitLauncherFailure;

@@ -1,11 +1,9 @@
 #include "netbox/launcher/rlimits.hpp"
 
 #include "netbox/launcher/launch.hpp"
+#include "netbox/policy/size.hpp"
 
 #include <cerrno>
-#include <cctype>
-#include <charconv>
-#include <limits>
 
 namespace netbox::launcher {
 namespace {
@@ -20,50 +18,14 @@ constexpr rlim_t kDefaultNofile = 4096;
 constexpr rlim_t kDefaultNproc = 1024;
 constexpr rlim_t kDefaultFsize = 16 * kGiB;
 
-std::string lower(std::string s) {
-  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
-std::optional<rlim_t> parse_number(std::string_view digits) {
-  if (digits.empty()) return std::nullopt;
-  unsigned long long v = 0;
-  auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
-  if (ec != std::errc{} || ptr != digits.data() + digits.size()) return std::nullopt;
-  return static_cast<rlim_t>(v);
-}
-
 }  // namespace
 
-std::optional<rlim_t> parse_size(const std::string& text) {
-  std::string s = lower(text);
-  if (s == "unlimited") return RLIM_INFINITY;
-  // Accept "4G", "4g", "4GB", "4GiB" (all binary).
-  if (s.size() > 2 && s.ends_with("ib") && !std::isdigit(static_cast<unsigned char>(s[s.size() - 3])))
-    s.resize(s.size() - 2);
-  else if (s.size() > 1 && s.ends_with('b') && !std::isdigit(static_cast<unsigned char>(s[s.size() - 2])))
-    s.pop_back();
-  rlim_t unit = 1;
-  if (!s.empty() && !std::isdigit(static_cast<unsigned char>(s.back()))) {
-    switch (s.back()) {
-      case 'k': unit = 1024ULL; break;
-      case 'm': unit = 1024ULL * 1024; break;
-      case 'g': unit = kGiB; break;
-      case 't': unit = kGiB * 1024; break;
-      default: return std::nullopt;
-    }
-    s.pop_back();
-  }
-  auto n = parse_number(s);
-  if (!n) return std::nullopt;
-  if (*n > std::numeric_limits<rlim_t>::max() / unit) return std::nullopt;
-  return *n * unit;
-}
+// The grammar lives in the policy module: the policy's `sandbox` key takes the same text.
+static_assert(RLIM_INFINITY == policy::kUnlimited, "\"unlimited\" must mean RLIM_INFINITY");
 
-std::optional<rlim_t> parse_count(const std::string& text) {
-  if (lower(text) == "unlimited") return RLIM_INFINITY;
-  return parse_number(text);
-}
+std::optional<rlim_t> parse_size(const std::string& text) { return policy::parse_size(text); }
+
+std::optional<rlim_t> parse_count(const std::string& text) { return policy::parse_count(text); }
 
 std::vector<RlimitSetting> agent_rlimits(const RlimitFlags& flags) {
   auto pick = [](const std::optional<std::string>& flag, const char* flag_name, bool size,

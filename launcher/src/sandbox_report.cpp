@@ -1,5 +1,7 @@
 #include "netbox/launcher/sandbox_report.hpp"
 
+#include <nlohmann/json.hpp>
+
 namespace netbox::launcher {
 namespace {
 
@@ -46,6 +48,36 @@ std::string render_report(const SandboxReport& r) {
   line("degraded", joined(r.degraded, "none"));
   for (const auto& w : r.warnings) line("warning", w);
   return out;
+}
+
+std::string render_report_json(const SandboxReport& r) {
+  nlohmann::json cgroup = nullptr;
+  if (!r.cgroup_plan_json.empty()) cgroup = nlohmann::json::parse(r.cgroup_plan_json);
+  nlohmann::json limits = nlohmann::json::object();
+  for (const auto& [k, v] : r.cgroup_limits) limits[k] = v;
+  nlohmann::json j = {{"agent", r.name},
+                      {"user", r.user},
+                      {"network", r.network},
+                      {"pid", r.pid},
+                      {"ipc_uts", r.ipc_uts},
+                      {"root", r.root},
+                      {"workdir", r.workdir.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.workdir)},
+                      {"workdir_mode", r.workdir_mode},
+                      {"no_workdir_reason", r.no_workdir_reason},
+                      {"writable", r.writable},
+                      {"read_only", r.read_only},
+                      {"memory", r.memory},
+                      {"hidden", r.hidden},
+                      {"seccomp", r.seccomp},
+                      {"rlimits", r.rlimits},
+                      {"cgroup_backend", r.cgroup_backend},
+                      {"cgroup_limits", limits},
+                      {"cgroup", cgroup},
+                      {"env_kept", r.env_kept},
+                      {"degraded", r.degraded},
+                      {"warnings", r.warnings}};
+  // Paths and names are the host's and may hold any byte: never throw on invalid UTF-8.
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 std::string render_banner(const SandboxReport& r) {

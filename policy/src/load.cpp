@@ -96,11 +96,11 @@ void read_agents(const detail::LoadContext& ctx, const nlohmann::json& j, const 
     for (const char* top_only : {"version", "resolve", "agents"})
       if (value.contains(top_only))
         ctx.fail(detail::child(p, top_only), std::string("'") + top_only + "' is only allowed at the top level", true);
-    ctx.check_keys(value, p, {"mode", "allow", "deny", "ports", "internal", "limits"});
+    ctx.check_keys(value, p, {"mode", "allow", "deny", "ports", "internal", "limits", "sandbox"});
     Profile profile = policy.base;
     detail::read_profile_keys(ctx, value, p, "agents." + name + ".", profile);
     profile.overrides.clear();
-    for (const char* key : {"mode", "allow", "deny", "ports", "internal", "limits"})
+    for (const char* key : {"mode", "allow", "deny", "ports", "internal", "limits", "sandbox"})
       if (value.contains(key)) profile.overrides.emplace_back(key);
     policy.agents.emplace(name, std::move(profile));
   });
@@ -154,7 +154,8 @@ Policy parse_policy(std::string_view text, const std::string& source_name) {
   // From here on a mistake is recorded and loading goes on, so that every mistake in the
   // file is reported at once; nothing of a file with any mistake is returned.
   ctx.check_keys(doc, "",
-                 {"$schema", "version", "mode", "allow", "deny", "ports", "internal", "resolve", "limits", "agents"});
+                 {"$schema", "version", "mode", "allow", "deny", "ports", "internal", "resolve", "limits", "sandbox",
+                  "agents"});
 
   Policy policy;
   policy.source = source_name;

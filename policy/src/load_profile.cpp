@@ -1,6 +1,7 @@
 #include "load_profile.hpp"
 
 #include "cidr_parse.hpp"
+#include "load_sandbox.hpp"
 #include "rule_entry.hpp"
 
 namespace netbox::policy::detail {
@@ -120,6 +121,8 @@ void read_profile_keys(const LoadContext& ctx, const nlohmann::json& object, con
     ctx.keep_going([&] { read_internal(ctx, *it, child(pointer, "internal"), profile); });
   if (auto it = object.find("limits"); it != object.end())
     ctx.keep_going([&] { read_limits(ctx, *it, child(pointer, "limits"), profile.limits); });
+  if (auto it = object.find("sandbox"); it != object.end())
+    ctx.keep_going([&] { read_sandbox(ctx, *it, child(pointer, "sandbox"), profile.sandbox); });
 }
 
 }  // namespace netbox::policy::detail

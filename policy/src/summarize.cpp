@@ -1,5 +1,6 @@
 #include "netbox/policy/load.hpp"
 
+#include <algorithm>
 #include <sstream>
 
 namespace netbox::policy {
@@ -30,6 +31,26 @@ std::string strings(const std::vector<std::string>& v) {
   return s;
 }
 
+// "workdir /srv/app, rw /srv/cache, memory 2G, pids 256": the keys given, as flags name them.
+std::string sandbox_text(const SandboxSettings& sb) {
+  if (sb.empty()) return "(none: netbox launch's flags and defaults)";
+  std::string s;
+  auto add = [&s](const char* key, const std::string& value) { s += (s.empty() ? "" : ", ") + std::string(key) + " " + value; };
+  auto add_list = [&](const char* key, const std::vector<std::string>& v) { add(key, v.empty() ? "(none)" : strings(v)); };
+  if (sb.user) add("user", *sb.user);
+  if (sb.workdir) add("workdir", *sb.workdir);
+  if (sb.workdir_quota) add("workdir-quota", *sb.workdir_quota);
+  if (sb.ro) add_list("ro", *sb.ro);
+  if (sb.rw) add_list("rw", *sb.rw);
+  if (sb.hide) add_list("hide", *sb.hide);
+  if (sb.tmp_size) add("tmp-size", *sb.tmp_size);
+  if (sb.memory) add("memory", *sb.memory);
+  if (sb.cpus) add("cpus", *sb.cpus);
+  if (sb.pids) add("pids", *sb.pids);
+  if (sb.allow_degraded) add_list("allow-degraded", *sb.allow_degraded);
+  return s;
+}
+
 }  // namespace
 
 std::string summarize(const Policy& policy) {
@@ -57,6 +78,7 @@ std::string summarize(const Policy& policy) {
     << l.max_connections_per_host << " per host, connect timeout " << l.connect_timeout.count()
     << " ms, dial budget " << l.effective_dial_budget().count() << " ms, idle timeout " << l.idle_timeout.count() << " ms, header timeout " << l.header_timeout.count()
     << " ms\n";
+  o << "  sandbox:        " << sandbox_text(b.sandbox) << "\n";
   o << "  agents:         ";
   if (policy.agents.empty()) o << "(none)";
   first = true;
@@ -65,6 +87,10 @@ std::string summarize(const Policy& policy) {
     first = false;
   }
   o << "\n";
+  // An agent's sandbox is the top level's with its own keys replaced: shown whole.
+  for (const auto& [name, profile] : policy.agents)
+    if (std::find(profile.overrides.begin(), profile.overrides.end(), "sandbox") != profile.overrides.end())
+      o << "  agents." << name << ".sandbox: " << sandbox_text(profile.sandbox) << "\n";
   return o.str();
 }
 

@@ -156,6 +156,9 @@ class ControlSession : public std::enable_shared_from_this<ControlSession> {
       rec.command_line = l.value("command_line", std::string());
       rec.address = l.value("address", reg.addr);
       rec.policy_digest = l.value("policy_digest", impl_.current_policy()->digest);
+      // What the launcher says the agent runs under (its --explain report), kept as JSON.
+      if (l.contains("sandbox") && l["sandbox"].is_object())
+        rec.sandbox = l["sandbox"].dump(-1, ' ', false, json::error_handler_t::replace);
       rec.started = audit::Clock::now();
       reg.pid = rec.pid;
       impl_.writer->agent_started(std::move(rec));

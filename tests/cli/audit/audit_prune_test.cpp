@@ -45,9 +45,9 @@ void fill(const std::filesystem::path& db) {
   }
   w.event(Event{now - 40 * 24h, "policy_load", "old load", ""});
   w.event(Event{now - 1h, "policy_load", "new load", ""});
-  w.agent_started(AgentRecord{"gone", 1, "sh", "", "", now - 41 * 24h});
+  w.agent_started(AgentRecord{"gone", 1, "sh", "", "", now - 41 * 24h, ""});
   w.agent_exited(AgentExit{"gone", 1, now - 40 * 24h, 0, ""});
-  w.agent_started(AgentRecord{"still-running", 2, "sh", "", "", now - 41 * 24h});
+  w.agent_started(AgentRecord{"still-running", 2, "sh", "", "", now - 41 * 24h, ""});
   w.flush();
 }
 

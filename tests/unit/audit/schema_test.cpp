@@ -64,7 +64,7 @@ TEST(AuditSchema, NewFileGetsEveryTableIndexAndViewInWalMode) {
                                    "bytes_down", "duration_ms", "error", "count"}));
   EXPECT_EQ(columns(probe, "agents"),
             (std::set<std::string>{"id", "name", "pid", "command_line", "policy_digest", "address", "started",
-                                   "ended", "exit_status", "resource_usage"}));
+                                   "ended", "exit_status", "resource_usage", "sandbox"}));
   EXPECT_EQ(columns(probe, "events"), (std::set<std::string>{"id", "ts", "kind", "message", "detail"}));
   const auto views = names(probe, "view");
   EXPECT_EQ(views, (std::set<std::string>{"denied_by_host", "agent_activity", "hourly_traffic"}));
@@ -141,6 +141,42 @@ TEST(AuditSchema, VersionOneDatabaseGetsCountsOfOne) {
   ASSERT_EQ(probe.exec("UPDATE requests SET count = 5"), SQLITE_OK);
   EXPECT_EQ(probe.number("SELECT denied FROM agent_activity"), 5);
   EXPECT_EQ(probe.number("SELECT requests FROM hourly_traffic"), 5);
+}
+
+// A version 2 database (before `sandbox`) is upgraded in place: its agents rows stay,
+// with no sandbox recorded, and new rows can carry one.
+TEST(AuditSchema, VersionTwoDatabaseKeepsAgentsAndGetsSandbox) {
+  test::TempDir dir;
+  const auto path = dir.path() / "v2.db";
+  {
+    SqliteProbe probe(path);
+    ASSERT_EQ(probe.exec("BEGIN"), SQLITE_OK);
+    ASSERT_EQ(probe.exec("CREATE TABLE requests (id INTEGER PRIMARY KEY, ts TEXT NOT NULL, agent TEXT NOT NULL, "
+                         "client_addr TEXT, kind TEXT NOT NULL, method TEXT, host TEXT NOT NULL, "
+                         "port INTEGER NOT NULL, path TEXT, resolved_addr TEXT, decision TEXT NOT NULL, rule TEXT, "
+                         "reason TEXT, status INTEGER, bytes_up INTEGER NOT NULL DEFAULT 0, "
+                         "bytes_down INTEGER NOT NULL DEFAULT 0, duration_ms INTEGER, error TEXT, "
+                         "count INTEGER NOT NULL DEFAULT 1);"
+                         "CREATE TABLE agents (id INTEGER PRIMARY KEY, name TEXT NOT NULL, pid INTEGER NOT NULL, "
+                         "command_line TEXT, policy_digest TEXT, address TEXT, started TEXT, ended TEXT, "
+                         "exit_status INTEGER, resource_usage TEXT);"
+                         "CREATE TABLE events (id INTEGER PRIMARY KEY, ts TEXT NOT NULL, kind TEXT NOT NULL, "
+                         "message TEXT NOT NULL, detail TEXT);"),
+              SQLITE_OK)
+        << probe.last_error();
+    ASSERT_EQ(probe.exec("PRAGMA user_version = 2"), SQLITE_OK);
+    ASSERT_EQ(probe.exec("INSERT INTO agents (name, pid, command_line, exit_status) VALUES ('old', 7, 'sh', 0)"),
+              SQLITE_OK);
+    ASSERT_EQ(probe.exec("COMMIT"), SQLITE_OK);
+  }
+  Handle db(open_for_writing(path, false));
+  EXPECT_EQ(schema_version(db.get()), kSchemaVersion);
+  SqliteProbe probe(path);
+  EXPECT_EQ(probe.text("SELECT name || ' ' || pid || ' ' || command_line || ' ' || exit_status FROM agents"),
+            "old 7 sh 0");
+  EXPECT_EQ(probe.number("SELECT COUNT(*) FROM agents WHERE sandbox IS NULL"), 1);
+  ASSERT_EQ(probe.exec("INSERT INTO agents (name, pid, sandbox) VALUES ('new', 8, '{}')"), SQLITE_OK);
+  EXPECT_EQ(probe.text("SELECT sandbox FROM agents WHERE name = 'new'"), "{}");
 }
 
 TEST(AuditSchema, EmptyVersionZeroDatabaseIsMigrated) {

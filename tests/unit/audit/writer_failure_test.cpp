@@ -130,7 +130,7 @@ TEST(AuditWriterFailure, RowsAcceptedWhileLockedAreAllWrittenWhenTheLockGoesEven
   std::thread release;
   {
     Writer writer(o);
-    writer.agent_started(AgentRecord{"a", 7, "sh", "", "", Clock::now()});
+    writer.agent_started(AgentRecord{"a", 7, "sh", "", "", Clock::now(), ""});
     writer.flush();
     ASSERT_EQ(locker.exec("BEGIN EXCLUSIVE"), SQLITE_OK) << locker.last_error();
     int accepted = 0;

@@ -305,7 +305,7 @@ TEST_F(AuditWriter, FullQueueIsBackPressureAndOnlyTheOverflowRefuses) {
   EXPECT_EQ(writer.insert(request("a", "h", "allow")), kNoRow) << "a caller that ignores has_room()";
   EXPECT_FALSE(writer.event(Event{Clock::now(), "x", "y", ""}));
   EXPECT_TRUE(writer.complete(1, Completion{})) << "a completion is never refused";
-  EXPECT_TRUE(writer.agent_started(AgentRecord{"a", 1, "sh", "", "", Clock::now()}));
+  EXPECT_TRUE(writer.agent_started(AgentRecord{"a", 1, "sh", "", "", Clock::now(), ""}));
   auto s = writer.stats();
   EXPECT_EQ(s.rejected, 2u);
   EXPECT_EQ(s.queue_depth, 14u);
@@ -352,7 +352,8 @@ TEST_F(AuditWriter, OnCommittedForARowCommittedEarlierOrNeverQueued) {
 TEST_F(AuditWriter, EventsAndAgentLifecycle) {
   Writer writer(options_for(path));
   const auto start = Clock::time_point{} + std::chrono::milliseconds(1795321200000);
-  writer.agent_started(AgentRecord{"builder", 4242, "python agent.py --task x", "sha256:abc", "10.213.0.2", start});
+  writer.agent_started(AgentRecord{"builder", 4242, "python agent.py --task x", "sha256:abc", "10.213.0.2", start,
+                                   R"({"user":"nobody"})"});
   writer.event(Event{start, "launch", "launched builder", R"({"pid":4242})"});
   writer.agent_exited(AgentExit{"builder", 4242, start + 90s, 137, R"({"user_ms":10,"sys_ms":2,"max_rss_kb":900})"});
   writer.agent_exited(AgentExit{"stranger", 7, start + 5s, 0, ""});
@@ -364,6 +365,9 @@ TEST_F(AuditWriter, EventsAndAgentLifecycle) {
             "2026-11-22T04:21:30.000Z 137");
   EXPECT_EQ(probe.text("SELECT resource_usage FROM agents WHERE name = 'builder'"),
             R"({"user_ms":10,"sys_ms":2,"max_rss_kb":900})");
+  EXPECT_EQ(probe.text("SELECT sandbox FROM agents WHERE name = 'builder'"), R"({"user":"nobody"})");
+  EXPECT_EQ(probe.number("SELECT COUNT(*) FROM agents WHERE name = 'stranger' AND sandbox IS NULL"), 1)
+      << "an exit without a recorded start has no sandbox";
   EXPECT_EQ(probe.number("SELECT COUNT(*) FROM agents"), 2) << "an exit without a recorded start is kept";
   EXPECT_EQ(probe.text("SELECT kind || ': ' || message || ' ' || detail FROM events"),
             R"(launch: launched builder {"pid":4242})");

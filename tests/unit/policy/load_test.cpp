@@ -393,3 +393,60 @@ TEST(Load, AFileWithOneMistakeStillLoadsNothing) {
   // Keeping going after a mistake must never hand back a half-read policy.
   EXPECT_THROW(parse_policy(R"({"version": 1, "allow": ["ok.example", "*bad*"]})", "p.json"), PolicyError);
 }
+
+TEST(Load, SandboxKeysAreKeptAsWrittenAndAgentsReplaceThemKeyByKey) {
+  auto p = parse_policy(R"({"version": 1,
+    "sandbox": {"workdir": "/srv/work", "ro": ["/opt/tools"], "memory": "2G", "pids": 256, "cpus": 1.5,
+                "tmp_size": "256M", "user": "builder", "allow_degraded": ["cgroup"]},
+    "agents": {"small": {"sandbox": {"memory": "64M", "pids": "32", "hide": ["/srv/work/.env"]}},
+               "plain": {"ports": [443]}}})", "p.json");
+  const SandboxSettings& top = p.base.sandbox;
+  EXPECT_EQ(top.workdir, "/srv/work");
+  EXPECT_EQ(top.ro, std::vector<std::string>{"/opt/tools"});
+  EXPECT_EQ(top.memory, "2G");
+  EXPECT_EQ(top.pids, "256");
+  EXPECT_EQ(top.cpus, "1.5");
+  EXPECT_EQ(top.tmp_size, "256M");
+  EXPECT_EQ(top.user, "builder");
+  EXPECT_EQ(top.allow_degraded, std::vector<std::string>{"cgroup"});
+  EXPECT_FALSE(top.rw);
+  EXPECT_FALSE(top.workdir_quota);
+  const SandboxSettings& small = p.agents.at("small").sandbox;
+  EXPECT_EQ(small.memory, "64M");
+  EXPECT_EQ(small.pids, "32");
+  EXPECT_EQ(small.hide, std::vector<std::string>{"/srv/work/.env"});
+  EXPECT_EQ(small.workdir, "/srv/work") << "keys the agent does not name stay the top level's";
+  EXPECT_EQ(small.cpus, "1.5");
+  EXPECT_EQ(p.agents.at("plain").sandbox.memory, "2G");
+  const std::string s = summarize(p);
+  for (const char* want : {"sandbox:        user builder, workdir /srv/work, ro /opt/tools, tmp-size 256M, memory 2G, "
+                           "cpus 1.5, pids 256, allow-degraded cgroup",
+                           "small (overrides sandbox)", "agents.small.sandbox: user builder, workdir /srv/work",
+                           "memory 64M, cpus 1.5, pids 32"})
+    EXPECT_NE(s.find(want), std::string::npos) << "missing '" << want << "' in\n" << s;
+  EXPECT_EQ(s.find("agents.plain.sandbox"), std::string::npos) << s;
+  EXPECT_NE(summarize(default_policy()).find("sandbox:        (none"), std::string::npos);
+}
+
+TEST(Load, SandboxValuesAreCheckedWithTheFlagsGrammar) {
+  expect_fail(R"({"version": 1, "sandbox": {"memory": "64X"}})", "/sandbox/memory",
+              R"(p.json:1:38: /sandbox/memory: must be a size such as 512M or 4G or "unlimited", not "64X")");
+  expect_fail(R"({"version": 1, "sandbox": {"memory": true}})", "/sandbox/memory", "not a boolean");
+  expect_fail(R"({"version": 1, "sandbox": {"tmp_size": "unlimited"}})", "/sandbox/tmp_size", "512M or 4G, not");
+  expect_fail(R"({"version": 1, "sandbox": {"workdir_quota": "0"}})", "/sandbox/workdir_quota", "a size");
+  expect_fail(R"({"version": 1, "sandbox": {"pids": 0}})", "/sandbox/pids", "positive whole number");
+  expect_fail(R"({"version": 1, "sandbox": {"pids": "many"}})", "/sandbox/pids", "positive whole number");
+  expect_fail(R"({"version": 1, "sandbox": {"cpus": 0}})", "/sandbox/cpus", "at least 0.01");
+  expect_fail(R"({"version": 1, "sandbox": {"cpus": "half"}})", "/sandbox/cpus", "number of CPUs");
+  expect_fail(R"({"version": 1, "sandbox": {"workdir": "work"}})", "/sandbox/workdir", "absolute path");
+  expect_fail(R"({"version": 1, "sandbox": {"ro": "/opt"}})", "/sandbox/ro", "must be an array");
+  expect_fail(R"({"version": 1, "sandbox": {"rw": ["/ok", "rel"]}})", "/sandbox/rw/1", "absolute path");
+  expect_fail(R"({"version": 1, "sandbox": {"user": ""}})", "/sandbox/user", "must name a user");
+  expect_fail(R"({"version": 1, "sandbox": {"allow_degraded": ["network"]}})", "/sandbox/allow_degraded/0",
+              "no layer");
+  expect_fail(R"({"version": 1, "sandbox": {"network": "none"}})", "/sandbox/network", "unknown");
+  expect_fail(R"({"version": 1, "sandbox": []})", "/sandbox", "must be an object");
+  expect_fail(R"({"version": 1,
+  "agents": {"bot": {"sandbox": {"memory": "lots"}}}})", "/agents/bot/sandbox/memory",
+              "p.json:2:44: /agents/bot/sandbox/memory: must be a size");
+}

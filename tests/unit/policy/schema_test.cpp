@@ -31,7 +31,7 @@ std::set<std::string> keys(const json& properties) {
 TEST(Schema, TopLevelKeysAreTheLoadersKeys) {
   auto s = schema();
   EXPECT_EQ(keys(s["properties"]), (std::set<std::string>{"$schema", "version", "mode", "allow", "deny", "ports",
-                                                           "internal", "resolve", "limits", "agents"}));
+                                                           "internal", "resolve", "limits", "sandbox", "agents"}));
   EXPECT_EQ(s["additionalProperties"], false);
   // Every key the schema names is one the loader takes.
   for (const auto& k : keys(s["properties"])) {
@@ -47,7 +47,7 @@ TEST(Schema, TopLevelKeysAreTheLoadersKeys) {
 TEST(Schema, AgentKeysAndLimitKeysMatch) {
   auto s = schema();
   EXPECT_EQ(keys(s["properties"]["agents"]["additionalProperties"]["properties"]),
-            (std::set<std::string>{"mode", "allow", "deny", "ports", "internal", "limits"}));
+            (std::set<std::string>{"mode", "allow", "deny", "ports", "internal", "limits", "sandbox"}));
   EXPECT_EQ(keys(s["$defs"]["limits"]["properties"]),
             (std::set<std::string>{"max_connections", "max_connections_per_agent", "max_connections_per_host",
                                    "connect_timeout_ms", "idle_timeout_ms", "header_timeout_ms"}));
@@ -65,4 +65,20 @@ TEST(Schema, DefaultsMatchTheDefaultPolicy) {
   EXPECT_EQ(l["header_timeout_ms"]["default"].get<long>(), p.base.limits.header_timeout.count());
   EXPECT_EQ(s["$defs"]["ports"]["default"].get<std::vector<uint16_t>>(), p.base.ports);
   EXPECT_EQ(s["$defs"]["mode"]["default"], "enforce");
+}
+
+// The sandbox keys the schema names are the loader's, and a value of each kind the schema
+// describes loads.
+TEST(Schema, SandboxKeysMatch) {
+  auto s = schema();
+  EXPECT_EQ(keys(s["$defs"]["sandbox"]["properties"]),
+            (std::set<std::string>{"workdir", "ro", "rw", "hide", "tmp_size", "workdir_quota", "memory", "cpus", "pids",
+                                   "user", "allow_degraded"}));
+  json doc = {{"version", 1},
+              {"sandbox",
+               {{"workdir", "/srv/work"}, {"ro", {"/opt/a"}}, {"rw", json::array()}, {"hide", {"/srv/work/.env"}},
+                {"tmp_size", "256M"}, {"workdir_quota", 1048576}, {"memory", "unlimited"}, {"cpus", 0.5},
+                {"pids", 64}, {"user", "nobody"}, {"allow_degraded", {"cgroup"}}}}};
+  EXPECT_NO_THROW(parse_policy(doc.dump(), "schema"));
+  for (const auto& k : keys(s["$defs"]["sandbox"]["properties"])) EXPECT_TRUE(doc["sandbox"].contains(k)) << k;
 }

@@ -52,6 +52,7 @@ struct AgentRecord {
   std::string policy_digest;
   std::string address;            // the agent's veth address
   Clock::time_point started{};
+  std::string sandbox;            // JSON: the layers it ran under (the --explain report); empty: NULL
 };
 
 struct AgentExit {

@@ -39,6 +39,7 @@ struct LaunchOptions {
   RlimitFlags rlimits;
   CgroupFlags cgroup;
   std::string tmp_size = "1G";                        // SIZE of the tmpfs behind /tmp, /var/tmp, /dev/shm
+  bool tmp_size_given = false;                        // --tmp-size was given (else the policy's sandbox may set it)
   std::string seccomp = "default";                    // default | off | FILE
   std::filesystem::path state_dir = "/run/netbox";
   // The filesystem view (see filesystem_view.hpp).
@@ -52,6 +53,7 @@ struct LaunchOptions {
   // none; --log-file every line into FILE (0600) and none on stderr.
   bool quiet = false;
   std::optional<std::string> log_file;
+  std::string explain_format = "text";                // text | json (the agents row's `sandbox`)
   std::vector<std::string> command;                   // COMMAND [ARG...]
 };
 

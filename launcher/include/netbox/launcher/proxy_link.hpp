@@ -24,6 +24,7 @@ struct AgentIdentity {
   pid_t pid = 0;
   std::string command_line;
   std::string policy_digest;
+  std::string sandbox;  // render_report_json(): what the agents row records it ran under
 };
 
 class ProxyLink {

@@ -1,6 +1,7 @@
 #pragma once
 // What confines an agent, layer by layer: printed by `netbox launch --explain`
-// (without running anything) and, shortened to one line, as the startup banner.
+// (without running anything), shortened to one line as the startup banner, and as
+// JSON in the agent's audit row.
 #include <string>
 #include <utility>
 #include <vector>
@@ -28,12 +29,17 @@ struct SandboxReport {
   // ({"memory", "1G"}); empty backend: no cgroup limits.
   std::string cgroup_backend;
   std::vector<std::pair<std::string, std::string>> cgroup_limits;
+  std::string cgroup_plan_json;         // CgroupPlan::json(); empty: no plan
   std::vector<std::string> degraded;    // accepted missing layers (--allow-degraded)
   std::vector<std::string> warnings;    // weak spots the user should know of
 };
 
 // Several lines, one per layer, for --explain.
 std::string render_report(const SandboxReport& report);
+// The same as one JSON object (stored in the agents row's `sandbox` column, and
+// `--explain --format json`): the report's fields by name, lists as arrays, and the
+// cgroup plan as an object under "cgroup".
+std::string render_report_json(const SandboxReport& report);
 // One line for stderr at startup.
 std::string render_banner(const SandboxReport& report);
 

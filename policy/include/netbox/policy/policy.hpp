@@ -46,6 +46,20 @@ struct Limits {
   std::chrono::milliseconds header_timeout{10000};
 };
 
+// The `sandbox` key: `netbox launch` settings, as written (validated for shape and the
+// size grammar by the loader; the launcher checks the rest as it does its flags). Unset:
+// not given here. A launch applies them where its own flag was not given.
+struct SandboxSettings {
+  std::optional<std::string> workdir;
+  std::optional<std::vector<std::string>> ro, rw, hide;
+  std::optional<std::string> tmp_size, workdir_quota, memory, cpus, pids, user;
+  std::optional<std::vector<std::string>> allow_degraded;
+  bool empty() const {
+    return !workdir && !ro && !rw && !hide && !tmp_size && !workdir_quota && !memory && !cpus && !pids && !user &&
+           !allow_degraded;
+  }
+};
+
 // Everything a decision needs for one agent. The top level is a profile; each
 // entry of `agents` is the top-level profile with the keys it names replaced.
 struct Profile {
@@ -56,8 +70,11 @@ struct Profile {
   std::vector<Cidr> internal_allow;
   std::vector<std::string> internal_allow_written;
   Limits limits;
+  // Not used by decisions: what `netbox launch --policy` applies to the agent's sandbox.
+  // An agent's entry replaces the top level's key by key.
+  SandboxSettings sandbox;
   // For agents.NAME: the keys it names (in file order of the schema: mode, allow, deny,
-  // ports, internal, limits); empty for the top level.
+  // ports, internal, limits, sandbox); empty for the top level.
   std::vector<std::string> overrides;
 };
 
