@@ -9,6 +9,7 @@ PKGS=(
   libcli11-dev libnftables-dev libmnl-dev libcap-dev libjemalloc-dev
   iproute2 nftables curl dnsmasq-base nginx-light python3 procps
   chromium fonts-dejavu-core
+  man-db systemd util-linux
 )
 missing=()
 # Node.js with npm installs playwright-core for the dashboard's browser test; the machine

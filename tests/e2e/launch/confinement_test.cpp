@@ -221,7 +221,11 @@ TEST(LaunchConfinement, AgentHasItsOwnPidNamespaceProcAndEmptyRunAndTmp) {
   NETBOX_REQUIRE_ROOT();
   const auto subnet = test_subnet(7);
   test::TempDir dir;
-  auto r = launch(subnet, {"--audit-db", (dir.path() / "a.db").string(), "--", kSh, "-c",
+  // A workdir of its own outside /tmp: a checkout under /tmp would put the default one
+  // (the current directory) inside the agent's fresh /tmp.
+  HostDir host;
+  auto r = launch(subnet, {"--audit-db", (dir.path() / "a.db").string(), "--workdir", host.folder("work").string(),
+                           "--", kSh, "-c",
                            "echo pid=$$; echo tmp=$(ls -A /tmp | wc -l) run=$(ls -A /run | wc -l); "
                            "test -e /run/netbox && echo host-run-visible; id -u; grep -E '^(CapEff|CapBnd|NoNewPrivs|Seccomp):' "
                            "/proc/self/status; ulimit -c"});

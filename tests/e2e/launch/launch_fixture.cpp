@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -213,8 +214,34 @@ bool eventually(const std::function<bool()>& pred, std::chrono::milliseconds lim
   return pred();
 }
 
+namespace {
+
+// Where host folders an agent must see go: the build tree, unless the agent could not
+// see it there (a checkout under /tmp, which it gets fresh, or below a folder its user
+// may not search, such as /root); then a folder of the tests' own under /srv.
+std::filesystem::path host_dir_root() {
+  namespace fs = std::filesystem;
+  const fs::path build = fs::weakly_canonical(NETBOX_BUILD_DIR);
+  bool visible = true;
+  for (const char* fresh : {"/tmp", "/var/tmp", "/dev/shm", "/run", "/var/run"}) {
+    const auto rel = build.lexically_relative(fresh);
+    if (!rel.empty() && *rel.begin() != "..") visible = false;
+  }
+  for (fs::path p = build; visible && p != p.root_path(); p = p.parent_path()) {
+    struct stat st {};
+    if (::stat(p.c_str(), &st) != 0 || !(st.st_mode & S_IXOTH)) visible = false;
+  }
+  if (visible) return build;
+  const fs::path srv = "/srv/netbox-e2e";
+  fs::create_directories(srv);
+  fs::permissions(srv, fs::perms(0755));
+  return srv;
+}
+
+}  // namespace
+
 HostDir::HostDir() {
-  std::string tmpl = std::string(NETBOX_BUILD_DIR) + "/e2e-launch-XXXXXX";
+  std::string tmpl = (host_dir_root() / "e2e-launch-XXXXXX").string();
   if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp " + tmpl);
   path_ = tmpl;
   std::filesystem::permissions(path_, std::filesystem::perms(0755));
@@ -225,9 +252,9 @@ HostDir::~HostDir() {
   std::filesystem::remove_all(path_, ec);
 }
 
-std::filesystem::path HostDir::folder(const std::string& name) const {
+std::filesystem::path HostDir::folder(const std::string& name, std::filesystem::perms mode) const {
   std::filesystem::create_directories(path_ / name);
-  std::filesystem::permissions(path_ / name, std::filesystem::perms(0755));
+  std::filesystem::permissions(path_ / name, mode);
   return path_ / name;
 }
 

@@ -62,7 +62,8 @@ class UdpSink {
 };
 
 // A folder outside /tmp (which the agent sees fresh anyway) that the agent's user may
-// search, as an operator's folder often is: under the build tree. Removed at scope exit.
+// search, as an operator's folder often is: under the build tree, or under /srv when the
+// agent could not see the build tree. Removed at scope exit.
 class HostDir {
  public:
   HostDir();
@@ -70,8 +71,9 @@ class HostDir {
   HostDir(const HostDir&) = delete;
   HostDir& operator=(const HostDir&) = delete;
   const std::filesystem::path& path() const { return path_; }
-  // A sub-folder (mode 0755), made if missing.
-  std::filesystem::path folder(const std::string& name) const;
+  // A sub-folder (mode 0755 unless given), made if missing.
+  std::filesystem::path folder(const std::string& name,
+                               std::filesystem::perms mode = std::filesystem::perms(0755)) const;
 
  private:
   std::filesystem::path path_;

@@ -21,29 +21,8 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 
 // A folder outside /tmp (the agent's /tmp is fresh, so a host folder there would be
-// invisible anyway and prove nothing): under the build tree.
-class SandboxDir {
- public:
-  SandboxDir() {
-    std::string tmpl = std::string(NETBOX_BUILD_DIR) + "/e2e-sandbox-fs-XXXXXX";
-    if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp " + tmpl);
-    path_ = tmpl;
-    fs::permissions(path_, fs::perms(0755));
-  }
-  ~SandboxDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
-  fs::path folder(const std::string& name, fs::perms mode = fs::perms(0755)) const {
-    fs::create_directories(path_ / name);
-    fs::permissions(path_ / name, mode);
-    return path_ / name;
-  }
-
- private:
-  fs::path path_;
-};
+// invisible anyway and prove nothing): the fixture's HostDir.
+using SandboxDir = HostDir;
 
 fs::path write_file(const fs::path& p, const std::string& content, fs::perms mode = fs::perms(0644)) {
   std::ofstream(p) << content;
