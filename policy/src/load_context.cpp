@@ -82,7 +82,8 @@ void LoadContext::check_keys(const nlohmann::json& object, const std::string& po
         first = false;
       }
     }
-    keep_going([&] { fail(child(pointer, key), msg, true); });
+    const std::string where = child(pointer, key);  // a lambda may not capture a structured binding (clang)
+    keep_going([&] { fail(where, msg, true); });
   }
 }
 

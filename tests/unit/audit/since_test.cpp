@@ -63,3 +63,13 @@ TEST(ParseSince, AnythingElseIsRefusedNamingTheValue) {
 
 }  // namespace
 }  // namespace netbox::audit
+
+TEST(Since, AValueWithNulAndHugeCountsIsRefusedNotCrashed) {
+  // Found by fuzz_audit_since: a NUL inside the value once cut the message the error was
+  // rebuilt from, and rebuilding it threw std::out_of_range.
+  const std::string text("\x80\xcc\0\0`a\0\0" "073709551616s", 21);
+  EXPECT_THROW(netbox::audit::parse_since(text), std::invalid_argument);
+  EXPECT_THROW(netbox::audit::parse_duration(text), std::invalid_argument);
+  EXPECT_THROW(netbox::audit::parse_duration("99999999999w"), std::invalid_argument);
+  EXPECT_EQ(netbox::audit::parse_duration("2w"), std::chrono::seconds(14 * 86400));
+}
