@@ -19,7 +19,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
+#include <charconv>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -258,14 +260,16 @@ int exec_like_a_shell(ExecPlan& p, int* err) {
 // --workdir-quota, once the agent has exited: everything else in the namespace is
 // killed and reaped first, so nothing writes while the upper layer is read; then what
 // was written is counted, and committed onto the host's workdir or discarded.
-int finish_workdir_overlay(const WorkdirOverlay& overlay, bool commit, int agent_status) {
+int finish_workdir_overlay(const WorkdirOverlay& overlay, bool commit, int agent_status, int report_fd) {
   kill(-1, SIGKILL);
   for (;;) {
     pid_t r = waitpid(-1, nullptr, 0);
     if (r < 0 && errno != EINTR) break;
   }
-  std::string msg = "netbox launch: --workdir-quota: " + std::to_string(overlay_bytes_written(overlay.upper_fd)) +
-                    " bytes written in " + overlay.path;
+  const std::string written = std::to_string(overlay_bytes_written(overlay.upper_fd));
+  // For the agents row; the launcher reads it once this process is gone.
+  write_all(report_fd, written.data(), written.size());
+  std::string msg = "netbox launch: --workdir-quota: " + written + " bytes written in " + overlay.path;
   int status = agent_status;
   if (!commit) {
     msg += ", discarded (no --commit)\n";
@@ -303,7 +307,7 @@ void setup_step(std::string& error, Step&& step) {
 // is forked only on the launcher's go, sent once the host's rules are in place. A
 // failure is reported only after the go was read, so the launcher never writes into
 // a pipe nobody reads any more.
-[[noreturn]] void init_main(const ChildSpec& spec, int go_fd, int status_fd, int exec_fd) {
+[[noreturn]] void init_main(const ChildSpec& spec, int go_fd, int status_fd, int exec_fd, int report_fd) {
   prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
   // Out of the launcher's session and process group (so no terminal signal or kill(0)
   // meant for the launcher reaches it), holding the agent's stdio, not the launcher's.
@@ -358,16 +362,18 @@ void setup_step(std::string& error, Step&& step) {
   write_all(status_fd, "R", 1);
   close_fd(status_fd);
   close_fd(exec_fd);
-  // Everything but the workdir overlay's two descriptors.
-  {
-    int keep[2] = {std::min(overlay.upper_fd, overlay.host_fd), std::max(overlay.upper_fd, overlay.host_fd)};
-    if (keep[0] < 3) {
-      ::close_range(3, ~0U, 0);
-    } else {
-      ::close_range(3, static_cast<unsigned>(keep[0]) - 1, 0);
-      if (keep[1] > keep[0] + 1) ::close_range(static_cast<unsigned>(keep[0]) + 1, static_cast<unsigned>(keep[1]) - 1, 0);
-      ::close_range(static_cast<unsigned>(keep[1]) + 1, ~0U, 0);
+  // Everything but the workdir overlay's two descriptors and the report pipe.
+  if (overlay.active()) {
+    std::array<int, 3> keep{overlay.upper_fd, overlay.host_fd, report_fd};
+    std::sort(keep.begin(), keep.end());
+    unsigned from = 3;
+    for (int fd : keep) {
+      if (static_cast<unsigned>(fd) > from) ::close_range(from, static_cast<unsigned>(fd) - 1, 0);
+      from = std::max(from, static_cast<unsigned>(fd) + 1);
     }
+    ::close_range(from, ~0U, 0);
+  } else {
+    ::close_range(3, ~0U, 0);
   }
 
   int count = 0;
@@ -389,7 +395,7 @@ void setup_step(std::string& error, Step&& step) {
     while ((r = waitpid(-1, &status, WNOHANG)) > 0)
       if (r == agent) {
         int code = shell_exit_status(status);
-        if (overlay.active()) code = finish_workdir_overlay(overlay, spec.commit_workdir, code);
+        if (overlay.active()) code = finish_workdir_overlay(overlay, spec.commit_workdir, code, report_fd);
         _exit(code);  // the kernel then kills the rest of the namespace
       }
     if (r < 0 && errno == ECHILD) _exit(kExitLauncherFailure);
@@ -404,15 +410,16 @@ void setup_step(std::string& error, Step&& step) {
 }  // namespace
 
 ConfinedChild ConfinedChild::spawn(const ChildSpec& spec) {
-  int go[2], status[2], exec[2];
-  if (pipe2(go, O_CLOEXEC) != 0 || pipe2(status, O_CLOEXEC) != 0 || pipe2(exec, O_CLOEXEC) != 0)
+  int go[2], status[2], exec[2], report[2];
+  if (pipe2(go, O_CLOEXEC) != 0 || pipe2(status, O_CLOEXEC) != 0 || pipe2(exec, O_CLOEXEC) != 0 ||
+      pipe2(report, O_CLOEXEC) != 0)
     throw LaunchError(kExitLauncherFailure, std::string("pipe: ") + std::strerror(errno));
   // clone without a new stack behaves like fork, in new namespaces.
   long pid = syscall(SYS_clone, CLONE_NEWNET | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS | SIGCHLD,
                      nullptr, nullptr, nullptr, nullptr);
   if (pid < 0) {
     int err = errno;
-    for (int fd : {go[0], go[1], status[0], status[1], exec[0], exec[1]}) ::close(fd);
+    for (int fd : {go[0], go[1], status[0], status[1], exec[0], exec[1], report[0], report[1]}) ::close(fd);
     throw LaunchError(kExitLauncherFailure, std::string("cannot create the agent's namespaces (clone): ") +
                                                 std::strerror(err));
   }
@@ -420,16 +427,19 @@ ConfinedChild ConfinedChild::spawn(const ChildSpec& spec) {
     ::close(go[1]);
     ::close(status[0]);
     ::close(exec[0]);
-    init_main(spec, go[0], status[1], exec[1]);
+    ::close(report[0]);
+    init_main(spec, go[0], status[1], exec[1], report[1]);
   }
   ::close(go[0]);
   ::close(status[1]);
   ::close(exec[1]);
+  ::close(report[1]);
   ConfinedChild child;
   child.pid_ = static_cast<pid_t>(pid);
   child.go_fd_ = go[1];
   child.status_fd_ = status[0];
   child.exec_fd_ = exec[0];
+  child.report_fd_ = report[0];
   child.command0_ = spec.command.empty() ? "" : spec.command.front();
   return child;
 }
@@ -439,6 +449,7 @@ ConfinedChild::ConfinedChild(ConfinedChild&& o) noexcept
       go_fd_(std::exchange(o.go_fd_, -1)),
       status_fd_(std::exchange(o.status_fd_, -1)),
       exec_fd_(std::exchange(o.exec_fd_, -1)),
+      report_fd_(std::exchange(o.report_fd_, -1)),
       owned_(std::exchange(o.owned_, false)),
       command0_(std::move(o.command0_)) {}
 
@@ -446,6 +457,7 @@ ConfinedChild::~ConfinedChild() {
   close_fd(go_fd_);
   close_fd(status_fd_);
   close_fd(exec_fd_);
+  close_fd(report_fd_);
   if (owned_ && pid_ > 0) {
     kill(pid_, SIGKILL);  // PID 1 of the namespace: everything in it dies too
     int st = 0;
@@ -489,6 +501,16 @@ void ConfinedChild::wait_for_exec() {
   }
   throw LaunchError(kExitLauncherFailure,
                     std::string("preparing the agent failed at ") + f.step + ": " + std::strerror(f.err));
+}
+
+std::optional<std::uint64_t> ConfinedChild::workdir_bytes_written() {
+  std::string text = read_to_eof(report_fd_);
+  close_fd(report_fd_);
+  if (text.empty()) return std::nullopt;
+  std::uint64_t n = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+  if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return n;
 }
 
 }  // namespace netbox::launcher

@@ -329,6 +329,7 @@ int launch(const LaunchOptions& flags) {
     supervise_options.timeout = std::chrono::milliseconds(static_cast<long long>(*o.timeout_seconds * 1000));
   supervise_options.kill_grace = o.kill_grace;
   AgentOutcome outcome = supervise(child.pid(), supervise_options);
+  outcome.workdir_bytes_written = child.workdir_bytes_written();
   if (!cgroup.dirs().empty()) {
     const CgroupUsage usage = cgroup.usage();
     outcome.cgroup_json = usage.json();

@@ -49,7 +49,7 @@ void block_supervised_signals() {
 std::string AgentOutcome::resource_usage_json() const {
   return "{\"user_ms\":" + std::to_string(user_ms) + ",\"sys_ms\":" + std::to_string(sys_ms) +
          ",\"max_rss_kb\":" + std::to_string(max_rss_kb) + (cgroup_json.empty() ? "" : ",\"cgroup\":" + cgroup_json) +
-         "}";
+         (workdir_bytes_written ? ",\"workdir_bytes_written\":" + std::to_string(*workdir_bytes_written) : "") + "}";
 }
 
 AgentOutcome supervise(pid_t child, const SuperviseOptions& options) {

@@ -5,6 +5,7 @@
 #include "launch_fixture.hpp"
 
 #include <gmock/gmock.h>
+#include <nlohmann/json.hpp>
 #include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -424,6 +425,22 @@ TEST(LaunchSandboxFs, WorkdirQuotaStopsAWriterWithEnospcAndDiscardsOrCommits) {
   ASSERT_EQ(::stat((work / "sparse").c_str(), &st), 0);
   EXPECT_EQ(st.st_size, 8LL << 30);
   EXPECT_LT(st.st_blocks * 512, 1 << 20);
+
+  // The agents row keeps what each launch wrote into its overlay, as stderr said: the
+  // first filled the 16M quota, the second's 8G file was a hole.
+  std::vector<std::uint64_t> written;
+  for (const auto& row : query(db, "SELECT resource_usage FROM agents ORDER BY id")) {
+    auto j = nlohmann::json::parse(row.at(0), nullptr, false);
+    ASSERT_TRUE(j.is_object() && j.contains("workdir_bytes_written")) << row.at(0);
+    written.push_back(j["workdir_bytes_written"].get<std::uint64_t>());
+  }
+  ASSERT_EQ(written.size(), 2u);
+  EXPECT_GT(written[0], 15u << 20);
+  EXPECT_LE(written[0], 16u << 20);
+  EXPECT_GT(written[1], 0u);
+  EXPECT_LT(written[1], 1u << 20);
+  EXPECT_THAT(discarded.err, HasSubstr("--workdir-quota: " + std::to_string(written[0]) + " bytes written"));
+  EXPECT_THAT(committed.err, HasSubstr("--workdir-quota: " + std::to_string(written[1]) + " bytes written"));
 
   auto explain = launch(subnet, {"--explain", "--audit-db", db, "--workdir", work.string(), "--workdir-quota", "16M",
                                  "--", "true"});

@@ -14,6 +14,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -64,6 +65,10 @@ class ConfinedChild {
   void wait_for_exec();
   // The launcher supervises (and reaps) the child from here on.
   void hand_over() { owned_ = false; }
+  // Once the child has been reaped: the bytes the agent wrote into the --workdir-quota
+  // overlay, as the init counted them; none without an overlay, or when the init was
+  // killed before it could count.
+  std::optional<std::uint64_t> workdir_bytes_written();
 
  private:
   ConfinedChild() = default;
@@ -71,6 +76,7 @@ class ConfinedChild {
   int go_fd_ = -1;      // launcher -> child: link ready, the proxy port, go
   int status_fd_ = -1;  // child -> launcher: ready, or why setup failed
   int exec_fd_ = -1;    // agent -> launcher: CLOEXEC, EOF on successful exec
+  int report_fd_ = -1;  // init -> launcher, after the agent: what the workdir overlay took
   bool owned_ = true;
   std::string command0_;
 };

@@ -3,6 +3,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -21,6 +22,7 @@ struct AgentOutcome {
   long max_rss_kb = 0;
   bool timed_out = false;
   std::string cgroup_json;         // what the agent's cgroup measured (CgroupUsage::json); empty: none
+  std::optional<std::uint64_t> workdir_bytes_written;  // --workdir-quota: what the overlay took
   std::string resource_usage_json() const;
 };
 
