@@ -51,8 +51,9 @@ def walk(binary, path, seen):
     parts = sections(text)
     seen.append((path, flags_of(parts.get("Options", []))))
     for line in parts.get("Subcommands", []):
-        name = line.split()[0]
-        walk(binary, path + [name], seen)
+        m = re.match(r"^ {1,4}(\w[\w-]*)", line)  # not a wrapped description line
+        if m:
+            walk(binary, path + [m.group(1)], seen)
 
 
 def main():

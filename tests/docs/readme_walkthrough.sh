@@ -56,14 +56,19 @@ else
 fi
 echo "== the walk-through:" && cat "$script"
 
-# Its own session, so that cleanup can end everything it started.
-(cd "$tmp/clone" && exec env -u XDG_STATE_HOME -u XDG_CONFIG_HOME HOME="$tmp/home" \
-   setsid bash -euo pipefail -x "$script") >"$tmp/out.log" 2>&1 &
+# Its own session, so that cleanup can end everything it started; a root shell's usual
+# umask, so that the agent (nobody) may enter the folders the walk-through makes; a time
+# limit below ctest's, so that a hang is reported with the output so far.
+(cd "$tmp/clone" && umask 022 && exec env -u XDG_STATE_HOME -u XDG_CONFIG_HOME HOME="$tmp/home" \
+   setsid timeout 240 bash -euo pipefail -x "$script") >"$tmp/out.log" 2>&1 &
 walk_pid=$!
 status=0
 wait "$walk_pid" || status=$?
 echo "== its output:" && cat "$tmp/out.log"
-if [ "$status" != 0 ]; then
+if [ "$status" = 124 ]; then
+  echo "FAIL: the walk-through did not finish within 240 s"
+  exit 1
+elif [ "$status" != 0 ]; then
   echo "FAIL: the walk-through exited $status"
   exit 1
 fi
