@@ -73,15 +73,25 @@ elif [ "$status" != 0 ]; then
   exit 1
 fi
 fail=0
-expect() {  # expect WHAT REGEX: a line of the output matches REGEX
-  if ! grep -Eq "$2" "$tmp/out.log"; then
-    echo "FAIL: $1 (no line matches /$2/)"
-    fail=1
-  fi
+expect() {  # expect WHAT WORD...: one line of the output holds every WORD (as a whole word)
+  local what=$1 line word found=
+  shift
+  while IFS= read -r line; do
+    found=1
+    for word in "$@"; do
+      [[ " $line " =~ [^[:alnum:]._-]"$word"[^[:alnum:]._-] ]] || { found=; break; }
+    done
+    [ -n "$found" ] && return 0
+  done <"$tmp/out.log"
+  echo "FAIL: $what (no line holds all of: $*)"
+  fail=1
 }
-expect "the agent printed the page of the allowed host" '^simple index$'
-expect "the audit log has the allowed request" 'my-agent +allow +http +GET +pkgs\.walkthrough\.test +18090'
-expect "the audit log has the refused CONNECT to example.com" 'my-agent +deny +connect +CONNECT +example\.com +443'
-expect "the JSON output has the refusal" '"decision": ?"deny"'
+if ! grep -qx 'simple index' "$tmp/out.log"; then
+  echo "FAIL: the agent did not print the page of the allowed host (no line 'simple index')"
+  fail=1
+fi
+expect "the audit log has the allowed request" my-agent allow GET pkgs.walkthrough.test 18090 200
+expect "the audit log has the refused CONNECT to example.com" my-agent deny CONNECT example.com 443 403
+expect "the JSON output has the refusal" '"decision": "deny"'
 [ "$fail" = 0 ] && echo "ok: the README walk-through ran as written"
 exit "$fail"
