@@ -13,6 +13,8 @@ import re
 import subprocess
 import sys
 
+from report import finish
+
 ALWAYS_THERE = {"-h", "--help"}  # CLI11 adds them to every subcommand
 
 
@@ -75,10 +77,7 @@ def main():
             checked += 1
             if not re.search(r"(?<![\w-])" + re.escape(flag) + r"(?![\w-])", corpus):
                 missing.append(f"netbox {' '.join(path) or '(top level)'}: {flag} is in --help but nowhere in {docs}/*.md")
-    for m in missing:
-        print(m)
-    print(f"{checked} flags of {len(commands)} commands checked, {len(missing)} missing")
-    return 1 if missing else 0
+    return finish(missing, f"{checked} flags of {len(commands)} commands checked, {len(missing)} missing")
 
 
 if __name__ == "__main__":

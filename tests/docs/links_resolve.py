@@ -10,6 +10,8 @@ import pathlib
 import re
 import sys
 
+from report import finish
+
 
 def main():
     if len(sys.argv) != 2:
@@ -26,10 +28,7 @@ def main():
                 continue
             if not (page.parent / target).exists():
                 broken.append(f"{page.relative_to(root)}: link to {target}: no such file")
-    for b in broken:
-        print(b)
-    print(f"{len(pages)} pages checked, {len(broken)} broken links")
-    return 1 if broken else 0
+    return finish(broken, f"{len(pages)} pages checked, {len(broken)} broken links")
 
 
 if __name__ == "__main__":

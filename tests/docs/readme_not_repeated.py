@@ -15,6 +15,8 @@ import pathlib
 import re
 import sys
 
+from report import finish
+
 MIN_CHARS = 100   # a sentence this long is written once
 RUN = 3           # this many consecutive lines are a copied block
 MIN_LINE = 25
@@ -89,10 +91,7 @@ def main():
                 found.append(f"{readme}:{i + 1}: {RUN} lines repeated in docs/{name}: {window[0][:90]}")
                 break
 
-    for f in found:
-        print(f)
-    print(f"{len(found)} repeats of README text in docs/ (the README links to docs/ instead)")
-    return 1 if found else 0
+    return finish(found, f"{len(found)} repeats of README text in docs/ (the README links to docs/ instead)")
 
 
 if __name__ == "__main__":
