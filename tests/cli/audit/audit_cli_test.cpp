@@ -194,7 +194,7 @@ TEST_F(AuditCli, DefaultDatabaseIsTheOneNetboxWritesByDefault) {
   const auto state = dir.path() / "state";
   std::filesystem::create_directories(state / "netbox");
   // The database is the file and its WAL (the writer closes without a checkpoint; see
-  // README, "Backups"), so a copy takes both.
+  // docs/audit.md, "Backups"), so a copy takes both.
   std::filesystem::copy_file(db, state / "netbox" / "audit.db");
   if (std::filesystem::exists(db.string() + "-wal"))
     std::filesystem::copy_file(db.string() + "-wal", state / "netbox" / "audit.db-wal");

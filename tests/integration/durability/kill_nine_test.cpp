@@ -14,10 +14,10 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// README, "Durability of the audit log": without --audit-sync a crash loses at most the rows
-// queued in the last flush interval (50 ms) plus the commit in flight. The test allows
-// generous slack for a loaded CI machine and sanitizer builds; a writer that lost
-// committed rows or held rows back for seconds still fails it.
+// docs/audit.md, "How rows are written, and what can be lost": without --audit-sync a
+// crash loses at most the rows queued in the last flush interval (50 ms) plus the commit
+// in flight. The test allows generous slack for a loaded CI machine and sanitizer builds;
+// a writer that lost committed rows or held rows back for seconds still fails it.
 constexpr auto kLossBound = 1000ms;
 
 struct KillOutcome {

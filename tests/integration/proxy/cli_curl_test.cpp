@@ -1,4 +1,4 @@
-// `netbox proxy` as a process, driven by real curl as the README shows:
+// `netbox proxy` as a process, driven by real curl as docs/proxy.md shows:
 // curl -x http://127.0.0.1:PORT URL (forwarding) and curl -p -x ... (CONNECT tunnel).
 #include "support/background_process.hpp"
 #include "support/process.hpp"
