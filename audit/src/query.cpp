@@ -30,9 +30,8 @@ std::vector<AuditRecord> query_requests(const std::filesystem::path& db, const F
   std::vector<AuditRecord> rows;
   detail::Reader(db).each(
       "SELECT id, ts, agent, client_addr, kind, method, host, port, path, resolved_addr, decision, rule, "
-      "reason, status, bytes_up, bytes_down, duration_ms, error, count FROM requests" +
-          where.sql + " ORDER BY ts DESC, id DESC LIMIT ?",
-      where, {detail::sql_limit(filter.limit)}, [&rows](const Statement& s) {
+      "reason, status, bytes_up, bytes_down, duration_ms, error, count FROM requests",
+      where, " ORDER BY ts DESC, id DESC", filter.limit, [&rows](const Statement& s) {
         AuditRecord r;
         r.id = s.column_int(0);
         r.ts = detail::stored_time(s.column_text(1));
@@ -64,9 +63,8 @@ std::vector<SummaryRow> summarize(const std::filesystem::path& db, const Filter&
   // The busiest agent/host pairs first; the limit keeps the top ones.
   detail::Reader(db).each(
       "SELECT agent, host, SUM((decision = 'allow') * count), SUM((decision = 'deny') * count), "
-      "SUM((decision = 'report') * count), SUM(bytes_up), SUM(bytes_down) FROM requests" +
-          where.sql + " GROUP BY agent, host ORDER BY SUM(count) DESC, agent, host LIMIT ?",
-      where, {detail::sql_limit(filter.limit)}, [&rows](const Statement& s) {
+      "SUM((decision = 'report') * count), SUM(bytes_up), SUM(bytes_down) FROM requests",
+      where, " GROUP BY agent, host ORDER BY SUM(count) DESC, agent, host", filter.limit, [&rows](const Statement& s) {
         SummaryRow r;
         r.agent = s.column_text(0);
         r.host = s.column_text(1);

@@ -21,9 +21,6 @@ Where where_clause(const Filter& f) {
   return w;
 }
 
-// SQLite reads a negative LIMIT as "no limit".
-std::int64_t sql_limit(std::size_t limit) { return limit == 0 ? -1 : static_cast<std::int64_t>(limit); }
-
 Reader::Reader(const std::filesystem::path& db) : path_(db), db_(open_for_reading(db)) {}
 
 std::runtime_error Reader::read_error(const std::exception& e) const {

@@ -22,22 +22,20 @@ struct Where {
 
 Where where_clause(const Filter& filter);
 
-// The `limit` of a Filter for a trailing "LIMIT ?": 0 means none.
-std::int64_t sql_limit(std::size_t limit);
-
 class Reader {
  public:
   explicit Reader(const std::filesystem::path& db);
 
-  // Runs `sql` with the WHERE parameters bound from ?1 on, then `extra` after them, and
-  // calls `row` with the statement on each result row.
+  // Runs `select` + the WHERE clause + `rest` + " LIMIT ?" (`limit` 0: none) with the
+  // WHERE parameters bound, and calls `row` with the statement on each result row.
   template <class Row>
-  void each(const std::string& sql, const Where& where, const std::vector<std::int64_t>& extra, Row&& row) {
+  void each(std::string_view select, const Where& where, std::string_view rest, std::size_t limit, Row&& row) {
     try {
-      Statement s(db_.get(), sql);
+      Statement s(db_.get(), std::string(select) + where.sql + std::string(rest) + " LIMIT ?");
       int i = 1;
       for (const auto& p : where.params) s.bind(i++, p);
-      for (const auto n : extra) s.bind(i++, n);
+      // SQLite reads a negative LIMIT as "no limit".
+      s.bind(i, limit == 0 ? std::int64_t{-1} : static_cast<std::int64_t>(limit));
       while (s.step()) row(static_cast<const Statement&>(s));
     } catch (const SqliteError& e) {
       throw read_error(e);

@@ -33,10 +33,11 @@ class AuditAggregates : public ::testing::Test {
     Writer writer(o);
     add(writer, request("builder", "api.example.com", "allow", kT0), 100, 1000);
     add(writer, request("builder", "api.example.com", "allow", kT0 + 1min), 50, 500);
-    add(writer, denial("builder", "x.evil.example", "x.evil.example matches deny[0] *.evil.example", "deny[0] *.evil.example",
-                       kT0 + 2min));
+    // The later denial is written first: its rule must still be the one reported.
     add(writer, denial("builder", "x.evil.example", "x.evil.example matches deny[0] *.evil.example", "deny[3] *.evil.example",
                        kT0 + 4min));
+    add(writer, denial("builder", "x.evil.example", "x.evil.example matches deny[0] *.evil.example", "deny[0] *.evil.example",
+                       kT0 + 2min));
     add(writer, request("builder", "files.example.com", "report", kT0 + 61min), 7, 70);
     add(writer, denial("tester", "x.evil.example", "x.evil.example is not in allow", "", kT0 + 3min));
     add(writer, denial("tester", "y.evil.example", "y.evil.example matches deny[0] *.evil.example", "deny[0] *.evil.example",
