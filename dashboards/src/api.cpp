@@ -1,106 +1,97 @@
+// The admin JSON API: query parameters become an audit::Filter, the audit module's values
+// become JSON. The SQL, the column list and the NULL convention live in the audit module.
 #include "netbox/dashboards/api.hpp"
 
 #include "netbox/audit/query.hpp"
-#include "netbox/audit/schema.hpp"
 
 #include <nlohmann/json.hpp>
-#include <sqlite3.h>
 
 #include <algorithm>
 #include <cctype>
-#include <memory>
-#include <vector>
+#include <optional>
 
 namespace netbox::dashboards {
 namespace {
 
 using json = nlohmann::json;
 
-struct DbCloser {
-  void operator()(sqlite3* db) const { sqlite3_close(db); }
-};
-using Db = std::unique_ptr<sqlite3, DbCloser>;
-struct StmtFinalizer {
-  void operator()(sqlite3_stmt* s) const { sqlite3_finalize(s); }
-};
-using Stmt = std::unique_ptr<sqlite3_stmt, StmtFinalizer>;
+// Rows in one /api/requests answer at most, whatever `limit` asks: the answer is built in
+// memory by the proxy's process.
+constexpr std::size_t kMaxRows = 1000;
+constexpr std::size_t kDefaultRows = 100;
+constexpr std::size_t kTopDeniedHosts = 10;
 
-// A WHERE clause built from the query parameters, with its bound values.
-struct Where {
-  std::string sql;
-  std::vector<std::string> args;
-  void add(const std::string& clause, std::string arg) {
-    sql += sql.empty() ? " WHERE " : " AND ";
-    sql += clause;
-    args.push_back(std::move(arg));
-  }
-};
-
-Where where_from(const QueryParams& q, bool with_decision = true) {
-  Where w;
-  if (auto it = q.find("agent"); it != q.end() && !it->second.empty()) w.add("agent = ?", it->second);
-  if (with_decision) {
-    if (auto it = q.find("decision"); it != q.end() && !it->second.empty()) {
-      if (it->second != "allow" && it->second != "deny" && it->second != "report")
-        throw BadParameter("decision must be allow, deny or report, not '" + it->second + "'");
-      w.add("decision = ?", it->second);
-    }
-  }
-  if (auto it = q.find("host"); it != q.end() && !it->second.empty()) w.add("host GLOB ?", it->second);
-  if (auto it = q.find("since"); it != q.end() && !it->second.empty()) {
-    try {
-      w.add("ts >= ?", audit::format_timestamp(audit::parse_since(it->second)));
-    } catch (const std::invalid_argument& e) {
-      throw BadParameter(std::string("since: ") + e.what());
-    }
-  }
-  return w;
+std::optional<std::string> param(const QueryParams& q, const char* name) {
+  auto it = q.find(name);
+  if (it == q.end() || it->second.empty()) return std::nullopt;
+  return it->second;
 }
 
-Db open(const std::filesystem::path& path) { return Db(audit::open_for_reading(path)); }
-
-Stmt prepare(sqlite3* db, const std::string& sql, const std::vector<std::string>& args) {
-  sqlite3_stmt* raw = nullptr;
-  if (sqlite3_prepare_v2(db, sql.c_str(), -1, &raw, nullptr) != SQLITE_OK)
-    throw std::runtime_error(std::string("audit query failed: ") + sqlite3_errmsg(db));
-  Stmt s(raw);
-  for (std::size_t i = 0; i < args.size(); ++i)
-    sqlite3_bind_text(raw, static_cast<int>(i + 1), args[i].c_str(), -1, SQLITE_TRANSIENT);
-  return s;
-}
-
-json column(sqlite3_stmt* s, int i) {
-  switch (sqlite3_column_type(s, i)) {
-    case SQLITE_INTEGER: return sqlite3_column_int64(s, i);
-    case SQLITE_FLOAT: return sqlite3_column_double(s, i);
-    case SQLITE_NULL: return nullptr;
-    default: return std::string(reinterpret_cast<const char*>(sqlite3_column_text(s, i)));
+// A parser's std::invalid_argument becomes a 400 naming the parameter.
+template <class Parse>
+auto checked(const char* name, Parse&& parse) {
+  try {
+    return parse();
+  } catch (const std::invalid_argument& e) {
+    throw BadParameter(std::string(name) + ": " + e.what());
   }
 }
 
-// Every row of a statement as JSON objects keyed by column name.
-json rows(sqlite3* db, sqlite3_stmt* s) {
-  json out = json::array();
-  int rc;
-  while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-    json row = json::object();
-    for (int i = 0; i < sqlite3_column_count(s); ++i) row[sqlite3_column_name(s, i)] = column(s, i);
-    out.push_back(std::move(row));
+// agent, decision, host (a glob) and since; every aggregate reads all matching rows.
+audit::Filter filter_from(const QueryParams& q) {
+  audit::Filter f;
+  f.agent = param(q, "agent");
+  f.host_glob = param(q, "host");
+  if (auto d = param(q, "decision")) f.decision = checked("decision", [&] { return audit::parse_decision(*d); });
+  if (auto s = param(q, "since")) f.since = checked("since", [&] { return audit::parse_since(*s); });
+  f.limit = 0;
+  return f;
+}
+
+// `limit`: a whole number; 0 (as for `netbox audit --limit 0`) asks for every row, which
+// this API answers with its most, kMaxRows, as it answers any larger number.
+std::size_t limit_from(const QueryParams& q) {
+  auto text = param(q, "limit");
+  if (!text) return kDefaultRows;
+  std::size_t n = 0;
+  for (char c : *text) {
+    if (c < '0' || c > '9') throw BadParameter("limit: '" + *text + "' is not a whole number");
+    n = std::min<std::size_t>(n * 10 + static_cast<std::size_t>(c - '0'), kMaxRows + 1);
   }
-  if (rc != SQLITE_DONE) throw std::runtime_error(std::string("audit query failed: ") + sqlite3_errmsg(db));
+  return n == 0 ? kMaxRows : std::min(n, kMaxRows);
+}
+
+// NULL in the store is an empty string in audit's values and null here, as in
+// `netbox audit --format json`.
+json text_or_null(const std::string& text) { return text.empty() ? json(nullptr) : json(text); }
+
+// allow, deny and report always (0 when none), and any other decision the store holds.
+json decisions_json(const audit::DecisionCounts& counts) {
+  json out = {{"allow", 0}, {"deny", 0}, {"report", 0}};
+  for (const auto& c : counts) out[c.decision] = c.requests;
   return out;
 }
 
-std::size_t limit_from(const QueryParams& q, std::size_t fallback) {
-  auto it = q.find("limit");
-  if (it == q.end() || it->second.empty()) return fallback;
-  std::size_t n = 0;
-  for (char c : it->second) {
-    if (c < '0' || c > '9' || n > 1000000) throw BadParameter("limit must be a positive whole number, not '" + it->second + "'");
-    n = n * 10 + static_cast<std::size_t>(c - '0');
-  }
-  if (n == 0) throw BadParameter("limit must be a positive whole number, not '" + it->second + "'");
-  return std::min<std::size_t>(n, 1000);
+json denied_json(const audit::DeniedHost& h) {
+  json reasons = json::array();
+  for (const auto& r : h.reasons)
+    reasons.push_back({{"reason", text_or_null(r.reason)},
+                       {"rule", text_or_null(r.rule)},
+                       {"count", r.requests},
+                       {"last_seen", audit::format_timestamp(r.last_seen)}});
+  return {{"host", h.host}, {"count", h.requests}, {"reasons", std::move(reasons)}};
+}
+
+json agent_json(const audit::AgentActivity& a) {
+  return {{"agent", a.agent},
+          {"requests", a.requests},
+          {"allowed", audit::count_of(a.decisions, "allow")},
+          {"denied", audit::count_of(a.decisions, "deny")},
+          {"reported", audit::count_of(a.decisions, "report")},
+          {"decisions", decisions_json(a.decisions)},
+          {"bytes_up", a.bytes_up},
+          {"bytes_down", a.bytes_down},
+          {"last_seen", audit::format_timestamp(a.last_seen)}};
 }
 
 }  // namespace
@@ -129,37 +120,19 @@ QueryParams parse_query(std::string_view query) {
   return out;
 }
 
-std::string api_summary(const std::filesystem::path& path, const QueryParams& q, const LiveStats& live) {
-  auto db = open(path);
-  Where w = where_from(q);
-  json totals = {{"allow", 0}, {"deny", 0}, {"report", 0}, {"bytes_up", 0}, {"bytes_down", 0}};
-  {
-    auto s = prepare(db.get(),
-                     "SELECT decision, SUM(count), COALESCE(SUM(bytes_up),0), COALESCE(SUM(bytes_down),0) FROM requests" +
-                         w.sql + " GROUP BY decision",
-                     w.args);
-    std::int64_t up = 0, down = 0;
-    while (sqlite3_step(s.get()) == SQLITE_ROW) {
-      std::string d = reinterpret_cast<const char*>(sqlite3_column_text(s.get(), 0));
-      if (totals.contains(d)) totals[d] = sqlite3_column_int64(s.get(), 1);
-      up += sqlite3_column_int64(s.get(), 2);
-      down += sqlite3_column_int64(s.get(), 3);
-    }
-    totals["bytes_up"] = up;
-    totals["bytes_down"] = down;
-  }
-  // Top denied hosts in the window, each with the reason of its latest denial.
-  Where wd = where_from(q, false);
-  wd.add("decision = ?", "deny");
-  auto s = prepare(db.get(),
-                   "SELECT host, SUM(count) AS count, "
-                   "(SELECT reason FROM requests r2 WHERE r2.host = r.host AND r2.decision = 'deny' ORDER BY id DESC LIMIT 1) AS reason, "
-                   "(SELECT rule FROM requests r2 WHERE r2.host = r.host AND r2.decision = 'deny' ORDER BY id DESC LIMIT 1) AS rule "
-                   "FROM requests r" + wd.sql + " GROUP BY host ORDER BY count DESC, host LIMIT 10",
-                   wd.args);
+std::string api_summary(const std::filesystem::path& db, const QueryParams& q, const LiveStats& live) {
+  const auto filter = filter_from(q);
+  const auto t = audit::totals(db, filter);
+  json totals = decisions_json(t.decisions);
+  totals["bytes_up"] = t.bytes_up;
+  totals["bytes_down"] = t.bytes_down;
+  auto denied_filter = filter;
+  denied_filter.limit = kTopDeniedHosts;
+  json top_denied = json::array();
+  for (const auto& h : audit::top_denied(db, denied_filter)) top_denied.push_back(denied_json(h));
   json out = {
-      {"totals", totals},
-      {"top_denied", rows(db.get(), s.get())},
+      {"totals", std::move(totals)},
+      {"top_denied", std::move(top_denied)},
       {"live",
        {{"requests", {{"allow", live.allow}, {"deny", live.deny}, {"report", live.report}}},
         {"active_connections", live.active_connections},
@@ -170,28 +143,16 @@ std::string api_summary(const std::filesystem::path& path, const QueryParams& q,
   return out.dump();
 }
 
-std::string api_agents(const std::filesystem::path& path, const QueryParams& q) {
-  auto db = open(path);
-  Where w = where_from(q);
-  auto s = prepare(db.get(),
-                   "SELECT agent, SUM(count) AS requests, "
-                   "SUM((decision = 'allow') * count) AS allowed, SUM((decision = 'deny') * count) AS denied, "
-                   "SUM((decision = 'report') * count) AS reported, COALESCE(SUM(bytes_up),0) AS bytes_up, "
-                   "COALESCE(SUM(bytes_down),0) AS bytes_down, MAX(ts) AS last_seen FROM requests" +
-                       w.sql + " GROUP BY agent ORDER BY last_seen DESC",
-                   w.args);
-  return rows(db.get(), s.get()).dump();
+std::string api_agents(const std::filesystem::path& db, const QueryParams& q) {
+  json out = json::array();
+  for (const auto& a : audit::agent_activity(db, filter_from(q))) out.push_back(agent_json(a));
+  return out.dump();
 }
 
-std::string api_requests(const std::filesystem::path& path, const QueryParams& q) {
-  auto db = open(path);
-  Where w = where_from(q);
-  auto s = prepare(db.get(),
-                   "SELECT id, ts, agent, client_addr, kind, method, host, port, path, resolved_addr, decision, rule, "
-                   "reason, status, bytes_up, bytes_down, duration_ms, error, count FROM requests" +
-                       w.sql + " ORDER BY id DESC LIMIT " + std::to_string(limit_from(q, 100)),
-                   w.args);
-  return rows(db.get(), s.get()).dump();
+std::string api_requests(const std::filesystem::path& db, const QueryParams& q) {
+  auto filter = filter_from(q);
+  filter.limit = limit_from(q);
+  return audit::format_requests(audit::query_requests(db, filter), "json");
 }
 
 }  // namespace netbox::dashboards

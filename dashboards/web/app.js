@@ -43,6 +43,13 @@ function cell(text, cls) {
   return td;
 }
 
+// A denied host's reasons, most frequent first; each with its count when there are several.
+// A denial stored without a reason comes as null.
+function reasons(host) {
+  const several = host.reasons.length > 1;
+  return host.reasons.map((r) => `${r.reason ?? "no reason recorded"}${several ? ` (${r.count})` : ""}`).join("; ");
+}
+
 function fill(tableId, rows, render, emptyText) {
   const body = $(tableId).querySelector("tbody");
   body.replaceChildren();
@@ -118,7 +125,7 @@ async function poll() {
     $("t-active").textContent = summary.live.active_connections;
     $("t-bytes").textContent = `${fmtBytes(t.bytes_up)} / ${fmtBytes(t.bytes_down)}`;
     pushRates(summary.live);
-    fill("denied-hosts", summary.top_denied, (r) => [cell(r.host), cell(r.count, "num"), cell(r.reason)],
+    fill("denied-hosts", summary.top_denied, (r) => [cell(r.host), cell(r.count, "num"), cell(reasons(r))],
          "no denials in this window");
     refreshAgentOptions(agents);
     fill("agents", agents, (a) => [cell(a.agent), cell(a.requests, "num"), cell(a.denied, "num"),

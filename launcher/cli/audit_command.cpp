@@ -50,9 +50,11 @@ audit::Filter to_filter(const AuditArgs& a) {
   audit::Filter f;
   if (!a.agent.empty()) f.agent = a.agent;
   if (!a.decision.empty()) {
-    if (a.decision != "allow" && a.decision != "deny" && a.decision != "report")
-      throw UsageError("--decision '" + a.decision + "' is not one of allow, deny, report");
-    f.decision = a.decision;
+    try {
+      f.decision = audit::parse_decision(a.decision);
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(std::string("--decision ") + e.what());
+    }
   }
   if (!a.host.empty()) f.host_glob = a.host;
   if (!a.since.empty()) {

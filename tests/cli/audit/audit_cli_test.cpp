@@ -1,6 +1,7 @@
 // `netbox audit` as a user runs it: against a database a real writer filled.
 #include "netbox/audit/writer.hpp"
 #include "support/process.hpp"
+#include "support/sample_records.hpp"
 #include "support/sqlite_query.hpp"
 #include "support/terminal_text.hpp"
 #include "support/temp_dir.hpp"
@@ -21,18 +22,11 @@ using namespace std::chrono_literals;
 using test::run;
 using test::run_netbox;
 
+// The shared sample row without a rule or resolved address, so those are NULL in the store.
 AuditRecord row(std::string agent, std::string host, std::string decision, Clock::time_point ts) {
-  AuditRecord r;
-  r.ts = ts;
-  r.agent = std::move(agent);
-  r.client_addr = "10.213.0.2:40000";
-  r.kind = "http";
-  r.method = "GET";
-  r.host = std::move(host);
-  r.port = 80;
-  r.path = "/v1/items";
-  r.decision = std::move(decision);
-  r.reason = r.host + (r.decision == "deny" ? " matches deny[0] *.evil.example" : " matches allow[0]");
+  AuditRecord r = testing::request(std::move(agent), std::move(host), std::move(decision), ts);
+  r.rule.clear();
+  r.resolved_addr.clear();
   return r;
 }
 
@@ -108,7 +102,7 @@ TEST_F(AuditCli, JsonHasEveryColumn) {
   EXPECT_EQ(j[0]["decision"], "report");
   EXPECT_EQ(j[0]["status"], 200);
   EXPECT_EQ(j[0]["bytes_down"], 2);
-  EXPECT_EQ(j[0]["client_addr"], "10.213.0.2:40000");
+  EXPECT_EQ(j[0]["client_addr"], "10.213.0.2:41234");
   EXPECT_EQ(j[0]["count"], 1);
   EXPECT_EQ(j[0].size(), 19u);
 }
@@ -231,6 +225,23 @@ TEST(AuditCliErrors, FileThatIsNotADatabaseExitsTwoNamingIt) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find(bogus.string()), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("not an SQLite database"), std::string::npos) << r.err;
+}
+
+// Filter values are bound, never spliced into the SQL: text written to widen the WHERE
+// clause matches nothing, with `audit` and with `summary`.
+TEST_F(AuditCli, HostileFilterValuesMatchNothing) {
+  for (const std::string value : {"x' OR '1'='1", "' OR 1=1 --", "builder' --", "\") OR 1=1; DROP TABLE requests; --"}) {
+    for (const char* flag : {"--agent", "--host"}) {
+      EXPECT_TRUE(hosts_json({flag, value}).empty()) << flag << " " << value;
+      const auto summary = audit({"summary", flag, value, "--format", "json"});
+      EXPECT_EQ(summary.exit_code, 0) << summary.err;
+      EXPECT_EQ(summary.out, "[]\n") << flag << " " << value;
+    }
+    const auto r = audit({"--decision", value});
+    EXPECT_EQ(r.exit_code, 2) << value;
+    EXPECT_NE(r.err.find("--decision"), std::string::npos) << r.err;
+  }
+  EXPECT_EQ(hosts_json({}).size(), 5u) << "the store is untouched";
 }
 
 TEST_F(AuditCli, BadFlagValuesExitTwoNamingFlagAndValue) {

@@ -4,7 +4,7 @@
 #include "support/process.hpp"
 #include "support/sqlite_query.hpp"
 #include "support/temp_dir.hpp"
-#include "unit/audit/sample_records.hpp"
+#include "support/sample_records.hpp"
 
 #include <gtest/gtest.h>
 

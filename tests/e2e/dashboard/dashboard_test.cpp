@@ -80,6 +80,10 @@ TEST(DashboardPage, ShowsLiveTrafficInChartAndTablesWithoutOutsideRequests) {
   const auto denied_hosts = joined(page["denied_hosts"]);
   EXPECT_NE(denied_hosts.find("exfil.netbox.test"), std::string::npos) << denied_hosts;
   EXPECT_NE(denied_hosts.find("169.254.169.254"), std::string::npos) << denied_hosts;
+  // Each denied host with the reasons it was denied for (the API's "reasons" list).
+  EXPECT_NE(denied_hosts.find("exfil.netbox.test is not in allow"), std::string::npos) << denied_hosts;
+  EXPECT_EQ(denied_hosts.find("undefined"), std::string::npos) << denied_hosts;
+  EXPECT_EQ(denied_hosts.find("null"), std::string::npos) << denied_hosts;
   EXPECT_NE(joined(page["agents"]).find("anonymous"), std::string::npos) << page["agents"].dump();
   EXPECT_NE(joined(page["denials"]).find("not in allow"), std::string::npos) << page["denials"].dump();
   EXPECT_NE(joined(page["requests_table"]).find("app.netbox.test"), std::string::npos);

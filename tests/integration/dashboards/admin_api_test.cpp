@@ -1,6 +1,8 @@
 // The admin endpoint over a real audit database and real HTTP on loopback.
+#include "netbox/audit/query.hpp"
 #include "netbox/audit/writer.hpp"
 #include "netbox/dashboards/admin_server.hpp"
+#include "support/sample_records.hpp"
 #include "support/temp_dir.hpp"
 
 #include <boost/asio/connect.hpp>
@@ -34,16 +36,7 @@ http::response<http::string_body> get(const tcp::endpoint& ep, const std::string
 }
 
 audit::AuditRecord row(std::string agent, std::string host, std::string decision, std::string reason = {}) {
-  audit::AuditRecord r;
-  r.ts = audit::Clock::now();
-  r.agent = std::move(agent);
-  r.client_addr = "10.213.0.2:40000";
-  r.kind = "http";
-  r.method = "GET";
-  r.host = std::move(host);
-  r.port = 80;
-  r.path = "/";
-  r.decision = std::move(decision);
+  auto r = audit::testing::request(std::move(agent), std::move(host), std::move(decision));
   r.reason = std::move(reason);
   r.rule = r.decision == "deny" ? "deny[0] *.evil.test" : "allow[0] api.test";
   r.status = r.decision == "deny" ? 403 : 200;
@@ -102,7 +95,10 @@ TEST_F(AdminApi, SummaryCountsDecisionsBytesAndTopDeniedHostsWithReasons) {
   ASSERT_GE(j["top_denied"].size(), 2u);
   EXPECT_EQ(j["top_denied"][0]["host"], "x.evil.test");
   EXPECT_EQ(j["top_denied"][0]["count"], 2);
-  EXPECT_EQ(j["top_denied"][0]["reason"], "x.evil.test matches deny[0] *.evil.test");
+  ASSERT_EQ(j["top_denied"][0]["reasons"].size(), 1u);
+  EXPECT_EQ(j["top_denied"][0]["reasons"][0]["reason"], "x.evil.test matches deny[0] *.evil.test");
+  EXPECT_EQ(j["top_denied"][0]["reasons"][0]["rule"], "deny[0] *.evil.test");
+  EXPECT_EQ(j["top_denied"][0]["reasons"][0]["count"], 2);
   EXPECT_EQ(j["live"]["requests"]["allow"], 7);
   EXPECT_EQ(j["live"]["active_connections"], 2);
 }
@@ -158,6 +154,102 @@ TEST_F(AdminApi, BadParametersAreRefusedWithTheirName) {
   EXPECT_NE(res.body().find("since"), std::string::npos) << res.body();
   res = get(ep, "/api/requests?limit=-3");
   EXPECT_EQ(res.result_int(), 400);
+}
+
+// A column with nothing in it is null in every answer, never "": a row with no client
+// address, method, path, rule, reason, status or error, and a denial without a reason.
+TEST_F(AdminApi, NullColumnsAreNullInEveryAnswer) {
+  auto bare = row("bare", "bare.evil.test", "deny");
+  bare.client_addr.clear();
+  bare.method.clear();
+  bare.path.clear();
+  bare.resolved_addr.clear();
+  bare.rule.clear();
+  bare.status.reset();
+  writer->insert_complete(bare);
+  writer->flush();
+  start();
+  auto res = get(ep, "/api/requests?agent=bare");
+  ASSERT_EQ(res.result_int(), 200) << res.body();
+  auto rows = json::parse(res.body());
+  ASSERT_EQ(rows.size(), 1u);
+  for (const char* column : {"client_addr", "method", "path", "resolved_addr", "rule", "reason", "status", "error"})
+    EXPECT_TRUE(rows[0][column].is_null()) << column << ": " << rows[0][column].dump();
+  EXPECT_EQ(rows[0]["host"], "bare.evil.test");
+  auto summary = json::parse(get(ep, "/api/summary?agent=bare").body());
+  ASSERT_EQ(summary["top_denied"].size(), 1u);
+  ASSERT_EQ(summary["top_denied"][0]["reasons"].size(), 1u);
+  EXPECT_TRUE(summary["top_denied"][0]["reasons"][0]["reason"].is_null()) << summary.dump();
+  EXPECT_TRUE(summary["top_denied"][0]["reasons"][0]["rule"].is_null()) << summary.dump();
+  // The same rows as `netbox audit --format json` prints them: one mapping, one convention.
+  audit::Filter all;
+  all.limit = 0;
+  EXPECT_EQ(json::parse(get(ep, "/api/requests?limit=0").body()),
+            json::parse(audit::format_requests(audit::query_requests(db, all), "json")));
+}
+
+// limit: 100 by default, 1000 at most; 0 asks for every row, as `netbox audit --limit 0`
+// does, and gets the most this API answers.
+TEST_F(AdminApi, LimitIsBoundedAndZeroMeansAsManyAsAllowed) {
+  for (int i = 0; i < 1100; ++i) writer->insert(row("bulk", "api.test", "allow"));
+  writer->flush();
+  start();
+  auto count = [&](const std::string& query) {
+    auto res = get(ep, "/api/requests?agent=bulk" + query);
+    EXPECT_EQ(res.result_int(), 200) << query << ": " << res.body();
+    return json::parse(res.body()).size();
+  };
+  EXPECT_EQ(count(""), 100u);
+  EXPECT_EQ(count("&limit="), 100u);
+  EXPECT_EQ(count("&limit=1"), 1u);
+  EXPECT_EQ(count("&limit=1000"), 1000u);
+  EXPECT_EQ(count("&limit=0"), 1000u);
+  EXPECT_EQ(count("&limit=1001"), 1000u);
+  EXPECT_EQ(count("&limit=99999999999999999999999"), 1000u);
+  for (const char* bad : {"-3", "1e3", "ten", "%2010", "0x10"}) {
+    auto res = get(ep, std::string("/api/requests?limit=") + bad);
+    EXPECT_EQ(res.result_int(), 400) << bad << ": " << res.body();
+    EXPECT_NE(res.body().find("limit"), std::string::npos) << res.body();
+  }
+}
+
+// Parameters written to break out of the SQL are values like any other: they match
+// nothing, and a decision that is not one is refused by name.
+TEST_F(AdminApi, HostileParametersMatchNothing) {
+  start();
+  for (const std::string value : {"x%27%20OR%20%271%27%3D%271", "%27%20OR%201%3D1%20--", "coder%27%20--",
+                                  "%22)%20OR%201%3D1%3B%20DROP%20TABLE%20requests%3B%20--", "coder%00%27%20OR%201"}) {
+    for (const std::string param : {"agent=", "host="}) {
+      auto res = get(ep, "/api/requests?" + param + value);
+      ASSERT_EQ(res.result_int(), 200) << param << value << ": " << res.body();
+      EXPECT_TRUE(json::parse(res.body()).empty()) << param << value << ": " << res.body();
+      auto summary = json::parse(get(ep, "/api/summary?" + param + value).body());
+      EXPECT_EQ(summary["totals"]["allow"], 0) << param << value;
+      EXPECT_EQ(summary["totals"]["deny"], 0) << param << value;
+      EXPECT_TRUE(summary["top_denied"].empty()) << param << value;
+      EXPECT_TRUE(json::parse(get(ep, "/api/agents?" + param + value).body()).empty()) << param << value;
+    }
+    auto res = get(ep, "/api/requests?decision=" + value);
+    EXPECT_EQ(res.result_int(), 400) << value << ": " << res.body();
+    EXPECT_NE(res.body().find("decision"), std::string::npos) << res.body();
+  }
+  EXPECT_EQ(json::parse(get(ep, "/api/requests").body()).size(), 5u) << "the store is untouched";
+}
+
+TEST_F(AdminApi, AnEmptyStoreAnswersZerosAndEmptyLists) {
+  auto empty_db = dir.path() / "empty.db";
+  {
+    audit::WriterOptions wo;
+    wo.db_path = empty_db;
+    audit::Writer empty(wo);
+  }
+  db = empty_db;
+  start();
+  auto summary = json::parse(get(ep, "/api/summary").body());
+  EXPECT_EQ(summary["totals"], json::parse(R"({"allow":0,"deny":0,"report":0,"bytes_up":0,"bytes_down":0})"));
+  EXPECT_TRUE(summary["top_denied"].empty());
+  EXPECT_EQ(get(ep, "/api/agents").body(), "[]");
+  EXPECT_TRUE(json::parse(get(ep, "/api/requests").body()).empty());
 }
 
 TEST_F(AdminApi, HealthReadinessMetricsAndThePage) {

@@ -1,7 +1,7 @@
 // A full queue is back pressure: has_room() turns false, when_room() is called once the
 // writer has committed, and cancel_room_waiters() drops the waiting callbacks uncalled.
 #include "netbox/audit/writer.hpp"
-#include "sample_records.hpp"
+#include "support/sample_records.hpp"
 #include "support/temp_dir.hpp"
 
 #include <gtest/gtest.h>

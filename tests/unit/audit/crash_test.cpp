@@ -1,7 +1,7 @@
 // The documented durability bound: kill -9 loses only what was still queued; everything
 // committed survives and the file stays a healthy database the next writer continues.
 #include "netbox/audit/writer.hpp"
-#include "sample_records.hpp"
+#include "support/sample_records.hpp"
 #include "sqlite_probe.hpp"
 #include "support/temp_dir.hpp"
 

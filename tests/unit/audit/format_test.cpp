@@ -1,6 +1,6 @@
 // What `netbox audit` prints: a table for people, JSON and CSV for tools.
 #include "netbox/audit/query.hpp"
-#include "sample_records.hpp"
+#include "support/sample_records.hpp"
 
 #include <nlohmann/json.hpp>
 

@@ -4,7 +4,7 @@
 // naming the flag, the path and why.
 #include "netbox/audit/location.hpp"
 #include "netbox/audit/writer.hpp"
-#include "sample_records.hpp"
+#include "support/sample_records.hpp"
 #include "support/temp_dir.hpp"
 
 #include <sys/stat.h>

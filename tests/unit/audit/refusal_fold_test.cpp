@@ -2,7 +2,7 @@
 // SUM(count) over the rows is the number of requests, in the views and `netbox audit` too.
 #include "netbox/audit/query.hpp"
 #include "netbox/audit/writer.hpp"
-#include "sample_records.hpp"
+#include "support/sample_records.hpp"
 #include "sqlite_probe.hpp"
 #include "support/temp_dir.hpp"
 

@@ -2,7 +2,7 @@
 // sending 7 KB paths must not grow the database by 7 KB a request.
 #include "netbox/audit/stored_text.hpp"
 #include "netbox/audit/writer.hpp"
-#include "sample_records.hpp"
+#include "support/sample_records.hpp"
 #include "sqlite_probe.hpp"
 #include "support/temp_dir.hpp"
 

@@ -3,7 +3,7 @@
 // Nothing it accepted is dropped, and nothing is dropped silently.
 #include "netbox/audit/stored_text.hpp"
 #include "netbox/audit/writer.hpp"
-#include "sample_records.hpp"
+#include "support/sample_records.hpp"
 #include "sqlite_probe.hpp"
 #include "support/temp_dir.hpp"
 

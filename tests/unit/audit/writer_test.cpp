@@ -1,7 +1,7 @@
 // The writer thread against a real SQLite file: batching, late completion, drain, callbacks.
 #include "netbox/audit/query.hpp"
 #include "netbox/audit/writer.hpp"
-#include "sample_records.hpp"
+#include "support/sample_records.hpp"
 #include "sqlite_probe.hpp"
 #include "support/temp_dir.hpp"
 

@@ -16,12 +16,15 @@ struct BadParameter : std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
 
-// /api/summary: totals by decision and bytes in the window, top denied hosts with
-// their latest reason, and the live counters.
+// The answers are JSON built from netbox::audit's readers (netbox/audit/query.hpp) over
+// one audit::Filter made of the parameters agent, decision, host (a glob) and since; a
+// NULL column is null. docs/audit.md ("The admin JSON API") has the shapes.
+// /api/summary: totals by decision and bytes, the most denied hosts with their reasons,
+// and the live counters.
 std::string api_summary(const std::filesystem::path& db, const QueryParams& q, const LiveStats& live);
-// /api/agents: one object per agent: requests, allowed, denied, reported, bytes, last_seen.
+// /api/agents: one object per agent, the most recently seen first.
 std::string api_agents(const std::filesystem::path& db, const QueryParams& q);
-// /api/requests: rows, newest first (limit 100 by default, 1000 at most).
+// /api/requests: rows, newest first; limit 100 by default, 1000 at most (0 asks for all: 1000).
 std::string api_requests(const std::filesystem::path& db, const QueryParams& q);
 
 // Splits "a=1&b=x%20y" into decoded pairs.

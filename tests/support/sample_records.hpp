@@ -1,5 +1,6 @@
 #pragma once
-// Plausible request rows for tests.
+// Plausible request rows for tests: the audit, dashboards and CLI tests build on these
+// and change only what they check.
 #include "netbox/audit/record.hpp"
 
 #include <string>
@@ -20,7 +21,7 @@ inline AuditRecord request(std::string agent, std::string host, std::string deci
   r.resolved_addr = "127.0.0.1";
   r.decision = std::move(decision);
   r.rule = r.decision == "deny" ? "deny[0] *.evil.example" : "allow[0] " + r.host;
-  r.reason = r.decision == "deny" ? r.host + " matches deny[0]" : r.host + " matches allow[0]";
+  r.reason = r.decision == "deny" ? r.host + " matches deny[0] *.evil.example" : r.host + " matches allow[0]";
   return r;
 }
 
