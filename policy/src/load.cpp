@@ -6,6 +6,7 @@
 #include "cidr_parse.hpp"
 #include "digest.hpp"
 #include "load_context.hpp"
+#include "load_inspection.hpp"
 #include "load_profile.hpp"
 #include "netbox/policy/host.hpp"
 
@@ -96,12 +97,18 @@ void read_agents(const detail::LoadContext& ctx, const nlohmann::json& j, const 
     for (const char* top_only : {"version", "resolve", "agents"})
       if (value.contains(top_only))
         ctx.fail(detail::child(p, top_only), std::string("'") + top_only + "' is only allowed at the top level", true);
-    ctx.check_keys(value, p, {"mode", "allow", "deny", "ports", "internal", "limits", "sandbox"});
+    ctx.check_keys(value, p,
+                   {"mode", "allow", "deny", "ports", "internal", "limits", "sandbox", "inspect", "rules", "credentials"});
     Profile profile = policy.base;
     detail::read_profile_keys(ctx, value, p, "agents." + name + ".", profile);
     profile.overrides.clear();
-    for (const char* key : {"mode", "allow", "deny", "ports", "internal", "limits", "sandbox"})
+    for (const char* key :
+         {"mode", "allow", "deny", "ports", "internal", "limits", "sandbox", "inspect", "rules", "credentials"})
       if (value.contains(key)) profile.overrides.emplace_back(key);
+    // Only where the agent changed what the check reads: the top level's own mistakes
+    // are reported once, at the top level.
+    if (value.contains("allow") || value.contains("inspect") || value.contains("rules") || value.contains("credentials"))
+      detail::check_inspection(ctx, profile, p);
     policy.agents.emplace(name, std::move(profile));
   });
 }
@@ -155,7 +162,7 @@ Policy parse_policy(std::string_view text, const std::string& source_name) {
   // file is reported at once; nothing of a file with any mistake is returned.
   ctx.check_keys(doc, "",
                  {"$schema", "version", "mode", "allow", "deny", "ports", "internal", "resolve", "limits", "sandbox",
-                  "agents"});
+                  "inspect", "rules", "credentials", "agents"});
 
   Policy policy;
   policy.source = source_name;
@@ -172,6 +179,7 @@ Policy parse_policy(std::string_view text, const std::string& source_name) {
   if (auto it = doc.find("$schema"); it != doc.end()) ctx.keep_going([&] { ctx.expect_string(*it, "/$schema"); });
 
   detail::read_profile_keys(ctx, doc, "", "", policy.base);
+  detail::check_inspection(ctx, policy.base, "");
   if (auto it = doc.find("resolve"); it != doc.end()) ctx.keep_going([&] { read_resolve(ctx, *it, "/resolve", policy); });
   if (auto it = doc.find("agents"); it != doc.end()) ctx.keep_going([&] { read_agents(ctx, *it, "/agents", policy); });
   if (!ctx.problems.empty()) {

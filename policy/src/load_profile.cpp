@@ -1,6 +1,7 @@
 #include "load_profile.hpp"
 
 #include "cidr_parse.hpp"
+#include "load_inspection.hpp"
 #include "load_sandbox.hpp"
 #include "rule_entry.hpp"
 
@@ -123,6 +124,15 @@ void read_profile_keys(const LoadContext& ctx, const nlohmann::json& object, con
     ctx.keep_going([&] { read_limits(ctx, *it, child(pointer, "limits"), profile.limits); });
   if (auto it = object.find("sandbox"); it != object.end())
     ctx.keep_going([&] { read_sandbox(ctx, *it, child(pointer, "sandbox"), profile.sandbox); });
+  if (auto it = object.find("inspect"); it != object.end())
+    ctx.keep_going([&] {
+      profile.inspect = read_rules(ctx, *it, child(pointer, "inspect"), list_prefix + "inspect", RuleList::allow);
+    });
+  if (auto it = object.find("rules"); it != object.end())
+    ctx.keep_going(
+        [&] { profile.rules = read_request_rules(ctx, *it, child(pointer, "rules"), list_prefix + "rules"); });
+  if (auto it = object.find("credentials"); it != object.end())
+    ctx.keep_going([&] { profile.credentials = read_credentials(ctx, *it, child(pointer, "credentials")); });
 }
 
 }  // namespace netbox::policy::detail

@@ -79,6 +79,20 @@ std::string summarize(const Policy& policy) {
     << " ms, dial budget " << l.effective_dial_budget().count() << " ms, idle timeout " << l.idle_timeout.count() << " ms, header timeout " << l.header_timeout.count()
     << " ms\n";
   o << "  sandbox:        " << sandbox_text(b.sandbox) << "\n";
+  // TLS inspection: shown only where used, so a policy without it reads as before.
+  if (!b.inspect.empty())
+    o << "  inspect:        " << b.inspect.size() << (b.inspect.size() == 1 ? " entry" : " entries") << ": "
+      << rule_list(b.inspect) << " (needs the netbox CA: netbox ca init)\n";
+  for (const RequestRule& r : b.rules)
+    o << "  " << (&r == &b.rules.front() ? "rules:          " : "                ") << (r.allow ? "allow " : "deny  ")
+      << r.cite() << "\n";
+  for (const Credential& c : b.credentials) {
+    std::string hosts;
+    for (const Rule& h : c.hosts) hosts += (hosts.empty() ? "" : ", ") + h.written;
+    o << "  " << (&c == &b.credentials.front() ? "credentials:    " : "                ") << c.name << ": " << c.header
+      << " on " << hosts << ", secret from "
+      << (c.secret_env.empty() ? c.secret_file : "$" + c.secret_env) << "\n";
+  }
   o << "  agents:         ";
   if (policy.agents.empty()) o << "(none)";
   first = true;

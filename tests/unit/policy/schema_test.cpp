@@ -31,14 +31,16 @@ std::set<std::string> keys(const json& properties) {
 TEST(Schema, TopLevelKeysAreTheLoadersKeys) {
   auto s = schema();
   EXPECT_EQ(keys(s["properties"]), (std::set<std::string>{"$schema", "version", "mode", "allow", "deny", "ports",
-                                                           "internal", "resolve", "limits", "sandbox", "agents"}));
+                                                           "internal", "resolve", "limits", "sandbox", "inspect",
+                                                           "rules", "credentials", "agents"}));
   EXPECT_EQ(s["additionalProperties"], false);
   // Every key the schema names is one the loader takes.
   for (const auto& k : keys(s["properties"])) {
     if (k == "version" || k == "$schema") continue;
     json doc = {{"version", 1}};
     doc[k] = s["$defs"].contains(k) && s["$defs"][k].contains("default") ? s["$defs"][k]["default"] : json::object();
-    if (k == "allow" || k == "deny" || k == "ports") doc[k] = json::array();
+    if (k == "allow" || k == "deny" || k == "ports" || k == "inspect" || k == "rules" || k == "credentials")
+      doc[k] = json::array();
     if (k == "mode") doc[k] = "enforce";
     EXPECT_NO_THROW(parse_policy(doc.dump(), "schema")) << k;
   }
@@ -47,10 +49,11 @@ TEST(Schema, TopLevelKeysAreTheLoadersKeys) {
 TEST(Schema, AgentKeysAndLimitKeysMatch) {
   auto s = schema();
   EXPECT_EQ(keys(s["properties"]["agents"]["additionalProperties"]["properties"]),
-            (std::set<std::string>{"mode", "allow", "deny", "ports", "internal", "limits", "sandbox"}));
+            (std::set<std::string>{"mode", "allow", "deny", "ports", "internal", "limits", "sandbox", "inspect", "rules",
+                                   "credentials"}));
   EXPECT_EQ(keys(s["$defs"]["limits"]["properties"]),
             (std::set<std::string>{"max_connections", "max_connections_per_agent", "max_connections_per_host",
-                                   "connect_timeout_ms", "idle_timeout_ms", "header_timeout_ms"}));
+                                   "connect_timeout_ms", "dial_budget_ms", "idle_timeout_ms", "header_timeout_ms"}));
 }
 
 TEST(Schema, DefaultsMatchTheDefaultPolicy) {
@@ -81,4 +84,18 @@ TEST(Schema, SandboxKeysMatch) {
                 {"pids", 64}, {"user", "nobody"}, {"allow_degraded", {"cgroup"}}}}};
   EXPECT_NO_THROW(parse_policy(doc.dump(), "schema"));
   for (const auto& k : keys(s["$defs"]["sandbox"]["properties"])) EXPECT_TRUE(doc["sandbox"].contains(k)) << k;
+}
+
+// The inspection keys the schema describes are the loader's, and an example of each loads.
+TEST(Schema, InspectionKeysMatch) {
+  auto s = schema();
+  EXPECT_EQ(keys(s["$defs"]["rules"]["items"]["properties"]), (std::set<std::string>{"host", "methods", "paths", "action"}));
+  EXPECT_EQ(keys(s["$defs"]["credentials"]["items"]["properties"]),
+            (std::set<std::string>{"name", "hosts", "header", "format", "secret_env", "secret_file"}));
+  json doc = json::parse(R"({"version": 1, "allow": ["api.github.com", "api.openai.com"],
+    "inspect": ["api.github.com", "api.openai.com"],
+    "rules": [{"host": "api.github.com", "methods": ["GET"], "paths": ["/repos/acme/*"], "action": "allow"}],
+    "credentials": [{"name": "openai", "hosts": ["api.openai.com"], "header": "Authorization",
+                     "format": "Bearer {secret}", "secret_file": "/etc/netbox/secrets/openai"}]})");
+  EXPECT_NO_THROW(parse_policy(doc.dump(), "schema"));
 }

@@ -26,6 +26,33 @@ struct Rule {
   std::string list;               // "allow" or "deny" (or "agents.NAME.allow" ...)
   std::size_t index = 0;          // position in that list
   std::string cite() const;       // e.g. "deny[0] *.evil.example"
+  // A host entry (exact or wildcard) covers this normalised name; networks never do.
+  bool covers_name(const std::string& name) const;
+};
+
+// One entry of `rules`: which requests to a host are allowed, by method and path,
+// evaluated in order after the host decision (first match wins). Applies to plain HTTP
+// and to inspected HTTPS, where the proxy sees each request.
+struct RequestRule {
+  Rule host;                          // exact or wildcard host, optionally with :port
+  std::vector<std::string> methods;   // upper-case; empty: any method
+  std::vector<std::string> paths;     // canonical path patterns (see request_path.hpp); empty: any
+  bool allow = false;                 // "action": "allow" or "deny"
+  std::string list;                   // "rules" or "agents.NAME.rules"
+  std::size_t index = 0;
+  std::string cite() const;           // e.g. "rules[2] api.github.com GET,HEAD /repos/acme/*"
+};
+
+// One entry of `credentials`: a secret the agent never holds. The launcher reads it on
+// the host and gives the agent a placeholder; the proxy puts the secret into inspected
+// requests to `hosts` (header `header`, value `format` with {secret} replaced).
+struct Credential {
+  std::string name;                   // [a-z0-9_-], unique; in the placeholder nbx-NAME-...
+  std::vector<Rule> hosts;            // each must be inspected
+  std::string header;                 // e.g. "Authorization"
+  std::string format;                 // holds "{secret}" exactly once, e.g. "Bearer {secret}"
+  std::string secret_env;             // exactly one of these two
+  std::string secret_file;
 };
 
 struct Limits {
@@ -73,8 +100,13 @@ struct Profile {
   // Not used by decisions: what `netbox launch --policy` applies to the agent's sandbox.
   // An agent's entry replaces the top level's key by key.
   SandboxSettings sandbox;
+  // TLS inspection (issue 16): hosts whose CONNECTs the proxy terminates, method/path
+  // rules, and credentials injected into inspected requests.
+  std::vector<Rule> inspect;
+  std::vector<RequestRule> rules;
+  std::vector<Credential> credentials;
   // For agents.NAME: the keys it names (in file order of the schema: mode, allow, deny,
-  // ports, internal, limits, sandbox); empty for the top level.
+  // ports, internal, limits, sandbox, inspect, rules, credentials); empty for the top level.
   std::vector<std::string> overrides;
 };
 
