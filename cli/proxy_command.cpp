@@ -1,6 +1,9 @@
 // `netbox proxy`: run the egress proxy in the foreground until SIGTERM/SIGINT.
-// SIGHUP, or a change of the policy file, reloads the policy.
+// SIGHUP, or a change of the policy file, reloads the policy. Every flag may also come
+// from the config file (/etc/netbox/proxy.json, or --config FILE); a flag given wins.
 #include "commands.hpp"
+#include "config_file.hpp"
+#include "flag_table.hpp"
 #include "service_notify.hpp"
 
 #include "netbox/audit/location.hpp"
@@ -29,7 +32,10 @@ namespace {
 
 namespace asio = boost::asio;
 
+constexpr const char* kDefaultConfig = "/etc/netbox/proxy.json";
+
 struct ProxyArgs {
+  std::string config = kDefaultConfig;
   std::string policy;
   std::vector<std::string> listen;
   std::string audit_db;  // empty: audit::default_db_path()
@@ -116,67 +122,80 @@ class PolicyWatcher {
   std::optional<FileStamp> seen_;
 };
 
-int run_proxy(const ProxyArgs& a) {
+// Turns the arguments into the proxy's options; UsageError names the flag, or the config
+// file and key, that gave a bad value.
+proxy::ProxyOptions to_options(const ProxyArgs& a, const FlagTable& flags) {
   proxy::ProxyOptions o;
+  if (a.policy.empty())
+    throw UsageError("--policy is required (or the key policy in " + a.config + ")");
+  o.policy_file = a.policy;
+  const auto listens = a.listen.empty() ? std::vector<std::string>{"127.0.0.1:3128"} : a.listen;
+  for (const auto& l : listens) {
+    auto [addr, port] = parse_addr_port(flags.source("--listen"), l);
+    o.listen.emplace_back(addr, port);
+  }
+  for (const auto& d : a.dns) {
+    auto [addr, port] = parse_addr_port(flags.source("--dns-server"), d);
+    o.dns_servers.emplace_back(addr, port);
+  }
+  if (a.audit_queue == 0) throw UsageError(flags.source("--audit-queue") + ": expected a positive number of rows");
+  if (!(a.audit_shutdown_wait >= 0))
+    throw UsageError(flags.source("--audit-shutdown-wait") + ": expected a non-negative number of seconds");
+  o.audit_queue = a.audit_queue;
+  o.audit_hold = a.audit_hold;
+  o.audit_shutdown_wait = std::chrono::milliseconds(static_cast<long long>(a.audit_shutdown_wait * 1000));
+  if (!a.audit_retention.empty()) {
+    try {
+      o.audit_retention = audit::parse_duration(a.audit_retention);
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(flags.source("--audit-retention") + " " + e.what());
+    }
+  }
+  o.threads = a.threads;
+  o.audit_sync = a.audit_sync;
+  if (!a.control.empty()) o.control_socket = a.control;
+  if (!a.subnets.empty()) o.launch_subnets.clear();
+  for (const auto& s : a.subnets) {
+    auto c = policy::Cidr::parse(s);
+    if (!c) throw UsageError(flags.source("--subnet") + " " + s + ": expected a network such as 10.213.0.0/16");
+    o.launch_subnets.push_back(*c);
+  }
+  o.max_client_connections = a.max_client_connections;
+  o.max_client_connections_per_agent = a.max_client_connections_per_agent;
+  o.log_format = a.log_format == "json" ? proxy::LogFormat::json : proxy::LogFormat::text;
+  o.metrics_agent_label = a.metrics_agent_label == "none"   ? proxy::MetricsAgentLabel::none
+                          : a.metrics_agent_label == "name" ? proxy::MetricsAgentLabel::name
+                                                            : proxy::MetricsAgentLabel::profile;
+  if (a.admin.empty() && !a.admin_token_file.empty())
+    throw UsageError(flags.source("--admin-token-file") + " needs --admin ADDR:PORT");
+  return o;
+}
+
+int run_proxy(const ProxyArgs& a, FlagTable& flags) {
+  proxy::ProxyOptions o;
+  std::optional<boost::asio::ip::tcp::endpoint> admin_ep;
+  bool config_read = false;
   try {
-    o.policy_file = a.policy;
-    const auto listens = a.listen.empty() ? std::vector<std::string>{"127.0.0.1:3128"} : a.listen;
-    for (const auto& l : listens) {
-      auto [addr, port] = parse_addr_port("--listen", l);
-      o.listen.emplace_back(addr, port);
+    config_read = apply_config_file(flags, a.config, flags.command().get_option("--config")->count() > 0);
+    o = to_options(a, flags);
+    if (!a.admin.empty()) {
+      auto [addr, port] = parse_addr_port(flags.source("--admin"), a.admin);
+      admin_ep.emplace(addr, port);
     }
-    for (const auto& d : a.dns) {
-      auto [addr, port] = parse_addr_port("--dns-server", d);
-      o.dns_servers.emplace_back(addr, port);
-    }
+  } catch (const std::invalid_argument& e) {  // parse_addr_port
+    return usage_error(flags.command(), e.what());
+  } catch (const UsageError& e) {
+    return usage_error(flags.command(), e.what());
+  }
+
+  std::string admin_token;
+  try {
     if (a.audit_db.empty()) {
       o.audit_db = audit::default_db_path();
       audit::prepare_default_location(o.audit_db, "--audit-db (default)");
     } else {
       o.audit_db = a.audit_db;
-      audit::check_db_location(o.audit_db, "--audit-db");
-    }
-    if (a.audit_queue == 0) throw std::invalid_argument("--audit-queue: expected a positive number of rows");
-    if (!(a.audit_shutdown_wait >= 0))
-      throw std::invalid_argument("--audit-shutdown-wait: expected a non-negative number of seconds");
-    o.audit_queue = a.audit_queue;
-    o.audit_hold = a.audit_hold;
-    o.audit_shutdown_wait = std::chrono::milliseconds(static_cast<long long>(a.audit_shutdown_wait * 1000));
-    if (!a.audit_retention.empty()) {
-      try {
-        o.audit_retention = audit::parse_duration(a.audit_retention);
-      } catch (const std::invalid_argument& e) {
-        throw std::invalid_argument(std::string("--audit-retention ") + e.what());
-      }
-    }
-    o.threads = a.threads;
-    o.audit_sync = a.audit_sync;
-    if (!a.control.empty()) o.control_socket = a.control;
-    if (!a.subnets.empty()) o.launch_subnets.clear();
-    for (const auto& s : a.subnets) {
-      auto c = policy::Cidr::parse(s);
-      if (!c) throw std::invalid_argument("--subnet " + s + ": expected a network such as 10.213.0.0/16");
-      o.launch_subnets.push_back(*c);
-    }
-    o.max_client_connections = a.max_client_connections;
-    o.max_client_connections_per_agent = a.max_client_connections_per_agent;
-    o.log_format = a.log_format == "json" ? proxy::LogFormat::json : proxy::LogFormat::text;
-    o.metrics_agent_label = a.metrics_agent_label == "none"   ? proxy::MetricsAgentLabel::none
-                            : a.metrics_agent_label == "name" ? proxy::MetricsAgentLabel::name
-                                                              : proxy::MetricsAgentLabel::profile;
-  } catch (const std::exception& e) {
-    std::cerr << "netbox proxy: " << e.what() << "\n";
-    return 2;
-  }
-
-  std::optional<boost::asio::ip::tcp::endpoint> admin_ep;
-  std::string admin_token;
-  try {
-    if (!a.admin.empty()) {
-      auto [addr, port] = parse_addr_port("--admin", a.admin);
-      admin_ep.emplace(addr, port);
-    } else if (!a.admin_token_file.empty()) {
-      throw std::invalid_argument("--admin-token-file needs --admin ADDR:PORT");
+      audit::check_db_location(o.audit_db, flags.source("--audit-db"));
     }
     if (!a.admin_token_file.empty()) admin_token = dashboards::read_token_file(a.admin_token_file);
   } catch (const std::exception& e) {
@@ -189,12 +208,16 @@ int run_proxy(const ProxyArgs& a) {
   std::unique_ptr<dashboards::AdminServer> admin;
   try {
     server = std::make_unique<proxy::Server>(std::move(o));
+    // The first line, in the log's own format.
+    server->log(proxy::LogLevel::info, "starting",
+                {{"version", version()}, {"commit", commit()}, {"pid", ::getpid()},
+                 proxy::LogField::text_or_null("config", config_read ? a.config : "")});
     server->start();
     if (admin_ep) {
       admin = dashboards::start_admin(*server, *admin_ep, audit_db, admin_token);
       std::ostringstream where;
       where << admin->local_endpoint();
-      std::cerr << "netbox proxy: admin endpoint on http://" << where.str() << "/ (metrics, API, dashboard)\n";
+      server->log(proxy::LogLevel::info, "admin_listening", {{"address", where.str()}, {"url", "http://" + where.str() + "/"}});
     }
   } catch (const policy::PolicyError& e) {
     std::cerr << "netbox proxy: --policy: " << e.what() << "\n";
@@ -234,47 +257,57 @@ int run_proxy(const ProxyArgs& a) {
 }  // namespace
 
 void add_proxy_command(CLI::App& app, int& rc) {
-  auto args = std::make_shared<ProxyArgs>();
+  struct Command {
+    explicit Command(CLI::App& sub) : flags(sub) {}
+    ProxyArgs args;
+    FlagTable flags;
+  };
   auto* sub = app.add_subcommand("proxy", "Run the egress HTTP/CONNECT proxy (foreground; SIGHUP reloads the policy)");
-  sub->add_option("--policy", args->policy, "Policy file (JSON, version 1); reloaded on SIGHUP and when it changes")
-      ->required();
-  sub->add_option("--listen", args->listen, "Listen address ADDR:PORT, repeatable (default 127.0.0.1:3128; port 0 picks one)");
-  sub->add_option("--audit-db", args->audit_db,
-                  "SQLite audit database (default: /var/lib/netbox/audit.db as root, else "
-                  "$XDG_STATE_HOME/netbox/audit.db); its directory must be writable by its owner only");
-  sub->add_option("--audit-queue", args->audit_queue,
-                  "Audit rows queued before clients are read no further until the writer catches up (default 65536)");
-  sub->add_option("--audit-hold", args->audit_hold,
-                  "Audit rows held in memory while the store cannot write; past them new requests get 503 "
-                  "(default 16384)");
-  sub->add_option("--audit-retention", args->audit_retention,
-                  "Prune rows older than this (30d, 12h, ...) at start and hourly, in small batches beside the "
-                  "inserts; each run is an audit_prune event (default: keep everything)");
-  sub->add_option("--audit-shutdown-wait", args->audit_shutdown_wait,
-                  "Seconds shutdown waits for a failing audit store to take the rows it holds (default 10)");
-  sub->add_flag("--audit-sync", args->audit_sync,
-               "Strict audit: forward a request only after its decision row is durable (synchronous=FULL)");
-  sub->add_option("--dns-server", args->dns, "DNS server ADDR:PORT, repeatable (default: /etc/resolv.conf)");
-  sub->add_option("--threads", args->threads, "I/O threads (default: one per core)")->check(CLI::Range(0u, 256u));
-  sub->add_option("--control", args->control, "Unix control socket for `netbox launch` registrations (mode 0600)");
-  sub->add_option("--subnet", args->subnets,
-                  "The launchers' subnet pool (their --subnet), repeatable (default 10.213.0.0/16): no request through "
-                  "the proxy may reach it");
-  sub->add_option("--max-client-connections", args->max_client_connections,
-                  "Agent connections open at once, in total (default: from the descriptor limit)");
-  sub->add_option("--max-client-connections-per-agent", args->max_client_connections_per_agent,
-                  "Agent connections open at once from one client address (default 512, or a quarter of the total)");
-  sub->add_option("--metrics-agent-label", args->metrics_agent_label,
-                  "What the agent label of netbox_requests_total says: profile (default; bounded by the policy), "
-                  "name (one series per launch), or none")
+  auto cmd = std::make_shared<Command>(*sub);
+  auto& a = cmd->args;
+  auto& f = cmd->flags;
+  sub->add_option("--config", a.config,
+                  "Config file: a JSON object whose keys are these flags without their dashes (\"audit-db\": PATH); "
+                  "flags given here win (default /etc/netbox/proxy.json, skipped when missing)");
+  f.option("--policy", a.policy, "Policy file (JSON, version 1); reloaded on SIGHUP and when it changes (required)");
+  f.option("--listen", a.listen, "Listen address ADDR:PORT, repeatable (default 127.0.0.1:3128; port 0 picks one)");
+  f.option("--audit-db", a.audit_db,
+           "SQLite audit database (default: /var/lib/netbox/audit.db as root, else "
+           "$XDG_STATE_HOME/netbox/audit.db); its directory must be writable by its owner only");
+  f.option("--audit-queue", a.audit_queue,
+           "Audit rows queued before clients are read no further until the writer catches up (default 65536)");
+  f.option("--audit-hold", a.audit_hold,
+           "Audit rows held in memory while the store cannot write; past them new requests get 503 (default 16384)");
+  f.option("--audit-retention", a.audit_retention,
+           "Prune rows older than this (30d, 12h, ...) at start and hourly, in small batches beside the "
+           "inserts; each run is an audit_prune event (default: keep everything)");
+  f.option("--audit-shutdown-wait", a.audit_shutdown_wait,
+           "Seconds shutdown waits for a failing audit store to take the rows it holds (default 10)");
+  f.flag("--audit-sync", a.audit_sync,
+         "Strict audit: forward a request only after its decision row is durable (synchronous=FULL)");
+  f.option("--dns-server", a.dns, "DNS server ADDR:PORT, repeatable (default: /etc/resolv.conf)");
+  f.option("--threads", a.threads, "I/O threads (default: one per core)")->check(CLI::Range(0u, 256u));
+  f.option("--control", a.control, "Unix control socket for `netbox launch` registrations (mode 0600)");
+  f.option("--subnet", a.subnets,
+           "The launchers' subnet pool (their --subnet), repeatable (default 10.213.0.0/16): no request through "
+           "the proxy may reach it");
+  f.option("--max-client-connections", a.max_client_connections,
+           "Agent connections open at once, in total (default: from the descriptor limit)");
+  f.option("--max-client-connections-per-agent", a.max_client_connections_per_agent,
+           "Agent connections open at once from one client address (default 512, or a quarter of the total)");
+  f.option("--metrics-agent-label", a.metrics_agent_label,
+           "What the agent label of netbox_requests_total says: profile (default; bounded by the policy), "
+           "name (one series per launch), or none")
       ->check(CLI::IsMember({"none", "profile", "name"}));
-  sub->add_option("--log-format", args->log_format, "Log format on stderr: text or json")
+  f.option("--log-format", a.log_format,
+           "Log format on stderr: text, or json (one object per line, the first included; numbers typed, "
+           "a level, request fields named like the audit columns)")
       ->check(CLI::IsMember({"text", "json"}));
-  sub->add_option("--admin", args->admin,
-                  "Admin endpoint ADDR:PORT: /metrics, /healthz, /readyz, /api/*, and the dashboard at / (off by default)");
-  sub->add_option("--admin-token-file", args->admin_token_file,
-                  "File whose first line is the admin bearer token (mode 0600); probes stay open");
-  sub->callback([args, &rc] { rc = run_proxy(*args); });
+  f.option("--admin", a.admin,
+           "Admin endpoint ADDR:PORT: /metrics, /healthz, /readyz, /api/*, and the dashboard at / (off by default)");
+  f.option("--admin-token-file", a.admin_token_file,
+           "File whose first line is the admin bearer token (mode 0600); probes stay open");
+  sub->callback([cmd, &rc] { rc = run_proxy(cmd->args, cmd->flags); });
 }
 
 }  // namespace netbox::cli
