@@ -11,6 +11,16 @@ std::string_view type_name(const nlohmann::json& v) { return v.type_name(); }
 
 }  // namespace
 
+CLI::Validator FlagTable::not_negative() {
+  return CLI::Validator(
+      [](std::string& text) {
+        return text.find_first_not_of(" \t") != std::string::npos && text[text.find_first_not_of(" \t")] == '-'
+                   ? "'" + text + "' is negative"
+                   : std::string();
+      },
+      "", "not negative");
+}
+
 CLI::Option* FlagTable::add(CLI::Option* option, Kind kind) {
   const auto& longs = option->get_lnames();
   entries_.push_back({longs.empty() ? option->get_name() : longs.front(), option, kind});

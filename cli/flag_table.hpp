@@ -25,7 +25,10 @@ class FlagTable {
 
   template <class T>
   CLI::Option* option(const std::string& names, T& value, const std::string& help) {
-    return add(cmd_.add_option(names, value, help), kind_of<T>());
+    auto* option = add(cmd_.add_option(names, value, help), kind_of<T>());
+    // CLI11 would wrap "-1" around to the largest value.
+    if constexpr (std::unsigned_integral<T> && !std::same_as<T, bool>) option->check(not_negative());
+    return option;
   }
   // Unset unless given (on the command line or in the config file).
   template <class T>
@@ -66,6 +69,7 @@ class FlagTable {
     else return Kind::text;
   }
   CLI::Option* add(CLI::Option* option, Kind kind);
+  static CLI::Validator not_negative();
   const Entry& entry(const std::string& flag) const;
 
   CLI::App& cmd_;
