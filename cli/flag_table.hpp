@@ -77,4 +77,12 @@ class FlagTable {
   std::map<std::string, std::string> from_file_;  // flag -> the file that gave it
 };
 
+// A subcommand's arguments and the table that binds them, kept alive by its callback.
+template <class Args>
+struct Bound {
+  explicit Bound(CLI::App& cmd) : flags(cmd) {}
+  Args args;
+  FlagTable flags;
+};
+
 }  // namespace netbox::cli

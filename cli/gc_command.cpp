@@ -14,13 +14,11 @@ namespace netbox::cli {
 
 void add_gc_command(CLI::App& app, int& rc) {
   auto* sub = app.add_subcommand("gc", "Remove veths, nftables tables, cgroups and leases of launchers that are gone");
-  struct Command {
-    explicit Command(CLI::App& sub) : flags(sub) {}
+  struct GcArgs {
     bool quiet = false;
-    FlagTable flags;
   };
-  auto cmd = std::make_shared<Command>(*sub);
-  cmd->flags.flag("--quiet,-q", cmd->quiet, "Print nothing when all is well");
+  auto cmd = std::make_shared<Bound<GcArgs>>(*sub);
+  cmd->flags.flag("--quiet,-q", cmd->args.quiet, "Print nothing when all is well");
   sub->callback([&rc, cmd] {
     // What it removes belongs to root (links, nftables tables, cgroups, /run/netbox): run
     // without root it could remove nothing and would only seem to have found nothing.
@@ -33,7 +31,7 @@ void add_gc_command(CLI::App& app, int& rc) {
     try {
       auto report = launcher::collect_garbage("/run/netbox");
       for (const auto& item : report.removed) std::cout << "removed " << item << "\n";
-      if (report.removed.empty() && !cmd->quiet) std::cout << "nothing to remove\n";
+      if (report.removed.empty() && !cmd->args.quiet) std::cout << "nothing to remove\n";
       rc = 0;
     } catch (const launcher::LaunchError& e) {
       std::cerr << "netbox gc: " << e.what() << "\n";

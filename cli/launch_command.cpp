@@ -22,12 +22,6 @@ struct LaunchArgs {
   std::string grace = "5";
 };
 
-struct Command {
-  explicit Command(CLI::App& sub) : flags(sub) {}
-  LaunchArgs args;
-  FlagTable flags;
-};
-
 void bind(FlagTable& f, LaunchArgs& a) {
   auto& o = a.o;
   f.option("--policy", o.policy_file, "Policy file for the embedded proxy (default: allow nothing)");
@@ -113,7 +107,7 @@ int run_launch(LaunchArgs& a, const FlagTable& flags) {
 
 void add_launch_command(CLI::App& app, int& rc) {
   auto* sub = app.add_subcommand("launch", "Run COMMAND confined to its own network namespace; its only way out is the proxy");
-  auto cmd = std::make_shared<Command>(*sub);
+  auto cmd = std::make_shared<Bound<LaunchArgs>>(*sub);
   bind(cmd->flags, cmd->args);
   sub->positionals_at_end();
   sub->callback([cmd, &rc] { rc = run_launch(cmd->args, cmd->flags); });

@@ -175,17 +175,12 @@ int check(const CLI::App& cmd, const CheckOptions& o) {
 }  // namespace
 
 void add_policy_command(CLI::App& app, int& rc) {
-  struct Command {
-    explicit Command(CLI::App& check) : flags(check) {}
-    CheckOptions opts;
-    FlagTable flags;
-  };
   auto* sub = app.add_subcommand("policy", "Validate a policy file and explain its decisions");
   sub->require_subcommand(1);
   auto* chk = sub->add_subcommand("check", "Check a policy file: exit 0 and a summary if it is good, "
                                            "exit 2 and FILE:LINE:COL: /json/path: what is wrong (every mistake) if not");
-  auto cmd = std::make_shared<Command>(*chk);
-  auto& o = cmd->opts;
+  auto cmd = std::make_shared<Bound<CheckOptions>>(*chk);
+  auto& o = cmd->args;
   auto& f = cmd->flags;
   f.option("FILE", o.file, "The policy file (JSON, version 1); - reads standard input")->required();
   auto* host = f.option("--host", o.host, "Also show the decision for this destination host");
@@ -198,8 +193,8 @@ void add_policy_command(CLI::App& app, int& rc) {
   f.option("--format", o.format, "Output: text or json (errors too: {\"ok\": false, \"errors\": [...]})")
       ->check(CLI::IsMember({"text", "json"}));
   chk->callback([cmd, chk, &rc] {
-    if (!cmd->opts.host.empty() && cmd->opts.port == 0) cmd->opts.port = 443;
-    rc = check(*chk, cmd->opts);
+    if (!cmd->args.host.empty() && cmd->args.port == 0) cmd->args.port = 443;
+    rc = check(*chk, cmd->args);
   });
 }
 

@@ -17,6 +17,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <csignal>
 #include <iostream>
@@ -257,13 +258,8 @@ int run_proxy(const ProxyArgs& a, FlagTable& flags) {
 }  // namespace
 
 void add_proxy_command(CLI::App& app, int& rc) {
-  struct Command {
-    explicit Command(CLI::App& sub) : flags(sub) {}
-    ProxyArgs args;
-    FlagTable flags;
-  };
   auto* sub = app.add_subcommand("proxy", "Run the egress HTTP/CONNECT proxy (foreground; SIGHUP reloads the policy)");
-  auto cmd = std::make_shared<Command>(*sub);
+  auto cmd = std::make_shared<Bound<ProxyArgs>>(*sub);
   auto& a = cmd->args;
   auto& f = cmd->flags;
   sub->add_option("--config", a.config,
