@@ -32,8 +32,8 @@ struct AuditArgs {
 // come before or after the word "summary".
 void add_filters(FlagTable& cmd, AuditArgs& a) {
   cmd.option("--audit-db,--db", a.db,
-                 "Audit database to read (default: where netbox proxy and launch write it, /var/lib/netbox/audit.db "
-                 "as root, else $XDG_STATE_HOME/netbox/audit.db)");
+             "Audit database to read (default: where netbox proxy and launch write it, /var/lib/netbox/audit.db "
+             "as root, else $XDG_STATE_HOME/netbox/audit.db)");
   cmd.option("--agent", a.agent, "Only requests of this agent");
   cmd.option("--decision", a.decision, "Only this decision: allow, deny or report");
   cmd.option("--host", a.host, "Only hosts matching this glob, e.g. '*.example.com' (case-sensitive)");
@@ -126,7 +126,8 @@ int run_prune(const CLI::App& cmd, const PruneArgs& a) {
 void add_audit_command(CLI::App& app, int& rc) {
   // `audit` and `audit summary` take the same filters into the same values.
   struct Command {
-    Command(CLI::App& audit, CLI::App& summary, CLI::App& prune) : flags(audit), summary_flags(summary), prune_flags(prune) {}
+    Command(CLI::App& audit, CLI::App& summary, CLI::App& prune)
+        : flags(audit), summary_flags(summary), prune_flags(prune) {}
     AuditArgs args;
     PruneArgs prune_args;
     FlagTable flags, summary_flags, prune_flags;
