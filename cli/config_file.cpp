@@ -8,6 +8,9 @@
 
 #include <cerrno>
 #include <cstring>
+#include <set>
+#include <string>
+#include <vector>
 
 namespace netbox::cli {
 namespace {
@@ -52,9 +55,19 @@ bool apply_config_file(FlagTable& flags, const std::string& path, bool required)
       throw UsageError(path + ": group- or world-writable; whoever may write it decides what the proxy lets "
                               "through (chmod go-w)");
   }
+  // A key given twice would silently take its last value: the first one is refused.
+  std::vector<std::set<std::string>> keys;  // the keys seen in each object being read
+  const auto refuse_repeats = [&](int, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+    using Event = nlohmann::json::parse_event_t;
+    if (event == Event::object_start) keys.emplace_back();
+    else if (event == Event::object_end) keys.pop_back();
+    else if (event == Event::key && !keys.back().insert(parsed.get<std::string>()).second)
+      throw UsageError(path + ": key " + parsed.get<std::string>() + " is given twice");
+    return true;
+  };
   nlohmann::json json;
   try {
-    json = nlohmann::json::parse(read_all(file.fd, path));
+    json = nlohmann::json::parse(read_all(file.fd, path), refuse_repeats);
   } catch (const nlohmann::json::parse_error& e) {
     throw UsageError(path + ": not JSON: " + e.what());
   }

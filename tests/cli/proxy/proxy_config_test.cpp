@@ -115,6 +115,7 @@ TEST_F(ProxyConfigTest, EachMistakeInTheFileExitsTwoNamingTheFileAndKey) {
       {R"({"listen": "127.0.0.1:0"})", "--policy is required (or the key policy in " + file + ")"},
       {R"(["--policy", "x"])", file + ": expected a JSON object"},
       {R"({"policy": )", file + ": not JSON: "},
+      {R"({"policy": ")" + pol + R"(", "threads": 2, "threads": 3})", file + ": key threads is given twice"},
   };
   for (const auto& c : cases) {
     auto r = refused(c.text);
