@@ -46,7 +46,10 @@ void FlagTable::apply_config(const nlohmann::json& object, const std::string& fi
   if (!object.is_object())
     throw UsageError(file + ": expected a JSON object whose keys are the flags of '" + command_path(cmd_) +
                      "' without their dashes, not " + std::string(type_name(object)));
-  for (const auto& [key, value] : object.items()) {
+  for (auto entry_it = object.begin(); entry_it != object.end(); ++entry_it) {
+    // Not a structured binding: clang before 16 cannot capture one in the lambda below.
+    const std::string& key = entry_it.key();
+    const nlohmann::json& value = entry_it.value();
     const auto it = std::find_if(entries_.begin(), entries_.end(), [&](const Entry& e) { return e.key == key; });
     if (it == entries_.end())
       throw UsageError(file + ": unknown key '" + key + "' (the keys are the long flags of '" + command_path(cmd_) +
