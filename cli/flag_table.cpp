@@ -5,18 +5,12 @@
 #include <algorithm>
 
 namespace netbox::cli {
-namespace {
-
-std::string_view type_name(const nlohmann::json& v) { return v.type_name(); }
-
-}  // namespace
 
 CLI::Validator FlagTable::not_negative() {
   return CLI::Validator(
       [](std::string& text) {
-        return text.find_first_not_of(" \t") != std::string::npos && text[text.find_first_not_of(" \t")] == '-'
-                   ? "'" + text + "' is negative"
-                   : std::string();
+        const auto first = text.find_first_not_of(" \t");
+        return first != std::string::npos && text[first] == '-' ? "'" + text + "' is negative" : std::string();
       },
       "", "not negative");
 }
@@ -27,11 +21,15 @@ CLI::Option* FlagTable::add(CLI::Option* option, Kind kind) {
   return option;
 }
 
-const FlagTable::Entry& FlagTable::entry(const std::string& flag) const {
-  const std::string key = flag.starts_with("--") ? flag.substr(2) : flag;
+const FlagTable::Entry* FlagTable::find(std::string_view key) const {
   const auto it = std::find_if(entries_.begin(), entries_.end(), [&](const Entry& e) { return e.key == key; });
-  if (it == entries_.end()) throw std::logic_error("no flag " + flag + " in the table of " + command_path(cmd_));
-  return *it;
+  return it == entries_.end() ? nullptr : &*it;
+}
+
+const FlagTable::Entry& FlagTable::entry(const std::string& flag) const {
+  const auto* e = find(flag.starts_with("--") ? std::string_view(flag).substr(2) : std::string_view(flag));
+  if (e == nullptr) throw std::logic_error("no flag " + flag + " in the table of " + command_path(cmd_));
+  return *e;
 }
 
 bool FlagTable::given(const std::string& flag) const { return entry(flag).option->count() > 0; }
@@ -45,19 +43,18 @@ std::string FlagTable::source(const std::string& flag) const {
 void FlagTable::apply_config(const nlohmann::json& object, const std::string& file) {
   if (!object.is_object())
     throw UsageError(file + ": expected a JSON object whose keys are the flags of '" + command_path(cmd_) +
-                     "' without their dashes, not " + std::string(type_name(object)));
+                     "' without their dashes, not " + std::string(object.type_name()));
   for (auto entry_it = object.begin(); entry_it != object.end(); ++entry_it) {
     // Not a structured binding: clang before 16 cannot capture one in the lambda below.
     const std::string& key = entry_it.key();
     const nlohmann::json& value = entry_it.value();
-    const auto it = std::find_if(entries_.begin(), entries_.end(), [&](const Entry& e) { return e.key == key; });
-    if (it == entries_.end())
+    const Entry* found = find(key);
+    if (found == nullptr)
       throw UsageError(file + ": unknown key '" + key + "' (the keys are the long flags of '" + command_path(cmd_) +
                        "' without their dashes; see its --help)");
-    const Entry& e = *it;
+    const Entry& e = *found;
     const auto wrong = [&](std::string_view expected) {
-      return UsageError(file + ": key " + key + ": expected " + std::string(expected) + ", not " +
-                        (value.is_null() ? std::string("null") : value.dump()));
+      return UsageError(file + ": key " + key + ": expected " + std::string(expected) + ", not " + value.dump());
     };
     std::vector<std::string> inputs;
     switch (e.kind) {

@@ -13,6 +13,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace netbox::cli {
@@ -70,6 +71,7 @@ class FlagTable {
   }
   CLI::Option* add(CLI::Option* option, Kind kind);
   static CLI::Validator not_negative();
+  const Entry* find(std::string_view key) const;
   const Entry& entry(const std::string& flag) const;
 
   CLI::App& cmd_;
