@@ -8,21 +8,33 @@ install(FILES ${PROJECT_SOURCE_DIR}/packaging/completions/netbox.bash
 install(FILES ${PROJECT_SOURCE_DIR}/packaging/completions/_netbox
         DESTINATION ${CMAKE_INSTALL_DATADIR}/zsh/vendor-completions)
 
-# The service's policy: /etc/netbox/policy.json for a /usr install (the .deb, whose postinst
-# creates it from the shipped allow-nothing template), PREFIX/etc/netbox/policy.json for
-# any other prefix (created here when missing). The unit names the installed binary and
-# that policy, so it is written at install time for the prefix given then
-# (`cmake --install --prefix P` included). Nothing is installed to an absolute path.
+# The service's policy and config: /etc/netbox/{policy,proxy}.json for a /usr install (the
+# .deb, whose postinst creates them from the shipped templates in share/netbox/),
+# PREFIX/etc/netbox/{policy,proxy}.json for any other prefix (created here when missing).
+# The config names the policy, and the unit the installed binary and the config, so both
+# are written at install time for the prefix given then (`cmake --install --prefix P`
+# included). Nothing is installed to an absolute path.
 install(FILES ${PROJECT_SOURCE_DIR}/packaging/policy.json DESTINATION ${CMAKE_INSTALL_DATADIR}/netbox)
 install(CODE "
   set(_prefix \"\${CMAKE_INSTALL_PREFIX}\")
   set(NETBOX_BINDIR \"\${_prefix}/${CMAKE_INSTALL_BINDIR}\")
   if(_prefix STREQUAL \"/usr\")
-    set(NETBOX_POLICY /etc/netbox/policy.json)
+    set(_etc /etc/netbox)
   else()
-    set(NETBOX_POLICY \"\${_prefix}/etc/netbox/policy.json\")
+    set(_etc \"\${_prefix}/etc/netbox\")
+  endif()
+  set(NETBOX_POLICY \"\${_etc}/policy.json\")
+  set(NETBOX_CONFIG \"\${_etc}/proxy.json\")
+  set(_share \"\$ENV{DESTDIR}\${_prefix}/${CMAKE_INSTALL_DATADIR}/netbox\")
+  message(STATUS \"Installing: \${_share}/proxy.json\")
+  configure_file(\"${PROJECT_SOURCE_DIR}/packaging/proxy.json.in\" \"\${_share}/proxy.json\" @ONLY)
+  if(NOT _prefix STREQUAL \"/usr\")
     if(NOT EXISTS \"\$ENV{DESTDIR}\${NETBOX_POLICY}\")
-      file(INSTALL \"${PROJECT_SOURCE_DIR}/packaging/policy.json\" DESTINATION \"\$ENV{DESTDIR}\${_prefix}/etc/netbox\"
+      file(INSTALL \"${PROJECT_SOURCE_DIR}/packaging/policy.json\" DESTINATION \"\$ENV{DESTDIR}\${_etc}\"
+           FILE_PERMISSIONS OWNER_READ OWNER_WRITE GROUP_READ)
+    endif()
+    if(NOT EXISTS \"\$ENV{DESTDIR}\${NETBOX_CONFIG}\")
+      file(INSTALL \"\${_share}/proxy.json\" DESTINATION \"\$ENV{DESTDIR}\${_etc}\"
            FILE_PERMISSIONS OWNER_READ OWNER_WRITE GROUP_READ)
     endif()
   endif()

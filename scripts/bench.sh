@@ -44,7 +44,7 @@ cmake --build "$dir" -j"$(nproc)" --target netbox bench_client audit_writer_benc
 out=$(mktemp -d /tmp/netbox-bench-results.XXXXXX)
 trap 'rm -rf "$out"' EXIT
 python3 tests/bench/bench.py $([ "$mode" = smoke ] && echo --smoke) \
-  --netbox "$dir/launcher/netbox" --client "$dir/tests/bench/bench_client" \
+  --netbox "$dir/netbox" --client "$dir/tests/bench/bench_client" \
   --writer-bench "$dir/tests/bench/audit_writer_bench" --out "$out" "$@"
 if [ "$mode" = smoke ]; then
   python3 tests/bench/report.py "$out/results.json" --png "$out/bench.png" --require-clean

@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=$(bash scripts/build.sh | tail -n 1)
-netbox="$PWD/$build/launcher/netbox"
+netbox="$PWD/$build/netbox"
 
 work=$(mktemp -d /tmp/netbox-demo-XXXXXX)
 cleanup() {

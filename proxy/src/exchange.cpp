@@ -2,48 +2,36 @@
 
 #include "server_impl.hpp"
 
-#include <charconv>
-
 namespace netbox::proxy {
 namespace {
 
-// Decimal text of a number in a caller's buffer: the request line formats five of them
-// per request, without a std::string each.
-struct Number {
-  char text[24];
-  std::size_t size = 0;
-  template <typename Int>
-  explicit Number(Int v) { size = static_cast<std::size_t>(std::to_chars(text, text + sizeof text, v).ptr - text); }
-  std::string_view view() const { return {text, size}; }
-};
-
 void log_request(Server::Impl& impl, const audit::AuditRecord& r) {
+  const bool refused = r.decision != "allow" || r.status.value_or(0) >= 400 || !r.error.empty();
   switch (impl.options.log_requests) {
     case LogRequests::all: break;
     case LogRequests::none: return;
     case LogRequests::refusals:
-      if (r.decision == "allow" && r.status.value_or(0) < 400 && r.error.empty()) return;
+      if (!refused) return;
       break;
   }
-  const Number port(r.port), up(r.bytes_up), down(r.bytes_down);
-  const Number status(r.status.value_or(0));
-  const Number ms(r.duration_ms.value_or(0));
-  impl.log.write("request", {{"agent", r.agent},
-                             {"client", r.client_addr},
-                             {"kind", r.kind},
-                             {"method", r.method},
-                             {"host", r.host},
-                             {"port", r.port ? port.view() : std::string_view()},
-                             {"path", r.path},
-                             {"addr", r.resolved_addr},
-                             {"decision", r.decision},
-                             {"status", r.status ? status.view() : std::string_view("-")},
-                             {"rule", r.rule},
-                             {"reason", r.reason},
-                             {"up", up.view()},
-                             {"down", down.view()},
-                             {"ms", r.duration_ms ? ms.view() : std::string_view()},
-                             {"error", r.error}});
+  // The audit row's own column names and types, so a log reader and a SQL reader agree.
+  impl.log.write(refused ? LogLevel::warn : LogLevel::info, "request",
+                 {{"agent", r.agent},
+                  LogField::text_or_null("client_addr", r.client_addr),
+                  {"kind", r.kind},
+                  LogField::text_or_null("method", r.method),
+                  {"host", r.host},
+                  {"port", r.port},
+                  LogField::text_or_null("path", r.path),
+                  LogField::text_or_null("resolved_addr", r.resolved_addr),
+                  {"decision", r.decision},
+                  LogField::text_or_null("rule", r.rule),
+                  LogField::text_or_null("reason", r.reason),
+                  {"status", r.status},
+                  {"bytes_up", r.bytes_up},
+                  {"bytes_down", r.bytes_down},
+                  {"duration_ms", r.duration_ms},
+                  LogField::text_or_null("error", r.error)});
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
 
 namespace netbox::proxy {
 namespace {
@@ -34,15 +35,39 @@ void append_quoted(std::string& out, std::string_view v) {
   out += '"';
 }
 
+std::string_view to_string(LogLevel level) {
+  switch (level) {
+    case LogLevel::warn: return "warn";
+    case LogLevel::error: return "error";
+    case LogLevel::info: break;
+  }
+  return "info";
+}
+
+// The level of an event logged without one: what it says about the proxy itself.
+LogLevel level_of(std::string_view event) {
+  if (event == "audit_error" || event == "audit_refused" || event == "accept_error") return LogLevel::error;
+  if (event == "policy_reload_failed" || event == "endpoint_registry_unavailable" ||
+      event == "connection_refused" || event == "header_timeout")
+    return LogLevel::warn;
+  return LogLevel::info;
+}
+
 }  // namespace
 
-void Logger::render_into(std::string& line, std::string_view event, LogFields fields) const {
+void Logger::render_into(std::string& line, LogLevel level, std::string_view event, LogFields fields) const {
   const auto ts = audit::format_timestamp(audit::Clock::now());
   if (format_ == LogFormat::json) {
-    nlohmann::json j;
+    nlohmann::ordered_json j;  // ts, level and event first, for a reader's eye
     j["ts"] = ts;
+    j["level"] = to_string(level);
     j["event"] = event;
-    for (const auto& f : fields) j[std::string(f.key)] = f.value;
+    for (const auto& f : fields) {
+      auto& v = j[std::string(f.key)];
+      if (f.kind == LogField::Kind::number) v = f.number;
+      else if (f.kind == LogField::Kind::text) v = f.text;
+      // null stays null
+    }
     // A terminal acts on DEL, C1 and bidi controls, which the serializer leaves raw.
     std::string text = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     line += audit::needs_escaping(text) ? audit::escape_controls_in_json(text) : text;
@@ -53,13 +78,18 @@ void Logger::render_into(std::string& line, std::string_view event, LogFields fi
   line += ' ';
   line += event;
   for (const auto& f : fields) {
-    if (f.value.empty()) continue;
+    if (f.kind == LogField::Kind::null || (f.kind == LogField::Kind::text && f.text.empty())) continue;
     line += ' ';
     line += f.key;
     line += '=';
+    if (f.kind == LogField::Kind::number) {
+      char digits[24];
+      line.append(digits, static_cast<std::size_t>(std::to_chars(digits, digits + sizeof digits, f.number).ptr - digits));
+      continue;
+    }
     // Values may be agent-chosen (paths, hosts): never a byte that drives the reader's terminal.
     std::string escaped;
-    std::string_view value = f.value;
+    std::string_view value = f.text;
     if (audit::needs_escaping(value)) value = escaped = audit::escape_controls(value);
     if (needs_quotes(value)) append_quoted(line, value);
     else line += value;
@@ -78,11 +108,13 @@ Logger::~Logger() {
   thread_.join();
 }
 
-void Logger::write(std::string_view event, LogFields fields) {
+void Logger::write(std::string_view event, LogFields fields) { write(level_of(event), event, fields); }
+
+void Logger::write(LogLevel level, std::string_view event, LogFields fields) {
   // Rendered outside the lock into this thread's own buffer, which keeps its capacity.
   thread_local std::string line;
   line.clear();
-  render_into(line, event, fields);
+  render_into(line, level, event, fields);
   bool wake = false;
   {
     std::unique_lock lk(mu_);

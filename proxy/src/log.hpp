@@ -1,5 +1,7 @@
 #pragma once
-// One line per event on stderr, as `key=value` text or as a JSON object.
+// One line per event on stderr, as `key=value` text or as a JSON object whose first keys
+// are ts, level and event; numbers stay numbers, and a request's fields are named like
+// the audit store's `requests` columns.
 //
 // Lines are rendered on the caller's thread and written by the logger's own thread, so
 // an io thread never blocks in write(2) on a slow stderr (a full pipe to journald, a
@@ -9,6 +11,7 @@
 // carry hundreds of lines instead of one each, which on a busy machine is a context
 // switch per request saved. Only if stderr stays stuck until kMostPending bytes are
 // waiting does a caller wait for room: memory stays bounded and no line is dropped.
+#include "netbox/proxy/log_field.hpp"
 #include "netbox/proxy/server.hpp"
 
 #include <chrono>
@@ -22,14 +25,6 @@
 
 namespace netbox::proxy {
 
-// Views only: a line is rendered before write() returns, so the values (temporaries
-// included) outlive their use.
-struct LogField {
-  std::string_view key;
-  std::string_view value;
-};
-using LogFields = std::initializer_list<LogField>;
-
 class Logger {
  public:
   static constexpr std::size_t kMostPending = 4 << 20;
@@ -42,12 +37,14 @@ class Logger {
   Logger(const Logger&) = delete;
   Logger& operator=(const Logger&) = delete;
 
-  // `event` names what happened ("request", "listening", "policy_reload_failed" ...).
+  // `event` names what happened ("request", "listening", "policy_reload_failed" ...); the
+  // first form takes the level the event has in level_of().
   void write(std::string_view event, LogFields fields);
+  void write(LogLevel level, std::string_view event, LogFields fields);
 
  private:
   void run();
-  void render_into(std::string& line, std::string_view event, LogFields fields) const;
+  void render_into(std::string& line, LogLevel level, std::string_view event, LogFields fields) const;
 
   LogFormat format_;
   int fd_;

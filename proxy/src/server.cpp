@@ -155,13 +155,13 @@ void Server::Impl::start() {
     });
   }
   for (const auto& ep : local_endpoints()) log.write("listening", {{"address", ep_text(ep)}});
-  log.write("connection_limits", {{"descriptors", std::to_string(fd_limit)},
-                                  {"agent_connections", std::to_string(client_slots->max_total())},
-                                  {"per_agent", std::to_string(client_slots->max_per_agent())},
-                                  {"idle_upstream", std::to_string(idle_pool.total)},
-                                  {"idle_upstream_per_agent", std::to_string(idle_pool.per_agent)},
-                                  {"io_threads", std::to_string(workers.size())},
-                                  {"dial_fd_ceiling", std::to_string(dial_fd_ceiling)}});
+  log.write("connection_limits", {{"descriptors", fd_limit},
+                                  {"agent_connections", client_slots->max_total()},
+                                  {"per_agent", client_slots->max_per_agent()},
+                                  {"idle_upstream", idle_pool.total},
+                                  {"idle_upstream_per_agent", idle_pool.per_agent},
+                                  {"io_threads", workers.size()},
+                                  {"dial_fd_ceiling", dial_fd_ceiling}});
   running = true;
 }
 
@@ -229,7 +229,7 @@ void Server::Impl::accept_loop(Worker& w, std::shared_ptr<tcp::acceptor> acc) {
         if (refused_log.note())
           log.write("connection_refused", {{"client", ep_text(peer)},
                                            {"reason", slot.reason},
-                                           {"count", std::to_string(refused_log.take())}});
+                                           {"count", refused_log.take()}});
         refuse_connection(s, slot.reason);
         return accept_loop(w, acc);
       }
@@ -243,8 +243,8 @@ void Server::Impl::accept_loop(Worker& w, std::shared_ptr<tcp::acceptor> acc) {
     // stays readable, so retrying at once would spin. Pause, and log once a second at most.
     counters.accept_errors.fetch_add(1);
     if (accept_error_log.note())
-      log.write("accept_error", {{"error", ec.message()}, {"count", std::to_string(accept_error_log.take())},
-                                 {"pause_ms", std::to_string(kAcceptPause.count())}});
+      log.write("accept_error", {{"error", ec.message()}, {"count", accept_error_log.take()},
+                                 {"pause_ms", kAcceptPause.count()}});
     auto pause = std::make_shared<asio::steady_timer>(w.ioc, kAcceptPause);
     pause->async_wait([this, &w, acc, pause](boost::system::error_code) {
       if (acc->is_open()) accept_loop(w, acc);
@@ -421,6 +421,8 @@ void Server::remove_listener(const tcp::endpoint& ep) { impl_->remove_listener(e
 std::vector<tcp::endpoint> Server::local_endpoints() const { return impl_->local_endpoints(); }
 void Server::protect_endpoint(const tcp::endpoint& ep) { impl_->protect(ep); }
 audit::Writer& Server::audit() { return *impl_->writer; }
+
+void Server::log(LogLevel level, std::string_view event, LogFields fields) { impl_->log.write(level, event, fields); }
 
 CountersSnapshot Server::counters() const {
   auto s = impl_->counters.snapshot();

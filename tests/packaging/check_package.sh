@@ -18,7 +18,7 @@ trap 'rm -rf "$prefix"' EXIT
 cmake --install "$dir" --prefix "$prefix" >/dev/null
 for f in bin/netbox share/man/man1/netbox.1 share/bash-completion/completions/netbox \
          share/zsh/vendor-completions/_netbox lib/systemd/system/netbox-proxy.service \
-         etc/netbox/policy.json share/netbox/netbox-policy.schema.json share/netbox/examples/agent-policy.json \
+         etc/netbox/policy.json etc/netbox/proxy.json share/netbox/proxy.json share/netbox/netbox-policy.schema.json share/netbox/examples/agent-policy.json \
          share/netbox/grafana/netbox.json share/netbox/policy.json share/doc/netbox/copyright share/doc/netbox/docs/architecture.md; do
   [ -e "$prefix/$f" ] || fail "cmake --install did not install $f"
 done
@@ -26,8 +26,18 @@ done
 "$prefix/bin/netbox" policy check "$prefix/etc/netbox/policy.json" >/dev/null || fail "the installed policy does not load"
 "$prefix/bin/netbox" policy check "$prefix/share/netbox/examples/agent-policy.json" >/dev/null ||
   fail "an installed example policy does not load"
-grep -q "ExecStart=$prefix/bin/netbox proxy --policy $prefix/etc/netbox/policy.json" \
-  "$prefix/lib/systemd/system/netbox-proxy.service" || fail "the unit does not name the installed binary and policy"
+grep -q "ExecStart=$prefix/bin/netbox proxy --config $prefix/etc/netbox/proxy.json" \
+  "$prefix/lib/systemd/system/netbox-proxy.service" || fail "the unit does not name the installed binary and config"
+grep -q "\"policy\": \"$prefix/etc/netbox/policy.json\"" "$prefix/etc/netbox/proxy.json" ||
+  fail "the installed config does not name the installed policy"
+# The installed config is one the proxy takes: it starts on it (another port, a store here).
+chmod 0644 "$prefix/etc/netbox/proxy.json"
+mkdir -m 0700 "$prefix/state"
+timeout -s TERM 3 "$prefix/bin/netbox" proxy --config "$prefix/etc/netbox/proxy.json" --listen 127.0.0.1:0 \
+  --audit-db "$prefix/state/audit.db" --control "$prefix/state/proxy.sock" 2>"$prefix/state/log" ||
+  [ $? = 124 ] || fail "the proxy does not start on the installed config: $(cat "$prefix/state/log")"
+grep -q "starting .*config=$prefix/etc/netbox/proxy.json" "$prefix/state/log" ||
+  fail "the proxy did not read the installed config: $(cat "$prefix/state/log")"
 # The completion reads flags from the installed binary.
 out=$(PATH="$prefix/bin:$PATH" bash -c 'source "$1"; COMP_WORDS=(netbox launch --pol); COMP_CWORD=2; _netbox; echo "${COMPREPLY[*]}"' _ \
   "$prefix/share/bash-completion/completions/netbox")
@@ -51,8 +61,16 @@ DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$deb" >/dev/null || fail 
 /usr/bin/netbox --version | grep -q '^netbox ' || fail "/usr/bin/netbox does not run"
 getent group netbox >/dev/null || fail "postinst made no netbox group"
 [ "$(stat -c '%a %U %G' /var/lib/netbox)" = "750 root netbox" ] || fail "/var/lib/netbox is $(stat -c '%a %U %G' /var/lib/netbox)"
-[ "$(stat -c '%a %U %G' /etc/netbox/policy.json)" = "640 root netbox" ] ||
-  fail "/etc/netbox/policy.json is $(stat -c '%a %U %G' /etc/netbox/policy.json)"
+for f in policy.json proxy.json; do
+  [ "$(stat -c '%a %U %G' /etc/netbox/$f)" = "640 root netbox" ] ||
+    fail "/etc/netbox/$f is $(stat -c '%a %U %G' /etc/netbox/$f)"
+done
+state=$(mktemp -d /tmp/netbox-state-XXXXXX)
+timeout -s TERM 3 /usr/bin/netbox proxy --listen 127.0.0.1:0 --audit-db "$state/audit.db" --control "$state/proxy.sock" \
+  2>"$state/log" || [ $? = 124 ] || fail "the proxy does not start on /etc/netbox/proxy.json: $(cat "$state/log")"
+grep -q "starting .*config=/etc/netbox/proxy.json" "$state/log" ||
+  fail "the proxy did not read /etc/netbox/proxy.json by default: $(cat "$state/log")"
+rm -rf "$state"
 unit=/lib/systemd/system/netbox-proxy.service
 [ -f "$unit" ] || unit=/usr/lib/systemd/system/netbox-proxy.service
 verify=$(systemd-analyze verify "$unit" 2>&1) || fail "systemd-analyze verify: $verify"

@@ -58,3 +58,31 @@ TEST(Cli, AUsageErrorInASubcommandNamesItAndItsHelp) {
   EXPECT_EQ(nested.exit_code, 2);
   EXPECT_NE(nested.err.find("Run 'netbox policy check --help'"), std::string::npos) << nested.err;
 }
+
+// A value refused after parsing (by the subcommand's own checks, not by CLI11) is reported
+// the same way in every subcommand: its name, the flag and value, its --help, exit 2.
+TEST(Cli, EverySubcommandReportsABadValueTheSameWay) {
+  struct Case {
+    std::vector<std::string> args;
+    std::string command;
+    std::string names;
+  };
+  const std::vector<Case> cases = {
+      {{"launch", "--timeout", "5x", "--", "true"}, "netbox launch", "--timeout '5x'"},
+      {{"launch", "--kill-grace", "soon", "--", "true"}, "netbox launch", "--kill-grace 'soon'"},
+      {{"audit", "--decision", "maybe", "--db", "/nonexistent.db"}, "netbox audit", "--decision 'maybe'"},
+      {{"audit", "summary", "--limit", "-1"}, "netbox audit summary", "--limit -1"},
+      {{"audit", "prune", "--older-than", "ages"}, "netbox audit prune", "--older-than"},
+      {{"policy", "check", (netbox::test::source_dir() / "packaging/policy.json").string(), "--host", "a..b"},
+       "netbox policy check",
+       "--host 'a..b'"},
+      {{"proxy", "--policy", "p.json", "--audit-queue", "-1"}, "netbox proxy", "--audit-queue: '-1' is negative"},
+      {{"proxy", "--policy", "p.json", "--listen", "localhost:80"}, "netbox proxy", "--listen localhost:80"},
+  };
+  for (const auto& c : cases) {
+    auto r = run_netbox(c.args);
+    EXPECT_EQ(r.exit_code, 2) << c.names << "\n" << r.err;
+    EXPECT_EQ(r.err.rfind(c.command + ": " + c.names, 0), 0U) << r.err;
+    EXPECT_NE(r.err.find("\nRun '" + c.command + " --help' for usage.\n"), std::string::npos) << r.err;
+  }
+}

@@ -3,6 +3,7 @@
 // run the same code. See DESIGN.md, "A request's way through".
 #include "netbox/policy/policy.hpp"
 #include "netbox/proxy/counters.hpp"
+#include "netbox/proxy/log_field.hpp"
 
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -108,6 +109,10 @@ class Server {
   void protect_endpoint(const boost::asio::ip::tcp::endpoint& ep);
 
   audit::Writer& audit();
+
+  // One line in the proxy's log, in its format and order, for what runs beside it (the
+  // start banner, the admin endpoint), so a JSON log stays JSON from its first line.
+  void log(LogLevel level, std::string_view event, LogFields fields);
 
   // Counters for the dashboards (requests by agent/kind/decision, active connections and
   // tunnels, bytes, DNS and connect latency, reloads, caps hit, audit queue depth).

@@ -4,7 +4,13 @@
 // (launch also uses 125/126/127 and the agent's own status).
 #include <CLI/CLI.hpp>
 
+#include <string_view>
+
 namespace netbox::cli {
+
+// What `netbox version` prints, for the proxy's start line too.
+std::string_view version();
+std::string_view commit();
 
 void add_policy_command(CLI::App& app, int& rc);
 void add_audit_command(CLI::App& app, int& rc);

@@ -1,27 +1,31 @@
 // `netbox`: dispatches to the subcommands in this folder.
 #include "commands.hpp"
+#include "usage.hpp"
 
 #include <iostream>
 
+namespace netbox::cli {
+
+std::string_view version() { return NETBOX_VERSION; }
+std::string_view commit() { return NETBOX_COMMIT; }
+
+}  // namespace netbox::cli
+
 namespace {
 
-// "netbox", "netbox launch", "netbox policy check": the deepest subcommand parsed so far.
-std::string command_path(const CLI::App& app) {
-  std::string path = "netbox";
+// The deepest subcommand parsed so far: where a parse error is.
+const CLI::App& deepest_parsed(const CLI::App& app) {
   const CLI::App* at = &app;
-  for (;;) {
-    const auto subs = at->get_subcommands();
-    if (subs.empty()) return path;
-    at = subs.front();
-    path += " " + at->get_name();
-  }
+  for (auto subs = at->get_subcommands(); !subs.empty(); subs = at->get_subcommands()) at = subs.front();
+  return *at;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"netbox: run AI agents behind an auditing egress proxy, confined to their own network namespace"};
-  const std::string version = std::string("netbox ") + NETBOX_VERSION + " (commit " + NETBOX_COMMIT + ")";
+  const std::string version = "netbox " + std::string(netbox::cli::version()) + " (commit " +
+                              std::string(netbox::cli::commit()) + ")";
   app.set_version_flag("--version", version);
   app.require_subcommand(0, 1);  // checked below, so unknown flags are named first
   app.fallthrough(false);
@@ -45,19 +49,13 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    // One line with the reason and where to look, exit 2 (usage error): the subcommand the
-    // mistake is in, and its own --help.
-    const std::string where = command_path(app);
-    std::cerr << where << ": " << e.what() << "\nRun '" << where << " --help' for usage.\n";
-    return 2;
+    // The subcommand the mistake is in, and its own --help.
+    return netbox::cli::usage_error(deepest_parsed(app), e.what());
   } catch (const std::exception& e) {
     std::cerr << "netbox: " << e.what() << "\n";
     return 1;
   }
-  if (app.get_subcommands().empty()) {
-    std::cerr << "netbox: a subcommand is required (proxy, launch, audit, policy, gc, version)\n"
-                 "Run 'netbox --help' for usage.\n";
-    return 2;
-  }
+  if (app.get_subcommands().empty())
+    return netbox::cli::usage_error(app, "a subcommand is required (proxy, launch, audit, policy, gc, version)");
   return rc;
 }

@@ -2,6 +2,7 @@
 // [--format text|json]`: validates a policy file (every mistake at once), and optionally
 // shows the decision for one destination; with --expect it is a CI gate.
 #include "commands.hpp"
+#include "flag_table.hpp"
 
 #include "netbox/policy/decide.hpp"
 #include "netbox/policy/load.hpp"
@@ -51,13 +52,9 @@ struct Explanation {
   }
 };
 
-struct UsageError {
-  std::string message;
-};
-
 Explanation explain(const policy::Policy& pol, const CheckOptions& o) {
   auto parsed = policy::parse_host(o.host);
-  if (!parsed) throw UsageError{"--host '" + o.host + "': " + parsed.error.message};
+  if (!parsed) throw UsageError("--host '" + o.host + "': " + parsed.error.message);
   const policy::Host& host = *parsed.host;
   Explanation e;
   e.host = host.name;
@@ -69,7 +66,7 @@ Explanation explain(const policy::Policy& pol, const CheckOptions& o) {
   if (!o.address.empty()) {
     boost::system::error_code ec;
     given = boost::asio::ip::make_address(o.address, ec);
-    if (ec) throw UsageError{"--address '" + o.address + "' is not an IP address"};
+    if (ec) throw UsageError("--address '" + o.address + "' is not an IP address");
   }
   auto name = policy::decide_name(profile, host, e.port);
   e.steps.push_back({host.is_ip() && !given ? "address" : "name", name});
@@ -130,7 +127,7 @@ policy::Policy load(const std::string& file) {
   return policy::parse_policy(text, "<stdin>");
 }
 
-int check(const CheckOptions& o) {
+int check(const CLI::App& cmd, const CheckOptions& o) {
   const bool json = o.format == "json";
   nlohmann::json out = {{"file", o.file == "-" ? "<stdin>" : o.file}};
   policy::Policy pol;
@@ -157,8 +154,7 @@ int check(const CheckOptions& o) {
   try {
     e = explain(pol, o);
   } catch (const UsageError& u) {
-    std::cerr << "netbox policy check: " << u.message << "\n";
-    return 2;
+    return usage_error(cmd, u.what());
   }
   if (json) {
     out["decision"] = explanation_json(e);
@@ -181,24 +177,24 @@ int check(const CheckOptions& o) {
 void add_policy_command(CLI::App& app, int& rc) {
   auto* sub = app.add_subcommand("policy", "Validate a policy file and explain its decisions");
   sub->require_subcommand(1);
-  auto opts = std::make_shared<CheckOptions>();
   auto* chk = sub->add_subcommand("check", "Check a policy file: exit 0 and a summary if it is good, "
                                            "exit 2 and FILE:LINE:COL: /json/path: what is wrong (every mistake) if not");
-  chk->add_option("FILE", opts->file, "The policy file (JSON, version 1); - reads standard input")->required();
-  auto* host = chk->add_option("--host", opts->host, "Also show the decision for this destination host");
-  chk->add_option("--port", opts->port, "Destination port for --host (default 443)")
-      ->check(CLI::Range(1, 65535))
-      ->needs(host);
-  chk->add_option("--agent", opts->agent, "Decide as this agent (its agents.NAME profile)")->needs(host);
-  chk->add_option("--address", opts->address, "Decide on this resolved address too")->needs(host);
-  chk->add_option("--expect", opts->expect, "Exit 1 unless the decision for --host is this: allow or deny")
+  auto cmd = std::make_shared<Bound<CheckOptions>>(*chk);
+  auto& o = cmd->args;
+  auto& f = cmd->flags;
+  f.option("FILE", o.file, "The policy file (JSON, version 1); - reads standard input")->required();
+  auto* host = f.option("--host", o.host, "Also show the decision for this destination host");
+  f.option("--port", o.port, "Destination port for --host (default 443)")->check(CLI::Range(1, 65535))->needs(host);
+  f.option("--agent", o.agent, "Decide as this agent (its agents.NAME profile)")->needs(host);
+  f.option("--address", o.address, "Decide on this resolved address too")->needs(host);
+  f.option("--expect", o.expect, "Exit 1 unless the decision for --host is this: allow or deny")
       ->check(CLI::IsMember({"allow", "deny"}))
       ->needs(host);
-  chk->add_option("--format", opts->format, "Output: text or json (errors too: {\"ok\": false, \"errors\": [...]})")
+  f.option("--format", o.format, "Output: text or json (errors too: {\"ok\": false, \"errors\": [...]})")
       ->check(CLI::IsMember({"text", "json"}));
-  chk->callback([opts, &rc] {
-    if (!opts->host.empty() && opts->port == 0) opts->port = 443;
-    rc = check(*opts);
+  chk->callback([cmd, chk, &rc] {
+    if (!cmd->args.host.empty() && cmd->args.port == 0) cmd->args.port = 443;
+    rc = check(*chk, cmd->args);
   });
 }
 

@@ -1,6 +1,7 @@
 // `netbox audit [filters]` lists requests; `netbox audit summary [filters]` totals them per
 // agent and host. Both only read the database, so they run beside a live proxy.
 #include "commands.hpp"
+#include "flag_table.hpp"
 
 #include "netbox/audit/location.hpp"
 #include "netbox/audit/prune.hpp"
@@ -29,22 +30,18 @@ struct AuditArgs {
 
 // The same filters on `audit` and on `audit summary`, bound to the same values, so they may
 // come before or after the word "summary".
-void add_filters(CLI::App& cmd, AuditArgs& a) {
-  cmd.add_option("--audit-db,--db", a.db,
-                 "Audit database to read (default: where netbox proxy and launch write it, /var/lib/netbox/audit.db "
-                 "as root, else $XDG_STATE_HOME/netbox/audit.db)");
-  cmd.add_option("--agent", a.agent, "Only requests of this agent");
-  cmd.add_option("--decision", a.decision, "Only this decision: allow, deny or report");
-  cmd.add_option("--host", a.host, "Only hosts matching this glob, e.g. '*.example.com' (case-sensitive)");
-  cmd.add_option("--since", a.since, "Only newer requests: 30s, 15m, 2h, 1d, 1w or a timestamp (2026-11-22T04:00:00Z)");
-  cmd.add_option("--limit", a.limit, "At most N rows, newest first (summary: the N busiest agent/host pairs); 0 for all")
+void add_filters(FlagTable& cmd, AuditArgs& a) {
+  cmd.option("--audit-db,--db", a.db,
+             "Audit database to read (default: where netbox proxy and launch write it, /var/lib/netbox/audit.db "
+             "as root, else $XDG_STATE_HOME/netbox/audit.db)");
+  cmd.option("--agent", a.agent, "Only requests of this agent");
+  cmd.option("--decision", a.decision, "Only this decision: allow, deny or report");
+  cmd.option("--host", a.host, "Only hosts matching this glob, e.g. '*.example.com' (case-sensitive)");
+  cmd.option("--since", a.since, "Only newer requests: 30s, 15m, 2h, 1d, 1w or a timestamp (2026-11-22T04:00:00Z)");
+  cmd.option("--limit", a.limit, "At most N rows, newest first (summary: the N busiest agent/host pairs); 0 for all")
       ->capture_default_str();
-  cmd.add_option("--format", a.format, "Output: table, json or csv")->capture_default_str();
+  cmd.option("--format", a.format, "Output: table, json or csv")->capture_default_str();
 }
-
-struct UsageError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
 
 audit::Filter to_filter(const AuditArgs& a) {
   audit::Filter f;
@@ -79,23 +76,22 @@ void require_db(const std::string& db) {
 // Runs one audit subcommand: a usage mistake or a file that is not a netbox store exits 2,
 // any other failure 1, each with one line naming the subcommand.
 template <class Body>
-int run_reporting(const char* who, Body&& body) {
+int run_reporting(const CLI::App& cmd, Body&& body) {
   try {
     return body();
   } catch (const UsageError& e) {
-    std::cerr << who << ": " << e.what() << "\n";
-    return 2;
+    return usage_error(cmd, e.what());
   } catch (const audit::DatabaseRejected& e) {
-    std::cerr << who << ": " << e.what() << "\n";
+    std::cerr << command_path(cmd) << ": " << e.what() << "\n";
     return 2;
   } catch (const std::exception& e) {
-    std::cerr << who << ": " << e.what() << "\n";
+    std::cerr << command_path(cmd) << ": " << e.what() << "\n";
     return 1;
   }
 }
 
-int run_audit(const AuditArgs& a, bool summary) {
-  return run_reporting("netbox audit", [&] {
+int run_audit(const CLI::App& cmd, const AuditArgs& a, bool summary) {
+  return run_reporting(cmd, [&] {
     const audit::Filter filter = to_filter(a);
     require_db(a.db);
     if (summary) std::cout << audit::format_summary(audit::summarize(a.db, filter), a.format);
@@ -111,8 +107,8 @@ struct PruneArgs {
   bool vacuum = false;
 };
 
-int run_prune(const PruneArgs& a) {
-  return run_reporting("netbox audit prune", [&] {
+int run_prune(const CLI::App& cmd, const PruneArgs& a) {
+  return run_reporting(cmd, [&] {
     std::chrono::seconds age{};
     try {
       age = audit::parse_duration(a.older_than);
@@ -130,22 +126,30 @@ int run_prune(const PruneArgs& a) {
 }  // namespace
 
 void add_audit_command(CLI::App& app, int& rc) {
-  auto args = std::make_shared<AuditArgs>();
+  // `audit` and `audit summary` take the same filters into the same values.
+  struct Command {
+    Command(CLI::App& audit, CLI::App& summary, CLI::App& prune)
+        : flags(audit), summary_flags(summary), prune_flags(prune) {}
+    AuditArgs args;
+    PruneArgs prune_args;
+    FlagTable flags, summary_flags, prune_flags;
+  };
   auto* sub = app.add_subcommand("audit", "Read the audit database: requests newest first, or a summary");
   sub->require_subcommand(0, 1);
-  add_filters(*sub, *args);
   auto* summary = sub->add_subcommand("summary", "Allowed, denied, reported and bytes per agent and host");
-  add_filters(*summary, *args);
-  auto prune_args = std::make_shared<PruneArgs>();
   auto* prune = sub->add_subcommand("prune", "Remove requests, events and ended agents older than a duration "
                                              "(recorded as an audit_prune event); safe beside a live proxy");
-  prune->add_option("--audit-db,--db", prune_args->db, "Audit database (default: the same as netbox audit's)");
-  prune->add_option("--older-than", prune_args->older_than, "Age of what goes: 30d, 12h, 2w ...")->required();
-  prune->add_flag("--vacuum", prune_args->vacuum, "Then VACUUM and truncate the WAL so the file shrinks");
-  prune->callback([&rc, prune_args] { rc = run_prune(*prune_args); });
+  auto cmd = std::make_shared<Command>(*sub, *summary, *prune);
+  add_filters(cmd->flags, cmd->args);
+  add_filters(cmd->summary_flags, cmd->args);
+  auto& p = cmd->prune_flags;
+  p.option("--audit-db,--db", cmd->prune_args.db, "Audit database (default: the same as netbox audit's)");
+  p.option("--older-than", cmd->prune_args.older_than, "Age of what goes: 30d, 12h, 2w ...")->required();
+  p.flag("--vacuum", cmd->prune_args.vacuum, "Then VACUUM and truncate the WAL so the file shrinks");
+  prune->callback([&rc, cmd, prune] { rc = run_prune(*prune, cmd->prune_args); });
   // The parent's callback runs after its subcommand was parsed, so one place decides.
-  sub->callback([&rc, args, summary, prune] {
-    if (!prune->parsed()) rc = run_audit(*args, summary->parsed());
+  sub->callback([&rc, cmd, sub, summary, prune] {
+    if (!prune->parsed()) rc = run_audit(summary->parsed() ? *summary : *sub, cmd->args, summary->parsed());
   });
 }
 

@@ -1,0 +1,116 @@
+// `netbox launch`: start an agent confined to its own network namespace, whose only
+// way out is the netbox proxy (see docs/launch.md).
+#include "commands.hpp"
+#include "flag_table.hpp"
+
+#include "netbox/audit/location.hpp"
+#include "netbox/launcher/duration.hpp"
+#include "netbox/launcher/launch.hpp"
+
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace netbox::cli {
+
+namespace {
+
+struct LaunchArgs {
+  launcher::LaunchOptions o;
+  std::optional<std::string> timeout;
+  std::string grace = "5";
+};
+
+void bind(FlagTable& f, LaunchArgs& a) {
+  auto& o = a.o;
+  f.option("--policy", o.policy_file, "Policy file for the embedded proxy (default: allow nothing)");
+  f.option("--agent,--name", o.name, "Agent name in the audit log (default: the command's name and a short id)");
+  f.option("--profile", o.profile,
+           "The policy's agents.PROFILE entry to decide with (default: the entry named like the agent, else the top level)");
+  f.option("--control,--proxy-control", o.proxy_control,
+           "Control socket of a running `netbox proxy --control PATH` to register with");
+  f.option("--audit-db", o.audit_db,
+           "Audit database of the embedded proxy (default: /var/lib/netbox/audit.db as root, else "
+           "$XDG_STATE_HOME/netbox/audit.db); its directory must be writable by its owner only, and "
+           "outside the working directory (the agent's)");
+  f.option("--subnet", o.subnet, "IPv4 pool the agent's /30 comes from")->default_str(o.subnet);
+  f.option("--user", o.user, "User the agent runs as (default: the sudo caller, else nobody)");
+  f.option("--workdir", o.workdir, "Folder the agent may write to and starts in (default: the current directory)");
+  f.option("--ro", o.ro, "Show PATH read-only, at the same path (repeatable)");
+  f.option("--rw", o.rw, "Show PATH read-write, at the same path (repeatable)");
+  f.option("--hide", o.hide, "Cover PATH with an empty folder or file (repeatable)");
+  f.option("--workdir-quota", o.workdir_quota,
+           "Write the workdir into an overlay on a tmpfs of SIZE; changes are discarded at exit unless --commit");
+  f.flag("--commit", o.commit, "With --workdir-quota: copy the agent's changes onto the workdir when it exits");
+  f.option("--allow-degraded", o.allow_degraded,
+           "Run even if LAYER (workdir, ro, rw, workdir-quota, cgroup) cannot be applied (repeatable)");
+  f.flag("--explain", o.explain, "Print the layers the agent would run under, and run nothing");
+  f.flag("-q,--quiet", o.quiet, "No proxy log lines on stderr (by default: the refused and failed requests)");
+  f.option("--log-file", o.log_file,
+           "Append every proxy log line (allowed requests too) to FILE, created 0600, instead of stderr");
+  f.option("--format", o.explain_format, "With --explain: text (default) or json (what the agents row stores)")
+      ->check(CLI::IsMember({"text", "json"}));
+  f.option("--env", o.env, "Set KEY=VALUE in the agent's environment (repeatable)");
+  f.option("--keep-env", o.keep_env, "Pass the launcher's KEY on to the agent (repeatable)");
+  f.option("--timeout", a.timeout,
+           "How long the agent may run before it gets SIGTERM (then SIGKILL): seconds, or "
+           "30s, 15m, 1h ...; ending it so exits 124");
+  f.option("--kill-grace", a.grace, "Time between the timeout's SIGTERM and SIGKILL (seconds, or 500ms, 10s ...)")
+      ->default_str("5");
+  f.option("--rlimit-as", o.rlimits.as, "Address-space limit, SIZE such as 4G or 512M (default 16G)");
+  f.option("--rlimit-cpu", o.rlimits.cpu, "CPU seconds (default unlimited)");
+  f.option("--rlimit-nofile", o.rlimits.nofile, "Open files (default 4096)");
+  f.option("--rlimit-nproc", o.rlimits.nproc,
+           "Processes of the agent's user, counted across the whole machine (default 1024; --pids is the agent's own cap)");
+  f.option("--rlimit-fsize", o.rlimits.fsize, "Largest file the agent may write, SIZE (default 16G)");
+  // cgroup limits (Docker's names), enforced on the agent's whole process tree.
+  f.option("--memory", o.cgroup.memory,
+           "Memory limit of the agent's cgroup, SIZE such as 512M or 4G, swap off (default: half the RAM)");
+  f.option("--cpus", o.cgroup.cpus, "CPUs the agent's cgroup may use, fractional, e.g. 0.5 (default: no limit)");
+  f.option("--pids", o.cgroup.pids, "Processes and threads in the agent's cgroup (default 1024)");
+  f.option("--tmp-size", o.tmp_size, "SIZE of the memory behind the agent's /tmp, /var/tmp and /dev/shm together")
+      ->default_str("1G");
+  f.option("--seccomp", o.seccomp, "default, off, or a Docker/OCI seccomp profile FILE")->default_str("default");
+  f.option("command", o.command, "COMMAND [ARG...] (after --)")->required();
+}
+
+// Seconds from "30", "500ms", "15m" ...; UsageError names the flag.
+double seconds(const char* flag, const std::string& text) {
+  const auto s = launcher::parse_seconds(text);
+  if (!s)
+    throw UsageError(std::string(flag) + " '" + text + "': expected seconds or a duration such as 500ms, 30s, 15m, 1h");
+  return *s;
+}
+
+int run_launch(LaunchArgs& a, const FlagTable& flags) {
+  auto& o = a.o;
+  try {
+    o.tmp_size_given = flags.given("--tmp-size");
+    if (a.timeout) o.timeout_seconds = seconds("--timeout", *a.timeout);
+    o.kill_grace = std::chrono::milliseconds(static_cast<long long>(seconds("--kill-grace", a.grace) * 1000));
+  } catch (const UsageError& e) {
+    return usage_error(flags.command(), e.what());
+  }
+  try {
+    return launcher::launch(o);
+  } catch (const launcher::LaunchError& e) {
+    std::cerr << "netbox launch: " << e.what() << "\n";
+    return e.exit_code();
+  } catch (const std::exception& e) {
+    std::cerr << "netbox launch: " << e.what() << "\n";
+    return launcher::kExitLauncherFailure;
+  }
+}
+
+}  // namespace
+
+void add_launch_command(CLI::App& app, int& rc) {
+  auto* sub = app.add_subcommand("launch", "Run COMMAND confined to its own network namespace; its only way out is the proxy");
+  auto cmd = std::make_shared<Bound<LaunchArgs>>(*sub);
+  bind(cmd->flags, cmd->args);
+  sub->positionals_at_end();
+  sub->callback([cmd, &rc] { rc = run_launch(cmd->args, cmd->flags); });
+}
+
+}  // namespace netbox::cli

@@ -1,0 +1,309 @@
+// `netbox proxy`: run the egress proxy in the foreground until SIGTERM/SIGINT.
+// SIGHUP, or a change of the policy file, reloads the policy. Every flag may also come
+// from the config file (/etc/netbox/proxy.json, or --config FILE); a flag given wins.
+#include "commands.hpp"
+#include "config_file.hpp"
+#include "flag_table.hpp"
+#include "service_notify.hpp"
+
+#include "netbox/audit/location.hpp"
+#include "netbox/audit/query.hpp"
+#include "netbox/dashboards/proxy_admin.hpp"
+#include "netbox/policy/load.hpp"
+#include "netbox/proxy/server.hpp"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace netbox::cli {
+namespace {
+
+namespace asio = boost::asio;
+
+constexpr const char* kDefaultConfig = "/etc/netbox/proxy.json";
+
+struct ProxyArgs {
+  std::string config = kDefaultConfig;
+  std::string policy;
+  std::vector<std::string> listen;
+  std::string audit_db;  // empty: audit::default_db_path()
+  std::size_t audit_queue = 65536;
+  std::size_t audit_hold = 16384;
+  double audit_shutdown_wait = 10;
+  std::string audit_retention;
+  std::vector<std::string> dns;
+  unsigned threads = 0;
+  std::string control;
+  std::string log_format = "text";
+  std::string metrics_agent_label = "profile";
+  std::string admin;             // ADDR:PORT of the admin endpoint; empty: off
+  std::string admin_token_file;
+  bool audit_sync = false;
+  std::vector<std::string> subnets;  // empty: the launcher's default pool
+  std::size_t max_client_connections = 0;
+  std::size_t max_client_connections_per_agent = 0;
+};
+
+// "127.0.0.1:3128", "[::1]:3128". Throws std::invalid_argument naming the flag and value.
+std::pair<asio::ip::address, unsigned short> parse_addr_port(const std::string& flag, const std::string& text) {
+  const auto bad = [&](const std::string& why) {
+    return std::invalid_argument(flag + " " + text + ": " + why + " (expected ADDR:PORT, e.g. 127.0.0.1:3128 or [::1]:3128)");
+  };
+  const auto colon = text.rfind(':');
+  if (colon == std::string::npos) throw bad("no port");
+  std::string host = text.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  else if (host.find(':') != std::string::npos) throw bad("IPv6 addresses go in brackets");
+  boost::system::error_code ec;
+  const auto addr = asio::ip::make_address(host, ec);
+  if (ec) throw bad("'" + host + "' is not an IP address");
+  const auto port = text.substr(colon + 1);
+  if (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos ||
+      std::stoul(port) > 65535)
+    throw bad("'" + port + "' is not a port number");
+  return {addr, static_cast<unsigned short>(std::stoul(port))};
+}
+
+struct FileStamp {
+  ino_t ino = 0;
+  off_t size = 0;
+  timespec mtime{};
+  bool operator==(const FileStamp& o) const {
+    return ino == o.ino && size == o.size && mtime.tv_sec == o.mtime.tv_sec && mtime.tv_nsec == o.mtime.tv_nsec;
+  }
+};
+
+std::optional<FileStamp> stamp(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return std::nullopt;
+  return FileStamp{st.st_ino, st.st_size, st.st_mtim};
+}
+
+// Polls the policy file once a second: simple, and it also notices an editor's
+// write-to-temp-and-rename, which an inotify watch on the old inode would miss. A change
+// is acted on once the file has looked the same for one whole poll, so a file caught
+// half-written is not reported as a bad policy.
+class PolicyWatcher {
+ public:
+  PolicyWatcher(asio::io_context& ioc, proxy::Server& server, std::string path)
+      : timer_(ioc), server_(server), path_(std::move(path)), loaded_(stamp(path_)), seen_(loaded_) {}
+  void start() {
+    timer_.expires_after(std::chrono::seconds(1));
+    timer_.async_wait([this](boost::system::error_code ec) {
+      if (ec) return;
+      const auto now = stamp(path_);
+      if (now && now != loaded_ && now == seen_) {
+        loaded_ = now;
+        server_.reload_policy();
+      }
+      seen_ = now;
+      start();
+    });
+  }
+  void stop() { timer_.cancel(); }
+
+ private:
+  asio::steady_timer timer_;
+  proxy::Server& server_;
+  std::string path_;
+  std::optional<FileStamp> loaded_;
+  std::optional<FileStamp> seen_;
+};
+
+// Turns the arguments into the proxy's options; UsageError names the flag, or the config
+// file and key, that gave a bad value.
+proxy::ProxyOptions to_options(const ProxyArgs& a, const FlagTable& flags) {
+  proxy::ProxyOptions o;
+  if (a.policy.empty())
+    throw UsageError("--policy is required (or the key policy in " + a.config + ")");
+  o.policy_file = a.policy;
+  const auto listens = a.listen.empty() ? std::vector<std::string>{"127.0.0.1:3128"} : a.listen;
+  for (const auto& l : listens) {
+    auto [addr, port] = parse_addr_port(flags.source("--listen"), l);
+    o.listen.emplace_back(addr, port);
+  }
+  for (const auto& d : a.dns) {
+    auto [addr, port] = parse_addr_port(flags.source("--dns-server"), d);
+    o.dns_servers.emplace_back(addr, port);
+  }
+  if (a.audit_queue == 0) throw UsageError(flags.source("--audit-queue") + ": expected a positive number of rows");
+  if (!(a.audit_shutdown_wait >= 0))
+    throw UsageError(flags.source("--audit-shutdown-wait") + ": expected a non-negative number of seconds");
+  o.audit_queue = a.audit_queue;
+  o.audit_hold = a.audit_hold;
+  o.audit_shutdown_wait = std::chrono::milliseconds(static_cast<long long>(a.audit_shutdown_wait * 1000));
+  if (!a.audit_retention.empty()) {
+    try {
+      o.audit_retention = audit::parse_duration(a.audit_retention);
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(flags.source("--audit-retention") + " " + e.what());
+    }
+  }
+  o.threads = a.threads;
+  o.audit_sync = a.audit_sync;
+  if (!a.control.empty()) o.control_socket = a.control;
+  if (!a.subnets.empty()) o.launch_subnets.clear();
+  for (const auto& s : a.subnets) {
+    auto c = policy::Cidr::parse(s);
+    if (!c) throw UsageError(flags.source("--subnet") + " " + s + ": expected a network such as 10.213.0.0/16");
+    o.launch_subnets.push_back(*c);
+  }
+  o.max_client_connections = a.max_client_connections;
+  o.max_client_connections_per_agent = a.max_client_connections_per_agent;
+  o.log_format = a.log_format == "json" ? proxy::LogFormat::json : proxy::LogFormat::text;
+  o.metrics_agent_label = a.metrics_agent_label == "none"   ? proxy::MetricsAgentLabel::none
+                          : a.metrics_agent_label == "name" ? proxy::MetricsAgentLabel::name
+                                                            : proxy::MetricsAgentLabel::profile;
+  if (a.admin.empty() && !a.admin_token_file.empty())
+    throw UsageError(flags.source("--admin-token-file") + " needs --admin ADDR:PORT");
+  return o;
+}
+
+int run_proxy(const ProxyArgs& a, FlagTable& flags) {
+  proxy::ProxyOptions o;
+  std::optional<boost::asio::ip::tcp::endpoint> admin_ep;
+  bool config_read = false;
+  try {
+    config_read = apply_config_file(flags, a.config, flags.command().get_option("--config")->count() > 0);
+    o = to_options(a, flags);
+    if (!a.admin.empty()) {
+      auto [addr, port] = parse_addr_port(flags.source("--admin"), a.admin);
+      admin_ep.emplace(addr, port);
+    }
+  } catch (const std::invalid_argument& e) {  // parse_addr_port
+    return usage_error(flags.command(), e.what());
+  } catch (const UsageError& e) {
+    return usage_error(flags.command(), e.what());
+  }
+
+  std::string admin_token;
+  try {
+    if (a.audit_db.empty()) {
+      o.audit_db = audit::default_db_path();
+      audit::prepare_default_location(o.audit_db, "--audit-db (default)");
+    } else {
+      o.audit_db = a.audit_db;
+      audit::check_db_location(o.audit_db, flags.source("--audit-db"));
+    }
+    if (!a.admin_token_file.empty()) admin_token = dashboards::read_token_file(a.admin_token_file);
+  } catch (const std::exception& e) {
+    std::cerr << "netbox proxy: " << e.what() << "\n";
+    return 2;
+  }
+
+  const auto audit_db = o.audit_db;
+  std::unique_ptr<proxy::Server> server;
+  std::unique_ptr<dashboards::AdminServer> admin;
+  try {
+    server = std::make_unique<proxy::Server>(std::move(o));
+    // The first line, in the log's own format.
+    server->log(proxy::LogLevel::info, "starting",
+                {{"version", version()}, {"commit", commit()}, {"pid", ::getpid()},
+                 proxy::LogField::text_or_null("config", config_read ? a.config : "")});
+    server->start();
+    if (admin_ep) {
+      admin = dashboards::start_admin(*server, *admin_ep, audit_db, admin_token);
+      std::ostringstream where;
+      where << admin->local_endpoint();
+      server->log(proxy::LogLevel::info, "admin_listening", {{"address", where.str()}, {"url", "http://" + where.str() + "/"}});
+    }
+  } catch (const policy::PolicyError& e) {
+    std::cerr << "netbox proxy: --policy: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "netbox proxy: " << e.what() << "\n";
+    return 2;
+  }
+
+  asio::io_context ioc;
+  asio::signal_set signals(ioc, SIGINT, SIGTERM, SIGHUP);
+  PolicyWatcher watcher(ioc, *server, a.policy);
+  std::function<void()> wait_signal = [&] {
+    signals.async_wait([&](boost::system::error_code ec, int sig) {
+      if (ec) return;
+      if (sig == SIGHUP) {
+        server->reload_policy();
+        return wait_signal();
+      }
+      notify_service_manager("STOPPING=1");
+      watcher.stop();
+      // stop() waits out the grace period; run it off this thread's handler chain.
+      server->stop();
+    });
+  };
+  wait_signal();
+  watcher.start();
+  // Listeners are bound and the store is open: a Type=notify unit may start its clients.
+  notify_service_manager("READY=1\nSTATUS=proxying");
+  ioc.run();
+  server->wait();
+  if (admin) admin->stop();
+  server.reset();  // drains the audit queue
+  return 0;
+}
+
+}  // namespace
+
+void add_proxy_command(CLI::App& app, int& rc) {
+  auto* sub = app.add_subcommand("proxy", "Run the egress HTTP/CONNECT proxy (foreground; SIGHUP reloads the policy)");
+  auto cmd = std::make_shared<Bound<ProxyArgs>>(*sub);
+  auto& a = cmd->args;
+  auto& f = cmd->flags;
+  sub->add_option("--config", a.config,
+                  "Config file: a JSON object whose keys are these flags without their dashes (\"audit-db\": PATH); "
+                  "flags given here win (default /etc/netbox/proxy.json, skipped when missing)");
+  f.option("--policy", a.policy, "Policy file (JSON, version 1); reloaded on SIGHUP and when it changes (required)");
+  f.option("--listen", a.listen, "Listen address ADDR:PORT, repeatable (default 127.0.0.1:3128; port 0 picks one)");
+  f.option("--audit-db", a.audit_db,
+           "SQLite audit database (default: /var/lib/netbox/audit.db as root, else "
+           "$XDG_STATE_HOME/netbox/audit.db); its directory must be writable by its owner only");
+  f.option("--audit-queue", a.audit_queue,
+           "Audit rows queued before clients are read no further until the writer catches up (default 65536)");
+  f.option("--audit-hold", a.audit_hold,
+           "Audit rows held in memory while the store cannot write; past them new requests get 503 (default 16384)");
+  f.option("--audit-retention", a.audit_retention,
+           "Prune rows older than this (30d, 12h, ...) at start and hourly, in small batches beside the "
+           "inserts; each run is an audit_prune event (default: keep everything)");
+  f.option("--audit-shutdown-wait", a.audit_shutdown_wait,
+           "Seconds shutdown waits for a failing audit store to take the rows it holds (default 10)");
+  f.flag("--audit-sync", a.audit_sync,
+         "Strict audit: forward a request only after its decision row is durable (synchronous=FULL)");
+  f.option("--dns-server", a.dns, "DNS server ADDR:PORT, repeatable (default: /etc/resolv.conf)");
+  f.option("--threads", a.threads, "I/O threads (default: one per core)")->check(CLI::Range(0u, 256u));
+  f.option("--control", a.control, "Unix control socket for `netbox launch` registrations (mode 0600)");
+  f.option("--subnet", a.subnets,
+           "The launchers' subnet pool (their --subnet), repeatable (default 10.213.0.0/16): no request through "
+           "the proxy may reach it");
+  f.option("--max-client-connections", a.max_client_connections,
+           "Agent connections open at once, in total (default: from the descriptor limit)");
+  f.option("--max-client-connections-per-agent", a.max_client_connections_per_agent,
+           "Agent connections open at once from one client address (default 512, or a quarter of the total)");
+  f.option("--metrics-agent-label", a.metrics_agent_label,
+           "What the agent label of netbox_requests_total says: profile (default; bounded by the policy), "
+           "name (one series per launch), or none")
+      ->check(CLI::IsMember({"none", "profile", "name"}));
+  f.option("--log-format", a.log_format,
+           "Log format on stderr: text, or json (one object per line, the first included; numbers typed, "
+           "a level, request fields named like the audit columns)")
+      ->check(CLI::IsMember({"text", "json"}));
+  f.option("--admin", a.admin,
+           "Admin endpoint ADDR:PORT: /metrics, /healthz, /readyz, /api/*, and the dashboard at / (off by default)");
+  f.option("--admin-token-file", a.admin_token_file,
+           "File whose first line is the admin bearer token (mode 0600); probes stay open");
+  sub->callback([cmd, &rc] { rc = run_proxy(cmd->args, cmd->flags); });
+}
+
+}  // namespace netbox::cli
