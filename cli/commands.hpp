@@ -17,5 +17,6 @@ void add_audit_command(CLI::App& app, int& rc);
 void add_proxy_command(CLI::App& app, int& rc);
 void add_launch_command(CLI::App& app, int& rc);
 void add_gc_command(CLI::App& app, int& rc);
+void add_ca_command(CLI::App& app, int& rc);
 
 }  // namespace netbox::cli

@@ -7,16 +7,20 @@ _netbox() {
     [[ $w == -- ]] && return 0  # the agent's command line: complete nothing of ours
     [[ $w == -* ]] && continue
     case $w in
-      proxy | launch | audit | policy | gc) [[ -z $sub ]] && sub=$w ;;
-      summary | check) [[ -n $sub ]] && sub="$sub $w" ;;
+      proxy | launch | audit | policy | gc | ca) [[ -z $sub ]] && sub=$w ;;
+      summary | check | init | show) [[ -n $sub ]] && sub="$sub $w" ;;
     esac
   done
   if [[ -z $sub ]]; then
-    COMPREPLY=($(compgen -W "proxy launch audit policy gc --help --version" -- "$cur"))
+    COMPREPLY=($(compgen -W "proxy launch audit policy gc ca --help --version" -- "$cur"))
     return 0
   fi
   if [[ $sub == policy && $cur != -* ]]; then
     COMPREPLY=($(compgen -W "check" -- "$cur"))
+    return 0
+  fi
+  if [[ $sub == ca && $cur != -* ]]; then
+    COMPREPLY=($(compgen -W "init show" -- "$cur"))
     return 0
   fi
   if [[ $cur == -* ]]; then
