@@ -7,6 +7,7 @@
 #include "netbox/audit/query.hpp"
 #include "netbox/dashboards/proxy_admin.hpp"
 #include "netbox/policy/load.hpp"
+#include "netbox/proxy/endpoint.hpp"
 #include "netbox/proxy/server.hpp"
 
 #include <boost/asio/io_context.hpp>
@@ -50,24 +51,12 @@ struct ProxyArgs {
   std::size_t max_client_connections_per_agent = 0;
 };
 
-// "127.0.0.1:3128", "[::1]:3128". Throws std::invalid_argument naming the flag and value.
-std::pair<asio::ip::address, unsigned short> parse_addr_port(const std::string& flag, const std::string& text) {
-  const auto bad = [&](const std::string& why) {
-    return std::invalid_argument(flag + " " + text + ": " + why + " (expected ADDR:PORT, e.g. 127.0.0.1:3128 or [::1]:3128)");
-  };
-  const auto colon = text.rfind(':');
-  if (colon == std::string::npos) throw bad("no port");
-  std::string host = text.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-  else if (host.find(':') != std::string::npos) throw bad("IPv6 addresses go in brackets");
-  boost::system::error_code ec;
-  const auto addr = asio::ip::make_address(host, ec);
-  if (ec) throw bad("'" + host + "' is not an IP address");
-  const auto port = text.substr(colon + 1);
-  if (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos ||
-      std::stoul(port) > 65535)
-    throw bad("'" + port + "' is not a port number");
-  return {addr, static_cast<unsigned short>(std::stoul(port))};
+boost::asio::ip::tcp::endpoint flag_endpoint(const std::string& flag, const std::string& text, proxy::PortZero zero) {
+  try {
+    return proxy::parse_endpoint(text, zero);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(flag + " " + e.what());
+  }
 }
 
 struct FileStamp {
@@ -121,13 +110,10 @@ int run_proxy(const ProxyArgs& a) {
   try {
     o.policy_file = a.policy;
     const auto listens = a.listen.empty() ? std::vector<std::string>{"127.0.0.1:3128"} : a.listen;
-    for (const auto& l : listens) {
-      auto [addr, port] = parse_addr_port("--listen", l);
-      o.listen.emplace_back(addr, port);
-    }
+    for (const auto& l : listens) o.listen.push_back(flag_endpoint("--listen", l, proxy::PortZero::allowed));
     for (const auto& d : a.dns) {
-      auto [addr, port] = parse_addr_port("--dns-server", d);
-      o.dns_servers.emplace_back(addr, port);
+      const auto ep = flag_endpoint("--dns-server", d, proxy::PortZero::refused);
+      o.dns_servers.emplace_back(ep.address(), ep.port());
     }
     if (a.audit_db.empty()) {
       o.audit_db = audit::default_db_path();
@@ -173,8 +159,7 @@ int run_proxy(const ProxyArgs& a) {
   std::string admin_token;
   try {
     if (!a.admin.empty()) {
-      auto [addr, port] = parse_addr_port("--admin", a.admin);
-      admin_ep.emplace(addr, port);
+      admin_ep = flag_endpoint("--admin", a.admin, proxy::PortZero::allowed);
     } else if (!a.admin_token_file.empty()) {
       throw std::invalid_argument("--admin-token-file needs --admin ADDR:PORT");
     }

@@ -3,6 +3,7 @@
 // proxy sees it close and unregisters the agent by itself.
 #include "netbox/launcher/launch.hpp"
 #include "netbox/launcher/proxy_link.hpp"
+#include "netbox/proxy/endpoint.hpp"
 
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -41,15 +42,13 @@ class ControlClient final : public ProxyLink {
     if (!reply.value("ok", false))
       throw LaunchError(kExitLauncherFailure, "the proxy at " + path_.string() + " refused the agent: " +
                                                   reply.value("error", std::string("no reason given")));
-    std::string listen = reply.value("listen", agent.host_addr + ":3128");
-    auto colon = listen.rfind(':');
+    const std::string listen = reply.value("listen", agent.host_addr + ":3128");
     try {
-      int port = std::stoi(listen.substr(colon + 1));
-      if (colon == std::string::npos || port <= 0 || port > 65535) throw std::out_of_range("port");
-      return static_cast<std::uint16_t>(port);
-    } catch (const std::exception&) {
-      throw LaunchError(kExitLauncherFailure, "the proxy at " + path_.string() + " answered an unusable listen address '" +
-                                                  listen + "'");
+      const auto port = proxy::parse_endpoint(listen, proxy::PortZero::refused).port();
+      return port;
+    } catch (const std::invalid_argument& e) {
+      throw LaunchError(kExitLauncherFailure,
+                        "the proxy at " + path_.string() + " answered an unusable listen address " + e.what());
     }
   }
 

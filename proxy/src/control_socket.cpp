@@ -1,6 +1,7 @@
 #include "control_socket.hpp"
 
 #include "netbox/proxy/agent_name.hpp"
+#include "netbox/proxy/endpoint.hpp"
 
 #include "server_impl.hpp"
 #include "target.hpp"
@@ -24,20 +25,6 @@ using stream = asio::local::stream_protocol;
 using json = nlohmann::json;
 
 namespace {
-
-asio::ip::tcp::endpoint parse_listen(const std::string& text) {
-  auto colon = text.rfind(':');
-  if (colon == std::string::npos) throw std::invalid_argument("\"listen\" must be ADDR:PORT, got \"" + text + "\"");
-  std::string host = text.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-  boost::system::error_code ec;
-  auto addr = asio::ip::make_address(host, ec);
-  const auto port_text = text.substr(colon + 1);
-  if (ec || port_text.empty() || port_text.size() > 5 ||
-      port_text.find_first_not_of("0123456789") != std::string::npos || std::stoul(port_text) > 65535)
-    throw std::invalid_argument("\"listen\" must be ADDR:PORT, got \"" + text + "\"");
-  return {addr, static_cast<unsigned short>(std::stoul(port_text))};
-}
 
 // A launcher registers its agents' addresses and the host side of their links, both in
 // its --subnet. Outside this proxy's pool (--subnet) they would be ordinary destinations
@@ -124,7 +111,12 @@ class ControlSession : public std::enable_shared_from_this<ControlSession> {
     reg.agent = agent;
     json reply = {{"ok", true}};
     if (req.contains("listen") && !req["listen"].is_null()) {
-      const auto want = parse_listen(req["listen"].get<std::string>());
+      asio::ip::tcp::endpoint want;
+      try {
+        want = parse_endpoint(req["listen"].get<std::string>());
+      } catch (const std::invalid_argument& e) {
+        return {{"ok", false}, {"error", std::string("\"listen\" ") + e.what()}};
+      }
       if (auto why = outside_pool("listen", want.address(), impl_.options.launch_subnets); !why.empty())
         return {{"ok", false}, {"error", why}};
       const auto existing = impl_.local_endpoints();

@@ -1,6 +1,7 @@
 #include "proxy_fixture.hpp"
 
 #include "netbox/audit/writer.hpp"
+#include "netbox/proxy/endpoint.hpp"
 
 #include <nlohmann/json.hpp>
 #include <sqlite3.h>
@@ -51,9 +52,8 @@ void ProxyTest::start_proxy(const std::string& policy_json, std::vector<std::str
   o.shutdown_grace = std::chrono::milliseconds(500);
   o.audit_hold = audit_hold;
   for (const auto& d : dns_servers) {
-    auto colon = d.rfind(':');
-    o.dns_servers.emplace_back(boost::asio::ip::make_address(d.substr(0, colon)),
-                               static_cast<unsigned short>(std::stoi(d.substr(colon + 1))));
+    const auto ep = proxy::parse_endpoint(d);
+    o.dns_servers.emplace_back(ep.address(), ep.port());
   }
   if (control) o.control_socket = *control;
   if (configure) configure(o);
