@@ -29,14 +29,4 @@ class ControlServer {
   boost::asio::local::stream_protocol::acceptor acceptor_;
 };
 
-// Handles one request line for a control connection; `registered` is that connection's
-// set of registered client addresses (and listeners it added), cleaned up on close.
-struct ControlRegistration {
-  std::string addr;
-  std::string agent;
-  std::string listen;          // the listener this registration added, if any
-  bool listener_added = false;
-  std::int64_t pid = 0;
-};
-
 }  // namespace netbox::proxy

@@ -406,13 +406,11 @@ void Server::wait() { impl_->wait(); }
 bool Server::reload_policy() { return impl_->reload_policy(); }
 
 void Server::register_agent(const asio::ip::address& addr, std::string agent, std::string profile) {
-  // An unknown profile would be decided with the top level: refused, never widened. Under
-  // the reload lock, so a reload cannot drop the profile between the check and the add.
-  std::lock_guard lock(impl_->reload_mu);
-  if (!profile.empty() && !impl_->current_policy()->agents.contains(profile))
-    throw std::invalid_argument("the policy has no agents." + profile + " profile for agent " + agent);
-  impl_->agents.add(addr, AgentIdentity{std::move(agent), std::move(profile)});
+  impl_->register_agent(addr, std::move(agent), std::move(profile));
 }
+
+AttachedAgent Server::attach_agent(const AgentAttachment& attachment) { return impl_->attach_agent(attachment); }
+void Server::detach_agent(const AttachedAgent& agent, const AgentEnd& end) noexcept { impl_->detach_agent(agent, end); }
 
 void Server::unregister_agent(const asio::ip::address& addr) { impl_->agents.remove(addr); }
 

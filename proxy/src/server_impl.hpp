@@ -82,6 +82,10 @@ struct Server::Impl {
   void remove_listener(const boost::asio::ip::tcp::endpoint& ep);
   std::vector<boost::asio::ip::tcp::endpoint> local_endpoints() const;
   void event(std::string kind, std::string message, std::string detail = {});
+  // Server's, for the control socket too (agent_attach.cpp).
+  void register_agent(const boost::asio::ip::address& addr, std::string agent, std::string profile);
+  AttachedAgent attach_agent(const AgentAttachment& attachment);
+  void detach_agent(const AttachedAgent& agent, const AgentEnd& end) noexcept;
 
   PolicyPtr current_policy() const { return policy.load(); }
   // When the policy in force was loaded (start or the last good reload), seconds since the

@@ -2,6 +2,7 @@
 // The egress proxy as an object, so `netbox proxy` and `netbox launch` (embedded mode)
 // run the same code. See DESIGN.md, "A request's way through".
 #include "netbox/policy/policy.hpp"
+#include "netbox/proxy/agent_attachment.hpp"
 #include "netbox/proxy/counters.hpp"
 
 #include <boost/asio/ip/address.hpp>
@@ -98,6 +99,18 @@ class Server {
   // drop the profile of a registered agent is refused.
   void register_agent(const boost::asio::ip::address& addr, std::string agent, std::string profile);
   void unregister_agent(const boost::asio::ip::address& addr);
+
+  // What a launcher does for each agent (the embedded proxy and the control socket alike):
+  // checks the attachment (the addresses inside launch_subnets or loopback, a usable name,
+  // a profile the policy has), adds the listener unless one is there, registers the agent,
+  // opens its agents row and logs agent_registered. Throws std::invalid_argument for an
+  // attachment refused (the message names the field: "addr", "listen", "agent", the
+  // profile) and std::runtime_error when the listener cannot be bound; either way nothing
+  // is left behind.
+  AttachedAgent attach_agent(const AgentAttachment& attachment);
+  // Undoes attach_agent: unregisters, closes the listener it added, ends the agents row
+  // with `end`, logs agent_unregistered. Never throws (a failure is logged).
+  void detach_agent(const AttachedAgent& agent, const AgentEnd& end = {}) noexcept;
 
   // Listeners can be added while running (a launcher adds the host side of a veth).
   boost::asio::ip::tcp::endpoint add_listener(const boost::asio::ip::tcp::endpoint& ep);
