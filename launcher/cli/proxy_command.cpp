@@ -1,5 +1,5 @@
 // `netbox proxy`: run the egress proxy in the foreground until SIGTERM/SIGINT.
-// SIGHUP, or a change of the policy file, reloads the policy.
+// SIGHUP, or a change of the policy file, reloads the policy (the Server follows it).
 #include "commands.hpp"
 #include "service_notify.hpp"
 
@@ -12,9 +12,6 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
-#include <boost/asio/steady_timer.hpp>
-
-#include <sys/stat.h>
 
 #include <csignal>
 #include <iostream>
@@ -59,56 +56,11 @@ boost::asio::ip::tcp::endpoint flag_endpoint(const std::string& flag, const std:
   }
 }
 
-struct FileStamp {
-  ino_t ino = 0;
-  off_t size = 0;
-  timespec mtime{};
-  bool operator==(const FileStamp& o) const {
-    return ino == o.ino && size == o.size && mtime.tv_sec == o.mtime.tv_sec && mtime.tv_nsec == o.mtime.tv_nsec;
-  }
-};
-
-std::optional<FileStamp> stamp(const std::string& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return std::nullopt;
-  return FileStamp{st.st_ino, st.st_size, st.st_mtim};
-}
-
-// Polls the policy file once a second: simple, and it also notices an editor's
-// write-to-temp-and-rename, which an inotify watch on the old inode would miss. A change
-// is acted on once the file has looked the same for one whole poll, so a file caught
-// half-written is not reported as a bad policy.
-class PolicyWatcher {
- public:
-  PolicyWatcher(asio::io_context& ioc, proxy::Server& server, std::string path)
-      : timer_(ioc), server_(server), path_(std::move(path)), loaded_(stamp(path_)), seen_(loaded_) {}
-  void start() {
-    timer_.expires_after(std::chrono::seconds(1));
-    timer_.async_wait([this](boost::system::error_code ec) {
-      if (ec) return;
-      const auto now = stamp(path_);
-      if (now && now != loaded_ && now == seen_) {
-        loaded_ = now;
-        server_.reload_policy();
-      }
-      seen_ = now;
-      start();
-    });
-  }
-  void stop() { timer_.cancel(); }
-
- private:
-  asio::steady_timer timer_;
-  proxy::Server& server_;
-  std::string path_;
-  std::optional<FileStamp> loaded_;
-  std::optional<FileStamp> seen_;
-};
-
 int run_proxy(const ProxyArgs& a) {
   proxy::ProxyOptions o;
   try {
     o.policy_file = a.policy;
+    o.reload_on_sighup = true;  // and the file is watched (ProxyOptions)
     const auto listens = a.listen.empty() ? std::vector<std::string>{"127.0.0.1:3128"} : a.listen;
     for (const auto& l : listens) o.listen.push_back(flag_endpoint("--listen", l, proxy::PortZero::allowed));
     for (const auto& d : a.dns) {
@@ -190,23 +142,13 @@ int run_proxy(const ProxyArgs& a) {
   }
 
   asio::io_context ioc;
-  asio::signal_set signals(ioc, SIGINT, SIGTERM, SIGHUP);
-  PolicyWatcher watcher(ioc, *server, a.policy);
-  std::function<void()> wait_signal = [&] {
-    signals.async_wait([&](boost::system::error_code ec, int sig) {
-      if (ec) return;
-      if (sig == SIGHUP) {
-        server->reload_policy();
-        return wait_signal();
-      }
-      notify_service_manager("STOPPING=1");
-      watcher.stop();
-      // stop() waits out the grace period; run it off this thread's handler chain.
-      server->stop();
-    });
-  };
-  wait_signal();
-  watcher.start();
+  asio::signal_set signals(ioc, SIGINT, SIGTERM);
+  signals.async_wait([&](boost::system::error_code ec, int) {
+    if (ec) return;
+    notify_service_manager("STOPPING=1");
+    // stop() waits out the grace period; run it off this thread's handler chain.
+    server->stop();
+  });
   // Listeners are bound and the store is open: a Type=notify unit may start its clients.
   notify_service_manager("READY=1\nSTATUS=proxying");
   ioc.run();

@@ -94,6 +94,7 @@ Server::Impl::Impl(ProxyOptions opts)
       idle_pool(idle_pool_limits(fd_limit)) {
   own.set_networks(options.launch_subnets);
   refresh_host();
+  if (!options.policy) loaded_stamp = file_stamp(options.policy_file);  // before reading: a change after is seen
   policy.store(initial_policy(options));
   note_policy_loaded();
   audit::WriterOptions wo;
@@ -143,6 +144,17 @@ void Server::Impl::start() {
     schedule_host_refresh();
   });
   refresh_host();  // the host and the registry as they are now, before the first request
+  if (!options.policy && (options.watch_policy_file || options.reload_on_sighup)) {
+    PolicyFollower::Hooks hooks;
+    hooks.changed = [this] { reload_if_changed(); };
+    hooks.hangup = [this] { reload_policy(); };
+    hooks.cannot_watch = [this](std::string why) {
+      log.write("policy_watch_unavailable",
+                {{"file", options.policy_file.string()}, {"reason", why}, {"effect", "reloads only on request"}});
+    };
+    follower = std::make_unique<PolicyFollower>(options.policy_file, options.watch_policy_file,
+                                                options.reload_on_sighup, std::move(hooks));
+  }
   if (options.control_socket) {
     control = std::make_unique<ControlServer>(*this, workers.front()->ioc, *options.control_socket);
     asio::post(workers.front()->ioc, [this] { control->start(); });
@@ -308,6 +320,7 @@ bool Server::Impl::reload_policy() {
     log.write("policy_reload_failed", {{"reason", "the policy was given in-process, not as a file"}});
     return false;
   }
+  loaded_stamp = file_stamp(options.policy_file);  // a bad file too: it is not read again until it changes
   try {
     auto next = std::make_shared<const policy::Policy>(policy::load_policy_file(options.policy_file));
     // A registered agent whose profile the new file lacks would be decided with the
@@ -332,6 +345,14 @@ bool Server::Impl::reload_policy() {
   }
 }
 
+void Server::Impl::reload_if_changed() {
+  {
+    std::lock_guard lock(reload_mu);
+    if (file_stamp(options.policy_file) == loaded_stamp) return;
+  }
+  reload_policy();
+}
+
 void Server::Impl::stop() {
   {
     std::lock_guard lock(state_mu);
@@ -339,6 +360,7 @@ void Server::Impl::stop() {
     stopped = true;
   }
   stopping = true;
+  follower.reset();  // no reload while shutting down
   if (!workers.empty() && workers.front()->thread.joinable()) {
     // Stop accepting, on each io thread.
     for (auto& w : workers) {

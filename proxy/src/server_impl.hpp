@@ -12,6 +12,7 @@
 #include "fd_limit.hpp"
 #include "log.hpp"
 #include "own_endpoints.hpp"
+#include "policy_follower.hpp"
 #include "resolver.hpp"
 #include "snapshot.hpp"
 #include "upstream_pool.hpp"
@@ -113,6 +114,9 @@ struct Server::Impl {
   AgentRegistry agents;
   Snapshot<policy::Policy> policy;
   std::mutex reload_mu;
+  std::optional<FileStamp> loaded_stamp;  // of the policy file last read (under reload_mu)
+  std::unique_ptr<PolicyFollower> follower;
+  void reload_if_changed();
 
   mutable std::mutex listeners_mu;
   std::vector<boost::asio::ip::tcp::endpoint> listeners;

@@ -47,6 +47,7 @@ void ProxyTest::start_proxy(const std::string& policy_json, std::vector<std::str
   proxy::ProxyOptions o;
   o.listen.emplace_back(boost::asio::ip::make_address("127.0.0.1"), 0);
   o.policy_file = policy_path;
+  o.watch_policy_file = false;  // the tests reload when they mean to; reload_test.cpp watches
   o.audit_db = db_path;
   o.threads = threads;
   o.shutdown_grace = std::chrono::milliseconds(500);

@@ -31,8 +31,15 @@ enum class LogRequests { all, refusals, none };
 
 struct ProxyOptions {
   std::vector<boost::asio::ip::tcp::endpoint> listen;   // port 0 picks a free port
-  std::filesystem::path policy_file;                     // watched and reloaded on SIGHUP / change
+  std::filesystem::path policy_file;                     // followed as the two below say
   std::optional<policy::Policy> policy;                  // used instead of policy_file when set
+  // How the server follows policy_file once started (the effect is reload_policy()'s):
+  // watched with inotify on its folder, so saving it reloads it, editors that write a new
+  // file and rename it included (once the folder has been quiet for 200 ms, and only when
+  // the file is not the one last loaded); and, when asked, reloaded on SIGHUP. SIGHUP is
+  // the process's: only a process running one Server should ask (`netbox proxy` does).
+  bool watch_policy_file = true;
+  bool reload_on_sighup = false;
   std::filesystem::path audit_db = "netbox-audit.db";
   std::vector<boost::asio::ip::udp::endpoint> dns_servers;  // empty: /etc/resolv.conf
   unsigned threads = 0;                                  // 0: one per core
@@ -89,8 +96,9 @@ class Server {
   void stop();                  // stop accepting, let tunnels finish for the grace period, drain audit
   void wait();                  // blocks until stopped
 
-  // Reloads policy_file. On failure the old policy stays; both outcomes are logged and
-  // recorded in `events`. Returns whether the new policy took effect.
+  // Reloads policy_file (what the watch and SIGHUP do, see ProxyOptions). On failure the
+  // old policy stays; both outcomes are logged and recorded in `events`. Returns whether
+  // the new policy took effect.
   bool reload_policy();
 
   // Agent identity: connections from `addr` are logged as `agent` and decided with
