@@ -8,7 +8,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <cstdlib>
 #include <cstring>
 
 namespace netbox::proxy {
@@ -34,8 +33,7 @@ Tunnel::Tunnel(Server::Impl& impl, tcp::socket client, tcp::socket upstream, std
   down_.from = &upstream_;
   down_.to = &client_;
   impl_.counters.active_tunnels.fetch_add(1);
-  const char* relay = std::getenv("NETBOX_TUNNEL_RELAY");
-  use_splice_ = !(relay && std::strcmp(relay, "buffer") == 0);
+  use_splice_ = impl_.options.tunnel_relay == TunnelRelay::splice;
 }
 
 Tunnel::~Tunnel() {

@@ -28,6 +28,9 @@ enum class MetricsAgentLabel { none, profile, name };
 // Which `request` lines the log gets: every one, only refusals and failures (what an
 // operator watching one agent needs to see), or none. Other events are always logged.
 enum class LogRequests { all, refusals, none };
+// How a CONNECT tunnel moves bytes: splice(2) through a pipe, so they never enter user
+// space, or a plain buffer in user space (for comparisons; also used when no pipe can be had).
+enum class TunnelRelay { splice, buffer };
 
 struct ProxyOptions {
   std::vector<boost::asio::ip::tcp::endpoint> listen;   // port 0 picks a free port
@@ -49,6 +52,7 @@ struct ProxyOptions {
   LogRequests log_requests = LogRequests::all;
   int log_fd = 2;  // where log lines go (stderr); the caller keeps another descriptor open
   MetricsAgentLabel metrics_agent_label = MetricsAgentLabel::profile;
+  TunnelRelay tunnel_relay = TunnelRelay::splice;
   // Strict audit: a request is forwarded (or a tunnel opened) only once its decision row is
   // committed with PRAGMA synchronous=FULL, so a crash never loses the row of a forwarded
   // request. Costs one group commit of latency per new exchange.
