@@ -71,17 +71,30 @@ void PolicyFollower::read_events() {
 
 void PolicyFollower::on_events(boost::system::error_code ec, std::size_t n) {
   if (ec) return;  // closed by the destructor
-  bool gone = false;
+  // Only events naming the file count: the folder may hold busy files (an audit store
+  // beside the policy), whose writes would otherwise hold the quiet period open for good.
+  // A symlink's target can be swapped by renaming another entry (Kubernetes' ..data),
+  // so for a symlink every entry coming or going counts.
+  const auto name = file_.filename().string();
+  std::error_code link_ec;
+  const bool link = std::filesystem::is_symlink(file_, link_ec);
+  bool relevant = false, gone = false;
   for (std::size_t off = 0; off + sizeof(inotify_event) <= n;) {
     inotify_event ev;
     std::memcpy(&ev, events_.data() + off, sizeof ev);
+    const char* ev_name = events_.data() + off + sizeof(inotify_event);
+    const bool named = ev.len > 0 && name == std::string_view(ev_name, ::strnlen(ev_name, ev.len));
     gone = gone || (ev.mask & IN_IGNORED) != 0;
+    relevant = relevant || named || (ev.mask & (IN_Q_OVERFLOW | IN_IGNORED)) != 0 ||
+               (link && (ev.mask & (IN_MOVED_TO | IN_CREATE | IN_DELETE)) != 0);
     off += sizeof(inotify_event) + ev.len;
   }
-  quiet_.expires_after(kQuiet);
-  quiet_.async_wait([this](boost::system::error_code e) {
-    if (!e) hooks_.changed();
-  });
+  if (relevant) {
+    quiet_.expires_after(kQuiet);
+    quiet_.async_wait([this](boost::system::error_code e) {
+      if (!e) hooks_.changed();
+    });
+  }
   if (gone) return hooks_.cannot_watch(file_.parent_path().string() + " was removed or moved away");
   read_events();
 }

@@ -3,8 +3,8 @@
 // checking the file) never holds up an io thread:
 // - watched with inotify on the file's folder, not on the file: an editor that writes a
 //   new file and renames it over the old one replaces the inode a file watch would hold.
-//   Every event in the folder (re)starts a short quiet period; once it is over, `changed`
-//   runs. The caller compares the file's FileStamp with the one it last loaded, so a burst
+//   Every event naming the file (any entry coming or going, when the file is a symlink)
+//   (re)starts a short quiet period; once it is over, `changed` runs. The caller compares the file's FileStamp with the one it last loaded, so a burst
 //   of events is one reload, a file still being written is read once it is quiet, and a
 //   reload already made (reload_policy(), SIGHUP) is not repeated.
 // - reloaded on SIGHUP, when asked: the signal is the process's, so only a process running

@@ -144,6 +144,18 @@ TEST_F(WatchedPolicyTest, ABadSaveIsRefusedAndTheOldPolicyStays) {
   EXPECT_EQ(server->counters().policy_reloads_ok, 0u);
 }
 
+// The audit store often sits beside the policy: its steady writes must not hold a reload off.
+TEST_F(WatchedPolicyTest, ABusyFileBesideThePolicyDoesNotHoldTheReloadOff) {
+  dir.write("policy.json", allowing(R"("upstream.test", "later.test")"));
+  bool reloaded = false;
+  for (int i = 0; i < 300 && !reloaded; ++i) {
+    dir.write("busy.db", std::to_string(i));  // more often than the quiet period
+    reloaded = server->counters().policy_reloads_ok == 1;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_TRUE(reloaded) << "writes to another file kept the policy from being reloaded";
+}
+
 TEST_F(WatchedPolicyTest, OtherFilesInTheFolderDoNotReloadThePolicy) {
   dir.write("notes.txt", "unrelated");
   dir.write("policy.json", allowing(R"("upstream.test", "later.test")"));  // the change that counts
