@@ -132,8 +132,8 @@ void Server::Impl::event(std::string kind, std::string message, std::string deta
 void Server::Impl::start() {
   {
     std::lock_guard lock(state_mu);
-    if (started) return;
-    started = true;
+    if (lifecycle != Lifecycle::created) return;
+    lifecycle = Lifecycle::starting;
   }
   for (const auto& ep : options.listen) add_listener(ep);
   host_refresh = std::make_unique<asio::steady_timer>(workers.front()->ioc);
@@ -174,11 +174,12 @@ void Server::Impl::start() {
                                   {"idle_upstream_per_agent", std::to_string(idle_pool.per_agent)},
                                   {"io_threads", std::to_string(workers.size())},
                                   {"dial_fd_ceiling", std::to_string(dial_fd_ceiling)}});
-  running = true;
+  std::lock_guard lock(state_mu);
+  if (lifecycle == Lifecycle::starting) lifecycle = Lifecycle::running;  // unless stop() came first
 }
 
 tcp::endpoint Server::Impl::add_listener(const tcp::endpoint& ep) {
-  if (stopping) throw std::runtime_error("the proxy is shutting down");
+  if (is_stopping()) throw std::runtime_error("the proxy is shutting down");
   tcp::endpoint bound = ep;
   // A plain bind first: SO_REUSEPORT alone would quietly share a port with another
   // proxy already listening there instead of reporting "address in use".
@@ -200,7 +201,7 @@ tcp::endpoint Server::Impl::add_listener(const tcp::endpoint& ep) {
     std::lock_guard lock(listeners_mu);
     listeners.push_back(bound);
   }
-  if (running) log.write("listening", {{"address", ep_text(bound)}});
+  if (lifecycle == Lifecycle::running) log.write("listening", {{"address", ep_text(bound)}});  // start() says the rest
   return bound;
 }
 
@@ -211,7 +212,7 @@ void Server::Impl::remove_listener(const tcp::endpoint& ep) {
   }
   own.remove(ep);
   publish_endpoints();
-  if (stopping) return;  // every acceptor closes with its io_context anyway
+  if (is_stopping()) return;  // every acceptor closes with its io_context anyway
   for (auto& w : workers) {
     asio::post(w->ioc, [w = w.get(), ep] {
       if (auto it = w->acceptors.find(ep); it != w->acceptors.end()) {
@@ -292,7 +293,7 @@ void Server::Impl::refresh_host() {
 void Server::Impl::schedule_host_refresh() {
   host_refresh->expires_after(kHostRefresh);
   host_refresh->async_wait([this](boost::system::error_code ec) {
-    if (ec || stopping) return;
+    if (ec || is_stopping()) return;
     refresh_host();
     schedule_host_refresh();
   });
@@ -356,10 +357,9 @@ void Server::Impl::reload_if_changed() {
 void Server::Impl::stop() {
   {
     std::lock_guard lock(state_mu);
-    if (stopped) return;
-    stopped = true;
+    if (lifecycle >= Lifecycle::stopping) return;
+    lifecycle = Lifecycle::stopping;
   }
-  stopping = true;
   follower.reset();  // no reload while shutting down
   if (!workers.empty() && workers.front()->thread.joinable()) {
     // Stop accepting, on each io thread.
@@ -408,14 +408,14 @@ void Server::Impl::stop() {
   log.write("stopped", {});
   {
     std::lock_guard lock(state_mu);
-    finished = true;
+    lifecycle = Lifecycle::stopped;
   }
   state_cv.notify_all();
 }
 
 void Server::Impl::wait() {
   std::unique_lock lock(state_mu);
-  state_cv.wait(lock, [this] { return finished; });
+  state_cv.wait(lock, [this] { return lifecycle == Lifecycle::stopped; });
 }
 
 // ---- Server ----

@@ -95,7 +95,7 @@ struct Server::Impl {
   void note_policy_loaded();
   // The `agent` label of this identity's requests in the metrics (options.metrics_agent_label).
   std::string metric_label(const AgentIdentity& who) const;
-  bool is_stopping() const { return stopping.load(); }
+  bool is_stopping() const { return lifecycle.load() >= Lifecycle::stopping; }
 
   // Declared in this order so everything a session touches outlives the workers whose
   // io_contexts own the sessions.
@@ -135,13 +135,12 @@ struct Server::Impl {
   void refresh_host();
   void schedule_host_refresh();
 
+  // Forward only: created -> starting -> running -> stopping -> stopped (stop() may come
+  // from created or starting too). Moved under state_mu, read without it.
+  enum class Lifecycle { created, starting, running, stopping, stopped };
   std::mutex state_mu;
-  std::condition_variable state_cv;
-  bool started = false;
-  bool stopped = false;
-  bool finished = false;
-  std::atomic<bool> running{false};
-  std::atomic<bool> stopping{false};
+  std::condition_variable state_cv;  // wait() for stopped
+  std::atomic<Lifecycle> lifecycle{Lifecycle::created};
 
   std::vector<std::unique_ptr<Worker>> workers;
   std::unique_ptr<ControlServer> control;

@@ -46,7 +46,7 @@ struct ProxyOptions {
   std::filesystem::path audit_db = "netbox-audit.db";
   std::vector<boost::asio::ip::udp::endpoint> dns_servers;  // empty: /etc/resolv.conf
   unsigned threads = 0;                                  // 0: one per core
-  std::optional<std::filesystem::path> control_socket;  // Unix socket, JSON lines (see control.hpp)
+  std::optional<std::filesystem::path> control_socket;  // Unix socket, JSON lines (control_protocol.hpp)
   std::chrono::milliseconds shutdown_grace{5000};
   LogFormat log_format = LogFormat::text;
   LogRequests log_requests = LogRequests::all;
