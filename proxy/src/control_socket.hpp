@@ -8,7 +8,6 @@
 
 #include <filesystem>
 #include <memory>
-#include <set>
 #include <string>
 
 namespace netbox::proxy {

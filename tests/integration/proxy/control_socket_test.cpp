@@ -3,6 +3,7 @@
 
 #include "netbox/audit/writer.hpp"
 #include "netbox/proxy/control_protocol.hpp"
+#include "netbox/proxy/endpoint.hpp"
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/local/stream_protocol.hpp>
@@ -115,7 +116,7 @@ TEST_F(ControlTest, RegisterWithListenAddsAListenerAndUnregisterRemovesIt) {
   auto reply = c.call({{"op", "register"}, {"addr", "127.0.0.1"}, {"agent", "a1"}, {"listen", "127.0.0.1:0"}});
   ASSERT_EQ(reply["ok"], true) << reply.dump();
   const auto listen = reply["listen"].get<std::string>();
-  const auto extra = static_cast<unsigned short>(std::stoi(listen.substr(listen.rfind(':') + 1)));
+  const auto extra = proxy::parse_endpoint(listen).port();
   ASSERT_NE(extra, 0);
   ASSERT_NE(extra, port);
   EXPECT_EQ(proxy_get(extra, upstream_url("/")).status, 200);
