@@ -167,6 +167,39 @@ TEST_F(WatchedPolicyTest, OtherFilesInTheFolderDoNotReloadThePolicy) {
   EXPECT_EQ(server->counters().policy_reloads_ok, 2u) << "a change of another file reloaded the policy";
 }
 
+// Kubernetes mounts a ConfigMap as policy.json -> ..data/policy.json and swaps ..data
+// (a symlink to a dated folder) by renaming a new link over it: no event names policy.json.
+TEST_F(ProxyTest, APolicyFileBehindASymlinkIsReloadedWhenTheLinkIsSwapped) {
+  namespace fs = std::filesystem;
+  const auto v1 = dir.path() / "v1";
+  const auto v2 = dir.path() / "v2";
+  fs::create_directories(v1);
+  fs::create_directories(v2);
+  const auto resolve = std::string(R"("resolve": {"upstream.test": ["127.0.0.1"], "later.test": ["127.0.0.1"]})");
+  std::ofstream(v1 / "policy.json") << base_policy(resolve);
+  std::ofstream(v2 / "policy.json") << base_policy(R"("allow": ["later.test"], )" + resolve);
+  fs::create_directory_symlink("v1", dir.path() / "..data");
+  const auto link = dir.path() / "linked.json";
+  fs::create_symlink("..data/policy.json", link);
+
+  configure = [&](proxy::ProxyOptions& o) {
+    o.policy_file = link;
+    o.watch_policy_file = true;
+  };
+  start_proxy(base_policy(resolve));  // writes policy.json too, which this server does not read
+  const auto later = "http://later.test:" + std::to_string(upstream.port()) + "/";
+  EXPECT_EQ(proxy_get(port, later).status, 403);
+  fs::create_directory_symlink("v2", dir.path() / "..data_tmp");
+  fs::rename(dir.path() / "..data_tmp", dir.path() / "..data");
+  bool reloaded = false;
+  for (int i = 0; i < 300 && !reloaded; ++i) {
+    reloaded = server->counters().policy_reloads_ok == 1;
+    if (!reloaded) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_TRUE(reloaded);
+  EXPECT_EQ(proxy_get(port, later).status, 200);
+}
+
 TEST_F(ProxyTest, SighupReloadsWhenAsked) {
   configure = [](proxy::ProxyOptions& o) { o.reload_on_sighup = true; };
   start_proxy(base_policy(R"("resolve": {"upstream.test": ["127.0.0.1"], "later.test": ["127.0.0.1"]})"));
