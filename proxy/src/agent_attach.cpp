@@ -7,7 +7,7 @@
 #include "netbox/proxy/endpoint.hpp"
 
 #include "own_endpoints.hpp"
-#include "server_impl.hpp"
+#include "proxy_runtime.hpp"
 
 #include <stdexcept>
 
@@ -39,7 +39,7 @@ std::string profile_missing(const std::string& profile, const std::string& agent
 
 }  // namespace
 
-AttachedAgent Server::Impl::attach_agent(const AgentAttachment& a) {
+AttachedAgent ProxyRuntime::attach_agent(const AgentAttachment& a) {
   auto& core = *this;
   require_in_pool("addr", a.addr, core.options.launch_subnets);
   if (auto problem = agent_name_problem(a.name); !problem.empty()) throw std::invalid_argument("\"agent\" " + problem);
@@ -82,7 +82,7 @@ AttachedAgent Server::Impl::attach_agent(const AgentAttachment& a) {
   return attached;
 }
 
-void Server::Impl::detach_agent(const AttachedAgent& agent, const AgentEnd& end) noexcept {
+void ProxyRuntime::detach_agent(const AttachedAgent& agent, const AgentEnd& end) noexcept {
   auto& core = *this;
   try {
     core.agents.remove(agent.addr);
@@ -102,7 +102,7 @@ void Server::Impl::detach_agent(const AttachedAgent& agent, const AgentEnd& end)
   }
 }
 
-void Server::Impl::register_agent(const boost::asio::ip::address& addr, std::string agent, std::string profile) {
+void ProxyRuntime::register_agent(const boost::asio::ip::address& addr, std::string agent, std::string profile) {
   // An unknown profile would be decided with the top level: refused, never widened. Under
   // the reload lock, so a reload cannot drop the profile between the check and the add.
   std::lock_guard lock(reload_mu);

@@ -3,7 +3,7 @@
 #include "netbox/proxy/control_protocol.hpp"
 #include "netbox/proxy/endpoint.hpp"
 
-#include "server_impl.hpp"
+#include "proxy_runtime.hpp"
 
 #include <boost/asio/read_until.hpp>
 #include <boost/asio/streambuf.hpp>
@@ -28,7 +28,7 @@ std::string address_problem(const std::string& text, boost::asio::ip::address& o
 
 class ControlSession : public std::enable_shared_from_this<ControlSession> {
  public:
-  ControlSession(Server::Impl& impl, stream::socket s) : impl_(impl), socket_(std::move(s)) {}
+  ControlSession(ProxyRuntime& impl, stream::socket s) : impl_(impl), socket_(std::move(s)) {}
   ~ControlSession() {
     // A launcher that dies without saying goodbye leaves nothing attached.
     for (auto& [addr, agent] : attached_) impl_.detach_agent(agent, {});
@@ -131,7 +131,7 @@ class ControlSession : public std::enable_shared_from_this<ControlSession> {
     return {};
   }
 
-  Server::Impl& impl_;
+  ProxyRuntime& impl_;
   stream::socket socket_;
   asio::streambuf in_{control::kMaxLine};
   std::string out_;
@@ -140,7 +140,7 @@ class ControlSession : public std::enable_shared_from_this<ControlSession> {
 
 }  // namespace
 
-ControlServer::ControlServer(Server::Impl& impl, asio::io_context& ioc, std::filesystem::path path)
+ControlServer::ControlServer(ProxyRuntime& impl, asio::io_context& ioc, std::filesystem::path path)
     : impl_(impl), path_(std::move(path)), acceptor_(ioc) {
   std::error_code fec;
   if (std::filesystem::is_socket(path_, fec)) std::filesystem::remove(path_, fec);

@@ -16,14 +16,14 @@ class ControlServer {
  public:
   // Binds `path` (replacing a stale socket file there) and sets mode 0600.
   // Throws std::runtime_error naming the path.
-  ControlServer(Server::Impl& impl, boost::asio::io_context& ioc, std::filesystem::path path);
+  ControlServer(ProxyRuntime& impl, boost::asio::io_context& ioc, std::filesystem::path path);
   ~ControlServer();
   void start();
   void stop();  // call on the io thread
 
  private:
   void accept();
-  Server::Impl& impl_;
+  ProxyRuntime& impl_;
   std::filesystem::path path_;
   boost::asio::local::stream_protocol::acceptor acceptor_;
 };

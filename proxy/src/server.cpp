@@ -4,7 +4,7 @@
 #include "control_socket.hpp"
 #include "fd_limit.hpp"
 #include "http_session.hpp"
-#include "server_impl.hpp"
+#include "proxy_runtime.hpp"
 #include "target.hpp"
 
 #include "netbox/audit/writer.hpp"
@@ -87,7 +87,7 @@ bool RateLimitedLog::note() {
   return last_ns_.compare_exchange_strong(last, now);
 }
 
-Server::Impl::Impl(ProxyOptions opts)
+ProxyRuntime::ProxyRuntime(ProxyOptions opts)
     : options(std::move(opts)), log(options.log_format, options.log_fd), fd_limit(raise_fd_limit()),
       client_slots(client_slots_for(options, fd_limit)),
       dial_fd_ceiling(proxy::dial_fd_ceiling(fd_limit, ProxyOptions::kFdReserve)),
@@ -118,9 +118,9 @@ Server::Impl::Impl(ProxyOptions opts)
   event("policy_load", "loaded policy " + p->source, digest_detail(p->digest));
 }
 
-Server::Impl::~Impl() { stop(); }
+ProxyRuntime::~ProxyRuntime() { stop(); }
 
-void Server::Impl::event(std::string kind, std::string message, std::string detail) {
+void ProxyRuntime::event(std::string kind, std::string message, std::string detail) {
   audit::Event e;
   e.ts = audit::Clock::now();
   e.kind = std::move(kind);
@@ -129,7 +129,7 @@ void Server::Impl::event(std::string kind, std::string message, std::string deta
   writer->event(std::move(e));
 }
 
-void Server::Impl::start() {
+void ProxyRuntime::start() {
   {
     std::lock_guard lock(state_mu);
     if (lifecycle != Lifecycle::created) return;
@@ -178,7 +178,7 @@ void Server::Impl::start() {
   if (lifecycle == Lifecycle::starting) lifecycle = Lifecycle::running;  // unless stop() came first
 }
 
-tcp::endpoint Server::Impl::add_listener(const tcp::endpoint& ep) {
+tcp::endpoint ProxyRuntime::add_listener(const tcp::endpoint& ep) {
   if (is_stopping()) throw std::runtime_error("the proxy is shutting down");
   tcp::endpoint bound = ep;
   // A plain bind first: SO_REUSEPORT alone would quietly share a port with another
@@ -205,7 +205,7 @@ tcp::endpoint Server::Impl::add_listener(const tcp::endpoint& ep) {
   return bound;
 }
 
-void Server::Impl::remove_listener(const tcp::endpoint& ep) {
+void ProxyRuntime::remove_listener(const tcp::endpoint& ep) {
   {
     std::lock_guard lock(listeners_mu);
     std::erase(listeners, ep);
@@ -225,12 +225,12 @@ void Server::Impl::remove_listener(const tcp::endpoint& ep) {
   log.write("listener_closed", {{"address", ep_text(ep)}});
 }
 
-std::vector<tcp::endpoint> Server::Impl::local_endpoints() const {
+std::vector<tcp::endpoint> ProxyRuntime::local_endpoints() const {
   std::lock_guard lock(listeners_mu);
   return listeners;
 }
 
-void Server::Impl::accept_loop(Worker& w, std::shared_ptr<tcp::acceptor> acc) {
+void ProxyRuntime::accept_loop(Worker& w, std::shared_ptr<tcp::acceptor> acc) {
   acc->async_accept([this, &w, acc](boost::system::error_code ec, tcp::socket s) {
     if (ec == asio::error::operation_aborted || !acc->is_open()) return;
     if (!ec) {
@@ -265,12 +265,12 @@ void Server::Impl::accept_loop(Worker& w, std::shared_ptr<tcp::acceptor> acc) {
   });
 }
 
-void Server::Impl::protect(const tcp::endpoint& ep) {
+void ProxyRuntime::protect(const tcp::endpoint& ep) {
   own.add(ep);
   publish_endpoints();
 }
 
-void Server::Impl::publish_endpoints() {
+void ProxyRuntime::publish_endpoints() {
   // Read and written under one lock, so two threads adding listeners cannot publish
   // their views out of order and leave an endpoint out of the file.
   std::lock_guard lock(publish_mu);
@@ -281,7 +281,7 @@ void Server::Impl::publish_endpoints() {
                {"effect", "other netbox proxies on this host do not know this one's endpoints"}});
 }
 
-void Server::Impl::refresh_host() {
+void ProxyRuntime::refresh_host() {
   std::string problem;
   auto peers = registry.read_all(&problem);
   if (!problem.empty() && !registry_warned.exchange(true))
@@ -290,7 +290,7 @@ void Server::Impl::refresh_host() {
 }
 
 // On the first io thread: getifaddrs and a handful of small files on tmpfs, once a second.
-void Server::Impl::schedule_host_refresh() {
+void ProxyRuntime::schedule_host_refresh() {
   host_refresh->expires_after(kHostRefresh);
   host_refresh->async_wait([this](boost::system::error_code ec) {
     if (ec || is_stopping()) return;
@@ -299,7 +299,7 @@ void Server::Impl::schedule_host_refresh() {
   });
 }
 
-std::string Server::Impl::metric_label(const AgentIdentity& who) const {
+std::string ProxyRuntime::metric_label(const AgentIdentity& who) const {
   switch (options.metrics_agent_label) {
     case MetricsAgentLabel::none: return "all";
     case MetricsAgentLabel::name: return who.agent;
@@ -311,11 +311,11 @@ std::string Server::Impl::metric_label(const AgentIdentity& who) const {
   return who.profile.empty() ? "default" : who.profile;
 }
 
-void Server::Impl::note_policy_loaded() {
+void ProxyRuntime::note_policy_loaded() {
   policy_loaded_at = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-bool Server::Impl::reload_policy() {
+bool ProxyRuntime::reload_policy() {
   std::lock_guard lock(reload_mu);
   if (options.policy_file.empty()) {
     log.write("policy_reload_failed", {{"reason", "the policy was given in-process, not as a file"}});
@@ -346,7 +346,7 @@ bool Server::Impl::reload_policy() {
   }
 }
 
-void Server::Impl::reload_if_changed() {
+void ProxyRuntime::reload_if_changed() {
   {
     std::lock_guard lock(reload_mu);
     if (file_stamp(options.policy_file) == loaded_stamp) return;
@@ -354,7 +354,7 @@ void Server::Impl::reload_if_changed() {
   reload_policy();
 }
 
-void Server::Impl::stop() {
+void ProxyRuntime::stop() {
   {
     std::lock_guard lock(state_mu);
     if (lifecycle >= Lifecycle::stopping) return;
@@ -413,14 +413,14 @@ void Server::Impl::stop() {
   state_cv.notify_all();
 }
 
-void Server::Impl::wait() {
+void ProxyRuntime::wait() {
   std::unique_lock lock(state_mu);
   state_cv.wait(lock, [this] { return lifecycle == Lifecycle::stopped; });
 }
 
 // ---- Server ----
 
-Server::Server(ProxyOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
+Server::Server(ProxyOptions options) : impl_(std::make_unique<ProxyRuntime>(std::move(options))) {}
 Server::~Server() = default;
 void Server::start() { impl_->start(); }
 void Server::stop() { impl_->stop(); }

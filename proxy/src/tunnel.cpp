@@ -19,7 +19,7 @@ namespace {
 constexpr std::string_view kEstablished = "HTTP/1.1 200 Connection Established\r\n\r\n";
 }
 
-Tunnel::Tunnel(Server::Impl& impl, tcp::socket client, tcp::socket upstream, std::string early_data,
+Tunnel::Tunnel(ProxyRuntime& impl, tcp::socket client, tcp::socket upstream, std::string early_data,
                std::unique_ptr<Exchange> exchange, std::chrono::milliseconds idle_timeout)
     : impl_(impl),
       client_(std::move(client)),

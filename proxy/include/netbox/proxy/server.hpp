@@ -87,6 +87,8 @@ struct ProxyOptions {
   static constexpr std::size_t kFdReserve = 256;
 };
 
+struct ProxyRuntime;  // what runs behind a Server (proxy/src/proxy_runtime.hpp)
+
 class Server {
  public:
   // Loads the policy and opens the audit store. Throws policy::PolicyError or
@@ -140,9 +142,8 @@ class Server {
   // The policy new connections are decided with.
   std::shared_ptr<const policy::Policy> policy() const;
 
-  struct Impl;
  private:
-  std::unique_ptr<Impl> impl_;
+  std::unique_ptr<ProxyRuntime> impl_;
 };
 
 }  // namespace netbox::proxy

@@ -71,9 +71,10 @@ class RateLimitedLog {
 
 namespace netbox::proxy {
 
-struct Server::Impl {
-  explicit Impl(ProxyOptions opts);
-  ~Impl();
+// The running proxy behind a Server: io threads, listeners, policy, agents, audit writer.
+struct ProxyRuntime {
+  explicit ProxyRuntime(ProxyOptions opts);
+  ~ProxyRuntime();
 
   void start();
   void stop();
