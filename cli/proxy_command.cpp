@@ -1,5 +1,5 @@
 // `netbox proxy`: run the egress proxy in the foreground until SIGTERM/SIGINT.
-// SIGHUP, or a change of the policy file, reloads the policy. Every flag may also come
+// SIGHUP, or a change of the policy file, reloads the policy (the Server follows it). Every flag may also come
 // from the config file (/etc/netbox/proxy.json, or --config FILE); a flag given wins.
 #include "commands.hpp"
 #include "config_file.hpp"
@@ -10,13 +10,12 @@
 #include "netbox/audit/query.hpp"
 #include "netbox/dashboards/proxy_admin.hpp"
 #include "netbox/policy/load.hpp"
+#include "netbox/proxy/endpoint.hpp"
 #include "netbox/proxy/server.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
-#include <boost/asio/steady_timer.hpp>
 
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <csignal>
@@ -57,71 +56,14 @@ struct ProxyArgs {
   std::size_t max_client_connections_per_agent = 0;
 };
 
-// "127.0.0.1:3128", "[::1]:3128". Throws std::invalid_argument naming the flag and value.
-std::pair<asio::ip::address, unsigned short> parse_addr_port(const std::string& flag, const std::string& text) {
-  const auto bad = [&](const std::string& why) {
-    return std::invalid_argument(flag + " " + text + ": " + why + " (expected ADDR:PORT, e.g. 127.0.0.1:3128 or [::1]:3128)");
-  };
-  const auto colon = text.rfind(':');
-  if (colon == std::string::npos) throw bad("no port");
-  std::string host = text.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-  else if (host.find(':') != std::string::npos) throw bad("IPv6 addresses go in brackets");
-  boost::system::error_code ec;
-  const auto addr = asio::ip::make_address(host, ec);
-  if (ec) throw bad("'" + host + "' is not an IP address");
-  const auto port = text.substr(colon + 1);
-  if (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos ||
-      std::stoul(port) > 65535)
-    throw bad("'" + port + "' is not a port number");
-  return {addr, static_cast<unsigned short>(std::stoul(port))};
-}
-
-struct FileStamp {
-  ino_t ino = 0;
-  off_t size = 0;
-  timespec mtime{};
-  bool operator==(const FileStamp& o) const {
-    return ino == o.ino && size == o.size && mtime.tv_sec == o.mtime.tv_sec && mtime.tv_nsec == o.mtime.tv_nsec;
+// ADDR:PORT of a flag or config key (proxy::parse_endpoint); UsageError names where it came from.
+boost::asio::ip::tcp::endpoint flag_endpoint(const std::string& source, const std::string& text, proxy::PortZero zero) {
+  try {
+    return proxy::parse_endpoint(text, zero);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(source + " " + e.what());
   }
-};
-
-std::optional<FileStamp> stamp(const std::string& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return std::nullopt;
-  return FileStamp{st.st_ino, st.st_size, st.st_mtim};
 }
-
-// Polls the policy file once a second: simple, and it also notices an editor's
-// write-to-temp-and-rename, which an inotify watch on the old inode would miss. A change
-// is acted on once the file has looked the same for one whole poll, so a file caught
-// half-written is not reported as a bad policy.
-class PolicyWatcher {
- public:
-  PolicyWatcher(asio::io_context& ioc, proxy::Server& server, std::string path)
-      : timer_(ioc), server_(server), path_(std::move(path)), loaded_(stamp(path_)), seen_(loaded_) {}
-  void start() {
-    timer_.expires_after(std::chrono::seconds(1));
-    timer_.async_wait([this](boost::system::error_code ec) {
-      if (ec) return;
-      const auto now = stamp(path_);
-      if (now && now != loaded_ && now == seen_) {
-        loaded_ = now;
-        server_.reload_policy();
-      }
-      seen_ = now;
-      start();
-    });
-  }
-  void stop() { timer_.cancel(); }
-
- private:
-  asio::steady_timer timer_;
-  proxy::Server& server_;
-  std::string path_;
-  std::optional<FileStamp> loaded_;
-  std::optional<FileStamp> seen_;
-};
 
 // Turns the arguments into the proxy's options; UsageError names the flag, or the config
 // file and key, that gave a bad value.
@@ -130,14 +72,12 @@ proxy::ProxyOptions to_options(const ProxyArgs& a, const FlagTable& flags) {
   if (a.policy.empty())
     throw UsageError("--policy is required (or the key policy in " + a.config + ")");
   o.policy_file = a.policy;
+  o.reload_on_sighup = true;  // and the file is watched (ProxyOptions)
   const auto listens = a.listen.empty() ? std::vector<std::string>{"127.0.0.1:3128"} : a.listen;
-  for (const auto& l : listens) {
-    auto [addr, port] = parse_addr_port(flags.source("--listen"), l);
-    o.listen.emplace_back(addr, port);
-  }
+  for (const auto& l : listens) o.listen.push_back(flag_endpoint(flags.source("--listen"), l, proxy::PortZero::allowed));
   for (const auto& d : a.dns) {
-    auto [addr, port] = parse_addr_port(flags.source("--dns-server"), d);
-    o.dns_servers.emplace_back(addr, port);
+    const auto ep = flag_endpoint(flags.source("--dns-server"), d, proxy::PortZero::refused);
+    o.dns_servers.emplace_back(ep.address(), ep.port());
   }
   if (a.audit_queue == 0) throw UsageError(flags.source("--audit-queue") + ": expected a positive number of rows");
   if (!(a.audit_shutdown_wait >= 0))
@@ -179,12 +119,7 @@ int run_proxy(const ProxyArgs& a, FlagTable& flags) {
   try {
     config_read = apply_config_file(flags, a.config, flags.command().get_option("--config")->count() > 0);
     o = to_options(a, flags);
-    if (!a.admin.empty()) {
-      auto [addr, port] = parse_addr_port(flags.source("--admin"), a.admin);
-      admin_ep.emplace(addr, port);
-    }
-  } catch (const std::invalid_argument& e) {  // parse_addr_port
-    return usage_error(flags.command(), e.what());
+    if (!a.admin.empty()) admin_ep = flag_endpoint(flags.source("--admin"), a.admin, proxy::PortZero::allowed);
   } catch (const UsageError& e) {
     return usage_error(flags.command(), e.what());
   }
@@ -229,23 +164,13 @@ int run_proxy(const ProxyArgs& a, FlagTable& flags) {
   }
 
   asio::io_context ioc;
-  asio::signal_set signals(ioc, SIGINT, SIGTERM, SIGHUP);
-  PolicyWatcher watcher(ioc, *server, a.policy);
-  std::function<void()> wait_signal = [&] {
-    signals.async_wait([&](boost::system::error_code ec, int sig) {
-      if (ec) return;
-      if (sig == SIGHUP) {
-        server->reload_policy();
-        return wait_signal();
-      }
-      notify_service_manager("STOPPING=1");
-      watcher.stop();
-      // stop() waits out the grace period; run it off this thread's handler chain.
-      server->stop();
-    });
-  };
-  wait_signal();
-  watcher.start();
+  asio::signal_set signals(ioc, SIGINT, SIGTERM);
+  signals.async_wait([&](boost::system::error_code ec, int) {
+    if (ec) return;
+    notify_service_manager("STOPPING=1");
+    // stop() waits out the grace period; run it off this thread's handler chain.
+    server->stop();
+  });
   // Listeners are bound and the store is open: a Type=notify unit may start its clients.
   notify_service_manager("READY=1\nSTATUS=proxying");
   ioc.run();

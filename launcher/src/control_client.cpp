@@ -3,12 +3,12 @@
 // proxy sees it close and unregisters the agent by itself.
 #include "netbox/launcher/launch.hpp"
 #include "netbox/launcher/proxy_link.hpp"
+#include "netbox/proxy/control_protocol.hpp"
+#include "netbox/proxy/endpoint.hpp"
 
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
-
-#include <nlohmann/json.hpp>
 
 #include <cerrno>
 #include <cstring>
@@ -27,29 +27,22 @@ class ControlClient final : public ProxyLink {
   std::uint16_t attach(const AgentIdentity& agent) override {
     agent_ = agent;
     connect_socket();
-    nlohmann::json req = {{"op", "register"},
-                          {"addr", agent.agent_addr},
-                          {"agent", agent.name},
-                          {"profile", agent.profile},
-                          {"listen", agent.host_addr + ":3128"},
-                          {"launch",
-                           {{"pid", agent.pid}, {"command_line", agent.command_line}, {"address", agent.agent_addr}}}};
-    // Without --policy the proxy records the digest of the policy it runs.
-    if (!agent.policy_digest.empty()) req["launch"]["policy_digest"] = agent.policy_digest;
-    if (!agent.sandbox.empty()) req["launch"]["sandbox"] = nlohmann::json::parse(agent.sandbox);
-    nlohmann::json reply = exchange(req);
-    if (!reply.value("ok", false))
-      throw LaunchError(kExitLauncherFailure, "the proxy at " + path_.string() + " refused the agent: " +
-                                                  reply.value("error", std::string("no reason given")));
-    std::string listen = reply.value("listen", agent.host_addr + ":3128");
-    auto colon = listen.rfind(':');
+    proxy::control::Register req;
+    req.addr = agent.agent_addr;
+    req.agent = agent.name;
+    req.profile = agent.profile;
+    req.listen = agent.host_addr + ":3128";
+    // Without --policy the proxy records the digest of the policy it runs (an empty one).
+    req.launch = proxy::AgentLaunch{agent.pid, agent.command_line, agent.agent_addr, agent.policy_digest, agent.sandbox};
+    const auto reply = exchange(req);
+    if (!reply.ok)
+      throw LaunchError(kExitLauncherFailure, "the proxy at " + path_.string() + " refused the agent: " + reply.error);
+    const std::string listen = reply.listen.empty() ? req.listen : reply.listen;
     try {
-      int port = std::stoi(listen.substr(colon + 1));
-      if (colon == std::string::npos || port <= 0 || port > 65535) throw std::out_of_range("port");
-      return static_cast<std::uint16_t>(port);
-    } catch (const std::exception&) {
-      throw LaunchError(kExitLauncherFailure, "the proxy at " + path_.string() + " answered an unusable listen address '" +
-                                                  listen + "'");
+      return proxy::parse_endpoint(listen, proxy::PortZero::refused).port();
+    } catch (const std::invalid_argument& e) {
+      throw LaunchError(kExitLauncherFailure,
+                        "the proxy at " + path_.string() + " answered an unusable listen address " + e.what());
     }
   }
 
@@ -58,27 +51,23 @@ class ControlClient final : public ProxyLink {
   // to know "info" names none.
   RunningProxyFiles files() {
     connect_socket();
-    const nlohmann::json reply = exchange({{"op", "info"}});
+    const auto reply = exchange(proxy::control::Info{});
     ::close(fd_);
     fd_ = -1;
     buffer_.clear();
     RunningProxyFiles out;
-    if (!reply.value("ok", false)) return out;
-    if (auto p = reply.value("policy_file", std::string()); !p.empty()) out.policy = p;
-    if (auto d = reply.value("audit_db", std::string()); !d.empty()) out.audit_db = d;
+    if (!reply.ok) return out;
+    if (!reply.policy_file.empty()) out.policy = reply.policy_file;
+    if (!reply.audit_db.empty()) out.audit_db = reply.audit_db;
     return out;
   }
 
   void detach(const AgentOutcome& outcome) noexcept override {
     if (fd_ < 0) return;
     try {
-      nlohmann::json req = {{"op", "unregister"},
-                            {"addr", agent_.agent_addr},
-                            {"exit_status", outcome.exit_status},
-                            {"resource_usage", nlohmann::json::parse(outcome.resource_usage_json())}};
-      nlohmann::json reply = exchange(req);
-      if (!reply.value("ok", false))
-        std::cerr << "netbox launch: the proxy did not unregister the agent: " << reply.value("error", std::string()) << "\n";
+      const auto reply =
+          exchange(proxy::control::Unregister{agent_.agent_addr, outcome.exit_status, outcome.resource_usage_json()});
+      if (!reply.ok) std::cerr << "netbox launch: the proxy did not unregister the agent: " << reply.error << "\n";
     } catch (const std::exception& e) {
       std::cerr << "netbox launch: unregistering the agent: " << e.what() << "\n";
     }
@@ -101,8 +90,8 @@ class ControlClient final : public ProxyLink {
     ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   }
 
-  nlohmann::json exchange(const nlohmann::json& req) {
-    std::string line = req.dump() + "\n";
+  proxy::control::Reply exchange(const proxy::control::Request& req) {
+    const std::string line = proxy::control::to_line(req);
     for (std::size_t off = 0; off < line.size();) {
       ssize_t n = ::send(fd_, line.data() + off, line.size() - off, MSG_NOSIGNAL);
       if (n < 0 && errno == EINTR) continue;
@@ -113,12 +102,14 @@ class ControlClient final : public ProxyLink {
     for (;;) {
       auto nl = buffer_.find('\n');
       if (nl != std::string::npos) {
-        std::string reply = buffer_.substr(0, nl);
+        const std::string reply = buffer_.substr(0, nl);
         buffer_.erase(0, nl + 1);
-        auto j = nlohmann::json::parse(reply, nullptr, false);
-        if (!j.is_object())
-          throw LaunchError(kExitLauncherFailure, "--proxy-control " + path_.string() + ": unreadable answer: " + reply);
-        return j;
+        try {
+          return proxy::control::parse_reply(reply);
+        } catch (const proxy::control::ProtocolError& e) {
+          throw LaunchError(kExitLauncherFailure,
+                            "--proxy-control " + path_.string() + ": unreadable answer (" + e.what() + ")");
+        }
       }
       char buf[4096];
       ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
@@ -127,6 +118,9 @@ class ControlClient final : public ProxyLink {
         throw LaunchError(kExitLauncherFailure, "--proxy-control " + path_.string() + ": the proxy closed the connection" +
                                                     (n < 0 ? std::string(": ") + std::strerror(errno) : ""));
       buffer_.append(buf, static_cast<std::size_t>(n));
+      if (buffer_.size() > proxy::control::kMaxLine)
+        throw LaunchError(kExitLauncherFailure, "--proxy-control " + path_.string() + ": an answer longer than " +
+                                                    std::to_string(proxy::control::kMaxLine) + " bytes");
     }
   }
 

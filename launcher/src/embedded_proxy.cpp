@@ -69,27 +69,22 @@ class EmbeddedProxy final : public ProxyLink {
   }
 
   std::uint16_t attach(const AgentIdentity& agent) override {
-    agent_ = agent;
     try {
       if (!server_ && prepare_error_.empty()) prepare();
       if (!prepare_error_.empty()) {
         if (prepare_code_ == kExitUsage) throw LaunchError(kExitUsage, prepare_error_);
         throw std::runtime_error(prepare_error_);
       }
-      host_ = ip::make_address(agent.host_addr);
-      agent_addr_ = ip::make_address(agent.agent_addr);
-      const auto listener = server_->add_listener(ip::tcp::endpoint(host_, pick_port(host_)));
-      server_->register_agent(agent_addr_, agent.name, agent.profile);
-      audit::AgentRecord record;
-      record.name = agent.name;
-      record.pid = agent.pid;
-      record.command_line = agent.command_line;
-      record.policy_digest = agent.policy_digest;
-      record.address = agent.agent_addr;
-      record.sandbox = agent.sandbox;
-      record.started = audit::Clock::now();
-      server_->audit().agent_started(std::move(record));
-      return listener.port();
+      const auto host = ip::make_address(agent.host_addr);
+      proxy::AgentAttachment attachment;
+      attachment.addr = ip::make_address(agent.agent_addr);
+      attachment.name = agent.name;
+      attachment.profile = agent.profile;
+      attachment.listen = ip::tcp::endpoint(host, pick_port(host));
+      attachment.launch = proxy::AgentLaunch{agent.pid, agent.command_line, agent.agent_addr, agent.policy_digest,
+                                             agent.sandbox};
+      attached_ = server_->attach_agent(attachment);
+      return attached_->listener->port();
     } catch (const LaunchError&) {
       throw;
     } catch (const std::exception& e) {
@@ -100,14 +95,7 @@ class EmbeddedProxy final : public ProxyLink {
   void detach(const AgentOutcome& outcome) noexcept override {
     if (!server_) return;
     try {
-      audit::AgentExit exit;
-      exit.name = agent_.name;
-      exit.pid = agent_.pid;
-      exit.ended = audit::Clock::now();
-      exit.exit_status = outcome.exit_status;
-      exit.resource_usage = outcome.resource_usage_json();
-      server_->audit().agent_exited(std::move(exit));
-      server_->unregister_agent(agent_addr_);
+      if (attached_) server_->detach_agent(*attached_, {outcome.exit_status, outcome.resource_usage_json()});
     } catch (const std::exception& e) {
       std::cerr << "netbox launch: recording the agent's exit failed: " << e.what() << "\n";
     }
@@ -131,9 +119,7 @@ class EmbeddedProxy final : public ProxyLink {
   policy::Cidr subnet_;
   std::string prepare_error_;
   int prepare_code_ = kExitLauncherFailure;
-  AgentIdentity agent_;
-  ip::address host_;
-  ip::address agent_addr_;
+  std::optional<proxy::AttachedAgent> attached_;
   std::unique_ptr<proxy::Server> server_;
   EmbeddedLog log_;
 };

@@ -1,17 +1,13 @@
 #include "control_socket.hpp"
 
-#include "netbox/proxy/agent_name.hpp"
+#include "netbox/proxy/control_protocol.hpp"
+#include "netbox/proxy/endpoint.hpp"
 
-#include "server_impl.hpp"
-#include "target.hpp"
-
-#include "netbox/audit/printable.hpp"
-#include "netbox/audit/writer.hpp"
+#include "proxy_runtime.hpp"
 
 #include <boost/asio/read_until.hpp>
 #include <boost/asio/streambuf.hpp>
 #include <boost/asio/write.hpp>
-#include <nlohmann/json.hpp>
 
 #include <sys/stat.h>
 
@@ -21,46 +17,21 @@ namespace netbox::proxy {
 
 namespace asio = boost::asio;
 using stream = asio::local::stream_protocol;
-using json = nlohmann::json;
 
 namespace {
 
-asio::ip::tcp::endpoint parse_listen(const std::string& text) {
-  auto colon = text.rfind(':');
-  if (colon == std::string::npos) throw std::invalid_argument("\"listen\" must be ADDR:PORT, got \"" + text + "\"");
-  std::string host = text.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+std::string address_problem(const std::string& text, boost::asio::ip::address& out) {
   boost::system::error_code ec;
-  auto addr = asio::ip::make_address(host, ec);
-  const auto port_text = text.substr(colon + 1);
-  if (ec || port_text.empty() || port_text.size() > 5 ||
-      port_text.find_first_not_of("0123456789") != std::string::npos || std::stoul(port_text) > 65535)
-    throw std::invalid_argument("\"listen\" must be ADDR:PORT, got \"" + text + "\"");
-  return {addr, static_cast<unsigned short>(std::stoul(port_text))};
-}
-
-// A launcher registers its agents' addresses and the host side of their links, both in
-// its --subnet. Outside this proxy's pool (--subnet) they would be ordinary destinations
-// here, so a launcher whose --subnet differs is refused instead of silently unprotected.
-// Loopback is no launch's address: host processes registered as agents, whose listener on
-// loopback is protected as this proxy's own anyway.
-std::string outside_pool(const char* key, const asio::ip::address& addr, const std::vector<policy::Cidr>& pool) {
-  const auto a = destination_form(addr);
-  if (a.is_loopback()) return {};
-  for (const auto& net : pool)
-    if (net.contains(a)) return {};
-  std::string nets;
-  for (const auto& net : pool) nets += (nets.empty() ? "" : ", ") + net.to_string();
-  return std::string("\"") + key + "\" " + addr.to_string() + " is outside this proxy's launch subnet pool (" + nets +
-         "), so its requests could reach it; start the launcher with a --subnet inside the proxy's --subnet";
+  out = asio::ip::make_address(text, ec);
+  return ec ? "\"addr\" is not an IP address: \"" + text + "\"" : std::string();
 }
 
 class ControlSession : public std::enable_shared_from_this<ControlSession> {
  public:
-  ControlSession(Server::Impl& impl, stream::socket s) : impl_(impl), socket_(std::move(s)) {}
+  ControlSession(ProxyRuntime& impl, stream::socket s) : impl_(impl), socket_(std::move(s)) {}
   ~ControlSession() {
-    // A launcher that dies without saying goodbye leaves nothing registered.
-    for (auto& [addr, reg] : regs_) release(reg, std::nullopt, {});
+    // A launcher that dies without saying goodbye leaves nothing attached.
+    for (auto& [addr, agent] : attached_) impl_.detach_agent(agent, {});
   }
   void start() { read(); }
 
@@ -72,152 +43,104 @@ class ControlSession : public std::enable_shared_from_this<ControlSession> {
   }
 
   void on_line(boost::system::error_code ec, std::size_t n) {
-    if (ec) return;  // closed: the destructor unregisters
-    std::string line(asio::buffers_begin(in_.data()), asio::buffers_begin(in_.data()) + static_cast<std::ptrdiff_t>(n));
+    if (ec == asio::error::not_found)  // kMaxLine bytes and no end of line: answered, then closed
+      return send(control::Reply::refused("the line is longer than " + std::to_string(control::kMaxLine) +
+                                          " bytes; closing the connection"),
+                  false);
+    if (ec) return;  // closed: the destructor detaches
+    const std::string_view line(static_cast<const char*>(in_.data().data()), n);
+    auto reply = answer(line);
     in_.consume(n);
-    json reply;
-    try {
-      reply = handle(json::parse(line));
-    } catch (const std::exception& e) {
-      reply = {{"ok", false}, {"error", e.what()}};
-    }
-    out_ = reply.dump() + "\n";
-    asio::async_write(socket_, asio::buffer(out_), [self = shared_from_this()](boost::system::error_code e, std::size_t) {
-      if (!e) self->read();
+    send(reply, true);
+  }
+
+  void send(const control::Reply& reply, bool read_on) {
+    out_ = control::to_line(reply);
+    asio::async_write(socket_, asio::buffer(out_), [self = shared_from_this(), read_on](boost::system::error_code e,
+                                                                                        std::size_t) {
+      if (!e && read_on) self->read();
     });
   }
 
-  json handle(const json& req) {
-    const auto op = req.value("op", std::string());
-    if (op == "ping") return {{"ok", true}};
-    if (op == "info") return info();
-    if (op == "register") return do_register(req);
-    if (op == "unregister") return do_unregister(req);
-    return {{"ok", false}, {"error", "unknown op \"" + op + "\" (expected register, unregister or ping)"}};
+  control::Reply answer(std::string_view line) {
+    try {
+      return std::visit([this](const auto& request) { return handle(request); }, control::parse_request(line));
+    } catch (const std::exception& e) {
+      return control::Reply::refused(e.what());
+    }
   }
+
+  control::Reply handle(const control::Ping&) { return {}; }
 
   // What the launcher hides from the agents it registers: this proxy's own files.
-  json info() const {
-    json reply = {{"ok", true}, {"audit_db", std::filesystem::absolute(impl_.options.audit_db).string()}};
-    if (!impl_.options.policy_file.empty()) reply["policy_file"] = std::filesystem::absolute(impl_.options.policy_file).string();
+  control::Reply handle(const control::Info&) {
+    control::Reply reply;
+    reply.audit_db = std::filesystem::absolute(impl_.options.audit_db).string();
+    if (!impl_.options.policy_file.empty())
+      reply.policy_file = std::filesystem::absolute(impl_.options.policy_file).string();
     return reply;
   }
 
-  json do_register(const json& req) {
-    const auto addr_text = req.at("addr").get<std::string>();
-    boost::system::error_code ec;
-    const auto addr = asio::ip::make_address(addr_text, ec);
-    if (ec) return {{"ok", false}, {"error", "\"addr\" is not an IP address: \"" + addr_text + "\""}};
-    if (auto why = outside_pool("addr", addr, impl_.options.launch_subnets); !why.empty())
-      return {{"ok", false}, {"error", why}};
-    const auto agent = req.value("agent", std::string());
-    if (auto problem = proxy::agent_name_problem(agent); !problem.empty())
-      return {{"ok", false}, {"error", "\"agent\" " + problem}};
-    const auto profile = req.value("profile", std::string());
-    if (!profile.empty()) {
-      auto pol = impl_.current_policy();
-      if (!pol->agents.count(profile))
-        return {{"ok", false}, {"error", "the policy has no agents." + profile + " profile"}};
-    }
-    ControlRegistration reg;
-    reg.addr = addr.to_string();
-    reg.agent = agent;
-    json reply = {{"ok", true}};
-    if (req.contains("listen") && !req["listen"].is_null()) {
-      const auto want = parse_listen(req["listen"].get<std::string>());
-      if (auto why = outside_pool("listen", want.address(), impl_.options.launch_subnets); !why.empty())
-        return {{"ok", false}, {"error", why}};
-      const auto existing = impl_.local_endpoints();
-      bool present = false;
-      for (const auto& ep : existing)
-        if (ep == want) present = true;
-      asio::ip::tcp::endpoint got = want;
-      if (!present) {
-        got = impl_.add_listener(want);  // throws naming the address when it cannot bind
-        reg.listener_added = true;
+  control::Reply handle(const control::Register& r) {
+    AgentAttachment a;
+    if (auto why = address_problem(r.addr, a.addr); !why.empty()) return control::Reply::refused(why);
+    a.name = r.agent;
+    a.profile = r.profile;
+    if (!r.listen.empty()) {
+      try {
+        a.listen = parse_endpoint(r.listen);
+      } catch (const std::invalid_argument& e) {
+        return control::Reply::refused(std::string("\"listen\" ") + e.what());
       }
-      reg.listen = authority(got.address().to_string(), got.port());
-      reply["listen"] = reg.listen;
-      reg_listen_[reg.addr] = got;
     }
-    {
-      // Checked again under the reload lock: a reload between the check above and this
-      // registration would otherwise leave the agent with a profile the policy lacks.
-      std::lock_guard reload(impl_.reload_mu);
-      if (!profile.empty() && !impl_.current_policy()->agents.count(profile))
-        return {{"ok", false}, {"error", "the policy has no agents." + profile + " profile"}};
-      impl_.agents.add(addr, AgentIdentity{agent, profile});
+    a.launch = r.launch;
+    // Registering an address again replaces its earlier registration; a listener that
+    // one added and this one names again is kept, not closed and bound again.
+    std::optional<AttachedAgent> previous;
+    if (auto it = attached_.find(a.addr); it != attached_.end()) {
+      previous = it->second;
+      attached_.erase(it);
     }
-    if (req.contains("launch") && req["launch"].is_object()) {
-      const auto& l = req["launch"];
-      audit::AgentRecord rec;
-      rec.name = agent;
-      rec.pid = l.value("pid", std::int64_t{0});
-      rec.command_line = l.value("command_line", std::string());
-      rec.address = l.value("address", reg.addr);
-      rec.policy_digest = l.value("policy_digest", impl_.current_policy()->digest);
-      // What the launcher says the agent runs under (its --explain report), kept as JSON.
-      if (l.contains("sandbox") && l["sandbox"].is_object())
-        rec.sandbox = l["sandbox"].dump(-1, ' ', false, json::error_handler_t::replace);
-      rec.started = audit::Clock::now();
-      reg.pid = rec.pid;
-      impl_.writer->agent_started(std::move(rec));
+    const bool keep_listener =
+        previous && previous->listener_added && a.listen && previous->listener == a.listen;
+    if (previous) {
+      auto undo = *previous;
+      undo.listener_added = undo.listener_added && !keep_listener;
+      impl_.detach_agent(undo, {});
     }
-    impl_.log.write("agent_registered", {{"agent", agent}, {"addr", reg.addr}, {"profile", profile}, {"listen", reg.listen}});
-    if (auto old = regs_.find(reg.addr); old != regs_.end()) {
-      // Re-registering the same address replaces the earlier entry (its listener stays if reused).
-      if (old->second.listener_added && old->second.listen != reg.listen) impl_.remove_listener(listen_of(old->second));
-      regs_.erase(old);
+    try {
+      auto got = impl_.attach_agent(a);
+      got.listener_added = got.listener_added || keep_listener;
+      control::Reply reply;
+      if (got.listener) reply.listen = endpoint_text(*got.listener);
+      attached_[a.addr] = std::move(got);
+      return reply;
+    } catch (const std::exception& e) {
+      if (keep_listener) impl_.remove_listener(*previous->listener);
+      return control::Reply::refused(e.what());
     }
-    regs_[reg.addr] = reg;
-    return reply;
   }
 
-  json do_unregister(const json& req) {
-    const auto addr_text = req.at("addr").get<std::string>();
-    boost::system::error_code ec;
-    const auto addr = asio::ip::make_address(addr_text, ec);
-    if (ec) return {{"ok", false}, {"error", "\"addr\" is not an IP address: \"" + addr_text + "\""}};
-    auto it = regs_.find(addr.to_string());
-    if (it == regs_.end()) return {{"ok", false}, {"error", addr_text + " is not registered on this connection"}};
-    std::optional<int> status;
-    if (req.contains("exit_status") && req["exit_status"].is_number_integer()) status = req["exit_status"].get<int>();
-    std::string usage = req.contains("resource_usage") ? req["resource_usage"].dump() : std::string();
-    release(it->second, status, usage);
-    regs_.erase(it);
-    return {{"ok", true}};
+  control::Reply handle(const control::Unregister& u) {
+    asio::ip::address addr;
+    if (auto why = address_problem(u.addr, addr); !why.empty()) return control::Reply::refused(why);
+    auto it = attached_.find(addr);
+    if (it == attached_.end()) return control::Reply::refused(u.addr + " is not registered on this connection");
+    impl_.detach_agent(it->second, AgentEnd{u.exit_status, u.resource_usage});
+    attached_.erase(it);
+    return {};
   }
 
-  asio::ip::tcp::endpoint listen_of(const ControlRegistration& r) { return reg_listen_[r.addr]; }
-
-  void release(const ControlRegistration& reg, std::optional<int> exit_status, const std::string& usage) {
-    boost::system::error_code ec;
-    auto addr = asio::ip::make_address(reg.addr, ec);
-    if (!ec) impl_.agents.remove(addr);
-    if (reg.listener_added) impl_.remove_listener(listen_of(reg));
-    if (reg.pid != 0 || exit_status) {
-      audit::AgentExit ex;
-      ex.name = reg.agent;
-      ex.pid = reg.pid;
-      ex.ended = audit::Clock::now();
-      ex.exit_status = exit_status;
-      ex.resource_usage = usage;
-      impl_.writer->agent_exited(std::move(ex));
-    }
-    impl_.log.write("agent_unregistered", {{"agent", reg.agent}, {"addr", reg.addr}});
-  }
-
-  Server::Impl& impl_;
+  ProxyRuntime& impl_;
   stream::socket socket_;
-  asio::streambuf in_{64 * 1024};
+  asio::streambuf in_{control::kMaxLine};
   std::string out_;
-  std::map<std::string, ControlRegistration> regs_;
-  std::map<std::string, asio::ip::tcp::endpoint> reg_listen_;
+  std::map<asio::ip::address, AttachedAgent> attached_;
 };
 
 }  // namespace
 
-ControlServer::ControlServer(Server::Impl& impl, asio::io_context& ioc, std::filesystem::path path)
+ControlServer::ControlServer(ProxyRuntime& impl, asio::io_context& ioc, std::filesystem::path path)
     : impl_(impl), path_(std::move(path)), acceptor_(ioc) {
   std::error_code fec;
   if (std::filesystem::is_socket(path_, fec)) std::filesystem::remove(path_, fec);

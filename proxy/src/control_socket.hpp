@@ -8,7 +8,6 @@
 
 #include <filesystem>
 #include <memory>
-#include <set>
 #include <string>
 
 namespace netbox::proxy {
@@ -17,26 +16,16 @@ class ControlServer {
  public:
   // Binds `path` (replacing a stale socket file there) and sets mode 0600.
   // Throws std::runtime_error naming the path.
-  ControlServer(Server::Impl& impl, boost::asio::io_context& ioc, std::filesystem::path path);
+  ControlServer(ProxyRuntime& impl, boost::asio::io_context& ioc, std::filesystem::path path);
   ~ControlServer();
   void start();
   void stop();  // call on the io thread
 
  private:
   void accept();
-  Server::Impl& impl_;
+  ProxyRuntime& impl_;
   std::filesystem::path path_;
   boost::asio::local::stream_protocol::acceptor acceptor_;
-};
-
-// Handles one request line for a control connection; `registered` is that connection's
-// set of registered client addresses (and listeners it added), cleaned up on close.
-struct ControlRegistration {
-  std::string addr;
-  std::string agent;
-  std::string listen;          // the listener this registration added, if any
-  bool listener_added = false;
-  std::int64_t pid = 0;
 };
 
 }  // namespace netbox::proxy

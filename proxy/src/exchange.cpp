@@ -1,11 +1,11 @@
 #include "exchange.hpp"
 
-#include "server_impl.hpp"
+#include "proxy_runtime.hpp"
 
 namespace netbox::proxy {
 namespace {
 
-void log_request(Server::Impl& impl, const audit::AuditRecord& r) {
+void log_request(ProxyRuntime& impl, const audit::AuditRecord& r) {
   const bool refused = r.decision != "allow" || r.status.value_or(0) >= 400 || !r.error.empty();
   switch (impl.options.log_requests) {
     case LogRequests::all: break;
@@ -36,7 +36,7 @@ void log_request(Server::Impl& impl, const audit::AuditRecord& r) {
 
 }  // namespace
 
-Exchange::Exchange(Server::Impl& impl, audit::AuditRecord record, std::string metric_label)
+Exchange::Exchange(ProxyRuntime& impl, audit::AuditRecord record, std::string metric_label)
     : impl_(impl),
       record_(std::move(record)),
       metric_label_(std::move(metric_label)),
@@ -85,7 +85,7 @@ void Exchange::finish(std::optional<int> status, std::string error) {
   log_request(impl_, record_);
 }
 
-void record_refusal(Server::Impl& impl, audit::AuditRecord record, const std::string& metric_label) {
+void record_refusal(ProxyRuntime& impl, audit::AuditRecord record, const std::string& metric_label) {
   record.ts = audit::Clock::now();
   if (!record.duration_ms) record.duration_ms = 0;
   impl.counters.count_request(metric_label, record.kind, record.decision);

@@ -20,8 +20,8 @@ namespace netbox::proxy {
 
 class Exchange {
  public:
-  // `metric_label`: the agent label its count carries (Server::Impl::metric_label).
-  Exchange(Server::Impl& impl, audit::AuditRecord record, std::string metric_label);
+  // `metric_label`: the agent label its count carries (ProxyRuntime::metric_label).
+  Exchange(ProxyRuntime& impl, audit::AuditRecord record, std::string metric_label);
   ~Exchange();
   Exchange(const Exchange&) = delete;
   Exchange& operator=(const Exchange&) = delete;
@@ -40,7 +40,7 @@ class Exchange {
   ClientSlot client_slot;  // a tunnel's: the agent connection it took over from its session
 
  private:
-  Server::Impl& impl_;
+  ProxyRuntime& impl_;
   audit::AuditRecord record_;
   std::string metric_label_;
   audit::RowHandle row_ = audit::kNoRow;
@@ -51,6 +51,6 @@ class Exchange {
 
 // For answers given without forwarding anything (denials, caps, malformed requests):
 // one complete row, the log line and the counters, in one go.
-void record_refusal(Server::Impl& impl, audit::AuditRecord record, const std::string& metric_label);
+void record_refusal(ProxyRuntime& impl, audit::AuditRecord record, const std::string& metric_label);
 
 }  // namespace netbox::proxy

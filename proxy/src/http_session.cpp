@@ -77,7 +77,7 @@ std::string host_header(const policy::Host& host, std::uint16_t port) {
 
 }  // namespace
 
-ClientSession::ClientSession(Server::Impl& impl, Worker& worker, tcp::socket socket, ClientSlot slot)
+ClientSession::ClientSession(ProxyRuntime& impl, Worker& worker, tcp::socket socket, ClientSlot slot)
     : impl_(impl), worker_(worker), slot_(std::move(slot)), stream_(std::move(socket)) {
   impl_.counters.active_connections.fetch_add(1);
 }

@@ -14,7 +14,7 @@
 #include "dialer.hpp"
 #include "exchange.hpp"
 #include "request_head.hpp"
-#include "server_impl.hpp"
+#include "proxy_runtime.hpp"
 #include "target.hpp"
 
 #include <boost/beast/core/flat_buffer.hpp>
@@ -39,7 +39,7 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
   static constexpr std::size_t kLingerBytes = 1024 * 1024;
   static constexpr std::chrono::seconds kLingerTime{2};
 
-  ClientSession(Server::Impl& impl, Worker& worker, boost::asio::ip::tcp::socket socket, ClientSlot slot);
+  ClientSession(ProxyRuntime& impl, Worker& worker, boost::asio::ip::tcp::socket socket, ClientSlot slot);
   ~ClientSession();
   void start();
 
@@ -98,7 +98,7 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
   bool is_connect() const;
   std::string what() const;
 
-  Server::Impl& impl_;
+  ProxyRuntime& impl_;
   Worker& worker_;
   ClientSlot slot_;  // this agent connection's place under the connection caps
   boost::beast::tcp_stream stream_;

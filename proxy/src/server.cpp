@@ -4,7 +4,7 @@
 #include "control_socket.hpp"
 #include "fd_limit.hpp"
 #include "http_session.hpp"
-#include "server_impl.hpp"
+#include "proxy_runtime.hpp"
 #include "target.hpp"
 
 #include "netbox/audit/writer.hpp"
@@ -87,13 +87,14 @@ bool RateLimitedLog::note() {
   return last_ns_.compare_exchange_strong(last, now);
 }
 
-Server::Impl::Impl(ProxyOptions opts)
+ProxyRuntime::ProxyRuntime(ProxyOptions opts)
     : options(std::move(opts)), log(options.log_format, options.log_fd), fd_limit(raise_fd_limit()),
       client_slots(client_slots_for(options, fd_limit)),
       dial_fd_ceiling(proxy::dial_fd_ceiling(fd_limit, ProxyOptions::kFdReserve)),
       idle_pool(idle_pool_limits(fd_limit)) {
   own.set_networks(options.launch_subnets);
   refresh_host();
+  if (!options.policy) loaded_stamp = file_stamp(options.policy_file);  // before reading: a change after is seen
   policy.store(initial_policy(options));
   note_policy_loaded();
   audit::WriterOptions wo;
@@ -117,9 +118,9 @@ Server::Impl::Impl(ProxyOptions opts)
   event("policy_load", "loaded policy " + p->source, digest_detail(p->digest));
 }
 
-Server::Impl::~Impl() { stop(); }
+ProxyRuntime::~ProxyRuntime() { stop(); }
 
-void Server::Impl::event(std::string kind, std::string message, std::string detail) {
+void ProxyRuntime::event(std::string kind, std::string message, std::string detail) {
   audit::Event e;
   e.ts = audit::Clock::now();
   e.kind = std::move(kind);
@@ -128,11 +129,11 @@ void Server::Impl::event(std::string kind, std::string message, std::string deta
   writer->event(std::move(e));
 }
 
-void Server::Impl::start() {
+void ProxyRuntime::start() {
   {
     std::lock_guard lock(state_mu);
-    if (started) return;
-    started = true;
+    if (lifecycle != Lifecycle::created) return;
+    lifecycle = Lifecycle::starting;
   }
   for (const auto& ep : options.listen) add_listener(ep);
   host_refresh = std::make_unique<asio::steady_timer>(workers.front()->ioc);
@@ -143,6 +144,17 @@ void Server::Impl::start() {
     schedule_host_refresh();
   });
   refresh_host();  // the host and the registry as they are now, before the first request
+  if (!options.policy && (options.watch_policy_file || options.reload_on_sighup)) {
+    PolicyFollower::Hooks hooks;
+    hooks.changed = [this] { reload_if_changed(); };
+    hooks.hangup = [this] { reload_policy(); };
+    hooks.cannot_watch = [this](std::string why) {
+      log.write("policy_watch_unavailable",
+                {{"file", options.policy_file.string()}, {"reason", why}, {"effect", "reloads only on request"}});
+    };
+    follower = std::make_unique<PolicyFollower>(options.policy_file, options.watch_policy_file,
+                                                options.reload_on_sighup, std::move(hooks));
+  }
   if (options.control_socket) {
     control = std::make_unique<ControlServer>(*this, workers.front()->ioc, *options.control_socket);
     asio::post(workers.front()->ioc, [this] { control->start(); });
@@ -162,11 +174,12 @@ void Server::Impl::start() {
                                   {"idle_upstream_per_agent", idle_pool.per_agent},
                                   {"io_threads", workers.size()},
                                   {"dial_fd_ceiling", dial_fd_ceiling}});
-  running = true;
+  std::lock_guard lock(state_mu);
+  if (lifecycle == Lifecycle::starting) lifecycle = Lifecycle::running;  // unless stop() came first
 }
 
-tcp::endpoint Server::Impl::add_listener(const tcp::endpoint& ep) {
-  if (stopping) throw std::runtime_error("the proxy is shutting down");
+tcp::endpoint ProxyRuntime::add_listener(const tcp::endpoint& ep) {
+  if (is_stopping()) throw std::runtime_error("the proxy is shutting down");
   tcp::endpoint bound = ep;
   // A plain bind first: SO_REUSEPORT alone would quietly share a port with another
   // proxy already listening there instead of reporting "address in use".
@@ -188,18 +201,18 @@ tcp::endpoint Server::Impl::add_listener(const tcp::endpoint& ep) {
     std::lock_guard lock(listeners_mu);
     listeners.push_back(bound);
   }
-  if (running) log.write("listening", {{"address", ep_text(bound)}});
+  if (lifecycle == Lifecycle::running) log.write("listening", {{"address", ep_text(bound)}});  // start() says the rest
   return bound;
 }
 
-void Server::Impl::remove_listener(const tcp::endpoint& ep) {
+void ProxyRuntime::remove_listener(const tcp::endpoint& ep) {
   {
     std::lock_guard lock(listeners_mu);
     std::erase(listeners, ep);
   }
   own.remove(ep);
   publish_endpoints();
-  if (stopping) return;  // every acceptor closes with its io_context anyway
+  if (is_stopping()) return;  // every acceptor closes with its io_context anyway
   for (auto& w : workers) {
     asio::post(w->ioc, [w = w.get(), ep] {
       if (auto it = w->acceptors.find(ep); it != w->acceptors.end()) {
@@ -212,12 +225,12 @@ void Server::Impl::remove_listener(const tcp::endpoint& ep) {
   log.write("listener_closed", {{"address", ep_text(ep)}});
 }
 
-std::vector<tcp::endpoint> Server::Impl::local_endpoints() const {
+std::vector<tcp::endpoint> ProxyRuntime::local_endpoints() const {
   std::lock_guard lock(listeners_mu);
   return listeners;
 }
 
-void Server::Impl::accept_loop(Worker& w, std::shared_ptr<tcp::acceptor> acc) {
+void ProxyRuntime::accept_loop(Worker& w, std::shared_ptr<tcp::acceptor> acc) {
   acc->async_accept([this, &w, acc](boost::system::error_code ec, tcp::socket s) {
     if (ec == asio::error::operation_aborted || !acc->is_open()) return;
     if (!ec) {
@@ -252,12 +265,12 @@ void Server::Impl::accept_loop(Worker& w, std::shared_ptr<tcp::acceptor> acc) {
   });
 }
 
-void Server::Impl::protect(const tcp::endpoint& ep) {
+void ProxyRuntime::protect(const tcp::endpoint& ep) {
   own.add(ep);
   publish_endpoints();
 }
 
-void Server::Impl::publish_endpoints() {
+void ProxyRuntime::publish_endpoints() {
   // Read and written under one lock, so two threads adding listeners cannot publish
   // their views out of order and leave an endpoint out of the file.
   std::lock_guard lock(publish_mu);
@@ -268,7 +281,7 @@ void Server::Impl::publish_endpoints() {
                {"effect", "other netbox proxies on this host do not know this one's endpoints"}});
 }
 
-void Server::Impl::refresh_host() {
+void ProxyRuntime::refresh_host() {
   std::string problem;
   auto peers = registry.read_all(&problem);
   if (!problem.empty() && !registry_warned.exchange(true))
@@ -277,16 +290,16 @@ void Server::Impl::refresh_host() {
 }
 
 // On the first io thread: getifaddrs and a handful of small files on tmpfs, once a second.
-void Server::Impl::schedule_host_refresh() {
+void ProxyRuntime::schedule_host_refresh() {
   host_refresh->expires_after(kHostRefresh);
   host_refresh->async_wait([this](boost::system::error_code ec) {
-    if (ec || stopping) return;
+    if (ec || is_stopping()) return;
     refresh_host();
     schedule_host_refresh();
   });
 }
 
-std::string Server::Impl::metric_label(const AgentIdentity& who) const {
+std::string ProxyRuntime::metric_label(const AgentIdentity& who) const {
   switch (options.metrics_agent_label) {
     case MetricsAgentLabel::none: return "all";
     case MetricsAgentLabel::name: return who.agent;
@@ -298,16 +311,17 @@ std::string Server::Impl::metric_label(const AgentIdentity& who) const {
   return who.profile.empty() ? "default" : who.profile;
 }
 
-void Server::Impl::note_policy_loaded() {
+void ProxyRuntime::note_policy_loaded() {
   policy_loaded_at = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-bool Server::Impl::reload_policy() {
+bool ProxyRuntime::reload_policy() {
   std::lock_guard lock(reload_mu);
   if (options.policy_file.empty()) {
     log.write("policy_reload_failed", {{"reason", "the policy was given in-process, not as a file"}});
     return false;
   }
+  loaded_stamp = file_stamp(options.policy_file);  // a bad file too: it is not read again until it changes
   try {
     auto next = std::make_shared<const policy::Policy>(policy::load_policy_file(options.policy_file));
     // A registered agent whose profile the new file lacks would be decided with the
@@ -332,13 +346,21 @@ bool Server::Impl::reload_policy() {
   }
 }
 
-void Server::Impl::stop() {
+void ProxyRuntime::reload_if_changed() {
+  {
+    std::lock_guard lock(reload_mu);
+    if (file_stamp(options.policy_file) == loaded_stamp) return;
+  }
+  reload_policy();
+}
+
+void ProxyRuntime::stop() {
   {
     std::lock_guard lock(state_mu);
-    if (stopped) return;
-    stopped = true;
+    if (lifecycle >= Lifecycle::stopping) return;
+    lifecycle = Lifecycle::stopping;
   }
-  stopping = true;
+  follower.reset();  // no reload while shutting down
   if (!workers.empty() && workers.front()->thread.joinable()) {
     // Stop accepting, on each io thread.
     for (auto& w : workers) {
@@ -386,19 +408,19 @@ void Server::Impl::stop() {
   log.write("stopped", {});
   {
     std::lock_guard lock(state_mu);
-    finished = true;
+    lifecycle = Lifecycle::stopped;
   }
   state_cv.notify_all();
 }
 
-void Server::Impl::wait() {
+void ProxyRuntime::wait() {
   std::unique_lock lock(state_mu);
-  state_cv.wait(lock, [this] { return finished; });
+  state_cv.wait(lock, [this] { return lifecycle == Lifecycle::stopped; });
 }
 
 // ---- Server ----
 
-Server::Server(ProxyOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
+Server::Server(ProxyOptions options) : impl_(std::make_unique<ProxyRuntime>(std::move(options))) {}
 Server::~Server() = default;
 void Server::start() { impl_->start(); }
 void Server::stop() { impl_->stop(); }
@@ -406,13 +428,11 @@ void Server::wait() { impl_->wait(); }
 bool Server::reload_policy() { return impl_->reload_policy(); }
 
 void Server::register_agent(const asio::ip::address& addr, std::string agent, std::string profile) {
-  // An unknown profile would be decided with the top level: refused, never widened. Under
-  // the reload lock, so a reload cannot drop the profile between the check and the add.
-  std::lock_guard lock(impl_->reload_mu);
-  if (!profile.empty() && !impl_->current_policy()->agents.contains(profile))
-    throw std::invalid_argument("the policy has no agents." + profile + " profile for agent " + agent);
-  impl_->agents.add(addr, AgentIdentity{std::move(agent), std::move(profile)});
+  impl_->register_agent(addr, std::move(agent), std::move(profile));
 }
+
+AttachedAgent Server::attach_agent(const AgentAttachment& attachment) { return impl_->attach_agent(attachment); }
+void Server::detach_agent(const AttachedAgent& agent, const AgentEnd& end) noexcept { impl_->detach_agent(agent, end); }
 
 void Server::unregister_agent(const asio::ip::address& addr) { impl_->agents.remove(addr); }
 

@@ -8,7 +8,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <cstdlib>
 #include <cstring>
 
 namespace netbox::proxy {
@@ -20,7 +19,7 @@ namespace {
 constexpr std::string_view kEstablished = "HTTP/1.1 200 Connection Established\r\n\r\n";
 }
 
-Tunnel::Tunnel(Server::Impl& impl, tcp::socket client, tcp::socket upstream, std::string early_data,
+Tunnel::Tunnel(ProxyRuntime& impl, tcp::socket client, tcp::socket upstream, std::string early_data,
                std::unique_ptr<Exchange> exchange, std::chrono::milliseconds idle_timeout)
     : impl_(impl),
       client_(std::move(client)),
@@ -34,8 +33,7 @@ Tunnel::Tunnel(Server::Impl& impl, tcp::socket client, tcp::socket upstream, std
   down_.from = &upstream_;
   down_.to = &client_;
   impl_.counters.active_tunnels.fetch_add(1);
-  const char* relay = std::getenv("NETBOX_TUNNEL_RELAY");
-  use_splice_ = !(relay && std::strcmp(relay, "buffer") == 0);
+  use_splice_ = impl_.options.tunnel_relay == TunnelRelay::splice;
 }
 
 Tunnel::~Tunnel() {

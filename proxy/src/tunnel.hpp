@@ -7,7 +7,7 @@
 // back as soon as it has drained everything and the source has nothing more to read.
 // Ten thousand idle tunnels then cost a few KiB and two fds each, not 128 KiB and six.
 #include "exchange.hpp"
-#include "server_impl.hpp"
+#include "proxy_runtime.hpp"
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -23,7 +23,7 @@ class Tunnel : public std::enable_shared_from_this<Tunnel> {
   static constexpr std::size_t kBufferSize = 64 * 1024;
   static constexpr std::size_t kBurstSize = 16 * 1024;  // a burst's first bytes, relayed by copy
 
-  Tunnel(Server::Impl& impl, boost::asio::ip::tcp::socket client, boost::asio::ip::tcp::socket upstream,
+  Tunnel(ProxyRuntime& impl, boost::asio::ip::tcp::socket client, boost::asio::ip::tcp::socket upstream,
          std::string early_data, std::unique_ptr<Exchange> exchange, std::chrono::milliseconds idle_timeout);
   ~Tunnel();
   void start();
@@ -58,7 +58,7 @@ class Tunnel : public std::enable_shared_from_this<Tunnel> {
   void abort(std::string why);
   void finish();
 
-  Server::Impl& impl_;
+  ProxyRuntime& impl_;
   boost::asio::ip::tcp::socket client_;
   boost::asio::ip::tcp::socket upstream_;
   std::string early_;

@@ -77,7 +77,7 @@ TEST(Cli, EverySubcommandReportsABadValueTheSameWay) {
        "netbox policy check",
        "--host 'a..b'"},
       {{"proxy", "--policy", "p.json", "--audit-queue", "-1"}, "netbox proxy", "--audit-queue: '-1' is negative"},
-      {{"proxy", "--policy", "p.json", "--listen", "localhost:80"}, "netbox proxy", "--listen localhost:80"},
+      {{"proxy", "--policy", "p.json", "--listen", "localhost:80"}, "netbox proxy", "--listen 'localhost:80'"},
   };
   for (const auto& c : cases) {
     auto r = run_netbox(c.args);

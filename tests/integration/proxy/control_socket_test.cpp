@@ -2,6 +2,8 @@
 #include "proxy_fixture.hpp"
 
 #include "netbox/audit/writer.hpp"
+#include "netbox/proxy/control_protocol.hpp"
+#include "netbox/proxy/endpoint.hpp"
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/local/stream_protocol.hpp>
@@ -36,6 +38,17 @@ class ControlClient {
     return json::parse(reply);
   }
   void close() { socket_.close(); }
+  void write_raw(const std::string& bytes) { asio::write(socket_, asio::buffer(bytes)); }
+  // The next reply line, or empty once the proxy has closed the connection.
+  std::string read_line() {
+    boost::system::error_code ec;
+    asio::read_until(socket_, buf_, '\n', ec);
+    if (ec) return {};
+    std::istream is(&buf_);
+    std::string reply;
+    std::getline(is, reply);
+    return reply;
+  }
 
  private:
   asio::io_context ioc_;
@@ -103,7 +116,7 @@ TEST_F(ControlTest, RegisterWithListenAddsAListenerAndUnregisterRemovesIt) {
   auto reply = c.call({{"op", "register"}, {"addr", "127.0.0.1"}, {"agent", "a1"}, {"listen", "127.0.0.1:0"}});
   ASSERT_EQ(reply["ok"], true) << reply.dump();
   const auto listen = reply["listen"].get<std::string>();
-  const auto extra = static_cast<unsigned short>(std::stoi(listen.substr(listen.rfind(':') + 1)));
+  const auto extra = proxy::parse_endpoint(listen).port();
   ASSERT_NE(extra, 0);
   ASSERT_NE(extra, port);
   EXPECT_EQ(proxy_get(extra, upstream_url("/")).status, 200);
@@ -199,6 +212,45 @@ TEST_F(ControlTest, ReservedEmptyAndControlCharacterAgentNamesAreRefused) {
   EXPECT_EQ(c.call({{"op", "register"}, {"addr", "127.0.0.1"}, {"agent", "builder-2"}, {"profile", "builder"}})["ok"],
             true);
   EXPECT_EQ(proxy_get(port, other_url()).status, 200);
+}
+
+// A broken or hostile launcher gets an answer naming what is wrong and the proxy goes on:
+// lines that are not JSON, wrong types, unknown ops, a line without end.
+TEST_F(ControlTest, HostileLinesAreAnsweredWithAReasonAndNeverStopTheProxy) {
+  ControlClient c(control);
+  for (const auto& [line, fragment] : std::vector<std::pair<std::string, std::string>>{
+           {"{\"op\":\"register\",\"addr\":", "JSON"},
+           {"\xff\xfe\x1b[2J", "not JSON"},
+           {"[1,2,3]", "expected a JSON object"},
+           {R"({"op":"register","addr":"127.0.0.1","agent":"a","launch":{"pid":"x"}})", "\"pid\" must be an integer"},
+           {R"({"op":"register","addr":"127.0.0.1","agent":"a","listen":"localhost:80"})", "\"listen\" 'localhost:80'"},
+           {R"({"op":"unregister","addr":"127.0.0.1","exit_status":1e99})", "\"exit_status\" must be an integer"},
+           {R"({"op":"shutdown"})", "unknown op \"shutdown\""}}) {
+    c.write_raw(line + "\n");
+    const auto reply = json::parse(c.read_line());
+    EXPECT_EQ(reply["ok"], false) << line;
+    EXPECT_NE(reply.value("error", std::string()).find(fragment), std::string::npos) << line << " -> " << reply.dump();
+  }
+  EXPECT_EQ(c.call({{"op", "ping"}})["ok"], true);
+
+  // A line longer than the protocol allows: answered, then the connection is closed.
+  ControlClient flood(control);
+  // Exactly as much as the proxy reads before it answers: more, left unread at its close,
+  // would reset the connection under the answer.
+  flood.write_raw(std::string(proxy::control::kMaxLine, 'x'));
+  const auto reply = json::parse(flood.read_line());
+  EXPECT_EQ(reply["ok"], false);
+  EXPECT_NE(reply["error"].get<std::string>().find("longer than"), std::string::npos) << reply.dump();
+  EXPECT_EQ(flood.read_line(), "") << "the connection should be closed";
+
+  // A registration cut short by the launcher's end leaves nothing behind.
+  {
+    ControlClient cut(control);
+    cut.write_raw(R"({"op":"register","addr":"127.0.0.1","agent":"half","profile":"builder")");
+  }
+  EXPECT_EQ(ControlClient(control).call({{"op", "ping"}})["ok"], true);
+  EXPECT_EQ(proxy_get(port, other_url()).status, 403);
+  EXPECT_EQ(last_row().agent, "anonymous");
 }
 
 // The count of an agent's requests in the metrics: by profile unless asked otherwise, so a

@@ -1,6 +1,7 @@
 #include "proxy_fixture.hpp"
 
 #include "netbox/audit/writer.hpp"
+#include "netbox/proxy/endpoint.hpp"
 
 #include <nlohmann/json.hpp>
 #include <sqlite3.h>
@@ -46,14 +47,14 @@ void ProxyTest::start_proxy(const std::string& policy_json, std::vector<std::str
   proxy::ProxyOptions o;
   o.listen.emplace_back(boost::asio::ip::make_address("127.0.0.1"), 0);
   o.policy_file = policy_path;
+  o.watch_policy_file = false;  // the tests reload when they mean to; reload_test.cpp watches
   o.audit_db = db_path;
   o.threads = threads;
   o.shutdown_grace = std::chrono::milliseconds(500);
   o.audit_hold = audit_hold;
   for (const auto& d : dns_servers) {
-    auto colon = d.rfind(':');
-    o.dns_servers.emplace_back(boost::asio::ip::make_address(d.substr(0, colon)),
-                               static_cast<unsigned short>(std::stoi(d.substr(colon + 1))));
+    const auto ep = proxy::parse_endpoint(d);
+    o.dns_servers.emplace_back(ep.address(), ep.port());
   }
   if (control) o.control_socket = *control;
   if (configure) configure(o);

@@ -35,12 +35,6 @@ int open_pipes() {
   return n;
 }
 
-// The user-space relay (NETBOX_TUNNEL_RELAY=buffer), for the tunnels a test opens.
-class BufferRelay {
- public:
-  BufferRelay() { ::setenv("NETBOX_TUNNEL_RELAY", "buffer", 1); }
-  ~BufferRelay() { ::unsetenv("NETBOX_TUNNEL_RELAY"); }
-};
 
 TEST_F(TunnelTest, ConnectRelaysSeveralMebibytesBothWaysByteExact) {
   start_proxy(base_policy());
@@ -81,7 +75,7 @@ TEST_F(TunnelTest, HalfCloseFromTheAgentStillDeliversTheWholeAnswer) {
 }
 
 TEST_F(TunnelTest, BufferRelayMovesSeveralMebibytesByteExactAndHonoursHalfClose) {
-  BufferRelay relay;
+  configure = [](proxy::ProxyOptions& o) { o.tunnel_relay = proxy::TunnelRelay::buffer; };
   start_proxy(base_policy());
   const auto body = pattern_bytes(3 * 1024 * 1024 + 77);
   {

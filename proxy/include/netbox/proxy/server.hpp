@@ -2,6 +2,7 @@
 // The egress proxy as an object, so `netbox proxy` and `netbox launch` (embedded mode)
 // run the same code. See DESIGN.md, "A request's way through".
 #include "netbox/policy/policy.hpp"
+#include "netbox/proxy/agent_attachment.hpp"
 #include "netbox/proxy/counters.hpp"
 #include "netbox/proxy/log_field.hpp"
 
@@ -28,20 +29,31 @@ enum class MetricsAgentLabel { none, profile, name };
 // Which `request` lines the log gets: every one, only refusals and failures (what an
 // operator watching one agent needs to see), or none. Other events are always logged.
 enum class LogRequests { all, refusals, none };
+// How a CONNECT tunnel moves bytes: splice(2) through a pipe, so they never enter user
+// space, or a plain buffer in user space (for comparisons; also used when no pipe can be had).
+enum class TunnelRelay { splice, buffer };
 
 struct ProxyOptions {
   std::vector<boost::asio::ip::tcp::endpoint> listen;   // port 0 picks a free port
-  std::filesystem::path policy_file;                     // watched and reloaded on SIGHUP / change
+  std::filesystem::path policy_file;                     // followed as the two below say
   std::optional<policy::Policy> policy;                  // used instead of policy_file when set
+  // How the server follows policy_file once started (the effect is reload_policy()'s):
+  // watched with inotify on its folder, so saving it reloads it, editors that write a new
+  // file and rename it included (once the folder has been quiet for 200 ms, and only when
+  // the file is not the one last loaded); and, when asked, reloaded on SIGHUP. SIGHUP is
+  // the process's: only a process running one Server should ask (`netbox proxy` does).
+  bool watch_policy_file = true;
+  bool reload_on_sighup = false;
   std::filesystem::path audit_db = "netbox-audit.db";
   std::vector<boost::asio::ip::udp::endpoint> dns_servers;  // empty: /etc/resolv.conf
   unsigned threads = 0;                                  // 0: one per core
-  std::optional<std::filesystem::path> control_socket;  // Unix socket, JSON lines (see control.hpp)
+  std::optional<std::filesystem::path> control_socket;  // Unix socket, JSON lines (control_protocol.hpp)
   std::chrono::milliseconds shutdown_grace{5000};
   LogFormat log_format = LogFormat::text;
   LogRequests log_requests = LogRequests::all;
   int log_fd = 2;  // where log lines go (stderr); the caller keeps another descriptor open
   MetricsAgentLabel metrics_agent_label = MetricsAgentLabel::profile;
+  TunnelRelay tunnel_relay = TunnelRelay::splice;
   // Strict audit: a request is forwarded (or a tunnel opened) only once its decision row is
   // committed with PRAGMA synchronous=FULL, so a crash never loses the row of a forwarded
   // request. Costs one group commit of latency per new exchange.
@@ -76,6 +88,8 @@ struct ProxyOptions {
   static constexpr std::size_t kFdReserve = 256;
 };
 
+struct ProxyRuntime;  // what runs behind a Server (proxy/src/proxy_runtime.hpp)
+
 class Server {
  public:
   // Loads the policy and opens the audit store. Throws policy::PolicyError or
@@ -89,8 +103,9 @@ class Server {
   void stop();                  // stop accepting, let tunnels finish for the grace period, drain audit
   void wait();                  // blocks until stopped
 
-  // Reloads policy_file. On failure the old policy stays; both outcomes are logged and
-  // recorded in `events`. Returns whether the new policy took effect.
+  // Reloads policy_file (what the watch and SIGHUP do, see ProxyOptions). On failure the
+  // old policy stays; both outcomes are logged and recorded in `events`. Returns whether
+  // the new policy took effect.
   bool reload_policy();
 
   // Agent identity: connections from `addr` are logged as `agent` and decided with
@@ -99,6 +114,18 @@ class Server {
   // drop the profile of a registered agent is refused.
   void register_agent(const boost::asio::ip::address& addr, std::string agent, std::string profile);
   void unregister_agent(const boost::asio::ip::address& addr);
+
+  // What a launcher does for each agent (the embedded proxy and the control socket alike):
+  // checks the attachment (the addresses inside launch_subnets or loopback, a usable name,
+  // a profile the policy has), adds the listener unless one is there, registers the agent,
+  // opens its agents row and logs agent_registered. Throws std::invalid_argument for an
+  // attachment refused (the message names the field: "addr", "listen", "agent", the
+  // profile) and std::runtime_error when the listener cannot be bound; either way nothing
+  // is left behind.
+  AttachedAgent attach_agent(const AgentAttachment& attachment);
+  // Undoes attach_agent: unregisters, closes the listener it added, ends the agents row
+  // with `end`, logs agent_unregistered. Never throws (a failure is logged).
+  void detach_agent(const AttachedAgent& agent, const AgentEnd& end = {}) noexcept;
 
   // Listeners can be added while running (a launcher adds the host side of a veth).
   boost::asio::ip::tcp::endpoint add_listener(const boost::asio::ip::tcp::endpoint& ep);
@@ -120,9 +147,8 @@ class Server {
   // The policy new connections are decided with.
   std::shared_ptr<const policy::Policy> policy() const;
 
-  struct Impl;
  private:
-  std::unique_ptr<Impl> impl_;
+  std::unique_ptr<ProxyRuntime> impl_;
 };
 
 }  // namespace netbox::proxy

@@ -12,6 +12,7 @@
 #include "fd_limit.hpp"
 #include "log.hpp"
 #include "own_endpoints.hpp"
+#include "policy_follower.hpp"
 #include "resolver.hpp"
 #include "snapshot.hpp"
 #include "upstream_pool.hpp"
@@ -70,9 +71,10 @@ class RateLimitedLog {
 
 namespace netbox::proxy {
 
-struct Server::Impl {
-  explicit Impl(ProxyOptions opts);
-  ~Impl();
+// The running proxy behind a Server: io threads, listeners, policy, agents, audit writer.
+struct ProxyRuntime {
+  explicit ProxyRuntime(ProxyOptions opts);
+  ~ProxyRuntime();
 
   void start();
   void stop();
@@ -82,6 +84,10 @@ struct Server::Impl {
   void remove_listener(const boost::asio::ip::tcp::endpoint& ep);
   std::vector<boost::asio::ip::tcp::endpoint> local_endpoints() const;
   void event(std::string kind, std::string message, std::string detail = {});
+  // Server's, for the control socket too (agent_attach.cpp).
+  void register_agent(const boost::asio::ip::address& addr, std::string agent, std::string profile);
+  AttachedAgent attach_agent(const AgentAttachment& attachment);
+  void detach_agent(const AttachedAgent& agent, const AgentEnd& end) noexcept;
 
   PolicyPtr current_policy() const { return policy.load(); }
   // When the policy in force was loaded (start or the last good reload), seconds since the
@@ -90,7 +96,7 @@ struct Server::Impl {
   void note_policy_loaded();
   // The `agent` label of this identity's requests in the metrics (options.metrics_agent_label).
   std::string metric_label(const AgentIdentity& who) const;
-  bool is_stopping() const { return stopping.load(); }
+  bool is_stopping() const { return lifecycle.load() >= Lifecycle::stopping; }
 
   // Declared in this order so everything a session touches outlives the workers whose
   // io_contexts own the sessions.
@@ -109,6 +115,9 @@ struct Server::Impl {
   AgentRegistry agents;
   Snapshot<policy::Policy> policy;
   std::mutex reload_mu;
+  std::optional<FileStamp> loaded_stamp;  // of the policy file last read (under reload_mu)
+  std::unique_ptr<PolicyFollower> follower;
+  void reload_if_changed();
 
   mutable std::mutex listeners_mu;
   std::vector<boost::asio::ip::tcp::endpoint> listeners;
@@ -127,13 +136,12 @@ struct Server::Impl {
   void refresh_host();
   void schedule_host_refresh();
 
+  // Forward only: created -> starting -> running -> stopping -> stopped (stop() may come
+  // from created or starting too). Moved under state_mu, read without it.
+  enum class Lifecycle { created, starting, running, stopping, stopped };
   std::mutex state_mu;
-  std::condition_variable state_cv;
-  bool started = false;
-  bool stopped = false;
-  bool finished = false;
-  std::atomic<bool> running{false};
-  std::atomic<bool> stopping{false};
+  std::condition_variable state_cv;  // wait() for stopped
+  std::atomic<Lifecycle> lifecycle{Lifecycle::created};
 
   std::vector<std::unique_ptr<Worker>> workers;
   std::unique_ptr<ControlServer> control;

@@ -1,0 +1,48 @@
+#pragma once
+// An agent as its launcher attaches it to a proxy (Server::attach_agent), whether the
+// proxy runs in the launcher (embedded) or is reached over the control socket.
+#include <boost/asio/ip/address.hpp>
+#include <boost/asio/ip/tcp.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace netbox::proxy {
+
+// The agents row of a launch.
+struct AgentLaunch {
+  std::int64_t pid = 0;
+  std::string command_line;
+  std::string address;        // empty: the attachment's address
+  std::string policy_digest;  // empty: the digest of the policy in force
+  std::string sandbox;        // a JSON object as text: what it runs under; empty: none
+};
+
+struct AgentAttachment {
+  boost::asio::ip::address addr;  // the agent's client address
+  std::string name;
+  std::string profile;  // key of the policy's agents; empty: the top-level profile
+  // A listener for the agent (the host side of its link); port 0 picks one. One already
+  // listening there is used as it is, and stays when the agent is detached.
+  std::optional<boost::asio::ip::tcp::endpoint> listen;
+  std::optional<AgentLaunch> launch;  // opens its agents row
+};
+
+// What attach_agent did, for detach_agent to undo: a value the caller keeps.
+struct AttachedAgent {
+  boost::asio::ip::address addr;
+  std::string name;
+  std::optional<boost::asio::ip::tcp::endpoint> listener;  // the one the agent uses
+  bool listener_added = false;  // bound by attach_agent, so detach_agent closes it
+  std::int64_t pid = 0;
+  bool row_opened = false;  // an agents row was opened, so detach_agent ends it
+};
+
+// How the agent ended, for its agents row.
+struct AgentEnd {
+  std::optional<int> exit_status;  // shell convention; none when unknown
+  std::string resource_usage;      // a JSON object as text; empty: none
+};
+
+}  // namespace netbox::proxy

@@ -1,0 +1,81 @@
+#pragma once
+// The messages of the control socket (`netbox proxy --control PATH`, which
+// `netbox launch --proxy-control PATH` talks to): one JSON object per line each way.
+// Both ends read and write them through these types only, so the wire form is spelled
+// once, here and in docs/proxy.md ("Control socket").
+#include "netbox/proxy/agent_attachment.hpp"
+
+#include <nlohmann/json_fwd.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <variant>
+
+namespace netbox::proxy::control {
+
+// A request line longer than this is refused and the connection closed.
+inline constexpr std::size_t kMaxLine = 64 * 1024;
+
+struct Ping {};
+// Which files of its own the proxy keeps (its policy and audit store), so a launcher can
+// hide them from its agents.
+struct Info {};
+
+struct Register {
+  std::string addr;     // the agent's client address
+  std::string agent;    // its name
+  std::string profile;  // key of the policy's agents; empty: the top level
+  std::string listen;   // ADDR:PORT of a listener for it (the host side of its link); empty: none
+  std::optional<AgentLaunch> launch;  // opens its agents row
+};
+
+struct Unregister {
+  std::string addr;
+  std::optional<int> exit_status;
+  std::string resource_usage;  // a JSON object as text; empty: none
+};
+
+using Request = std::variant<Ping, Info, Register, Unregister>;
+
+// The answer to any request; the fields after `error` are set by the requests named.
+struct Reply {
+  bool ok = true;
+  std::string error;        // why, when !ok
+  std::string listen;       // register: the listener the agent uses (ADDR:PORT); empty: none
+  std::string policy_file;  // info: absolute; empty when the proxy has no policy file
+  std::string audit_db;     // info: absolute
+
+  static Reply refused(std::string why) {
+    Reply r;
+    r.ok = false;
+    r.error = std::move(why);
+    return r;
+  }
+};
+
+// A line that is not a message of this protocol; what() names the key and what it
+// should have been, for the answer to a broken or hostile peer.
+class ProtocolError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// One line (its '\n' removed or not) to a message. Throws ProtocolError.
+Request parse_request(std::string_view line);
+Reply parse_reply(std::string_view line);
+// A message as one line, '\n' included. Never throws for text that is not UTF-8 (it is
+// replaced); throws ProtocolError when `sandbox` or `resource_usage` is not a JSON object.
+std::string to_line(const Request& request);
+std::string to_line(const Reply& reply);
+
+// The same, as JSON values (nlohmann's ADL hooks); from_json throws ProtocolError.
+void to_json(nlohmann::json& j, const Request& request);
+void from_json(const nlohmann::json& j, Request& request);
+void to_json(nlohmann::json& j, const Reply& reply);
+void from_json(const nlohmann::json& j, Reply& reply);
+
+}  // namespace netbox::proxy::control

@@ -1,0 +1,114 @@
+// Server::attach_agent / detach_agent: the one way an agent is attached, for the embedded
+// proxy and the control socket alike.
+#include "netbox/proxy/server.hpp"
+
+#include "netbox/audit/writer.hpp"
+#include "netbox/proxy/agent_name.hpp"
+#include "netbox/proxy/endpoint.hpp"
+
+#include "own_endpoints.hpp"
+#include "proxy_runtime.hpp"
+
+#include <stdexcept>
+
+namespace netbox::proxy {
+
+namespace {
+
+// A launcher attaches its agents' addresses and the host side of their links, both in its
+// --subnet. Outside this proxy's pool (launch_subnets) they would be ordinary destinations
+// here, so a launcher whose --subnet differs is refused instead of silently unprotected.
+// Loopback is no launch's address: host processes registered as agents, whose listener on
+// loopback is protected as this proxy's own anyway.
+void require_in_pool(const char* key, const boost::asio::ip::address& addr, const std::vector<policy::Cidr>& pool) {
+  const auto a = destination_form(addr);
+  if (a.is_loopback()) return;
+  for (const auto& net : pool)
+    if (net.contains(a)) return;
+  std::string nets;
+  for (const auto& net : pool) nets += (nets.empty() ? "" : ", ") + net.to_string();
+  throw std::invalid_argument(std::string("\"") + key + "\" " + addr.to_string() +
+                              " is outside this proxy's launch subnet pool (" + nets +
+                              "), so its requests could reach it; start the launcher with a --subnet inside the "
+                              "proxy's --subnet");
+}
+
+std::string profile_missing(const std::string& profile, const std::string& agent) {
+  return "the policy has no agents." + profile + " profile for agent " + agent;
+}
+
+}  // namespace
+
+AttachedAgent ProxyRuntime::attach_agent(const AgentAttachment& a) {
+  auto& core = *this;
+  require_in_pool("addr", a.addr, core.options.launch_subnets);
+  if (auto problem = agent_name_problem(a.name); !problem.empty()) throw std::invalid_argument("\"agent\" " + problem);
+  if (!a.profile.empty() && !core.current_policy()->agents.contains(a.profile))
+    throw std::invalid_argument(profile_missing(a.profile, a.name));
+  if (a.listen) require_in_pool("listen", a.listen->address(), core.options.launch_subnets);
+
+  AttachedAgent attached;
+  attached.addr = a.addr;
+  attached.name = a.name;
+  if (a.listen) {
+    bool present = false;
+    for (const auto& ep : core.local_endpoints()) present = present || ep == *a.listen;
+    attached.listener = present ? *a.listen : core.add_listener(*a.listen);  // throws naming the address
+    attached.listener_added = !present;
+  }
+  try {
+    register_agent(a.addr, a.name, a.profile);  // checks the profile again, under the reload lock
+  } catch (...) {
+    if (attached.listener_added) core.remove_listener(*attached.listener);
+    throw;
+  }
+  if (a.launch) {
+    audit::AgentRecord rec;
+    rec.name = a.name;
+    rec.pid = a.launch->pid;
+    rec.command_line = a.launch->command_line;
+    rec.address = a.launch->address.empty() ? a.addr.to_string() : a.launch->address;
+    rec.policy_digest = a.launch->policy_digest.empty() ? core.current_policy()->digest : a.launch->policy_digest;
+    rec.sandbox = a.launch->sandbox;
+    rec.started = audit::Clock::now();
+    attached.pid = rec.pid;
+    attached.row_opened = true;
+    core.writer->agent_started(std::move(rec));
+  }
+  core.log.write("agent_registered", {{"agent", a.name},
+                                      {"addr", a.addr.to_string()},
+                                      {"profile", a.profile},
+                                      {"listen", attached.listener ? endpoint_text(*attached.listener) : ""}});
+  return attached;
+}
+
+void ProxyRuntime::detach_agent(const AttachedAgent& agent, const AgentEnd& end) noexcept {
+  auto& core = *this;
+  try {
+    core.agents.remove(agent.addr);
+    if (agent.listener_added) core.remove_listener(*agent.listener);
+    if (agent.row_opened || end.exit_status) {
+      audit::AgentExit ex;
+      ex.name = agent.name;
+      ex.pid = agent.pid;
+      ex.ended = audit::Clock::now();
+      ex.exit_status = end.exit_status;
+      ex.resource_usage = end.resource_usage;
+      core.writer->agent_exited(std::move(ex));
+    }
+    core.log.write("agent_unregistered", {{"agent", agent.name}, {"addr", agent.addr.to_string()}});
+  } catch (const std::exception& e) {
+    core.log.write("agent_unregister_failed", {{"agent", agent.name}, {"reason", e.what()}});
+  }
+}
+
+void ProxyRuntime::register_agent(const boost::asio::ip::address& addr, std::string agent, std::string profile) {
+  // An unknown profile would be decided with the top level: refused, never widened. Under
+  // the reload lock, so a reload cannot drop the profile between the check and the add.
+  std::lock_guard lock(reload_mu);
+  if (!profile.empty() && !current_policy()->agents.contains(profile))
+    throw std::invalid_argument(profile_missing(profile, agent));
+  agents.add(addr, AgentIdentity{std::move(agent), std::move(profile)});
+}
+
+}  // namespace netbox::proxy

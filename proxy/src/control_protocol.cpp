@@ -1,0 +1,157 @@
+#include "netbox/proxy/control_protocol.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <limits>
+
+namespace netbox::proxy::control {
+
+using json = nlohmann::json;
+
+namespace {
+
+const char* type_name(const json& v) { return v.is_null() ? "null" : v.type_name(); }
+
+// Optional string members: absent and null read as empty, anything but a string is refused.
+std::string text(const json& j, const char* key, bool required = false) {
+  const auto it = j.find(key);
+  if (it == j.end() || it->is_null()) {
+    if (required) throw ProtocolError(std::string("\"") + key + "\" is missing");
+    return {};
+  }
+  if (!it->is_string())
+    throw ProtocolError(std::string("\"") + key + "\" must be a string, not " + type_name(*it));
+  return it->get<std::string>();
+}
+
+// Objects kept as text (the sandbox report, resource usage): passed through, not read.
+std::string object_text(const json& j, const char* key) {
+  const auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return {};
+  if (!it->is_object()) throw ProtocolError(std::string("\"") + key + "\" must be an object, not " + type_name(*it));
+  return it->dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+json object_value(const std::string& text, const char* key) {
+  auto v = json::parse(text, nullptr, false);
+  if (!v.is_object()) throw ProtocolError(std::string("\"") + key + "\" is not a JSON object: " + text.substr(0, 80));
+  return v;
+}
+
+template <class Int>
+std::optional<Int> integer(const json& j, const char* key) {
+  const auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return std::nullopt;
+  if (!it->is_number_integer())
+    throw ProtocolError(std::string("\"") + key + "\" must be an integer, not " + type_name(*it));
+  const bool fits = it->is_number_unsigned()
+                        ? it->get<std::uint64_t>() <= static_cast<std::uint64_t>(std::numeric_limits<Int>::max())
+                        : it->get<std::int64_t>() >= std::numeric_limits<Int>::min() &&
+                              it->get<std::int64_t>() <= std::numeric_limits<Int>::max();
+  if (!fits) throw ProtocolError(std::string("\"") + key + "\" is out of range: " + it->dump());
+  return static_cast<Int>(it->is_number_unsigned() ? static_cast<std::int64_t>(it->get<std::uint64_t>())
+                                                   : it->get<std::int64_t>());
+}
+
+AgentLaunch launch_from(const json& l) {
+  if (!l.is_object()) throw ProtocolError(std::string("\"launch\" must be an object, not ") + type_name(l));
+  AgentLaunch r;
+  r.pid = integer<std::int64_t>(l, "pid").value_or(0);
+  r.command_line = text(l, "command_line");
+  r.address = text(l, "address");
+  r.policy_digest = text(l, "policy_digest");
+  r.sandbox = object_text(l, "sandbox");
+  return r;
+}
+
+json parse_object(std::string_view line) {
+  if (line.size() > kMaxLine) throw ProtocolError("the line is longer than " + std::to_string(kMaxLine) + " bytes");
+  if (!line.empty() && line.back() == '\n') line.remove_suffix(1);
+  auto j = json::parse(line, nullptr, false);
+  if (j.is_discarded()) throw ProtocolError("not JSON: expected one JSON object per line");
+  if (!j.is_object()) throw ProtocolError(std::string("expected a JSON object, not ") + type_name(j));
+  return j;
+}
+
+std::string dump_line(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n"; }
+
+struct RequestWriter {
+  json& j;
+  void operator()(const Ping&) const { j = {{"op", "ping"}}; }
+  void operator()(const Info&) const { j = {{"op", "info"}}; }
+  void operator()(const Register& r) const {
+    j = {{"op", "register"}, {"addr", r.addr}, {"agent", r.agent}, {"profile", r.profile}};
+    if (!r.listen.empty()) j["listen"] = r.listen;
+    if (r.launch) {
+      json l = {{"pid", r.launch->pid}, {"command_line", r.launch->command_line}};
+      if (!r.launch->address.empty()) l["address"] = r.launch->address;
+      if (!r.launch->policy_digest.empty()) l["policy_digest"] = r.launch->policy_digest;
+      if (!r.launch->sandbox.empty()) l["sandbox"] = object_value(r.launch->sandbox, "sandbox");
+      j["launch"] = std::move(l);
+    }
+  }
+  void operator()(const Unregister& u) const {
+    j = {{"op", "unregister"}, {"addr", u.addr}};
+    if (u.exit_status) j["exit_status"] = *u.exit_status;
+    if (!u.resource_usage.empty()) j["resource_usage"] = object_value(u.resource_usage, "resource_usage");
+  }
+};
+
+}  // namespace
+
+void to_json(json& j, const Request& request) { std::visit(RequestWriter{j}, request); }
+
+void from_json(const json& j, Request& request) {
+  if (!j.is_object()) throw ProtocolError(std::string("expected a JSON object, not ") + type_name(j));
+  const auto op = text(j, "op", true);
+  if (op == "ping") {
+    request = Ping{};
+  } else if (op == "info") {
+    request = Info{};
+  } else if (op == "register") {
+    Register r;
+    r.addr = text(j, "addr", true);
+    r.agent = text(j, "agent");
+    r.profile = text(j, "profile");
+    r.listen = text(j, "listen");
+    if (const auto it = j.find("launch"); it != j.end() && !it->is_null()) r.launch = launch_from(*it);
+    request = std::move(r);
+  } else if (op == "unregister") {
+    Unregister u;
+    u.addr = text(j, "addr", true);
+    u.exit_status = integer<int>(j, "exit_status");
+    u.resource_usage = object_text(j, "resource_usage");
+    request = std::move(u);
+  } else {
+    throw ProtocolError("unknown op \"" + op + "\" (expected register, unregister, info or ping)");
+  }
+}
+
+void to_json(json& j, const Reply& reply) {
+  j = {{"ok", reply.ok}};
+  if (!reply.ok) j["error"] = reply.error;
+  if (!reply.listen.empty()) j["listen"] = reply.listen;
+  if (!reply.policy_file.empty()) j["policy_file"] = reply.policy_file;
+  if (!reply.audit_db.empty()) j["audit_db"] = reply.audit_db;
+}
+
+void from_json(const json& j, Reply& reply) {
+  if (!j.is_object()) throw ProtocolError(std::string("expected a JSON object, not ") + type_name(j));
+  const auto ok = j.find("ok");
+  if (ok == j.end() || !ok->is_boolean()) throw ProtocolError("\"ok\" is missing or not true/false");
+  reply = Reply{};
+  reply.ok = ok->get<bool>();
+  reply.error = text(j, "error");
+  if (!reply.ok && reply.error.empty()) reply.error = "no reason given";
+  reply.listen = text(j, "listen");
+  reply.policy_file = text(j, "policy_file");
+  reply.audit_db = text(j, "audit_db");
+}
+
+Request parse_request(std::string_view line) { return parse_object(line).get<Request>(); }
+Reply parse_reply(std::string_view line) { return parse_object(line).get<Reply>(); }
+
+std::string to_line(const Request& request) { return dump_line(json(request)); }
+std::string to_line(const Reply& reply) { return dump_line(json(reply)); }
+
+}  // namespace netbox::proxy::control

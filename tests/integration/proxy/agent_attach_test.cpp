@@ -1,0 +1,111 @@
+// Server::attach_agent / detach_agent, as the embedded proxy of `netbox launch` calls them
+// (the control socket calls the same): the listener, the identity and the agents row come
+// and go together, and a refused attachment leaves nothing behind.
+#include "proxy_fixture.hpp"
+
+#include "netbox/audit/writer.hpp"
+
+#include <sqlite3.h>
+
+#include <thread>
+
+namespace netbox::test {
+namespace {
+
+namespace ip = boost::asio::ip;
+
+class AttachTest : public ProxyTest {
+ protected:
+  void SetUp() override {
+    start_proxy(base_policy(R"("agents": {"builder": {"allow": ["other.test"]}},
+        "resolve": {"upstream.test": ["127.0.0.1"], "other.test": ["127.0.0.1"]})"));
+  }
+  std::string other_url() const { return "http://other.test:" + std::to_string(upstream.port()) + "/"; }
+  proxy::AgentAttachment builder(const std::string& name) const {
+    proxy::AgentAttachment a;
+    a.addr = ip::make_address("127.0.0.1");
+    a.name = name;
+    a.profile = "builder";
+    a.listen = ip::tcp::endpoint(ip::make_address("127.0.0.1"), 0);
+    a.launch = proxy::AgentLaunch{4321, "make", "", "", R"({"cgroup":"v1"})"};
+    return a;
+  }
+  std::string agents_row(const std::string& name) {
+    server->audit().flush();
+    sqlite3* db = nullptr;
+    sqlite3_open_v2(db_path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr);
+    sqlite3_stmt* s = nullptr;
+    sqlite3_prepare_v2(db,
+                       "SELECT pid || '|' || address || '|' || coalesce(sandbox, '') || '|' || "
+                       "coalesce(exit_status, 'none') || '|' || (ended IS NOT NULL) FROM agents WHERE name = ?",
+                       -1, &s, nullptr);
+    sqlite3_bind_text(s, 1, name.c_str(), -1, SQLITE_TRANSIENT);
+    std::string out = sqlite3_step(s) == SQLITE_ROW ? reinterpret_cast<const char*>(sqlite3_column_text(s, 0)) : "";
+    sqlite3_finalize(s);
+    sqlite3_close(db);
+    return out;
+  }
+  bool refuses_connections(unsigned short p) {
+    for (int i = 0; i < 100; ++i) {
+      try {
+        ProxyConnection probe(p);
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      } catch (const std::exception&) {
+        return true;
+      }
+    }
+    return false;
+  }
+};
+
+TEST_F(AttachTest, AnAttachedAgentGetsItsListenerIdentityAndRowAndDetachTakesThemBack) {
+  const auto attached = server->attach_agent(builder("b1"));
+  ASSERT_TRUE(attached.listener);
+  ASSERT_TRUE(attached.listener_added);
+  const auto own_port = attached.listener->port();
+  ASSERT_NE(own_port, port);
+  EXPECT_EQ(proxy_get(own_port, other_url()).status, 200);  // decided with agents.builder
+  EXPECT_EQ(last_row().agent, "b1");
+  EXPECT_EQ(agents_row("b1"), R"(4321|127.0.0.1|{"cgroup":"v1"}|none|0)");
+
+  server->detach_agent(attached, {7, R"({"user_ms":1})"});
+  EXPECT_EQ(agents_row("b1"), R"(4321|127.0.0.1|{"cgroup":"v1"}|7|1)");
+  EXPECT_EQ(proxy_get(port, other_url()).status, 403);  // anonymous again
+  EXPECT_TRUE(refuses_connections(own_port)) << "the agent's listener should be closed";
+}
+
+TEST_F(AttachTest, AListenerAlreadyThereIsUsedAndKeptAfterDetach) {
+  auto a = builder("b2");
+  a.listen = ip::tcp::endpoint(ip::make_address("127.0.0.1"), port);
+  const auto attached = server->attach_agent(a);
+  EXPECT_FALSE(attached.listener_added);
+  server->detach_agent(attached);
+  EXPECT_EQ(proxy_get(port, upstream_url("/")).status, 200) << "the proxy's own listener was closed";
+}
+
+TEST_F(AttachTest, RefusedAttachmentsLeaveNothingBehind) {
+  const auto before = server->local_endpoints().size();
+  auto unknown_profile = builder("b3");
+  unknown_profile.profile = "nope";
+  EXPECT_THROW(server->attach_agent(unknown_profile), std::invalid_argument);
+  auto bad_name = builder("anonymous");
+  EXPECT_THROW(server->attach_agent(bad_name), std::invalid_argument);
+  auto outside = builder("b4");
+  outside.addr = ip::make_address("10.99.0.2");
+  try {
+    server->attach_agent(outside);
+    ADD_FAILURE() << "an address outside the launch pool was attached";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("\"addr\" 10.99.0.2 is outside"), std::string::npos) << e.what();
+  }
+  auto taken = builder("b5");
+  taken.listen = ip::tcp::endpoint(ip::make_address("127.0.0.1"), upstream.port());  // someone else's port
+  EXPECT_THROW(server->attach_agent(taken), std::runtime_error);
+  EXPECT_EQ(server->local_endpoints().size(), before);
+  EXPECT_EQ(proxy_get(port, other_url()).status, 403);
+  EXPECT_EQ(last_row().agent, "anonymous");
+  EXPECT_EQ(agents_row("b3") + agents_row("b4") + agents_row("b5"), "");
+}
+
+}  // namespace
+}  // namespace netbox::test

@@ -1,0 +1,159 @@
+// The control socket's messages: what a launcher writes is what the proxy reads, and a
+// line from a broken or hostile peer is refused with a reason naming the key, never a
+// crash or a half-read message.
+#include "netbox/proxy/control_protocol.hpp"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+namespace netbox::proxy::control {
+namespace {
+
+using json = nlohmann::json;
+
+std::string refusal(std::string_view line) {
+  try {
+    parse_request(line);
+    return "accepted";
+  } catch (const ProtocolError& e) {
+    return e.what();
+  }
+}
+
+void expect_refused(std::string_view line, const std::string& why) {
+  const auto msg = refusal(line);
+  EXPECT_NE(msg.find(why), std::string::npos) << line.substr(0, 200) << " -> " << msg;
+}
+
+TEST(ControlProtocol, RegisterRoundTripsWithEveryField) {
+  Register r;
+  r.addr = "10.213.0.2";
+  r.agent = "builder-1";
+  r.profile = "builder";
+  r.listen = "10.213.0.1:3128";
+  r.launch = AgentLaunch{4242, "curl http://x.test/", "10.213.0.2", "abc", R"({"layers":["net"]})"};
+  const auto line = to_line(r);
+  ASSERT_EQ(line.back(), '\n');
+  EXPECT_EQ(line.find('\n'), line.size() - 1) << "one message, one line";
+  const auto back = std::get<Register>(parse_request(line));
+  EXPECT_EQ(back.addr, r.addr);
+  EXPECT_EQ(back.agent, r.agent);
+  EXPECT_EQ(back.profile, r.profile);
+  EXPECT_EQ(back.listen, r.listen);
+  ASSERT_TRUE(back.launch);
+  EXPECT_EQ(back.launch->pid, 4242);
+  EXPECT_EQ(back.launch->command_line, "curl http://x.test/");
+  EXPECT_EQ(back.launch->address, "10.213.0.2");
+  EXPECT_EQ(back.launch->policy_digest, "abc");
+  EXPECT_EQ(json::parse(back.launch->sandbox), json::parse(R"({"layers":["net"]})"));
+}
+
+// The wire form documented in docs/proxy.md, written by hand, is what the types read.
+TEST(ControlProtocol, TheDocumentedWireFormIsRead) {
+  const auto reg = std::get<Register>(parse_request(
+      R"({"op":"register","addr":"10.213.0.2","agent":"a","profile":"p","listen":"10.213.0.1:3128",)"
+      R"("launch":{"pid":123,"command_line":"curl","address":"10.213.0.2","policy_digest":"d","sandbox":{"x":1}}})"));
+  EXPECT_EQ(reg.listen, "10.213.0.1:3128");
+  EXPECT_EQ(reg.launch->pid, 123);
+  const auto un = std::get<Unregister>(parse_request(
+      R"({"op":"unregister","addr":"10.213.0.2","exit_status":0,"resource_usage":{"user_ms":1,"sys_ms":2}})"));
+  EXPECT_EQ(un.exit_status, 0);
+  EXPECT_EQ(json::parse(un.resource_usage), json::parse(R"({"user_ms":1,"sys_ms":2})"));
+  EXPECT_TRUE(std::holds_alternative<Ping>(parse_request(R"({"op":"ping"})")));
+  EXPECT_TRUE(std::holds_alternative<Info>(parse_request("{\"op\":\"info\"}\n")));
+  EXPECT_EQ(json::parse(to_line(Ping{})), json::parse(R"({"op":"ping"})"));
+}
+
+TEST(ControlProtocol, UnregisterWithoutAnExitStatusStaysWithout) {
+  const auto line = to_line(Unregister{"10.213.0.2", std::nullopt, ""});
+  EXPECT_EQ(json::parse(line), json::parse(R"({"op":"unregister","addr":"10.213.0.2"})"));
+  const auto back = std::get<Unregister>(parse_request(line));
+  EXPECT_FALSE(back.exit_status);
+  EXPECT_TRUE(back.resource_usage.empty());
+}
+
+TEST(ControlProtocol, RepliesRoundTrip) {
+  Reply info;
+  info.policy_file = "/etc/netbox/policy.json";
+  info.audit_db = "/var/lib/netbox/audit.db";
+  const auto back = parse_reply(to_line(info));
+  EXPECT_TRUE(back.ok);
+  EXPECT_EQ(back.policy_file, info.policy_file);
+  EXPECT_EQ(back.audit_db, info.audit_db);
+  const auto no = parse_reply(to_line(Reply::refused("the policy has no agents.x profile")));
+  EXPECT_FALSE(no.ok);
+  EXPECT_EQ(no.error, "the policy has no agents.x profile");
+  EXPECT_EQ(json::parse(to_line(Reply{})), json::parse(R"({"ok":true})"));
+  EXPECT_EQ(parse_reply(R"({"ok":false})").error, "no reason given");
+}
+
+TEST(ControlProtocol, UnknownOpIsRefusedNamingIt) {
+  expect_refused(R"({"op":"frobnicate"})", "unknown op \"frobnicate\"");
+  expect_refused(R"({"addr":"10.0.0.1"})", "\"op\" is missing");
+  expect_refused(R"({"op":null})", "\"op\" is missing");
+}
+
+TEST(ControlProtocol, TruncatedAndNonJsonLinesAreRefused) {
+  const auto full = to_line(Register{"10.213.0.2", "a", "", "10.213.0.1:3128", AgentLaunch{1, "x", "", "", ""}});
+  for (std::size_t n = 0; n + 2 < full.size(); n += 7) expect_refused(full.substr(0, n), "JSON");
+  expect_refused("not json at all", "not JSON");
+  expect_refused("\xff\xfe{\"op\":\"ping\"}", "not JSON");
+  expect_refused(R"("ping")", "expected a JSON object, not string");
+  expect_refused(R"([{"op":"ping"}])", "expected a JSON object, not array");
+  expect_refused("null", "expected a JSON object, not null");
+}
+
+TEST(ControlProtocol, WrongTypesAreRefusedNamingTheKey) {
+  expect_refused(R"({"op":5})", "\"op\" must be a string, not number");
+  expect_refused(R"({"op":"register","addr":5})", "\"addr\" must be a string, not number");
+  expect_refused(R"({"op":"register"})", "\"addr\" is missing");
+  expect_refused(R"({"op":"register","addr":"10.0.0.1","agent":["a"]})", "\"agent\" must be a string, not array");
+  expect_refused(R"({"op":"register","addr":"10.0.0.1","listen":3128})", "\"listen\" must be a string");
+  expect_refused(R"({"op":"register","addr":"10.0.0.1","launch":"yes"})", "\"launch\" must be an object");
+  expect_refused(R"({"op":"register","addr":"10.0.0.1","launch":{"pid":"1"}})", "\"pid\" must be an integer");
+  expect_refused(R"({"op":"register","addr":"10.0.0.1","launch":{"pid":1.5}})", "\"pid\" must be an integer");
+  expect_refused(R"({"op":"register","addr":"10.0.0.1","launch":{"sandbox":[1]}})", "\"sandbox\" must be an object");
+  expect_refused(R"({"op":"unregister","addr":"10.0.0.1","exit_status":"0"})", "\"exit_status\" must be an integer");
+  expect_refused(R"({"op":"unregister","addr":"10.0.0.1","exit_status":4294967296})", "\"exit_status\" is out of range");
+  expect_refused(R"({"op":"unregister","addr":"10.0.0.1","exit_status":-4294967296})", "\"exit_status\" is out of range");
+  expect_refused(R"({"op":"unregister","addr":"10.0.0.1","exit_status":18446744073709551615})", "out of range");
+  expect_refused(R"({"op":"unregister","addr":"10.0.0.1","resource_usage":7})", "\"resource_usage\" must be an object");
+  EXPECT_THROW(parse_reply(R"({"ok":"yes"})"), ProtocolError);
+  EXPECT_THROW(parse_reply(R"({"ok":true,"listen":3128})"), ProtocolError);
+  EXPECT_THROW(parse_reply("[]"), ProtocolError);
+}
+
+TEST(ControlProtocol, OversizedLinesAreRefusedBeforeTheyAreParsed) {
+  const std::string big = R"({"op":"register","addr":"10.0.0.1","agent":")" + std::string(kMaxLine, 'a') + "\"}";
+  expect_refused(big, "longer than");
+}
+
+// As deep as a line allows: read (the unknown key is ignored), without exhausting the stack.
+TEST(ControlProtocol, DeepNestingWithinALineIsNotACrash) {
+  const std::size_t depth = (kMaxLine - 64) / 2;
+  const std::string deep = R"({"op":"ping","x":)" + std::string(depth, '[') + std::string(depth, ']') + "}";
+  ASSERT_LE(deep.size(), kMaxLine);
+  EXPECT_TRUE(std::holds_alternative<Ping>(parse_request(deep)));
+}
+
+TEST(ControlProtocol, TextThatIsNotUtf8IsWrittenReplacedNeverThrown) {
+  Reply r = Reply::refused(std::string("bad \xff\xfe name"));
+  std::string line;
+  ASSERT_NO_THROW(line = to_line(r));
+  EXPECT_FALSE(parse_reply(line).ok);
+  Register reg;
+  reg.addr = "10.213.0.2";
+  reg.agent = "\xc3";
+  ASSERT_NO_THROW(line = to_line(reg));
+  EXPECT_NO_THROW(parse_request(line));
+}
+
+TEST(ControlProtocol, ObjectsGivenAsTextMustBeObjects) {
+  Unregister u{"10.213.0.2", 0, "not json"};
+  EXPECT_THROW(to_line(u), ProtocolError);
+}
+
+}  // namespace
+}  // namespace netbox::proxy::control
