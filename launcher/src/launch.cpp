@@ -22,6 +22,7 @@
 #include "netbox/audit/location.hpp"
 #include "netbox/policy/load.hpp"
 #include "netbox/proxy/agent_name.hpp"
+#include "netbox/proxy/enforceable_policy.hpp"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -71,7 +72,10 @@ std::string command_line(const std::vector<std::string>& command) {
 std::optional<policy::Policy> load_policy(const LaunchOptions& o) {
   if (!o.policy_file) return o.proxy_control ? std::nullopt : std::optional(policy::default_policy());
   try {
-    return policy::load_policy_file(*o.policy_file);
+    auto p = policy::load_policy_file(*o.policy_file);
+    // The embedded proxy would refuse it after the banner; say so before anything runs.
+    if (!o.proxy_control) proxy::check_enforceable(p);
+    return p;
   } catch (const std::exception& e) {
     throw LaunchError(kExitUsage, std::string("--policy: ") + e.what());
   }

@@ -1,6 +1,8 @@
 // The Server: io threads, listeners, policy reloads, orderly shutdown.
 #include "netbox/proxy/server.hpp"
 
+#include "netbox/proxy/enforceable_policy.hpp"
+
 #include "control_socket.hpp"
 #include "fd_limit.hpp"
 #include "http_session.hpp"
@@ -33,8 +35,10 @@ std::string ep_text(const tcp::endpoint& ep) { return authority(ep.address().to_
 std::string digest_detail(const std::string& digest) { return nlohmann::json{{"digest", digest}}.dump(); }
 
 PolicyPtr initial_policy(const ProxyOptions& o) {
-  if (o.policy) return std::make_shared<const policy::Policy>(*o.policy);
-  return std::make_shared<const policy::Policy>(policy::load_policy_file(o.policy_file));
+  auto p = o.policy ? std::make_shared<const policy::Policy>(*o.policy)
+                    : std::make_shared<const policy::Policy>(policy::load_policy_file(o.policy_file));
+  check_enforceable(*p);
+  return p;
 }
 
 std::shared_ptr<tcp::acceptor> open_acceptor(asio::io_context& ioc, const tcp::endpoint& ep, bool reuse_port) {
@@ -324,6 +328,7 @@ bool ProxyRuntime::reload_policy() {
   loaded_stamp = file_stamp(options.policy_file);  // a bad file too: it is not read again until it changes
   try {
     auto next = std::make_shared<const policy::Policy>(policy::load_policy_file(options.policy_file));
+    check_enforceable(*next);
     // A registered agent whose profile the new file lacks would be decided with the
     // top-level profile, which may allow what its own denied: never widen silently.
     if (const auto orphans = agents.profiles_missing_from(*next); !orphans.empty())

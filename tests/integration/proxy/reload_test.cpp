@@ -217,3 +217,25 @@ TEST_F(ProxyTest, SighupReloadsWhenAsked) {
 
 }  // namespace
 }  // namespace netbox::test
+
+namespace netbox::test {
+namespace {
+
+// Keys the proxy cannot apply yet (TLS inspection) must never be half applied: a reload
+// that brings them in is refused, and the old policy keeps deciding.
+TEST_F(ProxyTest, AReloadBringingInKeysTheProxyCannotApplyIsRefused) {
+  start_proxy(base_policy());
+  dir.write("policy.json", base_policy(R"("inspect": ["upstream.test"],
+      "rules": [{"host": "upstream.test", "methods": ["HEAD"], "action": "allow"}],
+      "resolve": {"upstream.test": ["127.0.0.1"]})"));
+  EXPECT_FALSE(server->reload_policy());
+  EXPECT_EQ(proxy_get(port, upstream_url("/")).status, 200) << "the old policy still decides";
+  auto ev = events();
+  ASSERT_FALSE(ev.empty());
+  EXPECT_EQ(ev.back().kind, "policy_reload_failed");
+  EXPECT_NE(ev.back().message.find("inspect: TLS inspection"), std::string::npos) << ev.back().message;
+  EXPECT_NE(ev.back().message.find("not enforced by this build"), std::string::npos) << ev.back().message;
+}
+
+}  // namespace
+}  // namespace netbox::test
