@@ -3,6 +3,8 @@
 #include "netbox/dashboards/exposition.hpp"
 #include "process_metrics.hpp"
 
+#include "netbox/audit/decision.hpp"
+
 namespace netbox::dashboards {
 namespace {
 
@@ -20,8 +22,9 @@ std::string render_metrics(const proxy::CountersSnapshot& c, const audit::Writer
   Exposition e;
   constexpr std::string_view kRequests = "Requests and tunnels decided, by decision, kind and agent.";
   if (c.requests.empty()) {
-    for (const char* d : {"allow", "deny", "report"})
-      e.counter("netbox_requests_total", kRequests, {{"agent", "anonymous"}, {"decision", d}, {"kind", "http"}}, 0);
+    for (const auto d : audit::kDecisions)
+      e.counter("netbox_requests_total", kRequests, {{"agent", "anonymous"}, {"decision", std::string(d)}, {"kind", "http"}},
+                0);
   }
   for (const auto& r : c.requests)
     e.counter("netbox_requests_total", kRequests, {{"agent", r.agent}, {"decision", r.decision}, {"kind", r.kind}},
@@ -79,6 +82,8 @@ LiveStats live_stats(const proxy::CountersSnapshot& c) {
     if (r.decision == "allow") s.allow += r.count;
     else if (r.decision == "deny") s.deny += r.count;
     else if (r.decision == "report") s.report += r.count;
+    else if (r.decision == "cap") s.cap += r.count;
+    else if (r.decision == "error") s.error += r.count;
   }
   s.active_connections = c.active_connections;
   s.active_tunnels = c.active_tunnels;

@@ -2,6 +2,7 @@
 // agent and host. Both only read the database, so they run beside a live proxy.
 #include "commands.hpp"
 
+#include "netbox/audit/decision.hpp"
 #include "netbox/audit/location.hpp"
 #include "netbox/audit/prune.hpp"
 #include "netbox/audit/query.hpp"
@@ -34,7 +35,7 @@ void add_filters(CLI::App& cmd, AuditArgs& a) {
                  "Audit database to read (default: where netbox proxy and launch write it, /var/lib/netbox/audit.db "
                  "as root, else $XDG_STATE_HOME/netbox/audit.db)");
   cmd.add_option("--agent", a.agent, "Only requests of this agent");
-  cmd.add_option("--decision", a.decision, "Only this decision: allow, deny or report");
+  cmd.add_option("--decision", a.decision, "Only this decision: allow, report, deny, cap or error");
   cmd.add_option("--host", a.host, "Only hosts matching this glob, e.g. '*.example.com' (case-sensitive)");
   cmd.add_option("--since", a.since, "Only newer requests: 30s, 15m, 2h, 1d, 1w or a timestamp (2026-11-22T04:00:00Z)");
   cmd.add_option("--limit", a.limit, "At most N rows, newest first (summary: the N busiest agent/host pairs); 0 for all")
@@ -50,8 +51,8 @@ audit::Filter to_filter(const AuditArgs& a) {
   audit::Filter f;
   if (!a.agent.empty()) f.agent = a.agent;
   if (!a.decision.empty()) {
-    if (a.decision != "allow" && a.decision != "deny" && a.decision != "report")
-      throw UsageError("--decision '" + a.decision + "' is not one of allow, deny, report");
+    if (!audit::is_decision(a.decision))
+      throw UsageError("--decision '" + a.decision + "' is not one of allow, report, deny, cap, error");
     f.decision = a.decision;
   }
   if (!a.host.empty()) f.host_glob = a.host;
