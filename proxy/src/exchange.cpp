@@ -17,12 +17,12 @@ struct Number {
   std::string_view view() const { return {text, size}; }
 };
 
-void log_request(Server::Impl& impl, const audit::AuditRecord& r) {
+void log_request(Server::Impl& impl, const audit::AuditRecord& r, Outcome outcome) {
   switch (impl.options.log_requests) {
     case LogRequests::all: break;
     case LogRequests::none: return;
     case LogRequests::refusals:
-      if (r.decision == "allow" && r.status.value_or(0) < 400 && r.error.empty()) return;
+      if (outcome == Outcome::allow && r.status.value_or(0) < 400 && r.error.empty()) return;
       break;
   }
   const Number port(r.port), up(r.bytes_up), down(r.bytes_down);
@@ -48,9 +48,10 @@ void log_request(Server::Impl& impl, const audit::AuditRecord& r) {
 
 }  // namespace
 
-Exchange::Exchange(Server::Impl& impl, audit::AuditRecord record, std::string metric_label)
+Exchange::Exchange(Server::Impl& impl, audit::AuditRecord record, Outcome outcome, std::string metric_label)
     : impl_(impl),
       record_(std::move(record)),
+      outcome_(outcome),
       metric_label_(std::move(metric_label)),
       started_(std::chrono::steady_clock::now()) {}
 
@@ -62,17 +63,18 @@ Exchange::~Exchange() {
 
 bool Exchange::open() {
   record_.ts = audit::Clock::now();
+  record_.decision = to_string(outcome_);
   row_ = impl_.writer->insert(record_);
   if (row_ == audit::kNoRow) return false;
   open_ = true;
   impl_.counters.active_exchanges.fetch_add(1);
-  impl_.counters.count_request(metric_label_, record_.kind, record_.decision);
   return true;
 }
 
-void Exchange::finish(std::optional<int> status, std::string error) {
+void Exchange::finish(std::optional<int> status, std::string error, bool failed) {
   if (!open_ || finished_) return;
   finished_ = true;
+  if (failed) outcome_ = Outcome::error;
   cap.release();
   const auto ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started_).count();
@@ -83,6 +85,7 @@ void Exchange::finish(std::optional<int> status, std::string error) {
   c.duration_ms = ms;
   c.resolved_addr = record_.resolved_addr;
   c.error = error;
+  if (failed) c.decision = to_string(outcome_);  // the row was inserted with the admission's
   if (!impl_.writer->complete(row_, c))
     impl_.log.write("audit_error", {{"message", "audit queue full: could not complete row"},
                                     {"host", record_.host}});
@@ -91,20 +94,25 @@ void Exchange::finish(std::optional<int> status, std::string error) {
   record_.bytes_down = bytes_down;
   record_.duration_ms = ms;
   record_.error = std::move(error);
+  record_.decision = to_string(outcome_);
+  // Counted once it ended, under the outcome it ended with (an admitted request whose
+  // upstream failed counts as error, as its answer and its row say).
+  impl_.counters.count_request(metric_label_, record_.kind, record_.decision);
   impl_.counters.bytes_up.fetch_add(bytes_up);
   impl_.counters.bytes_down.fetch_add(bytes_down);
   impl_.counters.active_exchanges.fetch_sub(1);
-  log_request(impl_, record_);
+  log_request(impl_, record_, outcome_);
 }
 
-void record_refusal(Server::Impl& impl, audit::AuditRecord record, const std::string& metric_label) {
+void record_refusal(Server::Impl& impl, audit::AuditRecord record, Outcome outcome, const std::string& metric_label) {
   record.ts = audit::Clock::now();
+  record.decision = to_string(outcome);
   if (!record.duration_ms) record.duration_ms = 0;
   impl.counters.count_request(metric_label, record.kind, record.decision);
   if (!impl.writer->insert_complete(record)) {
     record.error += record.error.empty() ? "audit store refused the row" : "; audit store refused the row";
   }
-  log_request(impl, record);
+  log_request(impl, record, outcome);
 }
 
 }  // namespace netbox::proxy

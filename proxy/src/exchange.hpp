@@ -10,6 +10,7 @@
 
 #include "caps.hpp"
 #include "client_slots.hpp"
+#include "outcome.hpp"
 
 #include <chrono>
 #include <cstdint>
@@ -20,16 +21,19 @@ namespace netbox::proxy {
 
 class Exchange {
  public:
-  // `metric_label`: the agent label its count carries (Server::Impl::metric_label).
-  Exchange(Server::Impl& impl, audit::AuditRecord record, std::string metric_label);
+  // `metric_label`: the agent label its count carries (Server::Impl::metric_label);
+  // `outcome`: the admission's, allow or report (the row's decision until finish).
+  Exchange(Server::Impl& impl, audit::AuditRecord record, Outcome outcome, std::string metric_label);
   ~Exchange();
   Exchange(const Exchange&) = delete;
   Exchange& operator=(const Exchange&) = delete;
 
   // Queues the row. False when the audit store refused it (the caller answers 503).
   bool open();
-  // Completes the row, logs the canonical line, counts bytes. Only the first call counts.
-  void finish(std::optional<int> status, std::string error = {});
+  // Completes the row, logs the canonical line, counts the request under its outcome and
+  // its bytes. `failed`: netbox answered instead of the upstream (a DNS, dial or upstream
+  // failure, a broken request body), so the outcome becomes error. Only the first call counts.
+  void finish(std::optional<int> status, std::string error = {}, bool failed = false);
 
   audit::AuditRecord& record() { return record_; }
   // The queued row, for Writer::on_committed (--audit-sync). kNoRow before open().
@@ -42,6 +46,7 @@ class Exchange {
  private:
   Server::Impl& impl_;
   audit::AuditRecord record_;
+  Outcome outcome_;
   std::string metric_label_;
   audit::RowHandle row_ = audit::kNoRow;
   std::chrono::steady_clock::time_point started_;
@@ -51,6 +56,7 @@ class Exchange {
 
 // For answers given without forwarding anything (denials, caps, malformed requests):
 // one complete row, the log line and the counters, in one go.
-void record_refusal(Server::Impl& impl, audit::AuditRecord record, const std::string& metric_label);
+// `outcome` is the row's decision (deny, cap or error).
+void record_refusal(Server::Impl& impl, audit::AuditRecord record, Outcome outcome, const std::string& metric_label);
 
 }  // namespace netbox::proxy

@@ -78,7 +78,11 @@ std::string host_header(const policy::Host& host, std::uint16_t port) {
 }  // namespace
 
 ClientSession::ClientSession(Server::Impl& impl, Worker& worker, tcp::socket socket, ClientSlot slot)
-    : impl_(impl), worker_(worker), slot_(std::move(slot)), stream_(std::move(socket)) {
+    : impl_(impl),
+      worker_(worker),
+      slot_(std::move(slot)),
+      stream_(std::move(socket)),
+      admission_(impl.own, impl.caps, impl.counters) {
   impl_.counters.active_connections.fetch_add(1);
 }
 
@@ -92,6 +96,7 @@ void ClientSession::start() {
   who_ = impl_.agents.lookup(peer_.address());
   policy_ = impl_.current_policy();
   profile_ = who_.profile.empty() ? &policy_->base : &policy_->profile_for(who_.profile);
+  admission_.bind(*policy_, *profile_, who_.agent);
   pool_scope_ = UpstreamPool::scope(who_.agent, peer_.address());
   read_request();
 }
@@ -157,7 +162,7 @@ void ClientSession::check_head() {
   if (!ec && !parser_->is_header_done()) ec = http::error::partial_message;  // the check said complete
   // The decision is taken on the head alone: a body stays unread (in the socket, or the
   // part that came with the head in buffer_) until its request is admitted.
-  on_request(ec);
+  take_head(ec);
 }
 
 void ClientSession::refuse_head(const HeadProblem& p) {
@@ -172,8 +177,7 @@ void ClientSession::refuse_head(const HeadProblem& p) {
   record_.method = audit::escape_controls(head_check_.method());
   note_target(head_check_.target(), connect);
   std::string what = head_check_.method() + " " + head_check_.target().substr(0, 256);
-  refuse({p.status, RefusalKind::error, head_check_.method().empty() ? std::string() : what, "request", p.reason, {}},
-         "deny", true);
+  refuse({p.status, Outcome::error, head_check_.method().empty() ? std::string() : what, "request", p.reason, {}}, true);
 }
 
 // The destination of a refused request, as far as it can be read, for its audit row:
@@ -191,7 +195,7 @@ std::string ClientSession::what() const {
   return std::string(req_.method_string()) + " " + std::string(req_.target());
 }
 
-void ClientSession::on_request(beast::error_code ec) {
+void ClientSession::take_head(beast::error_code ec) {
   record_ = audit::AuditRecord{};
   record_.agent = who_.agent;
   record_.client_addr = peer_text_;
@@ -212,12 +216,10 @@ void ClientSession::on_request(beast::error_code ec) {
       note_target(req_.target(), is_connect());
     }
     if (ec == http::error::header_limit)
-      return refuse({431, RefusalKind::error, {}, "request", "the request headers are larger than 64 KiB", {}},
-                    "deny", true);
+      return refuse({431, Outcome::error, {}, "request", "the request headers are larger than 64 KiB", {}}, true);
     if (ec == http::error::body_limit)
-      return refuse({413, RefusalKind::error, {}, "request", "the request body is larger than 64 MiB", {}}, "deny",
-                    true);
-    return refuse({400, RefusalKind::error, {}, "request", describe_request_error(ec), {}}, "deny", true);
+      return refuse({413, Outcome::error, {}, "request", "the request body is larger than 64 MiB", {}}, true);
+    return refuse({400, Outcome::error, {}, "request", describe_request_error(ec), {}}, true);
   }
   // The head moves out; the parser stays, to read the body if the request is admitted.
   req_ = std::move(parser_->get().base());
@@ -232,45 +234,35 @@ void ClientSession::on_request(beast::error_code ec) {
                      beast::iequals(req_[http::field::expect], "100-continue");
 
   if (!handled_method(req_.method())) {
-    return refuse({405, RefusalKind::error, what(), "method",
-                   "netbox does not forward the method " + std::string(req_.method_string()), {}},
-                  "deny", !client_keep_alive_);
+    return refuse({405, Outcome::error, what(), "method",
+                   "netbox does not forward the method " + std::string(req_.method_string()), {}}, !client_keep_alive_);
   }
   if (is_connect() && request_had_body_) {
     note_target(req_.target(), true);
-    return refuse({400, RefusalKind::error, what(), "request", "a CONNECT request has no body", {}}, "deny", true);
+    return refuse({400, Outcome::error, what(), "request", "a CONNECT request has no body", {}}, true);
   }
   target_ = is_connect() ? parse_connect_target(req_.target()) : parse_absolute_target(req_.target());
   if (!target_.error.empty()) {
     record_.host = target_.host;
     record_.port = target_.port;
-    return refuse({400, RefusalKind::error, what(), "request", target_.error, {}}, "deny", true);
+    return refuse({400, Outcome::error, what(), "request", target_.error, {}}, true);
   }
   record_.port = target_.port;
   record_.path = target_.path;
   auto parsed = policy::parse_host(target_.host);
   if (!parsed) {
     record_.host = target_.host;
-    return refuse({400, RefusalKind::error, what(), "host", "the host '" + target_.host + "' is not valid: " +
-                                                                 parsed.error.message, {}},
-                  "deny", true);
+    return refuse({400, Outcome::error, what(), "host", "the host '" + target_.host + "' is not valid: " +
+                                                                 parsed.error.message, {}}, true);
   }
   host_ = *parsed.host;
   record_.host = host_.name;
-  route();
+  admit();
 }
 
-void ClientSession::route() {
-  name_decision_ = policy::decide_name(*profile_, host_, target_.port);
-  if (!name_decision_.lets_through()) {
-    record_.rule = name_decision_.rule;
-    record_.reason = name_decision_.reason;
-    return refuse({403, RefusalKind::deny, what(), name_decision_.rule, name_decision_.reason, {}}, "deny",
-                  !client_keep_alive_);
-  }
-  if (host_.is_ip()) return on_resolved(ResolveResult{{*host_.ip}, {}, false});
-  if (auto it = policy_->pins.find(host_.name); it != policy_->pins.end())
-    return on_resolved(ResolveResult{it->second, {}, false});
+// Admission decides; the only step it leaves to the session is a lookup.
+void ClientSession::admit() {
+  if (auto r = admission_.begin(host_, target_.port)) return act_on(std::move(*r));
   const auto t0 = std::chrono::steady_clock::now();
   worker_.resolver->resolve(host_.name, [self = shared_from_this(), t0](ResolveResult r) {
     if (!r.from_cache) self->impl_.counters.dns_latency.observe(std::chrono::steady_clock::now() - t0);
@@ -278,65 +270,25 @@ void ClientSession::route() {
   });
 }
 
-void ClientSession::on_resolved(ResolveResult r) {
-  record_.decision = std::string(policy::to_string(name_decision_.verdict));
-  record_.rule = name_decision_.rule;
-  record_.reason = name_decision_.reason;
-  if (!r.error.empty()) {
-    impl_.counters.upstream_errors.fetch_add(1);
-    return refuse({502, RefusalKind::error, what(), {}, r.error, {}}, record_.decision, !client_keep_alive_,
-                  r.error);
-  }
-  std::vector<asio::ip::address> allowed;
-  std::optional<policy::Decision> chosen;
-  std::optional<policy::Decision> first_deny;
-  std::string denied_addr;
-  for (const auto& a : r.addresses) {
-    auto d = policy::decide_address(*profile_, host_, target_.port, a);
-    // netbox itself is never a destination, in any mode (own_endpoints.hpp).
-    if (auto why = impl_.own.refusal(a, target_.port); !why.empty()) d = {policy::Verdict::deny, "netbox", std::move(why)};
-    if (d.lets_through()) {
-      allowed.push_back(a);
-      if (!chosen) chosen = std::move(d);
-    } else if (!first_deny) {
-      first_deny = std::move(d);
-      denied_addr = a.to_string();
-    }
-  }
-  if (allowed.empty()) {
-    record_.resolved_addr = denied_addr;
-    record_.rule = first_deny->rule;
-    record_.reason = first_deny->reason;
-    return refuse({403, RefusalKind::deny, what(), first_deny->rule, first_deny->reason, {}}, "deny",
-                  !client_keep_alive_);
-  }
-  // A report on either step is what the row must show; otherwise the address decision.
-  policy::Decision final = name_decision_.verdict == policy::Verdict::report ? name_decision_ : *chosen;
-  if (chosen->verdict == policy::Verdict::report) final = *chosen;
-  admit(std::move(allowed), std::move(final));
-}
+void ClientSession::on_resolved(ResolveResult r) { act_on(admission_.resolved(r)); }
 
-void ClientSession::admit(std::vector<asio::ip::address> allowed, policy::Decision decision) {
-  record_.decision = std::string(policy::to_string(decision.verdict));
-  record_.rule = decision.rule;
-  record_.reason = decision.reason;
-  for (const auto& a : allowed) allowed_.emplace_back(a, target_.port);
-  record_.resolved_addr = allowed.front().to_string();
-
-  auto cap = impl_.caps.acquire(who_.agent, host_.name, canonical_address(allowed.front()).to_string(),
-                                policy_->base.limits, profile_->limits);
-  if (!cap.token) {
-    if (cap.rule == "limits.max_connections") impl_.counters.caps_hit_global.fetch_add(1);
-    else if (cap.rule == "limits.max_connections_per_agent") impl_.counters.caps_hit_agent.fetch_add(1);
-    else impl_.counters.caps_hit_host.fetch_add(1);
-    record_.rule = cap.rule;
-    record_.reason = cap.reason;
-    return refuse({429, RefusalKind::cap, what(), cap.rule, cap.reason, 1u}, "deny", !client_keep_alive_);
+void ClientSession::act_on(AdmissionResult result) {
+  if (auto* no = std::get_if<Refused>(&result)) {
+    record_.rule = std::move(no->rule);
+    record_.reason = std::move(no->reason);
+    record_.resolved_addr = std::move(no->resolved_addr);
+    no->refusal.what = what();
+    return refuse(std::move(no->refusal), !client_keep_alive_, std::move(no->error));
   }
+  auto& yes = std::get<Admitted>(result);
+  record_.rule = std::move(yes.decision.rule);
+  record_.reason = std::move(yes.decision.reason);
+  record_.resolved_addr = yes.endpoints.front().address().to_string();
+  allowed_ = std::move(yes.endpoints);
   // From here on the exchange holds the row (refusals complete it through exchange_), so
-  // the session's record is handed over, not copied; on_request starts the next one.
-  exchange_ = std::make_unique<Exchange>(impl_, std::move(record_), impl_.metric_label(who_));
-  exchange_->cap = std::move(cap.token);
+  // the session's record is handed over, not copied; take_head starts the next one.
+  exchange_ = std::make_unique<Exchange>(impl_, std::move(record_), yes.outcome, impl_.metric_label(who_));
+  exchange_->cap = std::move(yes.cap);
   exchange_->bytes_up = 0;  // counted as body pieces reach the upstream
   if (!exchange_->open()) return refuse_unaudited("the audit store did not accept the record of this request");
   if (impl_.options.audit_sync) {
@@ -357,7 +309,7 @@ void ClientSession::refuse_unaudited(std::string why) {
   impl_.log.write("audit_refused", {{"host", host_.name}, {"agent", who_.agent}, {"reason", why}});
   // Fail closed: no connection. Any row already queued is completed by the Exchange.
   auto res = std::make_shared<Response>(
-      make_refusal({503, RefusalKind::error, what(), "audit", std::move(why), {}}, req_.version(), false));
+      make_refusal({503, Outcome::error, what(), "audit", std::move(why), {}}, req_.version(), false));
   refusal_ = res;
   http::async_write(stream_, *res, [self = shared_from_this()](beast::error_code e, std::size_t) {
     self->on_refusal_written(true, e);
@@ -455,14 +407,14 @@ void ClientSession::read_request_piece() {
       if (used == 0 && !ec) ec = http::error::need_more;  // no progress: never spin
     } while (!ec && !parser_->is_done() && buffer_.size() > 0 && body.size > 0);
     if (ec == http::error::need_more && body.size < kBodyPiece) ec = {};
-    if (ec != http::error::need_more) return on_request_piece(ec);
+    if (ec != http::error::need_more) return request_piece(ec);
   }
   stream_.expires_after(profile_->limits.idle_timeout);
   http::async_read_some(stream_, buffer_, *parser_,
-                        [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_request_piece(ec); });
+                        [self = shared_from_this()](beast::error_code ec, std::size_t) { self->request_piece(ec); });
 }
 
-void ClientSession::on_request_piece(beast::error_code ec) {
+void ClientSession::request_piece(beast::error_code ec) {
   if (ec == http::error::need_buffer) ec = {};
   if (ec) return request_body_failed(ec);
   const auto got = kBodyPiece - parser_->get().body().size;
@@ -506,17 +458,15 @@ void ClientSession::request_body_failed(beast::error_code ec) {
     upstream_.reset();
   }
   if (ec == http::error::body_limit)
-    return refuse({413, RefusalKind::error, what(), "request", "the request body is larger than 64 MiB", {}}, {}, true);
+    return refuse({413, Outcome::error, what(), "request", "the request body is larger than 64 MiB", {}}, true);
   if (ec == beast::error::timeout)
-    return refuse({408, RefusalKind::error, what(), "request",
+    return refuse({408, Outcome::error, what(), "request",
                    "the request body stopped arriving for " + std::to_string(profile_->limits.idle_timeout.count()) +
                        " ms",
-                   {}},
-                  {}, true);
+                   {}}, true);
   if (ec == asio::error::eof || ec == asio::error::connection_reset || ec == asio::error::broken_pipe)
-    return refuse({400, RefusalKind::error, what(), "request", "the request ended before its body was complete", {}},
-                  {}, true);
-  refuse({400, RefusalKind::error, what(), "request", describe_request_error(ec), {}}, {}, true);
+    return refuse({400, Outcome::error, what(), "request", "the request ended before its body was complete", {}}, true);
+  refuse({400, Outcome::error, what(), "request", describe_request_error(ec), {}}, true);
 }
 
 // A reused connection that closed before answering may be dialled afresh and the request
@@ -645,16 +595,16 @@ void ClientSession::read_body_chunk() {
     beast::error_code ec;
     const std::size_t used = upstream_parser_->put(buffer_upstream_.data(), ec);
     buffer_upstream_.consume(used);
-    if (ec != http::error::need_more) return on_body_chunk(ec, used);
+    if (ec != http::error::need_more) return response_piece(ec, used);
   }
   upstream_->expires_after(profile_->limits.idle_timeout);
   // read_some, not read: whatever arrived goes on at once. A whole read would hold a
   // trickling stream (server-sent events, tokens) until 64 KiB had gathered.
   http::async_read_some(*upstream_, buffer_upstream_, *upstream_parser_,
-                        beast::bind_front_handler(&ClientSession::on_body_chunk, shared_from_this()));
+                        beast::bind_front_handler(&ClientSession::response_piece, shared_from_this()));
 }
 
-void ClientSession::on_body_chunk(beast::error_code ec, std::size_t) {
+void ClientSession::response_piece(beast::error_code ec, std::size_t) {
   if (ec == http::error::need_buffer) ec = {};
   if (ec) {
     impl_.counters.upstream_errors.fetch_add(1);
@@ -738,26 +688,25 @@ void ClientSession::start_tunnel(tcp::socket upstream) {
 }
 
 void ClientSession::upstream_failed(unsigned status, std::string error) {
-  refuse({status, RefusalKind::error, what(), {}, error, {}}, exchange_ ? exchange_->record().decision : record_.decision,
-         !client_keep_alive_ || is_connect(), error);
+  refuse({status, Outcome::error, what(), {}, error, {}}, !client_keep_alive_ || is_connect(), error);
 }
 
-void ClientSession::refuse(Refusal r, std::string decision_text, bool close, std::string error) {
+void ClientSession::refuse(Refusal r, bool close, std::string error) {
   if (is_connect()) close = true;  // a refused CONNECT never becomes a tunnel
   // A body that was not read cannot be skipped without reading it: the connection ends.
   if (body_unread()) close = true;
   auto res = std::make_shared<Response>(make_refusal(r, req_.version() ? req_.version() : 11, !close));
   if (exchange_) {
-    exchange_->finish(static_cast<int>(r.status), error.empty() ? r.reason : error);
+    // Admitted, but netbox answers instead of the upstream: the exchange ends as error.
+    exchange_->finish(static_cast<int>(r.status), error.empty() ? r.reason : error, true);
     exchange_.reset();
   } else {
     auto rec = record_;
-    rec.decision = std::move(decision_text);
     if (rec.rule.empty()) rec.rule = r.rule;
     if (rec.reason.empty()) rec.reason = r.reason;
     rec.status = static_cast<int>(r.status);
     rec.error = std::move(error);
-    record_refusal(impl_, std::move(rec), impl_.metric_label(who_));
+    record_refusal(impl_, std::move(rec), r.outcome, impl_.metric_label(who_));
   }
   refusal_ = res;
   stream_.expires_after(std::chrono::seconds(30));

@@ -9,6 +9,7 @@
 #include "netbox/policy/decide.hpp"
 #include "netbox/proxy/server.hpp"
 
+#include "admission.hpp"
 #include "agent_registry.hpp"
 #include "denial.hpp"
 #include "dialer.hpp"
@@ -53,10 +54,10 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
   void check_head();
   void refuse_head(const HeadProblem& p);  // 400/414/431 from RequestHeadCheck: nothing is forwarded
   void note_target(std::string_view target, bool connect);
-  void on_request(boost::beast::error_code ec);
-  void route();
+  void take_head(boost::beast::error_code ec);  // the head is parsed (or failed): check it, then admit
+  void admit();
   void on_resolved(ResolveResult r);
-  void admit(std::vector<boost::asio::ip::address> allowed, policy::Decision decision);
+  void act_on(AdmissionResult result);  // refuse, or open the exchange and forward
   void forward();  // after admit (and, with --audit-sync, once the row is durable)
   void refuse_unaudited(std::string why);  // 503: the audit store cannot take the row
   void connect_upstream();
@@ -64,7 +65,7 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
   void send_upstream();
   void send_continue();  // "100 Continue" to an agent that waits for it, once admitted
   void read_request_piece();
-  void on_request_piece(boost::beast::error_code ec);
+  void request_piece(boost::beast::error_code ec);
   void send_request_piece(std::size_t got);
   void on_upstream_written(boost::beast::error_code ec, std::size_t bytes);
   void request_body_failed(boost::beast::error_code ec);
@@ -72,15 +73,15 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
   void read_upstream_header();
   void on_upstream_header(boost::beast::error_code ec, std::size_t bytes);
   void read_body_chunk();
-  void on_body_chunk(boost::beast::error_code ec, std::size_t bytes);
+  void response_piece(boost::beast::error_code ec, std::size_t bytes);
   void send_piece(std::size_t got);
   void on_piece_written(boost::beast::error_code ec, std::size_t bytes);
   void response_done(std::string error);
   void start_tunnel(boost::asio::ip::tcp::socket upstream);
 
   // Answers without forwarding. Without an open exchange, writes a complete audit row
-  // from `record_` (decision taken from `decision_text`); with one, completes it.
-  void refuse(Refusal r, std::string decision_text, bool close, std::string error = {});
+  // from `record_` under r.outcome; with one, completes it as error.
+  void refuse(Refusal r, bool close, std::string error = {});
   void upstream_failed(unsigned status, std::string error);
   void on_refusal_written(bool close, boost::beast::error_code ec);
   void close_client();
@@ -116,7 +117,7 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
   Request req_;
   Target target_;
   policy::Host host_;
-  policy::Decision name_decision_;
+  Admission admission_;
   audit::AuditRecord record_;
   std::unique_ptr<Exchange> exchange_;
   std::vector<boost::asio::ip::tcp::endpoint> allowed_;
