@@ -82,7 +82,8 @@ ClientSession::ClientSession(Server::Impl& impl, Worker& worker, tcp::socket soc
       worker_(worker),
       slot_(std::move(slot)),
       stream_(std::move(socket)),
-      admission_(impl.own, impl.caps, impl.counters) {
+      admission_(impl.own, impl.caps, impl.counters),
+      relay_(stream_, pieces_, impl.counters, [this](RelayResult r) { on_relayed(std::move(r)); }) {
   impl_.counters.active_connections.fetch_add(1);
 }
 
@@ -390,13 +391,12 @@ void ClientSession::send_continue() {
                     });
 }
 
-// Up to 64 KiB of the request body into body_buf_: first from what is already in
+// Up to 64 KiB of the request body into pieces_: first from what is already in
 // buffer_ (parsed here and now), then from the agent's socket.
 void ClientSession::read_request_piece() {
-  if (!body_buf_) body_buf_ = std::make_unique_for_overwrite<char[]>(kBodyPiece);
   auto& body = parser_->get().body();
-  body.data = body_buf_.get();
-  body.size = kBodyPiece;
+  body.data = pieces_.get();
+  body.size = PieceBuffer::kSize;
   if (buffer_.size() > 0) {
     // As much as is here goes into one piece (many small chunks make one write); a piece
     // with something in it goes on at once rather than wait for more.
@@ -406,7 +406,7 @@ void ClientSession::read_request_piece() {
       buffer_.consume(used);
       if (used == 0 && !ec) ec = http::error::need_more;  // no progress: never spin
     } while (!ec && !parser_->is_done() && buffer_.size() > 0 && body.size > 0);
-    if (ec == http::error::need_more && body.size < kBodyPiece) ec = {};
+    if (ec == http::error::need_more && body.size < PieceBuffer::kSize) ec = {};
     if (ec != http::error::need_more) return request_piece(ec);
   }
   stream_.expires_after(profile_->limits.idle_timeout);
@@ -417,7 +417,7 @@ void ClientSession::read_request_piece() {
 void ClientSession::request_piece(beast::error_code ec) {
   if (ec == http::error::need_buffer) ec = {};
   if (ec) return request_body_failed(ec);
-  const auto got = kBodyPiece - parser_->get().body().size;
+  const auto got = PieceBuffer::kSize - parser_->get().body().size;
   // Only framing arrived (a chunk header): nothing to pass on yet.
   if (got == 0 && !parser_->is_done()) return read_request_piece();
   body_started_ = true;
@@ -432,19 +432,15 @@ void ClientSession::send_request_piece(std::size_t got) {
   piece_up_ = got;
   if (!request_head_pending_) out_.clear();
   request_head_pending_ = false;
-  std::string_view tail;
-  if (body_chunked_) {
-    if (got > 0) append_chunk_size(out_, got);
-    tail = got > 0 ? (last_piece_up_ ? "\r\n0\r\n\r\n" : "\r\n") : (last_piece_up_ ? "0\r\n\r\n" : "");
-  }
-  const std::array<asio::const_buffer, 3> pieces{asio::buffer(out_), asio::buffer(body_buf_.get(), got),
+  const auto tail = frame_piece(out_, body_chunked_, got, last_piece_up_);
+  const std::array<asio::const_buffer, 3> pieces{asio::buffer(out_), asio::buffer(pieces_.get(), got),
                                                  asio::buffer(tail.data(), tail.size())};
   upstream_->expires_after(profile_->limits.idle_timeout);
   asio::async_write(*upstream_, pieces, [self = shared_from_this()](beast::error_code ec, std::size_t n) {
     if (ec) return self->on_upstream_written(ec, n);
     self->exchange_->bytes_up += self->piece_up_;
     if (!self->last_piece_up_) return self->read_request_piece();
-    self->read_upstream_header();
+    self->relay_response();
   });
 }
 
@@ -486,192 +482,36 @@ void ClientSession::on_upstream_written(beast::error_code ec, std::size_t) {
     if (reused_upstream_) why += not_resent();
     return upstream_failed(502, std::move(why));
   }
-  read_upstream_header();
+  relay_response();
 }
 
-void ClientSession::read_upstream_header() {
-  upstream_parser_.emplace();
-  upstream_parser_->header_limit(kHeaderLimit);
-  upstream_parser_->body_limit(boost::none);
-  if (req_.method() == http::verb::head) upstream_parser_->skip(true);
-  buffer_upstream_.clear();
-  upstream_->expires_after(profile_->limits.idle_timeout);
-  http::async_read_header(*upstream_, buffer_upstream_, *upstream_parser_,
-                          beast::bind_front_handler(&ClientSession::on_upstream_header, shared_from_this()));
+void ClientSession::relay_response() {
+  relay_.start(*upstream_, {req_.method(), req_.version(), client_keep_alive_, reused_upstream_, may_resend()},
+               profile_->limits.idle_timeout, exchange_->bytes_down, shared_from_this());
 }
 
-void ClientSession::on_upstream_header(beast::error_code ec, std::size_t) {
-  if (ec) {
-    const bool closed_unanswered = reused_upstream_ && !upstream_parser_->got_some() && ec != beast::error::timeout;
-    if (closed_unanswered && may_resend()) {
-      upstream_.reset();
-      return connect_upstream();
-    }
-    impl_.counters.upstream_errors.fetch_add(1);
+// The exchange ends: pool the upstream connection if it is clean, complete the row, and
+// read the agent's next request (or close).
+void ClientSession::on_relayed(RelayResult r) {
+  if (r.resend) {
     upstream_.reset();
-    if (ec == beast::error::timeout)
-      return upstream_failed(504, "the upstream did not answer within " +
-                                      std::to_string(profile_->limits.idle_timeout.count()) + " ms");
-    if (closed_unanswered)
-      return upstream_failed(502, "the reused upstream connection closed before answering (" + ec.message() + ")" +
-                                      not_resent());
-    return upstream_failed(502, "the upstream's response was not valid HTTP: " + ec.message());
+    return connect_upstream();
   }
-  auto& res = upstream_parser_->get();
-  response_status_ = static_cast<int>(res.result_int());
-  if (response_status_ == 101) {
-    // Upgrade was stripped from the request, so a switch of protocols is a broken upstream.
-    impl_.counters.upstream_errors.fetch_add(1);
+  if (r.answer) {  // nothing went to the agent: netbox answers
     upstream_.reset();
-    return upstream_failed(502, "the upstream switched protocols (101) although no upgrade was asked for");
+    if (r.unanswered) r.error += not_resent();
+    return upstream_failed(r.answer, std::move(r.error));
   }
-  if (response_status_ / 100 == 1) {
-    // An interim answer (103 Early Hints ...): drop it and wait for the final one, so it
-    // can never be taken for the answer to the next request on a pooled connection.
-    upstream_parser_.emplace();
-    upstream_parser_->header_limit(kHeaderLimit);
-    upstream_parser_->body_limit(boost::none);
-    if (req_.method() == http::verb::head) upstream_parser_->skip(true);
-    upstream_->expires_after(profile_->limits.idle_timeout);
-    return http::async_read_header(*upstream_, buffer_upstream_, *upstream_parser_,
-                                   beast::bind_front_handler(&ClientSession::on_upstream_header, shared_from_this()));
-  }
-  upstream_keep_alive_ = res.keep_alive() && res.version() == 11;
-  const bool bodiless = req_.method() == http::verb::head || response_status_ / 100 == 1 ||
-                        response_status_ == 204 || response_status_ == 304;
-  const bool had_length = res.has_content_length();
-  // Codings other than chunked stay on the body the parser gives (gzip ...): the agent
-  // gets them named, with the body re-chunked.
-  const auto codings = bodiless ? std::string() : remaining_transfer_codings(res, upstream_parser_->chunked());
-  if (!codings.empty() && req_.version() < 11) {
-    impl_.counters.upstream_errors.fetch_add(1);
-    upstream_.reset();
-    return upstream_failed(502, "the upstream's response has the transfer coding '" + codings +
-                                    "', which an HTTP/1.0 request cannot receive");
-  }
-  std::optional<std::uint64_t> length;
-  if (had_length) {
-    if (const auto n = upstream_parser_->content_length()) length = *n;
-  }
-  strip_response_fields(res, length);
-  res.version(req_.version());
-  bool keep = client_keep_alive_;
-  if (!bodiless && !had_length) {
-    // Length unknown (chunked or until close): re-chunk for HTTP/1.1, close for 1.0.
-    if (req_.version() >= 11) res.chunked(true);
-    else keep = false;
-  }
-  if (!codings.empty()) res.set(http::field::transfer_encoding, codings + ", chunked");
-  client_keep_alive_ = keep;
-  res.keep_alive(keep);
-  chunked_ = res.chunked();
-  out_.clear();
-  append_response_head(out_, res);
-  head_pending_ = true;
-  if (!body_buf_) {
-    body_buf_ = std::make_unique_for_overwrite<char[]>(kBodyPiece);
-    // Room for whole pieces: each read_some then takes up to 64 KiB from the socket, not
-    // the 512 bytes an empty buffer would ask for (one write to the agent per read).
-    buffer_upstream_.reserve(kBodyPiece);
-  }
-  if (!bodiless && buffer_upstream_.size() > 0 && !upstream_parser_->is_done()) {
-    // Body bytes came with the header: parse them before answering, so a body whose
-    // framing is broken from the start (bad chunk size) gets a 502, not a cut-off 200.
-    header_held_ = true;
-    return read_body_chunk();
-  }
-  send_piece(0);  // the head at once (a stream's first bytes may be a while), or the whole bodiless answer
-}
-
-void ClientSession::read_body_chunk() {
-  if (upstream_parser_->is_done()) return send_piece(0);
-  auto& body = upstream_parser_->get().body();
-  body.data = body_buf_.get();
-  body.size = kBodyPiece;
-  if (buffer_upstream_.size() > 0) {
-    // Bytes that came with the header (most small answers) are parsed here and now;
-    // async_read_some would only post the same parse through the io_context. Only a
-    // parser that needs more than is here goes on to read the socket.
-    beast::error_code ec;
-    const std::size_t used = upstream_parser_->put(buffer_upstream_.data(), ec);
-    buffer_upstream_.consume(used);
-    if (ec != http::error::need_more) return response_piece(ec, used);
-  }
-  upstream_->expires_after(profile_->limits.idle_timeout);
-  // read_some, not read: whatever arrived goes on at once. A whole read would hold a
-  // trickling stream (server-sent events, tokens) until 64 KiB had gathered.
-  http::async_read_some(*upstream_, buffer_upstream_, *upstream_parser_,
-                        beast::bind_front_handler(&ClientSession::response_piece, shared_from_this()));
-}
-
-void ClientSession::response_piece(beast::error_code ec, std::size_t) {
-  if (ec == http::error::need_buffer) ec = {};
-  if (ec) {
-    impl_.counters.upstream_errors.fetch_add(1);
-    upstream_.reset();
-    if (header_held_) {  // nothing went to the agent yet: answer instead of cutting
-      header_held_ = false;
-      upstream_parser_.reset();
-      if (ec == beast::error::timeout) return upstream_failed(504, "the upstream stopped sending the body (timeout)");
-      return upstream_failed(502, "the upstream's response body was not valid HTTP: " + ec.message());
-    }
-    return response_done(ec == beast::error::timeout ? "the upstream stopped sending the body (timeout)"
-                                                     : "reading the response body failed: " + ec.message());
-  }
-  auto& body = upstream_parser_->get().body();
-  const auto got = kBodyPiece - body.size;
-  // Only framing arrived (a chunk header): nothing to pass on yet, and an empty piece
-  // must not be written, where it would read as the last chunk.
-  if (got == 0 && !upstream_parser_->is_done()) return read_body_chunk();
-  exchange_->bytes_down += got;
-  send_piece(got);
-}
-
-// One write to the agent: the head if it has not gone yet, `got` body bytes from
-// body_buf_ (framed as a chunk when re-chunking; an empty piece is never a chunk of its
-// own, where it would read as the last one), and the end of the body once the upstream's
-// has ended.
-void ClientSession::send_piece(std::size_t got) {
-  header_held_ = false;
-  response_started_ = true;
-  last_piece_ = upstream_parser_->is_done();
-  if (!head_pending_) out_.clear();
-  head_pending_ = false;
-  std::string_view tail;
-  if (chunked_) {
-    if (got > 0) append_chunk_size(out_, got);
-    tail = got > 0 ? (last_piece_ ? "\r\n0\r\n\r\n" : "\r\n") : (last_piece_ ? "0\r\n\r\n" : "");
-  }
-  const std::array<asio::const_buffer, 3> pieces{asio::buffer(out_), asio::buffer(body_buf_.get(), got),
-                                                 asio::buffer(tail.data(), tail.size())};
-  stream_.expires_after(profile_->limits.idle_timeout);
-  asio::async_write(stream_, pieces, beast::bind_front_handler(&ClientSession::on_piece_written, shared_from_this()));
-}
-
-void ClientSession::on_piece_written(beast::error_code ec, std::size_t) {
-  if (ec) return response_done("writing the response to the agent failed: " + ec.message());
-  if (!last_piece_) return read_body_chunk();
-  response_done({});
-}
-
-// The exchange ends: complete the row, pool the upstream connection if it is clean,
-// and read the agent's next request (or close).
-void ClientSession::response_done(std::string error) {
-  const bool clean = error.empty();
-  if (upstream_) {
-    // After a body the upstream may have left unread (a GET's, or any before an error
-    // answer), the connection may still hold it, to be read as the next request: closed.
-    const bool body_consumed = !request_had_body_ || (consumes_body(req_.method()) && response_status_ < 400);
-    if (clean && upstream_keep_alive_ && body_consumed && upstream_parser_->is_done() && buffer_upstream_.size() == 0)
-      worker_.pool->put(pool_key_, upstream_->release_socket());
-    upstream_.reset();
-  }
-  upstream_parser_.reset();
-  exchange_->finish(response_status_, error);
+  client_keep_alive_ = r.keep_alive;
+  // After a body the upstream may have left unread (a GET's, or any before an error
+  // answer), the connection may still hold it, to be read as the next request: closed.
+  const bool body_consumed = !request_had_body_ || (consumes_body(req_.method()) && r.status < 400);
+  if (r.reusable && body_consumed) worker_.pool->put(pool_key_, upstream_->release_socket());
+  upstream_.reset();
+  const bool clean = r.error.empty();
+  exchange_->finish(r.status, std::move(r.error));
   exchange_.reset();
-  const bool cut = !clean && response_started_;
-  response_started_ = false;
-  if (cut) return abort_client();
+  if (!clean && r.started) return abort_client();
   if (!clean || !client_keep_alive_) return close_client();
   read_request();
 }

@@ -15,6 +15,7 @@
 #include "dialer.hpp"
 #include "exchange.hpp"
 #include "request_head.hpp"
+#include "response_relay.hpp"
 #include "server_impl.hpp"
 #include "target.hpp"
 
@@ -70,13 +71,8 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
   void on_upstream_written(boost::beast::error_code ec, std::size_t bytes);
   void request_body_failed(boost::beast::error_code ec);
   bool may_resend() const;
-  void read_upstream_header();
-  void on_upstream_header(boost::beast::error_code ec, std::size_t bytes);
-  void read_body_chunk();
-  void response_piece(boost::beast::error_code ec, std::size_t bytes);
-  void send_piece(std::size_t got);
-  void on_piece_written(boost::beast::error_code ec, std::size_t bytes);
-  void response_done(std::string error);
+  void relay_response();
+  void on_relayed(RelayResult r);
   void start_tunnel(boost::asio::ip::tcp::socket upstream);
 
   // Answers without forwarding. Without an open exchange, writes a complete audit row
@@ -123,7 +119,7 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
   std::vector<boost::asio::ip::tcp::endpoint> allowed_;
   bool client_keep_alive_ = false;
   bool reused_upstream_ = false;
-  // The request body, relayed in pieces through body_buf_ before the response is read.
+  // The request body, relayed in pieces through pieces_ before the response is read.
   bool request_had_body_ = false;  // one was announced (Content-Length > 0 or chunked)
   bool body_started_ = false;      // some was taken from the agent: the request cannot be resent
   bool body_chunked_ = false;      // it goes upstream chunked (the agent sent it chunked)
@@ -135,25 +131,11 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
   std::string pool_scope_;         // UpstreamPool::scope of this agent connection
   std::string pool_key_;
   std::optional<boost::beast::tcp_stream> upstream_;
-  boost::beast::flat_buffer buffer_upstream_;
-  // The response streams through in pieces: header first, then body chunks, so a large
-  // download never sits in memory whole.
-  std::optional<boost::beast::http::response_parser<boost::beast::http::buffer_body>> upstream_parser_;
-  // The head (request or response) and chunk framing on their way out (head_writer.hpp);
-  // kept across requests so its capacity is reused.
+  // The request head and chunk framing on their way upstream (head_writer.hpp); kept
+  // across requests so its capacity is reused.
   std::string out_;
-  bool head_pending_ = false;  // the response head is in out_ and has not been written
-  bool chunked_ = false;       // the agent's response is re-chunked
-  bool last_piece_ = false;    // the piece being written ends the response
-  // Allocated at the first body (request or response), so an idle connection costs no
-  // 64 KiB. A request body is relayed whole before the response is read: one buffer
-  // serves both.
-  static constexpr std::size_t kBodyPiece = 64 * 1024;
-  std::unique_ptr<char[]> body_buf_;
-  int response_status_ = 0;
-  bool response_started_ = false;  // some of the response went to the agent
-  bool header_held_ = false;       // the response header waits for the first body piece
-  bool upstream_keep_alive_ = false;
+  PieceBuffer pieces_;   // body pieces, request then response
+  ResponseRelay relay_;  // the upstream's answer, to the agent
   std::shared_ptr<void> refusal_;  // keeps a refusal message alive while it is written
 };
 
