@@ -1,13 +1,18 @@
 #pragma once
-// One audited exchange (a plain-HTTP request or a CONNECT tunnel): its row is inserted
-// at decision time and completed exactly once at close, also when the connection dies
-// or the proxy shuts down (the destructor completes it). It also holds the cap token, so
-// the slot is given back when the exchange ends.
+// One audited exchange (a plain-HTTP request or a CONNECT tunnel) and its row, which it
+// builds from what the session learns: the connection (who), the request (what), the
+// target (where) and admission's answer (the decision). A refused request's row is
+// written whole at once; an admitted one is inserted at decision time and completed
+// exactly once at close, also when the connection dies or the proxy shuts down (the
+// destructor completes it). It also holds the cap token, so the slot is given back when
+// the exchange ends. A member of its session, reused request after request; a tunnel
+// takes it over by move.
 #include "netbox/audit/record.hpp"
 #include "netbox/audit/writer.hpp"
 
 #include "netbox/proxy/server.hpp"
 
+#include "admission.hpp"
 #include "caps.hpp"
 #include "client_slots.hpp"
 #include "outcome.hpp"
@@ -16,47 +21,65 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace netbox::proxy {
 
 class Exchange {
  public:
-  // `metric_label`: the agent label its count carries (Server::Impl::metric_label);
-  // `outcome`: the admission's, allow or report (the row's decision until finish).
-  Exchange(Server::Impl& impl, audit::AuditRecord record, Outcome outcome, std::string metric_label);
-  ~Exchange();
+  explicit Exchange(Server::Impl& impl) : impl_(&impl) {}
+  Exchange(Exchange&& o) noexcept;
+  Exchange& operator=(Exchange&&) = delete;
   Exchange(const Exchange&) = delete;
   Exchange& operator=(const Exchange&) = delete;
+  ~Exchange() { end(); }
 
-  // Queues the row. False when the audit store refused it (the caller answers 503).
-  bool open();
-  // Completes the row, logs the canonical line, counts the request under its outcome and
-  // its bytes. `failed`: netbox answered instead of the upstream (a DNS, dial or upstream
-  // failure, a broken request body), so the outcome becomes error. Only the first call counts.
+  // Once per agent connection: who sends its requests, and the agent label their counts
+  // carry (Server::Impl::metric_label).
+  void connection(std::string agent, std::string client_addr, std::string metric_label);
+  // A new request: the row starts over, from the connection.
+  void begin();
+  // What was asked, as far as it could be read. Text from a head refused before Beast
+  // parsed it may hold any byte: `escape` stores it escaped.
+  void request(bool connect, std::string_view method, bool escape = false);
+  void target(std::string_view host, std::uint16_t port, std::string_view path, bool escape = false);
+  void host(std::string_view name) { record_.host = name; }
+
+  // Admission's answer. admitted() takes the decision and the cap slot and queues the
+  // row: false when the audit store refused it (the caller answers 503).
+  bool admitted(Admitted& a);
+  void refused(Refused& r);
+
+  // netbox answers instead of forwarding. An open exchange ends as error (the request was
+  // admitted, then failed); otherwise its whole row is written under r.outcome.
+  void refuse(const Refusal& r, std::string error);
+  // Completes the open row, logs the canonical line, counts the request under its outcome
+  // and its bytes. `failed`: netbox answered instead of the upstream (the outcome becomes
+  // error). Only the first call counts.
   void finish(std::optional<int> status, std::string error = {}, bool failed = false);
+  // An open exchange that ends without an answer (the connection or the proxy went away).
+  void end();
 
-  audit::AuditRecord& record() { return record_; }
-  // The queued row, for Writer::on_committed (--audit-sync). kNoRow before open().
+  bool is_open() const { return open_ && !finished_; }
+  void dialled(std::string address) { record_.resolved_addr = std::move(address); }
+  // The queued row, for Writer::on_committed (--audit-sync). kNoRow before admitted().
   audit::RowHandle row() const { return row_; }
   std::uint64_t bytes_up = 0;
   std::uint64_t bytes_down = 0;
-  CapToken cap;
   ClientSlot client_slot;  // a tunnel's: the agent connection it took over from its session
 
  private:
-  Server::Impl& impl_;
-  audit::AuditRecord record_;
-  Outcome outcome_;
+  Server::Impl* impl_;
+  std::string agent_;
+  std::string client_addr_;
   std::string metric_label_;
+  audit::AuditRecord record_;
+  Outcome outcome_ = Outcome::allow;
+  CapToken cap_;
   audit::RowHandle row_ = audit::kNoRow;
   std::chrono::steady_clock::time_point started_;
   bool open_ = false;
   bool finished_ = false;
 };
-
-// For answers given without forwarding anything (denials, caps, malformed requests):
-// one complete row, the log line and the counters, in one go.
-// `outcome` is the row's decision (deny, cap or error).
-void record_refusal(Server::Impl& impl, audit::AuditRecord record, Outcome outcome, const std::string& metric_label);
 
 }  // namespace netbox::proxy

@@ -83,6 +83,7 @@ ClientSession::ClientSession(Server::Impl& impl, Worker& worker, tcp::socket soc
       slot_(std::move(slot)),
       stream_(std::move(socket)),
       admission_(impl.own, impl.caps, impl.counters),
+      exchange_(impl),
       relay_(stream_, pieces_, impl.counters, [this](RelayResult r) { on_relayed(std::move(r)); }) {
   impl_.counters.active_connections.fetch_add(1);
 }
@@ -98,6 +99,7 @@ void ClientSession::start() {
   policy_ = impl_.current_policy();
   profile_ = who_.profile.empty() ? &policy_->base : &policy_->profile_for(who_.profile);
   admission_.bind(*policy_, *profile_, who_.agent);
+  exchange_.connection(who_.agent, peer_text_, impl_.metric_label(who_));
   pool_scope_ = UpstreamPool::scope(who_.agent, peer_.address());
   read_request();
 }
@@ -167,15 +169,11 @@ void ClientSession::check_head() {
 }
 
 void ClientSession::refuse_head(const HeadProblem& p) {
-  record_ = audit::AuditRecord{};
-  record_.agent = who_.agent;
-  record_.client_addr = peer_text_;
-  exchange_.reset();
+  exchange_.begin();
   allowed_.clear();
   req_ = Request{};
   const bool connect = head_check_.method() == "CONNECT";
-  record_.kind = connect ? "connect" : "http";
-  record_.method = audit::escape_controls(head_check_.method());
+  exchange_.request(connect, head_check_.method(), true);
   note_target(head_check_.target(), connect);
   std::string what = head_check_.method() + " " + head_check_.target().substr(0, 256);
   refuse({p.status, Outcome::error, head_check_.method().empty() ? std::string() : what, "request", p.reason, {}}, true);
@@ -185,9 +183,7 @@ void ClientSession::refuse_head(const HeadProblem& p) {
 // escaped, since a target refused before Beast parsed it may hold any byte.
 void ClientSession::note_target(std::string_view target, bool connect) {
   const auto t = connect ? parse_connect_target(target) : parse_absolute_target(target);
-  record_.host = audit::escape_controls(t.host);
-  record_.port = t.port;
-  record_.path = audit::escape_controls(t.path);
+  exchange_.target(t.host, t.port, t.path, true);
 }
 
 bool ClientSession::is_connect() const { return req_.method() == http::verb::connect; }
@@ -197,10 +193,7 @@ std::string ClientSession::what() const {
 }
 
 void ClientSession::take_head(beast::error_code ec) {
-  record_ = audit::AuditRecord{};
-  record_.agent = who_.agent;
-  record_.client_addr = peer_text_;
-  exchange_.reset();
+  exchange_.begin();
   allowed_.clear();
   if (ec) {
     // A client going away between requests is normal, not a malformed request.
@@ -208,12 +201,10 @@ void ClientSession::take_head(beast::error_code ec) {
         ec == asio::error::connection_reset || ec == asio::error::eof) {
       return close_client();
     }
-    record_.kind = "http";
     req_ = Request{};
     if (parser_->is_header_done()) {
       req_ = parser_->get().base();
-      record_.method = std::string(req_.method_string());
-      record_.kind = is_connect() ? "connect" : "http";
+      exchange_.request(is_connect(), req_.method_string());
       note_target(req_.target(), is_connect());
     }
     if (ec == http::error::header_limit)
@@ -224,8 +215,7 @@ void ClientSession::take_head(beast::error_code ec) {
   }
   // The head moves out; the parser stays, to read the body if the request is admitted.
   req_ = std::move(parser_->get().base());
-  record_.method = std::string(req_.method_string());
-  record_.kind = is_connect() ? "connect" : "http";
+  exchange_.request(is_connect(), req_.method_string());
   client_keep_alive_ = !is_connect() && parser_->keep_alive();
   if (impl_.is_stopping()) client_keep_alive_ = false;
   request_had_body_ = !parser_->is_done();
@@ -244,20 +234,17 @@ void ClientSession::take_head(beast::error_code ec) {
   }
   target_ = is_connect() ? parse_connect_target(req_.target()) : parse_absolute_target(req_.target());
   if (!target_.error.empty()) {
-    record_.host = target_.host;
-    record_.port = target_.port;
+    exchange_.target(target_.host, target_.port, {});
     return refuse({400, Outcome::error, what(), "request", target_.error, {}}, true);
   }
-  record_.port = target_.port;
-  record_.path = target_.path;
+  exchange_.target(target_.host, target_.port, target_.path);
   auto parsed = policy::parse_host(target_.host);
   if (!parsed) {
-    record_.host = target_.host;
     return refuse({400, Outcome::error, what(), "host", "the host '" + target_.host + "' is not valid: " +
                                                                  parsed.error.message, {}}, true);
   }
   host_ = *parsed.host;
-  record_.host = host_.name;
+  exchange_.host(host_.name);
   admit();
 }
 
@@ -275,27 +262,19 @@ void ClientSession::on_resolved(ResolveResult r) { act_on(admission_.resolved(r)
 
 void ClientSession::act_on(AdmissionResult result) {
   if (auto* no = std::get_if<Refused>(&result)) {
-    record_.rule = std::move(no->rule);
-    record_.reason = std::move(no->reason);
-    record_.resolved_addr = std::move(no->resolved_addr);
+    exchange_.refused(*no);
     no->refusal.what = what();
     return refuse(std::move(no->refusal), !client_keep_alive_, std::move(no->error));
   }
   auto& yes = std::get<Admitted>(result);
-  record_.rule = std::move(yes.decision.rule);
-  record_.reason = std::move(yes.decision.reason);
-  record_.resolved_addr = yes.endpoints.front().address().to_string();
+  // From here on the row is open: a refusal completes it as error.
+  const bool queued = exchange_.admitted(yes);
   allowed_ = std::move(yes.endpoints);
-  // From here on the exchange holds the row (refusals complete it through exchange_), so
-  // the session's record is handed over, not copied; take_head starts the next one.
-  exchange_ = std::make_unique<Exchange>(impl_, std::move(record_), yes.outcome, impl_.metric_label(who_));
-  exchange_->cap = std::move(yes.cap);
-  exchange_->bytes_up = 0;  // counted as body pieces reach the upstream
-  if (!exchange_->open()) return refuse_unaudited("the audit store did not accept the record of this request");
+  if (!queued) return refuse_unaudited("the audit store did not accept the record of this request");
   if (impl_.options.audit_sync) {
     // Strict mode: nothing leaves until the decision row is durable. The callback runs on
     // the writer thread; the session continues on its own io thread.
-    return impl_.writer->on_committed(exchange_->row(), [self = shared_from_this()](bool ok) {
+    return impl_.writer->on_committed(exchange_.row(), [self = shared_from_this()](bool ok) {
       asio::post(self->stream_.get_executor(), [self, ok] {
         if (ok) return self->forward();
         self->refuse_unaudited("the audit store could not make the record of this request durable");
@@ -306,7 +285,7 @@ void ClientSession::act_on(AdmissionResult result) {
 }
 
 void ClientSession::refuse_unaudited(std::string why) {
-  exchange_.reset();
+  exchange_.end();
   impl_.log.write("audit_refused", {{"host", host_.name}, {"agent", who_.agent}, {"reason", why}});
   // Fail closed: no connection. Any row already queued is completed by the Exchange.
   auto res = std::make_shared<Response>(
@@ -324,7 +303,7 @@ void ClientSession::forward() {
     UpstreamPool::key(pool_key_, pool_scope_, ep, host_.name);
     if (auto s = worker_.pool->take(pool_key_)) {
       reused_upstream_ = true;
-      if (ep != allowed_.front()) exchange_->record().resolved_addr = ep.address().to_string();
+      if (ep != allowed_.front()) exchange_.dialled(ep.address().to_string());
       upstream_.emplace(std::move(*s));
       return send_upstream();
     }
@@ -352,7 +331,7 @@ void ClientSession::on_dialed(DialResult r) {
                                                                     : 502;
     return upstream_failed(status, r.error);
   }
-  exchange_->record().resolved_addr = r.endpoint.address().to_string();
+  exchange_.dialled(r.endpoint.address().to_string());
   if (is_connect()) return start_tunnel(std::move(r.socket));
   UpstreamPool::key(pool_key_, pool_scope_, r.endpoint, host_.name);
   upstream_.emplace(std::move(r.socket));
@@ -438,7 +417,7 @@ void ClientSession::send_request_piece(std::size_t got) {
   upstream_->expires_after(profile_->limits.idle_timeout);
   asio::async_write(*upstream_, pieces, [self = shared_from_this()](beast::error_code ec, std::size_t n) {
     if (ec) return self->on_upstream_written(ec, n);
-    self->exchange_->bytes_up += self->piece_up_;
+    self->exchange_.bytes_up += self->piece_up_;
     if (!self->last_piece_up_) return self->read_request_piece();
     self->relay_response();
   });
@@ -487,7 +466,7 @@ void ClientSession::on_upstream_written(beast::error_code ec, std::size_t) {
 
 void ClientSession::relay_response() {
   relay_.start(*upstream_, {req_.method(), req_.version(), client_keep_alive_, reused_upstream_, may_resend()},
-               profile_->limits.idle_timeout, exchange_->bytes_down, shared_from_this());
+               profile_->limits.idle_timeout, exchange_.bytes_down, shared_from_this());
 }
 
 // The exchange ends: pool the upstream connection if it is clean, complete the row, and
@@ -509,8 +488,7 @@ void ClientSession::on_relayed(RelayResult r) {
   if (r.reusable && body_consumed) worker_.pool->put(pool_key_, upstream_->release_socket());
   upstream_.reset();
   const bool clean = r.error.empty();
-  exchange_->finish(r.status, std::move(r.error));
-  exchange_.reset();
+  exchange_.finish(r.status, std::move(r.error));
   if (!clean && r.started) return abort_client();
   if (!clean || !client_keep_alive_) return close_client();
   read_request();
@@ -521,7 +499,7 @@ void ClientSession::start_tunnel(tcp::socket upstream) {
   stream_.expires_never();
   std::string early(static_cast<const char*>(buffer_.data().data()), buffer_.size());
   buffer_.consume(buffer_.size());
-  exchange_->client_slot = std::move(slot_);  // the agent's connection lives on in the tunnel
+  exchange_.client_slot = std::move(slot_);  // the agent's connection lives on in the tunnel
   auto t = std::make_shared<Tunnel>(impl_, stream_.release_socket(), std::move(upstream), std::move(early),
                                     std::move(exchange_), profile_->limits.idle_timeout);
   t->start();
@@ -536,18 +514,7 @@ void ClientSession::refuse(Refusal r, bool close, std::string error) {
   // A body that was not read cannot be skipped without reading it: the connection ends.
   if (body_unread()) close = true;
   auto res = std::make_shared<Response>(make_refusal(r, req_.version() ? req_.version() : 11, !close));
-  if (exchange_) {
-    // Admitted, but netbox answers instead of the upstream: the exchange ends as error.
-    exchange_->finish(static_cast<int>(r.status), error.empty() ? r.reason : error, true);
-    exchange_.reset();
-  } else {
-    auto rec = record_;
-    if (rec.rule.empty()) rec.rule = r.rule;
-    if (rec.reason.empty()) rec.reason = r.reason;
-    rec.status = static_cast<int>(r.status);
-    rec.error = std::move(error);
-    record_refusal(impl_, std::move(rec), r.outcome, impl_.metric_label(who_));
-  }
+  exchange_.refuse(r, std::move(error));
   refusal_ = res;
   stream_.expires_after(std::chrono::seconds(30));
   http::async_write(stream_, *res, [self = shared_from_this(), close](beast::error_code e, std::size_t) {

@@ -75,8 +75,7 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
   void on_relayed(RelayResult r);
   void start_tunnel(boost::asio::ip::tcp::socket upstream);
 
-  // Answers without forwarding. Without an open exchange, writes a complete audit row
-  // from `record_` under r.outcome; with one, completes it as error.
+  // Answers without forwarding; the exchange writes (or completes, as error) the row.
   void refuse(Refusal r, bool close, std::string error = {});
   void upstream_failed(unsigned status, std::string error);
   void on_refusal_written(bool close, boost::beast::error_code ec);
@@ -114,8 +113,7 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
   Target target_;
   policy::Host host_;
   Admission admission_;
-  audit::AuditRecord record_;
-  std::unique_ptr<Exchange> exchange_;
+  Exchange exchange_;  // the current request's row
   std::vector<boost::asio::ip::tcp::endpoint> allowed_;
   bool client_keep_alive_ = false;
   bool reused_upstream_ = false;

@@ -21,7 +21,7 @@ constexpr std::string_view kEstablished = "HTTP/1.1 200 Connection Established\r
 }
 
 Tunnel::Tunnel(Server::Impl& impl, tcp::socket client, tcp::socket upstream, std::string early_data,
-               std::unique_ptr<Exchange> exchange, std::chrono::milliseconds idle_timeout)
+               Exchange exchange, std::chrono::milliseconds idle_timeout)
     : impl_(impl),
       client_(std::move(client)),
       upstream_(std::move(upstream)),
@@ -42,10 +42,8 @@ Tunnel::~Tunnel() {
   close_pipe(up_);
   close_pipe(down_);
   impl_.counters.active_tunnels.fetch_sub(1);
-  if (exchange_) {
-    exchange_->bytes_up = up_.bytes;
-    exchange_->bytes_down = down_.bytes;
-  }
+  exchange_.bytes_up = up_.bytes;  // for a tunnel cut off by shutdown: the member completes it
+  exchange_.bytes_down = down_.bytes;
 }
 
 void Tunnel::start() {
@@ -291,12 +289,9 @@ void Tunnel::finish() {
   boost::system::error_code ignored;
   client_.close(ignored);
   upstream_.close(ignored);
-  if (exchange_) {
-    exchange_->bytes_up = up_.bytes;
-    exchange_->bytes_down = down_.bytes;
-    exchange_->finish(200, error_);
-    exchange_.reset();
-  }
+  exchange_.bytes_up = up_.bytes;
+  exchange_.bytes_down = down_.bytes;
+  exchange_.finish(200, error_);
 }
 
 }  // namespace netbox::proxy
