@@ -17,12 +17,12 @@ struct LiveStats {
   std::uint64_t allow = 0;    // requests decided so far, by decision
   std::uint64_t deny = 0;
   std::uint64_t report = 0;
-  std::uint64_t cap = 0;
-  std::uint64_t error = 0;
   std::uint64_t active_connections = 0;
   std::uint64_t active_tunnels = 0;
   std::uint64_t bytes_up = 0;
   std::uint64_t bytes_down = 0;
+  std::uint64_t cap = 0;    // refused by a connection limit
+  std::uint64_t error = 0;  // not completed: malformed, DNS or upstream failure
 };
 
 struct AdminOptions {
