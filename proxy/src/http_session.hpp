@@ -1,11 +1,14 @@
 #pragma once
-// One agent connection: reads request heads (checked by RequestHeadCheck, then Beast's
-// parser under the limits of request_head.hpp), decides each on its head alone, then
-// forwards plain HTTP over a pooled upstream connection or turns a CONNECT into a Tunnel.
-// A request body is read only once its request is admitted, and then relayed to the
-// upstream piece by piece (64 KiB at most in memory per connection, whatever its size);
-// a refused request's body is never read, and its connection is closed. Each async step
-// is one member function.
+// One agent connection: the client side of the request path. It reads request heads
+// (checked by RequestHeadCheck, then Beast's parser under the limits of request_head.hpp),
+// runs the keep-alive loop, writes refusals and closes or resets the connection
+// (http_session.cpp). Each request is decided on its head alone by Admission
+// (admission.hpp), whose only wait, a DNS lookup, the session runs; its row is the
+// Exchange's (exchange.hpp). An admitted request goes out over a pooled or dialled
+// upstream connection, its body relayed piece by piece (64 KiB at most in memory per
+// connection) and the answer relayed back by ResponseRelay (response_relay.hpp), or a
+// CONNECT becomes a Tunnel (forwarding.cpp). A refused request's body is never read, and
+// its connection is closed. The parts are members: no allocation per request for them.
 #include "netbox/policy/decide.hpp"
 #include "netbox/proxy/server.hpp"
 
