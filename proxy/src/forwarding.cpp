@@ -26,24 +26,16 @@ namespace {
 // RFC 9110 9.2.2: a request that may be sent again when its connection closed before
 // the answer. Any other (POST, PATCH) may have had its effect already: never resent.
 bool idempotent(http::verb v) {
-  switch (v) {
-    case http::verb::get:
-    case http::verb::head:
-    case http::verb::options:
-    case http::verb::trace:
-    case http::verb::put:
-    case http::verb::delete_:
-      return true;
-    default:
-      return false;
-  }
+  using enum http::verb;
+  return verb_in(v, {get, head, options, trace, put, delete_});
 }
 
 // Methods whose body every server reads. After any other request with a body (GET,
 // DELETE, OPTIONS ...), an upstream may have left the body unread, to be taken as the
 // next request on the connection.
 bool consumes_body(http::verb v) {
-  return v == http::verb::post || v == http::verb::put || v == http::verb::patch;
+  using enum http::verb;
+  return verb_in(v, {post, put, patch});
 }
 
 // The Host header for the upstream: the normalised host the policy decided on (never the

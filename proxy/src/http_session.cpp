@@ -29,19 +29,8 @@ std::string endpoint_text(const tcp::endpoint& ep) {
 }
 
 bool handled_method(http::verb v) {
-  switch (v) {
-    case http::verb::get:
-    case http::verb::head:
-    case http::verb::post:
-    case http::verb::put:
-    case http::verb::delete_:
-    case http::verb::patch:
-    case http::verb::options:
-    case http::verb::connect:
-      return true;
-    default:
-      return false;
-  }
+  using enum http::verb;
+  return verb_in(v, {get, head, post, put, delete_, patch, options, connect});
 }
 
 }  // namespace

@@ -77,3 +77,16 @@ TEST(RequestHeadCheck, ARefusalStaysWhateverFollows) {
 
 }  // namespace
 }  // namespace netbox::proxy
+
+namespace netbox::proxy {
+namespace {
+
+TEST(RequestHeadCheck, MethodListsReadAsLists) {
+  namespace http = boost::beast::http;
+  EXPECT_TRUE(verb_in(http::verb::put, {http::verb::get, http::verb::put}));
+  EXPECT_FALSE(verb_in(http::verb::post, {http::verb::get, http::verb::put}));
+  EXPECT_FALSE(verb_in(http::verb::get, {}));
+}
+
+}  // namespace
+}  // namespace netbox::proxy
