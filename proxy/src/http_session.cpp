@@ -28,11 +28,6 @@ std::string endpoint_text(const tcp::endpoint& ep) {
   return authority(canonical_address(ep.address()).to_string(), ep.port());
 }
 
-bool handled_method(http::verb v) {
-  using enum http::verb;
-  return verb_in(v, {get, head, post, put, delete_, patch, options, connect});
-}
-
 }  // namespace
 
 ClientSession::ClientSession(Server::Impl& impl, Worker& worker, tcp::socket socket, ClientSlot slot)

@@ -92,6 +92,12 @@ constexpr bool verb_in(boost::beast::http::verb v, std::initializer_list<boost::
   return false;
 }
 
+// The methods netbox forwards (or tunnels, CONNECT); any other gets 405.
+constexpr bool handled_method(boost::beast::http::verb v) {
+  using enum boost::beast::http::verb;
+  return verb_in(v, {get, head, post, put, delete_, patch, options, connect});
+}
+
 // A plain-language reason for a Beast parse error of the request (head or body).
 std::string describe_request_error(const boost::beast::error_code& ec);
 
