@@ -20,7 +20,8 @@ void seconds_histogram(Exposition& e, std::string_view name, std::string_view he
 
 std::string render_metrics(const proxy::CountersSnapshot& c, const audit::WriterStats& a) {
   Exposition e;
-  constexpr std::string_view kRequests = "Requests and tunnels decided, by decision, kind and agent.";
+  constexpr std::string_view kRequests =
+      "Requests and tunnels by how they ended (decision: allow, report, deny, cap, error), kind and agent.";
   if (c.requests.empty()) {
     for (const auto d : audit::kDecisions)
       e.counter("netbox_requests_total", kRequests, {{"agent", "anonymous"}, {"decision", std::string(d)}, {"kind", "http"}},

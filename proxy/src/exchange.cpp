@@ -64,7 +64,8 @@ Exchange::Exchange(Exchange&& o) noexcept
       row_(o.row_),
       started_(o.started_),
       open_(o.open_),
-      finished_(o.finished_) {
+      finished_(o.finished_),
+      counted_(o.counted_) {
   o.open_ = false;  // the row is this one's to complete
 }
 
@@ -82,7 +83,7 @@ void Exchange::begin() {
   record_.kind = "http";
   outcome_ = Outcome::allow;
   row_ = audit::kNoRow;
-  open_ = finished_ = false;
+  open_ = finished_ = counted_ = false;
   bytes_up = bytes_down = 0;
 }
 
@@ -140,6 +141,12 @@ void Exchange::refuse(const Refusal& r, std::string error) {
   log_request(*impl_, rec, r.outcome);
 }
 
+void Exchange::settle() {
+  if (!is_open() || counted_) return;
+  counted_ = true;
+  impl_->counters.count_request(metric_label_, record_.kind, to_string(outcome_));
+}
+
 void Exchange::end() {
   if (is_open())
     finish(std::nullopt, impl_->is_stopping() ? "proxy shut down before the exchange finished"
@@ -170,9 +177,10 @@ void Exchange::finish(std::optional<int> status, std::string error, bool failed)
   record_.duration_ms = ms;
   record_.error = std::move(error);
   record_.decision = to_string(outcome_);
-  // Counted once it ended, under the outcome it ended with (an admitted request whose
+  // Counted once its outcome is final, under that outcome (an admitted request whose
   // upstream failed counts as error, as its answer and its row say).
-  impl_->counters.count_request(metric_label_, record_.kind, record_.decision);
+  if (!counted_) impl_->counters.count_request(metric_label_, record_.kind, record_.decision);
+  counted_ = true;
   impl_->counters.bytes_up.fetch_add(bytes_up);
   impl_->counters.bytes_down.fetch_add(bytes_down);
   impl_->counters.active_exchanges.fetch_sub(1);

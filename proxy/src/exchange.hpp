@@ -59,6 +59,9 @@ class Exchange {
   void finish(std::optional<int> status, std::string error = {}, bool failed = false);
   // An open exchange that ends without an answer (the connection or the proxy went away).
   void end();
+  // The outcome can no longer change (a tunnel is established): counted now rather than
+  // at its end, so a long-lived tunnel shows in the metrics while it lasts.
+  void settle();
 
   bool is_open() const { return open_ && !finished_; }
   void dialled(std::string address) { record_.resolved_addr = std::move(address); }
@@ -80,6 +83,7 @@ class Exchange {
   std::chrono::steady_clock::time_point started_;
   bool open_ = false;
   bool finished_ = false;
+  bool counted_ = false;  // in netbox_requests_total
 };
 
 }  // namespace netbox::proxy

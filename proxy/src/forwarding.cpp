@@ -252,6 +252,7 @@ void ClientSession::start_tunnel(tcp::socket upstream) {
   std::string early(static_cast<const char*>(buffer_.data().data()), buffer_.size());
   buffer_.consume(buffer_.size());
   exchange_.client_slot = std::move(slot_);  // the agent's connection lives on in the tunnel
+  exchange_.settle();  // dialled: whatever happens next, the tunnel was allowed
   auto t = std::make_shared<Tunnel>(impl_, stream_.release_socket(), std::move(upstream), std::move(early),
                                     std::move(exchange_), profile_->limits.idle_timeout);
   t->start();
