@@ -106,10 +106,10 @@ void Tunnel::buffer_step(Half& h) {
     h.buf.reset();  // idle: the buffer goes back until the next bytes arrive
     return wait_readable(h);
   }
-  on_read(h, ec, n);
+  pass_on(h, ec, n);
 }
 
-void Tunnel::on_read(Half& h, boost::system::error_code ec, std::size_t n) {
+void Tunnel::pass_on(Half& h, boost::system::error_code ec, std::size_t n) {
   if (n > 0) {
     last_activity_ = std::chrono::steady_clock::now();
     h.bytes += n;

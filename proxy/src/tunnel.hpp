@@ -51,7 +51,7 @@ class Tunnel : public std::enable_shared_from_this<Tunnel> {
   Burst burst_step(Half& h);
   bool open_pipe(Half& h);
   static void close_pipe(Half& h);
-  void on_read(Half& h, boost::system::error_code ec, std::size_t n);
+  void pass_on(Half& h, boost::system::error_code ec, std::size_t n);  // after a read: write what came, or end the half
   void on_written(Half& h, boost::system::error_code ec);
   void half_done(Half& h, const boost::system::error_code& ec);
   void arm_idle();
