@@ -3,6 +3,7 @@
 #include "commands.hpp"
 #include "flag_table.hpp"
 
+#include "netbox/audit/decision.hpp"
 #include "netbox/audit/location.hpp"
 #include "netbox/audit/prune.hpp"
 #include "netbox/audit/query.hpp"
@@ -35,7 +36,7 @@ void add_filters(FlagTable& cmd, AuditArgs& a) {
              "Audit database to read (default: where netbox proxy and launch write it, /var/lib/netbox/audit.db "
              "as root, else $XDG_STATE_HOME/netbox/audit.db)");
   cmd.option("--agent", a.agent, "Only requests of this agent");
-  cmd.option("--decision", a.decision, "Only this decision: allow, deny or report");
+  cmd.option("--decision", a.decision, "Only this decision: allow, report, deny, cap or error");
   cmd.option("--host", a.host, "Only hosts matching this glob, e.g. '*.example.com' (case-sensitive)");
   cmd.option("--since", a.since, "Only newer requests: 30s, 15m, 2h, 1d, 1w or a timestamp (2026-11-22T04:00:00Z)");
   cmd.option("--limit", a.limit, "At most N rows, newest first (summary: the N busiest agent/host pairs); 0 for all")

@@ -92,12 +92,19 @@ std::string requests_table(const std::vector<AuditRecord>& rows) {
   return detail::render_table(columns, cells);
 }
 
-const std::vector<std::string> kSummaryColumns = {"agent", "host", "allowed", "denied", "reported", "bytes_up",
-                                                  "bytes_down"};
+const std::vector<std::string> kSummaryColumns = {"agent", "host", "allowed", "denied", "reported", "capped", "failed",
+                                                  "bytes_up", "bytes_down"};
 
 std::vector<std::string> summary_fields(const SummaryRow& r) {
-  return {r.agent, r.host, std::to_string(r.allowed), std::to_string(r.denied), std::to_string(r.reported),
-          std::to_string(r.bytes_up), std::to_string(r.bytes_down)};
+  return {r.agent,
+          r.host,
+          std::to_string(r.allowed),
+          std::to_string(r.denied),
+          std::to_string(r.reported),
+          std::to_string(r.capped),
+          std::to_string(r.failed),
+          std::to_string(r.bytes_up),
+          std::to_string(r.bytes_down)};
 }
 
 }  // namespace
@@ -126,7 +133,8 @@ std::string format_summary(const std::vector<SummaryRow>& rows, std::string_view
       if (rows.empty()) return "no matching requests\n";
       const std::vector<detail::Column> columns = {{"AGENT", 24},           {"HOST", 48},
                                                    {"ALLOWED", 12, true},   {"DENIED", 12, true},
-                                                   {"REPORTED", 12, true},  {"UP", 14, true},
+                                                   {"REPORTED", 12, true},  {"CAPPED", 12, true},
+                                                   {"FAILED", 12, true},    {"UP", 14, true},
                                                    {"DOWN", 14, true}};
       std::vector<std::vector<std::string>> cells;
       for (const auto& r : rows) cells.push_back(summary_fields(r));
@@ -141,6 +149,8 @@ std::string format_summary(const std::vector<SummaryRow>& rows, std::string_view
         o["allowed"] = r.allowed;
         o["denied"] = r.denied;
         o["reported"] = r.reported;
+        o["capped"] = r.capped;
+        o["failed"] = r.failed;
         o["bytes_up"] = r.bytes_up;
         o["bytes_down"] = r.bytes_down;
         array.push_back(std::move(o));

@@ -137,10 +137,65 @@ constexpr const char* kV3 = R"sql(
 ALTER TABLE agents ADD COLUMN sandbox TEXT;
 )sql";
 
+// Version 4: two more decisions (netbox/audit/decision.hpp), so that a row says what the
+// agent was told (X-Netbox-Decision) and what the metrics count: `cap` for a refusal by a
+// connection limit (429), `error` for a request netbox did not complete (a malformed
+// request, a DNS, dial or upstream failure, a broken request body). Before, a cap and a
+// malformed request were stored as `deny`, a failed upstream as `allow` (or `report`).
+// Old rows are moved where their status tells them apart:
+//  - `deny` rows: the policy refuses with 403 only, so 429 is a cap and any other 4xx
+//    (400, 405, 413, 414, 431) a malformed request. Exact, folded rows (host '*') too.
+//  - `allow`/`report` rows with an error, a netbox error status (400, 408, 413, 502, 503,
+//    504) and nothing relayed down: netbox answered instead of the upstream. Left alone:
+//    rows whose response was cut after it started (those errors name the response), and
+//    tunnels (status 200). An upstream's own 502/503/504 cut off before its first body
+//    byte by a timeout reads the same and is moved too; such rows are rare.
+// The views count the new decisions in columns of their own.
+constexpr const char* kV4 = R"sql(
+UPDATE requests SET decision = 'cap' WHERE decision = 'deny' AND status = 429;
+UPDATE requests SET decision = 'error'
+ WHERE decision = 'deny' AND status IN (400, 405, 413, 414, 431);
+UPDATE requests SET decision = 'error'
+ WHERE decision IN ('allow', 'report') AND error IS NOT NULL AND bytes_down = 0
+   AND status IN (400, 408, 413, 502, 503, 504)
+   AND error NOT LIKE 'reading the response body failed%'
+   AND error NOT LIKE 'writing the response to the agent failed%';
+
+DROP VIEW IF EXISTS agent_activity;
+CREATE VIEW agent_activity AS
+  SELECT agent,
+         SUM(count)                                         AS requests,
+         SUM((decision = 'allow') * count)                  AS allowed,
+         SUM((decision = 'deny') * count)                   AS denied,
+         SUM((decision = 'report') * count)                 AS reported,
+         SUM((decision = 'cap') * count)                    AS capped,
+         SUM((decision = 'error') * count)                  AS failed,
+         COUNT(DISTINCT host)                               AS hosts,
+         SUM(bytes_up)                                      AS bytes_up,
+         SUM(bytes_down)                                    AS bytes_down,
+         MIN(ts)                                            AS first_seen,
+         MAX(ts)                                            AS last_seen
+  FROM requests GROUP BY agent ORDER BY agent;
+
+DROP VIEW IF EXISTS hourly_traffic;
+CREATE VIEW hourly_traffic AS
+  SELECT substr(ts, 1, 13) || ':00Z'         AS hour,
+         SUM(count)                          AS requests,
+         SUM((decision = 'allow') * count)   AS allowed,
+         SUM((decision = 'deny') * count)    AS denied,
+         SUM((decision = 'report') * count)  AS reported,
+         SUM((decision = 'cap') * count)     AS capped,
+         SUM((decision = 'error') * count)   AS failed,
+         SUM(bytes_up)                       AS bytes_up,
+         SUM(bytes_down)                     AS bytes_down
+  FROM requests GROUP BY hour ORDER BY hour;
+)sql";
+
 constexpr Migration kMigrations[] = {
     {1, kV1},
     {2, kV2},
     {3, kV3},
+    {4, kV4},
 };
 
 static_assert(sizeof kMigrations / sizeof kMigrations[0] == kSchemaVersion,

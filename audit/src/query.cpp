@@ -1,5 +1,6 @@
 #include "netbox/audit/query.hpp"
 
+#include "netbox/audit/decision.hpp"
 #include "reader.hpp"
 
 #include <stdexcept>
@@ -10,9 +11,6 @@ namespace netbox::audit {
 namespace {
 
 using detail::Statement;
-
-// The values the store's `decision` column holds.
-constexpr std::string_view kDecisions[] = {"allow", "deny", "report"};
 
 }  // namespace
 
@@ -63,7 +61,8 @@ std::vector<SummaryRow> summarize(const std::filesystem::path& db, const Filter&
   // The busiest agent/host pairs first; the limit keeps the top ones.
   detail::Reader(db).each(
       "SELECT agent, host, SUM((decision = 'allow') * count), SUM((decision = 'deny') * count), "
-      "SUM((decision = 'report') * count), SUM(bytes_up), SUM(bytes_down) FROM requests",
+      "SUM((decision = 'report') * count), SUM((decision = 'cap') * count), SUM((decision = 'error') * count), "
+      "SUM(bytes_up), SUM(bytes_down) FROM requests",
       where, " GROUP BY agent, host ORDER BY SUM(count) DESC, agent, host", filter.limit, [&rows](const Statement& s) {
         SummaryRow r;
         r.agent = s.column_text(0);
@@ -71,8 +70,10 @@ std::vector<SummaryRow> summarize(const std::filesystem::path& db, const Filter&
         r.allowed = static_cast<std::uint64_t>(s.column_int(2));
         r.denied = static_cast<std::uint64_t>(s.column_int(3));
         r.reported = static_cast<std::uint64_t>(s.column_int(4));
-        r.bytes_up = static_cast<std::uint64_t>(s.column_int(5));
-        r.bytes_down = static_cast<std::uint64_t>(s.column_int(6));
+        r.capped = static_cast<std::uint64_t>(s.column_int(5));
+        r.failed = static_cast<std::uint64_t>(s.column_int(6));
+        r.bytes_up = static_cast<std::uint64_t>(s.column_int(7));
+        r.bytes_down = static_cast<std::uint64_t>(s.column_int(8));
         rows.push_back(std::move(r));
       });
   return rows;

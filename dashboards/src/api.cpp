@@ -134,7 +134,7 @@ std::string api_summary(const std::filesystem::path& db, const QueryParams& q, c
       {"totals", std::move(totals)},
       {"top_denied", std::move(top_denied)},
       {"live",
-       {{"requests", {{"allow", live.allow}, {"deny", live.deny}, {"report", live.report}}},
+       {{"requests", {{"allow", live.allow}, {"deny", live.deny}, {"report", live.report}, {"cap", live.cap}, {"error", live.error}}},
         {"active_connections", live.active_connections},
         {"active_tunnels", live.active_tunnels},
         {"bytes_up", live.bytes_up},

@@ -3,6 +3,8 @@
 #include "netbox/dashboards/exposition.hpp"
 #include "process_metrics.hpp"
 
+#include "netbox/audit/decision.hpp"
+
 namespace netbox::dashboards {
 namespace {
 
@@ -18,10 +20,12 @@ void seconds_histogram(Exposition& e, std::string_view name, std::string_view he
 
 std::string render_metrics(const proxy::CountersSnapshot& c, const audit::WriterStats& a) {
   Exposition e;
-  constexpr std::string_view kRequests = "Requests and tunnels decided, by decision, kind and agent.";
+  constexpr std::string_view kRequests =
+      "Requests and tunnels by how they ended (decision: allow, report, deny, cap, error), kind and agent.";
   if (c.requests.empty()) {
-    for (const char* d : {"allow", "deny", "report"})
-      e.counter("netbox_requests_total", kRequests, {{"agent", "anonymous"}, {"decision", d}, {"kind", "http"}}, 0);
+    for (const auto d : audit::kDecisions)
+      e.counter("netbox_requests_total", kRequests, {{"agent", "anonymous"}, {"decision", std::string(d)}, {"kind", "http"}},
+                0);
   }
   for (const auto& r : c.requests)
     e.counter("netbox_requests_total", kRequests, {{"agent", r.agent}, {"decision", r.decision}, {"kind", r.kind}},
@@ -79,6 +83,8 @@ LiveStats live_stats(const proxy::CountersSnapshot& c) {
     if (r.decision == "allow") s.allow += r.count;
     else if (r.decision == "deny") s.deny += r.count;
     else if (r.decision == "report") s.report += r.count;
+    else if (r.decision == "cap") s.cap += r.count;
+    else if (r.decision == "error") s.error += r.count;
   }
   s.active_connections = c.active_connections;
   s.active_tunnels = c.active_tunnels;

@@ -4,11 +4,11 @@
 
 const POLL_MS = 2000;
 const WINDOW_S = 300;          // the chart keeps the last five minutes
-const DECISIONS = ["allow", "deny", "report"];
-const COLORS = { allow: "#3fb27f", deny: "#e5534b", report: "#d4a72c" };
+const DECISIONS = ["allow", "deny", "report", "cap", "error"];
+const COLORS = { allow: "#3fb27f", deny: "#e5534b", report: "#d4a72c", cap: "#b083f0", error: "#8595a7" };
 
 const $ = (id) => document.getElementById(id);
-const series = { t: [], allow: [], deny: [], report: [] };
+const series = { t: [], allow: [], deny: [], report: [], cap: [], error: [] };
 let last = null;               // previous live counters, to turn totals into rates
 let chart = null;
 
@@ -79,7 +79,7 @@ function makeChart() {
     series: [{}].concat(DECISIONS.map((d) => ({ label: d, stroke: COLORS[d], width: 2,
                                                  fill: COLORS[d] + "22", points: { show: false } }))),
   };
-  chart = new uPlot(opts, [[], [], [], []], el);
+  chart = new uPlot(opts, [[], ...DECISIONS.map(() => [])], el);
   window.addEventListener("resize", () => chart.setSize({ width: el.clientWidth, height: 220 }));
 }
 
@@ -93,7 +93,7 @@ function pushRates(live) {
       series.t.shift();
       for (const d of DECISIONS) series[d].shift();
     }
-    chart.setData([series.t, series.allow, series.deny, series.report]);
+    chart.setData([series.t, ...DECISIONS.map((d) => series[d])]);
   }
   last = { t: now, requests: { ...live.requests } };
 }

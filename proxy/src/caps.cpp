@@ -2,6 +2,17 @@
 
 namespace netbox::proxy {
 
+std::string_view rule_of(CapKind k) {
+  switch (k) {
+    case CapKind::none: return {};
+    case CapKind::global: return "limits.max_connections";
+    case CapKind::per_agent: return "limits.max_connections_per_agent";
+    case CapKind::per_host:
+    case CapKind::per_address: return "limits.max_connections_per_host";
+  }
+  return {};
+}
+
 CapToken& CapToken::operator=(CapToken&& o) noexcept {
   if (this != &o) {
     release();
@@ -27,29 +38,29 @@ CapResult Caps::acquire(const std::string& agent, const std::string& host, const
   auto& h = per_host_[host];
   auto& ad = per_address_[address];
   if (total_ >= global.max_connections) {
-    r.rule = "limits.max_connections";
+    r.kind = CapKind::global;
     r.limit = global.max_connections;
     r.reason = "the proxy already has " + std::to_string(total_) + " open connections (limits.max_connections = " +
                std::to_string(global.max_connections) + ")";
   } else if (a >= mine.max_connections_per_agent) {
-    r.rule = "limits.max_connections_per_agent";
+    r.kind = CapKind::per_agent;
     r.limit = mine.max_connections_per_agent;
     r.reason = "agent " + agent + " already has " + std::to_string(a) +
                " open connections (limits.max_connections_per_agent = " +
                std::to_string(mine.max_connections_per_agent) + ")";
   } else if (h >= mine.max_connections_per_host) {
-    r.rule = "limits.max_connections_per_host";
+    r.kind = CapKind::per_host;
     r.limit = mine.max_connections_per_host;
     r.reason = "there are already " + std::to_string(h) + " open connections to " + host +
                " (limits.max_connections_per_host = " + std::to_string(mine.max_connections_per_host) + ")";
   } else if (ad >= mine.max_connections_per_host) {
-    r.rule = "limits.max_connections_per_host";
+    r.kind = CapKind::per_address;
     r.limit = mine.max_connections_per_host;
     r.reason = "there are already " + std::to_string(ad) + " open connections to " + host + "'s address " + address +
                ", under whatever names (limits.max_connections_per_host = " +
                std::to_string(mine.max_connections_per_host) + ")";
   }
-  if (!r.rule.empty()) {
+  if (r.kind != CapKind::none) {
     if (a == 0) per_agent_.erase(agent);
     if (h == 0) per_host_.erase(host);
     if (ad == 0) per_address_.erase(address);

@@ -10,6 +10,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 
 namespace netbox::proxy {
@@ -36,10 +37,17 @@ class CapToken {
   std::string address_;
 };
 
+// Which limit refused a connection (none: it was taken).
+enum class CapKind { none, global, per_agent, per_host, per_address };
+
+// The policy key a refusal cites: "limits.max_connections" ... (per_address shares
+// per_host's key: one limit, counted by name and by address).
+std::string_view rule_of(CapKind k);
+
 struct CapResult {
   CapToken token;           // empty when a limit was hit
-  std::string rule;         // "limits.max_connections" ... when a limit was hit
-  std::string reason;
+  CapKind kind = CapKind::none;
+  std::string reason;       // when a limit was hit
   std::size_t limit = 0;
 };
 

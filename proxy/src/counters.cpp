@@ -21,7 +21,7 @@ HistogramSnapshot LatencyHistogram::snapshot() const {
   return s;
 }
 
-void Counters::count_request(const std::string& agent, const std::string& kind, const std::string& decision) {
+void Counters::count_request(const std::string& agent, const std::string& kind, std::string_view decision) {
   const std::tuple<std::string_view, std::string_view, std::string_view> key{agent, kind, decision};
   std::lock_guard lock(mu_);
   if (auto it = requests_.find(key); it != requests_.end()) {
@@ -33,7 +33,7 @@ void Counters::count_request(const std::string& agent, const std::string& kind, 
     if (agent_labels_.size() >= kMaxAgentLabels) label = "other";
     else agent_labels_.insert(agent);
   }
-  ++requests_[std::tuple<std::string, std::string, std::string>{label, kind, decision}];
+  ++requests_[std::tuple<std::string, std::string, std::string>{label, kind, std::string(decision)}];
 }
 
 CountersSnapshot Counters::snapshot() const {

@@ -32,7 +32,7 @@ class Counters {
  public:
   // `agent` is the metric label (see MetricsAgentLabel), not necessarily the name; past
   // kMaxAgentLabels distinct values it is counted as "other".
-  void count_request(const std::string& agent, const std::string& kind, const std::string& decision);
+  void count_request(const std::string& agent, const std::string& kind, std::string_view decision);
 
   std::atomic<std::uint64_t> active_connections{0};
   std::atomic<std::uint64_t> active_tunnels{0};

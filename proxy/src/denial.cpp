@@ -7,15 +7,6 @@ namespace netbox::proxy {
 
 namespace http = boost::beast::http;
 
-std::string_view to_string(RefusalKind k) {
-  switch (k) {
-    case RefusalKind::deny: return "deny";
-    case RefusalKind::cap: return "cap";
-    case RefusalKind::error: return "error";
-  }
-  return "error";
-}
-
 std::string advice_for(const Refusal& r) {
   switch (r.status) {
     case 400:
@@ -53,18 +44,18 @@ http::response<http::string_body> make_refusal(const Refusal& r, unsigned versio
   res.set(http::field::server, "netbox");
   res.set(http::field::content_type, "text/plain; charset=utf-8");
   res.set(http::field::cache_control, "no-store");
-  res.set("X-Netbox-Decision", to_string(r.kind));
+  res.set("X-Netbox-Decision", to_string(r.outcome));
   std::string header_reason;
   for (char c : r.reason) header_reason += (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) ? ' ' : c;
   res.set("X-Netbox-Reason", header_reason);
   if (r.retry_after) res.set(http::field::retry_after, std::to_string(*r.retry_after));
   std::string body = "netbox ";
-  body += r.kind == RefusalKind::deny ? "blocked this request by policy.\n"
-          : r.kind == RefusalKind::cap ? "refused this request: a connection limit was reached.\n"
-                                       : "could not complete this request.\n";
+  body += r.outcome == Outcome::deny ? "blocked this request by policy.\n"
+          : r.outcome == Outcome::cap ? "refused this request: a connection limit was reached.\n"
+                                      : "could not complete this request.\n";
   if (!r.what.empty()) body += "Request: " + r.what + "\n";
   body += "Reason: " + (r.reason.empty() ? std::string(http::obsolete_reason(res.result())) : r.reason) + "\n";
-  if (!r.rule.empty()) body += (r.kind == RefusalKind::cap ? "Limit: " : "Rule: ") + r.rule + "\n";
+  if (!r.rule.empty()) body += (r.outcome == Outcome::cap ? "Limit: " : "Rule: ") + r.rule + "\n";
   body += "What you can do: " + advice_for(r) + "\n";
   res.body() = std::move(body);
   res.keep_alive(keep_alive);

@@ -2,6 +2,8 @@
 // The answers netbox gives instead of forwarding: a status, X-Netbox-Decision,
 // X-Netbox-Reason, and a short plain-text body saying what was blocked, by which rule
 // or limit, and what the agent could do instead.
+#include "outcome.hpp"
+
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/string_body.hpp>
 
@@ -10,18 +12,14 @@
 
 namespace netbox::proxy {
 
-enum class RefusalKind { deny, cap, error };
-
 struct Refusal {
   unsigned status = 403;
-  RefusalKind kind = RefusalKind::deny;
+  Outcome outcome = Outcome::deny;  // deny, cap or error: X-Netbox-Decision
   std::string what;    // "GET http://example.com/", "CONNECT example.com:22"
   std::string rule;    // the policy rule or limit ("deny[0] *.evil.example", "limits.max_connections")
   std::string reason;  // the policy's (or proxy's) reason sentence
   std::optional<unsigned> retry_after;  // seconds, for 429
 };
-
-std::string_view to_string(RefusalKind k);
 
 // What the agent can do about it, by status (and reason for 502).
 std::string advice_for(const Refusal& r);

@@ -2,11 +2,14 @@
 
 #include "proxy_runtime.hpp"
 
+#include "netbox/audit/printable.hpp"
+
+
 namespace netbox::proxy {
 namespace {
 
-void log_request(ProxyRuntime& impl, const audit::AuditRecord& r) {
-  const bool refused = r.decision != "allow" || r.status.value_or(0) >= 400 || !r.error.empty();
+void log_request(ProxyRuntime& impl, const audit::AuditRecord& r, Outcome outcome) {
+  const bool refused = outcome != Outcome::allow || r.status.value_or(0) >= 400 || !r.error.empty();
   switch (impl.options.log_requests) {
     case LogRequests::all: break;
     case LogRequests::none: return;
@@ -36,32 +39,114 @@ void log_request(ProxyRuntime& impl, const audit::AuditRecord& r) {
 
 }  // namespace
 
-Exchange::Exchange(ProxyRuntime& impl, audit::AuditRecord record, std::string metric_label)
-    : impl_(impl),
-      record_(std::move(record)),
-      metric_label_(std::move(metric_label)),
-      started_(std::chrono::steady_clock::now()) {}
-
-Exchange::~Exchange() {
-  if (open_ && !finished_)
-    finish(std::nullopt, impl_.is_stopping() ? "proxy shut down before the exchange finished"
-                                             : "connection closed before the exchange finished");
+Exchange::Exchange(Exchange&& o) noexcept
+    : bytes_up(o.bytes_up),
+      bytes_down(o.bytes_down),
+      client_slot(std::move(o.client_slot)),
+      impl_(o.impl_),
+      agent_(std::move(o.agent_)),
+      client_addr_(std::move(o.client_addr_)),
+      metric_label_(std::move(o.metric_label_)),
+      record_(std::move(o.record_)),
+      outcome_(o.outcome_),
+      cap_(std::move(o.cap_)),
+      row_(o.row_),
+      started_(o.started_),
+      open_(o.open_),
+      finished_(o.finished_),
+      counted_(o.counted_) {
+  o.open_ = false;  // the row is this one's to complete
 }
 
-bool Exchange::open() {
+void Exchange::connection(std::string agent, std::string client_addr, std::string metric_label) {
+  agent_ = std::move(agent);
+  client_addr_ = std::move(client_addr);
+  metric_label_ = std::move(metric_label);
+}
+
+void Exchange::begin() {
+  end();
+  record_ = audit::AuditRecord{};
+  record_.agent = agent_;
+  record_.client_addr = client_addr_;
+  record_.kind = "http";
+  outcome_ = Outcome::allow;
+  row_ = audit::kNoRow;
+  open_ = finished_ = counted_ = false;
+  bytes_up = bytes_down = 0;
+}
+
+void Exchange::request(bool connect, std::string_view method, bool escape) {
+  record_.kind = connect ? "connect" : "http";
+  record_.method = escape ? audit::escape_controls(method) : std::string(method);
+}
+
+void Exchange::target(std::string_view host, std::uint16_t port, std::string_view path, bool escape) {
+  record_.host = escape ? audit::escape_controls(host) : std::string(host);
+  record_.port = port;
+  record_.path = escape ? audit::escape_controls(path) : std::string(path);
+}
+
+bool Exchange::admitted(Admitted& a) {
+  outcome_ = a.outcome;
+  record_.rule = std::move(a.decision.rule);
+  record_.reason = std::move(a.decision.reason);
+  record_.resolved_addr = a.endpoints.front().address().to_string();
+  cap_ = std::move(a.cap);
   record_.ts = audit::Clock::now();
-  row_ = impl_.writer->insert(record_);
-  if (row_ == audit::kNoRow) return false;
+  record_.decision = to_string(outcome_);
+  started_ = std::chrono::steady_clock::now();
+  row_ = impl_->writer->insert(record_);
+  if (row_ == audit::kNoRow) {
+    cap_.release();
+    return false;
+  }
   open_ = true;
-  impl_.counters.active_exchanges.fetch_add(1);
-  impl_.counters.count_request(metric_label_, record_.kind, record_.decision);
+  impl_->counters.active_exchanges.fetch_add(1);
   return true;
 }
 
-void Exchange::finish(std::optional<int> status, std::string error) {
+void Exchange::refused(Refused& r) {
+  record_.rule = std::move(r.rule);
+  record_.reason = std::move(r.reason);
+  record_.resolved_addr = std::move(r.resolved_addr);
+}
+
+void Exchange::refuse(const Refusal& r, std::string error) {
+  if (is_open()) return finish(static_cast<int>(r.status), error.empty() ? r.reason : std::move(error), true);
+  if (open_) return;  // answered already
+  finished_ = true;
+  auto& rec = record_;
+  if (rec.rule.empty()) rec.rule = r.rule;
+  if (rec.reason.empty()) rec.reason = r.reason;
+  rec.status = static_cast<int>(r.status);
+  rec.error = std::move(error);
+  rec.ts = audit::Clock::now();
+  rec.decision = to_string(r.outcome);
+  rec.duration_ms = 0;
+  impl_->counters.count_request(metric_label_, rec.kind, rec.decision);
+  if (!impl_->writer->insert_complete(rec))
+    rec.error += rec.error.empty() ? "audit store refused the row" : "; audit store refused the row";
+  log_request(*impl_, rec, r.outcome);
+}
+
+void Exchange::settle() {
+  if (!is_open() || counted_) return;
+  counted_ = true;
+  impl_->counters.count_request(metric_label_, record_.kind, to_string(outcome_));
+}
+
+void Exchange::end() {
+  if (is_open())
+    finish(std::nullopt, impl_->is_stopping() ? "proxy shut down before the exchange finished"
+                                              : "connection closed before the exchange finished");
+}
+
+void Exchange::finish(std::optional<int> status, std::string error, bool failed) {
   if (!open_ || finished_) return;
   finished_ = true;
-  cap.release();
+  if (failed) outcome_ = Outcome::error;
+  cap_.release();
   const auto ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started_).count();
   audit::Completion c;
@@ -71,28 +156,24 @@ void Exchange::finish(std::optional<int> status, std::string error) {
   c.duration_ms = ms;
   c.resolved_addr = record_.resolved_addr;
   c.error = error;
-  if (!impl_.writer->complete(row_, c))
-    impl_.log.write("audit_error", {{"message", "audit queue full: could not complete row"},
-                                    {"host", record_.host}});
+  if (failed) c.decision = to_string(outcome_);  // the row was inserted with the admission's
+  if (!impl_->writer->complete(row_, c))
+    impl_->log.write("audit_error", {{"message", "audit queue full: could not complete row"},
+                                     {"host", record_.host}});
   record_.status = status;
   record_.bytes_up = bytes_up;
   record_.bytes_down = bytes_down;
   record_.duration_ms = ms;
   record_.error = std::move(error);
-  impl_.counters.bytes_up.fetch_add(bytes_up);
-  impl_.counters.bytes_down.fetch_add(bytes_down);
-  impl_.counters.active_exchanges.fetch_sub(1);
-  log_request(impl_, record_);
-}
-
-void record_refusal(ProxyRuntime& impl, audit::AuditRecord record, const std::string& metric_label) {
-  record.ts = audit::Clock::now();
-  if (!record.duration_ms) record.duration_ms = 0;
-  impl.counters.count_request(metric_label, record.kind, record.decision);
-  if (!impl.writer->insert_complete(record)) {
-    record.error += record.error.empty() ? "audit store refused the row" : "; audit store refused the row";
-  }
-  log_request(impl, record);
+  record_.decision = to_string(outcome_);
+  // Counted once its outcome is final, under that outcome (an admitted request whose
+  // upstream failed counts as error, as its answer and its row say).
+  if (!counted_) impl_->counters.count_request(metric_label_, record_.kind, record_.decision);
+  counted_ = true;
+  impl_->counters.bytes_up.fetch_add(bytes_up);
+  impl_->counters.bytes_down.fetch_add(bytes_down);
+  impl_->counters.active_exchanges.fetch_sub(1);
+  log_request(*impl_, record_, outcome_);
 }
 
 }  // namespace netbox::proxy

@@ -1,56 +1,89 @@
 #pragma once
-// One audited exchange (a plain-HTTP request or a CONNECT tunnel): its row is inserted
-// at decision time and completed exactly once at close, also when the connection dies
-// or the proxy shuts down (the destructor completes it). It also holds the cap token, so
-// the slot is given back when the exchange ends.
+// One audited exchange (a plain-HTTP request or a CONNECT tunnel) and its row, which it
+// builds from what the session learns: the connection (who), the request (what), the
+// target (where) and admission's answer (the decision). A refused request's row is
+// written whole at once; an admitted one is inserted at decision time and completed
+// exactly once at close, also when the connection dies or the proxy shuts down (the
+// destructor completes it). It also holds the cap token, so the slot is given back when
+// the exchange ends. A member of its session, reused request after request; a tunnel
+// takes it over by move.
 #include "netbox/audit/record.hpp"
 #include "netbox/audit/writer.hpp"
 
 #include "netbox/proxy/server.hpp"
 
+#include "admission.hpp"
 #include "caps.hpp"
 #include "client_slots.hpp"
+#include "outcome.hpp"
 
 #include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace netbox::proxy {
 
 class Exchange {
  public:
-  // `metric_label`: the agent label its count carries (ProxyRuntime::metric_label).
-  Exchange(ProxyRuntime& impl, audit::AuditRecord record, std::string metric_label);
-  ~Exchange();
+  explicit Exchange(ProxyRuntime& impl) : impl_(&impl) {}
+  Exchange(Exchange&& o) noexcept;
+  Exchange& operator=(Exchange&&) = delete;
   Exchange(const Exchange&) = delete;
   Exchange& operator=(const Exchange&) = delete;
+  ~Exchange() { end(); }
 
-  // Queues the row. False when the audit store refused it (the caller answers 503).
-  bool open();
-  // Completes the row, logs the canonical line, counts bytes. Only the first call counts.
-  void finish(std::optional<int> status, std::string error = {});
+  // Once per agent connection: who sends its requests, and the agent label their counts
+  // carry (ProxyRuntime::metric_label).
+  void connection(std::string agent, std::string client_addr, std::string metric_label);
+  // A new request: the row starts over, from the connection.
+  void begin();
+  // What was asked, as far as it could be read. Text from a head refused before Beast
+  // parsed it may hold any byte: `escape` stores it escaped.
+  void request(bool connect, std::string_view method, bool escape = false);
+  void target(std::string_view host, std::uint16_t port, std::string_view path, bool escape = false);
+  void host(std::string_view name) { record_.host = name; }
 
-  audit::AuditRecord& record() { return record_; }
-  // The queued row, for Writer::on_committed (--audit-sync). kNoRow before open().
+  // Admission's answer. admitted() takes the decision and the cap slot and queues the
+  // row: false when the audit store refused it (the caller answers 503).
+  bool admitted(Admitted& a);
+  void refused(Refused& r);
+
+  // netbox answers instead of forwarding. An open exchange ends as error (the request was
+  // admitted, then failed); otherwise its whole row is written under r.outcome.
+  void refuse(const Refusal& r, std::string error);
+  // Completes the open row, logs the canonical line, counts the request under its outcome
+  // and its bytes. `failed`: netbox answered instead of the upstream (the outcome becomes
+  // error). Only the first call counts.
+  void finish(std::optional<int> status, std::string error = {}, bool failed = false);
+  // An open exchange that ends without an answer (the connection or the proxy went away).
+  void end();
+  // The outcome can no longer change (a tunnel is established): counted now rather than
+  // at its end, so a long-lived tunnel shows in the metrics while it lasts.
+  void settle();
+
+  bool is_open() const { return open_ && !finished_; }
+  void dialled(std::string address) { record_.resolved_addr = std::move(address); }
+  // The queued row, for Writer::on_committed (--audit-sync). kNoRow before admitted().
   audit::RowHandle row() const { return row_; }
   std::uint64_t bytes_up = 0;
   std::uint64_t bytes_down = 0;
-  CapToken cap;
   ClientSlot client_slot;  // a tunnel's: the agent connection it took over from its session
 
  private:
-  ProxyRuntime& impl_;
-  audit::AuditRecord record_;
+  ProxyRuntime* impl_;
+  std::string agent_;
+  std::string client_addr_;
   std::string metric_label_;
+  audit::AuditRecord record_;
+  Outcome outcome_ = Outcome::allow;
+  CapToken cap_;
   audit::RowHandle row_ = audit::kNoRow;
   std::chrono::steady_clock::time_point started_;
   bool open_ = false;
   bool finished_ = false;
+  bool counted_ = false;  // in netbox_requests_total
 };
-
-// For answers given without forwarding anything (denials, caps, malformed requests):
-// one complete row, the log line and the counters, in one go.
-void record_refusal(ProxyRuntime& impl, audit::AuditRecord record, const std::string& metric_label);
 
 }  // namespace netbox::proxy

@@ -28,57 +28,16 @@ std::string endpoint_text(const tcp::endpoint& ep) {
   return authority(canonical_address(ep.address()).to_string(), ep.port());
 }
 
-// RFC 9110 9.2.2: a request that may be sent again when its connection closed before
-// the answer. Any other (POST, PATCH) may have had its effect already: never resent.
-bool idempotent(http::verb v) {
-  switch (v) {
-    case http::verb::get:
-    case http::verb::head:
-    case http::verb::options:
-    case http::verb::trace:
-    case http::verb::put:
-    case http::verb::delete_:
-      return true;
-    default:
-      return false;
-  }
-}
-
-// Methods whose body every server reads. After any other request with a body (GET,
-// DELETE, OPTIONS ...), an upstream may have left the body unread, to be taken as the
-// next request on the connection.
-bool consumes_body(http::verb v) {
-  return v == http::verb::post || v == http::verb::put || v == http::verb::patch;
-}
-
-bool handled_method(http::verb v) {
-  switch (v) {
-    case http::verb::get:
-    case http::verb::head:
-    case http::verb::post:
-    case http::verb::put:
-    case http::verb::delete_:
-    case http::verb::patch:
-    case http::verb::options:
-    case http::verb::connect:
-      return true;
-    default:
-      return false;
-  }
-}
-
-// The Host header for the upstream: the normalised host the policy decided on (never the
-// spelling the agent used), port omitted when default.
-std::string host_header(const policy::Host& host, std::uint16_t port) {
-  std::string h = host.name.find(':') != std::string::npos ? "[" + host.name + "]" : host.name;
-  if (port != 80) h += ":" + std::to_string(port);
-  return h;
-}
-
 }  // namespace
 
 ClientSession::ClientSession(ProxyRuntime& impl, Worker& worker, tcp::socket socket, ClientSlot slot)
-    : impl_(impl), worker_(worker), slot_(std::move(slot)), stream_(std::move(socket)) {
+    : impl_(impl),
+      worker_(worker),
+      slot_(std::move(slot)),
+      stream_(std::move(socket)),
+      admission_(impl.own, impl.caps, impl.counters),
+      exchange_(impl),
+      relay_(stream_, pieces_, impl.counters, [this](RelayResult r) { on_relayed(std::move(r)); }) {
   impl_.counters.active_connections.fetch_add(1);
 }
 
@@ -92,6 +51,8 @@ void ClientSession::start() {
   who_ = impl_.agents.lookup(peer_.address());
   policy_ = impl_.current_policy();
   profile_ = who_.profile.empty() ? &policy_->base : &policy_->profile_for(who_.profile);
+  admission_.bind(*policy_, *profile_, who_.agent);
+  exchange_.connection(who_.agent, peer_text_, impl_.metric_label(who_));
   pool_scope_ = UpstreamPool::scope(who_.agent, peer_.address());
   read_request();
 }
@@ -157,32 +118,25 @@ void ClientSession::check_head() {
   if (!ec && !parser_->is_header_done()) ec = http::error::partial_message;  // the check said complete
   // The decision is taken on the head alone: a body stays unread (in the socket, or the
   // part that came with the head in buffer_) until its request is admitted.
-  on_request(ec);
+  take_head(ec);
 }
 
 void ClientSession::refuse_head(const HeadProblem& p) {
-  record_ = audit::AuditRecord{};
-  record_.agent = who_.agent;
-  record_.client_addr = peer_text_;
-  exchange_.reset();
+  exchange_.begin();
   allowed_.clear();
   req_ = Request{};
   const bool connect = head_check_.method() == "CONNECT";
-  record_.kind = connect ? "connect" : "http";
-  record_.method = audit::escape_controls(head_check_.method());
+  exchange_.request(connect, head_check_.method(), true);
   note_target(head_check_.target(), connect);
   std::string what = head_check_.method() + " " + head_check_.target().substr(0, 256);
-  refuse({p.status, RefusalKind::error, head_check_.method().empty() ? std::string() : what, "request", p.reason, {}},
-         "deny", true);
+  refuse({p.status, Outcome::error, head_check_.method().empty() ? std::string() : what, "request", p.reason, {}}, true);
 }
 
 // The destination of a refused request, as far as it can be read, for its audit row:
 // escaped, since a target refused before Beast parsed it may hold any byte.
 void ClientSession::note_target(std::string_view target, bool connect) {
   const auto t = connect ? parse_connect_target(target) : parse_absolute_target(target);
-  record_.host = audit::escape_controls(t.host);
-  record_.port = t.port;
-  record_.path = audit::escape_controls(t.path);
+  exchange_.target(t.host, t.port, t.path, true);
 }
 
 bool ClientSession::is_connect() const { return req_.method() == http::verb::connect; }
@@ -191,11 +145,8 @@ std::string ClientSession::what() const {
   return std::string(req_.method_string()) + " " + std::string(req_.target());
 }
 
-void ClientSession::on_request(beast::error_code ec) {
-  record_ = audit::AuditRecord{};
-  record_.agent = who_.agent;
-  record_.client_addr = peer_text_;
-  exchange_.reset();
+void ClientSession::take_head(beast::error_code ec) {
+  exchange_.begin();
   allowed_.clear();
   if (ec) {
     // A client going away between requests is normal, not a malformed request.
@@ -203,26 +154,21 @@ void ClientSession::on_request(beast::error_code ec) {
         ec == asio::error::connection_reset || ec == asio::error::eof) {
       return close_client();
     }
-    record_.kind = "http";
     req_ = Request{};
     if (parser_->is_header_done()) {
       req_ = parser_->get().base();
-      record_.method = std::string(req_.method_string());
-      record_.kind = is_connect() ? "connect" : "http";
+      exchange_.request(is_connect(), req_.method_string());
       note_target(req_.target(), is_connect());
     }
     if (ec == http::error::header_limit)
-      return refuse({431, RefusalKind::error, {}, "request", "the request headers are larger than 64 KiB", {}},
-                    "deny", true);
+      return refuse({431, Outcome::error, {}, "request", "the request headers are larger than 64 KiB", {}}, true);
     if (ec == http::error::body_limit)
-      return refuse({413, RefusalKind::error, {}, "request", "the request body is larger than 64 MiB", {}}, "deny",
-                    true);
-    return refuse({400, RefusalKind::error, {}, "request", describe_request_error(ec), {}}, "deny", true);
+      return refuse({413, Outcome::error, {}, "request", "the request body is larger than 64 MiB", {}}, true);
+    return refuse({400, Outcome::error, {}, "request", describe_request_error(ec), {}}, true);
   }
   // The head moves out; the parser stays, to read the body if the request is admitted.
   req_ = std::move(parser_->get().base());
-  record_.method = std::string(req_.method_string());
-  record_.kind = is_connect() ? "connect" : "http";
+  exchange_.request(is_connect(), req_.method_string());
   client_keep_alive_ = !is_connect() && parser_->keep_alive();
   if (impl_.is_stopping()) client_keep_alive_ = false;
   request_had_body_ = !parser_->is_done();
@@ -232,45 +178,32 @@ void ClientSession::on_request(beast::error_code ec) {
                      beast::iequals(req_[http::field::expect], "100-continue");
 
   if (!handled_method(req_.method())) {
-    return refuse({405, RefusalKind::error, what(), "method",
-                   "netbox does not forward the method " + std::string(req_.method_string()), {}},
-                  "deny", !client_keep_alive_);
+    return refuse({405, Outcome::error, what(), "method",
+                   "netbox does not forward the method " + std::string(req_.method_string()), {}}, !client_keep_alive_);
   }
   if (is_connect() && request_had_body_) {
     note_target(req_.target(), true);
-    return refuse({400, RefusalKind::error, what(), "request", "a CONNECT request has no body", {}}, "deny", true);
+    return refuse({400, Outcome::error, what(), "request", "a CONNECT request has no body", {}}, true);
   }
   target_ = is_connect() ? parse_connect_target(req_.target()) : parse_absolute_target(req_.target());
   if (!target_.error.empty()) {
-    record_.host = target_.host;
-    record_.port = target_.port;
-    return refuse({400, RefusalKind::error, what(), "request", target_.error, {}}, "deny", true);
+    exchange_.target(target_.host, target_.port, {});
+    return refuse({400, Outcome::error, what(), "request", target_.error, {}}, true);
   }
-  record_.port = target_.port;
-  record_.path = target_.path;
+  exchange_.target(target_.host, target_.port, target_.path);
   auto parsed = policy::parse_host(target_.host);
   if (!parsed) {
-    record_.host = target_.host;
-    return refuse({400, RefusalKind::error, what(), "host", "the host '" + target_.host + "' is not valid: " +
-                                                                 parsed.error.message, {}},
-                  "deny", true);
+    return refuse({400, Outcome::error, what(), "host", "the host '" + target_.host + "' is not valid: " +
+                                                                 parsed.error.message, {}}, true);
   }
   host_ = *parsed.host;
-  record_.host = host_.name;
-  route();
+  exchange_.host(host_.name);
+  admit();
 }
 
-void ClientSession::route() {
-  name_decision_ = policy::decide_name(*profile_, host_, target_.port);
-  if (!name_decision_.lets_through()) {
-    record_.rule = name_decision_.rule;
-    record_.reason = name_decision_.reason;
-    return refuse({403, RefusalKind::deny, what(), name_decision_.rule, name_decision_.reason, {}}, "deny",
-                  !client_keep_alive_);
-  }
-  if (host_.is_ip()) return on_resolved(ResolveResult{{*host_.ip}, {}, false});
-  if (auto it = policy_->pins.find(host_.name); it != policy_->pins.end())
-    return on_resolved(ResolveResult{it->second, {}, false});
+// Admission decides; the only step it leaves to the session is a lookup.
+void ClientSession::admit() {
+  if (auto r = admission_.begin(host_, target_.port)) return act_on(std::move(*r));
   const auto t0 = std::chrono::steady_clock::now();
   worker_.resolver->resolve(host_.name, [self = shared_from_this(), t0](ResolveResult r) {
     if (!r.from_cache) self->impl_.counters.dns_latency.observe(std::chrono::steady_clock::now() - t0);
@@ -278,71 +211,23 @@ void ClientSession::route() {
   });
 }
 
-void ClientSession::on_resolved(ResolveResult r) {
-  record_.decision = std::string(policy::to_string(name_decision_.verdict));
-  record_.rule = name_decision_.rule;
-  record_.reason = name_decision_.reason;
-  if (!r.error.empty()) {
-    impl_.counters.upstream_errors.fetch_add(1);
-    return refuse({502, RefusalKind::error, what(), {}, r.error, {}}, record_.decision, !client_keep_alive_,
-                  r.error);
-  }
-  std::vector<asio::ip::address> allowed;
-  std::optional<policy::Decision> chosen;
-  std::optional<policy::Decision> first_deny;
-  std::string denied_addr;
-  for (const auto& a : r.addresses) {
-    auto d = policy::decide_address(*profile_, host_, target_.port, a);
-    // netbox itself is never a destination, in any mode (own_endpoints.hpp).
-    if (auto why = impl_.own.refusal(a, target_.port); !why.empty()) d = {policy::Verdict::deny, "netbox", std::move(why)};
-    if (d.lets_through()) {
-      allowed.push_back(a);
-      if (!chosen) chosen = std::move(d);
-    } else if (!first_deny) {
-      first_deny = std::move(d);
-      denied_addr = a.to_string();
-    }
-  }
-  if (allowed.empty()) {
-    record_.resolved_addr = denied_addr;
-    record_.rule = first_deny->rule;
-    record_.reason = first_deny->reason;
-    return refuse({403, RefusalKind::deny, what(), first_deny->rule, first_deny->reason, {}}, "deny",
-                  !client_keep_alive_);
-  }
-  // A report on either step is what the row must show; otherwise the address decision.
-  policy::Decision final = name_decision_.verdict == policy::Verdict::report ? name_decision_ : *chosen;
-  if (chosen->verdict == policy::Verdict::report) final = *chosen;
-  admit(std::move(allowed), std::move(final));
-}
+void ClientSession::on_resolved(ResolveResult r) { act_on(admission_.resolved(r)); }
 
-void ClientSession::admit(std::vector<asio::ip::address> allowed, policy::Decision decision) {
-  record_.decision = std::string(policy::to_string(decision.verdict));
-  record_.rule = decision.rule;
-  record_.reason = decision.reason;
-  for (const auto& a : allowed) allowed_.emplace_back(a, target_.port);
-  record_.resolved_addr = allowed.front().to_string();
-
-  auto cap = impl_.caps.acquire(who_.agent, host_.name, canonical_address(allowed.front()).to_string(),
-                                policy_->base.limits, profile_->limits);
-  if (!cap.token) {
-    if (cap.rule == "limits.max_connections") impl_.counters.caps_hit_global.fetch_add(1);
-    else if (cap.rule == "limits.max_connections_per_agent") impl_.counters.caps_hit_agent.fetch_add(1);
-    else impl_.counters.caps_hit_host.fetch_add(1);
-    record_.rule = cap.rule;
-    record_.reason = cap.reason;
-    return refuse({429, RefusalKind::cap, what(), cap.rule, cap.reason, 1u}, "deny", !client_keep_alive_);
+void ClientSession::act_on(AdmissionResult result) {
+  if (auto* no = std::get_if<Refused>(&result)) {
+    exchange_.refused(*no);
+    no->refusal.what = what();
+    return refuse(std::move(no->refusal), !client_keep_alive_, std::move(no->error));
   }
-  // From here on the exchange holds the row (refusals complete it through exchange_), so
-  // the session's record is handed over, not copied; on_request starts the next one.
-  exchange_ = std::make_unique<Exchange>(impl_, std::move(record_), impl_.metric_label(who_));
-  exchange_->cap = std::move(cap.token);
-  exchange_->bytes_up = 0;  // counted as body pieces reach the upstream
-  if (!exchange_->open()) return refuse_unaudited("the audit store did not accept the record of this request");
+  auto& yes = std::get<Admitted>(result);
+  // From here on the row is open: a refusal completes it as error.
+  const bool queued = exchange_.admitted(yes);
+  allowed_ = std::move(yes.endpoints);
+  if (!queued) return refuse_unaudited("the audit store did not accept the record of this request");
   if (impl_.options.audit_sync) {
     // Strict mode: nothing leaves until the decision row is durable. The callback runs on
     // the writer thread; the session continues on its own io thread.
-    return impl_.writer->on_committed(exchange_->row(), [self = shared_from_this()](bool ok) {
+    return impl_.writer->on_committed(exchange_.row(), [self = shared_from_this()](bool ok) {
       asio::post(self->stream_.get_executor(), [self, ok] {
         if (ok) return self->forward();
         self->refuse_unaudited("the audit store could not make the record of this request durable");
@@ -353,412 +238,27 @@ void ClientSession::admit(std::vector<asio::ip::address> allowed, policy::Decisi
 }
 
 void ClientSession::refuse_unaudited(std::string why) {
-  exchange_.reset();
+  exchange_.end();
   impl_.log.write("audit_refused", {{"host", host_.name}, {"agent", who_.agent}, {"reason", why}});
   // Fail closed: no connection. Any row already queued is completed by the Exchange.
   auto res = std::make_shared<Response>(
-      make_refusal({503, RefusalKind::error, what(), "audit", std::move(why), {}}, req_.version(), false));
+      make_refusal({503, Outcome::error, what(), "audit", std::move(why), {}}, req_.version(), false));
   refusal_ = res;
   http::async_write(stream_, *res, [self = shared_from_this()](beast::error_code e, std::size_t) {
     self->on_refusal_written(true, e);
   });
 }
 
-void ClientSession::forward() {
-  if (is_connect()) return connect_upstream();
-  // Reuse a pooled connection to one of the checked addresses, if there is one.
-  for (const auto& ep : allowed_) {
-    UpstreamPool::key(pool_key_, pool_scope_, ep, host_.name);
-    if (auto s = worker_.pool->take(pool_key_)) {
-      reused_upstream_ = true;
-      if (ep != allowed_.front()) exchange_->record().resolved_addr = ep.address().to_string();
-      upstream_.emplace(std::move(*s));
-      return send_upstream();
-    }
-  }
-  connect_upstream();
-}
-
-void ClientSession::connect_upstream() {
-  reused_upstream_ = false;
-  const auto t0 = std::chrono::steady_clock::now();
-  const auto& limits = profile_->limits;
-  dial(worker_.ioc, allowed_,
-       {limits.connect_timeout, limits.effective_dial_budget(), impl_.dial_fd_ceiling, worker_.pool.get()},
-       [self = shared_from_this(), t0](DialResult r) {
-    self->impl_.counters.connect_latency.observe(std::chrono::steady_clock::now() - t0);
-    self->on_dialed(std::move(r));
-  });
-}
-
-void ClientSession::on_dialed(DialResult r) {
-  if (r.failure != DialFailure::none) {
-    impl_.counters.upstream_errors.fetch_add(1);
-    const unsigned status = r.failure == DialFailure::timeout       ? 504
-                            : r.failure == DialFailure::descriptors ? 503
-                                                                    : 502;
-    return upstream_failed(status, r.error);
-  }
-  exchange_->record().resolved_addr = r.endpoint.address().to_string();
-  if (is_connect()) return start_tunnel(std::move(r.socket));
-  UpstreamPool::key(pool_key_, pool_scope_, r.endpoint, host_.name);
-  upstream_.emplace(std::move(r.socket));
-  send_upstream();
-}
-
-void ClientSession::send_upstream() {
-  out_.clear();
-  BodyFraming framing;
-  if (request_had_body_) {
-    framing.kind = body_chunked_ ? BodyFraming::Kind::chunked : BodyFraming::Kind::length;
-    if (!body_chunked_) framing.length = parser_->content_length().value_or(0);
-  }
-  append_forwarded_request(out_, req_, target_.path_and_query, host_header(host_, target_.port), framing);
-  request_head_pending_ = request_had_body_;
-  if (request_had_body_) {
-    // The head goes with the first piece of the body, which is read only now.
-    if (expect_continue_) return send_continue();
-    return read_request_piece();
-  }
-  upstream_->expires_after(profile_->limits.idle_timeout);
-  asio::async_write(*upstream_, asio::buffer(out_),
-                    beast::bind_front_handler(&ClientSession::on_upstream_written, shared_from_this()));
-}
-
-// The agent asked to hear whether its body is wanted before sending it: it is, now that
-// the request is admitted and an upstream connection is ready.
-void ClientSession::send_continue() {
-  static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
-  expect_continue_ = false;
-  stream_.expires_after(profile_->limits.idle_timeout);
-  asio::async_write(stream_, asio::buffer(kContinue.data(), kContinue.size()),
-                    [self = shared_from_this()](beast::error_code ec, std::size_t) {
-                      if (ec) return self->request_body_failed(ec);
-                      self->read_request_piece();
-                    });
-}
-
-// Up to 64 KiB of the request body into body_buf_: first from what is already in
-// buffer_ (parsed here and now), then from the agent's socket.
-void ClientSession::read_request_piece() {
-  if (!body_buf_) body_buf_ = std::make_unique_for_overwrite<char[]>(kBodyPiece);
-  auto& body = parser_->get().body();
-  body.data = body_buf_.get();
-  body.size = kBodyPiece;
-  if (buffer_.size() > 0) {
-    // As much as is here goes into one piece (many small chunks make one write); a piece
-    // with something in it goes on at once rather than wait for more.
-    beast::error_code ec;
-    do {
-      const std::size_t used = parser_->put(buffer_.data(), ec);
-      buffer_.consume(used);
-      if (used == 0 && !ec) ec = http::error::need_more;  // no progress: never spin
-    } while (!ec && !parser_->is_done() && buffer_.size() > 0 && body.size > 0);
-    if (ec == http::error::need_more && body.size < kBodyPiece) ec = {};
-    if (ec != http::error::need_more) return on_request_piece(ec);
-  }
-  stream_.expires_after(profile_->limits.idle_timeout);
-  http::async_read_some(stream_, buffer_, *parser_,
-                        [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_request_piece(ec); });
-}
-
-void ClientSession::on_request_piece(beast::error_code ec) {
-  if (ec == http::error::need_buffer) ec = {};
-  if (ec) return request_body_failed(ec);
-  const auto got = kBodyPiece - parser_->get().body().size;
-  // Only framing arrived (a chunk header): nothing to pass on yet.
-  if (got == 0 && !parser_->is_done()) return read_request_piece();
-  body_started_ = true;
-  send_request_piece(got);
-}
-
-// One write to the upstream: the head if it has not gone yet, `got` body bytes (a chunk
-// of their own when the body goes chunked; an empty piece is never one, where it would
-// read as the last), and the end of the body once the agent's has ended.
-void ClientSession::send_request_piece(std::size_t got) {
-  last_piece_up_ = parser_->is_done();
-  piece_up_ = got;
-  if (!request_head_pending_) out_.clear();
-  request_head_pending_ = false;
-  std::string_view tail;
-  if (body_chunked_) {
-    if (got > 0) append_chunk_size(out_, got);
-    tail = got > 0 ? (last_piece_up_ ? "\r\n0\r\n\r\n" : "\r\n") : (last_piece_up_ ? "0\r\n\r\n" : "");
-  }
-  const std::array<asio::const_buffer, 3> pieces{asio::buffer(out_), asio::buffer(body_buf_.get(), got),
-                                                 asio::buffer(tail.data(), tail.size())};
-  upstream_->expires_after(profile_->limits.idle_timeout);
-  asio::async_write(*upstream_, pieces, [self = shared_from_this()](beast::error_code ec, std::size_t n) {
-    if (ec) return self->on_upstream_written(ec, n);
-    self->exchange_->bytes_up += self->piece_up_;
-    if (!self->last_piece_up_) return self->read_request_piece();
-    self->read_upstream_header();
-  });
-}
-
-// Reading the agent's body failed after the request was admitted. The upstream has part
-// of a request and is never used again; the agent gets an answer if it still listens.
-void ClientSession::request_body_failed(beast::error_code ec) {
-  if (upstream_) {
-    // A reset, not a FIN: the upstream must not take what it got for a whole request.
-    beast::error_code ignored;
-    upstream_->socket().set_option(asio::socket_base::linger(true, 0), ignored);
-    upstream_.reset();
-  }
-  if (ec == http::error::body_limit)
-    return refuse({413, RefusalKind::error, what(), "request", "the request body is larger than 64 MiB", {}}, {}, true);
-  if (ec == beast::error::timeout)
-    return refuse({408, RefusalKind::error, what(), "request",
-                   "the request body stopped arriving for " + std::to_string(profile_->limits.idle_timeout.count()) +
-                       " ms",
-                   {}},
-                  {}, true);
-  if (ec == asio::error::eof || ec == asio::error::connection_reset || ec == asio::error::broken_pipe)
-    return refuse({400, RefusalKind::error, what(), "request", "the request ended before its body was complete", {}},
-                  {}, true);
-  refuse({400, RefusalKind::error, what(), "request", describe_request_error(ec), {}}, {}, true);
-}
-
-// A reused connection that closed before answering may be dialled afresh and the request
-// sent again, but only if that cannot do twice what the agent asked once.
-bool ClientSession::may_resend() const { return reused_upstream_ && !body_started_ && idempotent(req_.method()); }
-
-void ClientSession::on_upstream_written(beast::error_code ec, std::size_t) {
-  if (ec) {
-    if (may_resend()) {
-      upstream_.reset();
-      return connect_upstream();  // the pooled connection had gone stale: dial afresh
-    }
-    impl_.counters.upstream_errors.fetch_add(1);
-    upstream_.reset();
-    if (ec == beast::error::timeout) return upstream_failed(504, "sending the request upstream timed out");
-    std::string why = "sending the request upstream failed: " + ec.message();
-    if (reused_upstream_) why += not_resent();
-    return upstream_failed(502, std::move(why));
-  }
-  read_upstream_header();
-}
-
-void ClientSession::read_upstream_header() {
-  upstream_parser_.emplace();
-  upstream_parser_->header_limit(kHeaderLimit);
-  upstream_parser_->body_limit(boost::none);
-  if (req_.method() == http::verb::head) upstream_parser_->skip(true);
-  buffer_upstream_.clear();
-  upstream_->expires_after(profile_->limits.idle_timeout);
-  http::async_read_header(*upstream_, buffer_upstream_, *upstream_parser_,
-                          beast::bind_front_handler(&ClientSession::on_upstream_header, shared_from_this()));
-}
-
-void ClientSession::on_upstream_header(beast::error_code ec, std::size_t) {
-  if (ec) {
-    const bool closed_unanswered = reused_upstream_ && !upstream_parser_->got_some() && ec != beast::error::timeout;
-    if (closed_unanswered && may_resend()) {
-      upstream_.reset();
-      return connect_upstream();
-    }
-    impl_.counters.upstream_errors.fetch_add(1);
-    upstream_.reset();
-    if (ec == beast::error::timeout)
-      return upstream_failed(504, "the upstream did not answer within " +
-                                      std::to_string(profile_->limits.idle_timeout.count()) + " ms");
-    if (closed_unanswered)
-      return upstream_failed(502, "the reused upstream connection closed before answering (" + ec.message() + ")" +
-                                      not_resent());
-    return upstream_failed(502, "the upstream's response was not valid HTTP: " + ec.message());
-  }
-  auto& res = upstream_parser_->get();
-  response_status_ = static_cast<int>(res.result_int());
-  if (response_status_ == 101) {
-    // Upgrade was stripped from the request, so a switch of protocols is a broken upstream.
-    impl_.counters.upstream_errors.fetch_add(1);
-    upstream_.reset();
-    return upstream_failed(502, "the upstream switched protocols (101) although no upgrade was asked for");
-  }
-  if (response_status_ / 100 == 1) {
-    // An interim answer (103 Early Hints ...): drop it and wait for the final one, so it
-    // can never be taken for the answer to the next request on a pooled connection.
-    upstream_parser_.emplace();
-    upstream_parser_->header_limit(kHeaderLimit);
-    upstream_parser_->body_limit(boost::none);
-    if (req_.method() == http::verb::head) upstream_parser_->skip(true);
-    upstream_->expires_after(profile_->limits.idle_timeout);
-    return http::async_read_header(*upstream_, buffer_upstream_, *upstream_parser_,
-                                   beast::bind_front_handler(&ClientSession::on_upstream_header, shared_from_this()));
-  }
-  upstream_keep_alive_ = res.keep_alive() && res.version() == 11;
-  const bool bodiless = req_.method() == http::verb::head || response_status_ / 100 == 1 ||
-                        response_status_ == 204 || response_status_ == 304;
-  const bool had_length = res.has_content_length();
-  // Codings other than chunked stay on the body the parser gives (gzip ...): the agent
-  // gets them named, with the body re-chunked.
-  const auto codings = bodiless ? std::string() : remaining_transfer_codings(res, upstream_parser_->chunked());
-  if (!codings.empty() && req_.version() < 11) {
-    impl_.counters.upstream_errors.fetch_add(1);
-    upstream_.reset();
-    return upstream_failed(502, "the upstream's response has the transfer coding '" + codings +
-                                    "', which an HTTP/1.0 request cannot receive");
-  }
-  std::optional<std::uint64_t> length;
-  if (had_length) {
-    if (const auto n = upstream_parser_->content_length()) length = *n;
-  }
-  strip_response_fields(res, length);
-  res.version(req_.version());
-  bool keep = client_keep_alive_;
-  if (!bodiless && !had_length) {
-    // Length unknown (chunked or until close): re-chunk for HTTP/1.1, close for 1.0.
-    if (req_.version() >= 11) res.chunked(true);
-    else keep = false;
-  }
-  if (!codings.empty()) res.set(http::field::transfer_encoding, codings + ", chunked");
-  client_keep_alive_ = keep;
-  res.keep_alive(keep);
-  chunked_ = res.chunked();
-  out_.clear();
-  append_response_head(out_, res);
-  head_pending_ = true;
-  if (!body_buf_) {
-    body_buf_ = std::make_unique_for_overwrite<char[]>(kBodyPiece);
-    // Room for whole pieces: each read_some then takes up to 64 KiB from the socket, not
-    // the 512 bytes an empty buffer would ask for (one write to the agent per read).
-    buffer_upstream_.reserve(kBodyPiece);
-  }
-  if (!bodiless && buffer_upstream_.size() > 0 && !upstream_parser_->is_done()) {
-    // Body bytes came with the header: parse them before answering, so a body whose
-    // framing is broken from the start (bad chunk size) gets a 502, not a cut-off 200.
-    header_held_ = true;
-    return read_body_chunk();
-  }
-  send_piece(0);  // the head at once (a stream's first bytes may be a while), or the whole bodiless answer
-}
-
-void ClientSession::read_body_chunk() {
-  if (upstream_parser_->is_done()) return send_piece(0);
-  auto& body = upstream_parser_->get().body();
-  body.data = body_buf_.get();
-  body.size = kBodyPiece;
-  if (buffer_upstream_.size() > 0) {
-    // Bytes that came with the header (most small answers) are parsed here and now;
-    // async_read_some would only post the same parse through the io_context. Only a
-    // parser that needs more than is here goes on to read the socket.
-    beast::error_code ec;
-    const std::size_t used = upstream_parser_->put(buffer_upstream_.data(), ec);
-    buffer_upstream_.consume(used);
-    if (ec != http::error::need_more) return on_body_chunk(ec, used);
-  }
-  upstream_->expires_after(profile_->limits.idle_timeout);
-  // read_some, not read: whatever arrived goes on at once. A whole read would hold a
-  // trickling stream (server-sent events, tokens) until 64 KiB had gathered.
-  http::async_read_some(*upstream_, buffer_upstream_, *upstream_parser_,
-                        beast::bind_front_handler(&ClientSession::on_body_chunk, shared_from_this()));
-}
-
-void ClientSession::on_body_chunk(beast::error_code ec, std::size_t) {
-  if (ec == http::error::need_buffer) ec = {};
-  if (ec) {
-    impl_.counters.upstream_errors.fetch_add(1);
-    upstream_.reset();
-    if (header_held_) {  // nothing went to the agent yet: answer instead of cutting
-      header_held_ = false;
-      upstream_parser_.reset();
-      if (ec == beast::error::timeout) return upstream_failed(504, "the upstream stopped sending the body (timeout)");
-      return upstream_failed(502, "the upstream's response body was not valid HTTP: " + ec.message());
-    }
-    return response_done(ec == beast::error::timeout ? "the upstream stopped sending the body (timeout)"
-                                                     : "reading the response body failed: " + ec.message());
-  }
-  auto& body = upstream_parser_->get().body();
-  const auto got = kBodyPiece - body.size;
-  // Only framing arrived (a chunk header): nothing to pass on yet, and an empty piece
-  // must not be written, where it would read as the last chunk.
-  if (got == 0 && !upstream_parser_->is_done()) return read_body_chunk();
-  exchange_->bytes_down += got;
-  send_piece(got);
-}
-
-// One write to the agent: the head if it has not gone yet, `got` body bytes from
-// body_buf_ (framed as a chunk when re-chunking; an empty piece is never a chunk of its
-// own, where it would read as the last one), and the end of the body once the upstream's
-// has ended.
-void ClientSession::send_piece(std::size_t got) {
-  header_held_ = false;
-  response_started_ = true;
-  last_piece_ = upstream_parser_->is_done();
-  if (!head_pending_) out_.clear();
-  head_pending_ = false;
-  std::string_view tail;
-  if (chunked_) {
-    if (got > 0) append_chunk_size(out_, got);
-    tail = got > 0 ? (last_piece_ ? "\r\n0\r\n\r\n" : "\r\n") : (last_piece_ ? "0\r\n\r\n" : "");
-  }
-  const std::array<asio::const_buffer, 3> pieces{asio::buffer(out_), asio::buffer(body_buf_.get(), got),
-                                                 asio::buffer(tail.data(), tail.size())};
-  stream_.expires_after(profile_->limits.idle_timeout);
-  asio::async_write(stream_, pieces, beast::bind_front_handler(&ClientSession::on_piece_written, shared_from_this()));
-}
-
-void ClientSession::on_piece_written(beast::error_code ec, std::size_t) {
-  if (ec) return response_done("writing the response to the agent failed: " + ec.message());
-  if (!last_piece_) return read_body_chunk();
-  response_done({});
-}
-
-// The exchange ends: complete the row, pool the upstream connection if it is clean,
-// and read the agent's next request (or close).
-void ClientSession::response_done(std::string error) {
-  const bool clean = error.empty();
-  if (upstream_) {
-    // After a body the upstream may have left unread (a GET's, or any before an error
-    // answer), the connection may still hold it, to be read as the next request: closed.
-    const bool body_consumed = !request_had_body_ || (consumes_body(req_.method()) && response_status_ < 400);
-    if (clean && upstream_keep_alive_ && body_consumed && upstream_parser_->is_done() && buffer_upstream_.size() == 0)
-      worker_.pool->put(pool_key_, upstream_->release_socket());
-    upstream_.reset();
-  }
-  upstream_parser_.reset();
-  exchange_->finish(response_status_, error);
-  exchange_.reset();
-  const bool cut = !clean && response_started_;
-  response_started_ = false;
-  if (cut) return abort_client();
-  if (!clean || !client_keep_alive_) return close_client();
-  read_request();
-}
-
-void ClientSession::start_tunnel(tcp::socket upstream) {
-  // Bytes the agent sent after the CONNECT header (a pipelined TLS hello) go first.
-  stream_.expires_never();
-  std::string early(static_cast<const char*>(buffer_.data().data()), buffer_.size());
-  buffer_.consume(buffer_.size());
-  exchange_->client_slot = std::move(slot_);  // the agent's connection lives on in the tunnel
-  auto t = std::make_shared<Tunnel>(impl_, stream_.release_socket(), std::move(upstream), std::move(early),
-                                    std::move(exchange_), profile_->limits.idle_timeout);
-  t->start();
-}
-
 void ClientSession::upstream_failed(unsigned status, std::string error) {
-  refuse({status, RefusalKind::error, what(), {}, error, {}}, exchange_ ? exchange_->record().decision : record_.decision,
-         !client_keep_alive_ || is_connect(), error);
+  refuse({status, Outcome::error, what(), {}, error, {}}, !client_keep_alive_ || is_connect(), error);
 }
 
-void ClientSession::refuse(Refusal r, std::string decision_text, bool close, std::string error) {
+void ClientSession::refuse(Refusal r, bool close, std::string error) {
   if (is_connect()) close = true;  // a refused CONNECT never becomes a tunnel
   // A body that was not read cannot be skipped without reading it: the connection ends.
   if (body_unread()) close = true;
   auto res = std::make_shared<Response>(make_refusal(r, req_.version() ? req_.version() : 11, !close));
-  if (exchange_) {
-    exchange_->finish(static_cast<int>(r.status), error.empty() ? r.reason : error);
-    exchange_.reset();
-  } else {
-    auto rec = record_;
-    rec.decision = std::move(decision_text);
-    if (rec.rule.empty()) rec.rule = r.rule;
-    if (rec.reason.empty()) rec.reason = r.reason;
-    rec.status = static_cast<int>(r.status);
-    rec.error = std::move(error);
-    record_refusal(impl_, std::move(rec), impl_.metric_label(who_));
-  }
+  exchange_.refuse(r, std::move(error));
   refusal_ = res;
   stream_.expires_after(std::chrono::seconds(30));
   http::async_write(stream_, *res, [self = shared_from_this(), close](beast::error_code e, std::size_t) {

@@ -1,19 +1,24 @@
 #pragma once
-// One agent connection: reads request heads (checked by RequestHeadCheck, then Beast's
-// parser under the limits of request_head.hpp), decides each on its head alone, then
-// forwards plain HTTP over a pooled upstream connection or turns a CONNECT into a Tunnel.
-// A request body is read only once its request is admitted, and then relayed to the
-// upstream piece by piece (64 KiB at most in memory per connection, whatever its size);
-// a refused request's body is never read, and its connection is closed. Each async step
-// is one member function.
+// One agent connection: the client side of the request path. It reads request heads
+// (checked by RequestHeadCheck, then Beast's parser under the limits of request_head.hpp),
+// runs the keep-alive loop, writes refusals and closes or resets the connection
+// (http_session.cpp). Each request is decided on its head alone by Admission
+// (admission.hpp), whose only wait, a DNS lookup, the session runs; its row is the
+// Exchange's (exchange.hpp). An admitted request goes out over a pooled or dialled
+// upstream connection, its body relayed piece by piece (64 KiB at most in memory per
+// connection) and the answer relayed back by ResponseRelay (response_relay.hpp), or a
+// CONNECT becomes a Tunnel (forwarding.cpp). A refused request's body is never read, and
+// its connection is closed. The parts are members: no allocation per request for them.
 #include "netbox/policy/decide.hpp"
 #include "netbox/proxy/server.hpp"
 
+#include "admission.hpp"
 #include "agent_registry.hpp"
 #include "denial.hpp"
 #include "dialer.hpp"
 #include "exchange.hpp"
 #include "request_head.hpp"
+#include "response_relay.hpp"
 #include "proxy_runtime.hpp"
 #include "target.hpp"
 
@@ -53,10 +58,10 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
   void check_head();
   void refuse_head(const HeadProblem& p);  // 400/414/431 from RequestHeadCheck: nothing is forwarded
   void note_target(std::string_view target, bool connect);
-  void on_request(boost::beast::error_code ec);
-  void route();
+  void take_head(boost::beast::error_code ec);  // the head is parsed (or failed): check it, then admit
+  void admit();
   void on_resolved(ResolveResult r);
-  void admit(std::vector<boost::asio::ip::address> allowed, policy::Decision decision);
+  void act_on(AdmissionResult result);  // refuse, or open the exchange and forward
   void forward();  // after admit (and, with --audit-sync, once the row is durable)
   void refuse_unaudited(std::string why);  // 503: the audit store cannot take the row
   void connect_upstream();
@@ -64,23 +69,17 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
   void send_upstream();
   void send_continue();  // "100 Continue" to an agent that waits for it, once admitted
   void read_request_piece();
-  void on_request_piece(boost::beast::error_code ec);
+  void request_piece(boost::beast::error_code ec);
   void send_request_piece(std::size_t got);
   void on_upstream_written(boost::beast::error_code ec, std::size_t bytes);
   void request_body_failed(boost::beast::error_code ec);
   bool may_resend() const;
-  void read_upstream_header();
-  void on_upstream_header(boost::beast::error_code ec, std::size_t bytes);
-  void read_body_chunk();
-  void on_body_chunk(boost::beast::error_code ec, std::size_t bytes);
-  void send_piece(std::size_t got);
-  void on_piece_written(boost::beast::error_code ec, std::size_t bytes);
-  void response_done(std::string error);
+  void relay_response();
+  void on_relayed(RelayResult r);
   void start_tunnel(boost::asio::ip::tcp::socket upstream);
 
-  // Answers without forwarding. Without an open exchange, writes a complete audit row
-  // from `record_` (decision taken from `decision_text`); with one, completes it.
-  void refuse(Refusal r, std::string decision_text, bool close, std::string error = {});
+  // Answers without forwarding; the exchange writes (or completes, as error) the row.
+  void refuse(Refusal r, bool close, std::string error = {});
   void upstream_failed(unsigned status, std::string error);
   void on_refusal_written(bool close, boost::beast::error_code ec);
   void close_client();
@@ -116,13 +115,12 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
   Request req_;
   Target target_;
   policy::Host host_;
-  policy::Decision name_decision_;
-  audit::AuditRecord record_;
-  std::unique_ptr<Exchange> exchange_;
+  Admission admission_;
+  Exchange exchange_;  // the current request's row
   std::vector<boost::asio::ip::tcp::endpoint> allowed_;
   bool client_keep_alive_ = false;
   bool reused_upstream_ = false;
-  // The request body, relayed in pieces through body_buf_ before the response is read.
+  // The request body, relayed in pieces through pieces_ before the response is read.
   bool request_had_body_ = false;  // one was announced (Content-Length > 0 or chunked)
   bool body_started_ = false;      // some was taken from the agent: the request cannot be resent
   bool body_chunked_ = false;      // it goes upstream chunked (the agent sent it chunked)
@@ -134,25 +132,11 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
   std::string pool_scope_;         // UpstreamPool::scope of this agent connection
   std::string pool_key_;
   std::optional<boost::beast::tcp_stream> upstream_;
-  boost::beast::flat_buffer buffer_upstream_;
-  // The response streams through in pieces: header first, then body chunks, so a large
-  // download never sits in memory whole.
-  std::optional<boost::beast::http::response_parser<boost::beast::http::buffer_body>> upstream_parser_;
-  // The head (request or response) and chunk framing on their way out (head_writer.hpp);
-  // kept across requests so its capacity is reused.
+  // The request head and chunk framing on their way upstream (head_writer.hpp); kept
+  // across requests so its capacity is reused.
   std::string out_;
-  bool head_pending_ = false;  // the response head is in out_ and has not been written
-  bool chunked_ = false;       // the agent's response is re-chunked
-  bool last_piece_ = false;    // the piece being written ends the response
-  // Allocated at the first body (request or response), so an idle connection costs no
-  // 64 KiB. A request body is relayed whole before the response is read: one buffer
-  // serves both.
-  static constexpr std::size_t kBodyPiece = 64 * 1024;
-  std::unique_ptr<char[]> body_buf_;
-  int response_status_ = 0;
-  bool response_started_ = false;  // some of the response went to the agent
-  bool header_held_ = false;       // the response header waits for the first body piece
-  bool upstream_keep_alive_ = false;
+  PieceBuffer pieces_;   // body pieces, request then response
+  ResponseRelay relay_;  // the upstream's answer, to the agent
   std::shared_ptr<void> refusal_;  // keeps a refusal message alive while it is written
 };
 

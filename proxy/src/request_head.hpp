@@ -16,6 +16,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 
@@ -82,6 +83,20 @@ class RequestHeadCheck {
   std::string pending_field_;
   HeadProblem problem_;
 };
+
+// Whether a request's method is one of `set`: the proxy's method lists (handled,
+// idempotent, body-consuming) read as lists.
+constexpr bool verb_in(boost::beast::http::verb v, std::initializer_list<boost::beast::http::verb> set) {
+  for (auto x : set)
+    if (x == v) return true;
+  return false;
+}
+
+// The methods netbox forwards (or tunnels, CONNECT); any other gets 405.
+constexpr bool handled_method(boost::beast::http::verb v) {
+  using enum boost::beast::http::verb;
+  return verb_in(v, {get, head, post, put, delete_, patch, options, connect});
+}
 
 // A plain-language reason for a Beast parse error of the request (head or body).
 std::string describe_request_error(const boost::beast::error_code& ec);

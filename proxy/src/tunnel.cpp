@@ -20,7 +20,7 @@ constexpr std::string_view kEstablished = "HTTP/1.1 200 Connection Established\r
 }
 
 Tunnel::Tunnel(ProxyRuntime& impl, tcp::socket client, tcp::socket upstream, std::string early_data,
-               std::unique_ptr<Exchange> exchange, std::chrono::milliseconds idle_timeout)
+               Exchange exchange, std::chrono::milliseconds idle_timeout)
     : impl_(impl),
       client_(std::move(client)),
       upstream_(std::move(upstream)),
@@ -40,10 +40,8 @@ Tunnel::~Tunnel() {
   close_pipe(up_);
   close_pipe(down_);
   impl_.counters.active_tunnels.fetch_sub(1);
-  if (exchange_) {
-    exchange_->bytes_up = up_.bytes;
-    exchange_->bytes_down = down_.bytes;
-  }
+  exchange_.bytes_up = up_.bytes;  // for a tunnel cut off by shutdown: the member completes it
+  exchange_.bytes_down = down_.bytes;
 }
 
 void Tunnel::start() {
@@ -106,10 +104,10 @@ void Tunnel::buffer_step(Half& h) {
     h.buf.reset();  // idle: the buffer goes back until the next bytes arrive
     return wait_readable(h);
   }
-  on_read(h, ec, n);
+  pass_on(h, ec, n);
 }
 
-void Tunnel::on_read(Half& h, boost::system::error_code ec, std::size_t n) {
+void Tunnel::pass_on(Half& h, boost::system::error_code ec, std::size_t n) {
   if (n > 0) {
     last_activity_ = std::chrono::steady_clock::now();
     h.bytes += n;
@@ -289,12 +287,9 @@ void Tunnel::finish() {
   boost::system::error_code ignored;
   client_.close(ignored);
   upstream_.close(ignored);
-  if (exchange_) {
-    exchange_->bytes_up = up_.bytes;
-    exchange_->bytes_down = down_.bytes;
-    exchange_->finish(200, error_);
-    exchange_.reset();
-  }
+  exchange_.bytes_up = up_.bytes;
+  exchange_.bytes_down = down_.bytes;
+  exchange_.finish(200, error_);
 }
 
 }  // namespace netbox::proxy

@@ -24,7 +24,7 @@ class Tunnel : public std::enable_shared_from_this<Tunnel> {
   static constexpr std::size_t kBurstSize = 16 * 1024;  // a burst's first bytes, relayed by copy
 
   Tunnel(ProxyRuntime& impl, boost::asio::ip::tcp::socket client, boost::asio::ip::tcp::socket upstream,
-         std::string early_data, std::unique_ptr<Exchange> exchange, std::chrono::milliseconds idle_timeout);
+         std::string early_data, Exchange exchange, std::chrono::milliseconds idle_timeout);
   ~Tunnel();
   void start();
 
@@ -51,7 +51,7 @@ class Tunnel : public std::enable_shared_from_this<Tunnel> {
   Burst burst_step(Half& h);
   bool open_pipe(Half& h);
   static void close_pipe(Half& h);
-  void on_read(Half& h, boost::system::error_code ec, std::size_t n);
+  void pass_on(Half& h, boost::system::error_code ec, std::size_t n);  // after a read: write what came, or end the half
   void on_written(Half& h, boost::system::error_code ec);
   void half_done(Half& h, const boost::system::error_code& ec);
   void arm_idle();
@@ -62,7 +62,7 @@ class Tunnel : public std::enable_shared_from_this<Tunnel> {
   boost::asio::ip::tcp::socket client_;
   boost::asio::ip::tcp::socket upstream_;
   std::string early_;
-  std::unique_ptr<Exchange> exchange_;
+  Exchange exchange_;  // taken over from the session: completed when the tunnel ends
   std::chrono::milliseconds idle_timeout_;
   boost::asio::steady_timer idle_;
   std::chrono::steady_clock::time_point last_activity_;

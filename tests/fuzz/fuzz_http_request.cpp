@@ -1,5 +1,5 @@
 // An agent's request head as the proxy reads it (proxy/src/http_session.cpp,
-// ClientSession::read_request/on_request): Beast's request_parser with the session's
+// ClientSession::read_request/take_head): Beast's request_parser with the session's
 // header and body limits, then the target (absolute-form, or authority-form for CONNECT),
 // then the host normaliser and the name decision, then the hop-by-hop header strip
 // applied before forwarding. Invariants (a violation aborts):
@@ -13,7 +13,6 @@
 //  - after strip_hop_by_hop no Connection, Transfer-Encoding, TE, Upgrade, Keep-Alive,
 //    Trailer or Proxy-* field, nor any field Connection named, is left.
 #include "headers.hpp"
-#include "http_session.hpp"
 #include "request_head.hpp"
 #include "target.hpp"
 
@@ -41,7 +40,6 @@
 namespace {
 
 namespace http = boost::beast::http;
-using netbox::proxy::ClientSession;
 using Request = http::request<http::string_body>;
 
 [[noreturn]] void violated(const char* what, const std::string& detail) {
@@ -111,22 +109,6 @@ bool same_reading(const Reading& a, const Reading& b) {
   const Request& y = *b.request;
   return a.consumed == b.consumed && x.method_string() == y.method_string() && x.target() == y.target() &&
          x.version() == y.version() && x.body() == y.body();
-}
-
-bool handled_method(http::verb v) {  // mirrors http_session.cpp
-  switch (v) {
-    case http::verb::get:
-    case http::verb::head:
-    case http::verb::post:
-    case http::verb::put:
-    case http::verb::delete_:
-    case http::verb::patch:
-    case http::verb::options:
-    case http::verb::connect:
-      return true;
-    default:
-      return false;
-  }
 }
 
 const netbox::policy::Profile& fixture_profile() {
@@ -219,7 +201,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (!accepted(whole)) return 0;
   const Request& req = *whole.request;
   check_stripped(req);
-  if (!handled_method(req.method())) return 0;  // 405
+  if (!netbox::proxy::handled_method(req.method())) return 0;  // 405
 
   const bool connect = req.method() == http::verb::connect;
   const auto raw_target = req.target();

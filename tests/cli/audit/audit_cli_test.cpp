@@ -82,6 +82,24 @@ TEST_F(AuditCli, TableListsRequestsNewestFirst) {
   EXPECT_LT(r.out.find("y.evil.example"), r.out.rfind("api.example.com"));
 }
 
+// A cap and a request netbox could not complete are decisions of their own (as their
+// X-Netbox-Decision said), and --decision finds them.
+TEST_F(AuditCli, CapAndErrorAreDecisionsTheFilterFinds) {
+  {
+    WriterOptions o;
+    o.db_path = db;
+    Writer w(o);
+    add(w, row("tester", "capped.example.com", "cap", Clock::now()), 0, 0);
+    add(w, row("tester", "gone.example.com", "error", Clock::now()), 0, 0);
+  }
+  EXPECT_EQ(hosts_json({"--decision", "cap"}), (std::vector<std::string>{"capped.example.com"}));
+  EXPECT_EQ(hosts_json({"--decision", "error"}), (std::vector<std::string>{"gone.example.com"}));
+  EXPECT_EQ(hosts_json({"--decision", "deny"}).size(), 2u) << "neither is a denial";
+  const auto bad = audit({"--decision", "denied"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("allow, report, deny, cap, error"), std::string::npos) << bad.err;
+}
+
 TEST_F(AuditCli, Filters) {
   EXPECT_EQ(hosts_json({"--agent", "builder"}), (std::vector<std::string>{"x.evil.example", "api.example.com"}));
   EXPECT_EQ(hosts_json({"--decision", "deny"}), (std::vector<std::string>{"y.evil.example", "x.evil.example"}));

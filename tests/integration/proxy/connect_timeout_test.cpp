@@ -51,7 +51,7 @@ TEST_F(ProxyTest, ConnectTimeoutGives504ForPlainHttpAndConnect) {
   EXPECT_EQ(r.status, 504);
   EXPECT_EQ(r.header("x-netbox-decision"), "error");
   auto row = last_row();
-  EXPECT_EQ(row.decision, "allow");
+  EXPECT_EQ(row.decision, "error");  // allowed by the policy, then the dial failed
   EXPECT_EQ(row.status, 504);
   EXPECT_NE(row.error.find("timed out"), std::string::npos) << row.error;
 

@@ -42,14 +42,17 @@ TEST_F(DnsTest, NameWhoseAnswerIsInternalIsRefused) {
   EXPECT_EQ(last_row().resolved_addr, "169.254.169.254");
 }
 
-TEST_F(DnsTest, LookupFailureGives502AndKeepsThePolicyDecision) {
+// The row's decision is error, as the answer's header says; its rule and reason stay the
+// policy's (which let the name through), the lookup's failure is its error.
+TEST_F(DnsTest, LookupFailureGives502AsErrorAndKeepsThePolicyRule) {
   start_proxy(base_policy(R"("allow": ["nx.test", "unknown.test"])"), {dns->server()});
   for (const auto* host : {"nx.test", "unknown.test"}) {
     auto r = proxy_get(port, url(host));
     EXPECT_EQ(r.status, 502) << host;
     EXPECT_EQ(r.header("x-netbox-decision"), "error");
     auto row = last_row();
-    EXPECT_EQ(row.decision, "allow") << host;
+    EXPECT_EQ(row.decision, "error") << host;
+    EXPECT_NE(row.rule.find("allow["), std::string::npos) << row.rule;
     EXPECT_EQ(row.status, 502);
     EXPECT_NE(row.error.find("DNS"), std::string::npos) << row.error;
   }

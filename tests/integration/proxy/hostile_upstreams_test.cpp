@@ -93,7 +93,7 @@ TEST_F(HostileUpstreams, UpstreamThatNeverAnswersGets504AtTheTimeout) {
   EXPECT_EQ(silent.requests(), 1U);
   const auto row = last_row();
   EXPECT_EQ(row.status, 504);
-  EXPECT_EQ(row.decision, "allow");
+  EXPECT_EQ(row.decision, "error");
   EXPECT_NE(row.error.find("did not answer"), std::string::npos) << row.error;
 }
 

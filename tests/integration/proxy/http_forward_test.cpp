@@ -101,7 +101,7 @@ TEST_F(ProxyTest, OriginFormRequestIsRefusedWith400AndAReason) {
   EXPECT_NE(r.header("x-netbox-reason").find("origin-form"), std::string::npos);
   EXPECT_NE(r.body.find("What you can do:"), std::string::npos) << r.body;
   auto row = last_row();
-  EXPECT_EQ(row.decision, "deny");
+  EXPECT_EQ(row.decision, "error");  // malformed, not a policy decision: as the header says
   EXPECT_EQ(row.status, 400);
   EXPECT_NE(row.reason.find("origin-form"), std::string::npos);
 }
@@ -111,8 +111,9 @@ TEST_F(ProxyTest, GarbageRequestIsRefusedWith400AndLogged) {
   ProxyConnection c(port);
   auto r = c.send("HELLO\x01 there\r\n\r\n");
   EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(r.header("x-netbox-decision"), "error");
   auto row = last_row();
-  EXPECT_EQ(row.decision, "deny");
+  EXPECT_EQ(row.decision, "error");
   EXPECT_EQ(row.status, 400);
   EXPECT_EQ(row.host, "");
 }
@@ -154,7 +155,7 @@ TEST_F(ProxyTest, UserinfoInTheTargetIsRefusedAndNeverReachesTheRealHost) {
   EXPECT_NE(r.header("x-netbox-reason").find("userinfo"), std::string::npos);
   EXPECT_EQ(upstream.requests(), 0u);
   auto row = last_row();
-  EXPECT_EQ(row.decision, "deny");
+  EXPECT_EQ(row.decision, "error");
   EXPECT_EQ(row.host, "127.0.0.1");
 }
 
@@ -176,7 +177,7 @@ TEST_F(ProxyTest, UpstreamRefusingTheConnectionGives502) {
   EXPECT_EQ(r.status, 502);
   EXPECT_EQ(r.header("x-netbox-decision"), "error");
   auto row = last_row();
-  EXPECT_EQ(row.decision, "allow");  // the policy allowed it; the upstream failed
+  EXPECT_EQ(row.decision, "error");  // the policy allowed it; the upstream failed
   EXPECT_EQ(row.status, 502);
   EXPECT_NE(row.error.find("refused"), std::string::npos) << row.error;
 }

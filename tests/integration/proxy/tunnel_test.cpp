@@ -186,7 +186,7 @@ TEST_F(TunnelTest, UpstreamRefusingTheTunnelGives502) {
   auto r = proxy_connect(port, "upstream.test:" + std::to_string(dead));
   EXPECT_EQ(r.status, 502);
   auto row = last_row();
-  EXPECT_EQ(row.decision, "allow");
+  EXPECT_EQ(row.decision, "error");  // allowed, then the dial failed: as the header says
   EXPECT_EQ(row.status, 502);
   EXPECT_FALSE(row.error.empty());
 }

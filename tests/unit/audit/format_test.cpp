@@ -85,7 +85,7 @@ TEST(AuditFormat, CsvQuotesCommasAndQuotesPerRfc4180AndEscapesNewlines) {
 }
 
 TEST(AuditFormat, CsvOfNothingIsJustTheHeader) {
-  EXPECT_EQ(format_summary({}, "csv"), "agent,host,allowed,denied,reported,bytes_up,bytes_down\r\n");
+  EXPECT_EQ(format_summary({}, "csv"), "agent,host,allowed,denied,reported,capped,failed,bytes_up,bytes_down\r\n");
 }
 
 TEST(AuditFormat, TableAlignsColumnsAndShowsWhyAndWhatWentWrong) {
@@ -118,11 +118,11 @@ TEST(AuditFormat, TableCutsLongFieldsAndDefusesControlCharacters) {
 }
 
 TEST(AuditFormat, SummaryTable) {
-  std::vector<SummaryRow> rows = {{"agent-1", "api.example.com", 5, 1, 0, 100, 2000},
-                                  {"agent-2", "x.evil.example", 0, 3, 2, 0, 0}};
+  std::vector<SummaryRow> rows = {{"agent-1", "api.example.com", 5, 1, 0, 0, 0, 100, 2000},
+                                  {"agent-2", "x.evil.example", 0, 3, 2, 4, 1, 0, 0}};
   const auto table = lines(format_summary(rows, "table"));
   ASSERT_EQ(table.size(), 3u);
-  for (const char* title : {"AGENT", "HOST", "ALLOWED", "DENIED", "REPORTED", "UP", "DOWN"})
+  for (const char* title : {"AGENT", "HOST", "ALLOWED", "DENIED", "REPORTED", "CAPPED", "FAILED", "UP", "DOWN"})
     EXPECT_NE(table[0].find(title), std::string::npos) << title;
   // Numbers are right-aligned under their titles.
   const auto denied_end = table[0].find("DENIED") + std::string("DENIED").size();
@@ -131,6 +131,8 @@ TEST(AuditFormat, SummaryTable) {
   const auto j = nlohmann::json::parse(format_summary(rows, "json"));
   EXPECT_EQ(j[1]["denied"], 3);
   EXPECT_EQ(j[1]["reported"], 2);
+  EXPECT_EQ(j[1]["capped"], 4);
+  EXPECT_EQ(j[1]["failed"], 1);
   EXPECT_EQ(j[0]["bytes_down"], 2000);
 }
 

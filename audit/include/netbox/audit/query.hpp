@@ -38,6 +38,8 @@ struct SummaryRow {
   std::uint64_t allowed = 0;
   std::uint64_t denied = 0;
   std::uint64_t reported = 0;
+  std::uint64_t capped = 0;   // refused by a connection limit
+  std::uint64_t failed = 0;   // decision error: malformed, DNS or upstream failure
   std::uint64_t bytes_up = 0;
   std::uint64_t bytes_down = 0;
 };

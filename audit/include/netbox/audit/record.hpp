@@ -21,7 +21,7 @@ struct AuditRecord {
   std::uint16_t port = 0;
   std::string path;               // plain HTTP only, without the query string
   std::string resolved_addr;
-  std::string decision;           // "allow", "deny", "report"
+  std::string decision;           // one of kDecisions (decision.hpp)
   std::string rule;
   std::string reason;
   std::optional<int> status;      // HTTP status sent to the agent (200 for an established tunnel)
@@ -42,6 +42,7 @@ struct Completion {
   std::int64_t duration_ms = 0;
   std::string resolved_addr;      // empty: keep what was inserted
   std::string error;
+  std::string decision;           // empty: keep what was inserted ("error" when the upstream failed)
 };
 
 // One row of `agents`.

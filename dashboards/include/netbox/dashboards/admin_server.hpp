@@ -21,6 +21,8 @@ struct LiveStats {
   std::uint64_t active_tunnels = 0;
   std::uint64_t bytes_up = 0;
   std::uint64_t bytes_down = 0;
+  std::uint64_t cap = 0;    // refused by a connection limit
+  std::uint64_t error = 0;  // not completed: malformed, DNS or upstream failure
 };
 
 struct AdminOptions {

@@ -7,6 +7,11 @@
 #include <boost/asio/ip/address.hpp>
 
 #include <cstdint>
+#include <optional>
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
 
 namespace netbox::policy {
 
@@ -20,6 +25,29 @@ Decision decide_name(const Profile& profile, const Host& host, uint16_t port);
 // that matched an allow rule, or an address inside an allowed network).
 Decision decide_address(const Profile& profile, const Host& host, uint16_t port,
                         const boost::asio::ip::address& addr);
+
+// Says why addr:port is netbox itself (a refusal reason), or empty when it is not: the
+// proxy's own endpoints, which no policy can allow (rule `netbox`, in every mode).
+using OwnEndpoint = std::function<std::string(const boost::asio::ip::address&, uint16_t)>;
+
+// The verdict on a destination once its addresses are known: the one place the name's
+// decision and the addresses' decisions are merged.
+struct Destination {
+  // allow, report or deny. Let through: the address decision, except that a report on
+  // either step wins (the row must show that the policy would have refused). Denied: the
+  // first refused address's decision (or netbox's own endpoint).
+  Decision decision;
+  std::vector<boost::asio::ip::address> allowed;  // in resolution order; empty when denied
+  // The address the audit row names: the first allowed one, else the first refused one.
+  std::optional<boost::asio::ip::address> shown;
+};
+
+// Step 3: `name` is what decide_name said (and let through) for host:port; `addresses`
+// what the host resolved to (or its literal). Every address is decided with
+// decide_address and checked against `own_endpoint`; those let through may be dialled.
+Destination decide_destination(const Profile& profile, const Host& host, uint16_t port, Decision name,
+                               std::span<const boost::asio::ip::address> addresses,
+                               const OwnEndpoint& own_endpoint);
 
 // If `addr` lies in an internal range, the range's description ("RFC 1918",
 // "loopback", "cloud metadata", "IPv4-mapped loopback" ...); otherwise empty.
