@@ -9,6 +9,7 @@ Only loopback is used; every loop is bounded in count and time.
 import argparse
 import json
 import os
+import platform
 import random
 import re
 import resource
@@ -502,6 +503,11 @@ end
         self.ports, self.pids = {}, {}
         self.facts["load_before"] = os.getloadavg()
         self.facts["started"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+        # What was measured, kept with the numbers: a report written later must not name
+        # the tree or kernel it happens to be written on.
+        self.facts["commit"] = subprocess.run(["git", "-C", os.path.dirname(os.path.abspath(__file__)), "describe",
+                                               "--always", "--dirty"], capture_output=True, text=True).stdout.strip()
+        self.facts["kernel"] = platform.release()
         self.start_upstream()
         self.write_wrk_scripts()
         self.ports["direct"] = self.up

@@ -21,6 +21,17 @@ NAMES = {"direct": "direct (no proxy)", "nginx": "nginx reverse proxy", "squid":
          "unshare": "unshare -n"}
 
 
+def rerun_lines(f):
+    """Benchmarks measured again alone after the run (facts["<bench>_rerun"])."""
+    out = []
+    for key in sorted(k for k in f if k.endswith("_rerun")):
+        r = f[key]
+        load = ", ".join(f"{x:.2f}" for x in r.get("load_before", []))
+        out.append(f"- {key[:-6].upper()} measured again alone: {r.get('started', '?')}, netbox commit "
+                   f"{r.get('commit', '?')}, load before {load} ({r.get('note', '')})")
+    return out
+
+
 def med(results, bench, contender, param, metric):
     for r in results:
         if (r["bench"], r["contender"], str(r["param"]), r["metric"]) == (bench, contender, str(param), metric):
@@ -183,21 +194,22 @@ def machine(data):
     cpu = sh("lscpu | sed -n 's/^Model name: *//p'")
     mem = sh("free -h | awk '/Mem:/{print $2}'")
     distro = sh(". /etc/os-release && echo $PRETTY_NAME")
-    commit = sh(f"git -C {os.path.dirname(os.path.abspath(__file__))} describe --always --dirty")
+    commit = f.get("commit") or sh(f"git -C {os.path.dirname(os.path.abspath(__file__))} describe --always --dirty")
+    kernel = f.get("kernel") or platform.release()
     versions = "; ".join(sh(c) for c in ("nginx -v 2>&1", "squid -v | head -1", "tinyproxy -v",
                                          "wrk -v 2>&1 | head -1 | cut -d' ' -f1-2", "bwrap --version",
                                          "hyperfine --version"))
     load_b = ", ".join(f"{x:.2f}" for x in f["load_before"])
     load_a = ", ".join(f"{x:.2f}" for x in f["load_after"])
     return [f"- Run started: {f.get('started') or time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}",
-            f"- CPU: {cpu}, {os.cpu_count()} logical cores; memory {mem}; kernel {platform.release()}; {distro}",
+            f"- CPU: {cpu}, {os.cpu_count()} logical cores; memory {mem}; kernel {kernel}; {distro}",
             f"- Load average (1/5/15 min) before the run: {load_b}; after: {load_a} "
             f"(the machine is shared with other engineers' builds)",
             f"- netbox commit {commit}, Release build",
             f"- {versions}",
             f"- Rounds: {data['rounds']} (contenders interleaved, order shuffled per round), "
             f"{data['duration_s']} s per load measurement, bulk {data['bulk_bytes'] >> 20} MiB each way; "
-            f"harness wall time {f['seconds'] / 60:.1f} min"]
+            f"harness wall time {f['seconds'] / 60:.1f} min"] + rerun_lines(f)
 
 
 def main():
