@@ -49,17 +49,23 @@ void refuse_newer(int version, const std::filesystem::path& path) {
                            " this netbox understands; use a newer netbox to read or write it");
 }
 
-// A new database file is created 0600 here, whatever the umask: SQLite would create it
-// 0644 (and gives its -wal and -shm the database file's permissions), which lets any
-// local user, an agent too, read the rows and lock the -shm.
+// A new database file is created here, whatever the umask: SQLite would create it 0644
+// (and gives its -wal and -shm the database file's permissions), which lets any local
+// user, an agent too, read the rows and lock the -shm. It is 0600, or 0640 in the group of
+// a folder that lets its group in (the package's /var/lib/netbox is root:netbox 0750, so
+// that the netbox group, the security team, reads the audit with `netbox audit`).
 void create_private(const std::filesystem::path& path) {
   const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (fd >= 0) {
-    ::fchmod(fd, 0600);
-    ::close(fd);
-  }
-  // EEXIST: an existing database keeps its mode (check_db_location refuses writable ones);
-  // other errors are reported by sqlite3_open_v2 with its own words.
+  if (fd < 0) return;  // EEXIST: an existing database keeps its mode (check_db_location refuses
+                       // writable ones); other errors are reported by sqlite3_open_v2 in its words
+  mode_t mode = 0600;
+  struct stat dir {};
+  const auto parent = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
+  if (::stat(parent.c_str(), &dir) == 0 && (dir.st_mode & S_IXGRP) && !(dir.st_mode & (S_IWGRP | S_IWOTH)) &&
+      ::fchown(fd, static_cast<uid_t>(-1), dir.st_gid) == 0)
+    mode = 0640;
+  ::fchmod(fd, mode);
+  ::close(fd);
 }
 
 // A -wal or -shm left by an older netbox (0644) gets no more permissions than the
