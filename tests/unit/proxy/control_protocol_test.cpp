@@ -96,7 +96,7 @@ TEST(ControlProtocol, UnknownOpIsRefusedNamingIt) {
 }
 
 TEST(ControlProtocol, TruncatedAndNonJsonLinesAreRefused) {
-  const auto full = to_line(Register{"10.213.0.2", "a", "", "10.213.0.1:3128", AgentLaunch{1, "x", "", "", ""}});
+  const auto full = to_line(Register{"10.213.0.2", "a", "", "10.213.0.1:3128", AgentLaunch{1, "x", "", "", ""}, {}});
   for (std::size_t n = 0; n + 2 < full.size(); n += 7) expect_refused(full.substr(0, n), "JSON");
   expect_refused("not json at all", "not JSON");
   expect_refused("\xff\xfe{\"op\":\"ping\"}", "not JSON");
