@@ -208,8 +208,10 @@ tcp::endpoint ProxyRuntime::add_listener(const tcp::endpoint& ep, ListenerKind k
     std::lock_guard lock(listeners_mu);
     listeners.push_back(bound);
   }
-  if (lifecycle == Lifecycle::running)  // start() says the rest
-    log.write("listening", {{"address", ep_text(bound)}, {"protocol", kind == ListenerKind::socks ? "socks5" : "http"}});
+  if (lifecycle == Lifecycle::running) {  // start() says the rest
+    if (kind == ListenerKind::socks) log.write("listening", {{"address", ep_text(bound)}, {"protocol", "socks5"}});
+    else log.write("listening", {{"address", ep_text(bound)}});
+  }
   return bound;
 }
 
