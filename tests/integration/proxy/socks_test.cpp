@@ -90,16 +90,19 @@ TEST_F(SocksTest, ADeniedHostGetsNotAllowedByRulesetAndADenyRowSayingWhy) {
 
 TEST_F(SocksTest, AnInternalAddressLiteralIsDeniedBeforeAnyDial) {
   start();
-  for (const auto& request : {bytes({5, 1, 0, 1, 169, 254, 169, 254, 0, 80}), bytes({5, 1, 0, 1, 10, 1, 2, 3, 0, 80})}) {
+  const auto v6_loopback = bytes({5, 1, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 80});
+  for (const auto& request :
+       {bytes({5, 1, 0, 1, 169, 254, 169, 254, 0, 80}), bytes({5, 1, 0, 1, 10, 1, 2, 3, 0, 80}), v6_loopback}) {
     ProxyConnection c(socks_port);
     const auto reply = handshake(c, request);
     ASSERT_EQ(reply.size(), 10u);
     EXPECT_EQ(reply[1], 0x02);
   }
   const auto all = rows();
-  ASSERT_EQ(all.size(), 2u);
+  ASSERT_EQ(all.size(), 3u);
   EXPECT_EQ(all[0].host, "169.254.169.254");
   EXPECT_EQ(all[1].host, "10.1.2.3");
+  EXPECT_EQ(all[2].host, "::1") << "an IPv6 request is decided as the literal it names";
   for (const auto& row : all) {
     EXPECT_EQ(row.kind, "socks");
     EXPECT_EQ(row.decision, "deny");
