@@ -188,16 +188,23 @@ void SocksSession::act_on(AdmissionResult result) {
   auto& yes = std::get<Admitted>(result);
   const bool queued = exchange_.admitted(yes);
   allowed_ = std::move(yes.endpoints);
-  const Refusal unaudited{503, Outcome::error, what_, "audit", "the audit store did not accept the record of this request", {}};
-  if (!queued) return refuse(socks::Reply::general_failure, unaudited);
+  if (!queued) return refuse_unaudited("the audit store did not accept the record of this request");
   if (impl_.options.audit_sync)
-    return impl_.writer->on_committed(exchange_.row(), [self = shared_from_this(), unaudited](bool ok) {
-      asio::post(self->stream_.get_executor(), [self, ok, unaudited] {
+    return impl_.writer->on_committed(exchange_.row(), [self = shared_from_this()](bool ok) {
+      asio::post(self->stream_.get_executor(), [self, ok] {
         if (ok) return self->connect_upstream();
-        self->refuse(socks::Reply::general_failure, unaudited);
+        self->refuse_unaudited("the audit store could not make the record of this request durable");
       });
     });
   connect_upstream();
+}
+
+// Fail closed, as on the HTTP listener: no connection, and no second try at a row the
+// store just refused (one already queued is completed by the Exchange).
+void SocksSession::refuse_unaudited(std::string why) {
+  exchange_.end();
+  impl_.log.write("audit_refused", {{"host", host_.name}, {"agent", who_.agent}, {"reason", why}});
+  send_reply(socks::Reply::general_failure);
 }
 
 void SocksSession::connect_upstream() {
