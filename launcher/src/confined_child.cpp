@@ -109,10 +109,12 @@ struct ExecPlan {
   std::string moved_root;               // ... or in / instead
 };
 
-ExecPlan plan_exec(const ChildSpec& spec, std::uint16_t port) {
+ExecPlan plan_exec(const ChildSpec& spec, const ProxyPorts& ports) {
   ExecPlan p;
   p.env = agent_environment({spec.launcher_env, spec.keep_env, spec.set_env,
-                             "http://" + spec.host_addr + ":" + std::to_string(port), spec.user.name, spec.user.home});
+                             "http://" + spec.host_addr + ":" + std::to_string(ports.http), spec.user.name,
+                             spec.user.home,
+                             ports.socks ? "socks5h://" + spec.host_addr + ":" + std::to_string(ports.socks) : ""});
   for (auto& e : p.env) p.envp.push_back(e.data());
   p.envp.push_back(nullptr);
   p.args = spec.command;
@@ -230,7 +232,7 @@ int exec_like_a_shell(ExecPlan& p, int* err) {
 
 // The agent, in the order of nsjail's contain.cc: environment, user ids, fds,
 // parent-death signal, no_new_privs, capabilities, rlimits, seccomp last, exec.
-[[noreturn]] void agent_main(const ChildSpec& spec, std::uint16_t port, int exec_fd) {
+[[noreturn]] void agent_main(const ChildSpec& spec, const ProxyPorts& ports, int exec_fd) {
   default_signal_dispositions();
   // A session of its own: kill(0, SIG) reaches only the agent's own processes, never
   // another launch started from the same shell, and nothing it does to a terminal
@@ -239,7 +241,7 @@ int exec_like_a_shell(ExecPlan& p, int* err) {
   if (spec.controlling_terminal >= 0 && ioctl(spec.controlling_terminal, TIOCSCTTY, 0) != 0)
     agent_fail(exec_fd, errno, "TIOCSCTTY", kExitLauncherFailure);
 
-  ExecPlan plan = plan_exec(spec, port);
+  ExecPlan plan = plan_exec(spec, ports);
 
   const char* step = "";
   if (int err = drop_to_user(spec.user, &step)) agent_fail(exec_fd, err, step, kExitLauncherFailure);
@@ -333,11 +335,11 @@ void setup_step(std::string& error, Step&& step) {
     add_ipv4_address(spec.agent_ifname, spec.agent_addr, spec.prefix);
     set_link_up(spec.agent_ifname);
   });
-  std::uint16_t port = 0;
-  if (read_full(go_fd, &port, sizeof port) != sizeof port) _exit(kExitLauncherFailure);
+  ProxyPorts ports;
+  if (read_full(go_fd, &ports, sizeof ports) != sizeof ports) _exit(kExitLauncherFailure);
   // The proxy has its audit database open by now, so its -wal and -shm exist too.
   setup_step(error, [&] {
-    install_agent_rules(spec.host_addr, port);
+    install_agent_rules(spec.host_addr, ports);
     hide_paths(spec.hidden);
   });
   // The agent must not run before the host's rules are in place: the launcher says so.
@@ -357,7 +359,7 @@ void setup_step(std::string& error, Step&& step) {
   }
   if (agent == 0) {
     close_fd(status_fd);
-    agent_main(spec, port, exec_fd);
+    agent_main(spec, ports, exec_fd);
   }
   write_all(status_fd, "R", 1);
   close_fd(status_fd);
@@ -471,8 +473,9 @@ void ConfinedChild::link_ready() {
     throw LaunchError(kExitLauncherFailure, "the confined child exited before its network was set up");
 }
 
-void ConfinedChild::send_port(std::uint16_t proxy_port) {
-  if (!write_all(go_fd_, &proxy_port, sizeof proxy_port))
+void ConfinedChild::send_ports(const ProxyPorts& ports) {
+  // A plain struct of two ports between two halves of one binary: sent as its bytes.
+  if (!write_all(go_fd_, &ports, sizeof ports))
     throw LaunchError(kExitLauncherFailure, "the confined child exited before its network was set up");
 }
 

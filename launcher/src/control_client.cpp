@@ -24,7 +24,7 @@ class ControlClient final : public ProxyLink {
     if (fd_ >= 0) ::close(fd_);
   }
 
-  std::uint16_t attach(const AgentIdentity& agent) override {
+  ProxyPorts attach(const AgentIdentity& agent) override {
     agent_ = agent;
     connect_socket();
     proxy::control::Register req;
@@ -32,6 +32,7 @@ class ControlClient final : public ProxyLink {
     req.agent = agent.name;
     req.profile = agent.profile;
     req.listen = agent.host_addr + ":3128";
+    req.socks_listen = agent.host_addr + ":0";  // any free port: ALL_PROXY names it
     // Without --policy the proxy records the digest of the policy it runs (an empty one).
     req.launch = proxy::AgentLaunch{agent.pid, agent.command_line, agent.agent_addr, agent.policy_digest, agent.sandbox};
     const auto reply = exchange(req);
@@ -39,7 +40,12 @@ class ControlClient final : public ProxyLink {
       throw LaunchError(kExitLauncherFailure, "the proxy at " + path_.string() + " refused the agent: " + reply.error);
     const std::string listen = reply.listen.empty() ? req.listen : reply.listen;
     try {
-      return proxy::parse_endpoint(listen, proxy::PortZero::refused).port();
+      ProxyPorts ports;
+      ports.http = proxy::parse_endpoint(listen, proxy::PortZero::refused).port();
+      // A proxy from before SOCKS5 answers none: the agent then has the HTTP listener only.
+      if (!reply.socks_listen.empty())
+        ports.socks = proxy::parse_endpoint(reply.socks_listen, proxy::PortZero::refused).port();
+      return ports;
     } catch (const std::invalid_argument& e) {
       throw LaunchError(kExitLauncherFailure,
                         "the proxy at " + path_.string() + " answered an unusable listen address " + e.what());

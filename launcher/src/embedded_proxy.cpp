@@ -16,16 +16,17 @@ namespace {
 namespace ip = boost::asio::ip;
 
 constexpr std::uint16_t kPreferredPort = 3128;
+constexpr std::uint16_t kPreferredSocksPort = 1080;
 
-// 3128 is what people expect to see in HTTP_PROXY; another wildcard listener on the
-// host may hold it, and then any free port does.
-std::uint16_t pick_port(const ip::address& addr) {
+// 3128 is what people expect to see in HTTP_PROXY (1080 in ALL_PROXY); another wildcard
+// listener on the host may hold it, and then any free port does.
+std::uint16_t pick_port(const ip::address& addr, std::uint16_t preferred) {
   boost::asio::io_context io;
   ip::tcp::acceptor probe(io);
   boost::system::error_code ec;
   probe.open(addr.is_v4() ? ip::tcp::v4() : ip::tcp::v6(), ec);
-  if (!ec) probe.bind({addr, kPreferredPort}, ec);
-  return ec ? 0 : kPreferredPort;
+  if (!ec) probe.bind({addr, preferred}, ec);
+  return ec ? 0 : preferred;
 }
 
 class EmbeddedProxy final : public ProxyLink {
@@ -68,7 +69,7 @@ class EmbeddedProxy final : public ProxyLink {
     }
   }
 
-  std::uint16_t attach(const AgentIdentity& agent) override {
+  ProxyPorts attach(const AgentIdentity& agent) override {
     try {
       if (!server_ && prepare_error_.empty()) prepare();
       if (!prepare_error_.empty()) {
@@ -80,11 +81,12 @@ class EmbeddedProxy final : public ProxyLink {
       attachment.addr = ip::make_address(agent.agent_addr);
       attachment.name = agent.name;
       attachment.profile = agent.profile;
-      attachment.listen = ip::tcp::endpoint(host, pick_port(host));
+      attachment.listen = ip::tcp::endpoint(host, pick_port(host, kPreferredPort));
+      attachment.socks_listen = ip::tcp::endpoint(host, pick_port(host, kPreferredSocksPort));
       attachment.launch = proxy::AgentLaunch{agent.pid, agent.command_line, agent.agent_addr, agent.policy_digest,
                                              agent.sandbox};
       attached_ = server_->attach_agent(attachment);
-      return attached_->listener->port();
+      return {attached_->listener->port(), attached_->socks_listener->port()};
     } catch (const LaunchError&) {
       throw;
     } catch (const std::exception& e) {

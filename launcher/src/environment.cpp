@@ -56,8 +56,9 @@ std::vector<std::string> agent_environment(const AgentEnvInput& in) {
   env["HOME"] = in.home.empty() ? "/" : in.home;
   env["USER"] = in.user;
   for (const auto& key : in.keep) copy(key);
-  for (const char* key : {"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"})
-    env[key] = in.proxy_url;
+  for (const char* key : {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"}) env[key] = in.proxy_url;
+  // socks5h: the client sends the name, so the proxy decides and resolves it (never the agent).
+  for (const char* key : {"ALL_PROXY", "all_proxy"}) env[key] = in.socks_url.empty() ? in.proxy_url : in.socks_url;
   env["NO_PROXY"] = env["no_proxy"] = "localhost,127.0.0.1";
   env["NODE_USE_ENV_PROXY"] = "1";
   for (const auto& entry : in.set) {

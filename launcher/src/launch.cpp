@@ -305,15 +305,15 @@ int launch(const LaunchOptions& flags) {
 
   AgentIdentity identity{name, profile, lease.agent_addr, lease.host_addr, child.pid(), command_line(o.command),
                          policy ? policy->digest : std::string(), render_report_json(report)};
-  const std::uint16_t port = link->attach(identity);
+  const ProxyPorts ports = link->attach(identity);
   AgentOutcome failed;
   failed.exit_status = kExitLauncherFailure;
   ScopeExit detach_on_error([&] { link->detach(failed); });
   // The child installs its own rules while the host's go in; it forks the agent only
   // on release(), after these are in place.
-  child.send_port(port);
+  child.send_ports(ports);
   try {
-    install_host_rules(lease.veth, lease.host_addr, port);
+    install_host_rules(lease.veth, lease.host_addr, ports);
   } catch (const std::runtime_error& e) {
     throw LaunchError(kExitLauncherFailure, e.what());
   }

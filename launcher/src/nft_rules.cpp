@@ -38,11 +38,20 @@ class Nft {
   std::unique_ptr<nft_ctx, CtxFree> ctx_;
 };
 
+// "3128" or "{ 3128, 1080 }": one rule for every port the agent may reach.
+std::string port_set(const ProxyPorts& ports) {
+  const auto tcp = ports.tcp();
+  if (tcp.size() == 1) return std::to_string(tcp.front());
+  std::string s = "{ ";
+  for (std::size_t i = 0; i < tcp.size(); ++i) s += (i ? ", " : "") + std::to_string(tcp[i]);
+  return s + " }";
+}
+
 }  // namespace
 
 std::string host_table_name(const std::string& veth) { return kTablePrefix + veth; }
 
-void install_agent_rules(const std::string& proxy_addr, std::uint16_t proxy_port) {
+void install_agent_rules(const std::string& proxy_addr, const ProxyPorts& ports) {
   std::ostringstream r;
   // policy drop is the backstop; the reject rules make every other attempt fail at
   // once instead of after a timeout.
@@ -50,7 +59,7 @@ void install_agent_rules(const std::string& proxy_addr, std::uint16_t proxy_port
        "  chain output {\n"
        "    type filter hook output priority 0; policy drop;\n"
        "    oifname \"lo\" accept\n"
-    << "    ip daddr " << proxy_addr << " tcp dport " << proxy_port << " accept\n"
+    << "    ip daddr " << proxy_addr << " tcp dport " << port_set(ports) << " accept\n"
     << "    meta l4proto tcp reject with tcp reset\n"
        "    reject with icmpx type admin-prohibited\n"
        "  }\n"
@@ -58,7 +67,7 @@ void install_agent_rules(const std::string& proxy_addr, std::uint16_t proxy_port
   Nft().run(r.str(), "installing the agent's output rules");
 }
 
-void install_host_rules(const std::string& veth, const std::string& proxy_addr, std::uint16_t proxy_port) {
+void install_host_rules(const std::string& veth, const std::string& proxy_addr, const ProxyPorts& ports) {
   const std::string iif = "iifname \"" + veth + "\" ";
   std::ostringstream r;
   // Priority -10 runs before ordinary host firewalls, so the agent's veth is closed
@@ -66,7 +75,7 @@ void install_host_rules(const std::string& veth, const std::string& proxy_addr, 
   r << "table inet " << host_table_name(veth) << " {\n"
     << "  chain input {\n"
        "    type filter hook input priority -10; policy accept;\n"
-    << "    " << iif << "ip daddr " << proxy_addr << " tcp dport " << proxy_port << " accept\n"
+    << "    " << iif << "ip daddr " << proxy_addr << " tcp dport " << port_set(ports) << " accept\n"
     << "    " << iif << "meta l4proto tcp reject with tcp reset\n"
     << "    " << iif << "reject with icmpx type admin-prohibited\n"
     << "  }\n"

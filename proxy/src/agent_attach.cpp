@@ -46,6 +46,7 @@ AttachedAgent ProxyRuntime::attach_agent(const AgentAttachment& a) {
   if (!a.profile.empty() && !core.current_policy()->agents.contains(a.profile))
     throw std::invalid_argument(profile_missing(a.profile, a.name));
   if (a.listen) require_in_pool("listen", a.listen->address(), core.options.launch_subnets);
+  if (a.socks_listen) require_in_pool("socks_listen", a.socks_listen->address(), core.options.launch_subnets);
 
   AttachedAgent attached;
   attached.addr = a.addr;
@@ -56,10 +57,20 @@ AttachedAgent ProxyRuntime::attach_agent(const AgentAttachment& a) {
     attached.listener = present ? *a.listen : core.add_listener(*a.listen);  // throws naming the address
     attached.listener_added = !present;
   }
+  auto undo_listeners = [&core, &attached] {
+    if (attached.listener_added) core.remove_listener(*attached.listener);
+    if (attached.socks_listener_added) core.remove_listener(*attached.socks_listener);
+  };
   try {
+    if (a.socks_listen) {
+      bool present = false;
+      for (const auto& ep : core.local_endpoints()) present = present || ep == *a.socks_listen;
+      attached.socks_listener = present ? *a.socks_listen : core.add_listener(*a.socks_listen, ListenerKind::socks);
+      attached.socks_listener_added = !present;
+    }
     register_agent(a.addr, a.name, a.profile);  // checks the profile again, under the reload lock
   } catch (...) {
-    if (attached.listener_added) core.remove_listener(*attached.listener);
+    undo_listeners();
     throw;
   }
   if (a.launch) {
@@ -78,7 +89,9 @@ AttachedAgent ProxyRuntime::attach_agent(const AgentAttachment& a) {
   core.log.write("agent_registered", {{"agent", a.name},
                                       {"addr", a.addr.to_string()},
                                       {"profile", a.profile},
-                                      {"listen", attached.listener ? endpoint_text(*attached.listener) : ""}});
+                                      {"listen", attached.listener ? endpoint_text(*attached.listener) : ""},
+                                      {"socks_listen",
+                                       attached.socks_listener ? endpoint_text(*attached.socks_listener) : ""}});
   return attached;
 }
 
@@ -87,6 +100,7 @@ void ProxyRuntime::detach_agent(const AttachedAgent& agent, const AgentEnd& end)
   try {
     core.agents.remove(agent.addr);
     if (agent.listener_added) core.remove_listener(*agent.listener);
+    if (agent.socks_listener_added) core.remove_listener(*agent.socks_listener);
     if (agent.row_opened || end.exit_status) {
       audit::AgentExit ex;
       ex.name = agent.name;

@@ -82,6 +82,7 @@ struct RequestWriter {
   void operator()(const Register& r) const {
     j = {{"op", "register"}, {"addr", r.addr}, {"agent", r.agent}, {"profile", r.profile}};
     if (!r.listen.empty()) j["listen"] = r.listen;
+    if (!r.socks_listen.empty()) j["socks_listen"] = r.socks_listen;
     if (r.launch) {
       json l = {{"pid", r.launch->pid}, {"command_line", r.launch->command_line}};
       if (!r.launch->address.empty()) l["address"] = r.launch->address;
@@ -114,6 +115,7 @@ void from_json(const json& j, Request& request) {
     r.agent = text(j, "agent");
     r.profile = text(j, "profile");
     r.listen = text(j, "listen");
+    r.socks_listen = text(j, "socks_listen");
     if (const auto it = j.find("launch"); it != j.end() && !it->is_null()) r.launch = launch_from(*it);
     request = std::move(r);
   } else if (op == "unregister") {
@@ -131,6 +133,7 @@ void to_json(json& j, const Reply& reply) {
   j = {{"ok", reply.ok}};
   if (!reply.ok) j["error"] = reply.error;
   if (!reply.listen.empty()) j["listen"] = reply.listen;
+  if (!reply.socks_listen.empty()) j["socks_listen"] = reply.socks_listen;
   if (!reply.policy_file.empty()) j["policy_file"] = reply.policy_file;
   if (!reply.audit_db.empty()) j["audit_db"] = reply.audit_db;
 }
@@ -144,6 +147,7 @@ void from_json(const json& j, Reply& reply) {
   reply.error = text(j, "error");
   if (!reply.ok && reply.error.empty()) reply.error = "no reason given";
   reply.listen = text(j, "listen");
+  reply.socks_listen = text(j, "socks_listen");
   reply.policy_file = text(j, "policy_file");
   reply.audit_db = text(j, "audit_db");
 }

@@ -93,6 +93,13 @@ class ControlSession : public std::enable_shared_from_this<ControlSession> {
         return control::Reply::refused(std::string("\"listen\" ") + e.what());
       }
     }
+    if (!r.socks_listen.empty()) {
+      try {
+        a.socks_listen = parse_endpoint(r.socks_listen);
+      } catch (const std::invalid_argument& e) {
+        return control::Reply::refused(std::string("\"socks_listen\" ") + e.what());
+      }
+    }
     a.launch = r.launch;
     // Registering an address again replaces its earlier registration; a listener that
     // one added and this one names again is kept, not closed and bound again.
@@ -103,20 +110,26 @@ class ControlSession : public std::enable_shared_from_this<ControlSession> {
     }
     const bool keep_listener =
         previous && previous->listener_added && a.listen && previous->listener == a.listen;
+    const bool keep_socks = previous && previous->socks_listener_added && a.socks_listen &&
+                            previous->socks_listener == a.socks_listen;
     if (previous) {
       auto undo = *previous;
       undo.listener_added = undo.listener_added && !keep_listener;
+      undo.socks_listener_added = undo.socks_listener_added && !keep_socks;
       impl_.detach_agent(undo, {});
     }
     try {
       auto got = impl_.attach_agent(a);
       got.listener_added = got.listener_added || keep_listener;
+      got.socks_listener_added = got.socks_listener_added || keep_socks;
       control::Reply reply;
       if (got.listener) reply.listen = endpoint_text(*got.listener);
+      if (got.socks_listener) reply.socks_listen = endpoint_text(*got.socks_listener);
       attached_[a.addr] = std::move(got);
       return reply;
     } catch (const std::exception& e) {
       if (keep_listener) impl_.remove_listener(*previous->listener);
+      if (keep_socks) impl_.remove_listener(*previous->socks_listener);
       return control::Reply::refused(e.what());
     }
   }

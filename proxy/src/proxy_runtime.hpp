@@ -80,7 +80,8 @@ struct ProxyRuntime {
   void stop();
   void wait();
   bool reload_policy();
-  boost::asio::ip::tcp::endpoint add_listener(const boost::asio::ip::tcp::endpoint& ep);
+  boost::asio::ip::tcp::endpoint add_listener(const boost::asio::ip::tcp::endpoint& ep,
+                                              ListenerKind kind = ListenerKind::http);
   void remove_listener(const boost::asio::ip::tcp::endpoint& ep);
   std::vector<boost::asio::ip::tcp::endpoint> local_endpoints() const;
   void event(std::string kind, std::string message, std::string detail = {});
@@ -147,7 +148,7 @@ struct ProxyRuntime {
   std::unique_ptr<ControlServer> control;
 
  private:
-  void accept_loop(Worker& w, std::shared_ptr<boost::asio::ip::tcp::acceptor> acc);
+  void accept_loop(Worker& w, std::shared_ptr<boost::asio::ip::tcp::acceptor> acc, ListenerKind kind);
 };
 
 }  // namespace netbox::proxy

@@ -7,6 +7,7 @@
 #include "fd_limit.hpp"
 #include "http_session.hpp"
 #include "proxy_runtime.hpp"
+#include "socks_session.hpp"
 #include "target.hpp"
 
 #include "netbox/audit/writer.hpp"
@@ -69,14 +70,16 @@ std::unique_ptr<ClientSlots> client_slots_for(const ProxyOptions& o, std::size_t
 }
 
 // Refused before a session exists: one short 503 written straight to the fresh socket
-// (its send buffer is empty, so this never blocks), then the descriptor is closed.
-void refuse_connection(tcp::socket& s, const std::string& reason) {
+// (its send buffer is empty, so this never blocks), then the descriptor is closed. A
+// SOCKS client has not spoken yet and could not read an answer: it is only closed.
+void refuse_connection(tcp::socket& s, const std::string& reason, ListenerKind kind) {
+  boost::system::error_code ec;
+  if (kind == ListenerKind::socks) return s.close(ec);
   const std::string body = "netbox: connection refused: " + reason + "\n";
   const std::string res = "HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Type: text/plain\r\n"
                           "X-Netbox-Decision: cap\r\nX-Netbox-Reason: " + reason + "\r\nRetry-After: 1\r\n"
                           "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
   [[maybe_unused]] const auto sent = ::send(s.native_handle(), res.data(), res.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
-  boost::system::error_code ec;
   s.shutdown(tcp::socket::shutdown_send, ec);
   s.close(ec);
 }
@@ -182,7 +185,7 @@ void ProxyRuntime::start() {
   if (lifecycle == Lifecycle::starting) lifecycle = Lifecycle::running;  // unless stop() came first
 }
 
-tcp::endpoint ProxyRuntime::add_listener(const tcp::endpoint& ep) {
+tcp::endpoint ProxyRuntime::add_listener(const tcp::endpoint& ep, ListenerKind kind) {
   if (is_stopping()) throw std::runtime_error("the proxy is shutting down");
   tcp::endpoint bound = ep;
   // A plain bind first: SO_REUSEPORT alone would quietly share a port with another
@@ -196,16 +199,19 @@ tcp::endpoint ProxyRuntime::add_listener(const tcp::endpoint& ep) {
   std::vector<std::shared_ptr<tcp::acceptor>> accs;
   for (auto& w : workers) accs.push_back(open_acceptor(w->ioc, bound, true));
   for (std::size_t i = 0; i < workers.size(); ++i) {
-    asio::post(workers[i]->ioc, [this, w = workers[i].get(), acc = accs[i], bound] {
+    asio::post(workers[i]->ioc, [this, w = workers[i].get(), acc = accs[i], bound, kind] {
       w->acceptors[bound] = acc;
-      accept_loop(*w, acc);
+      accept_loop(*w, acc, kind);
     });
   }
   {
     std::lock_guard lock(listeners_mu);
     listeners.push_back(bound);
   }
-  if (lifecycle == Lifecycle::running) log.write("listening", {{"address", ep_text(bound)}});  // start() says the rest
+  if (lifecycle == Lifecycle::running) {  // start() says the rest
+    if (kind == ListenerKind::socks) log.write("listening", {{"address", ep_text(bound)}, {"protocol", "socks5"}});
+    else log.write("listening", {{"address", ep_text(bound)}});
+  }
   return bound;
 }
 
@@ -234,8 +240,8 @@ std::vector<tcp::endpoint> ProxyRuntime::local_endpoints() const {
   return listeners;
 }
 
-void ProxyRuntime::accept_loop(Worker& w, std::shared_ptr<tcp::acceptor> acc) {
-  acc->async_accept([this, &w, acc](boost::system::error_code ec, tcp::socket s) {
+void ProxyRuntime::accept_loop(Worker& w, std::shared_ptr<tcp::acceptor> acc, ListenerKind kind) {
+  acc->async_accept([this, &w, acc, kind](boost::system::error_code ec, tcp::socket s) {
     if (ec == asio::error::operation_aborted || !acc->is_open()) return;
     if (!ec) {
       boost::system::error_code peer_ec;
@@ -247,15 +253,18 @@ void ProxyRuntime::accept_loop(Worker& w, std::shared_ptr<tcp::acceptor> acc) {
           log.write("connection_refused", {{"client", ep_text(peer)},
                                            {"reason", slot.reason},
                                            {"count", refused_log.take()}});
-        refuse_connection(s, slot.reason);
-        return accept_loop(w, acc);
+        refuse_connection(s, slot.reason, kind);
+        return accept_loop(w, acc, kind);
       }
       boost::system::error_code ignored;
       s.set_option(asio::ip::tcp::no_delay(true), ignored);  // see dialer.cpp: Nagle + delayed ACK
-      std::make_shared<ClientSession>(*this, w, std::move(s), std::move(slot.slot))->start();
-      return accept_loop(w, acc);
+      if (kind == ListenerKind::socks)
+        std::make_shared<SocksSession>(*this, w, std::move(s), std::move(slot.slot))->start();
+      else
+        std::make_shared<ClientSession>(*this, w, std::move(s), std::move(slot.slot))->start();
+      return accept_loop(w, acc, kind);
     }
-    if (ec == asio::error::connection_aborted) return accept_loop(w, acc);  // the peer left first
+    if (ec == asio::error::connection_aborted) return accept_loop(w, acc, kind);  // the peer left first
     // Out of descriptors (or memory): the pending connection stays queued and the socket
     // stays readable, so retrying at once would spin. Pause, and log once a second at most.
     counters.accept_errors.fetch_add(1);
@@ -263,8 +272,8 @@ void ProxyRuntime::accept_loop(Worker& w, std::shared_ptr<tcp::acceptor> acc) {
       log.write("accept_error", {{"error", ec.message()}, {"count", accept_error_log.take()},
                                  {"pause_ms", kAcceptPause.count()}});
     auto pause = std::make_shared<asio::steady_timer>(w.ioc, kAcceptPause);
-    pause->async_wait([this, &w, acc, pause](boost::system::error_code) {
-      if (acc->is_open()) accept_loop(w, acc);
+    pause->async_wait([this, &w, acc, pause, kind](boost::system::error_code) {
+      if (acc->is_open()) accept_loop(w, acc, kind);
     });
   });
 }
@@ -441,7 +450,7 @@ void Server::detach_agent(const AttachedAgent& agent, const AgentEnd& end) noexc
 
 void Server::unregister_agent(const asio::ip::address& addr) { impl_->agents.remove(addr); }
 
-tcp::endpoint Server::add_listener(const tcp::endpoint& ep) { return impl_->add_listener(ep); }
+tcp::endpoint Server::add_listener(const tcp::endpoint& ep, ListenerKind kind) { return impl_->add_listener(ep, kind); }
 void Server::remove_listener(const tcp::endpoint& ep) { impl_->remove_listener(ep); }
 std::vector<tcp::endpoint> Server::local_endpoints() const { return impl_->local_endpoints(); }
 void Server::protect_endpoint(const tcp::endpoint& ep) { impl_->protect(ep); }

@@ -15,16 +15,13 @@ namespace netbox::proxy {
 namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
 
-namespace {
-constexpr std::string_view kEstablished = "HTTP/1.1 200 Connection Established\r\n\r\n";
-}
-
 Tunnel::Tunnel(ProxyRuntime& impl, tcp::socket client, tcp::socket upstream, std::string early_data,
-               Exchange exchange, std::chrono::milliseconds idle_timeout)
+               Exchange exchange, std::chrono::milliseconds idle_timeout, std::string_view established)
     : impl_(impl),
       client_(std::move(client)),
       upstream_(std::move(upstream)),
       early_(std::move(early_data)),
+      established_(established),
       exchange_(std::move(exchange)),
       idle_timeout_(idle_timeout),
       idle_(client_.get_executor()) {
@@ -46,7 +43,7 @@ Tunnel::~Tunnel() {
 
 void Tunnel::start() {
   last_activity_ = std::chrono::steady_clock::now();
-  asio::async_write(client_, asio::buffer(kEstablished.data(), kEstablished.size()),
+  asio::async_write(client_, asio::buffer(established_.data(), established_.size()),
                     [self = shared_from_this()](boost::system::error_code ec, std::size_t) {
                       self->on_established(ec);
                     });
@@ -54,7 +51,7 @@ void Tunnel::start() {
 
 void Tunnel::on_established(boost::system::error_code ec) {
   if (ec) {
-    error_ = "writing 200 Connection Established failed: " + ec.message();
+    error_ = "telling the agent the tunnel is open failed: " + ec.message();
     return finish();
   }
   // Both relay paths read speculatively and only then wait for readiness: the splice

@@ -1,5 +1,6 @@
 #pragma once
-// A CONNECT tunnel: answers "200 Connection Established" and relays bytes both ways
+// A CONNECT tunnel: answers "200 Connection Established" (or, for SOCKS, the reply it is
+// given) and relays bytes both ways
 // until both sides have closed (half-close honoured) or nothing moved for idle_timeout.
 //
 // An idle tunnel holds its two sockets and nothing else: each direction gets its relay
@@ -22,9 +23,11 @@ class Tunnel : public std::enable_shared_from_this<Tunnel> {
  public:
   static constexpr std::size_t kBufferSize = 64 * 1024;
   static constexpr std::size_t kBurstSize = 16 * 1024;  // a burst's first bytes, relayed by copy
+  static constexpr std::string_view kHttpEstablished = "HTTP/1.1 200 Connection Established\r\n\r\n";
 
   Tunnel(ProxyRuntime& impl, boost::asio::ip::tcp::socket client, boost::asio::ip::tcp::socket upstream,
-         std::string early_data, Exchange exchange, std::chrono::milliseconds idle_timeout);
+         std::string early_data, Exchange exchange, std::chrono::milliseconds idle_timeout,
+         std::string_view established = kHttpEstablished);
   ~Tunnel();
   void start();
 
@@ -62,6 +65,7 @@ class Tunnel : public std::enable_shared_from_this<Tunnel> {
   boost::asio::ip::tcp::socket client_;
   boost::asio::ip::tcp::socket upstream_;
   std::string early_;
+  std::string_view established_;  // static storage: what tells the agent the tunnel is open
   Exchange exchange_;  // taken over from the session: completed when the tunnel ends
   std::chrono::milliseconds idle_timeout_;
   boost::asio::steady_timer idle_;

@@ -4,6 +4,7 @@
 #include "proxy_fixture.hpp"
 
 #include "netbox/audit/writer.hpp"
+#include "support/process.hpp"
 
 #include <sqlite3.h>
 
@@ -108,4 +109,32 @@ TEST_F(AttachTest, RefusedAttachmentsLeaveNothingBehind) {
 }
 
 }  // namespace
+TEST_F(AttachTest, ASocksListenerComesAndGoesWithTheAgentAndSpeaksForIt) {
+  auto a = builder("b6");
+  a.socks_listen = ip::tcp::endpoint(ip::make_address("127.0.0.1"), 0);
+  const auto attached = server->attach_agent(a);
+  ASSERT_TRUE(attached.socks_listener);
+  ASSERT_TRUE(attached.socks_listener_added);
+  const auto socks_port = attached.socks_listener->port();
+  // other.test is allowed only by agents.builder: the SOCKS listener decides as the agent.
+  const auto r = run({"curl", "-sS", "--max-time", "20", "--socks5-hostname", "127.0.0.1:" + std::to_string(socks_port),
+                      other_url()});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const auto row = last_row();
+  EXPECT_EQ(row.agent, "b6");
+  EXPECT_EQ(row.kind, "socks");
+  EXPECT_EQ(row.host, "other.test");
+  server->detach_agent(attached);
+  EXPECT_TRUE(refuses_connections(socks_port)) << "the agent's SOCKS listener should be closed";
+}
+
+TEST_F(AttachTest, ASocksListenerThatCannotBindLeavesNothingBehind) {
+  const auto before = server->local_endpoints().size();
+  auto a = builder("b7");
+  a.socks_listen = ip::tcp::endpoint(ip::make_address("127.0.0.1"), upstream.port());  // someone else's port
+  EXPECT_THROW(server->attach_agent(a), std::runtime_error);
+  EXPECT_EQ(server->local_endpoints().size(), before) << "the HTTP listener it added first is closed again";
+  EXPECT_EQ(agents_row("b7"), "");
+}
+
 }  // namespace netbox::test

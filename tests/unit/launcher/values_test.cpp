@@ -96,6 +96,18 @@ TEST(AgentEnvironment, KeepsOnlyWhatAgentsNeedAndSetsTheProxy) {
   }
 }
 
+TEST(AgentEnvironment, AllProxyNamesTheSocks5hListenerWhenThereIsOne) {
+  AgentEnvInput in;
+  in.proxy_url = "http://10.213.0.1:3128";
+  in.socks_url = "socks5h://10.213.0.1:1080";
+  auto env = agent_environment(in);
+  EXPECT_THAT(env, Contains("ALL_PROXY=socks5h://10.213.0.1:1080"));
+  EXPECT_THAT(env, Contains("all_proxy=socks5h://10.213.0.1:1080"));
+  EXPECT_THAT(env, Contains("HTTPS_PROXY=http://10.213.0.1:3128")) << "clients that speak HTTP keep CONNECT";
+  in.socks_url.clear();  // a proxy without a SOCKS5 listener
+  EXPECT_THAT(agent_environment(in), Contains("ALL_PROXY=http://10.213.0.1:3128"));
+}
+
 TEST(AgentEnvironment, FlagsThatAreNotKeyValueAreUsageErrors) {
   EXPECT_THROW(validate_env_flags({"NOEQUALS"}, {}), LaunchError);
   EXPECT_THROW(validate_env_flags({"=value"}, {}), LaunchError);

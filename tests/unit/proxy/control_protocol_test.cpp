@@ -33,6 +33,7 @@ TEST(ControlProtocol, RegisterRoundTripsWithEveryField) {
   r.agent = "builder-1";
   r.profile = "builder";
   r.listen = "10.213.0.1:3128";
+  r.socks_listen = "10.213.0.1:0";
   r.launch = AgentLaunch{4242, "curl http://x.test/", "10.213.0.2", "abc", R"({"layers":["net"]})"};
   const auto line = to_line(r);
   ASSERT_EQ(line.back(), '\n');
@@ -42,6 +43,7 @@ TEST(ControlProtocol, RegisterRoundTripsWithEveryField) {
   EXPECT_EQ(back.agent, r.agent);
   EXPECT_EQ(back.profile, r.profile);
   EXPECT_EQ(back.listen, r.listen);
+  EXPECT_EQ(back.socks_listen, r.socks_listen);
   ASSERT_TRUE(back.launch);
   EXPECT_EQ(back.launch->pid, 4242);
   EXPECT_EQ(back.launch->command_line, "curl http://x.test/");
@@ -64,6 +66,16 @@ TEST(ControlProtocol, TheDocumentedWireFormIsRead) {
   EXPECT_TRUE(std::holds_alternative<Ping>(parse_request(R"({"op":"ping"})")));
   EXPECT_TRUE(std::holds_alternative<Info>(parse_request("{\"op\":\"info\"}\n")));
   EXPECT_EQ(json::parse(to_line(Ping{})), json::parse(R"({"op":"ping"})"));
+}
+
+TEST(ControlProtocol, TheReplyNamesTheSocksListenerOnlyWhenThereIsOne) {
+  Reply r;
+  r.listen = "10.213.0.1:3128";
+  r.socks_listen = "10.213.0.1:41027";
+  EXPECT_EQ(parse_reply(to_line(r)).socks_listen, "10.213.0.1:41027");
+  r.socks_listen.clear();
+  EXPECT_EQ(json::parse(to_line(r)), json::parse(R"({"ok":true,"listen":"10.213.0.1:3128"})"))
+      << "an older launcher sees the reply it knows";
 }
 
 TEST(ControlProtocol, UnregisterWithoutAnExitStatusStaysWithout) {
@@ -96,7 +108,7 @@ TEST(ControlProtocol, UnknownOpIsRefusedNamingIt) {
 }
 
 TEST(ControlProtocol, TruncatedAndNonJsonLinesAreRefused) {
-  const auto full = to_line(Register{"10.213.0.2", "a", "", "10.213.0.1:3128", AgentLaunch{1, "x", "", "", ""}});
+  const auto full = to_line(Register{"10.213.0.2", "a", "", "10.213.0.1:3128", AgentLaunch{1, "x", "", "", ""}, {}});
   for (std::size_t n = 0; n + 2 < full.size(); n += 7) expect_refused(full.substr(0, n), "JSON");
   expect_refused("not json at all", "not JSON");
   expect_refused("\xff\xfe{\"op\":\"ping\"}", "not JSON");

@@ -15,7 +15,7 @@ struct AuditRecord {
   Clock::time_point ts{};         // decision time (stored as UTC ISO-8601 with ms)
   std::string agent = "anonymous";
   std::string client_addr;        // "10.213.0.2:41234"
-  std::string kind;               // "http" or "connect"
+  std::string kind;               // "http", "connect" or "socks"
   std::string method;
   std::string host;
   std::uint16_t port = 0;

@@ -5,6 +5,7 @@
 // signals to it and exits with its status. The agent starts a session of its own,
 // drops everything and execs the command.
 #include "netbox/launcher/mounts.hpp"
+#include "netbox/launcher/proxy_ports.hpp"
 #include "netbox/launcher/privileges.hpp"
 #include "netbox/launcher/rlimits.hpp"
 #include "netbox/launcher/seccomp_profile.hpp"
@@ -56,7 +57,7 @@ class ConfinedChild {
   // eth0 while the launcher starts the proxy.
   void link_ready();
   // Tells the child the proxy port, so it installs its output rules meanwhile.
-  void send_port(std::uint16_t proxy_port);
+  void send_ports(const ProxyPorts& ports);
   // Call once the host's rules are in place: lets the child fork the agent, and waits
   // until its namespaces are set up. Throws LaunchError(125) with the child's reason
   // when setup failed.

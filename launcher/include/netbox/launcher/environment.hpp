@@ -13,6 +13,7 @@ struct AgentEnvInput {
   std::string proxy_url;                            // http://10.213.0.1:3128
   std::string user;
   std::string home;
+  std::string socks_url;  // socks5h://10.213.0.1:1080 for ALL_PROXY; empty: proxy_url there too
 };
 
 // PATH, HOME, LANG, LC_*, TERM, TZ, USER, the kept keys, the proxy variables, then

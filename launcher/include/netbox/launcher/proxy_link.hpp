@@ -3,6 +3,7 @@
 // reached over its control socket. Either way the launcher attaches the agent (a
 // listener on the host side of the veth plus the address -> name registration and
 // the `agents` row) and detaches it at exit.
+#include "netbox/launcher/proxy_ports.hpp"
 #include "netbox/launcher/supervisor.hpp"
 #include "netbox/policy/policy.hpp"
 
@@ -34,9 +35,9 @@ class ProxyLink {
   // starts its threads). The launcher runs it on a thread while it wires the veth;
   // a failure is reported by attach. Must not be called before the child is cloned.
   virtual void prepare() {}
-  // Listens on the host address and registers the agent; returns the proxy port.
-  // Throws LaunchError(125) when the proxy refuses.
-  virtual std::uint16_t attach(const AgentIdentity& agent) = 0;
+  // Listens on the host address (HTTP, and SOCKS5 when the proxy offers it) and registers
+  // the agent; returns the ports. Throws LaunchError(125) when the proxy refuses.
+  virtual ProxyPorts attach(const AgentIdentity& agent) = 0;
   // Records the agent's end and unregisters it. Never throws.
   virtual void detach(const AgentOutcome& outcome) noexcept = 0;
 };

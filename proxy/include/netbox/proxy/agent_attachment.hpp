@@ -26,6 +26,8 @@ struct AgentAttachment {
   // A listener for the agent (the host side of its link); port 0 picks one. One already
   // listening there is used as it is, and stays when the agent is detached.
   std::optional<boost::asio::ip::tcp::endpoint> listen;
+  // A SOCKS5 listener for it, likewise (port 0 picks one); none: no SOCKS for this agent.
+  std::optional<boost::asio::ip::tcp::endpoint> socks_listen;
   std::optional<AgentLaunch> launch;  // opens its agents row
 };
 
@@ -35,6 +37,8 @@ struct AttachedAgent {
   std::string name;
   std::optional<boost::asio::ip::tcp::endpoint> listener;  // the one the agent uses
   bool listener_added = false;  // bound by attach_agent, so detach_agent closes it
+  std::optional<boost::asio::ip::tcp::endpoint> socks_listener;  // the agent's SOCKS5 listener
+  bool socks_listener_added = false;
   std::int64_t pid = 0;
   bool row_opened = false;  // an agents row was opened, so detach_agent ends it
 };

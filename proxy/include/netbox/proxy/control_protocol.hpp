@@ -31,6 +31,7 @@ struct Register {
   std::string profile;  // key of the policy's agents; empty: the top level
   std::string listen;   // ADDR:PORT of a listener for it (the host side of its link); empty: none
   std::optional<AgentLaunch> launch;  // opens its agents row
+  std::string socks_listen;  // ADDR:PORT of a SOCKS5 listener for it; empty: none
 };
 
 struct Unregister {
@@ -46,6 +47,7 @@ struct Reply {
   bool ok = true;
   std::string error;        // why, when !ok
   std::string listen;       // register: the listener the agent uses (ADDR:PORT); empty: none
+  std::string socks_listen;  // register: its SOCKS5 listener (ADDR:PORT); empty: none
   std::string policy_file;  // info: absolute; empty when the proxy has no policy file
   std::string audit_db;     // info: absolute
 

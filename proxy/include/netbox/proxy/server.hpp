@@ -32,6 +32,8 @@ enum class LogRequests { all, refusals, none };
 // How a CONNECT tunnel moves bytes: splice(2) through a pipe, so they never enter user
 // space, or a plain buffer in user space (for comparisons; also used when no pipe can be had).
 enum class TunnelRelay { splice, buffer };
+// What a listener speaks: HTTP (forward and CONNECT) or SOCKS5 (CONNECT only).
+enum class ListenerKind { http, socks };
 
 struct ProxyOptions {
   std::vector<boost::asio::ip::tcp::endpoint> listen;   // port 0 picks a free port
@@ -128,7 +130,8 @@ class Server {
   void detach_agent(const AttachedAgent& agent, const AgentEnd& end = {}) noexcept;
 
   // Listeners can be added while running (a launcher adds the host side of a veth).
-  boost::asio::ip::tcp::endpoint add_listener(const boost::asio::ip::tcp::endpoint& ep);
+  boost::asio::ip::tcp::endpoint add_listener(const boost::asio::ip::tcp::endpoint& ep,
+                                              ListenerKind kind = ListenerKind::http);
   void remove_listener(const boost::asio::ip::tcp::endpoint& ep);
   std::vector<boost::asio::ip::tcp::endpoint> local_endpoints() const;
   // An endpoint of netbox's own (the admin endpoint) that no request through the proxy may

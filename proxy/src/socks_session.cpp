@@ -1,0 +1,263 @@
+#include "socks_session.hpp"
+
+#include "target.hpp"
+#include "tunnel.hpp"
+
+#include "netbox/audit/printable.hpp"
+
+#include <boost/asio/buffer.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/bind_handler.hpp>
+
+namespace netbox::proxy {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+using tcp = asio::ip::tcp;
+
+SocksSession::SocksSession(ProxyRuntime& impl, Worker& worker, tcp::socket socket, ClientSlot slot)
+    : impl_(impl),
+      worker_(worker),
+      slot_(std::move(slot)),
+      stream_(std::move(socket)),
+      admission_(impl.own, impl.caps, impl.counters),
+      exchange_(impl) {
+  impl_.counters.active_connections.fetch_add(1);
+}
+
+SocksSession::~SocksSession() { impl_.counters.active_connections.fetch_sub(1); }
+
+socks::Reply SocksSession::reply_for(Outcome outcome) {
+  switch (outcome) {
+    case Outcome::deny:
+    case Outcome::cap: return socks::Reply::not_allowed;
+    case Outcome::allow:
+    case Outcome::report:
+    case Outcome::error: break;
+  }
+  return socks::Reply::general_failure;
+}
+
+socks::Reply SocksSession::reply_for(DialFailure failure) {
+  switch (failure) {
+    case DialFailure::refused: return socks::Reply::connection_refused;
+    case DialFailure::timeout: return socks::Reply::ttl_expired;
+    case DialFailure::other: return socks::Reply::host_unreachable;
+    case DialFailure::none:
+    case DialFailure::descriptors: break;
+  }
+  return socks::Reply::general_failure;
+}
+
+void SocksSession::start() {
+  boost::system::error_code ec;
+  peer_ = stream_.socket().remote_endpoint(ec);
+  peer_text_ = authority(canonical_address(peer_.address()).to_string(), peer_.port());
+  // As on the HTTP listener: the agent is its address, its policy the one in force now.
+  who_ = impl_.agents.lookup(peer_.address());
+  policy_ = impl_.current_policy();
+  profile_ = who_.profile.empty() ? &policy_->base : &policy_->profile_for(who_.profile);
+  admission_.bind(*policy_, *profile_, who_.agent);
+  exchange_.connection(who_.agent, peer_text_, impl_.metric_label(who_));
+  deadline_ = std::chrono::steady_clock::now() + profile_->limits.header_timeout;
+  read_more();
+}
+
+void SocksSession::read_more() {
+  stream_.expires_at(deadline_);
+  stream_.async_read_some(asio::buffer(in_.data() + have_, in_.size() - have_),
+                          beast::bind_front_handler(&SocksSession::on_read, shared_from_this()));
+}
+
+void SocksSession::on_read(boost::system::error_code ec, std::size_t bytes) {
+  if (ec) {
+    if (ec == beast::error::timeout)
+      impl_.log.write("header_timeout", {{"client", peer_text_},
+                                         {"agent", who_.agent},
+                                         {"listener", "socks"},
+                                         {"received", std::to_string(have_)}});
+    return close();
+  }
+  have_ += bytes;
+  step();
+}
+
+void SocksSession::consume(std::size_t used) {
+  std::copy(in_.begin() + static_cast<std::ptrdiff_t>(used), in_.begin() + static_cast<std::ptrdiff_t>(have_),
+            in_.begin());
+  have_ -= used;
+}
+
+void SocksSession::step() {
+  const std::span<const std::uint8_t> got(in_.data(), have_);
+  switch (stage_) {
+    case Stage::greeting: {
+      const auto g = socks::read_greeting(got);
+      if (g.status == socks::Status::need_more) return read_more();
+      if (g.status == socks::Status::refused) {
+        impl_.log.write("socks_refused", {{"client", peer_text_}, {"agent", who_.agent}, {"reason", g.problem}});
+        if (g.silent) return close();
+        return send_handshake(socks::method_selection(socks::Method::none_acceptable), true);
+      }
+      consume(g.used);
+      stage_ = g.method == socks::Method::password ? Stage::credentials : Stage::request;
+      return send_handshake(socks::method_selection(g.method), false);
+    }
+    case Stage::credentials: {
+      // Read, never checked: the agent is its address (see socks_request.hpp).
+      const auto c = socks::read_credentials(got);
+      if (c.status == socks::Status::need_more) return read_more();
+      if (c.status == socks::Status::refused) {
+        impl_.log.write("socks_refused", {{"client", peer_text_}, {"agent", who_.agent}, {"reason", c.problem}});
+        return send_handshake(socks::credentials_status(false), true);
+      }
+      consume(c.used);
+      stage_ = Stage::request;
+      return send_handshake(socks::credentials_status(true), false);
+    }
+    case Stage::request: {
+      auto r = socks::read_request(got);
+      if (r.status == socks::Status::need_more) {
+        if (have_ == in_.size()) break;  // cannot happen: a request is at most 262 bytes
+        return read_more();
+      }
+      return take_request(std::move(r));
+    }
+  }
+  close();
+}
+
+void SocksSession::send_handshake(std::array<std::uint8_t, 2> bytes, bool then_close) {
+  std::copy(bytes.begin(), bytes.end(), out_.begin());
+  stream_.expires_at(deadline_);
+  asio::async_write(stream_, asio::buffer(out_.data(), 2),
+                    [self = shared_from_this(), then_close](boost::system::error_code ec, std::size_t) {
+                      if (ec || then_close) return self->close();
+                      self->step();
+                    });
+}
+
+void SocksSession::take_request(socks::Request r) {
+  exchange_.begin();
+  exchange_.request(true, socks::command_name(r.command));
+  exchange_.kind("socks");
+  // A domain name is any bytes the agent chose: escaped until parse_host has vetted it.
+  exchange_.target(r.host, r.port, {}, true);
+  what_ = socks::command_name(r.command) + " " + authority(audit::escape_controls(r.host), r.port);
+  if (r.status == socks::Status::refused) {
+    const Refusal no{400, Outcome::error, what_, "request", r.problem, {}};
+    return refuse(r.reply, no, r.problem);
+  }
+  consume(r.used);
+  auto parsed = policy::parse_host(r.host);
+  if (!parsed) {
+    const Refusal no{400, Outcome::error, what_, "host",
+                     "the host '" + audit::escape_controls(r.host) + "' is not valid: " + parsed.error.message, {}};
+    return refuse(socks::Reply::general_failure, no);
+  }
+  host_ = *parsed.host;
+  port_ = r.port;
+  exchange_.host(host_.name);
+  // Back pressure, as on the HTTP listener: the row waits for room, and so does the agent.
+  if (!impl_.writer->has_room())
+    return impl_.writer->when_room([self = shared_from_this(), ex = stream_.get_executor()] {
+      asio::post(ex, [self] { self->admit(); });
+    });
+  admit();
+}
+
+void SocksSession::admit() {
+  if (auto r = admission_.begin(host_, port_)) return act_on(std::move(*r));
+  const auto t0 = std::chrono::steady_clock::now();
+  worker_.resolver->resolve(host_.name, [self = shared_from_this(), t0](ResolveResult r) {
+    if (!r.from_cache) self->impl_.counters.dns_latency.observe(std::chrono::steady_clock::now() - t0);
+    self->act_on(self->admission_.resolved(r));
+  });
+}
+
+void SocksSession::act_on(AdmissionResult result) {
+  if (auto* no = std::get_if<Refused>(&result)) {
+    exchange_.refused(*no);
+    no->refusal.what = what_;
+    // A name that does not resolve is unreachable; any other refusal is the ruleset's or netbox's.
+    const auto code = !no->error.empty() && no->refusal.outcome == Outcome::error ? socks::Reply::host_unreachable
+                                                                                 : reply_for(no->refusal.outcome);
+    return refuse(code, no->refusal, std::move(no->error));
+  }
+  auto& yes = std::get<Admitted>(result);
+  const bool queued = exchange_.admitted(yes);
+  allowed_ = std::move(yes.endpoints);
+  if (!queued) return refuse_unaudited("the audit store did not accept the record of this request");
+  if (impl_.options.audit_sync)
+    return impl_.writer->on_committed(exchange_.row(), [self = shared_from_this()](bool ok) {
+      asio::post(self->stream_.get_executor(), [self, ok] {
+        if (ok) return self->connect_upstream();
+        self->refuse_unaudited("the audit store could not make the record of this request durable");
+      });
+    });
+  connect_upstream();
+}
+
+// Fail closed, as on the HTTP listener: no connection, and no second try at a row the
+// store just refused (one already queued is completed by the Exchange).
+void SocksSession::refuse_unaudited(std::string why) {
+  exchange_.end();
+  impl_.log.write("audit_refused", {{"host", host_.name}, {"agent", who_.agent}, {"reason", why}});
+  send_reply(socks::Reply::general_failure);
+}
+
+void SocksSession::connect_upstream() {
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto& limits = profile_->limits;
+  dial(worker_.ioc, allowed_,
+       {limits.connect_timeout, limits.effective_dial_budget(), impl_.dial_fd_ceiling, worker_.pool.get()},
+       [self = shared_from_this(), t0](DialResult r) {
+         self->impl_.counters.connect_latency.observe(std::chrono::steady_clock::now() - t0);
+         self->on_dialed(std::move(r));
+       });
+}
+
+void SocksSession::on_dialed(DialResult r) {
+  if (r.failure != DialFailure::none) {
+    impl_.counters.upstream_errors.fetch_add(1);
+    const unsigned status = r.failure == DialFailure::timeout       ? 504
+                            : r.failure == DialFailure::descriptors ? 503
+                                                                    : 502;
+    return refuse(reply_for(r.failure), {status, Outcome::error, what_, {}, r.error, {}}, r.error);
+  }
+  exchange_.dialled(r.endpoint.address().to_string());
+  // Bytes the agent sent right after its request (a TLS hello) go first.
+  std::string early(reinterpret_cast<const char*>(in_.data()), have_);
+  have_ = 0;
+  stream_.expires_never();
+  exchange_.client_slot = std::move(slot_);
+  exchange_.settle();
+  static constexpr auto kSucceeded = socks::reply(socks::Reply::succeeded);
+  auto t = std::make_shared<Tunnel>(impl_, stream_.release_socket(), std::move(r.socket), std::move(early),
+                                    std::move(exchange_), profile_->limits.idle_timeout,
+                                    std::string_view(reinterpret_cast<const char*>(kSucceeded.data()),
+                                                     kSucceeded.size()));
+  t->start();
+}
+
+void SocksSession::refuse(socks::Reply code, const Refusal& r, std::string error) {
+  exchange_.refuse(r, std::move(error));
+  send_reply(code);
+}
+
+void SocksSession::send_reply(socks::Reply code) {
+  out_ = socks::reply(code);
+  stream_.expires_after(std::chrono::seconds(30));
+  asio::async_write(stream_, asio::buffer(out_), [self = shared_from_this()](boost::system::error_code, std::size_t) {
+    self->close();
+  });
+}
+
+void SocksSession::close() {
+  boost::system::error_code ec;
+  stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+  stream_.close();
+}
+
+}  // namespace netbox::proxy

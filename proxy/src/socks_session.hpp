@@ -1,0 +1,81 @@
+#pragma once
+// One agent connection to the SOCKS5 listener: the handshake (socks_request.hpp) under
+// the header timeout from accept, so a client trickling bytes cannot hold it; then the
+// requested destination goes through the same Admission as CONNECT (name, addresses,
+// netbox's own endpoints, caps) and the same Exchange row, with kind "socks"; then the
+// same dial and the same Tunnel. Refusals are SOCKS replies:
+//   denied by the policy or a cap      0x02 connection not allowed by ruleset
+//   the name does not resolve          0x04 host unreachable
+//   the upstream refuses / times out   0x05 connection refused / 0x06 TTL expired
+//   anything else netbox cannot do     0x01 general failure
+// and the connection is closed after each.
+#include "admission.hpp"
+#include "client_slots.hpp"
+#include "dialer.hpp"
+#include "exchange.hpp"
+#include "proxy_runtime.hpp"
+#include "socks_request.hpp"
+
+#include <boost/beast/core/tcp_stream.hpp>
+
+#include <array>
+#include <chrono>
+#include <memory>
+#include <string>
+
+namespace netbox::proxy {
+
+class SocksSession : public std::enable_shared_from_this<SocksSession> {
+ public:
+  SocksSession(ProxyRuntime& impl, Worker& worker, boost::asio::ip::tcp::socket socket, ClientSlot slot);
+  ~SocksSession();
+  void start();
+
+  // What a refusal answers, by how admission or the dial ended.
+  static socks::Reply reply_for(Outcome outcome);
+  static socks::Reply reply_for(DialFailure failure);
+
+ private:
+  enum class Stage { greeting, credentials, request };
+
+  void read_more();
+  void on_read(boost::system::error_code ec, std::size_t bytes);
+  void step();
+  void consume(std::size_t used);
+  void take_request(socks::Request r);
+  void admit();
+  void act_on(AdmissionResult result);
+  void connect_upstream();
+  void on_dialed(DialResult r);
+  // Writes two bytes of the handshake, then goes on (step) or closes.
+  void send_handshake(std::array<std::uint8_t, 2> bytes, bool then_close);
+  // Completes the row (refused, or failed after admission) and answers `code`, then closes.
+  void refuse(socks::Reply code, const Refusal& r, std::string error = {});
+  void refuse_unaudited(std::string why);  // 0x01: the audit store cannot take the row
+  void send_reply(socks::Reply code);
+  void close();
+
+  ProxyRuntime& impl_;
+  Worker& worker_;
+  ClientSlot slot_;
+  boost::beast::tcp_stream stream_;
+  std::chrono::steady_clock::time_point deadline_;  // accept + header_timeout: the whole handshake
+  Stage stage_ = Stage::greeting;
+  // The longest handshake message is a username/password of 513 bytes.
+  std::array<std::uint8_t, 1024> in_{};
+  std::size_t have_ = 0;
+  std::array<std::uint8_t, 10> out_{};
+  boost::asio::ip::tcp::endpoint peer_;
+  std::string peer_text_;
+  AgentIdentity who_;
+  PolicyPtr policy_;
+  const policy::Profile* profile_ = nullptr;
+  policy::Host host_;
+  std::uint16_t port_ = 0;
+  std::string what_;  // "CONNECT host:port", for the log
+  Admission admission_;
+  Exchange exchange_;
+  std::vector<boost::asio::ip::tcp::endpoint> allowed_;
+};
+
+}  // namespace netbox::proxy

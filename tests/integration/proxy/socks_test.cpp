@@ -1,0 +1,205 @@
+// The SOCKS5 listener over real sockets: real curl (--socks5-hostname, socks5h://user:pass@)
+// and raw handshakes against an in-process proxy, a real upstream on loopback, and the
+// audit rows read back from the SQLite file.
+#include "proxy_fixture.hpp"
+
+#include "support/background_process.hpp"
+#include "support/process.hpp"
+
+#include "netbox/audit/writer.hpp"
+
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include <thread>
+
+namespace netbox::test {
+namespace {
+
+namespace ip = boost::asio::ip;
+
+std::string bytes(std::initializer_list<int> b) {
+  std::string s;
+  for (int c : b) s.push_back(static_cast<char>(c));
+  return s;
+}
+
+std::string connect_name(const std::string& name, std::uint16_t port, int cmd = 1) {
+  return bytes({5, cmd, 0, 3, static_cast<int>(name.size())}) + name + bytes({port >> 8, port & 0xff});
+}
+
+class SocksTest : public ProxyTest {
+ protected:
+  void start(const std::string& extra = {}) {
+    start_proxy(base_policy(extra));
+    socks_port = server->add_listener({ip::make_address("127.0.0.1"), 0}, proxy::ListenerKind::socks).port();
+  }
+  std::string socks_url(const std::string& userinfo = {}) const {
+    return "socks5h://" + userinfo + "127.0.0.1:" + std::to_string(socks_port);
+  }
+  RunResult curl(const std::vector<std::string>& args) {
+    std::vector<std::string> argv{"curl", "-sS", "--max-time", "20", "-o", "-", "-w", "\n%{http_code}"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return run(argv);
+  }
+  // A no-auth greeting, then `request`; the server's 10-byte reply.
+  std::string handshake(ProxyConnection& c, const std::string& request) {
+    c.write(bytes({5, 1, 0}));
+    EXPECT_EQ(c.read_exactly(2), bytes({5, 0}));
+    c.write(request);
+    return c.read_exactly(10);
+  }
+  unsigned short socks_port = 0;
+};
+
+TEST_F(SocksTest, CurlSocks5HostnameReachesAnAllowedHostAndLeavesASocksRowWithTheName) {
+  start();
+  auto r = curl({"--socks5-hostname", "127.0.0.1:" + std::to_string(socks_port), upstream_url("/hello")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("\"target\":\"/hello\""), std::string::npos) << r.out;
+  const auto row = last_row();
+  EXPECT_EQ(row.kind, "socks");
+  EXPECT_EQ(row.method, "CONNECT");
+  EXPECT_EQ(row.host, "upstream.test") << "the name the agent asked for, not only an address";
+  EXPECT_EQ(row.port, upstream.port());
+  EXPECT_EQ(row.decision, "allow");
+  EXPECT_EQ(row.resolved_addr, "127.0.0.1");
+  EXPECT_GT(row.bytes_down, 0);
+}
+
+TEST_F(SocksTest, UsernameAndPasswordAreAcceptedWithoutBeingASecret) {
+  start();
+  auto r = curl({"-x", socks_url("agent-token:anything@"), upstream_url("/hello")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(last_row().kind, "socks");
+}
+
+TEST_F(SocksTest, ADeniedHostGetsNotAllowedByRulesetAndADenyRowSayingWhy) {
+  start(R"("deny": ["denied.test"])");
+  ProxyConnection c(socks_port);
+  const auto reply = handshake(c, connect_name("denied.test", 443));
+  ASSERT_EQ(reply.size(), 10u);
+  EXPECT_EQ(reply[1], 0x02) << "connection not allowed by ruleset";
+  EXPECT_TRUE(c.closed_within(std::chrono::seconds(10)));
+  const auto row = last_row();
+  EXPECT_EQ(row.kind, "socks");
+  EXPECT_EQ(row.host, "denied.test");
+  EXPECT_EQ(row.decision, "deny");
+  EXPECT_NE(row.rule, "");
+  EXPECT_NE(row.reason, "");
+
+  auto curled = curl({"--socks5-hostname", "127.0.0.1:" + std::to_string(socks_port), "http://denied.test/"});
+  EXPECT_NE(curled.exit_code, 0);
+  EXPECT_NE(curled.err.find("SOCKS5 connection to denied.test. (2)"), std::string::npos) << curled.err;
+}
+
+TEST_F(SocksTest, AnInternalAddressLiteralIsDeniedBeforeAnyDial) {
+  start();
+  const auto v6_loopback = bytes({5, 1, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 80});
+  for (const auto& request :
+       {bytes({5, 1, 0, 1, 169, 254, 169, 254, 0, 80}), bytes({5, 1, 0, 1, 10, 1, 2, 3, 0, 80}), v6_loopback}) {
+    ProxyConnection c(socks_port);
+    const auto reply = handshake(c, request);
+    ASSERT_EQ(reply.size(), 10u);
+    EXPECT_EQ(reply[1], 0x02);
+  }
+  const auto all = rows();
+  ASSERT_EQ(all.size(), 3u);
+  EXPECT_EQ(all[0].host, "169.254.169.254");
+  EXPECT_EQ(all[1].host, "10.1.2.3");
+  EXPECT_EQ(all[2].host, "::1") << "an IPv6 request is decided as the literal it names";
+  for (const auto& row : all) {
+    EXPECT_EQ(row.kind, "socks");
+    EXPECT_EQ(row.decision, "deny");
+    EXPECT_EQ(row.bytes_up, 0);
+  }
+}
+
+TEST_F(SocksTest, BindAndUdpAssociateAreCommandNotSupported) {
+  start();
+  for (int cmd : {2, 3}) {
+    ProxyConnection c(socks_port);
+    const auto reply = handshake(c, connect_name("upstream.test", upstream.port(), cmd));
+    ASSERT_EQ(reply.size(), 10u) << cmd;
+    EXPECT_EQ(reply[1], 0x07) << cmd;
+    EXPECT_TRUE(c.closed_within(std::chrono::seconds(10)));
+  }
+  const auto all = rows();
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[0].method, "BIND");
+  EXPECT_EQ(all[1].method, "UDP ASSOCIATE");
+  for (const auto& row : all) {
+    EXPECT_EQ(row.kind, "socks");
+    EXPECT_EQ(row.decision, "error");
+    EXPECT_NE(row.reason.find("only CONNECT"), std::string::npos) << row.reason;
+  }
+}
+
+TEST_F(SocksTest, UnknownAddressTypeAndBadVersionAreAnsweredAndClosed) {
+  start();
+  {
+    ProxyConnection c(socks_port);
+    EXPECT_EQ(handshake(c, bytes({5, 1, 0, 2, 1, 2, 3, 4, 0, 80}))[1], 0x08);
+    EXPECT_TRUE(c.closed_within(std::chrono::seconds(10)));
+  }
+  {
+    ProxyConnection c(socks_port);
+    c.write(bytes({5, 1, 0x80}));  // only a private method
+    EXPECT_EQ(c.read_exactly(2), bytes({5, 0xff}));
+    EXPECT_TRUE(c.closed_within(std::chrono::seconds(10)));
+  }
+  {
+    ProxyConnection c(socks_port);
+    c.write("GET / HTTP/1.1\r\n\r\n");  // not SOCKS: nothing it could read is answered
+    EXPECT_TRUE(c.closed_within(std::chrono::seconds(10)));
+  }
+}
+
+TEST_F(SocksTest, AClientTricklingItsHandshakeIsClosedAtTheHeaderTimeout) {
+  start(R"("limits": {"header_timeout_ms": 300})");
+  ProxyConnection c(socks_port);
+  c.write(bytes({5, 1, 0}));
+  EXPECT_EQ(c.read_exactly(2), bytes({5, 0}));
+  c.write(bytes({5, 1, 0, 3, 20, 'a'}));  // a request that never finishes
+  EXPECT_TRUE(c.closed_within(std::chrono::seconds(15)));
+}
+
+TEST_F(SocksTest, AnUpstreamThatRefusesIsConnectionRefused) {
+  // A port nothing listens on (the upstream's, once it is gone).
+  const auto closed = free_port();
+  start(R"("ports": [)" + std::to_string(closed) + "]");
+  ProxyConnection c(socks_port);
+  EXPECT_EQ(handshake(c, connect_name("upstream.test", closed))[1], 0x05);
+  const auto row = last_row();
+  EXPECT_EQ(row.kind, "socks");
+  EXPECT_EQ(row.decision, "error");
+  EXPECT_NE(row.error, "");
+}
+
+TEST_F(SocksTest, NothingIsConnectedWhileTheAuditStoreCannotWrite) {
+  audit_hold = 1;
+  start();
+  server->audit().flush();
+  // Another process holds the write lock: the writer's commits fail after its busy timeout.
+  sqlite3* locker = nullptr;
+  ASSERT_EQ(sqlite3_open(db_path.c_str(), &locker), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(locker, "BEGIN EXCLUSIVE", nullptr, nullptr, nullptr), SQLITE_OK);
+  EXPECT_EQ(proxy_get(port, upstream_url("/during-lock")).status, 200);  // accepted into the queue
+  bool unhealthy = false;
+  for (int i = 0; i < 600 && !unhealthy; ++i) {
+    unhealthy = !server->counters().audit_healthy;
+    if (!unhealthy) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_TRUE(unhealthy) << "the audit writer never reported the lock";
+  {
+    ProxyConnection c(socks_port);
+    EXPECT_EQ(handshake(c, connect_name("upstream.test", upstream.port()))[1], 0x01)
+        << "a connection that cannot be audited is never made";
+    EXPECT_TRUE(c.closed_within(std::chrono::seconds(10)));
+  }
+  sqlite3_exec(locker, "ROLLBACK", nullptr, nullptr, nullptr);
+  sqlite3_close(locker);
+}
+
+}  // namespace
+}  // namespace netbox::test
