@@ -337,7 +337,7 @@ void setup_step(std::string& error, Step&& step) {
   if (read_full(go_fd, &port, sizeof port) != sizeof port) _exit(kExitLauncherFailure);
   // The proxy has its audit database open by now, so its -wal and -shm exist too.
   setup_step(error, [&] {
-    install_agent_rules(spec.host_addr, port);
+    install_agent_rules(spec.host_addr, port, spec.dns_view);
     hide_paths(spec.hidden);
   });
   // The agent must not run before the host's rules are in place: the launcher says so.

@@ -83,6 +83,7 @@ class EmbeddedProxy final : public ProxyLink {
       attachment.listen = ip::tcp::endpoint(host, pick_port(host));
       attachment.launch = proxy::AgentLaunch{agent.pid, agent.command_line, agent.agent_addr, agent.policy_digest,
                                              agent.sandbox};
+      attachment.dns_pool = agent.dns_pool;
       attached_ = server_->attach_agent(attachment);
       return attached_->listener->port();
     } catch (const LaunchError&) {

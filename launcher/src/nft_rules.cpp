@@ -42,7 +42,7 @@ class Nft {
 
 std::string host_table_name(const std::string& veth) { return kTablePrefix + veth; }
 
-void install_agent_rules(const std::string& proxy_addr, std::uint16_t proxy_port) {
+void install_agent_rules(const std::string& proxy_addr, std::uint16_t proxy_port, bool dns) {
   std::ostringstream r;
   // policy drop is the backstop; the reject rules make every other attempt fail at
   // once instead of after a timeout.
@@ -50,15 +50,17 @@ void install_agent_rules(const std::string& proxy_addr, std::uint16_t proxy_port
        "  chain output {\n"
        "    type filter hook output priority 0; policy drop;\n"
        "    oifname \"lo\" accept\n"
-    << "    ip daddr " << proxy_addr << " tcp dport " << proxy_port << " accept\n"
-    << "    meta l4proto tcp reject with tcp reset\n"
+    << "    ip daddr " << proxy_addr << " tcp dport " << proxy_port << " accept\n";
+  if (dns) r << "    ip daddr " << proxy_addr << " meta l4proto { tcp, udp } th dport 53 accept\n";
+  r << "    meta l4proto tcp reject with tcp reset\n"
        "    reject with icmpx type admin-prohibited\n"
        "  }\n"
        "}\n";
   Nft().run(r.str(), "installing the agent's output rules");
 }
 
-void install_host_rules(const std::string& veth, const std::string& proxy_addr, std::uint16_t proxy_port) {
+void install_host_rules(const std::string& veth, const std::string& proxy_addr, std::uint16_t proxy_port,
+                        bool dns) {
   const std::string iif = "iifname \"" + veth + "\" ";
   std::ostringstream r;
   // Priority -10 runs before ordinary host firewalls, so the agent's veth is closed
@@ -66,8 +68,9 @@ void install_host_rules(const std::string& veth, const std::string& proxy_addr, 
   r << "table inet " << host_table_name(veth) << " {\n"
     << "  chain input {\n"
        "    type filter hook input priority -10; policy accept;\n"
-    << "    " << iif << "ip daddr " << proxy_addr << " tcp dport " << proxy_port << " accept\n"
-    << "    " << iif << "meta l4proto tcp reject with tcp reset\n"
+    << "    " << iif << "ip daddr " << proxy_addr << " tcp dport " << proxy_port << " accept\n";
+  if (dns) r << "    " << iif << "ip daddr " << proxy_addr << " meta l4proto { tcp, udp } th dport 53 accept\n";
+  r << "    " << iif << "meta l4proto tcp reject with tcp reset\n"
     << "    " << iif << "reject with icmpx type admin-prohibited\n"
     << "  }\n"
        "  chain forward {\n"

@@ -37,7 +37,25 @@ std::string profile_missing(const std::string& profile, const std::string& agent
   return "the policy has no agents." + profile + " profile for agent " + agent;
 }
 
+void stop_dns_view(ProxyRuntime& core, const boost::asio::ip::address& agent) {
+  std::shared_ptr<DnsView> view;
+  {
+    std::lock_guard lock(core.dns_mu);
+    if (auto it = core.dns_views.find(canonical_address(agent)); it != core.dns_views.end()) {
+      view = std::move(it->second);
+      core.dns_views.erase(it);
+    }
+  }
+  if (view) view->stop();
+}
+
 }  // namespace
+
+std::shared_ptr<DnsView> ProxyRuntime::dns_view_of(const boost::asio::ip::address& agent) const {
+  std::lock_guard lock(dns_mu);
+  auto it = dns_views.find(canonical_address(agent));
+  return it == dns_views.end() ? nullptr : it->second;
+}
 
 AttachedAgent ProxyRuntime::attach_agent(const AgentAttachment& a) {
   auto& core = *this;
@@ -57,8 +75,18 @@ AttachedAgent ProxyRuntime::attach_agent(const AgentAttachment& a) {
     attached.listener_added = !present;
   }
   try {
+    if (a.dns_pool) {
+      if (!attached.listener) throw std::invalid_argument("a DNS view needs the agent's listener (\"listen\")");
+      auto view = std::make_shared<DnsView>(core, core.workers.front()->ioc, attached.listener->address(), a.addr,
+                                            *a.dns_pool);
+      view->start();
+      std::lock_guard lock(core.dns_mu);
+      core.dns_views[canonical_address(a.addr)] = std::move(view);
+      attached.dns_view = true;
+    }
     register_agent(a.addr, a.name, a.profile);  // checks the profile again, under the reload lock
   } catch (...) {
+    if (attached.dns_view) stop_dns_view(core, a.addr);
     if (attached.listener_added) core.remove_listener(*attached.listener);
     throw;
   }
@@ -85,6 +113,7 @@ AttachedAgent ProxyRuntime::attach_agent(const AgentAttachment& a) {
 void ProxyRuntime::detach_agent(const AttachedAgent& agent, const AgentEnd& end) noexcept {
   auto& core = *this;
   try {
+    if (agent.dns_view) stop_dns_view(core, agent.addr);
     core.agents.remove(agent.addr);
     if (agent.listener_added) core.remove_listener(*agent.listener);
     if (agent.row_opened || end.exit_status) {

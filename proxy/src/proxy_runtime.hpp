@@ -7,6 +7,7 @@
 #include "caps.hpp"
 #include "client_slots.hpp"
 #include "counters.hpp"
+#include "dns_view.hpp"
 #include "endpoint_registry.hpp"
 #include "interface_watch.hpp"
 #include "fd_limit.hpp"
@@ -145,6 +146,11 @@ struct ProxyRuntime {
 
   std::vector<std::unique_ptr<Worker>> workers;
   std::unique_ptr<ControlServer> control;
+
+  // Attached agents' DNS views (and synthetic pools), by the agent's address.
+  mutable std::mutex dns_mu;
+  std::map<boost::asio::ip::address, std::shared_ptr<DnsView>> dns_views;
+  std::shared_ptr<DnsView> dns_view_of(const boost::asio::ip::address& agent) const;
 
  private:
   void accept_loop(Worker& w, std::shared_ptr<boost::asio::ip::tcp::acceptor> acc);

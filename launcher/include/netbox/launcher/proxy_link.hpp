@@ -25,7 +25,14 @@ struct AgentIdentity {
   std::string command_line;
   std::string policy_digest;
   std::string sandbox;  // render_report_json(): what the agents row records it ran under
+  // Set: the proxy serves the agent the DNS view of its policy on host_addr port 53,
+  // answering allowed names from this pool of synthetic addresses.
+  std::optional<policy::Cidr> dns_pool;
 };
+
+// The synthetic addresses the DNS view hands out: the benchmarking range (RFC 2544),
+// never a real destination. Per agent: each agent's proxy keeps its own mappings.
+inline const policy::Cidr kSyntheticPool{boost::asio::ip::make_address("198.18.0.0"), 15};
 
 class ProxyLink {
  public:

@@ -1,6 +1,8 @@
 #pragma once
 // An agent as its launcher attaches it to a proxy (Server::attach_agent), whether the
 // proxy runs in the launcher (embedded) or is reached over the control socket.
+#include "netbox/policy/cidr.hpp"
+
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/ip/tcp.hpp>
 
@@ -27,6 +29,10 @@ struct AgentAttachment {
   // listening there is used as it is, and stays when the agent is detached.
   std::optional<boost::asio::ip::tcp::endpoint> listen;
   std::optional<AgentLaunch> launch;  // opens its agents row
+  // Serve the agent the DNS view of its policy (UDP and TCP port 53 on the listener's
+  // address), answering allowed names from this pool of synthetic addresses (issue 15).
+  // Needs `listen`. Unset: no DNS view.
+  std::optional<policy::Cidr> dns_pool;
 };
 
 // What attach_agent did, for detach_agent to undo: a value the caller keeps.
@@ -37,6 +43,7 @@ struct AttachedAgent {
   bool listener_added = false;  // bound by attach_agent, so detach_agent closes it
   std::int64_t pid = 0;
   bool row_opened = false;  // an agents row was opened, so detach_agent ends it
+  bool dns_view = false;    // serves DNS, so detach_agent stops it
 };
 
 // How the agent ended, for its agents row.
