@@ -333,11 +333,14 @@ void setup_step(std::string& error, Step&& step) {
     add_ipv4_address(spec.agent_ifname, spec.agent_addr, spec.prefix);
     set_link_up(spec.agent_ifname);
   });
-  std::uint16_t port = 0;
-  if (read_full(go_fd, &port, sizeof port) != sizeof port) _exit(kExitLauncherFailure);
+  std::uint16_t ports[2] = {0, 0};
+  if (read_full(go_fd, ports, sizeof ports) != sizeof ports) _exit(kExitLauncherFailure);
+  const std::uint16_t port = ports[0];
   // The proxy has its audit database open by now, so its -wal and -shm exist too.
   setup_step(error, [&] {
-    install_agent_rules(spec.host_addr, port, spec.dns_view);
+    install_agent_rules(spec.host_addr, port, spec.dns_view, ports[1]);
+    // Routed only once the rules that capture and filter it are in.
+    if (ports[1]) add_default_route(spec.agent_ifname, spec.host_addr);
     hide_paths(spec.hidden);
   });
   // The agent must not run before the host's rules are in place: the launcher says so.
@@ -471,8 +474,9 @@ void ConfinedChild::link_ready() {
     throw LaunchError(kExitLauncherFailure, "the confined child exited before its network was set up");
 }
 
-void ConfinedChild::send_port(std::uint16_t proxy_port) {
-  if (!write_all(go_fd_, &proxy_port, sizeof proxy_port))
+void ConfinedChild::send_port(std::uint16_t proxy_port, std::uint16_t capture_port) {
+  const std::uint16_t ports[2] = {proxy_port, capture_port};
+  if (!write_all(go_fd_, ports, sizeof ports))
     throw LaunchError(kExitLauncherFailure, "the confined child exited before its network was set up");
 }
 

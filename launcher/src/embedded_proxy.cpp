@@ -93,6 +93,10 @@ class EmbeddedProxy final : public ProxyLink {
     }
   }
 
+  std::uint16_t capture_port() const override {
+    return attached_ && attached_->transparent ? attached_->transparent->port() : 0;
+  }
+
   void detach(const AgentOutcome& outcome) noexcept override {
     if (!server_) return;
     try {

@@ -325,9 +325,10 @@ int launch(const LaunchOptions& flags) {
   ScopeExit detach_on_error([&] { link->detach(failed); });
   // The child installs its own rules while the host's go in; it forks the agent only
   // on release(), after these are in place.
-  child.send_port(port);
+  const std::uint16_t capture = link->capture_port();
+  child.send_port(port, capture);
   try {
-    install_host_rules(lease.veth, lease.host_addr, port, dns_view);
+    install_host_rules(lease.veth, lease.host_addr, port, dns_view, capture);
   } catch (const std::runtime_error& e) {
     throw LaunchError(kExitLauncherFailure, e.what());
   }

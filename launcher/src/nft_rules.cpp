@@ -42,7 +42,8 @@ class Nft {
 
 std::string host_table_name(const std::string& veth) { return kTablePrefix + veth; }
 
-void install_agent_rules(const std::string& proxy_addr, std::uint16_t proxy_port, bool dns) {
+void install_agent_rules(const std::string& proxy_addr, std::uint16_t proxy_port, bool dns,
+                         std::uint16_t capture_port) {
   std::ostringstream r;
   // policy drop is the backstop; the reject rules make every other attempt fail at
   // once instead of after a timeout.
@@ -52,6 +53,10 @@ void install_agent_rules(const std::string& proxy_addr, std::uint16_t proxy_port
        "    oifname \"lo\" accept\n"
     << "    ip daddr " << proxy_addr << " tcp dport " << proxy_port << " accept\n";
   if (dns) r << "    ip daddr " << proxy_addr << " meta l4proto { tcp, udp } th dport 53 accept\n";
+  // Captured: every TCP connection goes out to the host side, whose prerouting sends it
+  // to the proxy's capture port (the conntrack that knows the original destination must
+  // be the proxy's, so the DNAT is the host's, see install_host_rules).
+  if (capture_port) r << "    meta l4proto tcp accept\n";
   r << "    meta l4proto tcp reject with tcp reset\n"
        "    reject with icmpx type admin-prohibited\n"
        "  }\n"
@@ -60,7 +65,7 @@ void install_agent_rules(const std::string& proxy_addr, std::uint16_t proxy_port
 }
 
 void install_host_rules(const std::string& veth, const std::string& proxy_addr, std::uint16_t proxy_port,
-                        bool dns) {
+                        bool dns, std::uint16_t capture_port) {
   const std::string iif = "iifname \"" + veth + "\" ";
   std::ostringstream r;
   // Priority -10 runs before ordinary host firewalls, so the agent's veth is closed
@@ -70,10 +75,21 @@ void install_host_rules(const std::string& veth, const std::string& proxy_addr, 
        "    type filter hook input priority -10; policy accept;\n"
     << "    " << iif << "ip daddr " << proxy_addr << " tcp dport " << proxy_port << " accept\n";
   if (dns) r << "    " << iif << "ip daddr " << proxy_addr << " meta l4proto { tcp, udp } th dport 53 accept\n";
+  if (capture_port) r << "    " << iif << "ip daddr " << proxy_addr << " tcp dport " << capture_port << " accept\n";
   r << "    " << iif << "meta l4proto tcp reject with tcp reset\n"
     << "    " << iif << "reject with icmpx type admin-prohibited\n"
-    << "  }\n"
-       "  chain forward {\n"
+    << "  }\n";
+  if (capture_port)
+    // Every other TCP connection from the agent to the capture port, before routing: the
+    // proxy reads the original destination back from this conntrack (SO_ORIGINAL_DST).
+    // What is not NATed (no new connection) finds input rejecting and forward dropping.
+    r << "  chain capture {\n"
+         "    type nat hook prerouting priority -100; policy accept;\n"
+      << "    " << iif << "ip daddr " << proxy_addr << " tcp dport { " << proxy_port << ", 53, " << capture_port
+      << " } return\n"
+      << "    " << iif << "meta l4proto tcp dnat ip to " << proxy_addr << ":" << capture_port << "\n"
+      << "  }\n";
+  r << "  chain forward {\n"
        "    type filter hook forward priority -10; policy accept;\n"
     << "    " << iif << "drop\n"
     << "    oifname \"" << veth << "\" drop\n"

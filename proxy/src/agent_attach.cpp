@@ -8,6 +8,7 @@
 
 #include "own_endpoints.hpp"
 #include "proxy_runtime.hpp"
+#include "transparent_session.hpp"
 
 #include <stdexcept>
 
@@ -39,14 +40,21 @@ std::string profile_missing(const std::string& profile, const std::string& agent
 
 void stop_dns_view(ProxyRuntime& core, const boost::asio::ip::address& agent) {
   std::shared_ptr<DnsView> view;
+  std::shared_ptr<TransparentListener> capture;
   {
     std::lock_guard lock(core.dns_mu);
-    if (auto it = core.dns_views.find(canonical_address(agent)); it != core.dns_views.end()) {
+    const auto key = canonical_address(agent);
+    if (auto it = core.dns_views.find(key); it != core.dns_views.end()) {
       view = std::move(it->second);
       core.dns_views.erase(it);
     }
+    if (auto it = core.transparent_listeners.find(key); it != core.transparent_listeners.end()) {
+      capture = std::move(it->second);
+      core.transparent_listeners.erase(it);
+    }
   }
   if (view) view->stop();
+  if (capture) capture->stop();
 }
 
 }  // namespace
@@ -80,8 +88,12 @@ AttachedAgent ProxyRuntime::attach_agent(const AgentAttachment& a) {
       auto view = std::make_shared<DnsView>(core, core.workers.front()->ioc, attached.listener->address(), a.addr,
                                             *a.dns_pool);
       view->start();
+      auto capture = std::make_shared<TransparentListener>(core, *core.workers.front(), attached.listener->address());
+      capture->start();
+      attached.transparent = capture->endpoint();
       std::lock_guard lock(core.dns_mu);
       core.dns_views[canonical_address(a.addr)] = std::move(view);
+      core.transparent_listeners[canonical_address(a.addr)] = std::move(capture);
       attached.dns_view = true;
     }
     register_agent(a.addr, a.name, a.profile);  // checks the profile again, under the reload lock

@@ -44,6 +44,8 @@ class Exchange {
   void request(bool connect, std::string_view method, bool escape = false);
   void target(std::string_view host, std::uint16_t port, std::string_view path, bool escape = false);
   void host(std::string_view name) { record_.host = name; }
+  // A front door other than HTTP and CONNECT ("transparent"), after request().
+  void kind(std::string_view k) { record_.kind = k; }
 
   // Admission's answer. admitted() takes the decision and the cap slot and queues the
   // row: false when the audit store refused it (the caller answers 503).

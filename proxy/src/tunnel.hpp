@@ -26,7 +26,9 @@ class Tunnel : public std::enable_shared_from_this<Tunnel> {
   Tunnel(ProxyRuntime& impl, boost::asio::ip::tcp::socket client, boost::asio::ip::tcp::socket upstream,
          std::string early_data, Exchange exchange, std::chrono::milliseconds idle_timeout);
   ~Tunnel();
-  void start();
+  // announce: answer "200 Connection Established" first (CONNECT); a captured
+  // connection (transparent) gets nothing but the upstream's bytes.
+  void start(bool announce = true);
 
  private:
   struct Half {

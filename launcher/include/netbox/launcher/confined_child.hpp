@@ -57,7 +57,8 @@ class ConfinedChild {
   // eth0 while the launcher starts the proxy.
   void link_ready();
   // Tells the child the proxy port, so it installs its output rules meanwhile.
-  void send_port(std::uint16_t proxy_port);
+  // capture_port: the transparent listener's, 0 for none.
+  void send_port(std::uint16_t proxy_port, std::uint16_t capture_port = 0);
   // Call once the host's rules are in place: lets the child fork the agent, and waits
   // until its namespaces are set up. Throws LaunchError(125) with the child's reason
   // when setup failed.

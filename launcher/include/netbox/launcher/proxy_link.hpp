@@ -44,6 +44,9 @@ class ProxyLink {
   // Listens on the host address and registers the agent; returns the proxy port.
   // Throws LaunchError(125) when the proxy refuses.
   virtual std::uint16_t attach(const AgentIdentity& agent) = 0;
+  // After attach: the port of the agent's transparent listener on host_addr, where its
+  // namespace sends captured TCP connections; 0 when the proxy captures none.
+  virtual std::uint16_t capture_port() const { return 0; }
   // Records the agent's end and unregisters it. Never throws.
   virtual void detach(const AgentOutcome& outcome) noexcept = 0;
 };

@@ -30,8 +30,9 @@ struct AgentAttachment {
   std::optional<boost::asio::ip::tcp::endpoint> listen;
   std::optional<AgentLaunch> launch;  // opens its agents row
   // Serve the agent the DNS view of its policy (UDP and TCP port 53 on the listener's
-  // address), answering allowed names from this pool of synthetic addresses (issue 15).
-  // Needs `listen`. Unset: no DNS view.
+  // address), answering allowed names from this pool of synthetic addresses, and listen
+  // for its captured connections (AttachedAgent::transparent) (issue 15). Needs `listen`.
+  // Unset: neither.
   std::optional<policy::Cidr> dns_pool;
 };
 
@@ -44,6 +45,9 @@ struct AttachedAgent {
   std::int64_t pid = 0;
   bool row_opened = false;  // an agents row was opened, so detach_agent ends it
   bool dns_view = false;    // serves DNS, so detach_agent stops it
+  // With a DNS view: where the agent's captured TCP connections go (its namespace DNATs
+  // every outgoing TCP connection here), on the listener's address.
+  std::optional<boost::asio::ip::tcp::endpoint> transparent;
 };
 
 // How the agent ended, for its agents row.
