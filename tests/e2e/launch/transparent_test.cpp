@@ -9,6 +9,8 @@
 
 #include <gmock/gmock.h>
 
+#include <filesystem>
+#include <fstream>
 #include <thread>
 
 namespace netbox::launch_test {
@@ -136,6 +138,43 @@ TEST(LaunchTransparent, FrontedTlsAndInternalLiteralsAreRefusedWithARow) {
   EXPECT_EQ(rows[1][1], subnet.addr_prefix + "1");
   EXPECT_EQ(rows[1][2], "deny");
   EXPECT_FALSE(rows[1][3].empty());
+  expect_nothing_left(subnet);
+}
+
+// Runtimes that resolve and connect on their own: Node's fetch ignores the proxy variables
+// (before Node 24) and is captured; the JVM reads JAVA_TOOL_OPTIONS and uses the proxy.
+TEST(LaunchTransparent, NodeFetchAndJavaHttpClientWorkWithNoConfiguration) {
+  NETBOX_REQUIRE_ROOT();
+  if (!std::filesystem::exists("/usr/bin/node") || !std::filesystem::exists("/usr/bin/java"))
+    GTEST_SKIP() << "needs node and java (scripts/install-deps.sh installs them)";
+  const auto subnet = test_subnet(47);
+  HttpServer upstream;
+  HostDir host;
+  const auto src = host.folder("java") / "Get.java";
+  std::ofstream(src) << R"(import java.net.URI;
+import java.net.http.*;
+public class Get {
+  public static void main(String[] a) throws Exception {
+    var r = HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create(a[0])).build(),
+                                            HttpResponse.BodyHandlers.ofString());
+    System.out.println("java: " + r.statusCode() + " " + r.body());
+  }
+})";
+  std::filesystem::permissions(src, std::filesystem::perms(0644));
+  test::TempDir dir;
+  auto policy = dir.write("policy.json", policy_for(upstream.port(), upstream.port()));
+  const auto db = dir.path() / "a.db";
+  const std::string url = "http://allowed.test:" + std::to_string(upstream.port()) + "/";
+  auto r = launch(subnet, {"--policy", policy.string(), "--audit-db", db.string(), "--", kSh, "-c",
+                           "node -e 'fetch(process.argv[1]).then(r => r.text()).then(t => console.log(\"node:\", t))' " +
+                               url + "; java " + src.string() + " " + url},
+                  std::chrono::seconds(120));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr(std::string("node: ") + HttpServer::kBody));
+  EXPECT_THAT(r.out, HasSubstr(std::string("java: 200 ") + HttpServer::kBody));
+  const auto rows = query(db, "SELECT kind, host, decision FROM requests ORDER BY id");
+  EXPECT_EQ(rows, (std::vector<std::vector<std::string>>{{"transparent", "allowed.test", "allow"},
+                                                          {"http", "allowed.test", "allow"}}));
   expect_nothing_left(subnet);
 }
 
