@@ -3,7 +3,16 @@
 #include "netbox/tls/client_hello.hpp"
 
 #include "netbox/proxy/endpoint.hpp"
+
+#include "denial.hpp"
 #include "tunnel.hpp"
+
+#include <boost/asio/read.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/http/write.hpp>
+
+#include <cctype>
+#include <sstream>
 
 #include <linux/netfilter_ipv4.h>
 #include <netinet/in.h>
@@ -18,6 +27,7 @@ using tcp = ip::tcp;
 namespace {
 
 constexpr std::uint16_t kHttps = 443;
+constexpr std::uint16_t kHttp = 80;
 
 // Where the agent meant to go, before its namespace's DNAT sent it here.
 std::optional<tcp::endpoint> original_destination(tcp::socket& s) {
@@ -26,6 +36,28 @@ std::optional<tcp::endpoint> original_destination(tcp::socket& s) {
   if (::getsockopt(s.native_handle(), SOL_IP, SO_ORIGINAL_DST, &dst, &len) != 0 || dst.sin_family != AF_INET)
     return std::nullopt;
   return tcp::endpoint(ip::address_v4(ntohl(dst.sin_addr.s_addr)), ntohs(dst.sin_port));
+}
+
+// The Host headers' names in a request head (lower-cased, without a port or a final dot).
+std::vector<std::string> hosts_of_head(std::string_view head) {
+  std::vector<std::string> hosts;
+  std::size_t at = 0;
+  while ((at = head.find("\r\n", at)) != std::string_view::npos) {
+    at += 2;
+    if (head.size() - at < 5) break;
+    std::string name(head.substr(at, 5));
+    for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (name != "host:") continue;
+    const auto end = head.find("\r\n", at);
+    std::string v(head.substr(at + 5, end - at - 5));
+    v.erase(0, v.find_first_not_of(" \t"));
+    v.erase(v.find_last_not_of(" \t") + 1);
+    if (!v.empty() && v.front() != '[') v = v.substr(0, v.find(':'));
+    if (!v.empty() && v.back() == '.') v.pop_back();
+    for (auto& c : v) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    hosts.push_back(std::move(v));
+  }
+  return hosts;
 }
 
 }  // namespace
@@ -84,46 +116,68 @@ void TransparentSession::start() {
   if (!parsed) return refuse({403, Outcome::error, {}, "host", parsed.error.message, {}});
   host_ = *parsed.host;
   exchange_.host(host_.name);
-  if (dst->port() == kHttps && !name_.empty()) return peek_hello();
+  if (dst->port() == kHttps && !name_.empty()) flight_ = Flight::tls;
+  if (dst->port() == kHttp) flight_ = Flight::http;
+  if (flight_ != Flight::none) return read_first_flight();
   admit();
 }
 
-// TLS to a name: the hello must name the same host. Peeked, so the upstream gets it whole.
-void TransparentSession::peek_hello() {
+void TransparentSession::read_first_flight() {
   timer_.expires_after(profile_->limits.header_timeout);
   timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
     if (!ec) self->client_.cancel();
   });
-  client_.async_wait(tcp::socket::wait_read,
-                     [self = shared_from_this()](boost::system::error_code ec) { self->on_readable(ec); });
+  client_.async_read_some(asio::buffer(chunk_), [self = shared_from_this()](boost::system::error_code ec,
+                                                                            std::size_t n) {
+    self->on_first_bytes(ec, n);
+  });
 }
 
-void TransparentSession::on_readable(boost::system::error_code ec) {
+void TransparentSession::on_first_bytes(boost::system::error_code ec, std::size_t n) {
   if (ec) {
     timer_.cancel();
-    return refuse({403, Outcome::error, {}, "request", "no TLS ClientHello arrived in time", {}}, ec.message());
+    return refuse({403, Outcome::error, {}, "request", "the connection sent no complete first message in time",
+                   {}}, ec.message());
   }
-  const ssize_t n = ::recv(client_.native_handle(), peek_.data(), peek_.size(), MSG_PEEK | MSG_DONTWAIT);
-  if (n <= 0) {
+  early_.append(chunk_.data(), n);
+  judge_first_flight();
+}
+
+void TransparentSession::judge_first_flight() {
+  const bool full = early_.size() >= tls::kMaxHelloBytes;
+  if (flight_ == Flight::tls) {
+    const auto hello = tls::read_client_hello(
+        std::span(reinterpret_cast<const std::uint8_t*>(early_.data()), early_.size()));
+    if (hello.status == tls::ClientHello::Status::need_more && !full) return read_first_flight();
     timer_.cancel();
-    return refuse({403, Outcome::error, {}, "request", "the connection closed before its first bytes", {}});
+    // Not TLS after all, or without SNI, or ECH (its SNI is only the public name): decided
+    // on the mapped name. An SNI naming another host is domain fronting.
+    if (hello.status == tls::ClientHello::Status::complete && !hello.server_name.empty() &&
+        !hello.encrypted_client_hello && hello.server_name != host_.name)
+      return refuse({403, Outcome::deny, {}, "sni",
+                     "the TLS server name " + hello.server_name + " is not " + host_.name +
+                         ", the name this address was looked up as (domain fronting)",
+                     {}});
+    return admit();
   }
-  const auto hello = tls::read_client_hello(std::span(peek_.data(), static_cast<std::size_t>(n)));
-  if (hello.status == tls::ClientHello::Status::need_more && static_cast<std::size_t>(n) < peek_.size()) {
-    // More of the hello is on its way; wait until more is readable (the bytes stay queued).
-    return client_.async_wait(tcp::socket::wait_read, [self = shared_from_this()](boost::system::error_code e) {
-      self->on_readable(e);
-    });
-  }
+  const auto end = early_.find("\r\n\r\n");
+  if (end == std::string::npos && !full) return read_first_flight();
   timer_.cancel();
-  // Not TLS after all, or without SNI, or ECH (its SNI is only the public name): decided
-  // on the mapped name. An SNI naming another host is domain fronting.
-  if (hello.status == tls::ClientHello::Status::complete && !hello.server_name.empty() &&
-      !hello.encrypted_client_hello && hello.server_name != host_.name)
-    return refuse({403, Outcome::deny, {}, "sni",
-                   "the TLS server name " + hello.server_name + " is not " + host_.name +
-                       ", the name this address was looked up as (domain fronting)",
-                   {}});
+  if (end == std::string::npos)
+    return refuse({431, Outcome::error, {}, "request", "the request head is longer than 16 KiB", {}});
+  // Only a name is checked: a literal has no other name to disagree with.
+  if (!name_.empty()) {
+    const auto hosts = hosts_of_head(std::string_view(early_).substr(0, end + 2));
+    if (hosts.size() != 1 || hosts.front().empty())
+      return refuse({400, Outcome::error, {}, "host", "the request must have exactly one Host header, naming " +
+                                                          host_.name, {}});
+    const auto& host = hosts.front();
+    if (host != host_.name)
+      return refuse({403, Outcome::deny, {}, "host",
+                     "the Host header names " + host + ", not " + host_.name +
+                         ", the name this address was looked up as",
+                     {}});
+  }
   admit();
 }
 
@@ -171,14 +225,27 @@ void TransparentSession::on_dialed(DialResult r) {
   exchange_.client_slot = std::move(slot_);
   exchange_.settle();
   // The tunnel answers nothing: the agent believes it is connected to its destination.
-  auto t = std::make_shared<Tunnel>(rt_, std::move(client_), std::move(r.socket), std::string(), std::move(exchange_),
+  auto t = std::make_shared<Tunnel>(rt_, std::move(client_), std::move(r.socket), std::move(early_), std::move(exchange_),
                                     profile_->limits.idle_timeout);
   t->start(false);
 }
 
 void TransparentSession::refuse(const Refusal& r, std::string error) {
   exchange_.refuse(r, error.empty() ? r.reason : std::move(error));
-  reset();
+  if (flight_ != Flight::http) return reset();
+  // Plain HTTP gets the answer every proxied request gets: a status and X-Netbox-Reason.
+  Refusal shown = r;
+  shown.what = host_.name + ":" + std::to_string(original_.port());
+  const auto res = make_refusal(shown, 11, false);
+  std::ostringstream out;
+  out << res;
+  answer_ = std::make_shared<std::string>(out.str());
+  asio::async_write(client_, asio::buffer(*answer_), [self = shared_from_this()](boost::system::error_code,
+                                                                                  std::size_t) {
+    boost::system::error_code ignored;
+    self->client_.shutdown(tcp::socket::shutdown_send, ignored);
+    self->client_.close(ignored);
+  });
 }
 
 // A reset, not a close: the agent's program sees "connection refused/reset" at once.

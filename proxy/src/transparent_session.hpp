@@ -6,10 +6,11 @@
 // Then the same Admission and Exchange as CONNECT decide and record it, with kind
 // `transparent`, and an admitted connection becomes a Tunnel that answers nothing.
 //
-// TLS (port 443, or any first bytes that are a ClientHello): the hello is peeked, never
-// consumed; an SNI naming another host than the synthetic address stands for is refused
-// (domain fronting). Everything else is relayed as it comes, decided on the name and port.
-// A refusal resets the connection; the row says why.
+// Port 443: the ClientHello is read first (and relayed unchanged as the tunnel's first
+// bytes); an SNI naming another host than the synthetic address stands for is refused
+// (domain fronting). Port 80: the request head is read first; a Host header naming
+// another host is refused, and refusals are answered 403 with X-Netbox-Reason. Everything
+// else is relayed as it comes, decided on the name and port; a refusal resets it.
 #include "admission.hpp"
 #include "dialer.hpp"
 #include "dns_view.hpp"
@@ -33,8 +34,9 @@ class TransparentSession : public std::enable_shared_from_this<TransparentSessio
   void start();
 
  private:
-  void peek_hello();
-  void on_readable(boost::system::error_code ec);
+  void read_first_flight();
+  void on_first_bytes(boost::system::error_code ec, std::size_t n);
+  void judge_first_flight();
   void admit();
   void on_resolved(ResolveResult r);
   void act_on(AdmissionResult result);
@@ -58,7 +60,11 @@ class TransparentSession : public std::enable_shared_from_this<TransparentSessio
   std::string name_;  // what a synthetic address stands for; empty: an IP literal
   policy::Host host_;
   std::vector<boost::asio::ip::tcp::endpoint> allowed_;
-  std::array<std::uint8_t, 16 * 1024> peek_{};
+  enum class Flight { none, tls, http };  // what is read before deciding (port 443, port 80)
+  Flight flight_ = Flight::none;
+  std::string early_;  // the first flight, relayed first once admitted
+  std::array<char, 4096> chunk_{};
+  std::shared_ptr<std::string> answer_;  // a 403 being written
 };
 
 // The agent's transparent listener: on its host address, a port of its own that the

@@ -141,6 +141,29 @@ TEST(LaunchTransparent, FrontedTlsAndInternalLiteralsAreRefusedWithARow) {
   expect_nothing_left(subnet);
 }
 
+// Plain HTTP on port 80 is read before it is decided: a Host header that is not the name
+// the address stands for is refused, and every refusal is the usual 403 with its reason.
+TEST(LaunchTransparent, PlainHttpWithAnotherHostOrToAnInternalLiteralGets403WithTheReason) {
+  NETBOX_REQUIRE_ROOT();
+  const auto subnet = test_subnet(48);
+  test::TempDir dir;
+  auto policy = dir.write("policy.json", policy_json(8080));  // allowed.test on port 80
+  const auto db = dir.path() / "a.db";
+  auto r = launch(subnet, {"--policy", policy.string(), "--audit-db", db.string(), "--", kSh, "-c",
+                           std::string(kCurl) + " -sS -i --noproxy '*' -H 'Host: evil.test' http://allowed.test/; " +
+                               kCurl + " -sS -i --noproxy '*' http://" + subnet.addr_prefix + "1/"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("X-Netbox-Reason: the Host header names evil.test, not allowed.test"));
+  EXPECT_THAT(r.out, HasSubstr("X-Netbox-Decision: deny"));
+  const auto rows = query(db, "SELECT kind, host, port, decision, rule, status FROM requests ORDER BY id");
+  ASSERT_EQ(rows.size(), 2u) << r.err;
+  EXPECT_EQ(rows[0], (std::vector<std::string>{"transparent", "allowed.test", "80", "deny", "host", "403"}));
+  EXPECT_EQ(rows[1][1], subnet.addr_prefix + "1");
+  EXPECT_EQ(rows[1][3], "deny");
+  EXPECT_EQ(rows[1][5], "403");
+  expect_nothing_left(subnet);
+}
+
 // Runtimes that resolve and connect on their own: Node's fetch ignores the proxy variables
 // (before Node 24) and is captured; the JVM reads JAVA_TOOL_OPTIONS and uses the proxy.
 TEST(LaunchTransparent, NodeFetchAndJavaHttpClientWorkWithNoConfiguration) {
