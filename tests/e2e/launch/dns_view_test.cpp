@@ -94,5 +94,27 @@ TEST(LaunchDnsView, ProxyVarsLeavesTheAgentWithoutAResolver) {
   expect_nothing_left(subnet);
 }
 
+TEST(LaunchDnsView, ThePolicysSandboxNetworkAppliesUnlessTheFlagIsGiven) {
+  NETBOX_REQUIRE_ROOT();
+  const auto subnet = test_subnet(49);
+  test::TempDir dir;
+  auto json = policy_json(8080);
+  json.insert(json.rfind('}'), R"(, "sandbox": {"network": "proxy-vars"})");
+  auto policy = dir.write("policy.json", json);
+  const std::vector<std::string> cmd = {"--", kSh, "-c", "getent hosts allowed.test; echo allowed=$?"};
+  std::vector<std::string> args = {"--policy", policy.string(), "--audit-db", (dir.path() / "a.db").string()};
+  std::vector<std::string> by_policy = args;
+  by_policy.insert(by_policy.end(), cmd.begin(), cmd.end());
+  auto r = launch(subnet, by_policy);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("allowed=2"));
+  args.insert(args.end(), {"--network", "transparent"});
+  args.insert(args.end(), cmd.begin(), cmd.end());
+  auto flagged = launch(subnet, args);
+  EXPECT_EQ(flagged.exit_code, 0) << flagged.err;
+  EXPECT_THAT(flagged.out, HasSubstr("allowed=0"));
+  expect_nothing_left(subnet);
+}
+
 }  // namespace
 }  // namespace netbox::launch_test
