@@ -71,6 +71,10 @@ void bind(FlagTable& f, LaunchArgs& a) {
   f.option("--pids", o.cgroup.pids, "Processes and threads in the agent's cgroup (default 1024)");
   f.option("--tmp-size", o.tmp_size, "SIZE of the memory behind the agent's /tmp, /var/tmp and /dev/shm together")
       ->default_str("1G");
+  f.option("--network", o.network,
+           "transparent (the DNS view of the policy inside the namespace, and the proxy variables) or proxy-vars "
+           "(only the variables)")
+      ->default_str("transparent");
   f.option("--seccomp", o.seccomp, "default, off, or a Docker/OCI seccomp profile FILE")->default_str("default");
   f.option("command", o.command, "COMMAND [ARG...] (after --)")->required();
 }
@@ -87,6 +91,7 @@ int run_launch(LaunchArgs& a, const FlagTable& flags) {
   auto& o = a.o;
   try {
     o.tmp_size_given = flags.given("--tmp-size");
+    o.network_given = flags.given("--network");
     if (a.timeout) o.timeout_seconds = seconds("--timeout", *a.timeout);
     o.kill_grace = std::chrono::milliseconds(static_cast<long long>(seconds("--kill-grace", a.grace) * 1000));
   } catch (const UsageError& e) {

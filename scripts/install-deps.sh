@@ -15,6 +15,9 @@ missing=()
 # Node.js with npm installs playwright-core for the dashboard's browser test; the machine
 # image ships one, else Debian's.
 command -v npm >/dev/null 2>&1 || PKGS+=(nodejs npm)
+# A JDK for the launch test of a Java HttpClient program (JAVA_TOOL_OPTIONS); the machine
+# image may ship one, else Debian's default.
+command -v java >/dev/null 2>&1 || PKGS+=(default-jdk-headless)
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done

@@ -339,7 +339,9 @@ void setup_step(std::string& error, Step&& step) {
   if (read_full(go_fd, &ports, sizeof ports) != sizeof ports) _exit(kExitLauncherFailure);
   // The proxy has its audit database open by now, so its -wal and -shm exist too.
   setup_step(error, [&] {
-    install_agent_rules(spec.host_addr, ports);
+    install_agent_rules(spec.host_addr, ports, spec.dns_view);
+    // Routed only once the rules that capture and filter it are in.
+    if (ports.capture) add_default_route(spec.agent_ifname, spec.host_addr);
     hide_paths(spec.hidden);
   });
   // The agent must not run before the host's rules are in place: the launcher says so.
@@ -474,7 +476,7 @@ void ConfinedChild::link_ready() {
 }
 
 void ConfinedChild::send_ports(const ProxyPorts& ports) {
-  // A plain struct of two ports between two halves of one binary: sent as its bytes.
+  // A plain struct of ports between two halves of one binary: sent as its bytes.
   if (!write_all(go_fd_, &ports, sizeof ports))
     throw LaunchError(kExitLauncherFailure, "the confined child exited before its network was set up");
 }

@@ -85,6 +85,7 @@ class EmbeddedProxy final : public ProxyLink {
       attachment.socks_listen = ip::tcp::endpoint(host, pick_port(host, kPreferredSocksPort));
       attachment.launch = proxy::AgentLaunch{agent.pid, agent.command_line, agent.agent_addr, agent.policy_digest,
                                              agent.sandbox};
+      attachment.dns_pool = agent.dns_pool;
       attached_ = server_->attach_agent(attachment);
       return {attached_->listener->port(), attached_->socks_listener->port()};
     } catch (const LaunchError&) {
@@ -92,6 +93,10 @@ class EmbeddedProxy final : public ProxyLink {
     } catch (const std::exception& e) {
       throw LaunchError(kExitLauncherFailure, std::string("starting the embedded proxy failed: ") + e.what());
     }
+  }
+
+  std::uint16_t capture_port() const override {
+    return attached_ && attached_->transparent ? attached_->transparent->port() : 0;
   }
 
   void detach(const AgentOutcome& outcome) noexcept override {

@@ -18,6 +18,18 @@ bool valid_key(const std::string& key) {
 
 }  // namespace
 
+std::string java_proxy_options(const std::string& proxy_url) {
+  constexpr std::string_view scheme = "http://";
+  if (!proxy_url.starts_with(scheme)) return {};
+  const std::string authority = proxy_url.substr(scheme.size());
+  const auto colon = authority.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == authority.size()) return {};
+  const std::string host = authority.substr(0, colon), port = authority.substr(colon + 1);
+  // nonProxyHosts is shared by http and https; '|' separates, as NO_PROXY's commas do.
+  return "-Dhttp.proxyHost=" + host + " -Dhttp.proxyPort=" + port + " -Dhttps.proxyHost=" + host +
+         " -Dhttps.proxyPort=" + port + " -Dhttp.nonProxyHosts=localhost|127.0.0.1";
+}
+
 std::map<std::string, std::string> current_environment() {
   std::map<std::string, std::string> env;
   for (char** e = environ; e && *e; ++e) {
@@ -61,6 +73,12 @@ std::vector<std::string> agent_environment(const AgentEnvInput& in) {
   for (const char* key : {"ALL_PROXY", "all_proxy"}) env[key] = in.socks_url.empty() ? in.proxy_url : in.socks_url;
   env["NO_PROXY"] = env["no_proxy"] = "localhost,127.0.0.1";
   env["NODE_USE_ENV_PROXY"] = "1";
+  // The JVM reads no proxy variable; JAVA_TOOL_OPTIONS reaches every JVM it starts. Kept
+  // options (--keep-env) stay, ours after them so they win; --env replaces the whole value.
+  if (auto java = java_proxy_options(in.proxy_url); !java.empty()) {
+    auto& opts = env["JAVA_TOOL_OPTIONS"];
+    opts = opts.empty() ? java : opts + " " + java;
+  }
   for (const auto& entry : in.set) {
     auto eq = entry.find('=');
     if (eq == std::string::npos || eq == 0) continue;

@@ -172,6 +172,14 @@ int launch(const LaunchOptions& flags) {
   if (o.proxy_control && (o.log_file || o.quiet))
     throw LaunchError(kExitUsage, std::string(o.log_file ? "--log-file" : "--quiet") +
                                       ": only for the embedded proxy; a running proxy logs where it was started");
+  if (o.network != "transparent" && o.network != "proxy-vars")
+    throw LaunchError(kExitUsage, "--network '" + o.network + "': expected transparent or proxy-vars");
+  // A running proxy serves no DNS view yet: its agents keep the proxy variables only,
+  // unless transparent was asked for by name, which is refused rather than quietly missing.
+  if (o.proxy_control && o.network_given && o.network == "transparent")
+    throw LaunchError(kExitUsage, "--network transparent: only with the embedded proxy for now; with --proxy-control "
+                                  "use --network proxy-vars");
+  const bool dns_view = o.network == "transparent" && !o.proxy_control;
   if (o.timeout_seconds && (!std::isfinite(*o.timeout_seconds) || *o.timeout_seconds <= 0))
     throw LaunchError(kExitUsage, "--timeout: expected a positive number of seconds");
   const auto rlimits = agent_rlimits(o.rlimits);
@@ -273,6 +281,11 @@ int launch(const LaunchOptions& flags) {
   spec.seccomp = seccomp.compile();
   spec.hostname = hostname_for(name);
   spec.mounts = mounts;
+  spec.dns_view = dns_view;
+  if (dns_view)
+    spec.mounts.resolv_conf = "# netbox: the DNS view of this agent's policy (netbox launch --network transparent).\n"
+                              "# Allowed names resolve to synthetic addresses; denied names do not exist.\n"
+                              "nameserver " + lease.host_addr + "\noptions attempts:2 timeout:2\n";
   spec.cwd = agent_cwd;
   spec.commit_workdir = o.commit;
   spec.hidden = own_hidden;
@@ -304,8 +317,10 @@ int launch(const LaunchOptions& flags) {
   preparing.join();
 
   AgentIdentity identity{name, profile, lease.agent_addr, lease.host_addr, child.pid(), command_line(o.command),
-                         policy ? policy->digest : std::string(), render_report_json(report)};
-  const ProxyPorts ports = link->attach(identity);
+                         policy ? policy->digest : std::string(), render_report_json(report), std::nullopt};
+  if (dns_view) identity.dns_pool = kSyntheticPool;
+  ProxyPorts ports = link->attach(identity);
+  ports.capture = link->capture_port();
   AgentOutcome failed;
   failed.exit_status = kExitLauncherFailure;
   ScopeExit detach_on_error([&] { link->detach(failed); });
@@ -313,7 +328,7 @@ int launch(const LaunchOptions& flags) {
   // on release(), after these are in place.
   child.send_ports(ports);
   try {
-    install_host_rules(lease.veth, lease.host_addr, ports);
+    install_host_rules(lease.veth, lease.host_addr, ports, dns_view);
   } catch (const std::runtime_error& e) {
     throw LaunchError(kExitLauncherFailure, e.what());
   }

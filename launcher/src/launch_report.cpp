@@ -52,7 +52,10 @@ SandboxReport describe_launch(const LaunchOptions& o, const std::string& name, c
               (o.proxy_control ? "running, control " + o.proxy_control->string()
                                : "embedded, policy " + (o.policy_file ? o.policy_file->string() : "deny all") +
                                      ", audit " + (audit_db ? audit_db->string() : std::string("the default"))) +
-              ")";
+              ")" +
+              (o.network == "transparent" && !o.proxy_control
+                   ? "; DNS answered from the policy, every TCP connection captured (--network transparent)"
+                   : "; only the proxy variables (--network proxy-vars)");
   r.ipc_uts = "own IPC and UTS namespaces (hostname " + hostname + ")";
   describe_view(r, view, o.tmp_size, o.workdir_quota, o.commit);
   describe_own_files(r, own_hidden);

@@ -280,6 +280,39 @@ void build_run() {
   }
 }
 
+// The agent's resolv.conf, written to the assembly tmpfs and bound read-only over the
+// view's /etc/resolv.conf: over the file itself, or over what its symlink leads to
+// (systemd-resolved's stub file under /run, the fresh tmpfs, is made there first).
+void place_resolv_conf(const std::string& text) {
+  const std::string file = "/resolv.conf";
+  {
+    std::ofstream out(file);
+    out << text;
+    if (!out.flush()) throw std::runtime_error("writing the agent's resolv.conf failed");
+  }
+  if (::chmod(file.c_str(), 0444) != 0) fail("chmod " + file);
+  std::string path = "/etc/resolv.conf";
+  for (int hops = 0; hops < 8; ++hops) {
+    struct stat st {};
+    if (::lstat(in_new(path).c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) break;
+    char buf[4096];
+    const ssize_t n = ::readlink(in_new(path).c_str(), buf, sizeof buf - 1);
+    if (n <= 0) fail("readlink " + path);
+    const std::string to(buf, static_cast<std::size_t>(n));
+    path = to.starts_with("/") ? to : path.substr(0, path.rfind('/') + 1) + to;
+  }
+  const std::string target = in_new(path);
+  if (!exists(target)) {
+    if (!path.starts_with("/run/") && !path.starts_with("/var/run/"))
+      throw std::runtime_error("the agent's " + path + " (where /etc/resolv.conf leads) does not exist and is not on "
+                               "its fresh /run, so the DNS view cannot be shown there");
+    make_mount_point(target, false, 0, 0);
+  }
+  mount_or_throw(file.c_str(), target.c_str(), nullptr, MS_BIND, nullptr);
+  mount_or_throw(nullptr, target.c_str(), nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                 nullptr);
+}
+
 }  // namespace
 
 WorkdirOverlay setup_agent_mounts(const AgentMounts& m) {
@@ -307,6 +340,7 @@ WorkdirOverlay setup_agent_mounts(const AgentMounts& m) {
 
   WorkdirOverlay overlay;
   for (const auto& bind : m.binds) bind_from_host(bind, m, overlay);
+  if (!m.resolv_conf.empty()) place_resolv_conf(m.resolv_conf);
   if (!m.hidden.empty()) {
     make_file(kEmptyFile, 0444);
     for (const auto& path : m.hidden) hide(path);

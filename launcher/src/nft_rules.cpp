@@ -51,7 +51,7 @@ std::string port_set(const ProxyPorts& ports) {
 
 std::string host_table_name(const std::string& veth) { return kTablePrefix + veth; }
 
-void install_agent_rules(const std::string& proxy_addr, const ProxyPorts& ports) {
+void install_agent_rules(const std::string& proxy_addr, const ProxyPorts& ports, bool dns) {
   std::ostringstream r;
   // policy drop is the backstop; the reject rules make every other attempt fail at
   // once instead of after a timeout.
@@ -59,15 +59,21 @@ void install_agent_rules(const std::string& proxy_addr, const ProxyPorts& ports)
        "  chain output {\n"
        "    type filter hook output priority 0; policy drop;\n"
        "    oifname \"lo\" accept\n"
-    << "    ip daddr " << proxy_addr << " tcp dport " << port_set(ports) << " accept\n"
-    << "    meta l4proto tcp reject with tcp reset\n"
+    << "    ip daddr " << proxy_addr << " tcp dport " << port_set(ports) << " accept\n";
+  if (dns) r << "    ip daddr " << proxy_addr << " meta l4proto { tcp, udp } th dport 53 accept\n";
+  // Captured: every TCP connection goes out to the host side, whose prerouting sends it
+  // to the proxy's capture port (the conntrack that knows the original destination must
+  // be the proxy's, so the DNAT is the host's, see install_host_rules).
+  if (ports.capture) r << "    meta l4proto tcp accept\n";
+  r << "    meta l4proto tcp reject with tcp reset\n"
        "    reject with icmpx type admin-prohibited\n"
        "  }\n"
        "}\n";
   Nft().run(r.str(), "installing the agent's output rules");
 }
 
-void install_host_rules(const std::string& veth, const std::string& proxy_addr, const ProxyPorts& ports) {
+void install_host_rules(const std::string& veth, const std::string& proxy_addr, const ProxyPorts& ports,
+                        bool dns) {
   const std::string iif = "iifname \"" + veth + "\" ";
   std::ostringstream r;
   // Priority -10 runs before ordinary host firewalls, so the agent's veth is closed
@@ -75,11 +81,26 @@ void install_host_rules(const std::string& veth, const std::string& proxy_addr, 
   r << "table inet " << host_table_name(veth) << " {\n"
     << "  chain input {\n"
        "    type filter hook input priority -10; policy accept;\n"
-    << "    " << iif << "ip daddr " << proxy_addr << " tcp dport " << port_set(ports) << " accept\n"
-    << "    " << iif << "meta l4proto tcp reject with tcp reset\n"
+    << "    " << iif << "ip daddr " << proxy_addr << " tcp dport " << port_set(ports) << " accept\n";
+  if (dns) r << "    " << iif << "ip daddr " << proxy_addr << " meta l4proto { tcp, udp } th dport 53 accept\n";
+  r << "    " << iif << "meta l4proto tcp reject with tcp reset\n"
     << "    " << iif << "reject with icmpx type admin-prohibited\n"
-    << "  }\n"
-       "  chain forward {\n"
+    << "  }\n";
+  if (ports.capture) {
+    // Every other TCP connection from the agent to the capture port, before routing: the
+    // proxy reads the original destination back from this conntrack (SO_ORIGINAL_DST).
+    // What is not NATed (no new connection) finds input rejecting and forward dropping.
+    // The proxy's own ports (HTTP, SOCKS5, DNS, capture) are left alone.
+    std::string own = "{ 53";
+    for (auto p : ports.tcp()) own += ", " + std::to_string(p);
+    own += " }";
+    r << "  chain capture {\n"
+         "    type nat hook prerouting priority -100; policy accept;\n"
+      << "    " << iif << "ip daddr " << proxy_addr << " tcp dport " << own << " return\n"
+      << "    " << iif << "meta l4proto tcp dnat ip to " << proxy_addr << ":" << ports.capture << "\n"
+      << "  }\n";
+  }
+  r << "  chain forward {\n"
        "    type filter hook forward priority -10; policy accept;\n"
     << "    " << iif << "drop\n"
     << "    oifname \"" << veth << "\" drop\n"

@@ -28,6 +28,7 @@ LaunchOptions with_policy_sandbox(LaunchOptions o, const policy::SandboxSettings
   fill(o.cgroup.pids, s.pids);
   fill(o.user, s.user);
   fill(o.allow_degraded, s.allow_degraded);
+  if (!o.network_given && s.network) o.network = *s.network;
   return o;
 }
 

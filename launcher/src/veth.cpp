@@ -132,6 +132,22 @@ void set_link_up(const std::string& ifname) {
   check(request(msg.get()), "bringing up " + ifname);
 }
 
+void add_default_route(const std::string& ifname, const std::string& gateway) {
+  in_addr gw{};
+  if (inet_pton(AF_INET, gateway.c_str(), &gw) != 1) throw std::runtime_error("bad IPv4 address " + gateway);
+  Message msg(RTM_NEWROUTE, NLM_F_CREATE | NLM_F_EXCL);
+  auto* rtm = msg.extra_header<rtmsg>();
+  rtm->rtm_family = AF_INET;
+  rtm->rtm_dst_len = 0;
+  rtm->rtm_table = RT_TABLE_MAIN;
+  rtm->rtm_protocol = RTPROT_BOOT;
+  rtm->rtm_scope = RT_SCOPE_UNIVERSE;
+  rtm->rtm_type = RTN_UNICAST;
+  mnl_attr_put_u32(msg.get(), RTA_GATEWAY, gw.s_addr);
+  mnl_attr_put_u32(msg.get(), RTA_OIF, index_of(ifname));
+  check(request(msg.get()), "adding a default route via " + gateway + " on " + ifname);
+}
+
 bool delete_link(const std::string& ifname) {
   Message msg(RTM_DELLINK, 0);
   auto* ifm = msg.extra_header<ifinfomsg>();

@@ -121,6 +121,17 @@ Decision decide_name(const Profile& profile, const Host& host, uint16_t port) {
   return finish(profile, not_allowed(host.name));
 }
 
+Decision decide_dns_name(const Profile& profile, const std::string& name) {
+  // A deny entry with a port leaves the name's other ports open, so the name is answered.
+  for (const Rule& r : profile.deny)
+    if (!r.port && name_matches(r, name)) return finish(profile, name_denied(r, name));
+  for (const Rule& r : profile.allow)
+    if (name_matches(r, name)) return matched(Verdict::allow, r, name);
+  if (has_network_allow(profile))
+    return Decision{Verdict::allow, "", name + " is not in allow by name; its addresses must be in an allowed network"};
+  return finish(profile, not_allowed(name));
+}
+
 Decision decide_address(const Profile& profile, const Host& host, uint16_t port,
                         const boost::asio::ip::address& addr) {
   // Strings are built only once the outcome is known: this runs for every connection.

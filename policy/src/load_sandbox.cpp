@@ -87,7 +87,7 @@ void read_sandbox(const LoadContext& ctx, const nlohmann::json& object, const st
   // The names of `netbox launch`'s flags, with '_' for '-'.
   ctx.check_keys(object, pointer,
                  {"workdir", "ro", "rw", "hide", "tmp_size", "workdir_quota", "memory", "cpus", "pids", "user",
-                  "allow_degraded"});
+                  "allow_degraded", "network"});
   for (const auto& [key, v] : object.items()) ctx.keep_going([&, &key = key, &v = v] {
     const std::string p = child(pointer, key);
     if (key == "workdir") s.workdir = absolute_path(ctx, v, p);
@@ -100,7 +100,11 @@ void read_sandbox(const LoadContext& ctx, const nlohmann::json& object, const st
     else if (key == "cpus") s.cpus = cpus_text(ctx, v, p);
     else if (key == "pids") s.pids = count_text(ctx, v, p);
     else if (key == "allow_degraded") s.allow_degraded = layer_list(ctx, v, p);
-    else if (key == "user") {
+    else if (key == "network") {
+      const std::string& n = ctx.expect_string(v, p);
+      if (n != "transparent" && n != "proxy-vars") ctx.fail(p, "must be \"transparent\" or \"proxy-vars\", not \"" + n + "\"");
+      s.network = n;
+    } else if (key == "user") {
       const std::string& u = ctx.expect_string(v, p);
       if (u.empty()) ctx.fail(p, "must name a user, not \"\"");
       s.user = u;

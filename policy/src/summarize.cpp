@@ -38,6 +38,7 @@ std::string sandbox_text(const SandboxSettings& sb) {
   auto add = [&s](const char* key, const std::string& value) { s += (s.empty() ? "" : ", ") + std::string(key) + " " + value; };
   auto add_list = [&](const char* key, const std::vector<std::string>& v) { add(key, v.empty() ? "(none)" : strings(v)); };
   if (sb.user) add("user", *sb.user);
+  if (sb.network) add("network", *sb.network);
   if (sb.workdir) add("workdir", *sb.workdir);
   if (sb.workdir_quota) add("workdir-quota", *sb.workdir_quota);
   if (sb.ro) add_list("ro", *sb.ro);

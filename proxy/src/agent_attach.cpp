@@ -8,6 +8,7 @@
 
 #include "own_endpoints.hpp"
 #include "proxy_runtime.hpp"
+#include "transparent_session.hpp"
 
 #include <stdexcept>
 
@@ -37,7 +38,32 @@ std::string profile_missing(const std::string& profile, const std::string& agent
   return "the policy has no agents." + profile + " profile for agent " + agent;
 }
 
+void stop_dns_view(ProxyRuntime& core, const boost::asio::ip::address& agent) {
+  std::shared_ptr<DnsView> view;
+  std::shared_ptr<TransparentListener> capture;
+  {
+    std::lock_guard lock(core.dns_mu);
+    const auto key = canonical_address(agent);
+    if (auto it = core.dns_views.find(key); it != core.dns_views.end()) {
+      view = std::move(it->second);
+      core.dns_views.erase(it);
+    }
+    if (auto it = core.transparent_listeners.find(key); it != core.transparent_listeners.end()) {
+      capture = std::move(it->second);
+      core.transparent_listeners.erase(it);
+    }
+  }
+  if (view) view->stop();
+  if (capture) capture->stop();
+}
+
 }  // namespace
+
+std::shared_ptr<DnsView> ProxyRuntime::dns_view_of(const boost::asio::ip::address& agent) const {
+  std::lock_guard lock(dns_mu);
+  auto it = dns_views.find(canonical_address(agent));
+  return it == dns_views.end() ? nullptr : it->second;
+}
 
 AttachedAgent ProxyRuntime::attach_agent(const AgentAttachment& a) {
   auto& core = *this;
@@ -68,8 +94,22 @@ AttachedAgent ProxyRuntime::attach_agent(const AgentAttachment& a) {
       attached.socks_listener = present ? *a.socks_listen : core.add_listener(*a.socks_listen, ListenerKind::socks);
       attached.socks_listener_added = !present;
     }
+    if (a.dns_pool) {
+      if (!attached.listener) throw std::invalid_argument("a DNS view needs the agent's listener (\"listen\")");
+      auto view = std::make_shared<DnsView>(core, core.workers.front()->ioc, attached.listener->address(), a.addr,
+                                            *a.dns_pool);
+      view->start();
+      auto capture = std::make_shared<TransparentListener>(core, *core.workers.front(), attached.listener->address());
+      capture->start();
+      attached.transparent = capture->endpoint();
+      std::lock_guard lock(core.dns_mu);
+      core.dns_views[canonical_address(a.addr)] = std::move(view);
+      core.transparent_listeners[canonical_address(a.addr)] = std::move(capture);
+      attached.dns_view = true;
+    }
     register_agent(a.addr, a.name, a.profile);  // checks the profile again, under the reload lock
   } catch (...) {
+    if (attached.dns_view) stop_dns_view(core, a.addr);
     undo_listeners();
     throw;
   }
@@ -98,6 +138,7 @@ AttachedAgent ProxyRuntime::attach_agent(const AgentAttachment& a) {
 void ProxyRuntime::detach_agent(const AttachedAgent& agent, const AgentEnd& end) noexcept {
   auto& core = *this;
   try {
+    if (agent.dns_view) stop_dns_view(core, agent.addr);
     core.agents.remove(agent.addr);
     if (agent.listener_added) core.remove_listener(*agent.listener);
     if (agent.socks_listener_added) core.remove_listener(*agent.socks_listener);

@@ -44,7 +44,7 @@ class Exchange {
   void request(bool connect, std::string_view method, bool escape = false);
   void target(std::string_view host, std::uint16_t port, std::string_view path, bool escape = false);
   void host(std::string_view name) { record_.host = name; }
-  // The front door it came through, when not the HTTP listener's ("socks").
+  // The front door it came through, when not the HTTP listener's ("socks", "transparent").
   void kind(std::string_view k) { record_.kind = k; }
 
   // Admission's answer. admitted() takes the decision and the cap slot and queues the

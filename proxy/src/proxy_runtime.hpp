@@ -7,6 +7,7 @@
 #include "caps.hpp"
 #include "client_slots.hpp"
 #include "counters.hpp"
+#include "dns_view.hpp"
 #include "endpoint_registry.hpp"
 #include "interface_watch.hpp"
 #include "fd_limit.hpp"
@@ -36,6 +37,7 @@
 namespace netbox::proxy {
 
 class ControlServer;
+class TransparentListener;
 
 // One io thread: its io_context, its resolver, its idle upstream connections and its
 // own SO_REUSEPORT acceptor for each listen address. Only its own thread touches them.
@@ -146,6 +148,13 @@ struct ProxyRuntime {
 
   std::vector<std::unique_ptr<Worker>> workers;
   std::unique_ptr<ControlServer> control;
+
+  // Attached agents' DNS views (and synthetic pools) and transparent listeners, by the
+  // agent's address.
+  mutable std::mutex dns_mu;
+  std::map<boost::asio::ip::address, std::shared_ptr<DnsView>> dns_views;
+  std::map<boost::asio::ip::address, std::shared_ptr<TransparentListener>> transparent_listeners;
+  std::shared_ptr<DnsView> dns_view_of(const boost::asio::ip::address& agent) const;
 
  private:
   void accept_loop(Worker& w, std::shared_ptr<boost::asio::ip::tcp::acceptor> acc, ListenerKind kind);

@@ -41,8 +41,9 @@ Tunnel::~Tunnel() {
   exchange_.bytes_down = down_.bytes;
 }
 
-void Tunnel::start() {
+void Tunnel::start(bool announce) {
   last_activity_ = std::chrono::steady_clock::now();
+  if (!announce) return on_established({});
   asio::async_write(client_, asio::buffer(established_.data(), established_.size()),
                     [self = shared_from_this()](boost::system::error_code ec, std::size_t) {
                       self->on_established(ec);

@@ -29,7 +29,9 @@ class Tunnel : public std::enable_shared_from_this<Tunnel> {
          std::string early_data, Exchange exchange, std::chrono::milliseconds idle_timeout,
          std::string_view established = kHttpEstablished);
   ~Tunnel();
-  void start();
+  // announce: answer "200 Connection Established" first (CONNECT); a captured
+  // connection (transparent) gets nothing but the upstream's bytes.
+  void start(bool announce = true);
 
  private:
   struct Half {

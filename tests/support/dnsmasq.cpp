@@ -96,4 +96,6 @@ Dnsmasq::Dnsmasq(std::vector<std::string> records) {
   throw std::runtime_error("dnsmasq did not start: " + why);
 }
 
+std::string Dnsmasq::log() const { return proc_ ? proc_->log() : std::string(); }
+
 }  // namespace netbox::test

@@ -17,6 +17,8 @@ class Dnsmasq {
   explicit Dnsmasq(std::vector<std::string> records);
   unsigned short port() const { return port_; }
   std::string server() const { return "127.0.0.1:" + std::to_string(port_); }
+  // What dnsmasq logged so far (with "--log-queries" among the records: every query).
+  std::string log() const;
 
  private:
   TempDir dir_;

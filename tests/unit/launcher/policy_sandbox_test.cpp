@@ -40,5 +40,16 @@ TEST(PolicySandbox, FillsWhatNoFlagSetAndLeavesFlagsAlone) {
   EXPECT_EQ(with_policy_sandbox(LaunchOptions{}, policy::SandboxSettings{}).tmp_size, "1G") << "the default stays";
 }
 
+TEST(PolicySandbox, NetworkFillsInUnlessTheFlagWasGiven) {
+  policy::SandboxSettings s;
+  s.network = "proxy-vars";
+  EXPECT_EQ(with_policy_sandbox(LaunchOptions{}, s).network, "proxy-vars");
+  LaunchOptions flags;
+  flags.network = "transparent";
+  flags.network_given = true;
+  EXPECT_EQ(with_policy_sandbox(flags, s).network, "transparent");
+  EXPECT_EQ(with_policy_sandbox(LaunchOptions{}, policy::SandboxSettings{}).network, "transparent") << "the default";
+}
+
 }  // namespace
 }  // namespace netbox::launcher

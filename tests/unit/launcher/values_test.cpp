@@ -88,6 +88,10 @@ TEST(AgentEnvironment, KeepsOnlyWhatAgentsNeedAndSetsTheProxy) {
   EXPECT_THAT(env, Contains("https_proxy=http://10.213.0.1:3128"));
   EXPECT_THAT(env, Contains("NO_PROXY=localhost,127.0.0.1"));
   EXPECT_THAT(env, Contains("NODE_USE_ENV_PROXY=1"));
+  // The JVM reads no variable: its own options name the proxy explicitly.
+  EXPECT_THAT(env, Contains("JAVA_TOOL_OPTIONS=-Dhttp.proxyHost=10.213.0.1 -Dhttp.proxyPort=3128 "
+                            "-Dhttps.proxyHost=10.213.0.1 -Dhttps.proxyPort=3128 "
+                            "-Dhttp.nonProxyHosts=localhost|127.0.0.1"));
   for (const auto& e : env) {
     EXPECT_THAT(e, Not(HasSubstr("AWS_"))) << e;
     EXPECT_THAT(e, Not(HasSubstr("TOKEN"))) << e;
@@ -106,6 +110,16 @@ TEST(AgentEnvironment, AllProxyNamesTheSocks5hListenerWhenThereIsOne) {
   EXPECT_THAT(env, Contains("HTTPS_PROXY=http://10.213.0.1:3128")) << "clients that speak HTTP keep CONNECT";
   in.socks_url.clear();  // a proxy without a SOCKS5 listener
   EXPECT_THAT(agent_environment(in), Contains("ALL_PROXY=http://10.213.0.1:3128"));
+}
+
+TEST(AgentEnvironment, KeptJavaOptionsStayAndTheProxyOnesComeAfterThem) {
+  AgentEnvInput in;
+  in.launcher_env = {{"JAVA_TOOL_OPTIONS", "-Xmx1g"}};
+  in.keep = {"JAVA_TOOL_OPTIONS"};
+  in.proxy_url = "http://10.213.0.1:3128";
+  auto env = agent_environment(in);
+  EXPECT_THAT(env, Contains(HasSubstr("JAVA_TOOL_OPTIONS=-Xmx1g -Dhttp.proxyHost=10.213.0.1 ")));
+  EXPECT_EQ(java_proxy_options("socks5h://10.213.0.1:1080"), "");
 }
 
 TEST(AgentEnvironment, FlagsThatAreNotKeyValueAreUsageErrors) {

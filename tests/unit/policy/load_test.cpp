@@ -444,7 +444,10 @@ TEST(Load, SandboxValuesAreCheckedWithTheFlagsGrammar) {
   expect_fail(R"({"version": 1, "sandbox": {"user": ""}})", "/sandbox/user", "must name a user");
   expect_fail(R"({"version": 1, "sandbox": {"allow_degraded": ["network"]}})", "/sandbox/allow_degraded/0",
               "no layer");
-  expect_fail(R"({"version": 1, "sandbox": {"network": "none"}})", "/sandbox/network", "unknown");
+  expect_fail(R"({"version": 1, "sandbox": {"network": "none"}})", "/sandbox/network",
+              "must be \"transparent\" or \"proxy-vars\", not \"none\"");
+  EXPECT_EQ(parse_policy(R"({"version": 1, "sandbox": {"network": "proxy-vars"}})", "p.json").base.sandbox.network,
+            "proxy-vars");
   expect_fail(R"({"version": 1, "sandbox": []})", "/sandbox", "must be an object");
   expect_fail(R"({"version": 1,
   "agents": {"bot": {"sandbox": {"memory": "lots"}}}})", "/agents/bot/sandbox/memory",

@@ -76,12 +76,12 @@ TEST(Schema, SandboxKeysMatch) {
   auto s = schema();
   EXPECT_EQ(keys(s["$defs"]["sandbox"]["properties"]),
             (std::set<std::string>{"workdir", "ro", "rw", "hide", "tmp_size", "workdir_quota", "memory", "cpus", "pids",
-                                   "user", "allow_degraded"}));
+                                   "user", "allow_degraded", "network"}));
   json doc = {{"version", 1},
               {"sandbox",
                {{"workdir", "/srv/work"}, {"ro", {"/opt/a"}}, {"rw", json::array()}, {"hide", {"/srv/work/.env"}},
                 {"tmp_size", "256M"}, {"workdir_quota", 1048576}, {"memory", "unlimited"}, {"cpus", 0.5},
-                {"pids", 64}, {"user", "nobody"}, {"allow_degraded", {"cgroup"}}}}};
+                {"pids", 64}, {"user", "nobody"}, {"allow_degraded", {"cgroup"}}, {"network", "proxy-vars"}}}};
   EXPECT_NO_THROW(parse_policy(doc.dump(), "schema"));
   for (const auto& k : keys(s["$defs"]["sandbox"]["properties"])) EXPECT_TRUE(doc["sandbox"].contains(k)) << k;
 }

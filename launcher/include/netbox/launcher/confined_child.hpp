@@ -34,6 +34,7 @@ struct ChildSpec {
   std::vector<RlimitSetting> rlimits;
   std::vector<sock_filter> seccomp;  // compiled program; empty: none
   std::string hostname;              // the agent's name, cut to what the kernel takes
+  bool dns_view = false;             // the proxy answers DNS on host_addr port 53 (UDP and TCP)
   AgentMounts mounts;
   HiddenPaths hidden;                // netbox's own files, hidden once the proxy has them open
   std::string cwd;                   // the launcher's, looked up again in the agent's view; empty: HOME

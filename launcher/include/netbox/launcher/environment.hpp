@@ -16,6 +16,10 @@ struct AgentEnvInput {
   std::string socks_url;  // socks5h://10.213.0.1:1080 for ALL_PROXY; empty: proxy_url there too
 };
 
+// -Dhttp(s).proxyHost/-Port and -Dhttp.nonProxyHosts for JAVA_TOOL_OPTIONS, from the
+// agent's http://HOST:PORT proxy URL (empty for anything else).
+std::string java_proxy_options(const std::string& proxy_url);
+
 // PATH, HOME, LANG, LC_*, TERM, TZ, USER, the kept keys, the proxy variables, then
 // --env entries (last, so a user can override on purpose). Sorted KEY=VALUE strings.
 std::vector<std::string> agent_environment(const AgentEnvInput& in);

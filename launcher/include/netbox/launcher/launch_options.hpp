@@ -41,6 +41,10 @@ struct LaunchOptions {
   std::string tmp_size = "1G";                        // SIZE of the tmpfs behind /tmp, /var/tmp, /dev/shm
   bool tmp_size_given = false;                        // --tmp-size was given (else the policy's sandbox may set it)
   std::string seccomp = "default";                    // default | off | FILE
+  // transparent: the DNS view of the policy inside the namespace (issue 15) besides the
+  // proxy variables; proxy-vars: only the variables (and no resolver at all).
+  std::string network = "transparent";
+  bool network_given = false;                         // --network was given
   std::filesystem::path state_dir = "/run/netbox";
   // The filesystem view (see filesystem_view.hpp).
   std::optional<std::string> workdir;                 // unset: the current directory

@@ -44,6 +44,9 @@ struct AgentMounts {
   // by an empty read-only file. Canonical folders; one that does not exist, or a
   // symlink (its target is listed too), is skipped.
   std::vector<std::string> hidden;
+  // Non-empty: the agent's /etc/resolv.conf, shown read-only over the host's (the DNS
+  // view of the policy, issue 15). Where the host's is a symlink, its target is covered.
+  std::string resolv_conf;
 };
 
 // Call inside the new mount, PID and network namespaces, as root, before anything

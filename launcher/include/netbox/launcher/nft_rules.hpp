@@ -8,13 +8,19 @@
 
 namespace netbox::launcher {
 
-// Inside the agent's namespace: output accepts loopback and TCP to the proxy's ports only;
-// everything else is rejected at once (TCP reset / ICMP admin-prohibited).
-void install_agent_rules(const std::string& proxy_addr, const ProxyPorts& ports);
+// Inside the agent's namespace: output accepts loopback and TCP to the proxy's ports only
+// (and, with `dns`, UDP and TCP port 53 on the proxy address: the DNS view); everything
+// else is rejected at once (TCP reset / ICMP admin-prohibited), other UDP and QUIC
+// included. With `ports.capture`, every outgoing TCP connection leaves for the host side,
+// whose rules DNAT it to the proxy's capture listener (transparent capture).
+void install_agent_rules(const std::string& proxy_addr, const ProxyPorts& ports, bool dns = false);
 
-// On the host: table `inet netbox_<veth>` accepting from the veth only TCP to the
-// proxy address and ports, rejecting other input from it and dropping its forwarding.
-void install_host_rules(const std::string& veth, const std::string& proxy_addr, const ProxyPorts& ports);
+// On the host: table `inet netbox_<veth>` accepting from the veth only TCP to the proxy
+// address and ports (and with `dns` UDP and TCP port 53 on it), rejecting other input from
+// it and dropping its forwarding; with `ports.capture`, a prerouting chain DNATs every
+// other TCP connection from the veth to proxy_addr:capture.
+void install_host_rules(const std::string& veth, const std::string& proxy_addr, const ProxyPorts& ports,
+                        bool dns = false);
 // Returns false when the table did not exist.
 bool remove_host_rules(const std::string& veth);
 std::string host_table_name(const std::string& veth);

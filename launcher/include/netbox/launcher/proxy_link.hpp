@@ -26,7 +26,14 @@ struct AgentIdentity {
   std::string command_line;
   std::string policy_digest;
   std::string sandbox;  // render_report_json(): what the agents row records it ran under
+  // Set: the proxy serves the agent the DNS view of its policy on host_addr port 53,
+  // answering allowed names from this pool of synthetic addresses.
+  std::optional<policy::Cidr> dns_pool;
 };
+
+// The synthetic addresses the DNS view hands out: the benchmarking range (RFC 2544),
+// never a real destination. Per agent: each agent's proxy keeps its own mappings.
+inline const policy::Cidr kSyntheticPool{boost::asio::ip::make_address("198.18.0.0"), 15};
 
 class ProxyLink {
  public:
@@ -38,6 +45,9 @@ class ProxyLink {
   // Listens on the host address (HTTP, and SOCKS5 when the proxy offers it) and registers
   // the agent; returns the ports. Throws LaunchError(125) when the proxy refuses.
   virtual ProxyPorts attach(const AgentIdentity& agent) = 0;
+  // After attach: the port of the agent's transparent listener on host_addr, where its
+  // namespace sends captured TCP connections; 0 when the proxy captures none.
+  virtual std::uint16_t capture_port() const { return 0; }
   // Records the agent's end and unregisters it. Never throws.
   virtual void detach(const AgentOutcome& outcome) noexcept = 0;
 };

@@ -20,6 +20,13 @@ namespace netbox::policy {
 // also runs the address checks (there is nothing to resolve).
 Decision decide_name(const Profile& profile, const Host& host, uint16_t port);
 
+// The DNS view (issue 15): may an agent learn that `name` exists at all? Name rules only,
+// port-independent: a deny entry without a port refuses it, any allow entry for the name
+// (whatever its port) or a network allow (the addresses decide later, at connect time)
+// answers it. What is answered is a synthetic address, so letting a name through here
+// grants nothing: every connection is decided again, in full, by the steps below.
+Decision decide_dns_name(const Profile& profile, const std::string& name);
+
 // Step 2, for every address the name resolved to (or the literal): deny rules on
 // addresses, internal ranges unless in internal.allow, then the allow list (a name
 // that matched an allow rule, or an address inside an allowed network).

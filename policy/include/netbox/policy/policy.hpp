@@ -81,9 +81,10 @@ struct SandboxSettings {
   std::optional<std::vector<std::string>> ro, rw, hide;
   std::optional<std::string> tmp_size, workdir_quota, memory, cpus, pids, user;
   std::optional<std::vector<std::string>> allow_degraded;
+  std::optional<std::string> network;  // "transparent" or "proxy-vars"
   bool empty() const {
     return !workdir && !ro && !rw && !hide && !tmp_size && !workdir_quota && !memory && !cpus && !pids && !user &&
-           !allow_degraded;
+           !allow_degraded && !network;
   }
 };
 

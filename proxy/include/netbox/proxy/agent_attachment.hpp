@@ -1,6 +1,8 @@
 #pragma once
 // An agent as its launcher attaches it to a proxy (Server::attach_agent), whether the
 // proxy runs in the launcher (embedded) or is reached over the control socket.
+#include "netbox/policy/cidr.hpp"
+
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/ip/tcp.hpp>
 
@@ -29,6 +31,11 @@ struct AgentAttachment {
   // A SOCKS5 listener for it, likewise (port 0 picks one); none: no SOCKS for this agent.
   std::optional<boost::asio::ip::tcp::endpoint> socks_listen;
   std::optional<AgentLaunch> launch;  // opens its agents row
+  // Serve the agent the DNS view of its policy (UDP and TCP port 53 on the listener's
+  // address), answering allowed names from this pool of synthetic addresses, and listen
+  // for its captured connections (AttachedAgent::transparent) (issue 15). Needs `listen`.
+  // Unset: neither.
+  std::optional<policy::Cidr> dns_pool;
 };
 
 // What attach_agent did, for detach_agent to undo: a value the caller keeps.
@@ -41,6 +48,10 @@ struct AttachedAgent {
   bool socks_listener_added = false;
   std::int64_t pid = 0;
   bool row_opened = false;  // an agents row was opened, so detach_agent ends it
+  bool dns_view = false;    // serves DNS, so detach_agent stops it
+  // With a DNS view: where the agent's captured TCP connections go (its namespace DNATs
+  // every outgoing TCP connection here), on the listener's address.
+  std::optional<boost::asio::ip::tcp::endpoint> transparent;
 };
 
 // How the agent ended, for its agents row.

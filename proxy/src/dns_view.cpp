@@ -1,0 +1,313 @@
+#include "dns_view.hpp"
+
+#include "proxy_runtime.hpp"
+
+#include "netbox/policy/decide.hpp"
+#include "netbox/policy/host.hpp"
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/write.hpp>
+
+#include <array>
+
+namespace netbox::proxy {
+
+namespace asio = boost::asio;
+namespace ip = boost::asio::ip;
+
+namespace {
+
+constexpr unsigned short kDnsPort = 53;
+constexpr std::size_t kMaxMessage = 4096;  // a query is far smaller; more is malformed
+
+// The block without its first address (x.x.0.0 is a network's own address to many tools)
+// and, for IPv4, its last (a broadcast address).
+std::uint64_t pool_size(const policy::Cidr& c) {
+  const unsigned bits = c.base.is_v4() ? 32 : 128;
+  const unsigned free = bits - c.prefix;
+  const std::uint64_t n = free >= 24 ? (std::uint64_t{1} << 24) : (std::uint64_t{1} << free);
+  return n > 2 ? n - 2 : 0;
+}
+
+ip::address pool_first(const policy::Cidr& c) {
+  if (c.base.is_v4()) return ip::address_v4(c.base.to_v4().to_uint() + 1);
+  auto b = c.base.to_v6().to_bytes();
+  b[15] = static_cast<unsigned char>(b[15] + 1);
+  return ip::address_v6(b);
+}
+
+std::string type_text(std::uint16_t t) {
+  switch (t) {
+    case 1: return "A";
+    case 28: return "AAAA";
+    case 5: return "CNAME";
+    case 15: return "MX";
+    case 16: return "TXT";
+    case 33: return "SRV";
+    case 255: return "ANY";
+    default: return "TYPE" + std::to_string(t);
+  }
+}
+
+}  // namespace
+
+bool DnsRefusalRows::take(const std::string& name, Clock::time_point now) {
+  if (window_over(now)) {
+    window_start_ = now;
+    written_.clear();
+  }
+  if (written_.contains(name)) return false;  // its row this minute says it already
+  if (written_.size() >= kRowsPerMinute) {
+    ++suppressed_;
+    return false;
+  }
+  written_.emplace(name, now);
+  return true;
+}
+
+// One TCP client (RFC 7766): two-byte length, message, answer; until idle or closed.
+class DnsView::TcpClient : public std::enable_shared_from_this<TcpClient> {
+ public:
+  TcpClient(std::shared_ptr<DnsView> view, ip::tcp::socket s)
+      : view_(std::move(view)), socket_(std::move(s)), timer_(socket_.get_executor()) {
+    boost::system::error_code ec;
+    const auto ep = socket_.remote_endpoint(ec);
+    if (!ec) peer_ = ep.address().to_string() + ":" + std::to_string(ep.port());
+  }
+  ~TcpClient() { --view_->tcp_clients_; }
+
+  void start() { read_length(); }
+
+ private:
+  void arm() {
+    timer_.expires_after(kTcpIdle);
+    timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
+      if (!ec) self->close();
+    });
+  }
+  void close() {
+    boost::system::error_code ignored;
+    timer_.cancel();
+    socket_.close(ignored);
+  }
+  void read_length() {
+    arm();
+    asio::async_read(socket_, asio::buffer(length_),
+                     [self = shared_from_this()](boost::system::error_code ec, std::size_t) { self->on_length(ec); });
+  }
+  void on_length(boost::system::error_code ec) {
+    if (ec) return close();
+    const std::size_t n = (std::size_t{length_[0]} << 8) | length_[1];
+    if (n == 0 || n > kMaxMessage) return close();  // nothing a query would be
+    message_.resize(n);
+    asio::async_read(socket_, asio::buffer(message_),
+                     [self = shared_from_this()](boost::system::error_code e, std::size_t) { self->on_message(e); });
+  }
+  void on_message(boost::system::error_code ec) {
+    if (ec) return close();
+    auto reply = view_->answer(message_, peer_);
+    if (reply.empty()) return close();  // a response or a runt: the connection is not a client's
+    out_.clear();
+    out_.push_back(static_cast<std::uint8_t>(reply.size() >> 8));
+    out_.push_back(static_cast<std::uint8_t>(reply.size()));
+    out_.insert(out_.end(), reply.begin(), reply.end());
+    asio::async_write(socket_, asio::buffer(out_), [self = shared_from_this()](boost::system::error_code e, std::size_t) {
+      self->on_written(e);
+    });
+  }
+  void on_written(boost::system::error_code ec) {
+    if (ec) return close();
+    read_length();
+  }
+
+  std::shared_ptr<DnsView> view_;
+  ip::tcp::socket socket_;
+  asio::steady_timer timer_;
+  std::string peer_;
+  std::array<std::uint8_t, 2> length_{};
+  std::vector<std::uint8_t> message_;
+  std::vector<std::uint8_t> out_;
+};
+
+DnsView::DnsView(ProxyRuntime& rt, asio::io_context& ioc, ip::address host, ip::address agent_addr,
+                 const policy::Cidr& pool)
+    : rt_(rt),
+      ioc_(ioc),
+      host_(host),
+      agent_addr_(agent_addr),
+      udp_(ioc),
+      tcp_(ioc),
+      udp_buffer_(kMaxMessage),
+      pool_(pool_first(pool), pool_size(pool), kRetain),
+      pool_range_(pool) {
+  const auto where = host.to_string() + " port 53";
+  try {
+    const ip::udp::endpoint uep(host, kDnsPort);
+    udp_.open(uep.protocol());
+    udp_.bind(uep);
+    udp_.non_blocking(true);  // an answer the kernel cannot take now is dropped; the client asks again
+    const ip::tcp::endpoint tep(host, kDnsPort);
+    tcp_.open(tep.protocol());
+    tcp_.set_option(ip::tcp::acceptor::reuse_address(true));
+    tcp_.bind(tep);
+    tcp_.listen();
+  } catch (const boost::system::system_error& e) {
+    throw std::runtime_error("cannot serve DNS on " + where + ": " + e.code().message());
+  }
+}
+
+DnsView::~DnsView() = default;
+
+void DnsView::start() {
+  asio::post(ioc_, [self = shared_from_this()] {
+    self->receive();
+    self->accept();
+  });
+}
+
+void DnsView::stop() {
+  {
+    std::lock_guard lock(mu_);
+    if (auto n = rows_.take_suppressed()) write_summary(who(), n);
+  }
+  asio::post(ioc_, [self = shared_from_this()] {
+    boost::system::error_code ignored;
+    self->udp_.close(ignored);
+    self->tcp_.close(ignored);
+  });
+}
+
+AgentIdentity DnsView::who() const { return rt_.agents.lookup(agent_addr_); }
+
+void DnsView::receive() {
+  udp_.async_receive_from(asio::buffer(udp_buffer_), udp_peer_,
+                          [self = shared_from_this()](boost::system::error_code ec, std::size_t n) {
+                            if (ec == asio::error::operation_aborted || !self->udp_.is_open()) return;
+                            // Only the agent itself asks here; anything else on the link is ignored.
+                            if (!ec && canonical_address(self->udp_peer_.address()) ==
+                                           canonical_address(self->agent_addr_)) {
+                              const auto peer = self->udp_peer_;
+                              auto reply = self->answer(std::span(self->udp_buffer_.data(), n),
+                                                        peer.address().to_string() + ":" + std::to_string(peer.port()));
+                              boost::system::error_code send_ec;
+                              if (!reply.empty()) self->udp_.send_to(asio::buffer(reply), peer, 0, send_ec);
+                            }
+                            self->receive();
+                          });
+}
+
+void DnsView::accept() {
+  tcp_.async_accept([self = shared_from_this()](boost::system::error_code ec, ip::tcp::socket s) {
+    if (ec == asio::error::operation_aborted || !self->tcp_.is_open()) return;
+    if (!ec) {
+      // Only the agent itself asks here; anything else on the link is closed at once.
+      boost::system::error_code rec;
+      const auto peer = s.remote_endpoint(rec);
+      if (!rec && canonical_address(peer.address()) == canonical_address(self->agent_addr_) &&
+          self->tcp_clients_ < kMaxTcpConnections) {
+        ++self->tcp_clients_;
+        std::make_shared<TcpClient>(self, std::move(s))->start();
+      }
+    }
+    self->accept();
+  });
+}
+
+std::vector<std::uint8_t> DnsView::answer(std::span<const std::uint8_t> message, const std::string& peer) {
+  const auto identity = who();
+  const auto label = rt_.metric_label(identity);
+  auto read = dns::read_query(message);
+  if (read.kind == dns::ReadResult::Kind::drop) {
+    rt_.counters.count_request(label, "dns", "error");  // kind dns, decision error: malformed
+    return {};
+  }
+  if (read.kind == dns::ReadResult::Kind::answer_error) {
+    rt_.counters.count_request(label, "dns", "error");
+    return dns::empty_answer(read.query, read.rcode);
+  }
+  const dns::Query& q = read.query;
+  const auto policy = rt_.current_policy();
+  const auto& profile = identity.profile.empty() ? policy->base : policy->profile_for(identity.profile);
+
+  policy::Decision d;
+  auto host = policy::parse_host(q.name);
+  if (!host || host.host->is_ip())
+    d = policy::Decision{policy::Verdict::deny, "",
+                         q.name + " is not a host name the DNS view answers (" +
+                             (host ? std::string("an address needs no lookup") : host.error.message) + ")"};
+  else
+    d = policy::decide_dns_name(profile, host.host->name);
+
+  const auto now = dns::SyntheticPool::Clock::now();
+  const std::string decision(policy::to_string(d.verdict));
+  rt_.counters.count_request(label, "dns", decision);
+  if (d.verdict != policy::Verdict::allow) {
+    std::lock_guard lock(mu_);
+    if (rows_.window_over(now))
+      if (auto n = rows_.take_suppressed()) write_summary(identity, n);
+    if (rows_.take(q.name, now)) write_row(identity, peer, q, decision, d.rule, d.reason);
+  }
+  if (d.verdict == policy::Verdict::deny) return dns::empty_answer(q, dns::Rcode::nxdomain);
+
+  // AAAA and every other type of an answered name: NOERROR without records (the name
+  // exists; the agent's link is IPv4, so clients go on with the A answer).
+  if (q.qtype != static_cast<std::uint16_t>(dns::Type::a) || !pool_range_.base.is_v4())
+    return dns::empty_answer(q, dns::Rcode::noerror);
+  std::optional<ip::address> a;
+  {
+    std::lock_guard lock(mu_);
+    a = pool_.address_for(host.host->name, now);
+  }
+  if (!a) return dns::empty_answer(q, dns::Rcode::servfail);  // every address mapped and in use
+  return dns::answer(q, {*a}, kTtl);
+}
+
+void DnsView::write_row(const AgentIdentity& who, const std::string& peer, const dns::Query& q,
+                        const std::string& decision, const std::string& rule, const std::string& reason) {
+  audit::AuditRecord r;
+  r.ts = audit::Clock::now();
+  r.agent = who.agent;
+  r.client_addr = peer;
+  r.kind = "dns";
+  r.method = type_text(q.qtype);
+  r.host = q.name;
+  r.port = kDnsPort;
+  r.decision = decision;
+  r.rule = rule;
+  r.reason = reason;
+  r.duration_ms = 0;
+  if (!rt_.writer->insert_complete(r))
+    rt_.log.write("audit_error", {{"message", "audit store refused a dns row"}, {"host", r.host}});
+  rt_.log.write(LogLevel::warn, "dns_refused", {{"agent", r.agent}, {"host", r.host}, {"rule", r.rule}, {"reason", r.reason}});
+}
+
+void DnsView::write_summary(const AgentIdentity& who, std::uint64_t n) {
+  audit::AuditRecord r;
+  r.ts = audit::Clock::now();
+  r.agent = who.agent;
+  r.kind = "dns";
+  r.host = "*";
+  r.port = kDnsPort;
+  r.decision = "deny";
+  r.reason = std::to_string(n) + " more refused DNS queries of this agent in the minute before (names already " +
+             "written this minute, or past " + std::to_string(DnsRefusalRows::kRowsPerMinute) +
+             " names a minute) were counted, not written one by one";
+  r.duration_ms = 0;
+  rt_.writer->insert_complete(r);
+}
+
+std::optional<std::string> DnsView::hold(const ip::address& a) {
+  std::lock_guard lock(mu_);
+  return pool_.hold(a, dns::SyntheticPool::Clock::now());
+}
+
+void DnsView::release(const ip::address& a) {
+  std::lock_guard lock(mu_);
+  pool_.release(a);
+}
+
+bool DnsView::is_synthetic(const ip::address& a) const { return pool_range_.contains(a); }
+
+}  // namespace netbox::proxy

@@ -1,0 +1,101 @@
+#pragma once
+// The DNS view of the policy one agent sees (issue 15 item 1): UDP and TCP port 53 on the
+// host side of the agent's link. An allowed name is answered with an address from the
+// agent's own synthetic pool; a denied one with NXDOMAIN and an audit row of kind `dns`.
+// Nothing is ever forwarded: the answers come from the policy and the pool alone, so no
+// byte of a query name leaves the proxy (DNS tunnelling is impossible by construction).
+#include "netbox/dns/message.hpp"
+#include "netbox/dns/synthetic_pool.hpp"
+#include "netbox/policy/cidr.hpp"
+
+#include "agent_registry.hpp"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ip/udp.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace netbox::proxy {
+
+struct ProxyRuntime;
+
+// How often one agent's refused names become rows: one row per name per minute (repeats
+// are only counted in the metrics), and at most kRowsPerMinute names a minute; names past
+// that are counted in one summary row (host "*") at the next minute or at detach, so a
+// flood of random names (DNS tunnelling) cannot flood the store.
+class DnsRefusalRows {
+ public:
+  static constexpr std::size_t kRowsPerMinute = 32;
+  using Clock = std::chrono::steady_clock;
+  // Whether a refusal of `name` now gets its own row.
+  bool take(const std::string& name, Clock::time_point now);
+  // Refusals not written one by one since the last summary; resets the tally.
+  std::uint64_t take_suppressed() { return std::exchange(suppressed_, 0); }
+  // The minute changed since the last call (a summary is due if anything was suppressed).
+  bool window_over(Clock::time_point now) const { return now - window_start_ >= std::chrono::minutes(1); }
+
+ private:
+  Clock::time_point window_start_{};
+  std::unordered_map<std::string, Clock::time_point> written_;  // names with a row this window
+  std::uint64_t suppressed_ = 0;
+};
+
+class DnsView : public std::enable_shared_from_this<DnsView> {
+ public:
+  static constexpr std::uint32_t kTtl = 30;                       // seconds, in every answer
+  static constexpr std::chrono::seconds kRetain{600};             // a mapping outlives its answers
+  static constexpr std::size_t kMaxTcpConnections = 16;
+  static constexpr std::chrono::seconds kTcpIdle{10};
+
+  // Binds UDP and TCP `host`:53 (throws naming the address); serves on `ioc`.
+  DnsView(ProxyRuntime& rt, boost::asio::io_context& ioc, boost::asio::ip::address host,
+          boost::asio::ip::address agent_addr, const policy::Cidr& pool);
+  ~DnsView();
+  void start();
+  // Closes the sockets (on their io thread) and writes the pending summary row.
+  void stop();
+
+  // The answer to one DNS message from the agent; empty: drop it. `peer` for the row.
+  std::vector<std::uint8_t> answer(std::span<const std::uint8_t> message, const std::string& peer);
+
+  // For transparent capture: the name a synthetic address stands for, held while a
+  // connection uses it (release when it ends).
+  std::optional<std::string> hold(const boost::asio::ip::address& a);
+  void release(const boost::asio::ip::address& a);
+  bool is_synthetic(const boost::asio::ip::address& a) const;
+  const boost::asio::ip::address& host() const { return host_; }
+
+ private:
+  class TcpClient;
+  void receive();
+  void accept();
+  AgentIdentity who() const;
+  void write_row(const AgentIdentity& who, const std::string& peer, const dns::Query& q, const std::string& decision,
+                 const std::string& rule, const std::string& reason);
+  void write_summary(const AgentIdentity& who, std::uint64_t n);
+
+  ProxyRuntime& rt_;
+  boost::asio::io_context& ioc_;
+  boost::asio::ip::address host_;
+  boost::asio::ip::address agent_addr_;
+  boost::asio::ip::udp::socket udp_;
+  boost::asio::ip::tcp::acceptor tcp_;
+  std::vector<std::uint8_t> udp_buffer_;
+  boost::asio::ip::udp::endpoint udp_peer_;
+  std::size_t tcp_clients_ = 0;  // on the io thread only
+
+  mutable std::mutex mu_;  // the pool and the rows: the transparent listener runs on other threads
+  dns::SyntheticPool pool_;
+  policy::Cidr pool_range_;
+  DnsRefusalRows rows_;
+};
+
+}  // namespace netbox::proxy

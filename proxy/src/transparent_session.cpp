@@ -1,0 +1,308 @@
+#include "transparent_session.hpp"
+
+#include "netbox/tls/client_hello.hpp"
+
+#include "netbox/proxy/endpoint.hpp"
+
+#include "denial.hpp"
+#include "tunnel.hpp"
+
+#include <boost/asio/read.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/http/write.hpp>
+
+#include <cctype>
+#include <sstream>
+
+#include <linux/netfilter_ipv4.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+namespace netbox::proxy {
+
+namespace asio = boost::asio;
+namespace ip = boost::asio::ip;
+using tcp = ip::tcp;
+
+namespace {
+
+constexpr std::uint16_t kHttps = 443;
+constexpr std::uint16_t kHttp = 80;
+
+// Where the agent meant to go, before its namespace's DNAT sent it here.
+std::optional<tcp::endpoint> original_destination(tcp::socket& s) {
+  sockaddr_in dst{};
+  socklen_t len = sizeof dst;
+  if (::getsockopt(s.native_handle(), SOL_IP, SO_ORIGINAL_DST, &dst, &len) != 0 || dst.sin_family != AF_INET)
+    return std::nullopt;
+  return tcp::endpoint(ip::address_v4(ntohl(dst.sin_addr.s_addr)), ntohs(dst.sin_port));
+}
+
+// The Host headers' names in a request head (lower-cased, without a port or a final dot).
+std::vector<std::string> hosts_of_head(std::string_view head) {
+  std::vector<std::string> hosts;
+  std::size_t at = 0;
+  while ((at = head.find("\r\n", at)) != std::string_view::npos) {
+    at += 2;
+    if (head.size() - at < 5) break;
+    std::string name(head.substr(at, 5));
+    for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (name != "host:") continue;
+    const auto end = head.find("\r\n", at);
+    std::string v(head.substr(at + 5, end - at - 5));
+    v.erase(0, v.find_first_not_of(" \t"));
+    v.erase(v.find_last_not_of(" \t") + 1);
+    if (!v.empty() && v.front() != '[') v = v.substr(0, v.find(':'));
+    if (!v.empty() && v.back() == '.') v.pop_back();
+    for (auto& c : v) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    hosts.push_back(std::move(v));
+  }
+  return hosts;
+}
+
+}  // namespace
+
+TransparentSession::TransparentSession(ProxyRuntime& rt, Worker& w, tcp::socket s, ClientSlot slot)
+    : rt_(rt),
+      worker_(w),
+      client_(std::move(s)),
+      timer_(client_.get_executor()),
+      slot_(std::move(slot)),
+      admission_(rt.own, rt.caps, rt.counters),
+      exchange_(rt) {
+  rt_.counters.active_connections.fetch_add(1);
+}
+
+TransparentSession::~TransparentSession() {
+  rt_.counters.active_connections.fetch_sub(1);
+  if (held_ && view_) view_->release(*held_);
+}
+
+void TransparentSession::start() {
+  boost::system::error_code ec;
+  const auto peer = client_.remote_endpoint(ec);
+  if (ec) return reset();
+  who_ = rt_.agents.lookup(peer.address());
+  policy_ = rt_.current_policy();
+  profile_ = who_.profile.empty() ? &policy_->base : &policy_->profile_for(who_.profile);
+  admission_.bind(*policy_, *profile_, who_.agent);
+  exchange_.connection(who_.agent, endpoint_text(peer), rt_.metric_label(who_));
+  exchange_.begin();
+  exchange_.request(true, "");
+  exchange_.kind("transparent");
+
+  const auto dst = original_destination(client_);
+  view_ = rt_.dns_view_of(peer.address());
+  if (!dst) {
+    exchange_.target("", 0, {});
+    return refuse({403, Outcome::error, {}, "request", "the connection's original destination is unknown", {}});
+  }
+  original_ = *dst;
+  if (view_ && view_->is_synthetic(dst->address())) {
+    auto name = view_->hold(dst->address());
+    if (!name) {
+      exchange_.target(dst->address().to_string(), dst->port(), {});
+      return refuse({403, Outcome::deny, {}, "dns",
+                     dst->address().to_string() + " stands for no name now (its DNS answer expired); look the name up "
+                                                  "again",
+                     {}});
+    }
+    held_ = dst->address();
+    name_ = *name;
+  }
+  const std::string host = name_.empty() ? dst->address().to_string() : name_;
+  exchange_.target(host, dst->port(), {});
+  auto parsed = policy::parse_host(host);
+  if (!parsed) return refuse({403, Outcome::error, {}, "host", parsed.error.message, {}});
+  host_ = *parsed.host;
+  exchange_.host(host_.name);
+  if (dst->port() == kHttps && !name_.empty()) flight_ = Flight::tls;
+  if (dst->port() == kHttp) flight_ = Flight::http;
+  if (flight_ != Flight::none) return read_first_flight();
+  admit();
+}
+
+void TransparentSession::read_first_flight() {
+  timer_.expires_after(profile_->limits.header_timeout);
+  timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
+    if (!ec) self->client_.cancel();
+  });
+  client_.async_read_some(asio::buffer(chunk_), [self = shared_from_this()](boost::system::error_code ec,
+                                                                            std::size_t n) {
+    self->on_first_bytes(ec, n);
+  });
+}
+
+void TransparentSession::on_first_bytes(boost::system::error_code ec, std::size_t n) {
+  if (ec) {
+    timer_.cancel();
+    return refuse({403, Outcome::error, {}, "request", "the connection sent no complete first message in time",
+                   {}}, ec.message());
+  }
+  early_.append(chunk_.data(), n);
+  judge_first_flight();
+}
+
+void TransparentSession::judge_first_flight() {
+  const bool full = early_.size() >= tls::kMaxHelloBytes;
+  if (flight_ == Flight::tls) {
+    const auto hello = tls::read_client_hello(
+        std::span(reinterpret_cast<const std::uint8_t*>(early_.data()), early_.size()));
+    if (hello.status == tls::ClientHello::Status::need_more && !full) return read_first_flight();
+    timer_.cancel();
+    // Not TLS after all, or without SNI, or ECH (its SNI is only the public name): decided
+    // on the mapped name. An SNI naming another host is domain fronting.
+    if (hello.status == tls::ClientHello::Status::complete && !hello.server_name.empty() &&
+        !hello.encrypted_client_hello && hello.server_name != host_.name)
+      return refuse({403, Outcome::deny, {}, "sni",
+                     "the TLS server name " + hello.server_name + " is not " + host_.name +
+                         ", the name this address was looked up as (domain fronting)",
+                     {}});
+    return admit();
+  }
+  const auto end = early_.find("\r\n\r\n");
+  if (end == std::string::npos && !full) return read_first_flight();
+  timer_.cancel();
+  if (end == std::string::npos)
+    return refuse({431, Outcome::error, {}, "request", "the request head is longer than 16 KiB", {}});
+  // Only a name is checked: a literal has no other name to disagree with.
+  if (!name_.empty()) {
+    const auto hosts = hosts_of_head(std::string_view(early_).substr(0, end + 2));
+    if (hosts.size() != 1 || hosts.front().empty())
+      return refuse({400, Outcome::error, {}, "host", "the request must have exactly one Host header, naming " +
+                                                          host_.name, {}});
+    const auto& host = hosts.front();
+    if (host != host_.name)
+      return refuse({403, Outcome::deny, {}, "host",
+                     "the Host header names " + host + ", not " + host_.name +
+                         ", the name this address was looked up as",
+                     {}});
+  }
+  admit();
+}
+
+void TransparentSession::admit() {
+  if (auto r = admission_.begin(host_, original_.port())) return act_on(std::move(*r));
+  const auto t0 = std::chrono::steady_clock::now();
+  worker_.resolver->resolve(host_.name, [self = shared_from_this(), t0](ResolveResult r) {
+    if (!r.from_cache) self->rt_.counters.dns_latency.observe(std::chrono::steady_clock::now() - t0);
+    self->on_resolved(std::move(r));
+  });
+}
+
+void TransparentSession::on_resolved(ResolveResult r) { act_on(admission_.resolved(r)); }
+
+void TransparentSession::act_on(AdmissionResult result) {
+  if (auto* no = std::get_if<Refused>(&result)) {
+    exchange_.refused(*no);
+    return refuse(no->refusal, std::move(no->error));
+  }
+  auto& yes = std::get<Admitted>(result);
+  const bool queued = exchange_.admitted(yes);
+  allowed_ = std::move(yes.endpoints);
+  if (!queued) {
+    exchange_.end();
+    rt_.log.write("audit_refused", {{"host", host_.name}, {"agent", who_.agent},
+                                    {"reason", "the audit store did not accept the record of this connection"}});
+    return reset();
+  }
+  const auto& limits = profile_->limits;
+  const auto t0 = std::chrono::steady_clock::now();
+  dial(worker_.ioc, allowed_, {limits.connect_timeout, limits.effective_dial_budget(), rt_.dial_fd_ceiling, worker_.pool.get()},
+       [self = shared_from_this(), t0](DialResult r) {
+         self->rt_.counters.connect_latency.observe(std::chrono::steady_clock::now() - t0);
+         self->on_dialed(std::move(r));
+       });
+}
+
+void TransparentSession::on_dialed(DialResult r) {
+  if (r.failure != DialFailure::none) {
+    rt_.counters.upstream_errors.fetch_add(1);
+    exchange_.finish(std::nullopt, r.error, true);
+    return reset();
+  }
+  exchange_.dialled(r.endpoint.address().to_string());
+  exchange_.client_slot = std::move(slot_);
+  exchange_.settle();
+  // The tunnel answers nothing: the agent believes it is connected to its destination.
+  auto t = std::make_shared<Tunnel>(rt_, std::move(client_), std::move(r.socket), std::move(early_), std::move(exchange_),
+                                    profile_->limits.idle_timeout);
+  t->start(false);
+}
+
+void TransparentSession::refuse(const Refusal& r, std::string error) {
+  exchange_.refuse(r, error.empty() ? r.reason : std::move(error));
+  if (flight_ != Flight::http) return reset();
+  // Plain HTTP gets the answer every proxied request gets: a status and X-Netbox-Reason.
+  Refusal shown = r;
+  shown.what = host_.name + ":" + std::to_string(original_.port());
+  const auto res = make_refusal(shown, 11, false);
+  std::ostringstream out;
+  out << res;
+  answer_ = std::make_shared<std::string>(out.str());
+  asio::async_write(client_, asio::buffer(*answer_), [self = shared_from_this()](boost::system::error_code,
+                                                                                  std::size_t) {
+    boost::system::error_code ignored;
+    self->client_.shutdown(tcp::socket::shutdown_send, ignored);
+    self->client_.close(ignored);
+  });
+}
+
+// A reset, not a close: the agent's program sees "connection refused/reset" at once.
+void TransparentSession::reset() {
+  boost::system::error_code ignored;
+  client_.set_option(asio::socket_base::linger(true, 0), ignored);
+  client_.close(ignored);
+}
+
+TransparentListener::TransparentListener(ProxyRuntime& rt, Worker& w, const ip::address& host)
+    : rt_(rt), worker_(w), acceptor_(w.ioc) {
+  try {
+    const tcp::endpoint ep(host, 0);
+    acceptor_.open(ep.protocol());
+    acceptor_.bind(ep);
+    acceptor_.listen();
+    bound_ = acceptor_.local_endpoint();
+  } catch (const boost::system::system_error& e) {
+    throw std::runtime_error("cannot listen for captured connections on " + host.to_string() + ": " +
+                             e.code().message());
+  }
+  rt_.protect(bound_);  // never a destination, like every listener
+}
+
+void TransparentListener::start() {
+  asio::post(worker_.ioc, [self = shared_from_this()] { self->accept(); });
+}
+
+void TransparentListener::stop() {
+  rt_.own.remove(bound_);
+  rt_.publish_endpoints();
+  asio::post(worker_.ioc, [self = shared_from_this()] {
+    boost::system::error_code ignored;
+    self->acceptor_.close(ignored);
+  });
+}
+
+void TransparentListener::accept() {
+  acceptor_.async_accept([self = shared_from_this()](boost::system::error_code ec, tcp::socket s) {
+    if (ec == asio::error::operation_aborted || !self->acceptor_.is_open()) return;
+    if (!ec) {
+      boost::system::error_code peer_ec;
+      const auto peer = s.remote_endpoint(peer_ec);
+      auto slot = self->rt_.client_slots->acquire(peer.address());
+      if (peer_ec || !slot.slot) {
+        self->rt_.counters.client_connections_refused.fetch_add(1);
+        boost::system::error_code ignored;
+        s.set_option(asio::socket_base::linger(true, 0), ignored);
+        s.close(ignored);
+      } else {
+        boost::system::error_code ignored;
+        s.set_option(tcp::no_delay(true), ignored);
+        std::make_shared<TransparentSession>(self->rt_, self->worker_, std::move(s), std::move(slot.slot))->start();
+      }
+    }
+    self->accept();
+  });
+}
+
+}  // namespace netbox::proxy

@@ -1,0 +1,87 @@
+#pragma once
+// A captured connection (issue 15 item 2): the agent dialled some address and port, its
+// namespace's nftables DNAT sent the connection here instead. The original destination
+// (SO_ORIGINAL_DST) is recovered; a synthetic address stands for the name the DNS view
+// answered with (held while the connection lives), any other address is an IP literal.
+// Then the same Admission and Exchange as CONNECT decide and record it, with kind
+// `transparent`, and an admitted connection becomes a Tunnel that answers nothing.
+//
+// Port 443: the ClientHello is read first (and relayed unchanged as the tunnel's first
+// bytes); an SNI naming another host than the synthetic address stands for is refused
+// (domain fronting). Port 80: the request head is read first; a Host header naming
+// another host is refused, and refusals are answered 403 with X-Netbox-Reason. Everything
+// else is relayed as it comes, decided on the name and port; a refusal resets it.
+#include "admission.hpp"
+#include "dialer.hpp"
+#include "dns_view.hpp"
+#include "exchange.hpp"
+#include "proxy_runtime.hpp"
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <array>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace netbox::proxy {
+
+class TransparentSession : public std::enable_shared_from_this<TransparentSession> {
+ public:
+  TransparentSession(ProxyRuntime& rt, Worker& w, boost::asio::ip::tcp::socket s, ClientSlot slot);
+  ~TransparentSession();
+  void start();
+
+ private:
+  void read_first_flight();
+  void on_first_bytes(boost::system::error_code ec, std::size_t n);
+  void judge_first_flight();
+  void admit();
+  void on_resolved(ResolveResult r);
+  void act_on(AdmissionResult result);
+  void on_dialed(DialResult r);
+  void refuse(const Refusal& r, std::string error = {});
+  void reset();
+
+  ProxyRuntime& rt_;
+  Worker& worker_;
+  boost::asio::ip::tcp::socket client_;
+  boost::asio::steady_timer timer_;
+  ClientSlot slot_;
+  AgentIdentity who_;
+  std::shared_ptr<const policy::Policy> policy_;
+  const policy::Profile* profile_ = nullptr;
+  Admission admission_;
+  Exchange exchange_;
+  std::shared_ptr<DnsView> view_;
+  std::optional<boost::asio::ip::address> held_;  // the synthetic address held in view_
+  boost::asio::ip::tcp::endpoint original_;
+  std::string name_;  // what a synthetic address stands for; empty: an IP literal
+  policy::Host host_;
+  std::vector<boost::asio::ip::tcp::endpoint> allowed_;
+  enum class Flight { none, tls, http };  // what is read before deciding (port 443, port 80)
+  Flight flight_ = Flight::none;
+  std::string early_;  // the first flight, relayed first once admitted
+  std::array<char, 4096> chunk_{};
+  std::shared_ptr<std::string> answer_;  // a 403 being written
+};
+
+// The agent's transparent listener: on its host address, a port of its own that the
+// namespace's DNAT rule sends every captured connection to. One acceptor, on one io thread.
+class TransparentListener : public std::enable_shared_from_this<TransparentListener> {
+ public:
+  TransparentListener(ProxyRuntime& rt, Worker& w, const boost::asio::ip::address& host);  // throws naming it
+  const boost::asio::ip::tcp::endpoint& endpoint() const { return bound_; }
+  void start();
+  void stop();
+
+ private:
+  void accept();
+  ProxyRuntime& rt_;
+  Worker& worker_;
+  boost::asio::ip::tcp::acceptor acceptor_;
+  boost::asio::ip::tcp::endpoint bound_;
+};
+
+}  // namespace netbox::proxy

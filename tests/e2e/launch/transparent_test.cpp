@@ -1,0 +1,205 @@
+// Transparent capture in a real launch (issue 15 item 2): programs that ignore the proxy
+// variables connect to the names the DNS view answered, and the proxy decides and records
+// each connection (kind `transparent`) exactly as it decides a CONNECT.
+#include "launch_fixture.hpp"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <gmock/gmock.h>
+
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+namespace netbox::launch_test {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+// A raw TCP service on loopback (SSH-like: no HTTP) that echoes what it gets, once.
+class EchoServer {
+ public:
+  EchoServer() {
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    if (::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fd_, 4) != 0 ||
+        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len) != 0)
+      throw std::runtime_error("echo server: bind");
+    port_ = ntohs(a.sin_port);
+    thread_ = std::thread([this] {
+      const int c = ::accept(fd_, nullptr, nullptr);
+      if (c < 0) return;
+      char buf[4096];
+      ssize_t n;
+      while ((n = ::recv(c, buf, sizeof buf, 0)) > 0) ::send(c, buf, static_cast<std::size_t>(n), MSG_NOSIGNAL);
+      ::close(c);
+    });
+  }
+  ~EchoServer() {
+    ::shutdown(fd_, SHUT_RDWR);
+    thread_.join();
+    ::close(fd_);
+  }
+  std::uint16_t port() const { return port_; }
+
+ private:
+  int fd_ = -1;
+  std::uint16_t port_ = 0;
+  std::thread thread_;
+};
+
+std::string policy_for(std::uint16_t http_port, std::uint16_t echo_port) {
+  return R"({
+  "version": 1,
+  "allow": ["allowed.test"],
+  "ports": [443, )" + std::to_string(http_port) + ", " + std::to_string(echo_port) + R"(],
+  "internal": { "allow": ["127.0.0.1/32"] },
+  "resolve": { "allowed.test": ["127.0.0.1"] }
+})";
+}
+
+TEST(LaunchTransparent, ProgramsIgnoringTheProxyReachAllowedNamesThroughIt) {
+  NETBOX_REQUIRE_ROOT();
+  const auto subnet = test_subnet(45);
+  HttpServer upstream;
+  EchoServer echo;
+  test::TempDir dir;
+  auto policy = dir.write("policy.json", policy_for(upstream.port(), echo.port()));
+  const auto db = dir.path() / "a.db";
+  const std::string port = std::to_string(upstream.port());
+  const std::string script = R"PY(
+import socket, sys
+s = socket.create_connection(("allowed.test", int(sys.argv[1])))
+s.sendall(b"GET /raw HTTP/1.0\r\nHost: allowed.test\r\n\r\n")
+print("python:", s.recv(4096).split(b"\r\n")[0].decode())
+e = socket.create_connection(("allowed.test", int(sys.argv[2])))
+payload = bytes(range(256)) * 64
+e.sendall(payload)
+e.shutdown(socket.SHUT_WR)
+got = b""
+while True:
+    chunk = e.recv(65536)
+    if not chunk:
+        break
+    got += chunk
+print("echo:", "exact" if got == payload else "differs (%d bytes)" % len(got))
+)PY";
+  auto r = launch(subnet, {"--policy", policy.string(), "--audit-db", db.string(), "--", kSh, "-c",
+                           std::string(kCurl) + " -sS --noproxy '*' http://allowed.test:" + port + "/curl; echo; " +
+                               kPython + " -c '" + script + "' " + port + " " + std::to_string(echo.port())});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr(HttpServer::kBody));
+  EXPECT_THAT(r.out, HasSubstr("python: HTTP/1.1 200"));
+  EXPECT_THAT(r.out, HasSubstr("echo: exact"));
+  const auto rows = query(db, "SELECT kind, host, port, decision, resolved_addr, bytes_up FROM requests ORDER BY id");
+  ASSERT_EQ(rows.size(), 3u) << r.err;
+  for (const auto& row : rows) {
+    EXPECT_EQ(row[0], "transparent");
+    EXPECT_EQ(row[1], "allowed.test");  // the real name, not the synthetic address
+    EXPECT_EQ(row[3], "allow");
+    EXPECT_EQ(row[4], "127.0.0.1");
+  }
+  EXPECT_EQ(rows[2][2], std::to_string(echo.port()));
+  EXPECT_EQ(rows[2][5], std::to_string(256 * 64));
+  expect_nothing_left(subnet);
+}
+
+TEST(LaunchTransparent, FrontedTlsAndInternalLiteralsAreRefusedWithARow) {
+  NETBOX_REQUIRE_ROOT();
+  const auto subnet = test_subnet(46);
+  HttpServer upstream;
+  test::TempDir dir;
+  auto policy = dir.write("policy.json", policy_for(upstream.port(), upstream.port()));
+  const auto db = dir.path() / "a.db";
+  // TLS to allowed.test's synthetic address whose ClientHello names another host; then a
+  // literal address (the host side of this launch's own link: netbox, never a destination).
+  auto r = launch(subnet, {"--policy", policy.string(), "--audit-db", db.string(), "--", kSh, "-c",
+                           std::string(kCurl) + " -sS -k --noproxy '*' --connect-to fronted.test:443:allowed.test:443 " +
+                               "https://fronted.test/; echo tls=$?; " + kCurl + " -sS --noproxy '*' http://" +
+                               subnet.addr_prefix + "1:" + std::to_string(upstream.port()) + "/; echo literal=$?"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, Not(HasSubstr("tls=0")));
+  EXPECT_THAT(r.out, Not(HasSubstr("literal=0")));
+  EXPECT_EQ(upstream.connections(), 0);
+  const auto rows = query(db, "SELECT kind, host, decision, rule, reason FROM requests ORDER BY id");
+  ASSERT_EQ(rows.size(), 2u) << r.err;
+  EXPECT_EQ(rows[0][0], "transparent");
+  EXPECT_EQ(rows[0][1], "allowed.test");
+  EXPECT_EQ(rows[0][2], "deny");
+  EXPECT_EQ(rows[0][3], "sni");
+  EXPECT_THAT(rows[0][4], HasSubstr("fronted.test"));
+  EXPECT_THAT(rows[0][4], HasSubstr("domain fronting"));
+  EXPECT_EQ(rows[1][1], subnet.addr_prefix + "1");
+  EXPECT_EQ(rows[1][2], "deny");
+  EXPECT_FALSE(rows[1][3].empty());
+  expect_nothing_left(subnet);
+}
+
+// Plain HTTP on port 80 is read before it is decided: a Host header that is not the name
+// the address stands for is refused, and every refusal is the usual 403 with its reason.
+TEST(LaunchTransparent, PlainHttpWithAnotherHostOrToAnInternalLiteralGets403WithTheReason) {
+  NETBOX_REQUIRE_ROOT();
+  const auto subnet = test_subnet(48);
+  test::TempDir dir;
+  auto policy = dir.write("policy.json", policy_json(8080));  // allowed.test on port 80
+  const auto db = dir.path() / "a.db";
+  auto r = launch(subnet, {"--policy", policy.string(), "--audit-db", db.string(), "--", kSh, "-c",
+                           std::string(kCurl) + " -sS -i --noproxy '*' -H 'Host: evil.test' http://allowed.test/; " +
+                               kCurl + " -sS -i --noproxy '*' http://" + subnet.addr_prefix + "1/"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("X-Netbox-Reason: the Host header names evil.test, not allowed.test"));
+  EXPECT_THAT(r.out, HasSubstr("X-Netbox-Decision: deny"));
+  const auto rows = query(db, "SELECT kind, host, port, decision, rule, status FROM requests ORDER BY id");
+  ASSERT_EQ(rows.size(), 2u) << r.err;
+  EXPECT_EQ(rows[0], (std::vector<std::string>{"transparent", "allowed.test", "80", "deny", "host", "403"}));
+  EXPECT_EQ(rows[1][1], subnet.addr_prefix + "1");
+  EXPECT_EQ(rows[1][3], "deny");
+  EXPECT_EQ(rows[1][5], "403");
+  expect_nothing_left(subnet);
+}
+
+// Runtimes that resolve and connect on their own: Node's fetch ignores the proxy variables
+// (before Node 24) and is captured; the JVM reads JAVA_TOOL_OPTIONS and uses the proxy.
+TEST(LaunchTransparent, NodeFetchAndJavaHttpClientWorkWithNoConfiguration) {
+  NETBOX_REQUIRE_ROOT();
+  if (!std::filesystem::exists("/usr/bin/node") || !std::filesystem::exists("/usr/bin/java"))
+    GTEST_SKIP() << "needs node and java (scripts/install-deps.sh installs them)";
+  const auto subnet = test_subnet(47);
+  HttpServer upstream;
+  HostDir host;
+  const auto src = host.folder("java") / "Get.java";
+  std::ofstream(src) << R"(import java.net.URI;
+import java.net.http.*;
+public class Get {
+  public static void main(String[] a) throws Exception {
+    var r = HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create(a[0])).build(),
+                                            HttpResponse.BodyHandlers.ofString());
+    System.out.println("java: " + r.statusCode() + " " + r.body());
+  }
+})";
+  std::filesystem::permissions(src, std::filesystem::perms(0644));
+  test::TempDir dir;
+  auto policy = dir.write("policy.json", policy_for(upstream.port(), upstream.port()));
+  const auto db = dir.path() / "a.db";
+  const std::string url = "http://allowed.test:" + std::to_string(upstream.port()) + "/";
+  auto r = launch(subnet, {"--policy", policy.string(), "--audit-db", db.string(), "--", kSh, "-c",
+                           "node -e 'fetch(process.argv[1]).then(r => r.text()).then(t => console.log(\"node:\", t))' " +
+                               url + "; java " + src.string() + " " + url},
+                  std::chrono::seconds(120));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr(std::string("node: ") + HttpServer::kBody));
+  EXPECT_THAT(r.out, HasSubstr(std::string("java: 200 ") + HttpServer::kBody));
+  const auto rows = query(db, "SELECT kind, host, decision FROM requests ORDER BY id");
+  EXPECT_EQ(rows, (std::vector<std::vector<std::string>>{{"transparent", "allowed.test", "allow"},
+                                                          {"http", "allowed.test", "allow"}}));
+  expect_nothing_left(subnet);
+}
+
+}  // namespace
+}  // namespace netbox::launch_test

@@ -1,0 +1,220 @@
+// The DNS view an attached agent gets (issue 15 item 1): real UDP and TCP sockets on a
+// loopback "host side", the agent's queries sent from its own loopback address, the
+// proxy's own resolver a real dnsmasq that logs every query it is asked.
+#include "proxy_fixture.hpp"
+#include "support/dnsmasq.hpp"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <gmock/gmock.h>
+
+#include <chrono>
+#include <functional>
+#include <random>
+#include <thread>
+
+namespace netbox::test {
+namespace {
+
+namespace ip = boost::asio::ip;
+
+constexpr const char* kHost = "127.0.42.1";   // the host side of the agent's "link"
+constexpr const char* kAgent = "127.0.42.2";  // the agent
+
+std::vector<std::uint8_t> query(const std::string& name, std::uint16_t type, std::uint16_t id = 0x1234) {
+  std::vector<std::uint8_t> q{static_cast<std::uint8_t>(id >> 8), static_cast<std::uint8_t>(id), 0x01, 0x00, 0, 1, 0, 0,
+                              0, 0, 0, 0};
+  std::size_t start = 0;
+  while (start <= name.size()) {
+    const auto dot = std::min(name.find('.', start), name.size());
+    q.push_back(static_cast<std::uint8_t>(dot - start));
+    q.insert(q.end(), name.begin() + static_cast<std::ptrdiff_t>(start), name.begin() + static_cast<std::ptrdiff_t>(dot));
+    start = dot + 1;
+  }
+  q.push_back(0);
+  q.insert(q.end(), {static_cast<std::uint8_t>(type >> 8), static_cast<std::uint8_t>(type), 0, 1});
+  return q;
+}
+
+struct Reply {
+  int rcode = -1;  // -1: no answer
+  int answers = 0;
+  std::string address;  // the first A record's
+};
+
+Reply parse(const std::vector<std::uint8_t>& m) {
+  Reply r;
+  if (m.size() < 12) return r;
+  r.rcode = m[3] & 0xf;
+  r.answers = (m[6] << 8) | m[7];
+  // An A answer's four bytes end the message (one question, one record, no OPT).
+  if (r.answers > 0 && m.size() >= 16) {
+    char text[INET_ADDRSTRLEN];
+    ::inet_ntop(AF_INET, m.data() + m.size() - 4, text, sizeof text);
+    r.address = text;
+  }
+  return r;
+}
+
+sockaddr_in sin(const char* addr, unsigned short port) {
+  sockaddr_in s{};
+  s.sin_family = AF_INET;
+  s.sin_port = htons(port);
+  ::inet_pton(AF_INET, addr, &s.sin_addr);
+  return s;
+}
+
+// One UDP query from the agent's address; the reply, or none within two seconds.
+Reply ask_udp(const std::vector<std::uint8_t>& q, const char* from = kAgent) {
+  const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  auto me = sin(from, 0);
+  auto to = sin(kHost, 53);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&me), sizeof me);
+  ::sendto(fd, q.data(), q.size(), 0, reinterpret_cast<sockaddr*>(&to), sizeof to);
+  pollfd p{fd, POLLIN, 0};
+  std::vector<std::uint8_t> buf(1500);
+  Reply r;
+  if (::poll(&p, 1, 2000) == 1) {
+    const auto n = ::recv(fd, buf.data(), buf.size(), 0);
+    if (n > 0) buf.resize(static_cast<std::size_t>(n)), r = parse(buf);
+  }
+  ::close(fd);
+  return r;
+}
+
+Reply ask_tcp(const std::vector<std::uint8_t>& q) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  auto me = sin(kAgent, 0);
+  auto to = sin(kHost, 53);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&me), sizeof me);
+  Reply r;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to) == 0) {
+    std::vector<std::uint8_t> out{static_cast<std::uint8_t>(q.size() >> 8), static_cast<std::uint8_t>(q.size())};
+    out.insert(out.end(), q.begin(), q.end());
+    ::send(fd, out.data(), out.size(), MSG_NOSIGNAL);
+    std::uint8_t len[2];
+    if (::recv(fd, len, 2, MSG_WAITALL) == 2) {
+      std::vector<std::uint8_t> m((len[0] << 8) | len[1]);
+      if (::recv(fd, m.data(), m.size(), MSG_WAITALL) == static_cast<ssize_t>(m.size())) r = parse(m);
+    }
+  }
+  ::close(fd);
+  return r;
+}
+
+bool eventually_true(const std::function<bool()>& pred) {
+  for (int i = 0; i < 200; ++i) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  return false;
+}
+
+class DnsViewTest : public ProxyTest {
+ protected:
+  void SetUp() override {
+    // If the view ever forwarded, dnsmasq would know exfil.test and log the query.
+    dns = std::make_unique<Dnsmasq>(
+        std::vector<std::string>{"--log-queries", "--host-record=dns-ok.test,127.0.0.1", "--address=/exfil.test/127.0.0.1"});
+  }
+  void start(const std::string& extra) {
+    start_proxy(base_policy(extra), {dns->server()});
+    proxy::AgentAttachment a;
+    a.addr = ip::make_address(kAgent);
+    a.name = "dns-agent";
+    a.listen = ip::tcp::endpoint(ip::make_address(kHost), 0);
+    a.dns_pool = policy::Cidr::parse("198.18.0.0/15");
+    attached = server->attach_agent(a);
+  }
+  std::vector<AuditRow> dns_rows() {
+    std::vector<AuditRow> out;
+    for (auto& r : rows())
+      if (r.kind == "dns") out.push_back(r);
+    return out;
+  }
+  std::unique_ptr<Dnsmasq> dns;
+  std::optional<proxy::AttachedAgent> attached;
+};
+
+const char* kPolicy = R"("allow": ["upstream.test", "dns-ok.test"], "deny": ["*.evil.test"])";
+
+TEST_F(DnsViewTest, AllowedNameGetsOneStableSyntheticAddress) {
+  start(kPolicy);
+  auto a = ask_udp(query("upstream.test", 1));
+  EXPECT_EQ(a.rcode, 0);
+  ASSERT_EQ(a.answers, 1);
+  EXPECT_TRUE(policy::Cidr::parse("198.18.0.0/15")->contains(ip::make_address(a.address))) << a.address;
+  EXPECT_EQ(ask_udp(query("UPSTREAM.test", 1)).address, a.address);  // names are case-insensitive
+  auto b = ask_tcp(query("dns-ok.test", 1));
+  EXPECT_EQ(b.rcode, 0);
+  EXPECT_NE(b.address, a.address);
+  EXPECT_TRUE(dns_rows().empty());  // allowed queries are counted, not written
+}
+
+TEST_F(DnsViewTest, DeniedNameIsNxdomainWithOneRowPerMinute) {
+  start(kPolicy);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(ask_udp(query("a.evil.test", 1)).rcode, 3);
+  EXPECT_EQ(ask_tcp(query("not-listed.test", 28)).rcode, 3);
+  server->detach_agent(*attached, {});
+  auto rows = dns_rows();
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].host, "a.evil.test");
+  EXPECT_EQ(rows[0].agent, "dns-agent");
+  EXPECT_EQ(rows[0].decision, "deny");
+  EXPECT_EQ(rows[0].rule, "deny[0] *.evil.test");
+  EXPECT_EQ(rows[0].method, "A");
+  EXPECT_EQ(rows[1].host, "not-listed.test");
+  EXPECT_EQ(rows[1].reason, "not-listed.test is not in allow; add it to allow to permit it");
+}
+
+TEST_F(DnsViewTest, OtherTypesAndMalformedQueriesAreAnsweredWithoutData) {
+  start(kPolicy);
+  auto aaaa = ask_udp(query("upstream.test", 28));
+  EXPECT_EQ(aaaa.rcode, 0);
+  EXPECT_EQ(aaaa.answers, 0);
+  auto txt = ask_udp(query("upstream.test", 16));
+  EXPECT_EQ(txt.rcode, 0);
+  EXPECT_EQ(txt.answers, 0);
+  auto bad = query("upstream.test", 1);
+  bad[12] = 70;  // a label longer than 63 bytes
+  EXPECT_EQ(ask_udp(bad).rcode, 1);  // FORMERR
+  auto response = query("upstream.test", 1);
+  response[2] |= 0x80;  // a response: never answered (no reflection)
+  EXPECT_EQ(ask_udp(response).rcode, -1);
+}
+
+TEST_F(DnsViewTest, OnlyTheAgentItselfIsAnswered) {
+  start(kPolicy);
+  EXPECT_EQ(ask_udp(query("upstream.test", 1), "127.0.42.3").rcode, -1);
+}
+
+TEST_F(DnsViewTest, TunnellingThroughQueryNamesLeavesNothingAndBoundedRows) {
+  start(kPolicy);
+  // The resolver the proxy uses is live and logs what it is asked...
+  auto r = proxy_get(port, "http://dns-ok.test:" + std::to_string(upstream.port()) + "/");
+  EXPECT_EQ(r.status, 200) << r.body;
+  ASSERT_TRUE(eventually_true([&] { return dns->log().find("dns-ok.test") != std::string::npos; }));
+  // ...and 1,000 queries carrying data in random labels of a name it would answer reach it never.
+  std::mt19937 rng(15);
+  int nxdomain = 0;
+  for (int i = 0; i < 1000; ++i) {
+    std::string label;
+    for (int j = 0; j < 40; ++j) label += "0123456789abcdef"[rng() % 16];
+    nxdomain += ask_udp(query(label + ".exfil.test", 1, static_cast<std::uint16_t>(i))).rcode == 3;
+  }
+  EXPECT_EQ(nxdomain, 1000);
+  server->detach_agent(*attached, {});
+  EXPECT_EQ(dns->log().find("exfil"), std::string::npos) << dns->log();
+  auto rows = dns_rows();
+  EXPECT_LE(rows.size(), 33u);  // 32 names a minute, and one row counting the rest
+  ASSERT_FALSE(rows.empty());
+  EXPECT_EQ(rows.back().host, "*");
+  EXPECT_THAT(rows.back().reason, ::testing::HasSubstr("968 more refused DNS queries"));
+}
+
+}  // namespace
+}  // namespace netbox::test
