@@ -62,6 +62,7 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
   void admit();
   void on_resolved(ResolveResult r);
   void act_on(AdmissionResult result);  // refuse, or open the exchange and forward
+  std::optional<Refused> apply_request_rules(Admitted& yes);  // `rules`, once the host is let through
   void forward();  // after admit (and, with --audit-sync, once the row is durable)
   void refuse_unaudited(std::string why);  // 503: the audit store cannot take the row
   void connect_upstream();

@@ -11,7 +11,7 @@ namespace {
 using netbox::test::run_netbox;
 using ::testing::HasSubstr;
 
-const char* kPolicy = R"({"version": 1, "allow": ["api.github.com"],
+const char* kPolicy = R"({"version": 1, "allow": ["api.github.com"], "inspect": ["api.github.com"],
   "rules": [{"host": "api.github.com", "methods": ["GET"], "paths": ["/repos/acme/*"], "action": "allow"}]})";
 
 TEST(InspectionPolicy, CheckAcceptsItButTheProxyAndLaunchRefuseWhatTheyCannotEnforce) {
@@ -24,13 +24,13 @@ TEST(InspectionPolicy, CheckAcceptsItButTheProxyAndLaunchRefuseWhatTheyCannotEnf
   auto proxy = run_netbox({"proxy", "--policy", policy, "--listen", "127.0.0.1:0", "--audit-db",
                            (tmp.path() / "a.db").string()});
   EXPECT_EQ(proxy.exit_code, 2);
-  EXPECT_THAT(proxy.err, HasSubstr("rules: TLS inspection (inspect, rules, credentials) is not enforced"));
+  EXPECT_THAT(proxy.err, HasSubstr("inspect: TLS inspection (inspect, credentials) is not enforced"));
 
   if (::geteuid() != 0) GTEST_SKIP() << "netbox launch needs root";
   auto launch = run_netbox({"launch", "--policy", policy, "--audit-db", (tmp.path() / "b.db").string(), "--", "true"});
   EXPECT_EQ(launch.exit_code, 2) << launch.err;
   EXPECT_THAT(launch.err, HasSubstr("--policy: "));
-  EXPECT_THAT(launch.err, HasSubstr("rules: TLS inspection"));
+  EXPECT_THAT(launch.err, HasSubstr("inspect: TLS inspection"));
   EXPECT_THAT(launch.err, ::testing::Not(HasSubstr("runs as"))) << "refused before the agent's banner";
 }
 
