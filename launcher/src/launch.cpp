@@ -74,7 +74,7 @@ std::optional<policy::Policy> load_policy(const LaunchOptions& o) {
   try {
     auto p = policy::load_policy_file(*o.policy_file);
     // The embedded proxy would refuse it after the banner; say so before anything runs.
-    if (!o.proxy_control) proxy::check_enforceable(p);
+    if (!o.proxy_control) proxy::check_enforceable(p, false);
     return p;
   } catch (const std::exception& e) {
     throw LaunchError(kExitUsage, std::string("--policy: ") + e.what());

@@ -44,6 +44,8 @@ class Exchange {
   void request(bool connect, std::string_view method, bool escape = false);
   void target(std::string_view host, std::uint16_t port, std::string_view path, bool escape = false);
   void host(std::string_view name) { record_.host = name; }
+  // A request inside an inspected tunnel: its row links to the tunnel's (parent_id).
+  void parent(audit::RowHandle tunnel_row) { record_.parent = tunnel_row; }
 
   // Admission's answer. admitted() takes the decision and the cap slot and queues the
   // row: false when the audit store refused it (the caller answers 503).
@@ -57,6 +59,12 @@ class Exchange {
   // and its bytes. `failed`: netbox answered instead of the upstream (the outcome becomes
   // error). Only the first call counts.
   void finish(std::optional<int> status, std::string error = {}, bool failed = false);
+  // An admitted exchange refused after all (an inspected tunnel whose ClientHello names
+  // another host): its row is completed under `outcome`, with the reason as its error.
+  void overrule(Outcome outcome) {
+    outcome_ = outcome;
+    overruled_ = true;
+  }
   // An open exchange that ends without an answer (the connection or the proxy went away).
   void end();
   // The outcome can no longer change (a tunnel is established): counted now rather than
@@ -84,6 +92,7 @@ class Exchange {
   bool open_ = false;
   bool finished_ = false;
   bool counted_ = false;  // in netbox_requests_total
+  bool overruled_ = false;
 };
 
 }  // namespace netbox::proxy

@@ -36,6 +36,7 @@
 namespace netbox::proxy {
 
 class ControlServer;
+class Inspector;
 
 // One io thread: its io_context, its resolver, its idle upstream connections and its
 // own SO_REUSEPORT acceptor for each listen address. Only its own thread touches them.
@@ -111,6 +112,7 @@ struct ProxyRuntime {
   static constexpr std::chrono::milliseconds kAcceptPause{100};
   Counters counters;
   std::unique_ptr<audit::Writer> writer;
+  std::unique_ptr<Inspector> inspector;  // with --ca-dir: TLS inspection
   Caps caps;
   AgentRegistry agents;
   Snapshot<policy::Policy> policy;

@@ -32,6 +32,9 @@ struct AuditRecord {
   // Requests this row stands for: 1, or more for a row into which the writer folded
   // repeated refusals of one agent (see Writer; the path and method are the first one's).
   std::uint64_t count = 1;
+  // A request inside an inspected tunnel: the Writer's handle of the tunnel's row, stored
+  // as that row's id in parent_id. 0: none.
+  std::uint64_t parent = 0;
 };
 
 // What is known when a connection or request ends.
