@@ -20,8 +20,9 @@ WriterStatements::WriterStatements(sqlite3* db)
       rollback_(db, "ROLLBACK"),
       insert_request_(db,
                       "INSERT INTO requests (ts, agent, client_addr, kind, method, host, port, path, "
-                      "resolved_addr, decision, rule, reason, status, bytes_up, bytes_down, duration_ms, error, count) "
-                      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)"),
+                      "resolved_addr, decision, rule, reason, status, bytes_up, bytes_down, duration_ms, error, count, "
+                      "parent_id) "
+                      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)"),
       complete_request_(db,
                         "UPDATE requests SET status = ?1, bytes_up = ?2, bytes_down = ?3, duration_ms = ?4, "
                         "error = ?5, resolved_addr = COALESCE(?6, resolved_addr), decision = COALESCE(?8, decision) "
@@ -56,7 +57,7 @@ void WriterStatements::abandon() {
   }
 }
 
-std::int64_t WriterStatements::insert_request(const AuditRecord& r, const Completion* c) {
+std::int64_t WriterStatements::insert_request(const AuditRecord& r, const Completion* c, std::int64_t parent_id) {
   auto& s = insert_request_;
   // Text is bound without a copy (bind_view): the record, the completion and `ts` all
   // outlive run(s), which steps and resets the statement before returning.
@@ -81,6 +82,7 @@ std::int64_t WriterStatements::insert_request(const AuditRecord& r, const Comple
   else if (r.duration_ms) s.bind(16, *r.duration_ms);
   s.bind_view_or_null(17, c ? c->error : r.error);
   s.bind(18, static_cast<std::int64_t>(r.count));
+  if (parent_id != 0) s.bind(19, parent_id);
   run(s);
   return sqlite3_last_insert_rowid(db_);
 }

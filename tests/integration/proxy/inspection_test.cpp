@@ -6,6 +6,7 @@
 #include "proxy_fixture.hpp"
 
 #include "support/process.hpp"
+#include "support/sqlite_query.hpp"
 #include "support/tls_upstream_server.hpp"
 
 #include "netbox/policy/load.hpp"
@@ -75,6 +76,38 @@ TEST_F(InspectionTest, AnInspectedGetSucceedsWithTheNetboxCaAndEachRequestHasIts
   EXPECT_EQ(all[1].path, "/repos/acme/widget");
   EXPECT_EQ(all[1].status, 200);
   EXPECT_GT(all[1].bytes_down, 0);
+}
+
+TEST_F(InspectionTest, RequestsInsideATunnelLinkToItsRowInTheStoreTheViewAndNetboxAudit) {
+  start_proxy(policy());
+  // Two requests over one agent connection (curl reuses it), then a second tunnel.
+  auto r = curl({https_url("/one"), https_url("/two")});
+  ASSERT_NE(r.out.find("/two"), std::string::npos) << r.err << r.out;
+  ASSERT_EQ(status_of(curl({https_url("/three")})), 200);
+  rows();  // every row complete
+  const auto linked = query(db_path, "SELECT r.path, t.kind, t.id FROM requests r JOIN requests t ON t.id = r.parent_id "
+                                     "ORDER BY r.id");
+  ASSERT_EQ(linked.size(), 3u);
+  EXPECT_EQ(linked[0][0], "/one");
+  EXPECT_EQ(linked[1][0], "/two");
+  EXPECT_EQ(linked[2][0], "/three");
+  for (const auto& l : linked) EXPECT_EQ(l[1], "connect");
+  EXPECT_EQ(linked[0][2], linked[1][2]) << "one tunnel for the first two";
+  EXPECT_NE(linked[1][2], linked[2][2]);
+  EXPECT_EQ(query_column(db_path, "SELECT COUNT(*) FROM requests WHERE kind = 'connect' AND parent_id IS NULL"),
+            std::vector<std::string>{"2"});
+  EXPECT_EQ(query_column(db_path, "SELECT path FROM inspected_requests ORDER BY id"),
+            (std::vector<std::string>{"/one", "/two", "/three"}));
+  stop_proxy();
+  auto audit = run_netbox({"audit", "--db", db_path.string(), "--format", "json"});
+  ASSERT_EQ(audit.exit_code, 0) << audit.err;
+  const auto j = nlohmann::json::parse(audit.out);
+  int with_parent = 0;
+  for (const auto& row : j) {
+    if (row.at("kind") == "connect") EXPECT_TRUE(row.at("parent_id").is_null());
+    else if (!row.at("parent_id").is_null()) ++with_parent;
+  }
+  EXPECT_EQ(with_parent, 3);
 }
 
 TEST_F(InspectionTest, WithoutTheNetboxCaTheAgentRefusesTheLeaf) {

@@ -35,6 +35,7 @@ struct AuditRecord {
   // A request inside an inspected tunnel: the Writer's handle of the tunnel's row, stored
   // as that row's id in parent_id. 0: none.
   std::uint64_t parent = 0;
+  std::int64_t parent_id = 0;     // read back: the tunnel row's id (0: none)
 };
 
 // What is known when a connection or request ends.
