@@ -51,6 +51,21 @@ TEST(InspectionPolicy, ACaThatDoesNotLoadOrAnUpstreamCaWithoutOneStopsTheProxyWi
   EXPECT_THAT(lone.err, HasSubstr("--upstream-ca needs --ca-dir"));
 }
 
+TEST(InspectionPolicy, LaunchLoadsItsCaBeforeAnythingRunsAndKeepsItForTheEmbeddedProxy) {
+  if (::geteuid() != 0) GTEST_SKIP() << "netbox launch needs root";
+  netbox::test::TempDir tmp;
+  const auto policy = tmp.write("policy.json", kPolicy).string();
+  auto missing = run_netbox({"launch", "--policy", policy, "--audit-db", (tmp.path() / "b.db").string(), "--ca-dir",
+                             (tmp.path() / "no-ca").string(), "--", "true"});
+  EXPECT_EQ(missing.exit_code, 2) << missing.err;
+  EXPECT_THAT(missing.err, HasSubstr("--ca-dir " + (tmp.path() / "no-ca").string()));
+
+  auto with_control = run_netbox({"launch", "--control", (tmp.path() / "ctl.sock").string(), "--ca-dir",
+                                  (tmp.path() / "no-ca").string(), "--", "true"});
+  EXPECT_EQ(with_control.exit_code, 2) << with_control.err;
+  EXPECT_THAT(with_control.err, HasSubstr("--ca-dir: only for the embedded proxy"));
+}
+
 TEST(InspectionPolicy, CredentialsAreStillRefusedByTheProxy) {
   netbox::test::TempDir tmp;
   const auto policy = tmp.write("policy.json", R"({"version": 1, "allow": ["api.openai.com"],
