@@ -227,8 +227,10 @@ void ClientSession::act_on(AdmissionResult result) {
     return refuse(std::move(no->refusal), !client_keep_alive_);
   }
   // An inspected tunnel's requests start from the CONNECT's decision.
-  decided_outcome_ = yes.outcome;
-  decided_ = yes.decision;
+  if (is_connect()) {
+    decided_outcome_ = yes.outcome;
+    decided_ = yes.decision;
+  }
   // From here on the row is open: a refusal completes it as error.
   const bool queued = exchange_.admitted(yes);
   allowed_ = std::move(yes.endpoints);
