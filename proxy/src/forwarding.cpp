@@ -41,14 +41,6 @@ bool consumes_body(http::verb v) {
   return verb_in(v, {post, put, patch});
 }
 
-// The Host header for the upstream: the normalised host the policy decided on (never the
-// spelling the agent used), port omitted when default.
-std::string host_header(const policy::Host& host, std::uint16_t port) {
-  std::string h = host.name.find(':') != std::string::npos ? "[" + host.name + "]" : host.name;
-  if (port != 80) h += ":" + std::to_string(port);
-  return h;
-}
-
 }  // namespace
 
 void ClientSession::forward() {
@@ -103,7 +95,7 @@ void ClientSession::send_upstream() {
     framing.kind = body_chunked_ ? BodyFraming::Kind::chunked : BodyFraming::Kind::length;
     if (!body_chunked_) framing.length = parser_->content_length().value_or(0);
   }
-  append_forwarded_request(out_, req_, target_.path_and_query, host_header(host_, target_.port), framing);
+  append_forwarded_request(out_, req_, target_.path_and_query, host_header(host_.name, target_.port, 80), framing);
   request_head_pending_ = request_had_body_;
   if (request_had_body_) {
     // The head goes with the first piece of the body, which is read only now.

@@ -28,12 +28,6 @@ namespace {
 
 constexpr std::string_view kEstablished = "HTTP/1.1 200 Connection Established\r\n\r\n";
 
-std::string host_header(const policy::Host& host, std::uint16_t port) {
-  std::string h = host.name.find(':') != std::string::npos ? "[" + host.name + "]" : host.name;
-  if (port != 443) h += ":" + std::to_string(port);
-  return h;
-}
-
 }  // namespace
 
 InspectedTunnel::InspectedTunnel(ProxyRuntime& impl, Worker& worker, tcp::socket client, std::string early,
@@ -154,7 +148,7 @@ void InspectedTunnel::read_request() {
 
 std::string InspectedTunnel::what() const {
   const auto& req = parser_->get();
-  return std::string(req.method_string()) + " https://" + host_header(scope_.host, scope_.port) +
+  return std::string(req.method_string()) + " https://" + host_header(scope_.host.name, scope_.port, 443) +
          std::string(req.target());
 }
 
@@ -231,7 +225,8 @@ void InspectedTunnel::forward(std::string path_and_query) {
     framing.kind = BodyFraming::Kind::length;
     framing.length = req.body().size();
   }
-  append_forwarded_request(up.bytes, req.base(), path_and_query, host_header(scope_.host, scope_.port), framing);
+  append_forwarded_request(up.bytes, req.base(), path_and_query, host_header(scope_.host.name, scope_.port, 443),
+                           framing);
   up.bytes += req.body();
   inner_.bytes_up = req.body().size();
   up.endpoints = scope_.endpoints;
