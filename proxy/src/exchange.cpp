@@ -158,6 +158,10 @@ void Exchange::finish(std::optional<int> status, std::string error, bool failed)
   c.resolved_addr = record_.resolved_addr;
   c.error = error;
   if (failed || overruled_) c.decision = to_string(outcome_);  // the row was inserted with the admission's
+  if (overruled_) {
+    c.rule = record_.rule;
+    c.reason = record_.reason;
+  }
   if (!impl_->writer->complete(row_, c))
     impl_->log.write("audit_error", {{"message", "audit queue full: could not complete row"},
                                      {"host", record_.host}});

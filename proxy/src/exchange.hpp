@@ -60,10 +60,12 @@ class Exchange {
   // error). Only the first call counts.
   void finish(std::optional<int> status, std::string error = {}, bool failed = false);
   // An admitted exchange refused after all (an inspected tunnel whose ClientHello names
-  // another host): its row is completed under `outcome`, with the reason as its error.
-  void overrule(Outcome outcome) {
+  // another host): its row is completed under `outcome`, `rule` and `reason`.
+  void overrule(Outcome outcome, std::string rule, std::string reason) {
     outcome_ = outcome;
     overruled_ = true;
+    record_.rule = std::move(rule);
+    record_.reason = std::move(reason);
   }
   // An open exchange that ends without an answer (the connection or the proxy went away).
   void end();

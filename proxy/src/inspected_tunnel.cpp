@@ -122,7 +122,7 @@ void InspectedTunnel::check_hello() {
 }
 
 void InspectedTunnel::refuse_tunnel(Outcome outcome, std::string reason) {
-  tunnel_.overrule(outcome);
+  tunnel_.overrule(outcome, "inspect", reason);
   auto res = std::make_shared<Response>(
       make_refusal({403, outcome, "CONNECT " + authority(scope_.host.name, scope_.port), "inspect", reason, {}}, 11,
                    false));
@@ -166,7 +166,7 @@ void InspectedTunnel::on_request(beast::error_code ec) {
       const std::string reason = "netbox inspects " + authority(scope_.host.name, scope_.port) +
                                  ": only HTTP/1.1 requests go through this tunnel, and what the agent sent inside "
                                  "TLS is not HTTP/1.1 (" + describe_request_error(ec) + ")";
-      tunnel_.overrule(Outcome::deny);
+      tunnel_.overrule(Outcome::deny, "inspect", reason);
       return refuse_request({400, Outcome::deny, {}, "inspect", reason, {}});
     }
     if (ec == http::error::body_limit)

@@ -153,6 +153,8 @@ TEST_F(InspectionTest, AServerNameOtherThanTheConnectHostIsDomainFronting) {
   EXPECT_EQ(row.kind, "connect");
   EXPECT_EQ(row.host, "upstream.test");
   EXPECT_EQ(row.decision, "deny");
+  EXPECT_EQ(row.rule, "inspect");
+  EXPECT_EQ(row.reason.rfind("domain fronting: ", 0), 0u) << row.reason;
   EXPECT_NE(row.error.find("domain fronting"), std::string::npos) << row.error;
   EXPECT_NE(row.error.find("front.test"), std::string::npos) << row.error;
 }

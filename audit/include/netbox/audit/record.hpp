@@ -47,6 +47,8 @@ struct Completion {
   std::string resolved_addr;      // empty: keep what was inserted
   std::string error;
   std::string decision;           // empty: keep what was inserted ("error" when the upstream failed)
+  std::string rule;               // empty: keep what was inserted (set with a decision overruled)
+  std::string reason;             // likewise
 };
 
 // One row of `agents`.
