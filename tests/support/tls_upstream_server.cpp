@@ -10,6 +10,7 @@
 #include <boost/beast/http.hpp>
 #include <nlohmann/json.hpp>
 
+#include <openssl/x509.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 
@@ -28,12 +29,18 @@ struct TlsUpstreamServer::State {
   tcp::acceptor acceptor{ioc};
 };
 
-TlsUpstreamServer::TlsUpstreamServer(const std::string& cert_name) : state_(std::make_unique<State>()) {
+TlsUpstreamServer::TlsUpstreamServer(const std::string& cert_name, bool expired)
+    : state_(std::make_unique<State>()) {
   auto ca = tls::CertificateAuthority::create(dir_.path() / "upstream-ca");
   ca_pem_ = dir_.path() / "upstream-ca.pem";
   std::ofstream(ca_pem_) << ca.certificate_pem();
   tls::LeafMinter minter(ca);
   const auto leaf = minter.mint(cert_name);
+  if (expired) {
+    X509_gmtime_adj(X509_getm_notBefore(leaf.cert.get()), -3 * 86400);
+    X509_gmtime_adj(X509_getm_notAfter(leaf.cert.get()), -86400);
+    X509_sign(leaf.cert.get(), ca.key(), EVP_sha256());
+  }
   SSL_CTX_use_certificate(state_->ctx.native_handle(), leaf.cert.get());
   SSL_CTX_use_PrivateKey(state_->ctx.native_handle(), leaf.key.get());
   auto& acc = state_->acceptor;

@@ -17,8 +17,9 @@ namespace netbox::test {
 class TlsUpstreamServer {
  public:
   // `cert_name`: the name the served certificate is for (another than the one clients
-  // ask for makes a wrong-name upstream).
-  explicit TlsUpstreamServer(const std::string& cert_name);
+  // ask for makes a wrong-name upstream). `expired`: the certificate's validity ended
+  // yesterday (re-signed by the test CA, so only its dates are wrong).
+  explicit TlsUpstreamServer(const std::string& cert_name, bool expired = false);
   ~TlsUpstreamServer();
   TlsUpstreamServer(const TlsUpstreamServer&) = delete;
   TlsUpstreamServer& operator=(const TlsUpstreamServer&) = delete;

@@ -21,7 +21,8 @@ namespace {
 
 class InspectionTest : public ProxyTest {
  protected:
-  explicit InspectionTest(const std::string& cert_name = "upstream.test") : tls_upstream(cert_name) {
+  explicit InspectionTest(const std::string& cert_name = "upstream.test", bool expired = false)
+      : tls_upstream(cert_name, expired) {
     auto ca = tls::CertificateAuthority::create(dir.path() / "ca");
     ca_pem = dir.path() / "netbox-ca.pem";
     std::ofstream(ca_pem) << ca.certificate_pem();
@@ -210,6 +211,23 @@ TEST_F(WrongNameUpstreamTest, AnUpstreamCertificateForAnotherNameIs502WithTheRea
   EXPECT_EQ(all[1].decision, "error");
   EXPECT_EQ(all[1].status, 502);
   EXPECT_NE(all[1].error.find("hostname mismatch"), std::string::npos) << all[1].error;
+}
+
+class ExpiredUpstreamTest : public InspectionTest {
+ protected:
+  ExpiredUpstreamTest() : InspectionTest("upstream.test", true) {}
+};
+
+TEST_F(ExpiredUpstreamTest, AnExpiredUpstreamCertificateIs502WithTheReason) {
+  start_proxy(policy());
+  auto r = curl({"-i", https_url("/")});
+  EXPECT_EQ(status_of(r), 502) << r.out;
+  EXPECT_NE(r.out.find("certificate has expired"), std::string::npos) << r.out;
+  EXPECT_EQ(tls_upstream.requests(), 0u);
+  auto all = rows();
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[1].decision, "error");
+  EXPECT_NE(all[1].error.find("certificate has expired"), std::string::npos) << all[1].error;
 }
 
 TEST_F(InspectionTest, AnUpstreamSignedByAnUnknownCaIs502) {
