@@ -34,6 +34,11 @@ void bind(FlagTable& f, LaunchArgs& a) {
            "Audit database of the embedded proxy (default: /var/lib/netbox/audit.db as root, else "
            "$XDG_STATE_HOME/netbox/audit.db); its directory must be writable by its owner only, and "
            "outside the working directory (the agent's)");
+  f.option("--ca-dir", o.ca_dir,
+           "The netbox CA's folder (`netbox ca init`) for the embedded proxy's TLS inspection (the hosts the "
+           "policy's inspect names); hidden from the agent");
+  f.option("--upstream-ca", o.upstream_ca,
+           "A PEM file of extra trust anchors for inspected upstreams, beside the system store (needs --ca-dir)");
   f.option("--subnet", o.subnet, "IPv4 pool the agent's /30 comes from")->default_str(o.subnet);
   f.option("--user", o.user, "User the agent runs as (default: the sudo caller, else nobody)");
   f.option("--workdir", o.workdir, "Folder the agent may write to and starts in (default: the current directory)");

@@ -51,6 +51,8 @@ struct ProxyArgs {
   std::string admin;             // ADDR:PORT of the admin endpoint; empty: off
   std::string admin_token_file;
   bool audit_sync = false;
+  std::string ca_dir;       // TLS inspection: the netbox CA; empty: no inspection
+  std::string upstream_ca;  // an extra trust anchor for inspected upstreams
   std::vector<std::string> subnets;  // empty: the launcher's default pool
   std::size_t max_client_connections = 0;
   std::size_t max_client_connections_per_agent = 0;
@@ -94,6 +96,11 @@ proxy::ProxyOptions to_options(const ProxyArgs& a, const FlagTable& flags) {
   }
   o.threads = a.threads;
   o.audit_sync = a.audit_sync;
+  if (!a.ca_dir.empty()) o.ca_dir = a.ca_dir;
+  if (!a.upstream_ca.empty()) {
+    if (a.ca_dir.empty()) throw UsageError(flags.source("--upstream-ca") + " needs --ca-dir DIR (TLS inspection)");
+    o.upstream_ca = a.upstream_ca;
+  }
   if (!a.control.empty()) o.control_socket = a.control;
   if (!a.subnets.empty()) o.launch_subnets.clear();
   for (const auto& s : a.subnets) {
@@ -206,6 +213,11 @@ void add_proxy_command(CLI::App& app, int& rc) {
            "Seconds shutdown waits for a failing audit store to take the rows it holds (default 10)");
   f.flag("--audit-sync", a.audit_sync,
          "Strict audit: forward a request only after its decision row is durable (synchronous=FULL)");
+  f.option("--ca-dir", a.ca_dir,
+           "The netbox CA's folder (`netbox ca init`), for TLS inspection of the hosts a policy's inspect names "
+           "(default: none; a policy with inspect is then refused)");
+  f.option("--upstream-ca", a.upstream_ca,
+           "A PEM file of extra trust anchors for inspected upstreams, beside the system store (needs --ca-dir)");
   f.option("--dns-server", a.dns, "DNS server ADDR:PORT, repeatable (default: /etc/resolv.conf)");
   f.option("--threads", a.threads, "I/O threads (default: one per core)")->check(CLI::Range(0u, 256u));
   f.option("--control", a.control, "Unix control socket for `netbox launch` registrations (mode 0600)");

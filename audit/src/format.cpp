@@ -64,6 +64,8 @@ ordered_json request_json(const AuditRecord& r) {
   o["duration_ms"] = r.duration_ms ? ordered_json(*r.duration_ms) : ordered_json(nullptr);
   o["error"] = text_or_null(r.error);
   o["count"] = r.count;  // requests this row stands for (refusals folded into one row)
+  // A request inside an inspected TLS tunnel: the tunnel's row id.
+  o["parent_id"] = r.parent_id ? ordered_json(r.parent_id) : ordered_json(nullptr);
   return o;
 }
 

@@ -191,11 +191,28 @@ CREATE VIEW hourly_traffic AS
   FROM requests GROUP BY hour ORDER BY hour;
 )sql";
 
+// Version 5: parent_id links a request inside an inspected TLS tunnel (issue 16) to the
+// tunnel's row; NULL for every other row, old ones included. inspected_requests lists
+// those requests beside their tunnel's agent connection and start.
+constexpr const char* kV5 = R"sql(
+ALTER TABLE requests ADD COLUMN parent_id INTEGER REFERENCES requests (id);
+CREATE INDEX requests_parent ON requests (parent_id) WHERE parent_id IS NOT NULL;
+
+DROP VIEW IF EXISTS inspected_requests;
+CREATE VIEW inspected_requests AS
+  SELECT r.id, r.ts, r.agent, r.method, r.host, r.port, r.path, r.decision, r.rule, r.reason, r.status,
+         r.bytes_up, r.bytes_down, r.duration_ms, r.error,
+         t.id AS tunnel_id, t.ts AS tunnel_ts, t.client_addr AS tunnel_client_addr
+  FROM requests r JOIN requests t ON t.id = r.parent_id
+  ORDER BY r.id;
+)sql";
+
 constexpr Migration kMigrations[] = {
     {1, kV1},
     {2, kV2},
     {3, kV3},
     {4, kV4},
+    {5, kV5},
 };
 
 static_assert(sizeof kMigrations / sizeof kMigrations[0] == kSchemaVersion,

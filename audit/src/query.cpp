@@ -28,7 +28,7 @@ std::vector<AuditRecord> query_requests(const std::filesystem::path& db, const F
   std::vector<AuditRecord> rows;
   detail::Reader(db).each(
       "SELECT id, ts, agent, client_addr, kind, method, host, port, path, resolved_addr, decision, rule, "
-      "reason, status, bytes_up, bytes_down, duration_ms, error, count FROM requests",
+      "reason, status, bytes_up, bytes_down, duration_ms, error, count, parent_id FROM requests",
       where, " ORDER BY ts DESC, id DESC", filter.limit, [&rows](const Statement& s) {
         AuditRecord r;
         r.id = s.column_int(0);
@@ -50,6 +50,7 @@ std::vector<AuditRecord> query_requests(const std::filesystem::path& db, const F
         if (!s.is_null(16)) r.duration_ms = s.column_int(16);
         r.error = s.column_text(17);
         r.count = static_cast<std::uint64_t>(s.column_int(18));
+        if (!s.is_null(19)) r.parent_id = s.column_int(19);
         rows.push_back(std::move(r));
       });
   return rows;

@@ -395,6 +395,7 @@ struct Writer::Impl {
   // One transaction for the whole batch. Only this thread touches the connection.
   bool write_batch() {
     tentative_rowids.clear();
+    batch_rowids.clear();
     completed.clear();
     batch_unknown_completions = 0;
     // Only flush markers and callbacks: nothing to write, and they are answered as committed.
@@ -429,11 +430,21 @@ struct Writer::Impl {
     }
   }
 
+  // The row id of a row still open (inserted, not completed): a tunnel's, for the
+  // requests inside it. 0 when unknown (then parent_id stays NULL).
+  std::int64_t rowid_of_open(RowHandle handle) const {
+    if (handle == kNoRow) return 0;
+    if (auto it = batch_rowids.find(handle); it != batch_rowids.end()) return it->second;
+    if (auto it = rowids.find(handle); it != rowids.end()) return it->second;
+    return 0;
+  }
+
   void write(const InsertItem& x) {
     const Completion* final_values = nullptr;
     if (x.handle != kNoRow)
       if (auto it = paired.find(x.handle); it != paired.end()) final_values = it->second;
-    const std::int64_t rowid = statements.insert_request(x.record, final_values);
+    const std::int64_t rowid = statements.insert_request(x.record, final_values, rowid_of_open(x.record.parent));
+    if (x.handle != kNoRow) batch_rowids[x.handle] = rowid;  // also when written final: parents
     if (final_values) completed.insert(x.handle);
     else if (x.handle != kNoRow) tentative_rowids[x.handle] = rowid;
   }
@@ -628,6 +639,9 @@ struct Writer::Impl {
   PruneCounts pruning;                   // the current retention run, summed over its batches
   std::map<RowHandle, std::int64_t> rowids;  // committed, not yet completed; oldest first
   std::unordered_map<RowHandle, std::int64_t> tentative_rowids;  // inserted in the open transaction
+  // Every row inserted in the open transaction, completed or not: a tunnel opened and
+  // closed within one batch is still the parent of the requests inserted after it.
+  std::unordered_map<RowHandle, std::int64_t> batch_rowids;
   std::unordered_set<RowHandle> completed;                       // completed in the open transaction
   std::unordered_map<RowHandle, const Completion*> paired;       // batch inserts -> their completion, if queued
   std::uint64_t batch_unknown_completions = 0;

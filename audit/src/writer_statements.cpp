@@ -20,12 +20,13 @@ WriterStatements::WriterStatements(sqlite3* db)
       rollback_(db, "ROLLBACK"),
       insert_request_(db,
                       "INSERT INTO requests (ts, agent, client_addr, kind, method, host, port, path, "
-                      "resolved_addr, decision, rule, reason, status, bytes_up, bytes_down, duration_ms, error, count) "
-                      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)"),
+                      "resolved_addr, decision, rule, reason, status, bytes_up, bytes_down, duration_ms, error, count, "
+                      "parent_id) "
+                      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)"),
       complete_request_(db,
                         "UPDATE requests SET status = ?1, bytes_up = ?2, bytes_down = ?3, duration_ms = ?4, "
-                        "error = ?5, resolved_addr = COALESCE(?6, resolved_addr), decision = COALESCE(?8, decision) "
-                        "WHERE id = ?7"),
+                        "error = ?5, resolved_addr = COALESCE(?6, resolved_addr), decision = COALESCE(?8, decision), "
+                        "rule = COALESCE(?9, rule), reason = COALESCE(?10, reason) WHERE id = ?7"),
       insert_event_(db, "INSERT INTO events (ts, kind, message, detail) VALUES (?1, ?2, ?3, ?4)"),
       insert_agent_(db,
                     "INSERT INTO agents (name, pid, command_line, policy_digest, address, started, sandbox) "
@@ -56,7 +57,7 @@ void WriterStatements::abandon() {
   }
 }
 
-std::int64_t WriterStatements::insert_request(const AuditRecord& r, const Completion* c) {
+std::int64_t WriterStatements::insert_request(const AuditRecord& r, const Completion* c, std::int64_t parent_id) {
   auto& s = insert_request_;
   // Text is bound without a copy (bind_view): the record, the completion and `ts` all
   // outlive run(s), which steps and resets the statement before returning.
@@ -72,8 +73,8 @@ std::int64_t WriterStatements::insert_request(const AuditRecord& r, const Comple
   // As complete_request's COALESCE: an empty completion address keeps the inserted one.
   s.bind_view_or_null(9, c && !c->resolved_addr.empty() ? c->resolved_addr : r.resolved_addr);
   s.bind_view(10, c && !c->decision.empty() ? c->decision : r.decision);
-  s.bind_view_or_null(11, r.rule);
-  s.bind_view_or_null(12, r.reason);
+  s.bind_view_or_null(11, c && !c->rule.empty() ? c->rule : r.rule);
+  s.bind_view_or_null(12, c && !c->reason.empty() ? c->reason : r.reason);
   if (const auto status = c ? c->status : r.status) s.bind(13, std::int64_t{*status});
   s.bind(14, static_cast<std::int64_t>(c ? c->bytes_up : r.bytes_up));
   s.bind(15, static_cast<std::int64_t>(c ? c->bytes_down : r.bytes_down));
@@ -81,6 +82,7 @@ std::int64_t WriterStatements::insert_request(const AuditRecord& r, const Comple
   else if (r.duration_ms) s.bind(16, *r.duration_ms);
   s.bind_view_or_null(17, c ? c->error : r.error);
   s.bind(18, static_cast<std::int64_t>(r.count));
+  if (parent_id != 0) s.bind(19, parent_id);
   run(s);
   return sqlite3_last_insert_rowid(db_);
 }
@@ -95,6 +97,8 @@ bool WriterStatements::complete_request(std::int64_t rowid, const Completion& c)
   s.bind_text_or_null(6, c.resolved_addr);  // NULL keeps what the insert stored
   s.bind(7, rowid);
   s.bind_text_or_null(8, c.decision);  // NULL keeps the decision inserted
+  s.bind_text_or_null(9, c.rule);
+  s.bind_text_or_null(10, c.reason);
   run(s);
   return sqlite3_changes(db_) > 0;
 }

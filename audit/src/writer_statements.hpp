@@ -18,7 +18,9 @@ class WriterStatements {
 
   // With `completion`, the row is written final as it stands (the same values complete_request
   // would set), so a request that ended before its row was written costs one statement.
-  std::int64_t insert_request(const AuditRecord& record, const Completion* completion = nullptr);
+  // `parent_id`: the id of the row this one belongs to (an inspected tunnel's); 0: NULL.
+  std::int64_t insert_request(const AuditRecord& record, const Completion* completion = nullptr,
+                              std::int64_t parent_id = 0);
   // false when no row has that id.
   bool complete_request(std::int64_t rowid, const Completion& completion);
   void insert_event(const Event& event);

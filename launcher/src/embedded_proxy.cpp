@@ -4,6 +4,7 @@
 #include "netbox/launcher/launch.hpp"
 #include "netbox/launcher/proxy_link.hpp"
 #include "netbox/proxy/server.hpp"
+#include "netbox/tls/certificate_authority.hpp"
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/system/error_code.hpp>
@@ -31,8 +32,13 @@ std::uint16_t pick_port(const ip::address& addr, std::uint16_t preferred) {
 
 class EmbeddedProxy final : public ProxyLink {
  public:
-  EmbeddedProxy(policy::Policy policy, std::filesystem::path audit_db, policy::Cidr subnet, EmbeddedLog log)
-      : policy_(std::move(policy)), audit_db_(std::move(audit_db)), subnet_(std::move(subnet)), log_(log) {}
+  EmbeddedProxy(policy::Policy policy, std::filesystem::path audit_db, policy::Cidr subnet, EmbeddedLog log,
+                EmbeddedInspection inspection)
+      : policy_(std::move(policy)),
+        audit_db_(std::move(audit_db)),
+        inspection_(std::move(inspection)),
+        subnet_(std::move(subnet)),
+        log_(log) {}
   ~EmbeddedProxy() override { stop(); }
 
   // Opening the audit database and creating the io threads take a few ms and need
@@ -46,6 +52,8 @@ class EmbeddedProxy final : public ProxyLink {
       proxy::ProxyOptions options;
       options.policy = policy_;
       options.audit_db = audit_db_;
+      options.ca_dir = inspection_.ca_dir;
+      options.upstream_ca = inspection_.upstream_ca;
       options.threads = 2;  // one agent's traffic; the machine belongs to the agent
       options.shutdown_grace = std::chrono::milliseconds(1000);
       options.log_fd = log_.fd;
@@ -58,6 +66,10 @@ class EmbeddedProxy final : public ProxyLink {
         options.launch_subnets.push_back(subnet_);
       server_ = std::make_unique<proxy::Server>(std::move(options));
       server_->start();
+    } catch (const tls::CaError& e) {
+      prepare_error_ = e.what();  // --ca-dir is the operator's to fix: a usage error
+      prepare_code_ = kExitUsage;
+      server_.reset();
     } catch (const audit::DatabaseRejected& e) {
       // Where the store is (or what it is) is the operator's to fix: a usage error.
       prepare_error_ = e.what();
@@ -123,6 +135,7 @@ class EmbeddedProxy final : public ProxyLink {
 
   policy::Policy policy_;
   std::filesystem::path audit_db_;
+  EmbeddedInspection inspection_;
   policy::Cidr subnet_;
   std::string prepare_error_;
   int prepare_code_ = kExitLauncherFailure;
@@ -134,8 +147,10 @@ class EmbeddedProxy final : public ProxyLink {
 }  // namespace
 
 std::unique_ptr<ProxyLink> make_embedded_proxy(policy::Policy policy, std::filesystem::path audit_db,
-                                               policy::Cidr subnet, EmbeddedLog log) {
-  return std::make_unique<EmbeddedProxy>(std::move(policy), std::move(audit_db), std::move(subnet), log);
+                                               policy::Cidr subnet, EmbeddedLog log,
+                                               EmbeddedInspection inspection) {
+  return std::make_unique<EmbeddedProxy>(std::move(policy), std::move(audit_db), std::move(subnet), log,
+                                         std::move(inspection));
 }
 
 }  // namespace netbox::launcher

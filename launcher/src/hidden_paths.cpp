@@ -75,6 +75,7 @@ HiddenPaths plan_hidden_paths(const NetboxFiles& files, const std::vector<fs::pa
   for (const auto& db : {files.audit_db, files.proxy_audit_db})
     if (db) hide_with_folder(*db, {"-wal", "-shm", "-journal"});
   if (files.control_socket) hide_with_folder(*files.control_socket, {});
+  if (files.ca_key) hide_with_folder(*files.ca_key, {});  // whoever reads it impersonates every host
   for (const auto& policy : {files.policy, files.proxy_policy}) {
     if (!policy) continue;
     const fs::path path = canonical_or_lexical(*policy);

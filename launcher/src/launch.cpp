@@ -74,7 +74,7 @@ std::optional<policy::Policy> load_policy(const LaunchOptions& o) {
   try {
     auto p = policy::load_policy_file(*o.policy_file);
     // The embedded proxy would refuse it after the banner; say so before anything runs.
-    if (!o.proxy_control) proxy::check_enforceable(p);
+    if (!o.proxy_control) proxy::check_enforceable(p, o.ca_dir.has_value());
     return p;
   } catch (const std::exception& e) {
     throw LaunchError(kExitUsage, std::string("--policy: ") + e.what());
@@ -169,6 +169,9 @@ int launch(const LaunchOptions& flags) {
   auto pool = parse_ipv4_network(o.subnet);
   if (!pool)
     throw LaunchError(kExitUsage, "--subnet '" + o.subnet + "': expected an IPv4 network such as 10.213.0.0/16");
+  if (o.upstream_ca && !o.ca_dir) throw LaunchError(kExitUsage, "--upstream-ca needs --ca-dir DIR (TLS inspection)");
+  if (o.proxy_control && o.ca_dir)
+    throw LaunchError(kExitUsage, "--ca-dir: only for the embedded proxy; a running proxy inspects with its own --ca-dir");
   if (o.proxy_control && (o.log_file || o.quiet))
     throw LaunchError(kExitUsage, std::string(o.log_file ? "--log-file" : "--quiet") +
                                       ": only for the embedded proxy; a running proxy logs where it was started");
@@ -205,6 +208,7 @@ int launch(const LaunchOptions& flags) {
   own.audit_db = audit_db;
   own.policy = o.policy_file;
   own.control_socket = o.proxy_control;
+  if (o.ca_dir) own.ca_key = *o.ca_dir / "ca.key";
   if (o.proxy_control) {
     // A running proxy's own policy and store are its files, not this launch's: it names them.
     const RunningProxyFiles proxy_files = running_proxy_files(*o.proxy_control);
@@ -257,7 +261,7 @@ int launch(const LaunchOptions& flags) {
     log.all_requests = true;
   }
   std::unique_ptr<ProxyLink> link = o.proxy_control ? make_control_client(*o.proxy_control)
-                                                      : make_embedded_proxy(*policy, o.audit_db, pool_cidr, log);
+                                                      : make_embedded_proxy(*policy, o.audit_db, pool_cidr, log, {o.ca_dir, o.upstream_ca});
 
   // Before any thread exists (the embedded proxy's come later), so that only the
   // supervisor ever sees these signals.

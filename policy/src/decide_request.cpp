@@ -43,6 +43,11 @@ Decision decide_request(const Profile& profile, const std::string& host, uint16_
                                       " on " + host + " (rules name this host, so what they do not allow is denied)"});
 }
 
+bool rules_name(const Profile& profile, const std::string& host, uint16_t port) {
+  return std::any_of(profile.rules.begin(), profile.rules.end(),
+                     [&](const RequestRule& r) { return names(r.host, host, port); });
+}
+
 bool inspects(const Profile& profile, const std::string& host, uint16_t port) {
   return std::any_of(profile.inspect.begin(), profile.inspect.end(),
                      [&](const Rule& r) { return names(r, host, port); });

@@ -54,7 +54,8 @@ Exchange::Exchange(Exchange&& o) noexcept
       started_(o.started_),
       open_(o.open_),
       finished_(o.finished_),
-      counted_(o.counted_) {
+      counted_(o.counted_),
+      overruled_(o.overruled_) {
   o.open_ = false;  // the row is this one's to complete
 }
 
@@ -72,7 +73,7 @@ void Exchange::begin() {
   record_.kind = "http";
   outcome_ = Outcome::allow;
   row_ = audit::kNoRow;
-  open_ = finished_ = counted_ = false;
+  open_ = finished_ = counted_ = overruled_ = false;
   bytes_up = bytes_down = 0;
 }
 
@@ -156,7 +157,11 @@ void Exchange::finish(std::optional<int> status, std::string error, bool failed)
   c.duration_ms = ms;
   c.resolved_addr = record_.resolved_addr;
   c.error = error;
-  if (failed) c.decision = to_string(outcome_);  // the row was inserted with the admission's
+  if (failed || overruled_) c.decision = to_string(outcome_);  // the row was inserted with the admission's
+  if (overruled_) {
+    c.rule = record_.rule;
+    c.reason = record_.reason;
+  }
   if (!impl_->writer->complete(row_, c))
     impl_->log.write("audit_error", {{"message", "audit queue full: could not complete row"},
                                      {"host", record_.host}});

@@ -46,6 +46,8 @@ class Exchange {
   void host(std::string_view name) { record_.host = name; }
   // The front door it came through, when not the HTTP listener's ("socks", "transparent").
   void kind(std::string_view k) { record_.kind = k; }
+  // A request inside an inspected tunnel: its row links to the tunnel's (parent_id).
+  void parent(audit::RowHandle tunnel_row) { record_.parent = tunnel_row; }
 
   // Admission's answer. admitted() takes the decision and the cap slot and queues the
   // row: false when the audit store refused it (the caller answers 503).
@@ -59,6 +61,14 @@ class Exchange {
   // and its bytes. `failed`: netbox answered instead of the upstream (the outcome becomes
   // error). Only the first call counts.
   void finish(std::optional<int> status, std::string error = {}, bool failed = false);
+  // An admitted exchange refused after all (an inspected tunnel whose ClientHello names
+  // another host): its row is completed under `outcome`, `rule` and `reason`.
+  void overrule(Outcome outcome, std::string rule, std::string reason) {
+    outcome_ = outcome;
+    overruled_ = true;
+    record_.rule = std::move(rule);
+    record_.reason = std::move(reason);
+  }
   // An open exchange that ends without an answer (the connection or the proxy went away).
   void end();
   // The outcome can no longer change (a tunnel is established): counted now rather than
@@ -86,6 +96,7 @@ class Exchange {
   bool open_ = false;
   bool finished_ = false;
   bool counted_ = false;  // in netbox_requests_total
+  bool overruled_ = false;
 };
 
 }  // namespace netbox::proxy

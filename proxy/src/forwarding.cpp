@@ -5,7 +5,10 @@
 #include "http_session.hpp"
 
 #include "head_writer.hpp"
+#include "inspected_tunnel.hpp"
 #include "tunnel.hpp"
+
+#include "netbox/policy/decide_request.hpp"
 
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/bind_handler.hpp>
@@ -38,18 +41,13 @@ bool consumes_body(http::verb v) {
   return verb_in(v, {post, put, patch});
 }
 
-// The Host header for the upstream: the normalised host the policy decided on (never the
-// spelling the agent used), port omitted when default.
-std::string host_header(const policy::Host& host, std::uint16_t port) {
-  std::string h = host.name.find(':') != std::string::npos ? "[" + host.name + "]" : host.name;
-  if (port != 80) h += ":" + std::to_string(port);
-  return h;
-}
-
 }  // namespace
 
 void ClientSession::forward() {
-  if (is_connect()) return connect_upstream();
+  if (is_connect()) {
+    if (policy::inspects(*profile_, host_.name, target_.port)) return start_inspection();
+    return connect_upstream();
+  }
   // Reuse a pooled connection to one of the checked addresses, if there is one.
   for (const auto& ep : allowed_) {
     UpstreamPool::key(pool_key_, pool_scope_, ep, host_.name);
@@ -97,7 +95,7 @@ void ClientSession::send_upstream() {
     framing.kind = body_chunked_ ? BodyFraming::Kind::chunked : BodyFraming::Kind::length;
     if (!body_chunked_) framing.length = parser_->content_length().value_or(0);
   }
-  append_forwarded_request(out_, req_, target_.path_and_query, host_header(host_, target_.port), framing);
+  append_forwarded_request(out_, req_, target_.path_and_query, host_header(host_.name, target_.port, 80), framing);
   request_head_pending_ = request_had_body_;
   if (request_had_body_) {
     // The head goes with the first piece of the body, which is read only now.
@@ -255,6 +253,24 @@ void ClientSession::start_tunnel(tcp::socket upstream) {
   exchange_.settle();  // dialled: whatever happens next, the tunnel was allowed
   auto t = std::make_shared<Tunnel>(impl_, stream_.release_socket(), std::move(upstream), std::move(early),
                                     std::move(exchange_), profile_->limits.idle_timeout);
+  t->start();
+}
+
+}  // namespace netbox::proxy
+
+namespace netbox::proxy {
+
+void ClientSession::start_inspection() {
+  // The policy guard lets `inspect` in only with a CA; never a blind tunnel instead.
+  if (!impl_.inspector) return upstream_failed(503, "netbox has no CA loaded to inspect " + host_.name);
+  stream_.expires_never();
+  std::string early(static_cast<const char*>(buffer_.data().data()), buffer_.size());
+  buffer_.consume(buffer_.size());
+  exchange_.client_slot = std::move(slot_);
+  InspectionScope scope{policy_, profile_, host_, target_.port, allowed_, decided_outcome_, decided_,
+                        who_.agent, peer_text_, impl_.metric_label(who_)};
+  auto t = std::make_shared<InspectedTunnel>(impl_, worker_, stream_.release_socket(), std::move(early),
+                                             std::move(exchange_), std::move(scope));
   t->start();
 }
 

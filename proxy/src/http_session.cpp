@@ -2,6 +2,7 @@
 
 #include "head_writer.hpp"
 #include "headers.hpp"
+#include "request_rules.hpp"
 #include "tunnel.hpp"
 
 #include "netbox/audit/printable.hpp"
@@ -220,6 +221,16 @@ void ClientSession::act_on(AdmissionResult result) {
     return refuse(std::move(no->refusal), !client_keep_alive_, std::move(no->error));
   }
   auto& yes = std::get<Admitted>(result);
+  if (auto no = apply_request_rules(yes)) {
+    exchange_.refused(*no);
+    no->refusal.what = what();
+    return refuse(std::move(no->refusal), !client_keep_alive_);
+  }
+  // An inspected tunnel's requests start from the CONNECT's decision.
+  if (is_connect()) {
+    decided_outcome_ = yes.outcome;
+    decided_ = yes.decision;
+  }
   // From here on the row is open: a refusal completes it as error.
   const bool queued = exchange_.admitted(yes);
   allowed_ = std::move(yes.endpoints);
@@ -235,6 +246,31 @@ void ClientSession::act_on(AdmissionResult result) {
     });
   }
   forward();
+}
+
+// The host is let through; `rules` may still refuse the request (request_rules.hpp). A
+// request they let through goes with the canonical path they matched.
+std::optional<Refused> ClientSession::apply_request_rules(Admitted& yes) {
+  auto v = is_connect() ? decide_blind_tunnel(*profile_, host_.name, target_.port)
+                        : decide_request_rules(*profile_, host_.name, target_.port, req_.method_string(),
+                                               target_.path_and_query);
+  if (v.refusal) {
+    Refused no{std::move(*v.refusal), {}, {}, yes.endpoints.front().address().to_string(), {}};
+    no.rule = no.refusal.rule;
+    no.reason = no.refusal.reason;
+    return no;
+  }
+  // The row cites the request's rule, unless the host decision already is a report.
+  if (!v.decision.rule.empty() && (v.decision.verdict != policy::Verdict::allow || yes.outcome == Outcome::allow)) {
+    yes.outcome = outcome_of(v.decision.verdict);
+    yes.decision = std::move(v.decision);
+  }
+  if (!v.path_and_query.empty()) {
+    target_.path_and_query = std::move(v.path_and_query);
+    target_.path = std::move(v.path);
+    exchange_.target(host_.name, target_.port, target_.path);
+  }
+  return std::nullopt;
 }
 
 void ClientSession::refuse_unaudited(std::string why) {

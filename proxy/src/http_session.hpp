@@ -62,6 +62,7 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
   void admit();
   void on_resolved(ResolveResult r);
   void act_on(AdmissionResult result);  // refuse, or open the exchange and forward
+  std::optional<Refused> apply_request_rules(Admitted& yes);  // `rules`, once the host is let through
   void forward();  // after admit (and, with --audit-sync, once the row is durable)
   void refuse_unaudited(std::string why);  // 503: the audit store cannot take the row
   void connect_upstream();
@@ -77,6 +78,7 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
   void relay_response();
   void on_relayed(RelayResult r);
   void start_tunnel(boost::asio::ip::tcp::socket upstream);
+  void start_inspection();  // an admitted CONNECT to an inspected host (inspected_tunnel.hpp)
 
   // Answers without forwarding; the exchange writes (or completes, as error) the row.
   void refuse(Refusal r, bool close, std::string error = {});
@@ -118,6 +120,8 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
   Admission admission_;
   Exchange exchange_;  // the current request's row
   std::vector<boost::asio::ip::tcp::endpoint> allowed_;
+  Outcome decided_outcome_ = Outcome::allow;  // admission's, for an inspected tunnel
+  policy::Decision decided_;
   bool client_keep_alive_ = false;
   bool reused_upstream_ = false;
   // The request body, relayed in pieces through pieces_ before the response is read.

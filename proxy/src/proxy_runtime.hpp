@@ -38,6 +38,7 @@ namespace netbox::proxy {
 
 class ControlServer;
 class TransparentListener;
+class Inspector;
 
 // One io thread: its io_context, its resolver, its idle upstream connections and its
 // own SO_REUSEPORT acceptor for each listen address. Only its own thread touches them.
@@ -114,6 +115,7 @@ struct ProxyRuntime {
   static constexpr std::chrono::milliseconds kAcceptPause{100};
   Counters counters;
   std::unique_ptr<audit::Writer> writer;
+  std::unique_ptr<Inspector> inspector;  // with --ca-dir: TLS inspection
   Caps caps;
   AgentRegistry agents;
   Snapshot<policy::Policy> policy;

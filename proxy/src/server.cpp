@@ -3,6 +3,8 @@
 
 #include "netbox/proxy/enforceable_policy.hpp"
 
+#include "inspector.hpp"
+
 #include "control_socket.hpp"
 #include "fd_limit.hpp"
 #include "http_session.hpp"
@@ -35,10 +37,10 @@ std::string ep_text(const tcp::endpoint& ep) { return authority(ep.address().to_
 
 std::string digest_detail(const std::string& digest) { return nlohmann::json{{"digest", digest}}.dump(); }
 
-PolicyPtr initial_policy(const ProxyOptions& o) {
+PolicyPtr initial_policy(const ProxyOptions& o, bool can_inspect) {
   auto p = o.policy ? std::make_shared<const policy::Policy>(*o.policy)
                     : std::make_shared<const policy::Policy>(policy::load_policy_file(o.policy_file));
-  check_enforceable(*p);
+  check_enforceable(*p, can_inspect);
   return p;
 }
 
@@ -102,7 +104,8 @@ ProxyRuntime::ProxyRuntime(ProxyOptions opts)
   own.set_networks(options.launch_subnets);
   refresh_host();
   if (!options.policy) loaded_stamp = file_stamp(options.policy_file);  // before reading: a change after is seen
-  policy.store(initial_policy(options));
+  if (options.ca_dir) inspector = std::make_unique<Inspector>(*options.ca_dir, options.upstream_ca);
+  policy.store(initial_policy(options, inspector != nullptr));
   note_policy_loaded();
   audit::WriterOptions wo;
   wo.db_path = options.audit_db;
@@ -337,7 +340,7 @@ bool ProxyRuntime::reload_policy() {
   loaded_stamp = file_stamp(options.policy_file);  // a bad file too: it is not read again until it changes
   try {
     auto next = std::make_shared<const policy::Policy>(policy::load_policy_file(options.policy_file));
-    check_enforceable(*next);
+    check_enforceable(*next, inspector != nullptr);
     // A registered agent whose profile the new file lacks would be decided with the
     // top-level profile, which may allow what its own denied: never widen silently.
     if (const auto orphans = agents.profiles_missing_from(*next); !orphans.empty())

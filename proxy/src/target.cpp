@@ -130,6 +130,12 @@ Target parse_connect_target(std::string_view target) {
   return t;
 }
 
+std::string host_header(std::string_view host, std::uint16_t port, std::uint16_t default_port) {
+  std::string h = host.find(':') != std::string_view::npos ? "[" + std::string(host) + "]" : std::string(host);
+  if (port != default_port) h += ":" + std::to_string(port);
+  return h;
+}
+
 std::string authority(std::string_view host, std::uint16_t port) {
   if (host.find(':') != std::string_view::npos) return "[" + std::string(host) + "]:" + std::to_string(port);
   return std::string(host) + ":" + std::to_string(port);

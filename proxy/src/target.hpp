@@ -19,6 +19,11 @@ struct Target {
 Target parse_absolute_target(std::string_view target);
 Target parse_connect_target(std::string_view target);
 
+// The Host header for the upstream: the normalised host the policy decided on (never the
+// spelling the agent used), brackets around IPv6 literals, the port omitted when it is
+// the scheme's default (80 for http, 443 for https).
+std::string host_header(std::string_view host, std::uint16_t port, std::uint16_t default_port);
+
 // "host:port", with brackets around IPv6 literals.
 std::string authority(std::string_view host, std::uint16_t port);
 

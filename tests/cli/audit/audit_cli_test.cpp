@@ -122,7 +122,8 @@ TEST_F(AuditCli, JsonHasEveryColumn) {
   EXPECT_EQ(j[0]["bytes_down"], 2);
   EXPECT_EQ(j[0]["client_addr"], "10.213.0.2:41234");
   EXPECT_EQ(j[0]["count"], 1);
-  EXPECT_EQ(j[0].size(), 19u);
+  EXPECT_TRUE(j[0]["parent_id"].is_null());
+  EXPECT_EQ(j[0].size(), 20u);
 }
 
 TEST_F(AuditCli, AuditDbIsTheSameFlagAsEverywhereElse) {

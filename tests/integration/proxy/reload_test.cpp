@@ -221,8 +221,8 @@ TEST_F(ProxyTest, SighupReloadsWhenAsked) {
 namespace netbox::test {
 namespace {
 
-// Keys the proxy cannot apply yet (TLS inspection) must never be half applied: a reload
-// that brings them in is refused, and the old policy keeps deciding.
+// Keys the proxy cannot apply (inspect without a CA loaded) must never be half applied: a
+// reload that brings them in is refused, and the old policy keeps deciding.
 TEST_F(ProxyTest, AReloadBringingInKeysTheProxyCannotApplyIsRefused) {
   start_proxy(base_policy());
   dir.write("policy.json", base_policy(R"("inspect": ["upstream.test"],
@@ -233,8 +233,9 @@ TEST_F(ProxyTest, AReloadBringingInKeysTheProxyCannotApplyIsRefused) {
   auto ev = events();
   ASSERT_FALSE(ev.empty());
   EXPECT_EQ(ev.back().kind, "policy_reload_failed");
-  EXPECT_NE(ev.back().message.find("inspect: TLS inspection"), std::string::npos) << ev.back().message;
-  EXPECT_NE(ev.back().message.find("not enforced by this build"), std::string::npos) << ev.back().message;
+  EXPECT_NE(ev.back().message.find("inspect: TLS inspection needs the netbox CA"), std::string::npos)
+      << ev.back().message;
+  EXPECT_NE(ev.back().message.find("--ca-dir"), std::string::npos) << ev.back().message;
 }
 
 }  // namespace

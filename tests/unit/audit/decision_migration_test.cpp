@@ -67,12 +67,19 @@ TEST(AuditDecisions, VersionThreeRowsAreMovedToCapAndErrorWhereTheirStatusTells)
                            ")"),
                 SQLITE_OK)
           << probe.last_error();
+    // Nor had it schema 5's parent_id (its view and index first).
+    ASSERT_EQ(probe.exec("DROP VIEW inspected_requests; DROP INDEX requests_parent; "
+                         "ALTER TABLE requests DROP COLUMN parent_id"),
+              SQLITE_OK)
+        << probe.last_error();
     ASSERT_EQ(probe.exec("PRAGMA user_version = 3"), SQLITE_OK);
   }
   sqlite3_close_v2(open_for_writing(path, false));
 
   SqliteProbe probe(path);
   EXPECT_EQ(probe.number("PRAGMA user_version"), kSchemaVersion);
+  EXPECT_EQ(probe.number("SELECT COUNT(*) FROM requests WHERE parent_id IS NOT NULL"), 0)
+      << "schema 5: old rows belong to no tunnel";
   for (const auto& r : kOldRows)
     EXPECT_EQ(probe.text("SELECT decision FROM requests WHERE host = '" + std::string(r.host) + "'"), r.expected)
         << r.host;

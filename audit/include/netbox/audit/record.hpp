@@ -32,6 +32,10 @@ struct AuditRecord {
   // Requests this row stands for: 1, or more for a row into which the writer folded
   // repeated refusals of one agent (see Writer; the path and method are the first one's).
   std::uint64_t count = 1;
+  // A request inside an inspected tunnel: the Writer's handle of the tunnel's row, stored
+  // as that row's id in parent_id. 0: none.
+  std::uint64_t parent = 0;
+  std::int64_t parent_id = 0;     // read back: the tunnel row's id (0: none)
 };
 
 // What is known when a connection or request ends.
@@ -43,6 +47,8 @@ struct Completion {
   std::string resolved_addr;      // empty: keep what was inserted
   std::string error;
   std::string decision;           // empty: keep what was inserted ("error" when the upstream failed)
+  std::string rule;               // empty: keep what was inserted (set with a decision overruled)
+  std::string reason;             // likewise
 };
 
 // One row of `agents`.

@@ -19,6 +19,7 @@ struct NetboxFiles {
   std::optional<std::filesystem::path> control_socket;  // --proxy-control
   std::optional<std::filesystem::path> proxy_policy;    // a running proxy's own policy file
   std::optional<std::filesystem::path> proxy_audit_db;  // and its audit store
+  std::optional<std::filesystem::path> ca_key;          // the embedded proxy's CA key (--ca-dir)
 };
 
 // A folder holding the database or the socket is covered as a whole (the -wal and

@@ -30,6 +30,8 @@ struct LaunchOptions {
   std::string profile;                                // the policy's agents.PROFILE entry; empty: see docs
   std::optional<std::filesystem::path> proxy_control; // unset: embedded proxy
   std::filesystem::path audit_db;                     // empty: audit::default_db_path(), made 0700
+  std::optional<std::filesystem::path> ca_dir;        // the embedded proxy's CA (TLS inspection)
+  std::optional<std::filesystem::path> upstream_ca;   // and its extra trust anchors for upstreams
   std::string subnet = "10.213.0.0/16";
   std::optional<std::string> user;                    // unset: the sudo caller, else nobody
   std::vector<std::string> env;                       // KEY=VALUE

@@ -59,8 +59,15 @@ struct EmbeddedLog {
   bool quiet = false;         // no request lines at all
 };
 // `subnet` is the launch's --subnet pool: no request through this proxy may reach it.
+// TLS inspection by the embedded proxy: the netbox CA (--ca-dir) and extra trust anchors
+// for upstreams (--upstream-ca); none: no inspection.
+struct EmbeddedInspection {
+  std::optional<std::filesystem::path> ca_dir;
+  std::optional<std::filesystem::path> upstream_ca;
+};
 std::unique_ptr<ProxyLink> make_embedded_proxy(policy::Policy policy, std::filesystem::path audit_db,
-                                               policy::Cidr subnet, EmbeddedLog log = {});
+                                               policy::Cidr subnet, EmbeddedLog log = {},
+                                               EmbeddedInspection inspection = {});
 std::unique_ptr<ProxyLink> make_control_client(std::filesystem::path control_socket);
 
 // What a running proxy keeps that its agents must not read, as it reports them ("info" on

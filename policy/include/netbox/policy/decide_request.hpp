@@ -17,6 +17,11 @@ namespace netbox::policy {
 Decision decide_request(const Profile& profile, const std::string& host, uint16_t port, std::string_view method,
                         std::string_view path);
 
+// Whether some entry of the profile's `rules` names this host on this port: then its
+// requests must be seen to be decided (plain HTTP, or an inspected CONNECT), and a blind
+// tunnel to it is refused.
+bool rules_name(const Profile& profile, const std::string& host, uint16_t port);
+
 // Whether the profile inspects this host (its `inspect` list names it on this port).
 bool inspects(const Profile& profile, const std::string& host, uint16_t port);
 

@@ -60,6 +60,11 @@ struct ProxyOptions {
   // committed with PRAGMA synchronous=FULL, so a crash never loses the row of a forwarded
   // request. Costs one group commit of latency per new exchange.
   bool audit_sync = false;
+  // TLS inspection (issue 16): the netbox CA's folder (`netbox ca init`), loaded at start
+  // with all its checks; without it a policy using `inspect` is refused. upstream_ca adds
+  // a trust anchor (PEM) to the system store for inspected upstreams.
+  std::optional<std::filesystem::path> ca_dir;
+  std::optional<std::filesystem::path> upstream_ca;
   // Audit writer bounds (audit::WriterOptions): rows queued before sessions stop reading
   // their clients until the writer catches up (back pressure, never a dropped row); rows
   // held while the store cannot write before new requests get 503; and how long shutdown

@@ -1,0 +1,293 @@
+#include "inspected_tunnel.hpp"
+
+#include "head_writer.hpp"
+#include "headers.hpp"
+#include "request_head.hpp"
+#include "request_rules.hpp"
+#include "target.hpp"
+
+#include "netbox/tls/client_hello.hpp"
+
+#include <boost/asio/ssl/error.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/http/error.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/write.hpp>
+
+#include <openssl/ssl.h>
+
+namespace netbox::proxy {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace ssl = asio::ssl;
+using tcp = asio::ip::tcp;
+
+namespace {
+
+constexpr std::string_view kEstablished = "HTTP/1.1 200 Connection Established\r\n\r\n";
+
+}  // namespace
+
+InspectedTunnel::InspectedTunnel(ProxyRuntime& impl, Worker& worker, tcp::socket client, std::string early,
+                                 Exchange tunnel, InspectionScope scope)
+    : impl_(impl),
+      worker_(worker),
+      client_(std::move(client)),
+      hello_(std::move(early)),
+      tunnel_(std::move(tunnel)),
+      inner_(impl),
+      scope_(std::move(scope)),
+      timer_(worker.ioc) {
+  inner_.connection(scope_.agent, scope_.client_addr, scope_.metric_label);
+  impl_.counters.active_tunnels.fetch_add(1);
+}
+
+InspectedTunnel::~InspectedTunnel() { impl_.counters.active_tunnels.fetch_sub(1); }
+
+void InspectedTunnel::start() {
+  arm(std::chrono::seconds(30));
+  asio::async_write(client_, asio::buffer(kEstablished.data(), kEstablished.size()),
+                    [self = shared_from_this()](boost::system::error_code ec, std::size_t) { self->on_established(ec); });
+}
+
+void InspectedTunnel::arm(std::chrono::milliseconds timeout) {
+  timer_.expires_after(timeout);
+  timer_.async_wait([weak = weak_from_this()](boost::system::error_code ec) {
+    if (ec) return;
+    auto self = weak.lock();
+    if (!self) return;
+    boost::system::error_code ignored;
+    if (self->tls_) self->tls_->lowest_layer().close(ignored);
+    else self->client_.close(ignored);
+  });
+}
+
+void InspectedTunnel::on_established(boost::system::error_code ec) {
+  if (ec) return close("writing 200 Connection Established failed: " + ec.message());
+  arm(scope_.profile->limits.header_timeout);
+  check_hello();
+}
+
+void InspectedTunnel::read_hello() {
+  const std::size_t have = hello_.size();
+  hello_.resize(std::min(tls::kMaxHelloBytes + 1, have + 4096));
+  client_.async_read_some(asio::buffer(hello_.data() + have, hello_.size() - have),
+                          [self = shared_from_this(), have](boost::system::error_code ec, std::size_t n) {
+                            self->hello_.resize(have + n);
+                            self->on_hello_bytes(ec, n);
+                          });
+}
+
+void InspectedTunnel::on_hello_bytes(boost::system::error_code ec, std::size_t) {
+  if (ec) return close(hello_.empty() ? std::string() : "the agent went away before its TLS ClientHello was complete");
+  check_hello();
+}
+
+void InspectedTunnel::check_hello() {
+  const auto hello = tls::read_client_hello(
+      {reinterpret_cast<const std::uint8_t*>(hello_.data()), hello_.size()});
+  const std::string where = authority(scope_.host.name, scope_.port);
+  switch (hello.status) {
+    case tls::ClientHello::Status::need_more:
+      if (hello_.size() > tls::kMaxHelloBytes)
+        return refuse_tunnel(Outcome::deny, "the TLS ClientHello is longer than netbox reads");
+      return read_hello();
+    case tls::ClientHello::Status::not_tls:
+      return refuse_tunnel(Outcome::deny, "netbox inspects " + where +
+                                              ": only TLS carrying HTTP/1.1 goes through this tunnel, and what "
+                                              "the agent sent is not TLS");
+    case tls::ClientHello::Status::malformed:
+      return refuse_tunnel(Outcome::deny, "netbox inspects " + where + ": the TLS ClientHello is malformed (" +
+                                              hello.reason + ")");
+    case tls::ClientHello::Status::complete:
+      break;
+  }
+  // The name the agent's TLS asks for must be the one the policy decided on; another
+  // would reach a different service behind the same front (domain fronting).
+  const bool literal = scope_.host.is_ip();
+  if (hello.server_name != scope_.host.name && !(literal && hello.server_name.empty())) {
+    const std::string sni = hello.server_name.empty() ? "no server name" : "'" + hello.server_name + "'";
+    return refuse_tunnel(Outcome::deny, "domain fronting: the TLS ClientHello asks for " + sni +
+                                            ", not the CONNECT host " + scope_.host.name);
+  }
+  leaf_ = impl_.inspector->leaf(scope_.host.name);
+  tls_.emplace(PrefixedStream(std::move(client_), std::move(hello_)), impl_.inspector->agent_context());
+  SSL* s = tls_->native_handle();
+  if (SSL_use_certificate(s, leaf_->cert.get()) != 1 || SSL_use_PrivateKey(s, leaf_->key.get()) != 1)
+    return close("netbox could not use the leaf certificate for " + scope_.host.name);
+  tls_->async_handshake(ssl::stream_base::server,
+                        [self = shared_from_this()](boost::system::error_code ec) { self->on_handshake(ec); });
+}
+
+void InspectedTunnel::refuse_tunnel(Outcome outcome, std::string reason) {
+  tunnel_.overrule(outcome, "inspect", reason);
+  auto res = std::make_shared<Response>(
+      make_refusal({403, outcome, "CONNECT " + authority(scope_.host.name, scope_.port), "inspect", reason, {}}, 11,
+                   false));
+  tunnel_status_ = 403;
+  http::async_write(client_, *res, [self = shared_from_this(), res, reason](beast::error_code, std::size_t) {
+    self->close(reason);
+  });
+}
+
+void InspectedTunnel::on_handshake(boost::system::error_code ec) {
+  if (ec) return close("the TLS handshake with the agent failed: " + ec.message());
+  read_request();
+}
+
+void InspectedTunnel::read_request() {
+  parser_.emplace();
+  parser_->header_limit(static_cast<std::uint32_t>(kHeaderLimit));
+  parser_->body_limit(kBodyLimit);
+  arm(scope_.profile->limits.idle_timeout);
+  http::async_read(*tls_, buffer_, *parser_,
+                   [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_request(ec); });
+}
+
+std::string InspectedTunnel::what() const {
+  const auto& req = parser_->get();
+  return std::string(req.method_string()) + " https://" + host_header(scope_.host.name, scope_.port, 443) +
+         std::string(req.target());
+}
+
+void InspectedTunnel::on_request(beast::error_code ec) {
+  if (ec) {
+    const bool quiet = !parser_->got_some() || ec == http::error::end_of_stream || ec == asio::error::eof ||
+                       ec == ssl::error::stream_truncated || ec == asio::error::operation_aborted ||
+                       ec == asio::error::connection_reset;
+    if (quiet) return close();
+    inner_.begin();
+    inner_.request(false, parser_->is_header_done() ? std::string_view(parser_->get().method_string()) : std::string_view{});
+    inner_.target(scope_.host.name, scope_.port, {});
+    keep_alive_ = false;
+    if (requests_ == 0 && !parser_->is_header_done()) {
+      const std::string reason = "netbox inspects " + authority(scope_.host.name, scope_.port) +
+                                 ": only HTTP/1.1 requests go through this tunnel, and what the agent sent inside "
+                                 "TLS is not HTTP/1.1 (" + describe_request_error(ec) + ")";
+      tunnel_.overrule(Outcome::deny, "inspect", reason);
+      return refuse_request({400, Outcome::deny, {}, "inspect", reason, {}});
+    }
+    if (ec == http::error::body_limit)
+      return refuse_request({413, Outcome::error, {}, "request",
+                             "a request body inside an inspected tunnel is larger than 16 MiB", {}});
+    return refuse_request({400, Outcome::error, {}, "request", describe_request_error(ec), {}});
+  }
+  ++requests_;
+  auto& req = parser_->get();
+  keep_alive_ = req.keep_alive() && !impl_.is_stopping();
+  head_ = req.method() == http::verb::head;
+  inner_.begin();
+  inner_.request(false, req.method_string());
+  inner_.parent(tunnel_.row());
+  const std::string_view target = req.target();
+  const auto query = target.find('?');
+  inner_.target(scope_.host.name, scope_.port, target.substr(0, query), true);
+  inner_.host(scope_.host.name);
+  if (!handled_method(req.method()) || req.method() == http::verb::connect)
+    return refuse_request({405, Outcome::error, what(), "method",
+                           "netbox does not forward the method " + std::string(req.method_string()), {}});
+  if (target.empty() || target.front() != '/')
+    return refuse_request({400, Outcome::error, what(), "request",
+                           "a request inside an inspected tunnel has an origin-form target (\"/path\")", {}});
+
+  auto v = decide_request_rules(*scope_.profile, scope_.host.name, scope_.port, req.method_string(), target);
+  if (v.refusal) {
+    Refused no{*v.refusal, v.refusal->rule, v.refusal->reason, scope_.endpoints.front().address().to_string(), {}};
+    inner_.refused(no);
+    auto r = std::move(*v.refusal);
+    r.what = what();
+    return refuse_request(std::move(r));
+  }
+  Admitted a;
+  a.outcome = scope_.outcome;
+  a.decision = scope_.decision;
+  if (!v.decision.rule.empty() && (v.decision.verdict != policy::Verdict::allow || a.outcome == Outcome::allow)) {
+    a.outcome = outcome_of(v.decision.verdict);
+    a.decision = std::move(v.decision);
+  }
+  a.endpoints = scope_.endpoints;
+  if (!v.path_and_query.empty()) inner_.target(scope_.host.name, scope_.port, v.path);
+  if (!inner_.admitted(a)) {
+    keep_alive_ = false;
+    return refuse_request({503, Outcome::error, what(), "audit",
+                           "the audit store did not accept the record of this request", {}});
+  }
+  forward(v.path_and_query.empty() ? std::string(target) : std::move(v.path_and_query));
+}
+
+void InspectedTunnel::forward(std::string path_and_query) {
+  auto& req = parser_->get();
+  UpstreamTlsRequest up;
+  BodyFraming framing;
+  if (!req.body().empty() || parser_->chunked() || parser_->content_length()) {
+    framing.kind = BodyFraming::Kind::length;
+    framing.length = req.body().size();
+  }
+  append_forwarded_request(up.bytes, req.base(), path_and_query, host_header(scope_.host.name, scope_.port, 443),
+                           framing);
+  up.bytes += req.body();
+  inner_.bytes_up = req.body().size();
+  up.endpoints = scope_.endpoints;
+  up.host = scope_.host.name;
+  up.head = head_;
+  const auto& limits = scope_.profile->limits;
+  up.dial = {limits.connect_timeout, limits.effective_dial_budget(), impl_.dial_fd_ceiling, worker_.pool.get()};
+  up.timeout = limits.idle_timeout;
+  up.body_limit = kBodyLimit;
+  timer_.cancel();  // the upstream exchange has its own timer
+  fetch_over_tls(worker_.ioc, *impl_.inspector, std::move(up),
+                 [self = shared_from_this()](UpstreamAnswer a) { self->on_answer(std::move(a)); });
+}
+
+void InspectedTunnel::on_answer(UpstreamAnswer a) {
+  if (!a.address.empty()) inner_.dialled(a.address);
+  if (!a.response) {
+    impl_.counters.upstream_errors.fetch_add(1);
+    return refuse_request({a.failure_status, Outcome::error, what(), {}, a.error, {}}, a.error);
+  }
+  auto res = std::make_shared<Response>(std::move(*a.response));
+  strip_response_fields(res->base(), head_ ? a.content_length : std::nullopt);
+  res->keep_alive(keep_alive_);
+  if (!head_) res->prepare_payload();
+  inner_.bytes_down = res->body().size();
+  inner_.finish(static_cast<int>(res->result_int()));
+  respond(std::move(res), !keep_alive_);
+}
+
+void InspectedTunnel::refuse_request(Refusal r, std::string error) {
+  if (r.what.empty() && parser_ && parser_->is_header_done()) r.what = what();
+  inner_.refuse(r, std::move(error));
+  // A body that was not read whole cannot be skipped: the connection ends.
+  if (parser_ && !parser_->is_done()) keep_alive_ = false;
+  respond(std::make_shared<Response>(make_refusal(r, 11, keep_alive_)), !keep_alive_);
+}
+
+void InspectedTunnel::respond(std::shared_ptr<Response> res, bool close_after) {
+  writing_ = res;
+  arm(std::chrono::seconds(30));
+  http::async_write(*tls_, *res, [self = shared_from_this(), close_after](beast::error_code ec, std::size_t) {
+    self->writing_.reset();
+    if (ec || close_after) return self->close(ec ? "writing the answer to the agent failed: " + ec.message() : "");
+    self->read_request();
+  });
+}
+
+void InspectedTunnel::close(std::string error) {
+  if (closed_) return;
+  closed_ = true;
+  timer_.cancel();
+  boost::system::error_code ignored;
+  if (tls_) {
+    tls_->lowest_layer().shutdown(tcp::socket::shutdown_both, ignored);
+    tls_->lowest_layer().close(ignored);
+  } else {
+    client_.shutdown(tcp::socket::shutdown_both, ignored);
+    client_.close(ignored);
+  }
+  inner_.end();
+  tunnel_.finish(tunnel_status_, std::move(error));
+}
+
+}  // namespace netbox::proxy

@@ -1,0 +1,99 @@
+#pragma once
+// A CONNECT to a host the profile inspects (issue 16): netbox answers 200, reads the
+// agent's TLS ClientHello, refuses a server name other than the CONNECT host (domain
+// fronting), completes the handshake itself with a leaf minted for the host, and then
+// reads the HTTP/1.1 requests inside one by one. Each is decided by the host decision
+// the CONNECT got plus `rules` on its canonical path, has an audit row of its own linked
+// to the tunnel's (parent), and goes to the upstream over a TLS connection of its own,
+// verified against the trust store (upstream_tls.hpp). Anything but TLS carrying
+// HTTP/1.1 is refused with a reason. The tunnel's row is completed when the agent's
+// connection ends; its bytes stay 0, since its requests' rows carry them (summing both
+// would count every byte twice).
+#include "netbox/policy/decision.hpp"
+#include "netbox/policy/host.hpp"
+
+#include "client_slots.hpp"
+#include "denial.hpp"
+#include "exchange.hpp"
+#include "prefixed_stream.hpp"
+#include "proxy_runtime.hpp"
+#include "upstream_tls.hpp"
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/stream.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/string_body.hpp>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace netbox::proxy {
+
+// What the tunnel takes over from the session that admitted its CONNECT.
+struct InspectionScope {
+  PolicyPtr policy;                       // keeps *profile alive
+  const policy::Profile* profile = nullptr;
+  policy::Host host;
+  std::uint16_t port = 0;
+  std::vector<boost::asio::ip::tcp::endpoint> endpoints;  // the addresses admission let through
+  Outcome outcome = Outcome::allow;       // the CONNECT's: the default of each request inside
+  policy::Decision decision;
+  std::string agent, client_addr, metric_label;
+};
+
+class InspectedTunnel : public std::enable_shared_from_this<InspectedTunnel> {
+ public:
+  // A request body inside an inspected tunnel is read whole before it is forwarded (and
+  // an answer before it is relayed): at most this much each.
+  static constexpr std::uint64_t kBodyLimit = 16ull * 1024 * 1024;
+
+  InspectedTunnel(ProxyRuntime& impl, Worker& worker, boost::asio::ip::tcp::socket client, std::string early,
+                  Exchange tunnel, InspectionScope scope);
+  ~InspectedTunnel();
+  void start();
+
+ private:
+  using Response = boost::beast::http::response<boost::beast::http::string_body>;
+
+  void on_established(boost::system::error_code ec);
+  void read_hello();
+  void on_hello_bytes(boost::system::error_code ec, std::size_t n);
+  void check_hello();
+  // The tunnel is refused before TLS: a plain-HTTP answer, then close; the row says why.
+  void refuse_tunnel(Outcome outcome, std::string reason);
+  void on_handshake(boost::system::error_code ec);
+  void read_request();
+  void on_request(boost::beast::error_code ec);
+  void forward(std::string path_and_query);
+  void on_answer(UpstreamAnswer a);
+  void refuse_request(Refusal r, std::string error = {});
+  void respond(std::shared_ptr<Response> res, bool close);
+  void arm(std::chrono::milliseconds timeout);  // closes the agent's connection when it fires
+  void close(std::string error = {});
+  std::string what() const;
+
+  ProxyRuntime& impl_;
+  Worker& worker_;
+  boost::asio::ip::tcp::socket client_;  // until the handshake starts; then inside tls_
+  std::string hello_;                    // the bytes read to check the ClientHello
+  Exchange tunnel_;                      // the CONNECT's row
+  Exchange inner_;                       // the current request's row
+  InspectionScope scope_;
+  boost::asio::steady_timer timer_;
+  std::optional<boost::asio::ssl::stream<PrefixedStream>> tls_;
+  boost::beast::flat_buffer buffer_;
+  std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
+  std::shared_ptr<const tls::Leaf> leaf_;
+  bool keep_alive_ = true;
+  bool head_ = false;
+  bool closed_ = false;
+  int tunnel_status_ = 200;  // the tunnel row's: 403 when refused before TLS
+  std::uint64_t requests_ = 0;
+  std::shared_ptr<Response> writing_;
+};
+
+}  // namespace netbox::proxy

@@ -1,0 +1,44 @@
+#pragma once
+// One inspected request to its upstream, over a TLS connection of its own: dial the
+// addresses admission let through, handshake with SNI and the host's name verified
+// against the trust store (system roots plus --upstream-ca), TLS 1.2+, ALPN http/1.1;
+// send the request; read the whole answer. A certificate the trust store refuses ends
+// it with 502 and OpenSSL's reason (expired, hostname mismatch, unknown issuer): never
+// a silent pass. Everything is asynchronous; one timer bounds the whole exchange.
+#include "dialer.hpp"
+#include "inspector.hpp"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/beast/http/message.hpp>
+#include <boost/beast/http/string_body.hpp>
+
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace netbox::proxy {
+
+struct UpstreamAnswer {
+  std::optional<boost::beast::http::response<boost::beast::http::string_body>> response;
+  std::optional<std::uint64_t> content_length;  // as the upstream framed it (for HEAD)
+  unsigned failure_status = 0;  // 502, 503 or 504 when there is no response
+  std::string error;            // why, for the agent and the row
+  std::string address;          // the address dialled
+};
+
+struct UpstreamTlsRequest {
+  std::vector<boost::asio::ip::tcp::endpoint> endpoints;
+  std::string host;          // for SNI and verification: a name or an IP literal
+  std::string bytes;         // the request, head and body, as it goes upstream
+  bool head = false;         // a HEAD: the answer has no body whatever its framing says
+  DialLimits dial;
+  std::chrono::milliseconds timeout;  // the whole exchange, after the dial
+  std::uint64_t body_limit;
+};
+
+void fetch_over_tls(boost::asio::io_context& ioc, Inspector& inspector, UpstreamTlsRequest request,
+                    std::function<void(UpstreamAnswer)> done);
+
+}  // namespace netbox::proxy

@@ -1,0 +1,247 @@
+// TLS inspection (issue 16): a CONNECT to a host the policy inspects is terminated by the
+// proxy with a leaf from the netbox CA, each request inside is decided (rules included),
+// recorded in its own row linked to the tunnel's, and sent to the real upstream over a
+// TLS connection verified against the trust store. Real curl, a real TLS upstream on
+// loopback with a test CA of its own, real SQLite.
+#include "proxy_fixture.hpp"
+
+#include "support/process.hpp"
+#include "support/sqlite_query.hpp"
+#include "support/tls_upstream_server.hpp"
+
+#include "netbox/policy/load.hpp"
+#include "netbox/tls/certificate_authority.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+
+namespace netbox::test {
+namespace {
+
+class InspectionTest : public ProxyTest {
+ protected:
+  explicit InspectionTest(const std::string& cert_name = "upstream.test", bool expired = false)
+      : tls_upstream(cert_name, expired) {
+    auto ca = tls::CertificateAuthority::create(dir.path() / "ca");
+    ca_pem = dir.path() / "netbox-ca.pem";
+    std::ofstream(ca_pem) << ca.certificate_pem();
+    configure = [this](proxy::ProxyOptions& o) {
+      o.ca_dir = dir.path() / "ca";
+      o.upstream_ca = tls_upstream.ca_pem();
+    };
+  }
+
+  // upstream.test on the TLS upstream's port, inspected, plus `extra` members.
+  std::string policy(const std::string& extra = {}) const {
+    auto j = nlohmann::json::parse(base_policy());
+    j["ports"] = {tls_upstream.port(), upstream.port()};
+    j["inspect"] = {"upstream.test"};
+    if (!extra.empty()) j.merge_patch(nlohmann::json::parse("{" + extra + "}"));
+    return j.dump();
+  }
+  std::string https_url(const std::string& path) const {
+    return "https://upstream.test:" + std::to_string(tls_upstream.port()) + path;
+  }
+  // curl through the proxy, trusting only the netbox CA; the last line is the status.
+  RunResult curl(std::vector<std::string> args) const {
+    std::vector<std::string> argv{"curl", "-sS", "--max-time", "20", "-o", "-", "-w", "\n%{http_code}",
+                                  "-x", "http://127.0.0.1:" + std::to_string(port), "--cacert", ca_pem.string()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return run(argv);
+  }
+  static int status_of(const RunResult& r) {
+    const auto nl = r.out.rfind('\n');
+    return nl == std::string::npos ? 0 : std::atoi(r.out.c_str() + nl + 1);
+  }
+  static std::string body_of(const RunResult& r) { return r.out.substr(0, r.out.rfind('\n')); }
+
+  TlsUpstreamServer tls_upstream;
+  std::filesystem::path ca_pem;
+};
+
+TEST_F(InspectionTest, AnInspectedGetSucceedsWithTheNetboxCaAndEachRequestHasItsOwnRow) {
+  start_proxy(policy());
+  auto r = curl({https_url("/repos/acme/widget?x=1")});
+  ASSERT_EQ(status_of(r), 200) << r.err << r.out;
+  const auto echo = nlohmann::json::parse(body_of(r));
+  EXPECT_EQ(echo.at("target"), "/repos/acme/widget?x=1");
+  EXPECT_EQ(echo.at("host"), "upstream.test:" + std::to_string(tls_upstream.port()));
+  EXPECT_EQ(tls_upstream.requests(), 1u);
+  auto all = rows();
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[0].kind, "connect");
+  EXPECT_EQ(all[0].decision, "allow");
+  EXPECT_EQ(all[1].kind, "http");
+  EXPECT_EQ(all[1].method, "GET");
+  EXPECT_EQ(all[1].path, "/repos/acme/widget");
+  EXPECT_EQ(all[1].status, 200);
+  EXPECT_GT(all[1].bytes_down, 0);
+}
+
+TEST_F(InspectionTest, RequestsInsideATunnelLinkToItsRowInTheStoreTheViewAndNetboxAudit) {
+  start_proxy(policy());
+  // Two requests over one agent connection (curl reuses it), then a second tunnel.
+  auto r = curl({https_url("/one"), https_url("/two")});
+  ASSERT_NE(r.out.find("/two"), std::string::npos) << r.err << r.out;
+  ASSERT_EQ(status_of(curl({https_url("/three")})), 200);
+  rows();  // every row complete
+  const auto linked = query(db_path, "SELECT r.path, t.kind, t.id FROM requests r JOIN requests t ON t.id = r.parent_id "
+                                     "ORDER BY r.id");
+  ASSERT_EQ(linked.size(), 3u);
+  EXPECT_EQ(linked[0][0], "/one");
+  EXPECT_EQ(linked[1][0], "/two");
+  EXPECT_EQ(linked[2][0], "/three");
+  for (const auto& l : linked) EXPECT_EQ(l[1], "connect");
+  EXPECT_EQ(linked[0][2], linked[1][2]) << "one tunnel for the first two";
+  EXPECT_NE(linked[1][2], linked[2][2]);
+  EXPECT_EQ(query_column(db_path, "SELECT COUNT(*) FROM requests WHERE kind = 'connect' AND parent_id IS NULL"),
+            std::vector<std::string>{"2"});
+  EXPECT_EQ(query_column(db_path, "SELECT path FROM inspected_requests ORDER BY id"),
+            (std::vector<std::string>{"/one", "/two", "/three"}));
+  stop_proxy();
+  auto audit = run_netbox({"audit", "--db", db_path.string(), "--format", "json"});
+  ASSERT_EQ(audit.exit_code, 0) << audit.err;
+  const auto j = nlohmann::json::parse(audit.out);
+  int with_parent = 0;
+  for (const auto& row : j) {
+    if (row.at("kind") == "connect") EXPECT_TRUE(row.at("parent_id").is_null());
+    else if (!row.at("parent_id").is_null()) ++with_parent;
+  }
+  EXPECT_EQ(with_parent, 3);
+}
+
+TEST_F(InspectionTest, WithoutTheNetboxCaTheAgentRefusesTheLeaf) {
+  start_proxy(policy());
+  auto r = run({"curl", "-sS", "--max-time", "20", "-x", "http://127.0.0.1:" + std::to_string(port),
+                https_url("/")});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_EQ(tls_upstream.requests(), 0u);
+}
+
+TEST_F(InspectionTest, RulesApplyInsideTheTunnel) {
+  start_proxy(policy(R"("rules": [
+    {"host": "upstream.test", "methods": ["GET"], "paths": ["/repos/acme/*"], "action": "allow"}])"));
+  EXPECT_EQ(status_of(curl({https_url("/repos/acme/x")})), 200);
+  auto post = curl({"-i", "-X", "POST", "-d", "data", https_url("/repos/acme/x")});
+  EXPECT_EQ(status_of(post), 403) << post.out;
+  EXPECT_NE(post.out.find("X-Netbox-Decision: deny"), std::string::npos) << post.out;
+  auto outside = curl({https_url("/repos/other/x")});
+  EXPECT_EQ(status_of(outside), 403);
+  auto dotdot = curl({"--path-as-is", https_url("/repos/acme/%2e%2e/evil")});
+  EXPECT_EQ(status_of(dotdot), 400);
+  auto climb = curl({"--path-as-is", https_url("/repos/acme/../evil")});
+  EXPECT_EQ(status_of(climb), 403);
+  EXPECT_EQ(tls_upstream.requests(), 1u);
+  auto all = rows();
+  ASSERT_EQ(all.size(), 10u);  // a tunnel and a request each
+  EXPECT_EQ(all[3].method, "POST");
+  EXPECT_EQ(all[3].decision, "deny");
+  EXPECT_EQ(all[3].rule, "rules");
+}
+
+TEST_F(InspectionTest, AServerNameOtherThanTheConnectHostIsDomainFronting) {
+  start_proxy(policy(R"("allow": ["upstream.test", "front.test"], "resolve": {"upstream.test": ["127.0.0.1"],
+                        "front.test": ["127.0.0.1"]})"));
+  // curl connects to front.test through a CONNECT to upstream.test: --connect-to keeps the
+  // TLS server name front.test while the proxy is asked for upstream.test.
+  auto r = curl({"--connect-to", "front.test:" + std::to_string(tls_upstream.port()) + ":upstream.test:" +
+                                     std::to_string(tls_upstream.port()),
+                 "https://front.test:" + std::to_string(tls_upstream.port()) + "/"});
+  EXPECT_NE(r.exit_code, 0) << r.out;
+  EXPECT_EQ(tls_upstream.requests(), 0u);
+  auto row = last_row();
+  EXPECT_EQ(row.kind, "connect");
+  EXPECT_EQ(row.host, "upstream.test");
+  EXPECT_EQ(row.decision, "deny");
+  EXPECT_EQ(row.rule, "inspect");
+  EXPECT_EQ(row.reason.rfind("domain fronting: ", 0), 0u) << row.reason;
+  EXPECT_NE(row.error.find("domain fronting"), std::string::npos) << row.error;
+  EXPECT_NE(row.error.find("front.test"), std::string::npos) << row.error;
+}
+
+TEST_F(InspectionTest, ANonInspectedHostStillTunnelsBlindly) {
+  auto j = nlohmann::json::parse(policy(R"("allow": ["upstream.test", "blind.test"],
+      "resolve": {"upstream.test": ["127.0.0.1"], "blind.test": ["127.0.0.1"]})"));
+  start_proxy(j.dump());
+  // The upstream's own certificate is for upstream.test: a blind tunnel shows it to curl
+  // as is, so curl trusting the upstream's CA (not netbox's) and asking for upstream.test
+  // through blind.test's tunnel succeeds end to end.
+  auto r = run({"curl", "-sS", "--max-time", "20", "-o", "-", "-w", "\n%{http_code}", "-x",
+                "http://127.0.0.1:" + std::to_string(port), "--cacert", tls_upstream.ca_pem().string(),
+                "--connect-to",
+                "upstream.test:" + std::to_string(tls_upstream.port()) + ":blind.test:" +
+                    std::to_string(tls_upstream.port()),
+                https_url("/blind")});
+  EXPECT_EQ(status_of(r), 200) << r.err;
+  auto all = rows();
+  ASSERT_EQ(all.size(), 1u) << "a blind tunnel has one row: nothing inside is seen";
+  EXPECT_EQ(all[0].host, "blind.test");
+}
+
+TEST_F(InspectionTest, NotTlsInsideAnInspectedTunnelIsRefusedWithAReason) {
+  start_proxy(policy());
+  ProxyConnection c(port);
+  auto ok = c.send("CONNECT upstream.test:" + std::to_string(tls_upstream.port()) +
+                       " HTTP/1.1\r\nHost: upstream.test\r\n\r\n",
+                   true);
+  ASSERT_EQ(ok.status, 200);
+  c.write("GET / HTTP/1.1\r\nHost: upstream.test\r\n\r\n");
+  auto r = c.send("", false);
+  EXPECT_EQ(r.status, 403);
+  EXPECT_NE(r.header("x-netbox-reason").find("is not TLS"), std::string::npos) << r.header("x-netbox-reason");
+  auto row = last_row();
+  EXPECT_EQ(row.decision, "deny");
+  EXPECT_NE(row.error.find("only TLS carrying HTTP/1.1"), std::string::npos) << row.error;
+}
+
+class WrongNameUpstreamTest : public InspectionTest {
+ protected:
+  WrongNameUpstreamTest() : InspectionTest("other.test") {}
+};
+
+TEST_F(WrongNameUpstreamTest, AnUpstreamCertificateForAnotherNameIs502WithTheReason) {
+  start_proxy(policy());
+  auto r = curl({"-i", https_url("/")});
+  EXPECT_EQ(status_of(r), 502) << r.out;
+  EXPECT_NE(r.out.find("hostname mismatch"), std::string::npos) << r.out;
+  EXPECT_EQ(tls_upstream.requests(), 0u);
+  auto all = rows();
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[1].decision, "error");
+  EXPECT_EQ(all[1].status, 502);
+  EXPECT_NE(all[1].error.find("hostname mismatch"), std::string::npos) << all[1].error;
+}
+
+class ExpiredUpstreamTest : public InspectionTest {
+ protected:
+  ExpiredUpstreamTest() : InspectionTest("upstream.test", true) {}
+};
+
+TEST_F(ExpiredUpstreamTest, AnExpiredUpstreamCertificateIs502WithTheReason) {
+  start_proxy(policy());
+  auto r = curl({"-i", https_url("/")});
+  EXPECT_EQ(status_of(r), 502) << r.out;
+  EXPECT_NE(r.out.find("certificate has expired"), std::string::npos) << r.out;
+  EXPECT_EQ(tls_upstream.requests(), 0u);
+  auto all = rows();
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[1].decision, "error");
+  EXPECT_NE(all[1].error.find("certificate has expired"), std::string::npos) << all[1].error;
+}
+
+TEST_F(InspectionTest, AnUpstreamSignedByAnUnknownCaIs502) {
+  configure = [this](proxy::ProxyOptions& o) { o.ca_dir = dir.path() / "ca"; };  // no --upstream-ca
+  start_proxy(policy());
+  auto r = curl({"-i", https_url("/")});
+  EXPECT_EQ(status_of(r), 502) << r.out;
+  EXPECT_NE(r.out.find("certificate"), std::string::npos) << r.out;
+  EXPECT_EQ(tls_upstream.requests(), 0u);
+}
+
+TEST_F(ProxyTest, APolicyWithInspectIsRefusedWithoutACa) {
+  EXPECT_THROW(start_proxy(base_policy(R"("inspect": ["upstream.test"])")), policy::PolicyError);
+}
+
+}  // namespace
+}  // namespace netbox::test

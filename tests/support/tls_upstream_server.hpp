@@ -1,0 +1,46 @@
+#pragma once
+// A real HTTPS/1.1 server on 127.0.0.1 for inspection tests, with a certificate for
+// `name` minted by a test CA of its own (made with netbox's tls module, so the proxy has
+// to be told to trust it: --upstream-ca ca_pem()). Any request is answered 200 with a
+// JSON echo: method, target, host, headers, body. One connection at a time, each
+// answered then closed, every wait bounded.
+#include "support/temp_dir.hpp"
+
+#include <atomic>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <thread>
+
+namespace netbox::test {
+
+class TlsUpstreamServer {
+ public:
+  // `cert_name`: the name the served certificate is for (another than the one clients
+  // ask for makes a wrong-name upstream). `expired`: the certificate's validity ended
+  // yesterday (re-signed by the test CA, so only its dates are wrong).
+  explicit TlsUpstreamServer(const std::string& cert_name, bool expired = false);
+  ~TlsUpstreamServer();
+  TlsUpstreamServer(const TlsUpstreamServer&) = delete;
+  TlsUpstreamServer& operator=(const TlsUpstreamServer&) = delete;
+
+  unsigned short port() const { return port_; }
+  std::filesystem::path ca_pem() const { return ca_pem_; }  // the test CA's certificate
+  std::uint64_t requests() const { return requests_.load(); }
+  std::uint64_t handshakes() const { return handshakes_.load(); }  // completed ones
+
+ private:
+  struct State;
+  void serve();
+
+  TempDir dir_;
+  std::filesystem::path ca_pem_;
+  std::unique_ptr<State> state_;
+  unsigned short port_ = 0;
+  std::atomic<bool> stopping_{false};
+  std::atomic<std::uint64_t> requests_{0};
+  std::atomic<std::uint64_t> handshakes_{0};
+  std::thread thread_;
+};
+
+}  // namespace netbox::test
