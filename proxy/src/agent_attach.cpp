@@ -59,6 +59,18 @@ void stop_dns_view(ProxyRuntime& core, const boost::asio::ip::address& agent) {
 
 }  // namespace
 
+void ProxyRuntime::stop_dns_views() {
+  std::map<boost::asio::ip::address, std::shared_ptr<DnsView>> views;
+  std::map<boost::asio::ip::address, std::shared_ptr<TransparentListener>> captures;
+  {
+    std::lock_guard lock(dns_mu);
+    views.swap(dns_views);
+    captures.swap(transparent_listeners);
+  }
+  for (auto& [addr, view] : views) view->stop();
+  for (auto& [addr, capture] : captures) capture->stop();
+}
+
 std::shared_ptr<DnsView> ProxyRuntime::dns_view_of(const boost::asio::ip::address& agent) const {
   std::lock_guard lock(dns_mu);
   auto it = dns_views.find(canonical_address(agent));

@@ -157,6 +157,9 @@ struct ProxyRuntime {
   std::map<boost::asio::ip::address, std::shared_ptr<DnsView>> dns_views;
   std::map<boost::asio::ip::address, std::shared_ptr<TransparentListener>> transparent_listeners;
   std::shared_ptr<DnsView> dns_view_of(const boost::asio::ip::address& agent) const;
+  // Closes every agent's DNS view and capture listener on its io thread (at stop, while
+  // the threads still run, so no handler of theirs outlives its io_context).
+  void stop_dns_views();
 
  private:
   void accept_loop(Worker& w, std::shared_ptr<boost::asio::ip::tcp::acceptor> acc, ListenerKind kind);

@@ -378,6 +378,7 @@ void ProxyRuntime::stop() {
     lifecycle = Lifecycle::stopping;
   }
   follower.reset();  // no reload while shutting down
+  stop_dns_views();
   if (!workers.empty() && workers.front()->thread.joinable()) {
     // Stop accepting, on each io thread.
     for (auto& w : workers) {

@@ -12,6 +12,7 @@
 
 #include <gmock/gmock.h>
 
+#include <array>
 #include <chrono>
 #include <functional>
 #include <random>
@@ -22,8 +23,27 @@ namespace {
 
 namespace ip = boost::asio::ip;
 
-constexpr const char* kHost = "127.0.42.1";   // the host side of the agent's "link"
-constexpr const char* kAgent = "127.0.42.2";  // the agent
+// Loopback addresses of this test process alone: ctest runs these tests in parallel, and
+// each view listens on port 53 of its host address. which: 0 the host side of the agent's
+// "link", 1 the agent, 2 a stranger.
+const char* loopback_of_this_process(int which) {
+  static const std::array<std::string, 3> addresses = [] {
+    unsigned n = static_cast<unsigned>(::getpid());
+    const unsigned last = n % 254 + 1;
+    n /= 254;
+    const unsigned third = n % 256;
+    n /= 256;
+    const unsigned second = 40 + (n % 60) * 3;
+    std::array<std::string, 3> out;
+    for (unsigned i = 0; i < 3; ++i)
+      out[i] = "127." + std::to_string(second + i) + "." + std::to_string(third) + "." + std::to_string(last);
+    return out;
+  }();
+  return addresses[static_cast<std::size_t>(which)].c_str();
+}
+const char* const kHost = loopback_of_this_process(0);
+const char* const kAgent = loopback_of_this_process(1);
+const char* const kStranger = loopback_of_this_process(2);
 
 std::vector<std::uint8_t> query(const std::string& name, std::uint16_t type, std::uint16_t id = 0x1234) {
   std::vector<std::uint8_t> q{static_cast<std::uint8_t>(id >> 8), static_cast<std::uint8_t>(id), 0x01, 0x00, 0, 1, 0, 0,
@@ -189,7 +209,7 @@ TEST_F(DnsViewTest, OtherTypesAndMalformedQueriesAreAnsweredWithoutData) {
 
 TEST_F(DnsViewTest, OnlyTheAgentItselfIsAnswered) {
   start(kPolicy);
-  EXPECT_EQ(ask_udp(query("upstream.test", 1), "127.0.42.3").rcode, -1);
+  EXPECT_EQ(ask_udp(query("upstream.test", 1), kStranger).rcode, -1);
 }
 
 TEST_F(DnsViewTest, TunnellingThroughQueryNamesLeavesNothingAndBoundedRows) {
