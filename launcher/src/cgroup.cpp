@@ -225,7 +225,12 @@ AgentCgroup::AgentCgroup(const CgroupPlan& plan, const std::string& name, const 
     std::set<fs::path> planned;
     for (const auto& [c, parent] : plan.parents) planned.insert(parent / name);
     for (const auto& d : planned) rec["dirs"].push_back(d.string());
-    std::ofstream(record_) << rec.dump() << "\n";
+    // Written whole under another name, then renamed: a `netbox gc` running meanwhile
+    // must never read a half-written record as an empty one and take this launch's
+    // cgroup for nobody's.
+    const fs::path partial = records_dir(state_dir) / ("." + name + ".partial");
+    std::ofstream(partial) << rec.dump() << "\n";
+    fs::rename(partial, record_, ec);
   }
   version_ = plan.version;
   // Only what the plan has a controller for is written (the rest was accepted missing).
@@ -347,6 +352,7 @@ void collect_cgroup_garbage(const fs::path& state_dir, std::vector<std::string>&
   };
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(records_dir(state_dir), ec)) {
+    if (entry.path().extension() != ".json") continue;  // a record still being written
     nlohmann::json rec;
     {
       std::ifstream in(entry.path());
