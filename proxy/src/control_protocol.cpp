@@ -155,7 +155,17 @@ void from_json(const json& j, Reply& reply) {
 Request parse_request(std::string_view line) { return parse_object(line).get<Request>(); }
 Reply parse_reply(std::string_view line) { return parse_object(line).get<Reply>(); }
 
-std::string to_line(const Request& request) { return dump_line(json(request)); }
-std::string to_line(const Reply& reply) { return dump_line(json(reply)); }
+// Built into a finished json, not with json's converting constructor: to_json may throw
+// (a field that must be an object), and a constructor that throws leaks what it built.
+std::string to_line(const Request& request) {
+  json j;
+  to_json(j, request);
+  return dump_line(j);
+}
+std::string to_line(const Reply& reply) {
+  json j;
+  to_json(j, reply);
+  return dump_line(j);
+}
 
 }  // namespace netbox::proxy::control

@@ -82,7 +82,8 @@ TEST(DnsMessage, AnAnswerCarriesTheQuestionAndTheAddresses) {
 }
 
 TEST(DnsMessage, RefusalsKeepTheIdAndTheQuestion) {
-  ReadResult r = read_query(query("denied.test"));
+  const Bytes q = query("denied.test");  // the query's question is a view of these bytes
+  ReadResult r = read_query(q);
   Bytes nx = empty_answer(r.query, Rcode::nxdomain);
   EXPECT_EQ(nx[3] & 0x0f, 3);
   EXPECT_EQ(nx[5], 1) << "the question is echoed";
@@ -134,7 +135,8 @@ TEST(DnsMessage, OtherOpcodesAndClassesAreNotImplemented) {
 }
 
 TEST(DnsMessage, AnAnswerTooLargeForUdpIsTruncatedAndSaysSo) {
-  ReadResult r = read_query(query("many.test"));
+  const Bytes q = query("many.test");
+  ReadResult r = read_query(q);
   std::vector<boost::asio::ip::address> lots;
   for (int i = 0; i < 100; ++i) lots.push_back(boost::asio::ip::make_address_v4(0xc6120000u + static_cast<unsigned>(i)));
   Bytes a = answer(r.query, lots, 60);
