@@ -18,6 +18,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 
+#include "netbox/policy/policy.hpp"
 #include "upstream_pool.hpp"
 
 #include <chrono>
@@ -38,11 +39,21 @@ struct DialResult {
   std::string error;                        // what went wrong with each address tried
 };
 
+// The HTTP status a failed dial is answered with: 504 timed out, 503 out of descriptors,
+// 502 otherwise.
+inline unsigned http_status(DialFailure f) {
+  return f == DialFailure::timeout ? 504 : f == DialFailure::descriptors ? 503 : 502;
+}
+
 struct DialLimits {
   std::chrono::milliseconds connect_timeout;  // per address
   std::chrono::milliseconds budget;           // the whole dial
   int fd_ceiling = std::numeric_limits<int>::max();  // see above
   UpstreamPool* pool = nullptr;                       // idle connections to close for room
+  // What a profile's limits allow a dial of this proxy (its fd ceiling, its pool).
+  static DialLimits of(const policy::Limits& l, int fd_ceiling, UpstreamPool* pool) {
+    return {l.connect_timeout, l.effective_dial_budget(), fd_ceiling, pool};
+  }
   static constexpr std::chrono::milliseconds kStagger{250};  // RFC 8305 "Connection Attempt Delay"
   static constexpr std::size_t kMaxInFlight = 3;
   static constexpr std::size_t kMaxAddresses = 16;

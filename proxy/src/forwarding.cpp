@@ -64,9 +64,7 @@ void ClientSession::forward() {
 void ClientSession::connect_upstream() {
   reused_upstream_ = false;
   const auto t0 = std::chrono::steady_clock::now();
-  const auto& limits = profile_->limits;
-  dial(worker_.ioc, allowed_,
-       {limits.connect_timeout, limits.effective_dial_budget(), impl_.dial_fd_ceiling, worker_.pool.get()},
+  dial(worker_.ioc, allowed_, DialLimits::of(profile_->limits, impl_.dial_fd_ceiling, worker_.pool.get()),
        [self = shared_from_this(), t0](DialResult r) {
     self->impl_.counters.connect_latency.observe(std::chrono::steady_clock::now() - t0);
     self->on_dialed(std::move(r));
@@ -76,10 +74,7 @@ void ClientSession::connect_upstream() {
 void ClientSession::on_dialed(DialResult r) {
   if (r.failure != DialFailure::none) {
     impl_.counters.upstream_errors.fetch_add(1);
-    const unsigned status = r.failure == DialFailure::timeout       ? 504
-                            : r.failure == DialFailure::descriptors ? 503
-                                                                    : 502;
-    return upstream_failed(status, r.error);
+    return upstream_failed(http_status(r.failure), r.error);
   }
   exchange_.dialled(r.endpoint.address().to_string());
   if (is_connect()) return start_tunnel(std::move(r.socket));

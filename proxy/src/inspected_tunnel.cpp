@@ -233,7 +233,7 @@ void InspectedTunnel::forward(std::string path_and_query) {
   up.host = scope_.host.name;
   up.head = head_;
   const auto& limits = scope_.profile->limits;
-  up.dial = {limits.connect_timeout, limits.effective_dial_budget(), impl_.dial_fd_ceiling, worker_.pool.get()};
+  up.dial = DialLimits::of(limits, impl_.dial_fd_ceiling, worker_.pool.get());
   up.timeout = limits.idle_timeout;
   up.body_limit = kBodyLimit;
   timer_.cancel();  // the upstream exchange has its own timer

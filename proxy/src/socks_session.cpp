@@ -209,9 +209,7 @@ void SocksSession::refuse_unaudited(std::string why) {
 
 void SocksSession::connect_upstream() {
   const auto t0 = std::chrono::steady_clock::now();
-  const auto& limits = profile_->limits;
-  dial(worker_.ioc, allowed_,
-       {limits.connect_timeout, limits.effective_dial_budget(), impl_.dial_fd_ceiling, worker_.pool.get()},
+  dial(worker_.ioc, allowed_, DialLimits::of(profile_->limits, impl_.dial_fd_ceiling, worker_.pool.get()),
        [self = shared_from_this(), t0](DialResult r) {
          self->impl_.counters.connect_latency.observe(std::chrono::steady_clock::now() - t0);
          self->on_dialed(std::move(r));
@@ -221,10 +219,7 @@ void SocksSession::connect_upstream() {
 void SocksSession::on_dialed(DialResult r) {
   if (r.failure != DialFailure::none) {
     impl_.counters.upstream_errors.fetch_add(1);
-    const unsigned status = r.failure == DialFailure::timeout       ? 504
-                            : r.failure == DialFailure::descriptors ? 503
-                                                                    : 502;
-    return refuse(reply_for(r.failure), {status, Outcome::error, what_, {}, r.error, {}}, r.error);
+    return refuse(reply_for(r.failure), {http_status(r.failure), Outcome::error, what_, {}, r.error, {}}, r.error);
   }
   exchange_.dialled(r.endpoint.address().to_string());
   // Bytes the agent sent right after its request (a TLS hello) go first.

@@ -206,9 +206,8 @@ void TransparentSession::act_on(AdmissionResult result) {
                                     {"reason", "the audit store did not accept the record of this connection"}});
     return reset();
   }
-  const auto& limits = profile_->limits;
   const auto t0 = std::chrono::steady_clock::now();
-  dial(worker_.ioc, allowed_, {limits.connect_timeout, limits.effective_dial_budget(), rt_.dial_fd_ceiling, worker_.pool.get()},
+  dial(worker_.ioc, allowed_, DialLimits::of(profile_->limits, rt_.dial_fd_ceiling, worker_.pool.get()),
        [self = shared_from_this(), t0](DialResult r) {
          self->rt_.counters.connect_latency.observe(std::chrono::steady_clock::now() - t0);
          self->on_dialed(std::move(r));

@@ -36,7 +36,7 @@ class UpstreamTls : public std::enable_shared_from_this<UpstreamTls> {
  private:
   void on_dialed(DialResult r) {
     if (r.failure != DialFailure::none) {
-      return fail(r.failure == DialFailure::timeout ? 504 : r.failure == DialFailure::descriptors ? 503 : 502,
+      return fail(http_status(r.failure),
                   r.error);
     }
     answer_.address = r.endpoint.address().to_string();
