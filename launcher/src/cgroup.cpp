@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -68,6 +69,12 @@ bool owner_alive(const nlohmann::json& record) {
   const int pid = record.value("pid", 0);
   const auto start = record.value("start_time", 0ULL);
   return pid > 0 && start != 0 && process_start_time(pid) == start;
+}
+
+bool written_before(const fs::path& file, std::chrono::seconds age) {
+  std::error_code ec;
+  const auto when = fs::last_write_time(file, ec);
+  return !ec && fs::file_time_type::clock::now() - when > age;
 }
 
 bool is_agent_cgroup_name(const std::string& name) { return name.starts_with("netbox-nbx"); }
@@ -352,13 +359,21 @@ void collect_cgroup_garbage(const fs::path& state_dir, std::vector<std::string>&
   };
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(records_dir(state_dir), ec)) {
-    if (entry.path().extension() != ".json") continue;  // a record still being written
+    const bool partial = entry.path().extension() == ".partial";
+    if (!partial && entry.path().extension() != ".json") continue;
     nlohmann::json rec;
     {
       std::ifstream in(entry.path());
       rec = nlohmann::json::parse(in, nullptr, false);
     }
     if (rec.is_object() && owner_alive(rec)) continue;
+    if (partial) {
+      // A record still being written is left alone; one whose launcher died before the
+      // rename names no cgroup yet (the folders come after the record), so it is only
+      // removed. Unreadable ones are given a minute: their writer may be mid-write.
+      if (rec.is_object() || written_before(entry.path(), std::chrono::minutes(1))) fs::remove(entry.path(), ec);
+      continue;
+    }
     bool all_gone = true;
     if (rec.is_object() && rec.contains("dirs") && rec["dirs"].is_array()) {
       const auto version = rec.value("version", "") == "v2" ? CgroupVersion::v2 : CgroupVersion::v1;

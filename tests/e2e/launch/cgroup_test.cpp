@@ -244,6 +244,38 @@ TEST(LaunchCgroup, GcRemovesTheCgroupOfAKilledLauncher) {
   expect_nothing_left(subnet);
 }
 
+// A launcher killed between writing its cgroup record and renaming it into place leaves
+// `.NAME.partial`; gc removes it once its writer is gone, and never a live writer's.
+TEST(LaunchCgroup, GcRemovesAHalfWrittenRecordOfADeadLauncherAndKeepsALiveOnes) {
+  NETBOX_REQUIRE_ROOT();
+  const fs::path records = "/run/netbox/cgroups";
+  fs::create_directories(records);
+  auto start_time = [](pid_t pid) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), {});
+    std::istringstream rest(stat.substr(stat.rfind(')') + 2));
+    std::string field;
+    for (int i = 3; i <= 22 && rest >> field; ++i) {
+    }
+    return std::stoull(field);
+  };
+  const std::string tag = std::to_string(::getpid());
+  const fs::path dead = records / (".netbox-nbx-gctest-dead-" + tag + ".partial");
+  const fs::path live = records / (".netbox-nbx-gctest-live-" + tag + ".partial");
+  // Dead: this process's pid with a start time it never had.
+  std::ofstream(dead) << nlohmann::json{{"pid", ::getpid()}, {"start_time", start_time(::getpid()) + 1},
+                                        {"version", "v1"}, {"dirs", nlohmann::json::array()}}
+                             .dump();
+  std::ofstream(live) << nlohmann::json{{"pid", ::getpid()}, {"start_time", start_time(::getpid())},
+                                        {"version", "v1"}, {"dirs", nlohmann::json::array()}}
+                             .dump();
+  auto gc = test::run_netbox({"gc"});
+  EXPECT_EQ(gc.exit_code, 0) << gc.err;
+  EXPECT_FALSE(fs::exists(dead));
+  EXPECT_TRUE(fs::exists(live));
+  fs::remove(live);
+}
+
 TEST(LaunchCgroup, AControllerThatIsMissingStopsTheLaunchWith125UnlessDegradingIsAccepted) {
   NETBOX_REQUIRE_ROOT();
   const auto subnet = test_subnet(66);
