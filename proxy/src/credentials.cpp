@@ -2,6 +2,8 @@
 
 #include "proxy_runtime.hpp"
 
+#include <boost/beast/core/string.hpp>
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -100,6 +102,25 @@ std::string inject_credentials(const AgentCredentials& credentials, const std::s
     used += (used.empty() ? "" : ",") + c.name;
   }
   return used;
+}
+
+std::string redact_answer(const AgentCredentials& credentials, const std::string& host, std::uint16_t port,
+                          const http::fields& fields, std::string& body) {
+  for (const auto& c : credentials) {
+    if (!c.listed_for(host, port)) continue;
+    const std::string_view secret = c.secret.reveal();
+    for (const auto& f : fields)
+      if (f.value().find(secret) != std::string_view::npos)
+        return "the upstream's answer holds credential " + c.name + "'s secret in its header " +
+               std::string(f.name_string()) + "; netbox does not pass it to the agent";
+    for (auto at = body.find(secret); at != std::string::npos; at = body.find(secret, at + c.placeholder.size()))
+      body.replace(at, secret.size(), c.placeholder);
+  }
+  const auto encoding = fields[http::field::content_encoding];
+  if (!encoding.empty() && !boost::beast::iequals(encoding, "identity"))
+    return "the upstream's answer to a request carrying a credential is encoded (" + std::string(encoding) +
+           "), so netbox cannot check that it does not hold the secret";
+  return {};
 }
 
 bool holds_placeholder(std::string_view text, std::string_view placeholder) {

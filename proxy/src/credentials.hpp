@@ -55,6 +55,14 @@ AgentCredentials bind_credentials(const policy::Profile& profile, std::vector<Cr
 std::string inject_credentials(const AgentCredentials& credentials, const std::string& host, std::uint16_t port,
                                boost::beast::http::fields& fields);
 
+// The answer to a request a secret went into may reflect it (an echo endpoint, an error
+// quoting the request's headers), which would put it in the agent's hands. Each
+// occurrence in the body is replaced by the credential's placeholder. Returns why the
+// answer cannot be passed on, else empty: a header holding a secret, or a body that is
+// encoded (compressed), so it cannot be searched.
+std::string redact_answer(const AgentCredentials& credentials, const std::string& host, std::uint16_t port,
+                          const boost::beast::http::fields& fields, std::string& body);
+
 // The scanner. `text` holds `placeholder`, ASCII case ignored, as sent or after up to
 // three rounds of percent-decoding (%6e%62%78, %256e...).
 bool holds_placeholder(std::string_view text, std::string_view placeholder);

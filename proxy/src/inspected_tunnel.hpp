@@ -92,6 +92,7 @@ class InspectedTunnel : public std::enable_shared_from_this<InspectedTunnel> {
   std::shared_ptr<const tls::Leaf> leaf_;
   bool keep_alive_ = true;
   bool head_ = false;
+  bool injected_ = false;  // the current request carries a credential's secret
   bool closed_ = false;
   int tunnel_status_ = 200;  // the tunnel row's: 403 when refused before TLS
   std::uint64_t requests_ = 0;

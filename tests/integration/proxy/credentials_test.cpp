@@ -113,13 +113,18 @@ TEST_F(CredentialsTest, TheUpstreamSeesTheSecretWhereTheAgentSentThePlaceholderO
   start();
   auto replaced = curl({"-H", std::string("Authorization: Bearer ") + kPlaceholder, https("upstream.test", "/v1/a")});
   ASSERT_EQ(status_of(replaced), 200) << replaced.err << replaced.out;
+  EXPECT_EQ(nlohmann::json::parse(tls_upstream.last_echo())["headers"]["Authorization"],
+            std::string("Bearer ") + kSecret);
+  // The upstream echoes the header back: the agent gets its placeholder there, not the key.
   auto echo = nlohmann::json::parse(replaced.out.substr(0, replaced.out.rfind('\n')));
-  EXPECT_EQ(echo["headers"]["Authorization"], std::string("Bearer ") + kSecret);
+  EXPECT_EQ(echo["headers"]["Authorization"], std::string("Bearer ") + kPlaceholder);
 
-  auto added = curl({https("upstream.test", "/v1/b")});
+  auto added = curl({"-H", "Accept-Encoding: gzip", https("upstream.test", "/v1/b")});
   ASSERT_EQ(status_of(added), 200) << added.err << added.out;
-  echo = nlohmann::json::parse(added.out.substr(0, added.out.rfind('\n')));
-  EXPECT_EQ(echo["headers"]["Authorization"], std::string("Bearer ") + kSecret);
+  const auto seen = nlohmann::json::parse(tls_upstream.last_echo())["headers"];
+  EXPECT_EQ(seen["Authorization"], std::string("Bearer ") + kSecret);
+  EXPECT_FALSE(seen.contains("Accept-Encoding")) << "an answer carrying the key must come back searchable";
+  EXPECT_THAT(added.out, Not(HasSubstr(kSecret)));
   EXPECT_EQ(tls_upstream.requests(), 2u);
   EXPECT_TRUE(exfiltrations().empty());
 

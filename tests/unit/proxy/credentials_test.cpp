@@ -117,6 +117,26 @@ TEST(Injection, SetsTheHeaderOnlyForTheCredentialsHosts) {
   EXPECT_EQ(elsewhere.count(http::field::authorization), 0u);
 }
 
+TEST(Answer, AReflectedSecretIsReplacedByThePlaceholderOrTheAnswerRefused) {
+  const auto creds = openai();
+  http::fields plain;
+  std::string body = R"({"authorization":"Bearer sk-real","again":"sk-real"})";
+  EXPECT_EQ(redact_answer(creds, "api.openai.com", 443, plain, body), "");
+  EXPECT_EQ(body, std::string(R"({"authorization":"Bearer )") + kPlaceholder + R"(","again":")" + kPlaceholder + "\"}");
+
+  http::fields in_header;
+  in_header.set("X-Echo", "Bearer sk-real");
+  std::string none;
+  EXPECT_THAT(redact_answer(creds, "api.openai.com", 443, in_header, none), HasSubstr("in its header X-Echo"));
+
+  http::fields gzip;
+  gzip.set(http::field::content_encoding, "gzip");
+  EXPECT_THAT(redact_answer(creds, "api.openai.com", 443, gzip, none), HasSubstr("is encoded (gzip)"));
+  http::fields identity;
+  identity.set(http::field::content_encoding, "identity");
+  EXPECT_EQ(redact_answer(creds, "api.openai.com", 443, identity, none), "");
+}
+
 TEST(Binding, RefusesACredentialWithoutItsSecretOrAStrangerOrABadPlaceholder) {
   const auto p = policy_with_openai();
   EXPECT_THAT([&] { bind_credentials(p.base, {}); },
