@@ -119,9 +119,9 @@ TEST(InspectionPolicy, ALaunchStopsWithExit2NamingTheCredentialWhoseSecretIsMiss
   EXPECT_THAT(absent.err, HasSubstr("(openai).secret_file " + (tmp.path() / "none").string() + ": cannot be read"));
 }
 
-// The proxy enforces credentials now: a policy with them starts (with a CA), and
-// `policy check` names the new `env` key's mistakes.
-TEST(InspectionPolicy, CheckNamesABadEnvKeyOfACredential) {
+// `policy check` names a mistake in a credential's `env` and says which variable holds
+// the placeholder.
+TEST(InspectionPolicy, CheckNamesABadEnvKeyOfACredentialAndSaysWhereThePlaceholderGoes) {
   netbox::test::TempDir tmp;
   const auto policy = tmp.write("policy.json", R"({"version": 1, "allow": ["api.openai.com"],
     "inspect": ["api.openai.com"], "credentials": [{"name": "openai", "hosts": ["api.openai.com"],
@@ -129,6 +129,15 @@ TEST(InspectionPolicy, CheckNamesABadEnvKeyOfACredential) {
   auto check = run_netbox({"policy", "check", policy});
   EXPECT_EQ(check.exit_code, 2);
   EXPECT_THAT(check.err, HasSubstr("/credentials/0/env: must be an environment variable name"));
+
+  const auto good = tmp.write("good.json", R"({"version": 1, "allow": ["api.openai.com"],
+    "inspect": ["api.openai.com"], "credentials": [{"name": "openai", "hosts": ["api.openai.com"],
+    "header": "Authorization", "format": "Bearer {secret}", "secret_file": "/etc/netbox/openai", "env": "OPENAI_API_KEY"},
+    {"name": "gh", "hosts": ["api.openai.com"], "header": "X-Key", "format": "{secret}", "secret_file": "/etc/netbox/gh"}]})").string();
+  auto ok = run_netbox({"policy", "check", good});
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_THAT(ok.out, HasSubstr("secret from /etc/netbox/openai, placeholder in $OPENAI_API_KEY"));
+  EXPECT_THAT(ok.out, HasSubstr("secret from /etc/netbox/gh, no placeholder variable"));
 }
 
 }  // namespace
