@@ -88,6 +88,17 @@ LaunchCredentials read_credentials(const policy::Profile& profile, const std::st
   return out;
 }
 
+void refuse_secrets_in(const std::vector<std::string>& agent_env, const LaunchCredentials& credentials) {
+  for (const auto& entry : agent_env) {
+    const auto eq = entry.find('=');
+    const std::string_view value = std::string_view(entry).substr(eq == std::string::npos ? 0 : eq + 1);
+    for (const auto& s : credentials.secrets)
+      if (value.find(s.secret.reveal()) != std::string_view::npos)
+        throw LaunchError(kExitUsage, "the agent's variable " + entry.substr(0, eq) + " would hold the secret of credential " +
+                                          s.name + " (from --env or --keep-env); the agent gets a placeholder, never the secret");
+  }
+}
+
 void scrub_launcher_environment(const std::vector<std::string>& variables) {
   for (const auto& name : variables) {
     for (char** e = environ; e && *e; ++e) {

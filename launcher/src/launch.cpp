@@ -239,6 +239,12 @@ int launch(const LaunchOptions& flags) {
     own.proxy_audit_db = proxy_files.audit_db;
   }
   LaunchCredentials credentials = launch_credentials(o, policy, own.proxy_policy, profile, launcher_env);
+  if (!credentials.secrets.empty()) {
+    auto env = launcher_env;
+    for (const auto& v : credentials.secret_variables) env.erase(v);
+    refuse_secrets_in(agent_environment({env, o.keep_env, o.env, {}, user.name, user.home, {}, credentials.placeholders}),
+                      credentials);
+  }
   std::vector<std::filesystem::path> bound;
   for (const auto& b : mounts.binds) {
     bound.push_back(b.path);

@@ -97,6 +97,17 @@ TEST(InspectionPolicy, ALaunchStopsWithExit2NamingTheCredentialWhoseSecretIsMiss
   EXPECT_EQ(empty.exit_code, 2) << empty.err;
   EXPECT_THAT(empty.err, HasSubstr("secret_env NETBOX_TEST_UNSET_KEY is not set in the launcher's environment (or is empty)"));
 
+  // The secret copied into another of the agent's variables would enter the namespace.
+  for (const std::string flag : {"--keep-env=NETBOX_TEST_COPY", "--env=OTHER=sk-test-env-secret"}) {
+    auto copied = netbox::test::run({"env", "NETBOX_TEST_UNSET_KEY=sk-test-env-secret", "NETBOX_TEST_COPY=sk-test-env-secret",
+                                     netbox::test::netbox_binary().string(), "launch", "--policy", by_env, "--profile",
+                                     "ci", "--audit-db", (tmp.path() / "a.db").string(), "--ca-dir",
+                                     (tmp.path() / "ca").string(), flag, "--", "true"});
+    EXPECT_EQ(copied.exit_code, 2) << flag << copied.err;
+    EXPECT_THAT(copied.err, HasSubstr("would hold the secret of credential openai (from --env or --keep-env)")) << flag;
+    EXPECT_THAT(copied.err, ::testing::Not(HasSubstr("sk-test-env-secret")));
+  }
+
   const auto secret = tmp.write("openai.key", "sk-test-file-secret\n");
   const auto by_file = policy_with("file.json", R"("secret_file": ")" + secret.string() + "\"");
   std::filesystem::permissions(secret, std::filesystem::perms::owner_read | std::filesystem::perms::group_read |

@@ -25,6 +25,11 @@ struct LaunchCredentials {
 LaunchCredentials read_credentials(const policy::Profile& profile, const std::string& list,
                                    const std::map<std::string, std::string>& launcher_env);
 
+// The agent's environment as planned (KEY=VALUE entries) must not hold a secret: one
+// copied there by --env or --keep-env under another name. Throws LaunchError (exit 2)
+// naming the variable and the credential.
+void refuse_secrets_in(const std::vector<std::string>& agent_env, const LaunchCredentials& credentials);
+
 // Overwrites the value of each variable in the launcher's own environment block and
 // removes it, so /proc/<launcher>/environ (and the clones the launcher makes) no longer
 // show the secret.
