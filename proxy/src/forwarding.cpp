@@ -86,6 +86,7 @@ void ClientSession::on_dialed(DialResult r) {
 
 void ClientSession::send_upstream() {
   out_.clear();
+  held_ = 0;
   BodyFraming framing;
   if (request_had_body_) {
     framing.kind = body_chunked_ ? BodyFraming::Kind::chunked : BodyFraming::Kind::length;
