@@ -215,6 +215,23 @@ TEST_F(CredentialsTest, APlaceholderInABodySentInPiecesIsFoundBeforeAnythingGoes
   EXPECT_EQ(sent.body, body);
 }
 
+// The SOCKS5 front door shares admission's first step: a placeholder in the name it is
+// asked for is refused and recorded like a CONNECT's.
+TEST_F(CredentialsTest, ASocksRequestForANameHoldingThePlaceholderIsRefused) {
+  start();
+  const auto socks = server->add_listener({boost::asio::ip::make_address("127.0.0.1"), 0}, proxy::ListenerKind::socks);
+  auto r = run({"curl", "-sS", "--max-time", "20", "--socks5-hostname", "127.0.0.1:" + std::to_string(socks.port()),
+                plain("nbx-openai-00112233445566778899aabbccddeeff.other.test", "/")});
+  EXPECT_NE(r.exit_code, 0) << r.out;
+  EXPECT_EQ(upstream.requests(), 0u);
+  ASSERT_EQ(exfiltrations().size(), 1u);
+  EXPECT_THAT(exfiltrations()[0].detail, HasSubstr(R"("where":"the host name")"));
+  const auto row = last_row();
+  EXPECT_EQ(row.kind, "socks");
+  EXPECT_EQ(row.decision, "deny");
+  EXPECT_EQ(row.rule, "credentials.openai");
+}
+
 // An agent whose profile has credentials is not attached without their secrets.
 TEST_F(CredentialsTest, AnAgentWithoutItsSecretsIsNotAttached) {
   start();
