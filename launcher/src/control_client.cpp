@@ -35,6 +35,7 @@ class ControlClient final : public ProxyLink {
     req.socks_listen = agent.host_addr + ":0";  // any free port: ALL_PROXY names it
     // Without --policy the proxy records the digest of the policy it runs (an empty one).
     req.launch = proxy::AgentLaunch{agent.pid, agent.command_line, agent.agent_addr, agent.policy_digest, agent.sandbox};
+    req.credentials = agent.credentials;
     const auto reply = exchange(req);
     if (!reply.ok)
       throw LaunchError(kExitLauncherFailure, "the proxy at " + path_.string() + " refused the agent: " + reply.error);

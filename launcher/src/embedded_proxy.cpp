@@ -98,6 +98,7 @@ class EmbeddedProxy final : public ProxyLink {
       attachment.launch = proxy::AgentLaunch{agent.pid, agent.command_line, agent.agent_addr, agent.policy_digest,
                                              agent.sandbox};
       attachment.dns_pool = agent.dns_pool;
+      attachment.credentials = agent.credentials;
       attached_ = server_->attach_agent(attachment);
       return {attached_->listener->port(), attached_->socks_listener->port()};
     } catch (const LaunchError&) {

@@ -84,6 +84,7 @@ std::vector<std::string> agent_environment(const AgentEnvInput& in) {
     if (eq == std::string::npos || eq == 0) continue;
     env[entry.substr(0, eq)] = entry.substr(eq + 1);
   }
+  for (const auto& [key, placeholder] : in.placeholders) env[key] = placeholder;
   std::vector<std::string> out;
   out.reserve(env.size());
   for (const auto& [key, value] : env) out.push_back(key + "=" + value);

@@ -10,6 +10,7 @@
 #include "netbox/launcher/hidden_paths.hpp"
 #include "netbox/launcher/launch_report.hpp"
 #include "netbox/launcher/nft_rules.hpp"
+#include "netbox/launcher/credential_secrets.hpp"
 #include "netbox/launcher/policy_sandbox.hpp"
 #include "netbox/launcher/privileges.hpp"
 #include "netbox/launcher/proxy_link.hpp"
@@ -91,6 +92,28 @@ std::string profile_for(const LaunchOptions& o, const std::optional<policy::Poli
     if (o.profile.empty() && policy->agents.contains(name)) return name;
   }
   return o.profile;
+}
+
+// The secrets of the profile's `credentials`, read now, before anything is created. A
+// running proxy decides with its own policy: without --policy, the launcher reads the
+// file that proxy names (the proxy checks the secrets against its profile again).
+LaunchCredentials launch_credentials(const LaunchOptions& o, const std::optional<policy::Policy>& policy,
+                                     const std::optional<std::filesystem::path>& proxy_policy,
+                                     const std::string& profile, const std::map<std::string, std::string>& env) {
+  std::optional<policy::Policy> served;
+  if (!policy && o.proxy_control && proxy_policy) {
+    try {
+      served = policy::load_policy_file(*proxy_policy);
+    } catch (const std::exception& e) {
+      throw LaunchError(kExitUsage, "the running proxy's policy " + proxy_policy->string() + ": " + e.what());
+    }
+  }
+  const policy::Policy* p = policy ? &*policy : served ? &*served : nullptr;
+  if (!p) return {};
+  if (profile.empty()) return read_credentials(p->base, "credentials", env);
+  auto it = p->agents.find(profile);
+  if (it == p->agents.end()) return {};  // the proxy refuses the profile itself
+  return read_credentials(it->second, "agents." + profile + ".credentials", env);
 }
 
 // The profile's sandbox (an agent's entry already holds the top level's keys it does not name).
@@ -215,6 +238,13 @@ int launch(const LaunchOptions& flags) {
     own.proxy_policy = proxy_files.policy;
     own.proxy_audit_db = proxy_files.audit_db;
   }
+  LaunchCredentials credentials = launch_credentials(o, policy, own.proxy_policy, profile, launcher_env);
+  if (!credentials.secrets.empty()) {
+    auto env = launcher_env;
+    for (const auto& v : credentials.secret_variables) env.erase(v);
+    refuse_secrets_in(agent_environment({env, o.keep_env, o.env, {}, user.name, user.home, {}, credentials.placeholders}),
+                      credentials);
+  }
   std::vector<std::filesystem::path> bound;
   for (const auto& b : mounts.binds) {
     bound.push_back(b.path);
@@ -279,6 +309,11 @@ int launch(const LaunchOptions& flags) {
   spec.command = o.command;
   spec.user = user;
   spec.launcher_env = launcher_env;
+  // The secrets stay with the launcher: its variables are gone from what the child
+  // copies and from its own environment block; the agent holds placeholders.
+  for (const auto& v : credentials.secret_variables) spec.launcher_env.erase(v);
+  scrub_launcher_environment(credentials.secret_variables);
+  spec.placeholders = credentials.placeholders;
   spec.keep_env = o.keep_env;
   spec.set_env = o.env;
   spec.rlimits = rlimits;
@@ -321,8 +356,9 @@ int launch(const LaunchOptions& flags) {
   preparing.join();
 
   AgentIdentity identity{name, profile, lease.agent_addr, lease.host_addr, child.pid(), command_line(o.command),
-                         policy ? policy->digest : std::string(), render_report_json(report), std::nullopt};
+                         policy ? policy->digest : std::string(), render_report_json(report), std::nullopt, {}};
   if (dns_view) identity.dns_pool = kSyntheticPool;
+  identity.credentials = std::move(credentials.secrets);
   ProxyPorts ports = link->attach(identity);
   ports.capture = link->capture_port();
   AgentOutcome failed;

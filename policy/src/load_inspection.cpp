@@ -94,7 +94,7 @@ bool valid_header_name(const std::string& h) {
 
 Credential read_credential(const LoadContext& ctx, const nlohmann::json& j, const std::string& pointer) {
   ctx.expect_object(j, pointer);
-  ctx.check_keys(j, pointer, {"name", "hosts", "header", "format", "secret_env", "secret_file"});
+  ctx.check_keys(j, pointer, {"name", "hosts", "header", "format", "secret_env", "secret_file", "env"});
   Credential c;
   auto required = [&](const char* key) -> const nlohmann::json& {
     auto it = j.find(key);
@@ -137,6 +137,11 @@ Credential read_credential(const LoadContext& ctx, const nlohmann::json& j, cons
     c.secret_file = ctx.expect_string(j["secret_file"], child(pointer, "secret_file"));
     if (c.secret_file.empty() || c.secret_file.front() != '/')
       ctx.fail(child(pointer, "secret_file"), "must be an absolute path, not \"" + c.secret_file + "\"");
+  }
+  if (j.contains("env")) {
+    c.env = ctx.expect_string(j["env"], child(pointer, "env"));
+    if (c.env.empty() || c.env.find('=') != std::string::npos || c.env.find('\0') != std::string::npos)
+      ctx.fail(child(pointer, "env"), "must be an environment variable name");
   }
   return c;
 }

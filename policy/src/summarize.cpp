@@ -92,7 +92,10 @@ std::string summarize(const Policy& policy) {
     for (const Rule& h : c.hosts) hosts += (hosts.empty() ? "" : ", ") + h.written;
     o << "  " << (&c == &b.credentials.front() ? "credentials:    " : "                ") << c.name << ": " << c.header
       << " on " << hosts << ", secret from "
-      << (c.secret_env.empty() ? c.secret_file : "$" + c.secret_env) << "\n";
+      << (c.secret_env.empty() ? c.secret_file : "$" + c.secret_env);
+    std::string vars = c.secret_env.empty() ? "" : "$" + c.secret_env;
+    if (!c.env.empty() && c.env != c.secret_env) vars += (vars.empty() ? "$" : " and $") + c.env;
+    o << (vars.empty() ? ", no placeholder variable" : ", placeholder in " + vars) << "\n";
   }
   o << "  agents:         ";
   if (policy.agents.empty()) o << "(none)";

@@ -1,16 +1,21 @@
 #include "admission.hpp"
 
+#include "credentials.hpp"
+
 namespace netbox::proxy {
 
-void Admission::bind(const policy::Policy& policy, const policy::Profile& profile, std::string agent) {
+void Admission::bind(const policy::Policy& policy, const policy::Profile& profile, const AgentIdentity& who) {
   policy_ = &policy;
   profile_ = &profile;
-  agent_ = std::move(agent);
+  agent_ = who.agent;
+  tripwire_ = who.tripwire;
 }
 
 std::optional<AdmissionResult> Admission::begin(const policy::Host& host, std::uint16_t port) {
   host_ = host;
   port_ = port;
+  if (tripwire_)
+    if (auto r = tripwire_->check_host_name(host_.name)) return refused(std::move(*r));
   name_ = policy::decide_name(*profile_, host_, port_);
   if (!name_.lets_through()) return refused({403, Outcome::deny, {}, name_.rule, name_.reason, {}});
   if (host_.is_ip()) return decide({&*host_.ip, 1});

@@ -55,8 +55,9 @@ class Admission {
   Admission(const OwnEndpoints& own, Caps& caps, Counters& counters) : own_(own), caps_(caps), counters_(counters) {}
 
   // What stays fixed for one agent connection: the policy it started under, its profile
-  // (a reload applies to new connections) and the agent's name (the per-agent cap).
-  void bind(const policy::Policy& policy, const policy::Profile& profile, std::string agent);
+  // (a reload applies to new connections), the agent's name (the per-agent cap) and its
+  // credentials' tripwire (a placeholder in the host name is refused first).
+  void bind(const policy::Policy& policy, const policy::Profile& profile, const AgentIdentity& who);
 
   // Decides host:port as far as it can without a lookup. nullopt: the caller resolves
   // host.name and hands the answer to resolved().
@@ -73,6 +74,7 @@ class Admission {
   const policy::Policy* policy_ = nullptr;
   const policy::Profile* profile_ = nullptr;
   std::string agent_;
+  std::shared_ptr<const Tripwire> tripwire_;
   // The request under decision.
   policy::Host host_;
   std::uint16_t port_ = 0;

@@ -6,6 +6,7 @@
 #include "netbox/proxy/agent_name.hpp"
 #include "netbox/proxy/endpoint.hpp"
 
+#include "credentials.hpp"
 #include "own_endpoints.hpp"
 #include "proxy_runtime.hpp"
 #include "transparent_session.hpp"
@@ -119,7 +120,7 @@ AttachedAgent ProxyRuntime::attach_agent(const AgentAttachment& a) {
       core.transparent_listeners[canonical_address(a.addr)] = std::move(capture);
       attached.dns_view = true;
     }
-    register_agent(a.addr, a.name, a.profile);  // checks the profile again, under the reload lock
+    register_agent(a.addr, a.name, a.profile, a.credentials);  // checks the profile again, under the reload lock
   } catch (...) {
     if (attached.dns_view) stop_dns_view(core, a.addr);
     undo_listeners();
@@ -169,13 +170,22 @@ void ProxyRuntime::detach_agent(const AttachedAgent& agent, const AgentEnd& end)
   }
 }
 
-void ProxyRuntime::register_agent(const boost::asio::ip::address& addr, std::string agent, std::string profile) {
+void ProxyRuntime::register_agent(const boost::asio::ip::address& addr, std::string agent, std::string profile,
+                                  std::vector<CredentialSecret> credentials) {
   // An unknown profile would be decided with the top level: refused, never widened. Under
   // the reload lock, so a reload cannot drop the profile between the check and the add.
   std::lock_guard lock(reload_mu);
-  if (!profile.empty() && !current_policy()->agents.contains(profile))
+  const auto now = current_policy();
+  if (!profile.empty() && !now->agents.contains(profile))
     throw std::invalid_argument(profile_missing(profile, agent));
-  agents.add(addr, AgentIdentity{std::move(agent), std::move(profile)});
+  // Its credentials as the profile has them now: a reload does not change an attached
+  // agent's (its launcher read the secrets for these). A credential without its secret
+  // is refused: the agent would hold a placeholder that nothing replaces.
+  const policy::Profile& p = profile.empty() ? now->base : now->profile_for(profile);
+  auto bound = bind_credentials(p, std::move(credentials));
+  std::shared_ptr<const Tripwire> tripwire;
+  if (!bound.empty()) tripwire = std::make_shared<const Tripwire>(*this, agent, std::move(bound));
+  agents.add(addr, AgentIdentity{std::move(agent), std::move(profile), std::move(tripwire)});
 }
 
 }  // namespace netbox::proxy

@@ -14,9 +14,13 @@
 
 namespace netbox::proxy {
 
+class Tripwire;
+
 struct AgentIdentity {
   std::string agent = "anonymous";
   std::string profile;  // key of the policy's `agents`; empty: the top-level profile
+  // Its credentials (credentials.hpp), fixed when it was attached; null: none.
+  std::shared_ptr<const Tripwire> tripwire;
 };
 
 // IPv4-mapped IPv6 peers (from a dual-stack listener) are keyed as plain IPv4.

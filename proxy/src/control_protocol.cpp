@@ -53,6 +53,17 @@ std::optional<Int> integer(const json& j, const char* key) {
                                                    : it->get<std::int64_t>());
 }
 
+std::vector<CredentialSecret> credentials_from(const json& list) {
+  if (!list.is_array()) throw ProtocolError(std::string("\"credentials\" must be an array, not ") + type_name(list));
+  std::vector<CredentialSecret> out;
+  for (const auto& c : list) {
+    if (!c.is_object())
+      throw ProtocolError(std::string("\"credentials\" entries must be objects, not ") + type_name(c));
+    out.push_back(CredentialSecret{text(c, "name", true), text(c, "placeholder", true), Secret(text(c, "secret", true))});
+  }
+  return out;
+}
+
 AgentLaunch launch_from(const json& l) {
   if (!l.is_object()) throw ProtocolError(std::string("\"launch\" must be an object, not ") + type_name(l));
   AgentLaunch r;
@@ -90,6 +101,12 @@ struct RequestWriter {
       if (!r.launch->sandbox.empty()) l["sandbox"] = object_value(r.launch->sandbox, "sandbox");
       j["launch"] = std::move(l);
     }
+    if (!r.credentials.empty()) {
+      json list = json::array();
+      for (const auto& c : r.credentials)
+        list.push_back({{"name", c.name}, {"placeholder", c.placeholder}, {"secret", c.secret.reveal()}});
+      j["credentials"] = std::move(list);
+    }
   }
   void operator()(const Unregister& u) const {
     j = {{"op", "unregister"}, {"addr", u.addr}};
@@ -117,6 +134,7 @@ void from_json(const json& j, Request& request) {
     r.listen = text(j, "listen");
     r.socks_listen = text(j, "socks_listen");
     if (const auto it = j.find("launch"); it != j.end() && !it->is_null()) r.launch = launch_from(*it);
+    if (const auto it = j.find("credentials"); it != j.end() && !it->is_null()) r.credentials = credentials_from(*it);
     request = std::move(r);
   } else if (op == "unregister") {
     Unregister u;

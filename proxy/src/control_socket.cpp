@@ -86,6 +86,7 @@ class ControlSession : public std::enable_shared_from_this<ControlSession> {
     if (auto why = address_problem(r.addr, a.addr); !why.empty()) return control::Reply::refused(why);
     a.name = r.agent;
     a.profile = r.profile;
+    a.credentials = r.credentials;
     if (!r.listen.empty()) {
       try {
         a.listen = parse_endpoint(r.listen);

@@ -1,5 +1,7 @@
 #include "dns_view.hpp"
 
+#include "credentials.hpp"
+
 #include "proxy_runtime.hpp"
 
 #include "netbox/policy/decide.hpp"
@@ -237,6 +239,8 @@ std::vector<std::uint8_t> DnsView::answer(std::span<const std::uint8_t> message,
     d = policy::Decision{policy::Verdict::deny, "",
                          q.name + " is not a host name the DNS view answers (" +
                              (host ? std::string("an address needs no lookup") : host.error.message) + ")"};
+  else if (auto r = identity.tripwire ? identity.tripwire->check_host_name(host.host->name) : std::nullopt)
+    d = policy::Decision{policy::Verdict::deny, r->rule, r->reason};  // a placeholder asked for by name
   else
     d = policy::decide_dns_name(profile, host.host->name);
 

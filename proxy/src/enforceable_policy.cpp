@@ -13,13 +13,11 @@ void check_profile(const policy::Profile& profile, const std::string& source, co
     const std::string written = (name.empty() ? "" : "agents." + name + ".") + key;
     throw policy::PolicyError(source, 0, 0, pointer, written + ": " + why);
   };
-  // `rules` and `inspect` are enforced; `inspect` needs the CA to mint leaves from.
+  // `rules`, `inspect` and `credentials` are enforced; `inspect` needs the CA to mint
+  // leaves from (and a credential's hosts are inspected ones).
   if (!profile.inspect.empty() && !can_inspect)
     refuse("inspect", "TLS inspection needs the netbox CA: give --ca-dir DIR (`netbox ca init` makes one); the "
                       "policy is refused rather than applied in part");
-  if (!profile.credentials.empty())
-    refuse("credentials", "TLS inspection's credentials are not enforced by this build of the proxy yet; the "
-                          "policy is refused rather than applied in part (see docs/inspection.md)");
 }
 
 }  // namespace

@@ -146,7 +146,7 @@ void Exchange::end() {
 void Exchange::finish(std::optional<int> status, std::string error, bool failed) {
   if (!open_ || finished_) return;
   finished_ = true;
-  if (failed) outcome_ = Outcome::error;
+  if (failed && !overruled_) outcome_ = Outcome::error;  // an overruled row keeps its verdict
   cap_.release();
   const auto ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started_).count();

@@ -62,7 +62,8 @@ class Exchange {
   // error). Only the first call counts.
   void finish(std::optional<int> status, std::string error = {}, bool failed = false);
   // An admitted exchange refused after all (an inspected tunnel whose ClientHello names
-  // another host): its row is completed under `outcome`, `rule` and `reason`.
+  // another host, a body holding a credential's placeholder): its row is completed under
+  // `outcome`, `rule` and `reason`, also when netbox answers (refuse) rather than the upstream.
   void overrule(Outcome outcome, std::string rule, std::string reason) {
     outcome_ = outcome;
     overruled_ = true;

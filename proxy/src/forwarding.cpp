@@ -4,6 +4,7 @@
 // Tunnel. The connection side (heads, keep-alive, refusals, close) is http_session.cpp.
 #include "http_session.hpp"
 
+#include "credentials.hpp"
 #include "head_writer.hpp"
 #include "inspected_tunnel.hpp"
 #include "tunnel.hpp"
@@ -85,6 +86,7 @@ void ClientSession::on_dialed(DialResult r) {
 
 void ClientSession::send_upstream() {
   out_.clear();
+  held_ = 0;
   BodyFraming framing;
   if (request_had_body_) {
     framing.kind = body_chunked_ ? BodyFraming::Kind::chunked : BodyFraming::Kind::length;
@@ -119,8 +121,9 @@ void ClientSession::send_continue() {
 // buffer_ (parsed here and now), then from the agent's socket.
 void ClientSession::read_request_piece() {
   auto& body = parser_->get().body();
-  body.data = pieces_.get();
-  body.size = PieceBuffer::kSize;
+  const std::size_t room = PieceBuffer::kSize - held_;
+  body.data = pieces_.get() + held_;
+  body.size = room;
   if (buffer_.size() > 0) {
     // As much as is here goes into one piece (many small chunks make one write); a piece
     // with something in it goes on at once rather than wait for more.
@@ -130,7 +133,7 @@ void ClientSession::read_request_piece() {
       buffer_.consume(used);
       if (used == 0 && !ec) ec = http::error::need_more;  // no progress: never spin
     } while (!ec && !parser_->is_done() && buffer_.size() > 0 && body.size > 0);
-    if (ec == http::error::need_more && body.size < PieceBuffer::kSize) ec = {};
+    if (ec == http::error::need_more && body.size < room) ec = {};
     if (ec != http::error::need_more) return request_piece(ec);
   }
   stream_.expires_after(profile_->limits.idle_timeout);
@@ -145,7 +148,26 @@ void ClientSession::request_piece(beast::error_code ec) {
   // Only framing arrived (a chunk header): nothing to pass on yet.
   if (got == 0 && !parser_->is_done()) return read_request_piece();
   body_started_ = true;
+  if (request_head_pending_ && who_.tripwire) {
+    // Nothing has gone upstream yet: the first 64 KiB (or the whole body) is gathered
+    // and scanned first, so a placeholder split across the agent's writes is seen.
+    if (!parser_->is_done() && got < PieceBuffer::kSize) {
+      held_ = got;
+      return read_request_piece();
+    }
+    held_ = 0;
+    if (auto r = who_.tripwire->check_body(host_.name, target_.port, {pieces_.get(), got})) return refuse_body(std::move(*r));
+  }
   send_request_piece(got);
+}
+
+// The tripwire refused the body: the upstream connection got nothing and is dropped;
+// the row, open since admission, becomes the deny the agent is answered.
+void ClientSession::refuse_body(Refusal r) {
+  upstream_.reset();
+  exchange_.overrule(r.outcome, r.rule, r.reason);
+  r.what = what();
+  refuse(std::move(r), true);
 }
 
 // One write to the upstream: the head if it has not gone yet, `got` body bytes (a chunk
@@ -263,7 +285,7 @@ void ClientSession::start_inspection() {
   buffer_.consume(buffer_.size());
   exchange_.client_slot = std::move(slot_);
   InspectionScope scope{policy_, profile_, host_, target_.port, allowed_, decided_outcome_, decided_,
-                        who_.agent, peer_text_, impl_.metric_label(who_)};
+                        who_.agent, peer_text_, impl_.metric_label(who_), who_.tripwire};
   auto t = std::make_shared<InspectedTunnel>(impl_, worker_, stream_.release_socket(), std::move(early),
                                              std::move(exchange_), std::move(scope));
   t->start();

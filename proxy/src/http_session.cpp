@@ -1,5 +1,7 @@
 #include "http_session.hpp"
 
+#include "credentials.hpp"
+
 #include "head_writer.hpp"
 #include "headers.hpp"
 #include "request_rules.hpp"
@@ -52,7 +54,7 @@ void ClientSession::start() {
   who_ = impl_.agents.lookup(peer_.address());
   policy_ = impl_.current_policy();
   profile_ = who_.profile.empty() ? &policy_->base : &policy_->profile_for(who_.profile);
-  admission_.bind(*policy_, *profile_, who_.agent);
+  admission_.bind(*policy_, *profile_, who_);
   exchange_.connection(who_.agent, peer_text_, impl_.metric_label(who_));
   pool_scope_ = UpstreamPool::scope(who_.agent, peer_.address());
   read_request();
@@ -199,6 +201,12 @@ void ClientSession::take_head(beast::error_code ec) {
   }
   host_ = *parsed.host;
   exchange_.host(host_.name);
+  // A credential's placeholder on its way to a host not listed for it (credentials.hpp).
+  if (who_.tripwire && !is_connect())
+    if (auto r = who_.tripwire->check_request(host_.name, target_.port, req_, target_.path_and_query)) {
+      r->what = what();
+      return refuse(std::move(*r), !client_keep_alive_);
+    }
   admit();
 }
 

@@ -74,6 +74,7 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
   void send_request_piece(std::size_t got);
   void on_upstream_written(boost::beast::error_code ec, std::size_t bytes);
   void request_body_failed(boost::beast::error_code ec);
+  void refuse_body(Refusal r);
   bool may_resend() const;
   void relay_response();
   void on_relayed(RelayResult r);
@@ -131,7 +132,10 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
   bool expect_continue_ = false;   // the agent waits for "100 Continue" before sending it
   bool request_head_pending_ = false;  // the forwarded head is in out_, to go with the first piece
   bool last_piece_up_ = false;
-  std::size_t piece_up_ = 0;       // body bytes in the piece being written upstream
+  std::size_t piece_up_ = 0;
+  // For an agent with credentials, the first piece is filled (up to 64 KiB, or the whole
+  // body) before the head goes, so the tripwire sees it whole: what it holds so far.
+  std::size_t held_ = 0;       // body bytes in the piece being written upstream
   std::size_t linger_left_ = 0;    // bytes linger_close still drops before closing
   std::string pool_scope_;         // UpstreamPool::scope of this agent connection
   std::string pool_key_;

@@ -1,5 +1,6 @@
 #include "inspected_tunnel.hpp"
 
+#include "credentials.hpp"
 #include "head_writer.hpp"
 #include "headers.hpp"
 #include "request_head.hpp"
@@ -192,6 +193,17 @@ void InspectedTunnel::on_request(beast::error_code ec) {
     return refuse_request({400, Outcome::error, what(), "request",
                            "a request inside an inspected tunnel has an origin-form target (\"/path\")", {}});
 
+  if (scope_.tripwire) {
+    const auto& wire = *scope_.tripwire;
+    auto r = wire.check_request(scope_.host.name, scope_.port, req, target);
+    if (!r) r = wire.check_body(scope_.host.name, scope_.port, req.body());
+    if (r) {
+      Refused no{*r, r->rule, r->reason, scope_.endpoints.front().address().to_string(), {}};
+      inner_.refused(no);
+      r->what = what();
+      return refuse_request(std::move(*r));
+    }
+  }
   auto v = decide_request_rules(*scope_.profile, scope_.host.name, scope_.port, req.method_string(), target);
   if (v.refusal) {
     Refused no{*v.refusal, v.refusal->rule, v.refusal->reason, scope_.endpoints.front().address().to_string(), {}};
@@ -225,6 +237,11 @@ void InspectedTunnel::forward(std::string path_and_query) {
     framing.kind = BodyFraming::Kind::length;
     framing.length = req.body().size();
   }
+  // The secret goes into the head written upstream, nowhere else: not the row, nor a log
+  // line. The answer must come back uncompressed, so that it can be searched for it.
+  injected_ = scope_.tripwire &&
+              !inject_credentials(scope_.tripwire->credentials(), scope_.host.name, scope_.port, req.base()).empty();
+  if (injected_) req.erase(http::field::accept_encoding);
   append_forwarded_request(up.bytes, req.base(), path_and_query, host_header(scope_.host.name, scope_.port, 443),
                            framing);
   up.bytes += req.body();
@@ -248,6 +265,10 @@ void InspectedTunnel::on_answer(UpstreamAnswer a) {
     return refuse_request({a.failure_status, Outcome::error, what(), {}, a.error, {}}, a.error);
   }
   auto res = std::make_shared<Response>(std::move(*a.response));
+  if (injected_)
+    if (auto why = redact_answer(scope_.tripwire->credentials(), scope_.host.name, scope_.port, res->base(), res->body());
+        !why.empty())
+      return refuse_request({502, Outcome::error, what(), "credentials", why, {}}, why);
   strip_response_fields(res->base(), head_ ? a.content_length : std::nullopt);
   res->keep_alive(keep_alive_);
   if (!head_) res->prepare_payload();

@@ -8,7 +8,8 @@
 // verified against the trust store (upstream_tls.hpp). Anything but TLS carrying
 // HTTP/1.1 is refused with a reason. The tunnel's row is completed when the agent's
 // connection ends; its bytes stay 0, since its requests' rows carry them (summing both
-// would count every byte twice).
+// would count every byte twice). An agent's credentials (credentials.hpp) are put into
+// the requests to their hosts here, and its placeholders looked for in every other one.
 #include "netbox/policy/decision.hpp"
 #include "netbox/policy/host.hpp"
 
@@ -43,6 +44,7 @@ struct InspectionScope {
   Outcome outcome = Outcome::allow;       // the CONNECT's: the default of each request inside
   policy::Decision decision;
   std::string agent, client_addr, metric_label;
+  std::shared_ptr<const Tripwire> tripwire;  // the agent's credentials; null: none
 };
 
 class InspectedTunnel : public std::enable_shared_from_this<InspectedTunnel> {
@@ -90,6 +92,7 @@ class InspectedTunnel : public std::enable_shared_from_this<InspectedTunnel> {
   std::shared_ptr<const tls::Leaf> leaf_;
   bool keep_alive_ = true;
   bool head_ = false;
+  bool injected_ = false;  // the current request carries a credential's secret
   bool closed_ = false;
   int tunnel_status_ = 200;  // the tunnel row's: 403 when refused before TLS
   std::uint64_t requests_ = 0;

@@ -89,7 +89,8 @@ struct ProxyRuntime {
   std::vector<boost::asio::ip::tcp::endpoint> local_endpoints() const;
   void event(std::string kind, std::string message, std::string detail = {});
   // Server's, for the control socket too (agent_attach.cpp).
-  void register_agent(const boost::asio::ip::address& addr, std::string agent, std::string profile);
+  void register_agent(const boost::asio::ip::address& addr, std::string agent, std::string profile,
+                      std::vector<CredentialSecret> credentials = {});
   AttachedAgent attach_agent(const AgentAttachment& attachment);
   void detach_agent(const AttachedAgent& agent, const AgentEnd& end) noexcept;
 

@@ -85,7 +85,7 @@ void TransparentSession::start() {
   who_ = rt_.agents.lookup(peer.address());
   policy_ = rt_.current_policy();
   profile_ = who_.profile.empty() ? &policy_->base : &policy_->profile_for(who_.profile);
-  admission_.bind(*policy_, *profile_, who_.agent);
+  admission_.bind(*policy_, *profile_, who_);
   exchange_.connection(who_.agent, endpoint_text(peer), rt_.metric_label(who_));
   exchange_.begin();
   exchange_.request(true, "");

@@ -58,6 +58,11 @@ TlsUpstreamServer::~TlsUpstreamServer() {
   thread_.join();
 }
 
+std::string TlsUpstreamServer::last_echo() const {
+  std::lock_guard lock(echo_mu_);
+  return last_echo_;
+}
+
 void TlsUpstreamServer::serve() {
   while (!stopping_) {
     boost::system::error_code ec;
@@ -87,6 +92,10 @@ void TlsUpstreamServer::serve() {
     http::response<http::string_body> res{http::status::ok, 11};
     res.set(http::field::content_type, "application/json");
     res.body() = j.dump();
+    {
+      std::lock_guard lock(echo_mu_);
+      last_echo_ = res.body();
+    }
     res.keep_alive(false);
     res.prepare_payload();
     http::write(stream, res, ec);

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <filesystem>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 
@@ -28,6 +29,9 @@ class TlsUpstreamServer {
   std::filesystem::path ca_pem() const { return ca_pem_; }  // the test CA's certificate
   std::uint64_t requests() const { return requests_.load(); }
   std::uint64_t handshakes() const { return handshakes_.load(); }  // completed ones
+  // The JSON echo of the last request, as the upstream saw it (before any proxy between
+  // it and the client could change the answer).
+  std::string last_echo() const;
 
  private:
   struct State;
@@ -40,6 +44,8 @@ class TlsUpstreamServer {
   std::atomic<bool> stopping_{false};
   std::atomic<std::uint64_t> requests_{0};
   std::atomic<std::uint64_t> handshakes_{0};
+  mutable std::mutex echo_mu_;
+  std::string last_echo_;
   std::thread thread_;
 };
 

@@ -4,6 +4,8 @@
 #include "proxy_fixture.hpp"
 #include "support/dnsmasq.hpp"
 
+#include "netbox/tls/certificate_authority.hpp"
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -234,6 +236,39 @@ TEST_F(DnsViewTest, TunnellingThroughQueryNamesLeavesNothingAndBoundedRows) {
   ASSERT_FALSE(rows.empty());
   EXPECT_EQ(rows.back().host, "*");
   EXPECT_THAT(rows.back().reason, ::testing::HasSubstr("968 more refused DNS queries"));
+}
+
+// A credential's placeholder asked for by name (spread over labels, as a DNS name must
+// carry it) is the tripwire's too: NXDOMAIN and an exfiltration_attempt event.
+TEST_F(DnsViewTest, APlaceholderAskedForByNameIsNxdomainAndAnExfiltrationAttempt) {
+  tls::CertificateAuthority::create(dir.path() / "ca");
+  configure = [this](proxy::ProxyOptions& o) { o.ca_dir = dir.path() / "ca"; };
+  start_proxy(base_policy(R"("allow": ["upstream.test", "*.exfil.test"], "inspect": ["upstream.test"],
+    "credentials": [{"name": "openai", "hosts": ["upstream.test"], "header": "Authorization",
+                     "format": "Bearer {secret}", "secret_env": "OPENAI_API_KEY"}])"),
+              {dns->server()});
+  proxy::AgentAttachment a;
+  a.addr = ip::make_address(kAgent);
+  a.name = "dns-agent";
+  a.listen = ip::tcp::endpoint(ip::make_address(kHost), 0);
+  a.dns_pool = policy::Cidr::parse("198.18.0.0/15");
+  a.credentials.push_back({"openai", "nbx-openai-00112233445566778899aabbccddeeff", proxy::Secret("sk-dns")});
+  attached = server->attach_agent(a);
+
+  EXPECT_EQ(ask_udp(query("plain.exfil.test", 1)).rcode, 0) << "the wildcard allows the name itself";
+  EXPECT_EQ(ask_udp(query("nbx-openai-0011223344556677.8899aabbccddeeff.exfil.test", 1)).rcode, 3);
+  server->detach_agent(*attached, {});
+  int attempts = 0;
+  for (const auto& e : events())
+    if (e.kind == "exfiltration_attempt") {
+      ++attempts;
+      EXPECT_THAT(e.detail, ::testing::HasSubstr(R"("where":"the host name")"));
+    }
+  EXPECT_EQ(attempts, 1);
+  const auto rows = dns_rows();
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].rule, "credentials.openai");
+  EXPECT_EQ(rows[0].decision, "deny");
 }
 
 }  // namespace

@@ -122,6 +122,17 @@ TEST(AgentEnvironment, KeptJavaOptionsStayAndTheProxyOnesComeAfterThem) {
   EXPECT_EQ(java_proxy_options("socks5h://10.213.0.1:1080"), "");
 }
 
+TEST(AgentEnvironment, ACredentialsPlaceholderWinsOverKeepEnvAndEnv) {
+  AgentEnvInput in;
+  in.launcher_env = {{"OPENAI_API_KEY", "sk-real"}};
+  in.keep = {"OPENAI_API_KEY"};
+  in.set = {"OPENAI_API_KEY=sk-also-real"};
+  in.placeholders = {{"OPENAI_API_KEY", "nbx-openai-0123"}};
+  auto env = agent_environment(in);
+  EXPECT_THAT(env, Contains("OPENAI_API_KEY=nbx-openai-0123"));
+  for (const auto& e : env) EXPECT_THAT(e, Not(HasSubstr("real"))) << e;
+}
+
 TEST(AgentEnvironment, FlagsThatAreNotKeyValueAreUsageErrors) {
   EXPECT_THROW(validate_env_flags({"NOEQUALS"}, {}), LaunchError);
   EXPECT_THROW(validate_env_flags({"=value"}, {}), LaunchError);

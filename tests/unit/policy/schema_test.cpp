@@ -91,11 +91,11 @@ TEST(Schema, InspectionKeysMatch) {
   auto s = schema();
   EXPECT_EQ(keys(s["$defs"]["rules"]["items"]["properties"]), (std::set<std::string>{"host", "methods", "paths", "action"}));
   EXPECT_EQ(keys(s["$defs"]["credentials"]["items"]["properties"]),
-            (std::set<std::string>{"name", "hosts", "header", "format", "secret_env", "secret_file"}));
+            (std::set<std::string>{"name", "hosts", "header", "format", "secret_env", "secret_file", "env"}));
   json doc = json::parse(R"({"version": 1, "allow": ["api.github.com", "api.openai.com"],
     "inspect": ["api.github.com", "api.openai.com"],
     "rules": [{"host": "api.github.com", "methods": ["GET"], "paths": ["/repos/acme/*"], "action": "allow"}],
     "credentials": [{"name": "openai", "hosts": ["api.openai.com"], "header": "Authorization",
-                     "format": "Bearer {secret}", "secret_file": "/etc/netbox/secrets/openai"}]})");
+                     "format": "Bearer {secret}", "secret_file": "/etc/netbox/secrets/openai", "env": "OPENAI_API_KEY"}]})");
   EXPECT_NO_THROW(parse_policy(doc.dump(), "schema"));
 }

@@ -108,13 +108,33 @@ TEST(ControlProtocol, UnknownOpIsRefusedNamingIt) {
 }
 
 TEST(ControlProtocol, TruncatedAndNonJsonLinesAreRefused) {
-  const auto full = to_line(Register{"10.213.0.2", "a", "", "10.213.0.1:3128", AgentLaunch{1, "x", "", "", ""}, {}});
+  Register reg;
+  reg.addr = "10.213.0.2";
+  reg.agent = "a";
+  reg.listen = "10.213.0.1:3128";
+  reg.launch = AgentLaunch{1, "x", "", "", ""};
+  const auto full = to_line(reg);
   for (std::size_t n = 0; n + 2 < full.size(); n += 7) expect_refused(full.substr(0, n), "JSON");
   expect_refused("not json at all", "not JSON");
   expect_refused("\xff\xfe{\"op\":\"ping\"}", "not JSON");
   expect_refused(R"("ping")", "expected a JSON object, not string");
   expect_refused(R"([{"op":"ping"}])", "expected a JSON object, not array");
   expect_refused("null", "expected a JSON object, not null");
+}
+
+TEST(ControlProtocol, ARegisterCarriesItsCredentialsSecretsAndRefusesMalformedOnes) {
+  Register reg;
+  reg.addr = "10.213.0.2";
+  reg.credentials.push_back({"openai", "nbx-openai-0123456789abcdef", netbox::proxy::Secret("sk-real")});
+  const auto back = std::get<Register>(parse_request(to_line(reg)));
+  ASSERT_EQ(back.credentials.size(), 1u);
+  EXPECT_EQ(back.credentials[0].name, "openai");
+  EXPECT_EQ(back.credentials[0].placeholder, "nbx-openai-0123456789abcdef");
+  EXPECT_EQ(back.credentials[0].secret.reveal(), "sk-real");
+  EXPECT_TRUE(std::get<Register>(parse_request(R"({"op":"register","addr":"10.0.0.1"})")).credentials.empty());
+  expect_refused(R"({"op":"register","addr":"10.0.0.1","credentials":{}})", "\"credentials\" must be an array");
+  expect_refused(R"({"op":"register","addr":"10.0.0.1","credentials":[{"name":"a","placeholder":"p"}]})",
+                 "\"secret\" is missing");
 }
 
 TEST(ControlProtocol, WrongTypesAreRefusedNamingTheKey) {

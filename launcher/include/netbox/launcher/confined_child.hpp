@@ -31,6 +31,7 @@ struct ChildSpec {
   std::map<std::string, std::string> launcher_env;
   std::vector<std::string> keep_env;
   std::vector<std::string> set_env;
+  std::map<std::string, std::string> placeholders;  // credentials' variables: placeholders, set last
   std::vector<RlimitSetting> rlimits;
   std::vector<sock_filter> seccomp;  // compiled program; empty: none
   std::string hostname;              // the agent's name, cut to what the kernel takes

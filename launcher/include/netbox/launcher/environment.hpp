@@ -14,6 +14,9 @@ struct AgentEnvInput {
   std::string user;
   std::string home;
   std::string socks_url;  // socks5h://10.213.0.1:1080 for ALL_PROXY; empty: proxy_url there too
+  // A credential's variable -> its placeholder: set after everything else (--env too), so
+  // the secret a variable held in the launcher's environment never reaches the agent.
+  std::map<std::string, std::string> placeholders;
 };
 
 // -Dhttp(s).proxyHost/-Port and -Dhttp.nonProxyHosts for JAVA_TOOL_OPTIONS, from the
@@ -21,7 +24,8 @@ struct AgentEnvInput {
 std::string java_proxy_options(const std::string& proxy_url);
 
 // PATH, HOME, LANG, LC_*, TERM, TZ, USER, the kept keys, the proxy variables, then
-// --env entries (last, so a user can override on purpose). Sorted KEY=VALUE strings.
+// --env entries (so a user can override on purpose), then the credentials' placeholders
+// (last: nothing overrides those). Sorted KEY=VALUE strings.
 std::vector<std::string> agent_environment(const AgentEnvInput& in);
 std::map<std::string, std::string> current_environment();
 // Throws LaunchError (exit 2) naming the flag when an entry is not KEY=VALUE.

@@ -6,6 +6,7 @@
 #include "netbox/launcher/proxy_ports.hpp"
 #include "netbox/launcher/supervisor.hpp"
 #include "netbox/policy/policy.hpp"
+#include "netbox/proxy/credential_secret.hpp"
 
 #include <sys/types.h>
 
@@ -14,6 +15,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace netbox::launcher {
 
@@ -29,6 +31,7 @@ struct AgentIdentity {
   // Set: the proxy serves the agent the DNS view of its policy on host_addr port 53,
   // answering allowed names from this pool of synthetic addresses.
   std::optional<policy::Cidr> dns_pool;
+  std::vector<proxy::CredentialSecret> credentials;  // the profile's secrets (credential_secrets.hpp)
 };
 
 // The synthetic addresses the DNS view hands out: the benchmarking range (RFC 2544),

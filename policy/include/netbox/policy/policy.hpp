@@ -53,6 +53,9 @@ struct Credential {
   std::string format;                 // holds "{secret}" exactly once, e.g. "Bearer {secret}"
   std::string secret_env;             // exactly one of these two
   std::string secret_file;
+  // The agent's variable holding the placeholder; empty: secret_env's name (with
+  // secret_file: none, the proxy adds the header).
+  std::string env;
 };
 
 struct Limits {

@@ -2,6 +2,7 @@
 // An agent as its launcher attaches it to a proxy (Server::attach_agent), whether the
 // proxy runs in the launcher (embedded) or is reached over the control socket.
 #include "netbox/policy/cidr.hpp"
+#include "netbox/proxy/credential_secret.hpp"
 
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -9,6 +10,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace netbox::proxy {
 
@@ -36,6 +38,9 @@ struct AgentAttachment {
   // for its captured connections (AttachedAgent::transparent) (issue 15). Needs `listen`.
   // Unset: neither.
   std::optional<policy::Cidr> dns_pool;
+  // The secrets of its profile's `credentials`, read by the launcher, one per credential
+  // (a profile with credentials is refused without them); the agent holds the placeholders.
+  std::vector<CredentialSecret> credentials;
 };
 
 // What attach_agent did, for detach_agent to undo: a value the caller keeps.

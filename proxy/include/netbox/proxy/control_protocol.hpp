@@ -14,6 +14,7 @@
 #include <string>
 #include <string_view>
 #include <variant>
+#include <vector>
 
 namespace netbox::proxy::control {
 
@@ -32,6 +33,9 @@ struct Register {
   std::string listen;   // ADDR:PORT of a listener for it (the host side of its link); empty: none
   std::optional<AgentLaunch> launch;  // opens its agents row
   std::string socks_listen;  // ADDR:PORT of a SOCKS5 listener for it; empty: none
+  // "credentials": [{"name", "placeholder", "secret"}], the secrets of its profile's
+  // credentials (docs/inspection.md); absent: none.
+  std::vector<CredentialSecret> credentials;
 };
 
 struct Unregister {

@@ -1,8 +1,7 @@
 #pragma once
-// What this proxy can enforce. The policy library reads keys the proxy does not apply
-// yet (TLS inspection's credentials: issue 16), and `inspect` needs a CA (--ca-dir); a
-// policy it cannot apply whole is refused at start and on reload, so a reviewed file is
-// never silently half applied.
+// What this proxy can enforce: `inspect` needs a CA (--ca-dir); a policy it cannot apply
+// whole is refused at start and on reload, so a reviewed file is never silently half
+// applied.
 #include "netbox/policy/policy.hpp"
 
 namespace netbox::proxy {

@@ -1,0 +1,204 @@
+#include "credentials.hpp"
+
+#include "proxy_runtime.hpp"
+
+#include <boost/beast/core/string.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <map>
+#include <stdexcept>
+
+namespace netbox::proxy {
+
+namespace http = boost::beast::http;
+
+namespace {
+
+char lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
+
+bool contains_folded(std::string_view text, std::string_view needle) {
+  if (needle.empty() || text.size() < needle.size()) return false;
+  return std::search(text.begin(), text.end(), needle.begin(), needle.end(),
+                     [](char a, char b) { return lower(a) == lower(b); }) != text.end();
+}
+
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  c = lower(c);
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  return -1;
+}
+
+// One round of %XX decoding; false when there was nothing to decode.
+bool percent_decode(std::string& s) {
+  std::string out;
+  bool changed = false;
+  out.reserve(s.size());
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '%' && i + 2 < s.size()) {
+      const int hi = hex_value(s[i + 1]), lo = hex_value(s[i + 2]);
+      if (hi >= 0 && lo >= 0) {
+        out += static_cast<char>(hi * 16 + lo);
+        i += 2;
+        changed = true;
+        continue;
+      }
+    }
+    out += s[i];
+  }
+  if (changed) s = std::move(out);
+  return changed;
+}
+
+std::string formatted(const AgentCredential& c) {
+  std::string value = c.format;
+  const auto at = value.find("{secret}");
+  if (at != std::string::npos) value.replace(at, 8, c.secret.reveal());
+  return value;
+}
+
+}  // namespace
+
+bool AgentCredential::listed_for(const std::string& host, std::uint16_t port) const {
+  return std::any_of(hosts.begin(), hosts.end(),
+                     [&](const policy::Rule& r) { return r.covers_name(host) && (!r.port || *r.port == port); });
+}
+
+AgentCredentials bind_credentials(const policy::Profile& profile, std::vector<CredentialSecret> secrets) {
+  std::map<std::string, CredentialSecret*> by_name;
+  for (auto& s : secrets) {
+    if (!by_name.emplace(s.name, &s).second)
+      throw std::invalid_argument("credential " + s.name + " is given twice");
+  }
+  AgentCredentials out;
+  for (const policy::Credential& c : profile.credentials) {
+    auto it = by_name.find(c.name);
+    if (it == by_name.end() || it->second->secret.empty())
+      throw std::invalid_argument("credential " + c.name + " of the agent's profile has no secret: the launcher " +
+                                  "reads it (" + (c.secret_env.empty() ? c.secret_file : "$" + c.secret_env) +
+                                  ") and gives it when it attaches the agent");
+    CredentialSecret& s = *it->second;
+    const std::string prefix = "nbx-" + c.name + "-";
+    if (!s.placeholder.starts_with(prefix) || s.placeholder.size() < prefix.size() + 16)
+      throw std::invalid_argument("credential " + c.name + ": the placeholder is not " + prefix +
+                                  "<random> (at least 16 characters of it)");
+    out.push_back(AgentCredential{c.name, c.hosts, c.header, c.format, std::move(s.placeholder),
+                                  std::move(s.secret)});
+    by_name.erase(it);
+  }
+  if (!by_name.empty())
+    throw std::invalid_argument("credential " + by_name.begin()->first + " is not one of the agent's profile");
+  return out;
+}
+
+std::string inject_credentials(const AgentCredentials& credentials, const std::string& host, std::uint16_t port,
+                               http::fields& fields) {
+  std::string used;
+  for (const auto& c : credentials) {
+    if (!c.listed_for(host, port)) continue;
+    fields.set(c.header, formatted(c));
+    used += (used.empty() ? "" : ",") + c.name;
+  }
+  return used;
+}
+
+std::string redact_answer(const AgentCredentials& credentials, const std::string& host, std::uint16_t port,
+                          const http::fields& fields, std::string& body) {
+  for (const auto& c : credentials) {
+    if (!c.listed_for(host, port)) continue;
+    const std::string_view secret = c.secret.reveal();
+    for (const auto& f : fields)
+      if (f.value().find(secret) != std::string_view::npos)
+        return "the upstream's answer holds credential " + c.name + "'s secret in its header " +
+               std::string(f.name_string()) + "; netbox does not pass it to the agent";
+    for (auto at = body.find(secret); at != std::string::npos; at = body.find(secret, at + c.placeholder.size()))
+      body.replace(at, secret.size(), c.placeholder);
+  }
+  const auto encoding = fields[http::field::content_encoding];
+  if (!encoding.empty() && !boost::beast::iequals(encoding, "identity"))
+    return "the upstream's answer to a request carrying a credential is encoded (" + std::string(encoding) +
+           "), so netbox cannot check that it does not hold the secret";
+  return {};
+}
+
+bool holds_placeholder(std::string_view text, std::string_view placeholder) {
+  if (contains_folded(text, placeholder)) return true;
+  if (text.find('%') == std::string_view::npos) return false;
+  std::string decoded(text);
+  for (int round = 0; round < 3 && percent_decode(decoded); ++round)
+    if (contains_folded(decoded, placeholder)) return true;
+  return false;
+}
+
+std::optional<Exfiltration> scan_request(const AgentCredentials& credentials, const std::string& host,
+                                         std::uint16_t port, const http::fields& fields, std::string_view target) {
+  const auto query_at = target.find('?');
+  const std::string_view path = target.substr(0, query_at);
+  const std::string_view query = query_at == std::string_view::npos ? std::string_view{} : target.substr(query_at);
+  for (const auto& c : credentials) {
+    if (c.listed_for(host, port)) continue;
+    if (holds_placeholder(path, c.placeholder)) return Exfiltration{&c, "the path"};
+    if (holds_placeholder(query, c.placeholder)) return Exfiltration{&c, "the query"};
+    for (const auto& f : fields)
+      if (holds_placeholder(f.value(), c.placeholder) || holds_placeholder(f.name_string(), c.placeholder))
+        return Exfiltration{&c, "the header " + std::string(f.name_string())};
+  }
+  return std::nullopt;
+}
+
+std::optional<Exfiltration> scan_body(const AgentCredentials& credentials, const std::string& host,
+                                      std::uint16_t port, std::string_view body) {
+  body = body.substr(0, Tripwire::kBodyScan);
+  for (const auto& c : credentials)
+    if (!c.listed_for(host, port) && holds_placeholder(body, c.placeholder)) return Exfiltration{&c, "the body"};
+  return std::nullopt;
+}
+
+std::optional<Exfiltration> scan_host_name(const AgentCredentials& credentials, std::string_view name) {
+  std::string undotted;
+  undotted.reserve(name.size());
+  for (char ch : name)
+    if (ch != '.') undotted += ch;
+  for (const auto& c : credentials)
+    if (holds_placeholder(undotted, c.placeholder)) return Exfiltration{&c, "the host name"};
+  return std::nullopt;
+}
+
+Tripwire::Tripwire(ProxyRuntime& rt, std::string agent, AgentCredentials credentials)
+    : rt_(rt), agent_(std::move(agent)), credentials_(std::move(credentials)) {}
+
+std::optional<Refusal> Tripwire::check_request(const std::string& host, std::uint16_t port,
+                                               const http::fields& fields, std::string_view target) const {
+  if (auto e = scan_request(credentials_, host, port, fields, target)) return trip(*e, host);
+  return std::nullopt;
+}
+
+std::optional<Refusal> Tripwire::check_body(const std::string& host, std::uint16_t port,
+                                            std::string_view body) const {
+  if (auto e = scan_body(credentials_, host, port, body)) return trip(*e, host);
+  return std::nullopt;
+}
+
+std::optional<Refusal> Tripwire::check_host_name(const std::string& host) const {
+  if (auto e = scan_host_name(credentials_, host)) return trip(*e, host);
+  return std::nullopt;
+}
+
+// The event names the credential, never its secret nor its placeholder: both would
+// make the store (which many read) one more place to copy a key from.
+Refusal Tripwire::trip(const Exfiltration& e, const std::string& host) const {
+  const std::string& name = e.credential->name;
+  const std::string reason = "exfiltration attempt: the placeholder of credential '" + name + "' was sent to " +
+                             host + " (in " + e.where + "), which is not one of its hosts; netbox put the " +
+                             "credential only into requests to its hosts";
+  nlohmann::json detail{{"host", host}, {"credential", name}, {"agent", agent_}, {"where", e.where}};
+  rt_.event("exfiltration_attempt", "agent " + agent_ + " sent the placeholder of credential " + name + " to " + host +
+                                        " (in " + e.where + ")",
+            detail.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  rt_.log.write("exfiltration_attempt", {{"agent", agent_}, {"host", host}, {"credential", name}, {"where", e.where}});
+  return Refusal{403, Outcome::deny, {}, "credentials." + name, reason, {}};
+}
+
+}  // namespace netbox::proxy

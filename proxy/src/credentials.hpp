@@ -1,0 +1,114 @@
+#pragma once
+// Credentials the agent never holds (issue 16, `credentials`). An attached agent's
+// credentials are values built once, when it is attached, from its profile and the
+// secrets its launcher read on the host (CredentialSecret). Two uses:
+// - injection: an inspected request to a host listed for a credential gets the
+//   credential's header set to its format with the secret (inject_credentials);
+// - the tripwire: the placeholder the agent holds, seen on its way to any other host (a
+//   request's head or the first 64 KiB of its body, a CONNECT or SOCKS target, a DNS
+//   name), is an exfiltration attempt: refused 403 and recorded as an event.
+// The guarantee is that the secret never enters the agent's namespace; the tripwire only
+// notices the placeholders it can see (not other encodings, nor what goes through a
+// blind tunnel).
+#include "netbox/policy/decision.hpp"
+#include "netbox/policy/policy.hpp"
+#include "netbox/proxy/credential_secret.hpp"
+
+#include "denial.hpp"
+
+#include <boost/beast/http/fields.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace netbox::proxy {
+
+struct ProxyRuntime;
+
+// One credential of an attached agent. Printing it prints no secret: there is no
+// operator<<, and the secret is a Secret.
+struct AgentCredential {
+  std::string name;
+  std::vector<policy::Rule> hosts;
+  std::string header;
+  std::string format;  // holds {secret} once
+  std::string placeholder;
+  Secret secret;
+
+  bool listed_for(const std::string& host, std::uint16_t port) const;
+};
+
+using AgentCredentials = std::vector<AgentCredential>;
+
+// The profile's credentials joined with the launcher's secrets, by name. Throws
+// std::invalid_argument naming the credential when one has no secret, a secret names no
+// credential of the profile, or a placeholder is not nbx-NAME-... of its credential.
+AgentCredentials bind_credentials(const policy::Profile& profile, std::vector<CredentialSecret> secrets);
+
+// Sets the header of every credential listed for host:port to its format with the
+// secret (replacing what the agent sent there, the placeholder or anything else). Returns
+// the names used ("openai,github"), for the audit row; empty: none.
+std::string inject_credentials(const AgentCredentials& credentials, const std::string& host, std::uint16_t port,
+                               boost::beast::http::fields& fields);
+
+// The answer to a request a secret went into may reflect it (an echo endpoint, an error
+// quoting the request's headers), which would put it in the agent's hands. Each
+// occurrence in the body is replaced by the credential's placeholder. Returns why the
+// answer cannot be passed on, else empty: a header holding a secret, or a body that is
+// encoded (compressed), so it cannot be searched.
+std::string redact_answer(const AgentCredentials& credentials, const std::string& host, std::uint16_t port,
+                          const boost::beast::http::fields& fields, std::string& body);
+
+// The scanner. `text` holds `placeholder`, ASCII case ignored, as sent or after up to
+// three rounds of percent-decoding (%6e%62%78, %256e...).
+bool holds_placeholder(std::string_view text, std::string_view placeholder);
+
+// What the tripwire found: whose placeholder, and where ("the header X-Trace", "the
+// path", "the query", "the body", "the host name").
+struct Exfiltration {
+  const AgentCredential* credential = nullptr;
+  std::string where;
+};
+
+// The first credential not listed for host:port whose placeholder the request shows.
+std::optional<Exfiltration> scan_request(const AgentCredentials& credentials, const std::string& host,
+                                         std::uint16_t port, const boost::beast::http::fields& fields,
+                                         std::string_view target);
+std::optional<Exfiltration> scan_body(const AgentCredentials& credentials, const std::string& host,
+                                      std::uint16_t port, std::string_view body);
+// A host name (a CONNECT, SOCKS or captured target, a DNS question): any placeholder,
+// its dots ignored (a placeholder is longer than one DNS label may be).
+std::optional<Exfiltration> scan_host_name(const AgentCredentials& credentials, std::string_view name);
+
+// An attached agent's credentials and what to do when its placeholder goes astray:
+// record the `exfiltration_attempt` event (and a log line) and answer 403. A session
+// holds it through its AgentIdentity; an agent without credentials has none, so none of
+// this costs anything then.
+class Tripwire {
+ public:
+  // At most this much of a request body is scanned (plain HTTP holds it back until then).
+  static constexpr std::size_t kBodyScan = 64 * 1024;
+
+  Tripwire(ProxyRuntime& rt, std::string agent, AgentCredentials credentials);
+
+  const AgentCredentials& credentials() const { return credentials_; }
+
+  // Each returns the refusal for the agent (after recording the attempt), or nullopt.
+  std::optional<Refusal> check_request(const std::string& host, std::uint16_t port,
+                                       const boost::beast::http::fields& fields, std::string_view target) const;
+  std::optional<Refusal> check_body(const std::string& host, std::uint16_t port, std::string_view body) const;
+  std::optional<Refusal> check_host_name(const std::string& host) const;
+
+ private:
+  Refusal trip(const Exfiltration& e, const std::string& host) const;
+
+  ProxyRuntime& rt_;
+  std::string agent_;
+  AgentCredentials credentials_;
+};
+
+}  // namespace netbox::proxy

@@ -1,0 +1,156 @@
+// The credentials' values, injection and the tripwire's scanner (proxy/src/credentials.hpp).
+#include "credentials.hpp"
+
+#include "netbox/policy/load.hpp"
+
+#include <gmock/gmock.h>
+
+#include <set>
+
+namespace netbox::proxy {
+namespace {
+
+using ::testing::HasSubstr;
+namespace http = boost::beast::http;
+
+constexpr const char* kPlaceholder = "nbx-openai-0123456789abcdef0123456789abcdef";
+
+policy::Policy policy_with_openai() {
+  return policy::parse_policy(R"({"version": 1, "allow": ["api.openai.com", "*.example.com"],
+    "inspect": ["api.openai.com"], "credentials": [{"name": "openai", "hosts": ["api.openai.com"],
+    "header": "Authorization", "format": "Bearer {secret}", "secret_env": "OPENAI_API_KEY"}]})",
+                              "test.json");
+}
+
+AgentCredentials openai() {
+  std::vector<CredentialSecret> s;
+  s.push_back({"openai", kPlaceholder, Secret("sk-real")});
+  return bind_credentials(policy_with_openai().base, std::move(s));
+}
+
+TEST(Placeholder, IsNbxNameAndThirtyTwoHexDigitsNewEachTime) {
+  const auto a = make_placeholder("openai"), b = make_placeholder("openai");
+  EXPECT_THAT(a, ::testing::MatchesRegex("nbx-openai-[0-9a-f]{32}"));
+  EXPECT_NE(a, b);
+}
+
+TEST(Secret, AMovedFromSecretHoldsNothing) {
+  Secret s("sk-real");
+  Secret t(std::move(s));
+  EXPECT_TRUE(s.empty());  // NOLINT(bugprone-use-after-move): that is the point
+  EXPECT_EQ(t.reveal(), "sk-real");
+  Secret u;
+  u = std::move(t);
+  EXPECT_TRUE(t.empty());  // NOLINT(bugprone-use-after-move)
+  EXPECT_EQ(u.reveal(), "sk-real");
+}
+
+TEST(Scanner, FindsThePlaceholderAsSentInAnyCaseAndPercentEncoded) {
+  EXPECT_TRUE(holds_placeholder(std::string("x=") + kPlaceholder, kPlaceholder));
+  EXPECT_TRUE(holds_placeholder("NBX-OPENAI-0123456789ABCDEF0123456789ABCDEF", kPlaceholder));
+  EXPECT_TRUE(holds_placeholder("q=%6e%62%78-openai-0123456789abcdef0123456789abcdef", kPlaceholder));
+  EXPECT_TRUE(holds_placeholder("q=%256E%2562x-openai-0123456789abcdef0123456789abcdef", kPlaceholder));
+  EXPECT_FALSE(holds_placeholder("nbx-openai-0123456789abcdef0123456789abcde", kPlaceholder));
+  EXPECT_FALSE(holds_placeholder("%", kPlaceholder));
+  EXPECT_FALSE(holds_placeholder("", kPlaceholder));
+}
+
+TEST(Scanner, SaysWhereThePlaceholderOfAnUnlistedHostIs) {
+  const auto creds = openai();
+  http::fields f;
+  f.set("X-Trace", std::string("id ") + kPlaceholder);
+  auto hit = scan_request(creds, "evil.example.com", 443, f, "/upload");
+  ASSERT_TRUE(hit);
+  EXPECT_EQ(hit->credential->name, "openai");
+  EXPECT_EQ(hit->where, "the header X-Trace");
+
+  http::fields none;
+  hit = scan_request(creds, "evil.example.com", 443, none, std::string("/k/") + kPlaceholder);
+  ASSERT_TRUE(hit);
+  EXPECT_EQ(hit->where, "the path");
+  hit = scan_request(creds, "evil.example.com", 443, none, "/k?key=%6Ebx-openai-0123456789abcdef0123456789abcdef");
+  ASSERT_TRUE(hit);
+  EXPECT_EQ(hit->where, "the query");
+
+  // To its own host the placeholder is what the agent is meant to send.
+  EXPECT_FALSE(scan_request(creds, "api.openai.com", 443, f, std::string("/v1?k=") + kPlaceholder));
+  // ... and to a host that merely looks like it, it is not.
+  EXPECT_TRUE(scan_request(creds, "api.openai.com.evil.example.com", 443, f, "/v1"));
+}
+
+TEST(Scanner, ReadsTheFirst64KiBOfABody) {
+  const auto creds = openai();
+  std::string body(Tripwire::kBodyScan - 20, 'a');
+  body += kPlaceholder;  // straddles the 64 KiB line: its start is inside
+  EXPECT_FALSE(scan_body(creds, "evil.example.com", 443, body)) << "only what is inside the first 64 KiB counts";
+  std::string inside(Tripwire::kBodyScan - 100, 'a');
+  inside += kPlaceholder;
+  auto hit = scan_body(creds, "evil.example.com", 443, inside);
+  ASSERT_TRUE(hit);
+  EXPECT_EQ(hit->where, "the body");
+  EXPECT_FALSE(scan_body(creds, "api.openai.com", 443, inside));
+}
+
+TEST(Scanner, FindsAPlaceholderSpreadOverTheLabelsOfAHostName) {
+  const auto creds = openai();
+  auto hit = scan_host_name(creds, "nbx-openai-0123456789abcdef.0123456789abcdef.evil.example.com");
+  ASSERT_TRUE(hit);
+  EXPECT_EQ(hit->where, "the host name");
+  EXPECT_FALSE(scan_host_name(creds, "api.openai.com"));
+}
+
+TEST(Injection, SetsTheHeaderOnlyForTheCredentialsHosts) {
+  const auto creds = openai();
+  http::fields replaced;
+  replaced.set(http::field::authorization, std::string("Bearer ") + kPlaceholder);
+  replaced.set("X-Other", kPlaceholder);
+  EXPECT_EQ(inject_credentials(creds, "api.openai.com", 443, replaced), "openai");
+  EXPECT_EQ(replaced[http::field::authorization], "Bearer sk-real");
+  EXPECT_EQ(replaced["X-Other"], kPlaceholder) << "nothing else is rewritten";
+
+  http::fields added;
+  EXPECT_EQ(inject_credentials(creds, "api.openai.com", 443, added), "openai");
+  EXPECT_EQ(added[http::field::authorization], "Bearer sk-real");
+
+  http::fields elsewhere;
+  EXPECT_EQ(inject_credentials(creds, "www.example.com", 443, elsewhere), "");
+  EXPECT_EQ(elsewhere.count(http::field::authorization), 0u);
+}
+
+TEST(Answer, AReflectedSecretIsReplacedByThePlaceholderOrTheAnswerRefused) {
+  const auto creds = openai();
+  http::fields plain;
+  std::string body = R"({"authorization":"Bearer sk-real","again":"sk-real"})";
+  EXPECT_EQ(redact_answer(creds, "api.openai.com", 443, plain, body), "");
+  EXPECT_EQ(body, std::string(R"({"authorization":"Bearer )") + kPlaceholder + R"(","again":")" + kPlaceholder + "\"}");
+
+  http::fields in_header;
+  in_header.set("X-Echo", "Bearer sk-real");
+  std::string none;
+  EXPECT_THAT(redact_answer(creds, "api.openai.com", 443, in_header, none), HasSubstr("in its header X-Echo"));
+
+  http::fields gzip;
+  gzip.set(http::field::content_encoding, "gzip");
+  EXPECT_THAT(redact_answer(creds, "api.openai.com", 443, gzip, none), HasSubstr("is encoded (gzip)"));
+  http::fields identity;
+  identity.set(http::field::content_encoding, "identity");
+  EXPECT_EQ(redact_answer(creds, "api.openai.com", 443, identity, none), "");
+}
+
+TEST(Binding, RefusesACredentialWithoutItsSecretOrAStrangerOrABadPlaceholder) {
+  const auto p = policy_with_openai();
+  EXPECT_THAT([&] { bind_credentials(p.base, {}); },
+              ::testing::ThrowsMessage<std::invalid_argument>(HasSubstr("credential openai of the agent's profile has no secret")));
+  std::vector<CredentialSecret> stranger;
+  stranger.push_back({"openai", kPlaceholder, Secret("sk")});
+  stranger.push_back({"github", "nbx-github-0123456789abcdef", Secret("gh")});
+  EXPECT_THAT([&] { bind_credentials(p.base, std::move(stranger)); },
+              ::testing::ThrowsMessage<std::invalid_argument>(HasSubstr("credential github is not one of")));
+  std::vector<CredentialSecret> short_one;
+  short_one.push_back({"openai", "nbx-openai-1", Secret("sk")});
+  EXPECT_THAT([&] { bind_credentials(p.base, std::move(short_one)); },
+              ::testing::ThrowsMessage<std::invalid_argument>(HasSubstr("the placeholder is not nbx-openai-")));
+}
+
+}  // namespace
+}  // namespace netbox::proxy
