@@ -33,6 +33,7 @@ class ControlClient final : public ProxyLink {
     req.profile = agent.profile;
     req.listen = agent.host_addr + ":3128";
     req.socks_listen = agent.host_addr + ":0";  // any free port: ALL_PROXY names it
+    if (agent.dns_pool) req.dns_pool = agent.dns_pool->to_string();
     // Without --policy the proxy records the digest of the policy it runs (an empty one).
     req.launch = proxy::AgentLaunch{agent.pid, agent.command_line, agent.agent_addr, agent.policy_digest, agent.sandbox};
     req.credentials = agent.credentials;
@@ -46,6 +47,14 @@ class ControlClient final : public ProxyLink {
       // A proxy from before SOCKS5 answers none: the agent then has the HTTP listener only.
       if (!reply.socks_listen.empty())
         ports.socks = proxy::parse_endpoint(reply.socks_listen, proxy::PortZero::refused).port();
+      if (agent.dns_pool) {
+        // The agent's resolv.conf names the proxy: one that serves no DNS view (from before
+        // the shared view) would leave it without names, so that launch stops here.
+        if (reply.capture.empty())
+          throw LaunchError(kExitLauncherFailure, "the proxy at " + path_.string() +
+                                                      " serves no DNS view (an older netbox?); use --network proxy-vars");
+        capture_ = proxy::parse_endpoint(reply.capture, proxy::PortZero::refused).port();
+      }
       return ports;
     } catch (const std::invalid_argument& e) {
       throw LaunchError(kExitLauncherFailure,
@@ -68,6 +77,8 @@ class ControlClient final : public ProxyLink {
     if (!reply.audit_db.empty()) out.audit_db = reply.audit_db;
     return out;
   }
+
+  std::uint16_t capture_port() const override { return capture_; }
 
   void detach(const AgentOutcome& outcome) noexcept override {
     if (fd_ < 0) return;
@@ -135,6 +146,7 @@ class ControlClient final : public ProxyLink {
   int fd_ = -1;
   std::string buffer_;
   AgentIdentity agent_;
+  std::uint16_t capture_ = 0;
 };
 
 }  // namespace

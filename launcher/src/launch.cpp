@@ -163,6 +163,13 @@ void disable_ipv6(const std::string& ifname) {
   std::ofstream("/proc/sys/net/ipv6/conf/" + ifname + "/disable_ipv6") << "1\n";
 }
 
+// A running proxy's agents each need a synthetic pool of their own (it refuses overlaps).
+policy::Cidr shared_proxy_pool(const Lease& lease) {
+  const Ipv4Network range{kSyntheticPool.base.to_v4().to_uint(), static_cast<int>(kSyntheticPool.prefix)};
+  const Ipv4Network mine = synthetic_pool_for(lease, range);
+  return {boost::asio::ip::address_v4(mine.address), static_cast<unsigned>(mine.prefix)};
+}
+
 }  // namespace
 
 int launch(const LaunchOptions& flags) {
@@ -200,12 +207,7 @@ int launch(const LaunchOptions& flags) {
                                       ": only for the embedded proxy; a running proxy logs where it was started");
   if (o.network != "transparent" && o.network != "proxy-vars")
     throw LaunchError(kExitUsage, "--network '" + o.network + "': expected transparent or proxy-vars");
-  // A running proxy serves no DNS view yet: its agents keep the proxy variables only,
-  // unless transparent was asked for by name, which is refused rather than quietly missing.
-  if (o.proxy_control && o.network_given && o.network == "transparent")
-    throw LaunchError(kExitUsage, "--network transparent: only with the embedded proxy for now; with --proxy-control "
-                                  "use --network proxy-vars");
-  const bool dns_view = o.network == "transparent" && !o.proxy_control;
+  const bool dns_view = o.network == "transparent";
   if (o.timeout_seconds && (!std::isfinite(*o.timeout_seconds) || *o.timeout_seconds <= 0))
     throw LaunchError(kExitUsage, "--timeout: expected a positive number of seconds");
   const auto rlimits = agent_rlimits(o.rlimits);
@@ -357,7 +359,8 @@ int launch(const LaunchOptions& flags) {
 
   AgentIdentity identity{name, profile, lease.agent_addr, lease.host_addr, child.pid(), command_line(o.command),
                          policy ? policy->digest : std::string(), render_report_json(report), std::nullopt, {}};
-  if (dns_view) identity.dns_pool = kSyntheticPool;
+  // The embedded proxy has this agent only; a running one gets a pool of its own per agent.
+  if (dns_view) identity.dns_pool = o.proxy_control ? shared_proxy_pool(lease) : kSyntheticPool;
   identity.credentials = std::move(credentials.secrets);
   ProxyPorts ports = link->attach(identity);
   ports.capture = link->capture_port();

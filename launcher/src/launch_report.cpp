@@ -53,7 +53,7 @@ SandboxReport describe_launch(const LaunchOptions& o, const std::string& name, c
                                : "embedded, policy " + (o.policy_file ? o.policy_file->string() : "deny all") +
                                      ", audit " + (audit_db ? audit_db->string() : std::string("the default"))) +
               ")" +
-              (o.network == "transparent" && !o.proxy_control
+              (o.network == "transparent"
                    ? "; DNS answered from the policy, every TCP connection captured (--network transparent)"
                    : "; only the proxy variables (--network proxy-vars)");
   r.ipc_uts = "own IPC and UTS namespaces (hostname " + hostname + ")";

@@ -64,7 +64,9 @@ void install_agent_rules(const std::string& proxy_addr, const ProxyPorts& ports,
   // Captured: every TCP connection goes out to the host side, whose prerouting sends it
   // to the proxy's capture port (the conntrack that knows the original destination must
   // be the proxy's, so the DNAT is the host's, see install_host_rules).
-  if (ports.capture) r << "    meta l4proto tcp accept\n";
+  // IPv4 only: the namespace has no IPv6 route but link-local, and the host side has IPv6
+  // off, so an IPv6 connection let out would hang; the reset below refuses it at once.
+  if (ports.capture) r << "    meta nfproto ipv4 meta l4proto tcp accept\n";
   r << "    meta l4proto tcp reject with tcp reset\n"
        "    reject with icmpx type admin-prohibited\n"
        "  }\n"

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -129,6 +130,15 @@ Lease allocate_lease(const Ipv4Network& pool, const fs::path& state_dir, pid_t o
 void release_lease(const Lease& lease) {
   std::error_code ec;
   fs::remove(lease.file, ec);
+}
+
+Ipv4Network synthetic_pool_for(const Lease& lease, const Ipv4Network& range) {
+  constexpr int kPrefix = 22;
+  const std::uint32_t slots = range.prefix >= kPrefix ? 1u : 1u << (kPrefix - range.prefix);
+  // The /30's own number, not its place in --subnet: launches with different --subnet
+  // values (tests use one /24 each) share a proxy too.
+  const std::uint32_t index = (lease.network >> 2) % slots;
+  return {range.address + (index << (32 - kPrefix)), std::max(kPrefix, range.prefix)};
 }
 
 }  // namespace netbox::launcher

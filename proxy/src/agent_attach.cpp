@@ -35,6 +35,21 @@ void require_in_pool(const char* key, const boost::asio::ip::address& addr, cons
                               "proxy's --subnet");
 }
 
+// A pool outside the proxy's synthetic range could be a real destination; one that
+// overlaps another agent's would make an address stand for two mappings. Under dns_mu.
+std::string pool_problem(const policy::Cidr& pool, const policy::Cidr& range,
+                         const std::map<boost::asio::ip::address, std::shared_ptr<DnsView>>& views) {
+  if (pool.base.is_v4() != range.base.is_v4() || pool.prefix < range.prefix || !range.contains(pool.base))
+    return "\"dns_pool\" " + pool.to_string() + " lies outside this proxy's synthetic range " + range.to_string();
+  for (const auto& [agent, view] : views) {
+    const auto& other = view->pool();
+    if (other.contains(pool.base) || pool.contains(other.base))
+      return "\"dns_pool\" " + pool.to_string() + " overlaps " + other.to_string() + ", the synthetic pool of agent " +
+             agent.to_string() + " attached to this proxy";
+  }
+  return {};
+}
+
 std::string profile_missing(const std::string& profile, const std::string& agent) {
   return "the policy has no agents." + profile + " profile for agent " + agent;
 }
@@ -86,6 +101,11 @@ AttachedAgent ProxyRuntime::attach_agent(const AgentAttachment& a) {
     throw std::invalid_argument(profile_missing(a.profile, a.name));
   if (a.listen) require_in_pool("listen", a.listen->address(), core.options.launch_subnets);
   if (a.socks_listen) require_in_pool("socks_listen", a.socks_listen->address(), core.options.launch_subnets);
+  if (a.dns_pool) {
+    std::lock_guard lock(core.dns_mu);
+    if (auto why = pool_problem(*a.dns_pool, core.options.synthetic_range, core.dns_views); !why.empty())
+      throw std::invalid_argument(why);
+  }
 
   AttachedAgent attached;
   attached.addr = a.addr;
@@ -115,7 +135,14 @@ AttachedAgent ProxyRuntime::attach_agent(const AgentAttachment& a) {
       auto capture = std::make_shared<TransparentListener>(core, *core.workers.front(), attached.listener->address());
       capture->start();
       attached.transparent = capture->endpoint();
-      std::lock_guard lock(core.dns_mu);
+      std::unique_lock lock(core.dns_mu);
+      // Again under the lock that inserts: another launcher may have attached meanwhile.
+      if (auto why = pool_problem(*a.dns_pool, core.options.synthetic_range, core.dns_views); !why.empty()) {
+        lock.unlock();
+        view->stop();
+        capture->stop();
+        throw std::invalid_argument(why);
+      }
       core.dns_views[canonical_address(a.addr)] = std::move(view);
       core.transparent_listeners[canonical_address(a.addr)] = std::move(capture);
       attached.dns_view = true;

@@ -94,6 +94,7 @@ struct RequestWriter {
     j = {{"op", "register"}, {"addr", r.addr}, {"agent", r.agent}, {"profile", r.profile}};
     if (!r.listen.empty()) j["listen"] = r.listen;
     if (!r.socks_listen.empty()) j["socks_listen"] = r.socks_listen;
+    if (!r.dns_pool.empty()) j["dns_pool"] = r.dns_pool;
     if (r.launch) {
       json l = {{"pid", r.launch->pid}, {"command_line", r.launch->command_line}};
       if (!r.launch->address.empty()) l["address"] = r.launch->address;
@@ -133,6 +134,7 @@ void from_json(const json& j, Request& request) {
     r.profile = text(j, "profile");
     r.listen = text(j, "listen");
     r.socks_listen = text(j, "socks_listen");
+    r.dns_pool = text(j, "dns_pool");
     if (const auto it = j.find("launch"); it != j.end() && !it->is_null()) r.launch = launch_from(*it);
     if (const auto it = j.find("credentials"); it != j.end() && !it->is_null()) r.credentials = credentials_from(*it);
     request = std::move(r);
@@ -152,6 +154,8 @@ void to_json(json& j, const Reply& reply) {
   if (!reply.ok) j["error"] = reply.error;
   if (!reply.listen.empty()) j["listen"] = reply.listen;
   if (!reply.socks_listen.empty()) j["socks_listen"] = reply.socks_listen;
+  if (!reply.dns.empty()) j["dns"] = reply.dns;
+  if (!reply.capture.empty()) j["capture"] = reply.capture;
   if (!reply.policy_file.empty()) j["policy_file"] = reply.policy_file;
   if (!reply.audit_db.empty()) j["audit_db"] = reply.audit_db;
 }
@@ -166,6 +170,8 @@ void from_json(const json& j, Reply& reply) {
   if (!reply.ok && reply.error.empty()) reply.error = "no reason given";
   reply.listen = text(j, "listen");
   reply.socks_listen = text(j, "socks_listen");
+  reply.dns = text(j, "dns");
+  reply.capture = text(j, "capture");
   reply.policy_file = text(j, "policy_file");
   reply.audit_db = text(j, "audit_db");
 }

@@ -101,6 +101,11 @@ class ControlSession : public std::enable_shared_from_this<ControlSession> {
         return control::Reply::refused(std::string("\"socks_listen\" ") + e.what());
       }
     }
+    if (!r.dns_pool.empty()) {
+      a.dns_pool = policy::Cidr::parse(r.dns_pool);
+      if (!a.dns_pool)
+        return control::Reply::refused("\"dns_pool\" is not a network such as 198.18.4.0/22: \"" + r.dns_pool + "\"");
+    }
     a.launch = r.launch;
     // Registering an address again replaces its earlier registration; a listener that
     // one added and this one names again is kept, not closed and bound again.
@@ -126,6 +131,10 @@ class ControlSession : public std::enable_shared_from_this<ControlSession> {
       control::Reply reply;
       if (got.listener) reply.listen = endpoint_text(*got.listener);
       if (got.socks_listener) reply.socks_listen = endpoint_text(*got.socks_listener);
+      if (got.transparent) {
+        reply.dns = endpoint_text({got.listener->address(), 53});
+        reply.capture = endpoint_text(*got.transparent);
+      }
       attached_[a.addr] = std::move(got);
       return reply;
     } catch (const std::exception& e) {

@@ -71,6 +71,7 @@ class DnsView : public std::enable_shared_from_this<DnsView> {
   std::optional<std::string> hold(const boost::asio::ip::address& a);
   void release(const boost::asio::ip::address& a);
   bool is_synthetic(const boost::asio::ip::address& a) const;
+  const policy::Cidr& pool() const { return pool_range_; }
   const boost::asio::ip::address& host() const { return host_; }
 
  private:

@@ -1,4 +1,5 @@
 // The control socket `netbox launch` uses: register / unregister / ping, JSON lines.
+#include "control_client.hpp"
 #include "proxy_fixture.hpp"
 
 #include "netbox/audit/writer.hpp"
@@ -22,39 +23,6 @@ namespace {
 
 namespace asio = boost::asio;
 using json = nlohmann::json;
-
-class ControlClient {
- public:
-  explicit ControlClient(const std::string& path) : socket_(ioc_) {
-    socket_.connect(asio::local::stream_protocol::endpoint(path));
-  }
-  json call(const json& req) {
-    const auto line = req.dump() + "\n";
-    asio::write(socket_, asio::buffer(line));
-    asio::read_until(socket_, buf_, '\n');
-    std::istream is(&buf_);
-    std::string reply;
-    std::getline(is, reply);
-    return json::parse(reply);
-  }
-  void close() { socket_.close(); }
-  void write_raw(const std::string& bytes) { asio::write(socket_, asio::buffer(bytes)); }
-  // The next reply line, or empty once the proxy has closed the connection.
-  std::string read_line() {
-    boost::system::error_code ec;
-    asio::read_until(socket_, buf_, '\n', ec);
-    if (ec) return {};
-    std::istream is(&buf_);
-    std::string reply;
-    std::getline(is, reply);
-    return reply;
-  }
-
- private:
-  asio::io_context ioc_;
-  asio::local::stream_protocol::socket socket_;
-  asio::streambuf buf_;
-};
 
 class ControlTest : public ProxyTest {
  protected:

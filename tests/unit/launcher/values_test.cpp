@@ -60,6 +60,23 @@ TEST(Ipv4Network, ParsesAndRefusesHostBits) {
   EXPECT_FALSE(parse_ipv4_network("example/16"));
 }
 
+// Agents sharing a running proxy: neighbouring /30s get disjoint /22s of the synthetic
+// range, inside it; the proxy refuses an overlap, so two leases 128 /30s apart collide.
+TEST(SyntheticPoolFor, NeighbouringLeasesGetDisjointPoolsInsideTheRange) {
+  const Ipv4Network range = *parse_ipv4_network("198.18.0.0/15");
+  Lease a, b, far;
+  a.network = parse_ipv4_network("10.213.0.0/30")->address;
+  b.network = parse_ipv4_network("10.213.0.4/30")->address;
+  far.network = a.network + 128 * 4;
+  const auto pa = synthetic_pool_for(a, range), pb = synthetic_pool_for(b, range);
+  EXPECT_EQ(ipv4_to_string(pa.address) + "/" + std::to_string(pa.prefix), "198.18.0.0/22");
+  EXPECT_EQ(ipv4_to_string(pb.address) + "/" + std::to_string(pb.prefix), "198.18.4.0/22");
+  EXPECT_EQ(synthetic_pool_for(far, range).address, pa.address);
+  Lease last;
+  last.network = parse_ipv4_network("10.213.1.252/30")->address;
+  EXPECT_EQ(ipv4_to_string(synthetic_pool_for(last, range).address), "198.19.252.0");  // the range's last /22
+}
+
 TEST(VethName, FitsInterfaceNamesAndIsUniquePerNetwork) {
   EXPECT_EQ(veth_name_for(0x0ad50004), "nbx0ad50004");
   EXPECT_LT(veth_name_for(0xffffffff).size(), 16u);

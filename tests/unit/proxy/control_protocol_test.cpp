@@ -78,6 +78,26 @@ TEST(ControlProtocol, TheReplyNamesTheSocksListenerOnlyWhenThereIsOne) {
       << "an older launcher sees the reply it knows";
 }
 
+// A shared proxy's DNS view (issue 15 item 6): the pool goes up, the endpoints come back,
+// and neither is written when absent (a proxy-vars launch, an older peer).
+TEST(ControlProtocol, TheSyntheticPoolAndTheDnsAndCaptureEndpointsRoundTrip) {
+  Register r;
+  r.addr = "10.213.0.2";
+  r.listen = "10.213.0.1:3128";
+  r.dns_pool = "198.18.4.0/22";
+  EXPECT_EQ(std::get<Register>(parse_request(to_line(r))).dns_pool, "198.18.4.0/22");
+  r.dns_pool.clear();
+  EXPECT_FALSE(json::parse(to_line(r)).contains("dns_pool"));
+  Reply reply;
+  reply.dns = "10.213.0.1:53";
+  reply.capture = "10.213.0.1:40123";
+  const auto back = parse_reply(to_line(reply));
+  EXPECT_EQ(back.dns, "10.213.0.1:53");
+  EXPECT_EQ(back.capture, "10.213.0.1:40123");
+  EXPECT_EQ(json::parse(to_line(Reply{})), json::parse(R"({"ok":true})"));
+  expect_refused(R"({"op":"register","addr":"10.213.0.2","dns_pool":22})", "\"dns_pool\" must be a string");
+}
+
 TEST(ControlProtocol, UnregisterWithoutAnExitStatusStaysWithout) {
   const auto line = to_line(Unregister{"10.213.0.2", std::nullopt, ""});
   EXPECT_EQ(json::parse(line), json::parse(R"({"op":"unregister","addr":"10.213.0.2"})"));

@@ -50,6 +50,12 @@ std::filesystem::path leases_dir(const std::filesystem::path& state_dir);
 Lease allocate_lease(const Ipv4Network& pool, const std::filesystem::path& state_dir, pid_t owner);
 void release_lease(const Lease& lease);
 
+// The synthetic pool of the agent on `lease` when it shares a running proxy with other
+// launches (--proxy-control): one /22 of `range` (1,024 names at once) chosen by the
+// lease's /30, so launches holding neighbouring /30s get disjoint pools (the proxy refuses
+// an overlap: /30s 128 apart share a pool).
+Ipv4Network synthetic_pool_for(const Lease& lease, const Ipv4Network& range);
+
 // The kernel's start time of a process (field 22 of /proc/PID/stat); 0 if gone or a zombie
 // (a launcher that died unreaped holds nothing: its leases and cgroups are garbage).
 unsigned long long process_start_time(pid_t pid);

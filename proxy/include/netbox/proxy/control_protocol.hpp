@@ -36,6 +36,9 @@ struct Register {
   // "credentials": [{"name", "placeholder", "secret"}], the secrets of its profile's
   // credentials (docs/inspection.md); absent: none.
   std::vector<CredentialSecret> credentials;
+  // CIDR of the agent's synthetic pool: serve it the DNS view on port 53 of the listener's
+  // address and capture its TCP connections (--network transparent); empty: neither.
+  std::string dns_pool;
 };
 
 struct Unregister {
@@ -52,6 +55,8 @@ struct Reply {
   std::string error;        // why, when !ok
   std::string listen;       // register: the listener the agent uses (ADDR:PORT); empty: none
   std::string socks_listen;  // register: its SOCKS5 listener (ADDR:PORT); empty: none
+  std::string dns;           // register with dns_pool: where its DNS view answers (ADDR:53)
+  std::string capture;       // register with dns_pool: where its captured TCP goes (ADDR:PORT)
   std::string policy_file;  // info: absolute; empty when the proxy has no policy file
   std::string audit_db;     // info: absolute
 

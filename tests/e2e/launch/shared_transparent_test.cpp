@@ -1,0 +1,122 @@
+// The DNS view and transparent capture with a running `netbox proxy --control` (issue 15
+// item 6): programs that ignore the proxy variables resolve and connect through the shared
+// proxy exactly as through an embedded one, and agents sharing it each have their own
+// mappings.
+#include "launch_fixture.hpp"
+
+#include <gmock/gmock.h>
+#include <signal.h>
+
+#include <fstream>
+#include <regex>
+
+namespace netbox::launch_test {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+// `netbox proxy --control` with the fixture's policy, its store under `host`.
+class SharedProxy {
+ public:
+  SharedProxy(const HostDir& host, const fs::path& policy)
+      : store_(host.folder("store") / "audit.db"),
+        socket_(host.folder("control") / "proxy.sock"),
+        proxy_({test::netbox_binary().string(), "proxy", "--policy", policy.string(), "--control", socket_.string(),
+                "--audit-db", store_.string(), "--listen", "127.0.0.1:0"},
+               host.path(), "proxy") {}
+  bool ready() { return eventually([&] { return fs::exists(socket_); }); }
+  const fs::path& socket() const { return socket_; }
+  // Stops the proxy (its rows all written) and returns its exit status.
+  int stop() {
+    ::kill(proxy_.pid(), SIGTERM);
+    return proxy_.wait();
+  }
+  const fs::path& store() const { return store_; }
+  std::string err() const { return proxy_.err(); }
+
+ private:
+  fs::path store_;
+  fs::path socket_;
+  Background proxy_;
+};
+
+// The synthetic address `getent hosts allowed.test` printed; empty if none.
+std::string synthetic_address(const std::string& out) {
+  std::smatch m;
+  static const std::regex line("(198\\.1[89]\\.[0-9]+\\.[0-9]+) +allowed\\.test");
+  return std::regex_search(out, m, line) ? m[1].str() : std::string();
+}
+
+TEST(LaunchSharedTransparent, ARunningProxyAnswersDnsAndCapturesWithNoProxyVariablesUsed) {
+  NETBOX_REQUIRE_ROOT();
+  const auto subnet = test_subnet(91);
+  HttpServer upstream;
+  HostDir host;
+  test::TempDir dir;
+  SharedProxy proxy(host, dir.write("policy.json", policy_json(upstream.port())));
+  ASSERT_TRUE(proxy.ready()) << proxy.err();
+  const std::string url = "http://allowed.test:" + std::to_string(upstream.port()) + "/shared";
+  auto r = launch(subnet, {"--proxy-control", proxy.socket().string(), "--name", "shared-a", "--", kSh, "-c",
+                           "grep nameserver /etc/resolv.conf; getent hosts allowed.test; " + std::string(kCurl) + " -sS --noproxy '*' " + url +
+                               "; echo; getent hosts denied.test; echo denied=$?"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_FALSE(synthetic_address(r.out).empty()) << r.out;
+  EXPECT_THAT(r.out, HasSubstr(HttpServer::kBody));
+  EXPECT_THAT(r.out, HasSubstr("denied=2"));  // getent: not found (NXDOMAIN)
+  EXPECT_THAT(r.out, HasSubstr("nameserver " + subnet.addr_prefix + "1"));  // the shared proxy, on the veth
+  EXPECT_EQ(proxy.stop(), 0) << proxy.err();
+  const auto rows = query(proxy.store(), "SELECT kind, host, decision, agent FROM requests ORDER BY id");
+  EXPECT_EQ(rows, (std::vector<std::vector<std::string>>{{"transparent", "allowed.test", "allow", "shared-a"},
+                                                          {"dns", "denied.test", "deny", "shared-a"}}));
+  expect_nothing_left(subnet);
+}
+
+// A name agent A resolved stands for nothing in agent B's view: B dialling A's synthetic
+// address is decided as the literal it is (the benchmarking range, internal: refused),
+// never as A's mapping, while B's own lookup of the name gets an address of its own pool.
+TEST(LaunchSharedTransparent, TwoAgentsAtOnceHaveTheirOwnMappings) {
+  NETBOX_REQUIRE_ROOT();
+  const auto subnet_a = test_subnet(92);
+  const auto subnet_b = test_subnet(93);
+  HttpServer upstream;
+  HostDir host;
+  test::TempDir dir;
+  SharedProxy proxy(host, dir.write("policy.json", policy_json(upstream.port())));
+  ASSERT_TRUE(proxy.ready()) << proxy.err();
+  const std::string port = std::to_string(upstream.port());
+  const auto done = host.folder("flags") / "done";
+  // A resolves, fetches, and stays attached (its mapping alive) until B is through.
+  Background a({test::netbox_binary().string(), "launch", "--subnet", subnet_a.cidr, "--proxy-control",
+                proxy.socket().string(), "--name", "agent-a", "--", kSh, "-c",
+                "getent hosts allowed.test; " + std::string(kCurl) + " -sS --noproxy '*' http://allowed.test:" + port +
+                    "/a; echo; echo fetched; while [ ! -e " + done.string() + " ]; do sleep 0.1; done"},
+               host.path(), "agent-a");
+  ASSERT_TRUE(eventually([&] { return a.out().find("fetched") != std::string::npos; }, std::chrono::seconds(60)))
+      << a.out() << a.err();
+  const std::string a_addr = synthetic_address(a.out());
+  ASSERT_FALSE(a_addr.empty()) << a.out();
+  auto b = launch(subnet_b, {"--proxy-control", proxy.socket().string(), "--name", "agent-b", "--", kSh, "-c",
+                             std::string(kCurl) + " -sS --noproxy '*' --max-time 20 http://" + a_addr + ":" + port +
+                                 "/b; echo b_literal=$?; getent hosts allowed.test"});
+  std::ofstream(done).put('\n');
+  EXPECT_EQ(a.wait(), 0) << a.err();
+  EXPECT_EQ(b.exit_code, 0) << b.err;
+  EXPECT_THAT(b.out, Not(HasSubstr("b_literal=0")));
+  EXPECT_THAT(b.out, Not(HasSubstr(HttpServer::kBody)));
+  const std::string b_addr = synthetic_address(b.out);
+  ASSERT_FALSE(b_addr.empty()) << b.out;
+  EXPECT_NE(b_addr, a_addr);
+  EXPECT_EQ(upstream.connections(), 1) << "only A's fetch reached the upstream";
+  EXPECT_EQ(proxy.stop(), 0) << proxy.err();
+  const auto rows = query(proxy.store(), "SELECT agent, kind, host, decision FROM requests ORDER BY id");
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0], (std::vector<std::string>{"agent-a", "transparent", "allowed.test", "allow"}));
+  EXPECT_EQ(rows[1], (std::vector<std::string>{"agent-b", "transparent", a_addr, "deny"}));
+  expect_nothing_left(subnet_a);
+  expect_nothing_left(subnet_b);
+}
+
+}  // namespace
+}  // namespace netbox::launch_test
