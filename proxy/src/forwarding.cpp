@@ -264,7 +264,8 @@ void ClientSession::start_inspection() {
   exchange_.client_slot = std::move(slot_);
   InspectionScope scope{policy_, profile_, host_, target_.port, allowed_, decided_outcome_, decided_,
                         who_.agent, peer_text_, impl_.metric_label(who_)};
-  auto t = std::make_shared<InspectedTunnel>(impl_, worker_, stream_.release_socket(), std::move(early),
+  auto t = std::make_shared<InspectedTunnel>(impl_, worker_, stream_.release_socket(),
+                                             "HTTP/1.1 200 Connection Established\r\n\r\n", std::move(early),
                                              std::move(exchange_), std::move(scope));
   t->start();
 }

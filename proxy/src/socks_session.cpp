@@ -1,9 +1,12 @@
 #include "socks_session.hpp"
 
+#include "inspected_tunnel.hpp"
+#include "request_rules.hpp"
 #include "target.hpp"
 #include "tunnel.hpp"
 
 #include "netbox/audit/printable.hpp"
+#include "netbox/policy/decide_request.hpp"
 
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/post.hpp>
@@ -186,6 +189,18 @@ void SocksSession::act_on(AdmissionResult result) {
     return refuse(code, no->refusal, std::move(no->error));
   }
   auto& yes = std::get<Admitted>(result);
+  // As for CONNECT: a blind tunnel to a host some rule names would carry requests no
+  // rule could check; an inspected host's requests are decided inside.
+  if (auto v = decide_blind_tunnel(*profile_, host_.name, port_); v.refusal) {
+    Refused no{std::move(*v.refusal), {}, {}, yes.endpoints.front().address().to_string(), {}};
+    no.rule = no.refusal.rule;
+    no.reason = no.refusal.reason;
+    exchange_.refused(no);
+    no.refusal.what = what_;
+    return refuse(reply_for(no.refusal.outcome), no.refusal);
+  }
+  decided_outcome_ = yes.outcome;
+  decided_ = yes.decision;
   const bool queued = exchange_.admitted(yes);
   allowed_ = std::move(yes.endpoints);
   if (!queued) return refuse_unaudited("the audit store did not accept the record of this request");
@@ -208,6 +223,7 @@ void SocksSession::refuse_unaudited(std::string why) {
 }
 
 void SocksSession::connect_upstream() {
+  if (policy::inspects(*profile_, host_.name, port_)) return start_inspection();
   const auto t0 = std::chrono::steady_clock::now();
   dial(worker_.ioc, allowed_, DialLimits::of(profile_->limits, impl_.dial_fd_ceiling, worker_.pool.get()),
        [self = shared_from_this(), t0](DialResult r) {
@@ -233,6 +249,28 @@ void SocksSession::on_dialed(DialResult r) {
                                     std::move(exchange_), profile_->limits.idle_timeout,
                                     std::string_view(reinterpret_cast<const char*>(kSucceeded.data()),
                                                      kSucceeded.size()));
+  t->start();
+}
+
+// The host is inspected: netbox answers "succeeded" itself and terminates the agent's
+// TLS, exactly as for an inspected CONNECT (inspected_tunnel.hpp).
+void SocksSession::start_inspection() {
+  // The policy guard lets `inspect` in only with a CA; never a blind tunnel instead.
+  if (!impl_.inspector) {
+    const std::string why = "netbox has no CA loaded to inspect " + host_.name;
+    return refuse(socks::Reply::general_failure, {503, Outcome::error, what_, {}, why, {}}, why);
+  }
+  std::string early(reinterpret_cast<const char*>(in_.data()), have_);
+  have_ = 0;
+  stream_.expires_never();
+  exchange_.client_slot = std::move(slot_);
+  static constexpr auto kSucceeded = socks::reply(socks::Reply::succeeded);
+  InspectionScope scope{policy_, profile_, host_, port_, allowed_, decided_outcome_, decided_,
+                        who_.agent, peer_text_, impl_.metric_label(who_)};
+  auto t = std::make_shared<InspectedTunnel>(
+      impl_, worker_, stream_.release_socket(),
+      std::string(reinterpret_cast<const char*>(kSucceeded.data()), kSucceeded.size()), std::move(early),
+      std::move(exchange_), std::move(scope));
   t->start();
 }
 

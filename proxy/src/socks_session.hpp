@@ -47,6 +47,7 @@ class SocksSession : public std::enable_shared_from_this<SocksSession> {
   void act_on(AdmissionResult result);
   void connect_upstream();
   void on_dialed(DialResult r);
+  void start_inspection();
   // Writes two bytes of the handshake, then goes on (step) or closes.
   void send_handshake(std::array<std::uint8_t, 2> bytes, bool then_close);
   // Completes the row (refused, or failed after admission) and answers `code`, then closes.
@@ -76,6 +77,8 @@ class SocksSession : public std::enable_shared_from_this<SocksSession> {
   Admission admission_;
   Exchange exchange_;
   std::vector<boost::asio::ip::tcp::endpoint> allowed_;
+  Outcome decided_outcome_ = Outcome::allow;  // admission's, for an inspected tunnel
+  policy::Decision decided_;
 };
 
 }  // namespace netbox::proxy

@@ -4,7 +4,11 @@
 
 #include "netbox/proxy/endpoint.hpp"
 
+#include "netbox/policy/decide_request.hpp"
+
 #include "denial.hpp"
+#include "inspected_tunnel.hpp"
+#include "request_rules.hpp"
 #include "tunnel.hpp"
 
 #include <boost/asio/read.hpp>
@@ -86,7 +90,8 @@ void TransparentSession::start() {
   policy_ = rt_.current_policy();
   profile_ = who_.profile.empty() ? &policy_->base : &policy_->profile_for(who_.profile);
   admission_.bind(*policy_, *profile_, who_.agent);
-  exchange_.connection(who_.agent, endpoint_text(peer), rt_.metric_label(who_));
+  peer_text_ = endpoint_text(peer);
+  exchange_.connection(who_.agent, peer_text_, rt_.metric_label(who_));
   exchange_.begin();
   exchange_.request(true, "");
   exchange_.kind("transparent");
@@ -116,7 +121,8 @@ void TransparentSession::start() {
   if (!parsed) return refuse({403, Outcome::error, {}, "host", parsed.error.message, {}});
   host_ = *parsed.host;
   exchange_.host(host_.name);
-  if (dst->port() == kHttps && !name_.empty()) flight_ = Flight::tls;
+  inspected_ = policy::inspects(*profile_, host_.name, dst->port());
+  if ((dst->port() == kHttps && !name_.empty()) || inspected_) flight_ = Flight::tls;
   if (dst->port() == kHttp) flight_ = Flight::http;
   if (flight_ != Flight::none) return read_first_flight();
   admit();
@@ -198,6 +204,17 @@ void TransparentSession::act_on(AdmissionResult result) {
     return refuse(no->refusal, std::move(no->error));
   }
   auto& yes = std::get<Admitted>(result);
+  // As for CONNECT: a blind tunnel to a host some rule names would carry requests no
+  // rule could check; an inspected host's requests are decided inside.
+  if (auto v = decide_blind_tunnel(*profile_, host_.name, original_.port()); v.refusal) {
+    Refused no{std::move(*v.refusal), {}, {}, yes.endpoints.front().address().to_string(), {}};
+    no.rule = no.refusal.rule;
+    no.reason = no.refusal.reason;
+    exchange_.refused(no);
+    return refuse(no.refusal);
+  }
+  decided_outcome_ = yes.outcome;
+  decided_ = yes.decision;
   const bool queued = exchange_.admitted(yes);
   allowed_ = std::move(yes.endpoints);
   if (!queued) {
@@ -206,6 +223,7 @@ void TransparentSession::act_on(AdmissionResult result) {
                                     {"reason", "the audit store did not accept the record of this connection"}});
     return reset();
   }
+  if (inspected_) return start_inspection();
   const auto t0 = std::chrono::steady_clock::now();
   dial(worker_.ioc, allowed_, DialLimits::of(profile_->limits, rt_.dial_fd_ceiling, worker_.pool.get()),
        [self = shared_from_this(), t0](DialResult r) {
@@ -227,6 +245,24 @@ void TransparentSession::on_dialed(DialResult r) {
   auto t = std::make_shared<Tunnel>(rt_, std::move(client_), std::move(r.socket), std::move(early_), std::move(exchange_),
                                     profile_->limits.idle_timeout);
   t->start(false);
+}
+
+// The host is inspected: netbox terminates the agent's TLS, exactly as for an inspected
+// CONNECT (inspected_tunnel.hpp), with nothing answered first: the agent believes it
+// reached its destination. The ClientHello read here is the tunnel's first bytes.
+void TransparentSession::start_inspection() {
+  // The policy guard lets `inspect` in only with a CA; never a blind tunnel instead.
+  if (!rt_.inspector) {
+    const std::string why = "netbox has no CA loaded to inspect " + host_.name;
+    exchange_.finish(503, why, true);
+    return reset();
+  }
+  exchange_.client_slot = std::move(slot_);
+  InspectionScope scope{policy_, profile_, host_, original_.port(), allowed_, decided_outcome_, decided_,
+                        who_.agent, peer_text_, rt_.metric_label(who_), !name_.empty()};
+  auto t = std::make_shared<InspectedTunnel>(rt_, worker_, std::move(client_), std::string(), std::move(early_),
+                                             std::move(exchange_), std::move(scope));
+  t->start();
 }
 
 void TransparentSession::refuse(const Refusal& r, std::string error) {

@@ -4,7 +4,9 @@
 // (SO_ORIGINAL_DST) is recovered; a synthetic address stands for the name the DNS view
 // answered with (held while the connection lives), any other address is an IP literal.
 // Then the same Admission and Exchange as CONNECT decide and record it, with kind
-// `transparent`, and an admitted connection becomes a Tunnel that answers nothing.
+// `transparent` (a host some `rules` entry names is refused unless it is inspected), and
+// an admitted connection becomes a Tunnel that answers nothing, or, to a host the profile
+// inspects on that port, the same InspectedTunnel as an inspected CONNECT.
 //
 // Port 443: the ClientHello is read first (and relayed unchanged as the tunnel's first
 // bytes); an SNI naming another host than the synthetic address stands for is refused
@@ -41,6 +43,7 @@ class TransparentSession : public std::enable_shared_from_this<TransparentSessio
   void on_resolved(ResolveResult r);
   void act_on(AdmissionResult result);
   void on_dialed(DialResult r);
+  void start_inspection();
   void refuse(const Refusal& r, std::string error = {});
   void reset();
 
@@ -50,6 +53,7 @@ class TransparentSession : public std::enable_shared_from_this<TransparentSessio
   boost::asio::steady_timer timer_;
   ClientSlot slot_;
   AgentIdentity who_;
+  std::string peer_text_;
   std::shared_ptr<const policy::Policy> policy_;
   const policy::Profile* profile_ = nullptr;
   Admission admission_;
@@ -62,6 +66,9 @@ class TransparentSession : public std::enable_shared_from_this<TransparentSessio
   std::vector<boost::asio::ip::tcp::endpoint> allowed_;
   enum class Flight { none, tls, http };  // what is read before deciding (port 443, port 80)
   Flight flight_ = Flight::none;
+  bool inspected_ = false;  // the profile inspects host_ on this port: TLS is terminated here
+  Outcome decided_outcome_ = Outcome::allow;  // admission's, for an inspected tunnel
+  policy::Decision decided_;
   std::string early_;  // the first flight, relayed first once admitted
   std::array<char, 4096> chunk_{};
   std::shared_ptr<std::string> answer_;  // a 403 being written

@@ -93,6 +93,21 @@ TEST_F(SocksTest, ADeniedHostGetsNotAllowedByRulesetAndADenyRowSayingWhy) {
   EXPECT_NE(curled.err.find("SOCKS5 connection to denied.test. (2)"), std::string::npos) << curled.err;
 }
 
+TEST_F(SocksTest, AHostSomeRuleNamesIsRefusedRatherThanTunnelledPastTheRules) {
+  start(R"("rules": [{"host": "upstream.test", "methods": ["GET"], "paths": ["/ok"], "action": "allow"}])");
+  ProxyConnection c(socks_port);
+  const auto reply = handshake(c, connect_name("upstream.test", upstream.port()));
+  ASSERT_EQ(reply.size(), 10u);
+  EXPECT_EQ(reply[1], 0x02) << "connection not allowed by ruleset: no rule could check what a blind tunnel carries";
+  EXPECT_TRUE(c.closed_within(std::chrono::seconds(10)));
+  const auto row = last_row();
+  EXPECT_EQ(row.kind, "socks");
+  EXPECT_EQ(row.decision, "deny");
+  EXPECT_EQ(row.rule, "rules");
+  EXPECT_NE(row.reason.find("inspect"), std::string::npos) << row.reason;
+  EXPECT_EQ(upstream.requests(), 0u);
+}
+
 TEST_F(SocksTest, AnInternalAddressLiteralIsDeniedBeforeAnyDial) {
   start();
   const auto v6_loopback = bytes({5, 1, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 80});
