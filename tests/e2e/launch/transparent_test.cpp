@@ -3,6 +3,14 @@
 // each connection (kind `transparent`) exactly as it decides a CONNECT.
 #include "launch_fixture.hpp"
 
+#include "support/sqlite_query.hpp"
+#include "support/temp_dir.hpp"
+#include "support/tls_upstream_server.hpp"
+
+#include "netbox/tls/certificate_authority.hpp"
+
+#include <nlohmann/json.hpp>
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -161,6 +169,57 @@ TEST(LaunchTransparent, PlainHttpWithAnotherHostOrToAnInternalLiteralGets403With
   EXPECT_EQ(rows[1][1], subnet.addr_prefix + "1");
   EXPECT_EQ(rows[1][3], "deny");
   EXPECT_EQ(rows[1][5], "403");
+  expect_nothing_left(subnet);
+}
+
+// A program that ignores the proxy variables must not get past inspection and `rules`:
+// captured TLS to an inspected host is terminated exactly like an inspected CONNECT (one
+// row per request, linked to the connection's row of kind `transparent`; rules apply),
+// and a raw connection to a host some rule names, which netbox cannot check, is refused.
+TEST(LaunchTransparent, CapturedTlsToAnInspectedHostIsInspectedAndRulesCannotBeTunnelledPast) {
+  NETBOX_REQUIRE_ROOT();
+  const auto subnet = test_subnet(90);
+  test::TlsUpstreamServer upstream("allowed.test");
+  EchoServer echo;
+  test::TempDir dir;
+  const auto ca = tls::CertificateAuthority::create(dir.path() / "ca");
+  HostDir shared;
+  const auto ca_pem = shared.path() / "netbox-ca.pem";
+  std::ofstream(ca_pem) << ca.certificate_pem();
+  std::filesystem::permissions(ca_pem, std::filesystem::perms(0644));
+  auto j = nlohmann::json::parse(policy_for(upstream.port(), echo.port()));
+  j["inspect"] = {"allowed.test"};
+  j["allow"].push_back("raw.test");
+  j["resolve"]["raw.test"] = {"127.0.0.1"};
+  j["rules"] = nlohmann::json::parse(R"([{"host": "allowed.test", "methods": ["GET"], "action": "allow"},
+                                         {"host": "raw.test", "methods": ["GET"], "action": "allow"}])");
+  auto policy = dir.write("policy.json", j.dump());
+  const auto db = dir.path() / "a.db";
+  const std::string url = "https://allowed.test:" + std::to_string(upstream.port()) + "/inside";
+  const std::string curl = std::string(kCurl) + " -sS --noproxy '*' --cacert " + ca_pem.string() + " ";
+  const std::string raw = "import socket, sys\n"
+                          "e = socket.create_connection((\"raw.test\", int(sys.argv[1])))\n"
+                          "e.sendall(b\"anything\")\n"
+                          "try:\n    got = e.recv(100)\nexcept OSError:\n    got = b\"\"\n"
+                          "print(\"raw:\", len(got))\n";
+  auto r = launch(subnet, {"--policy", policy.string(), "--audit-db", db.string(), "--ca-dir",
+                           (dir.path() / "ca").string(), "--upstream-ca", upstream.ca_pem().string(), "--", kSh, "-c",
+                           curl + url + "; echo; " + curl + "-o /dev/null -w 'post=%{http_code}\\n' -X POST " + url +
+                               "; " + kPython + " -c '" + raw + "' " + std::to_string(echo.port())});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("\"target\":\"/inside\"")) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("post=403"));
+  EXPECT_THAT(r.out, HasSubstr("raw: 0")) << "nothing relayed from the raw service";
+  EXPECT_EQ(upstream.requests(), 1u);
+  const auto inner = test::query(db, "SELECT r.kind, r.method, r.path, r.decision, t.kind, t.host FROM requests r "
+                                     "JOIN requests t ON t.id = r.parent_id ORDER BY r.id");
+  ASSERT_EQ(inner.size(), 2u) << r.err;
+  EXPECT_EQ(inner[0], (std::vector<std::string>{"http", "GET", "/inside", "allow", "transparent", "allowed.test"}));
+  EXPECT_EQ(inner[1], (std::vector<std::string>{"http", "POST", "/inside", "deny", "transparent", "allowed.test"}));
+  const auto rawrow = test::query(db, "SELECT kind, host, decision, rule FROM requests WHERE port = " +
+                                          std::to_string(echo.port()));
+  ASSERT_EQ(rawrow.size(), 1u);
+  EXPECT_EQ(rawrow[0], (std::vector<std::string>{"transparent", "raw.test", "deny", "rules"}));
   expect_nothing_left(subnet);
 }
 
