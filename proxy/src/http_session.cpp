@@ -42,7 +42,18 @@ ClientSession::ClientSession(ProxyRuntime& impl, Worker& worker, tcp::socket soc
   impl_.counters.active_connections.fetch_add(1);
 }
 
-ClientSession::~ClientSession() { impl_.counters.active_connections.fetch_sub(1); }
+ClientSession::ClientSession(ProxyRuntime& impl, Worker& worker, tcp::socket socket, ClientSlot slot,
+                             FixedDestination fixed)
+    : ClientSession(impl, worker, std::move(socket), std::move(slot)) {
+  fixed_.emplace(std::move(fixed));
+}
+
+ClientSession::~ClientSession() {
+  impl_.counters.active_connections.fetch_sub(1);
+  // The connection's row is complete when the agent's connection ends; its requests' rows
+  // carry the bytes.
+  if (fixed_) fixed_->connection.finish(std::nullopt);
+}
 
 void ClientSession::start() {
   boost::system::error_code ec;
@@ -55,6 +66,15 @@ void ClientSession::start() {
   admission_.bind(*policy_, *profile_, who_.agent);
   exchange_.connection(who_.agent, peer_text_, impl_.metric_label(who_));
   pool_scope_ = UpstreamPool::scope(who_.agent, peer_.address());
+  if (fixed_) {
+    // The policy the connection was admitted under decides its requests too.
+    policy_ = fixed_->scope.policy;
+    profile_ = fixed_->scope.profile;
+    admission_.bind(*policy_, *profile_, who_.agent);
+    const auto& early = fixed_->early;
+    buffer_.commit(asio::buffer_copy(buffer_.prepare(early.size()), asio::buffer(early)));
+    fixed_->early.clear();
+  }
   read_request();
 }
 
@@ -127,7 +147,7 @@ void ClientSession::refuse_head(const HeadProblem& p) {
   allowed_.clear();
   req_ = Request{};
   const bool connect = head_check_.method() == "CONNECT";
-  exchange_.request(connect, head_check_.method(), true);
+  note_request(connect, head_check_.method(), true);
   note_target(head_check_.target(), connect);
   std::string what = head_check_.method() + " " + head_check_.target().substr(0, 256);
   refuse({p.status, Outcome::error, head_check_.method().empty() ? std::string() : what, "request", p.reason, {}}, true);
@@ -136,8 +156,19 @@ void ClientSession::refuse_head(const HeadProblem& p) {
 // The destination of a refused request, as far as it can be read, for its audit row:
 // escaped, since a target refused before Beast parsed it may hold any byte.
 void ClientSession::note_target(std::string_view target, bool connect) {
+  if (fixed_) {
+    const auto q = target.find('?');
+    return exchange_.target(fixed_->scope.host.name, fixed_->scope.port, target.substr(0, q), true);
+  }
   const auto t = connect ? parse_connect_target(target) : parse_absolute_target(target);
   exchange_.target(t.host, t.port, t.path, true);
+}
+
+void ClientSession::note_request(bool connect, std::string_view method, bool escape) {
+  exchange_.request(connect, method, escape);
+  if (!fixed_) return;
+  exchange_.kind(fixed_->kind);
+  exchange_.parent(fixed_->connection.row());
 }
 
 bool ClientSession::is_connect() const { return req_.method() == http::verb::connect; }
@@ -158,7 +189,7 @@ void ClientSession::take_head(beast::error_code ec) {
     req_ = Request{};
     if (parser_->is_header_done()) {
       req_ = parser_->get().base();
-      exchange_.request(is_connect(), req_.method_string());
+      note_request(is_connect(), req_.method_string());
       note_target(req_.target(), is_connect());
     }
     if (ec == http::error::header_limit)
@@ -169,7 +200,7 @@ void ClientSession::take_head(beast::error_code ec) {
   }
   // The head moves out; the parser stays, to read the body if the request is admitted.
   req_ = std::move(parser_->get().base());
-  exchange_.request(is_connect(), req_.method_string());
+  note_request(is_connect(), req_.method_string());
   client_keep_alive_ = !is_connect() && parser_->keep_alive();
   if (impl_.is_stopping()) client_keep_alive_ = false;
   request_had_body_ = !parser_->is_done();
@@ -182,6 +213,7 @@ void ClientSession::take_head(beast::error_code ec) {
     return refuse({405, Outcome::error, what(), "method",
                    "netbox does not forward the method " + std::string(req_.method_string()), {}}, !client_keep_alive_);
   }
+  if (fixed_) return take_fixed_target();
   if (is_connect() && request_had_body_) {
     note_target(req_.target(), true);
     return refuse({400, Outcome::error, what(), "request", "a CONNECT request has no body", {}}, true);
@@ -200,6 +232,46 @@ void ClientSession::take_head(beast::error_code ec) {
   host_ = *parsed.host;
   exchange_.host(host_.name);
   admit();
+}
+
+// The destination is the connection's: the target must be origin-form, the Host header
+// the admitted name. The connection's admission stands for each request (its addresses,
+// decision and cap slot); `rules` still decide each one, in act_on.
+void ClientSession::take_fixed_target() {
+  const auto& scope = fixed_->scope;
+  host_ = scope.host;
+  const std::string_view target = req_.target();
+  exchange_.target(host_.name, scope.port, target.substr(0, target.find('?')), true);
+  exchange_.host(host_.name);
+  if (is_connect() || target.empty() || target.front() != '/')
+    return refuse({400, Outcome::error, what(), "request",
+                   "this connection goes to " + authority(host_.name, scope.port) +
+                       " already: requests on it have an origin-form target (\"/path\")",
+                   {}},
+                  true);
+  if (!host_.is_ip()) {
+    const auto hosts = req_.count(http::field::host);
+    std::string named(req_[http::field::host]);
+    if (!named.empty() && named.front() != '[') named = named.substr(0, named.find(':'));
+    if (!named.empty() && named.back() == '.') named.pop_back();
+    for (auto& c : named) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (hosts != 1 || named.empty())
+      return refuse({400, Outcome::error, what(), "host",
+                     "the request must have exactly one Host header, naming " + host_.name, {}},
+                    true);
+    if (named != host_.name)
+      return refuse({403, Outcome::deny, what(), "host",
+                     "the Host header names " + named + ", not " + host_.name +
+                         ", the name this address was looked up as",
+                     {}},
+                    true);
+  }
+  target_ = Target{host_.name, scope.port, std::string(target), std::string(target.substr(0, target.find('?'))), {}};
+  Admitted yes;
+  yes.outcome = scope.outcome;
+  yes.decision = scope.decision;
+  yes.endpoints = scope.endpoints;
+  act_on(std::move(yes));
 }
 
 // Admission decides; the only step it leaves to the session is a lookup.

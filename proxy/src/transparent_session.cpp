@@ -7,6 +7,7 @@
 #include "netbox/policy/decide_request.hpp"
 
 #include "denial.hpp"
+#include "http_session.hpp"
 #include "inspected_tunnel.hpp"
 #include "request_rules.hpp"
 #include "tunnel.hpp"
@@ -30,8 +31,10 @@ using tcp = ip::tcp;
 
 namespace {
 
-constexpr std::uint16_t kHttps = 443;
-constexpr std::uint16_t kHttp = 80;
+// How long a captured connection may stay silent before it is taken for a protocol whose
+// server speaks first (SMTP, MySQL, FTP): then it is relayed as it comes, since waiting
+// longer would only delay the server's greeting. Clients of TLS and HTTP send at once.
+constexpr std::chrono::milliseconds kClientFirstWait{300};
 
 // Where the agent meant to go, before its namespace's DNAT sent it here.
 std::optional<tcp::endpoint> original_destination(tcp::socket& s) {
@@ -122,14 +125,29 @@ void TransparentSession::start() {
   host_ = *parsed.host;
   exchange_.host(host_.name);
   inspected_ = policy::inspects(*profile_, host_.name, dst->port());
-  if ((dst->port() == kHttps && !name_.empty()) || inspected_) flight_ = Flight::tls;
-  if (dst->port() == kHttp) flight_ = Flight::http;
-  if (flight_ != Flight::none) return read_first_flight();
-  admit();
+  read_first_flight();
+}
+
+// What the agent's first bytes are: a TLS handshake record, an HTTP/1.x request line (a
+// method token, then a space), or anything else.
+TransparentSession::Flight TransparentSession::sniff(std::string_view first) {
+  if (first.empty()) return Flight::unknown;
+  if (first.front() == 0x16) return Flight::tls;
+  constexpr std::size_t kLongestMethod = 16;
+  for (std::size_t i = 0; i < first.size() && i <= kLongestMethod; ++i) {
+    const char c = first[i];
+    if (c == ' ') return i > 0 ? Flight::http : Flight::raw;
+    if (!std::isupper(static_cast<unsigned char>(c)) && c != '-') return Flight::raw;
+  }
+  return first.size() > kLongestMethod ? Flight::raw : Flight::unknown;
 }
 
 void TransparentSession::read_first_flight() {
-  timer_.expires_after(profile_->limits.header_timeout);
+  // Until the first byte, a short wait (an inspected host must speak TLS: the whole
+  // header timeout); from then on the whole first message within the header timeout.
+  const bool silent = early_.empty() && !inspected_;
+  const std::chrono::milliseconds wait = silent ? kClientFirstWait : profile_->limits.header_timeout;
+  timer_.expires_after(wait);
   timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
     if (!ec) self->client_.cancel();
   });
@@ -142,6 +160,11 @@ void TransparentSession::read_first_flight() {
 void TransparentSession::on_first_bytes(boost::system::error_code ec, std::size_t n) {
   if (ec) {
     timer_.cancel();
+    // Silent, or closed its sending side at once: the server speaks first. Relayed as it comes.
+    if (early_.empty() && !inspected_ && (ec == asio::error::operation_aborted || ec == asio::error::eof)) {
+      flight_ = Flight::raw;
+      return admit();
+    }
     return refuse({403, Outcome::error, {}, "request", "the connection sent no complete first message in time",
                    {}}, ec.message());
   }
@@ -151,6 +174,12 @@ void TransparentSession::on_first_bytes(boost::system::error_code ec, std::size_
 
 void TransparentSession::judge_first_flight() {
   const bool full = early_.size() >= tls::kMaxHelloBytes;
+  if (flight_ == Flight::unknown) flight_ = sniff(early_);
+  if (flight_ == Flight::unknown) return read_first_flight();
+  if (flight_ == Flight::raw) {
+    timer_.cancel();
+    return admit();
+  }
   if (flight_ == Flight::tls) {
     const auto hello = tls::read_client_hello(
         std::span(reinterpret_cast<const std::uint8_t*>(early_.data()), early_.size()));
@@ -158,7 +187,7 @@ void TransparentSession::judge_first_flight() {
     timer_.cancel();
     // Not TLS after all, or without SNI, or ECH (its SNI is only the public name): decided
     // on the mapped name. An SNI naming another host is domain fronting.
-    if (hello.status == tls::ClientHello::Status::complete && !hello.server_name.empty() &&
+    if (!name_.empty() && hello.status == tls::ClientHello::Status::complete && !hello.server_name.empty() &&
         !hello.encrypted_client_hello && hello.server_name != host_.name)
       return refuse({403, Outcome::deny, {}, "sni",
                      "the TLS server name " + hello.server_name + " is not " + host_.name +
@@ -204,6 +233,7 @@ void TransparentSession::act_on(AdmissionResult result) {
     return refuse(no->refusal, std::move(no->error));
   }
   auto& yes = std::get<Admitted>(result);
+  if (flight_ == Flight::http) return start_requests(yes);
   // As for CONNECT: a blind tunnel to a host some rule names would carry requests no
   // rule could check; an inspected host's requests are decided inside.
   if (auto v = decide_blind_tunnel(*profile_, host_.name, original_.port()); v.refusal) {
@@ -263,6 +293,25 @@ void TransparentSession::start_inspection() {
   auto t = std::make_shared<InspectedTunnel>(rt_, worker_, std::move(client_), std::string(), std::move(early_),
                                              std::move(exchange_), std::move(scope));
   t->start();
+}
+
+// Plain HTTP: the connection's row opens under the admission, and each request inside is
+// read, decided with `rules` and forwarded by the proxy's own request loop, one row each
+// (http_session.hpp, FixedDestination), starting with the head already read.
+void TransparentSession::start_requests(Admitted& yes) {
+  const auto outcome = yes.outcome;
+  auto decision = yes.decision;  // admitted() takes the row's copy
+  if (!exchange_.admitted(yes)) {
+    exchange_.end();
+    rt_.log.write("audit_refused", {{"host", host_.name}, {"agent", who_.agent},
+                                    {"reason", "the audit store did not accept the record of this connection"}});
+    return reset();
+  }
+  FixedDestination fixed{"transparent",
+                         {policy_, profile_, host_, original_.port(), std::move(yes.endpoints), outcome,
+                          std::move(decision), who_.agent, peer_text_, rt_.metric_label(who_), !name_.empty()},
+                         std::move(exchange_), std::move(early_)};
+  std::make_shared<ClientSession>(rt_, worker_, std::move(client_), std::move(slot_), std::move(fixed))->start();
 }
 
 void TransparentSession::refuse(const Refusal& r, std::string error) {

@@ -8,11 +8,15 @@
 // an admitted connection becomes a Tunnel that answers nothing, or, to a host the profile
 // inspects on that port, the same InspectedTunnel as an inspected CONNECT.
 //
-// Port 443: the ClientHello is read first (and relayed unchanged as the tunnel's first
-// bytes); an SNI naming another host than the synthetic address stands for is refused
-// (domain fronting). Port 80: the request head is read first; a Host header naming
-// another host is refused, and refusals are answered 403 with X-Netbox-Reason. Everything
-// else is relayed as it comes, decided on the name and port; a refusal resets it.
+// On any port the agent's first bytes are sniffed before deciding. A TLS ClientHello is
+// read whole (and relayed unchanged as the tunnel's first bytes); an SNI naming another
+// host than the synthetic address stands for is refused (domain fronting). An HTTP/1.x
+// request head is read whole; a Host header naming another host is refused, refusals are
+// answered 403 with X-Netbox-Reason, and an admitted connection is handed to the proxy's
+// request loop (ClientSession with a FixedDestination): each request decided with `rules`,
+// one row each under the connection's. Anything else, or nothing within a short wait (a
+// protocol whose server speaks first), is relayed as it comes, decided on the name and
+// port; a refusal resets it.
 #include "admission.hpp"
 #include "dialer.hpp"
 #include "dns_view.hpp"
@@ -44,6 +48,7 @@ class TransparentSession : public std::enable_shared_from_this<TransparentSessio
   void act_on(AdmissionResult result);
   void on_dialed(DialResult r);
   void start_inspection();
+  void start_requests(Admitted& yes);
   void refuse(const Refusal& r, std::string error = {});
   void reset();
 
@@ -64,8 +69,10 @@ class TransparentSession : public std::enable_shared_from_this<TransparentSessio
   std::string name_;  // what a synthetic address stands for; empty: an IP literal
   policy::Host host_;
   std::vector<boost::asio::ip::tcp::endpoint> allowed_;
-  enum class Flight { none, tls, http };  // what is read before deciding (port 443, port 80)
-  Flight flight_ = Flight::none;
+  // What the first bytes are (sniffed on any port): read before deciding.
+  enum class Flight { unknown, tls, http, raw };
+  static Flight sniff(std::string_view first);
+  Flight flight_ = Flight::unknown;
   bool inspected_ = false;  // the profile inspects host_ on this port: TLS is terminated here
   Outcome decided_outcome_ = Outcome::allow;  // admission's, for an inspected tunnel
   policy::Decision decided_;
