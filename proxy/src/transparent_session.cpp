@@ -31,10 +31,6 @@ using tcp = ip::tcp;
 
 namespace {
 
-// How long a captured connection may stay silent before it is taken for a protocol whose
-// server speaks first (SMTP, MySQL, FTP): then it is relayed as it comes, since waiting
-// longer would only delay the server's greeting. Clients of TLS and HTTP send at once.
-constexpr std::chrono::milliseconds kClientFirstWait{300};
 
 // Where the agent meant to go, before its namespace's DNAT sent it here.
 std::optional<tcp::endpoint> original_destination(tcp::socket& s) {
@@ -125,80 +121,27 @@ void TransparentSession::start() {
   host_ = *parsed.host;
   exchange_.host(host_.name);
   inspected_ = policy::inspects(*profile_, host_.name, dst->port());
-  read_first_flight();
+  read_first_flight(client_, timer_, profile_->limits.header_timeout, inspected_,
+                    [self = shared_from_this()](FirstFlight f) { self->judge_first_flight(std::move(f)); });
 }
 
-// What the agent's first bytes are: a TLS handshake record, an HTTP/1.x request line (a
-// method token, then a space), or anything else.
-TransparentSession::Flight TransparentSession::sniff(std::string_view first) {
-  if (first.empty()) return Flight::unknown;
-  if (first.front() == 0x16) return Flight::tls;
-  constexpr std::size_t kLongestMethod = 16;
-  for (std::size_t i = 0; i < first.size() && i <= kLongestMethod; ++i) {
-    const char c = first[i];
-    if (c == ' ') return i > 0 ? Flight::http : Flight::raw;
-    if (!std::isupper(static_cast<unsigned char>(c)) && c != '-') return Flight::raw;
-  }
-  return first.size() > kLongestMethod ? Flight::raw : Flight::unknown;
-}
-
-void TransparentSession::read_first_flight() {
-  // Until the first byte, a short wait (an inspected host must speak TLS: the whole
-  // header timeout); from then on the whole first message within the header timeout.
-  const bool silent = early_.empty() && !inspected_;
-  const std::chrono::milliseconds wait = silent ? kClientFirstWait : profile_->limits.header_timeout;
-  timer_.expires_after(wait);
-  timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
-    if (!ec) self->client_.cancel();
-  });
-  client_.async_read_some(asio::buffer(chunk_), [self = shared_from_this()](boost::system::error_code ec,
-                                                                            std::size_t n) {
-    self->on_first_bytes(ec, n);
-  });
-}
-
-void TransparentSession::on_first_bytes(boost::system::error_code ec, std::size_t n) {
-  if (ec) {
-    timer_.cancel();
-    // Silent, or closed its sending side at once: the server speaks first. Relayed as it comes.
-    if (early_.empty() && !inspected_ && (ec == asio::error::operation_aborted || ec == asio::error::eof)) {
-      flight_ = Flight::raw;
-      return admit();
-    }
-    return refuse({403, Outcome::error, {}, "request", "the connection sent no complete first message in time",
-                   {}}, ec.message());
-  }
-  early_.append(chunk_.data(), n);
-  judge_first_flight();
-}
-
-void TransparentSession::judge_first_flight() {
-  const bool full = early_.size() >= tls::kMaxHelloBytes;
-  if (flight_ == Flight::unknown) flight_ = sniff(early_);
-  if (flight_ == Flight::unknown) return read_first_flight();
-  if (flight_ == Flight::raw) {
-    timer_.cancel();
-    return admit();
-  }
+void TransparentSession::judge_first_flight(FirstFlight f) {
+  flight_ = f.kind;
+  early_ = std::move(f.bytes);
+  if (!f.error.empty())
+    return refuse({403, Outcome::error, {}, "request", "the connection sent no complete first message in time", {}},
+                  std::move(f.error));
   if (flight_ == Flight::tls) {
-    const auto hello = tls::read_client_hello(
-        std::span(reinterpret_cast<const std::uint8_t*>(early_.data()), early_.size()));
-    if (hello.status == tls::ClientHello::Status::need_more && !full) return read_first_flight();
-    timer_.cancel();
     // Not TLS after all, or without SNI, or ECH (its SNI is only the public name): decided
     // on the mapped name. An SNI naming another host is domain fronting.
-    if (!name_.empty() && hello.status == tls::ClientHello::Status::complete && !hello.server_name.empty() &&
-        !hello.encrypted_client_hello && hello.server_name != host_.name)
-      return refuse({403, Outcome::deny, {}, "sni",
-                     "the TLS server name " + hello.server_name + " is not " + host_.name +
-                         ", the name this address was looked up as (domain fronting)",
-                     {}});
+    if (!name_.empty())
+      if (auto why = fronting(f.hello, host_.name, "the name this address was looked up as"); !why.empty())
+        return refuse({403, Outcome::deny, {}, "sni", std::move(why), {}});
     return admit();
   }
+  if (flight_ != Flight::http) return admit();
   const auto end = early_.find("\r\n\r\n");
-  if (end == std::string::npos && !full) return read_first_flight();
-  timer_.cancel();
-  if (end == std::string::npos)
+  if (!f.head_complete)
     return refuse({431, Outcome::error, {}, "request", "the request head is longer than 16 KiB", {}});
   // Only a name is checked: a literal has no other name to disagree with.
   if (!name_.empty()) {

@@ -21,6 +21,7 @@
 #include "dialer.hpp"
 #include "dns_view.hpp"
 #include "exchange.hpp"
+#include "first_flight.hpp"
 #include "proxy_runtime.hpp"
 
 #include <boost/asio/ip/tcp.hpp>
@@ -40,9 +41,7 @@ class TransparentSession : public std::enable_shared_from_this<TransparentSessio
   void start();
 
  private:
-  void read_first_flight();
-  void on_first_bytes(boost::system::error_code ec, std::size_t n);
-  void judge_first_flight();
+  void judge_first_flight(FirstFlight f);
   void admit();
   void on_resolved(ResolveResult r);
   void act_on(AdmissionResult result);
@@ -69,15 +68,12 @@ class TransparentSession : public std::enable_shared_from_this<TransparentSessio
   std::string name_;  // what a synthetic address stands for; empty: an IP literal
   policy::Host host_;
   std::vector<boost::asio::ip::tcp::endpoint> allowed_;
-  // What the first bytes are (sniffed on any port): read before deciding.
-  enum class Flight { unknown, tls, http, raw };
-  static Flight sniff(std::string_view first);
+  using Flight = FirstFlight::Kind;  // what the first bytes are (on any port): read before deciding
   Flight flight_ = Flight::unknown;
   bool inspected_ = false;  // the profile inspects host_ on this port: TLS is terminated here
   Outcome decided_outcome_ = Outcome::allow;  // admission's, for an inspected tunnel
   policy::Decision decided_;
   std::string early_;  // the first flight, relayed first once admitted
-  std::array<char, 4096> chunk_{};
   std::shared_ptr<std::string> answer_;  // a 403 being written
 };
 
