@@ -48,6 +48,12 @@ void ClientSession::forward() {
     if (policy::inspects(*profile_, host_.name, target_.port)) return start_inspection();
     return connect_upstream();
   }
+  if (fixed_ && fixed_->dialled) {  // the connection its front door made already
+    auto r = std::move(*fixed_->dialled);
+    fixed_->dialled.reset();
+    reused_upstream_ = false;
+    return on_dialed(std::move(r));
+  }
   // Reuse a pooled connection to one of the checked addresses, if there is one.
   for (const auto& ep : allowed_) {
     UpstreamPool::key(pool_key_, pool_scope_, ep, host_.name);

@@ -47,6 +47,7 @@ struct FixedDestination {
   InspectionScope scope;
   Exchange connection;
   std::string early;   // bytes already read from the agent
+  std::optional<DialResult> dialled;  // an upstream connection already made, for the first request
 };
 
 class ClientSession : public std::enable_shared_from_this<ClientSession> {

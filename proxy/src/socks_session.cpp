@@ -1,5 +1,6 @@
 #include "socks_session.hpp"
 
+#include "http_session.hpp"
 #include "inspected_tunnel.hpp"
 #include "request_rules.hpp"
 #include "target.hpp"
@@ -24,6 +25,7 @@ SocksSession::SocksSession(ProxyRuntime& impl, Worker& worker, tcp::socket socke
       worker_(worker),
       slot_(std::move(slot)),
       stream_(std::move(socket)),
+      timer_(stream_.get_executor()),
       admission_(impl.own, impl.caps, impl.counters),
       exchange_(impl) {
   impl_.counters.active_connections.fetch_add(1);
@@ -189,16 +191,6 @@ void SocksSession::act_on(AdmissionResult result) {
     return refuse(code, no->refusal, std::move(no->error));
   }
   auto& yes = std::get<Admitted>(result);
-  // As for CONNECT: a blind tunnel to a host some rule names would carry requests no
-  // rule could check; an inspected host's requests are decided inside.
-  if (auto v = decide_blind_tunnel(*profile_, host_.name, port_); v.refusal) {
-    Refused no{std::move(*v.refusal), {}, {}, yes.endpoints.front().address().to_string(), {}};
-    no.rule = no.refusal.rule;
-    no.reason = no.refusal.reason;
-    exchange_.refused(no);
-    no.refusal.what = what_;
-    return refuse(reply_for(no.refusal.outcome), no.refusal);
-  }
   decided_outcome_ = yes.outcome;
   decided_ = yes.decision;
   const bool queued = exchange_.admitted(yes);
@@ -238,18 +230,75 @@ void SocksSession::on_dialed(DialResult r) {
     return refuse(reply_for(r.failure), {http_status(r.failure), Outcome::error, what_, {}, r.error, {}}, r.error);
   }
   exchange_.dialled(r.endpoint.address().to_string());
-  // Bytes the agent sent right after its request (a TLS hello) go first.
-  std::string early(reinterpret_cast<const char*>(in_.data()), have_);
-  have_ = 0;
+  dialled_.emplace(std::move(r));
   stream_.expires_never();
+  // Bytes the agent sent right after its request, before any reply (optimistic data), are
+  // not sniffed: they go first through a tunnel.
+  if (have_ > 0) {
+    FirstFlight f;
+    f.kind = FirstFlight::Kind::raw;
+    f.bytes.assign(reinterpret_cast<const char*>(in_.data()), have_);
+    have_ = 0;
+    return send_succeeded(std::move(f));
+  }
+  send_succeeded(std::nullopt);
+}
+
+// "Succeeded", then the agent's first message says what it speaks (first_flight.hpp).
+void SocksSession::send_succeeded(std::optional<FirstFlight> known) {
+  out_ = socks::reply(socks::Reply::succeeded);
+  asio::async_write(stream_.socket(), asio::buffer(out_),
+                    [self = shared_from_this(), known = std::move(known)](boost::system::error_code ec,
+                                                                          std::size_t) mutable {
+                      if (ec) {
+                        self->exchange_.finish(std::nullopt, "answering the SOCKS request failed: " + ec.message(),
+                                               true);
+                        return self->close();
+                      }
+                      if (known) return self->on_first_flight(std::move(*known));
+                      read_first_flight(self->stream_.socket(), self->timer_, self->profile_->limits.header_timeout,
+                                        false, [self](FirstFlight f) { self->on_first_flight(std::move(f)); });
+                    });
+}
+
+void SocksSession::on_first_flight(FirstFlight f) {
+  if (!f.error.empty()) {
+    exchange_.finish(std::nullopt, std::move(f.error), true);
+    return close();
+  }
+  if (f.kind == FirstFlight::Kind::http) {
+    // Plain HTTP: each request decided with `rules` and forwarded by the request loop,
+    // one row each under this connection's, the first over the connection just dialled.
+    FixedDestination fixed{"socks",
+                           {policy_, profile_, host_, port_, std::move(allowed_), decided_outcome_,
+                            std::move(decided_), who_.agent, peer_text_, impl_.metric_label(who_), false},
+                           std::move(exchange_), std::move(f.bytes), std::move(dialled_)};
+    return std::make_shared<ClientSession>(impl_, worker_, stream_.release_socket(), std::move(slot_),
+                                           std::move(fixed))
+        ->start();
+  }
+  std::string refusal_rule, refusal_reason;
+  if (f.kind == FirstFlight::Kind::tls && !host_.is_ip())
+    refusal_reason = fronting(f.hello, host_.name, "the name the SOCKS request asked for");
+  if (!refusal_reason.empty()) refusal_rule = "sni";
+  // As for CONNECT: a blind tunnel to a host some rule names would carry requests no rule
+  // could check (an inspected host never gets here).
+  if (auto v = decide_blind_tunnel(*profile_, host_.name, port_); refusal_rule.empty() && v.refusal) {
+    refusal_rule = v.refusal->rule;
+    refusal_reason = v.refusal->reason;
+  }
+  if (!refusal_rule.empty()) {
+    exchange_.overrule(Outcome::deny, refusal_rule, refusal_reason);
+    exchange_.finish(403, refusal_reason);
+    boost::system::error_code ignored;
+    stream_.socket().set_option(asio::socket_base::linger(true, 0), ignored);
+    return stream_.close();
+  }
   exchange_.client_slot = std::move(slot_);
   exchange_.settle();
-  static constexpr auto kSucceeded = socks::reply(socks::Reply::succeeded);
-  auto t = std::make_shared<Tunnel>(impl_, stream_.release_socket(), std::move(r.socket), std::move(early),
-                                    std::move(exchange_), profile_->limits.idle_timeout,
-                                    std::string_view(reinterpret_cast<const char*>(kSucceeded.data()),
-                                                     kSucceeded.size()));
-  t->start();
+  auto t = std::make_shared<Tunnel>(impl_, stream_.release_socket(), std::move(dialled_->socket), std::move(f.bytes),
+                                    std::move(exchange_), profile_->limits.idle_timeout);
+  t->start(false);
 }
 
 // The host is inspected: netbox answers "succeeded" itself and terminates the agent's

@@ -253,7 +253,7 @@ void TransparentSession::start_requests(Admitted& yes) {
   FixedDestination fixed{"transparent",
                          {policy_, profile_, host_, original_.port(), std::move(yes.endpoints), outcome,
                           std::move(decision), who_.agent, peer_text_, rt_.metric_label(who_), !name_.empty()},
-                         std::move(exchange_), std::move(early_)};
+                         std::move(exchange_), std::move(early_), std::nullopt};
   std::make_shared<ClientSession>(rt_, worker_, std::move(client_), std::move(slot_), std::move(fixed))->start();
 }
 
