@@ -4,6 +4,7 @@
 // Tunnel. The connection side (heads, keep-alive, refusals, close) is http_session.cpp.
 #include "http_session.hpp"
 
+#include "admission_steps.hpp"
 #include "head_writer.hpp"
 #include "inspected_tunnel.hpp"
 #include "tunnel.hpp"
@@ -69,12 +70,8 @@ void ClientSession::forward() {
 
 void ClientSession::connect_upstream() {
   reused_upstream_ = false;
-  const auto t0 = std::chrono::steady_clock::now();
-  dial(worker_.ioc, allowed_, DialLimits::of(profile_->limits, impl_.dial_fd_ceiling, worker_.pool.get()),
-       [self = shared_from_this(), t0](DialResult r) {
-    self->impl_.counters.connect_latency.observe(std::chrono::steady_clock::now() - t0);
-    self->on_dialed(std::move(r));
-  });
+  dial_admitted(impl_, worker_, allowed_, profile_->limits,
+                [self = shared_from_this()](DialResult r) { self->on_dialed(std::move(r)); });
 }
 
 void ClientSession::on_dialed(DialResult r) {

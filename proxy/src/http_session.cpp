@@ -1,5 +1,6 @@
 #include "http_session.hpp"
 
+#include "admission_steps.hpp"
 #include "head_writer.hpp"
 #include "headers.hpp"
 #include "request_rules.hpp"
@@ -274,17 +275,10 @@ void ClientSession::take_fixed_target() {
   act_on(std::move(yes));
 }
 
-// Admission decides; the only step it leaves to the session is a lookup.
 void ClientSession::admit() {
-  if (auto r = admission_.begin(host_, target_.port)) return act_on(std::move(*r));
-  const auto t0 = std::chrono::steady_clock::now();
-  worker_.resolver->resolve(host_.name, [self = shared_from_this(), t0](ResolveResult r) {
-    if (!r.from_cache) self->impl_.counters.dns_latency.observe(std::chrono::steady_clock::now() - t0);
-    self->on_resolved(std::move(r));
-  });
+  decide(admission_, worker_, impl_.counters, host_, target_.port,
+         [self = shared_from_this()](AdmissionResult r) { self->act_on(std::move(r)); });
 }
-
-void ClientSession::on_resolved(ResolveResult r) { act_on(admission_.resolved(r)); }
 
 void ClientSession::act_on(AdmissionResult result) {
   if (auto* no = std::get_if<Refused>(&result)) {
@@ -304,20 +298,11 @@ void ClientSession::act_on(AdmissionResult result) {
     decided_ = yes.decision;
   }
   // From here on the row is open: a refusal completes it as error.
-  const bool queued = exchange_.admitted(yes);
-  allowed_ = std::move(yes.endpoints);
-  if (!queued) return refuse_unaudited("the audit store did not accept the record of this request");
-  if (impl_.options.audit_sync) {
-    // Strict mode: nothing leaves until the decision row is durable. The callback runs on
-    // the writer thread; the session continues on its own io thread.
-    return impl_.writer->on_committed(exchange_.row(), [self = shared_from_this()](bool ok) {
-      asio::post(self->stream_.get_executor(), [self, ok] {
-        if (ok) return self->forward();
-        self->refuse_unaudited("the audit store could not make the record of this request durable");
-      });
-    });
-  }
-  forward();
+  open_row(impl_, exchange_, yes, allowed_, host_.name, who_.agent, stream_.get_executor(),
+           [self = shared_from_this()](std::string unaudited) {
+             if (unaudited.empty()) return self->forward();
+             self->refuse_unaudited(std::move(unaudited));
+           });
 }
 
 // The host is let through; `rules` may still refuse the request (request_rules.hpp). A
@@ -346,9 +331,6 @@ std::optional<Refused> ClientSession::apply_request_rules(Admitted& yes) {
 }
 
 void ClientSession::refuse_unaudited(std::string why) {
-  exchange_.end();
-  impl_.log.write("audit_refused", {{"host", host_.name}, {"agent", who_.agent}, {"reason", why}});
-  // Fail closed: no connection. Any row already queued is completed by the Exchange.
   auto res = std::make_shared<Response>(
       make_refusal({503, Outcome::error, what(), "audit", std::move(why), {}}, req_.version(), false));
   refusal_ = res;

@@ -79,11 +79,10 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
   void take_fixed_target();  // a request on a FixedDestination connection
   void take_head(boost::beast::error_code ec);  // the head is parsed (or failed): check it, then admit
   void admit();
-  void on_resolved(ResolveResult r);
   void act_on(AdmissionResult result);  // refuse, or open the exchange and forward
   std::optional<Refused> apply_request_rules(Admitted& yes);  // `rules`, once the host is let through
   void forward();  // after admit (and, with --audit-sync, once the row is durable)
-  void refuse_unaudited(std::string why);  // 503: the audit store cannot take the row
+  void refuse_unaudited(std::string why);  // 503: the audit store did not take the row (open_row)
   void connect_upstream();
   void on_dialed(DialResult r);
   void send_upstream();

@@ -1,5 +1,6 @@
 #include "socks_session.hpp"
 
+#include "admission_steps.hpp"
 #include "http_session.hpp"
 #include "inspected_tunnel.hpp"
 #include "request_rules.hpp"
@@ -173,12 +174,8 @@ void SocksSession::take_request(socks::Request r) {
 }
 
 void SocksSession::admit() {
-  if (auto r = admission_.begin(host_, port_)) return act_on(std::move(*r));
-  const auto t0 = std::chrono::steady_clock::now();
-  worker_.resolver->resolve(host_.name, [self = shared_from_this(), t0](ResolveResult r) {
-    if (!r.from_cache) self->impl_.counters.dns_latency.observe(std::chrono::steady_clock::now() - t0);
-    self->act_on(self->admission_.resolved(r));
-  });
+  decide(admission_, worker_, impl_.counters, host_, port_,
+         [self = shared_from_this()](AdmissionResult r) { self->act_on(std::move(r)); });
 }
 
 void SocksSession::act_on(AdmissionResult result) {
@@ -193,35 +190,18 @@ void SocksSession::act_on(AdmissionResult result) {
   auto& yes = std::get<Admitted>(result);
   decided_outcome_ = yes.outcome;
   decided_ = yes.decision;
-  const bool queued = exchange_.admitted(yes);
-  allowed_ = std::move(yes.endpoints);
-  if (!queued) return refuse_unaudited("the audit store did not accept the record of this request");
-  if (impl_.options.audit_sync)
-    return impl_.writer->on_committed(exchange_.row(), [self = shared_from_this()](bool ok) {
-      asio::post(self->stream_.get_executor(), [self, ok] {
-        if (ok) return self->connect_upstream();
-        self->refuse_unaudited("the audit store could not make the record of this request durable");
-      });
-    });
-  connect_upstream();
-}
-
-// Fail closed, as on the HTTP listener: no connection, and no second try at a row the
-// store just refused (one already queued is completed by the Exchange).
-void SocksSession::refuse_unaudited(std::string why) {
-  exchange_.end();
-  impl_.log.write("audit_refused", {{"host", host_.name}, {"agent", who_.agent}, {"reason", why}});
-  send_reply(socks::Reply::general_failure);
+  // Fail closed, as on the HTTP listener: a row the store did not take is no connection.
+  open_row(impl_, exchange_, yes, allowed_, host_.name, who_.agent, stream_.get_executor(),
+           [self = shared_from_this()](std::string unaudited) {
+             if (unaudited.empty()) return self->connect_upstream();
+             self->send_reply(socks::Reply::general_failure);
+           });
 }
 
 void SocksSession::connect_upstream() {
   if (policy::inspects(*profile_, host_.name, port_)) return start_inspection();
-  const auto t0 = std::chrono::steady_clock::now();
-  dial(worker_.ioc, allowed_, DialLimits::of(profile_->limits, impl_.dial_fd_ceiling, worker_.pool.get()),
-       [self = shared_from_this(), t0](DialResult r) {
-         self->impl_.counters.connect_latency.observe(std::chrono::steady_clock::now() - t0);
-         self->on_dialed(std::move(r));
-       });
+  dial_admitted(impl_, worker_, allowed_, profile_->limits,
+                [self = shared_from_this()](DialResult r) { self->on_dialed(std::move(r)); });
 }
 
 void SocksSession::on_dialed(DialResult r) {

@@ -62,7 +62,6 @@ class SocksSession : public std::enable_shared_from_this<SocksSession> {
   void send_handshake(std::array<std::uint8_t, 2> bytes, bool then_close);
   // Completes the row (refused, or failed after admission) and answers `code`, then closes.
   void refuse(socks::Reply code, const Refusal& r, std::string error = {});
-  void refuse_unaudited(std::string why);  // 0x01: the audit store cannot take the row
   void send_reply(socks::Reply code);
   void close();
 

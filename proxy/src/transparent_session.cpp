@@ -6,6 +6,7 @@
 
 #include "netbox/policy/decide_request.hpp"
 
+#include "admission_steps.hpp"
 #include "denial.hpp"
 #include "http_session.hpp"
 #include "inspected_tunnel.hpp"
@@ -160,15 +161,9 @@ void TransparentSession::judge_first_flight(FirstFlight f) {
 }
 
 void TransparentSession::admit() {
-  if (auto r = admission_.begin(host_, original_.port())) return act_on(std::move(*r));
-  const auto t0 = std::chrono::steady_clock::now();
-  worker_.resolver->resolve(host_.name, [self = shared_from_this(), t0](ResolveResult r) {
-    if (!r.from_cache) self->rt_.counters.dns_latency.observe(std::chrono::steady_clock::now() - t0);
-    self->on_resolved(std::move(r));
-  });
+  decide(admission_, worker_, rt_.counters, host_, original_.port(),
+         [self = shared_from_this()](AdmissionResult r) { self->act_on(std::move(r)); });
 }
-
-void TransparentSession::on_resolved(ResolveResult r) { act_on(admission_.resolved(r)); }
 
 void TransparentSession::act_on(AdmissionResult result) {
   if (auto* no = std::get_if<Refused>(&result)) {
@@ -176,10 +171,10 @@ void TransparentSession::act_on(AdmissionResult result) {
     return refuse(no->refusal, std::move(no->error));
   }
   auto& yes = std::get<Admitted>(result);
-  if (flight_ == Flight::http) return start_requests(yes);
   // As for CONNECT: a blind tunnel to a host some rule names would carry requests no
-  // rule could check; an inspected host's requests are decided inside.
-  if (auto v = decide_blind_tunnel(*profile_, host_.name, original_.port()); v.refusal) {
+  // rule could check; an inspected host's requests, and plain HTTP's, are decided inside.
+  if (auto v = decide_blind_tunnel(*profile_, host_.name, original_.port());
+      flight_ != Flight::http && v.refusal) {
     Refused no{std::move(*v.refusal), {}, {}, yes.endpoints.front().address().to_string(), {}};
     no.rule = no.refusal.rule;
     no.reason = no.refusal.reason;
@@ -188,21 +183,19 @@ void TransparentSession::act_on(AdmissionResult result) {
   }
   decided_outcome_ = yes.outcome;
   decided_ = yes.decision;
-  const bool queued = exchange_.admitted(yes);
-  allowed_ = std::move(yes.endpoints);
-  if (!queued) {
-    exchange_.end();
-    rt_.log.write("audit_refused", {{"host", host_.name}, {"agent", who_.agent},
-                                    {"reason", "the audit store did not accept the record of this connection"}});
-    return reset();
-  }
+  // A row the store did not take is no connection (the agent sees a reset).
+  open_row(rt_, exchange_, yes, allowed_, host_.name, who_.agent, client_.get_executor(),
+           [self = shared_from_this()](std::string unaudited) {
+             if (!unaudited.empty()) return self->reset();
+             self->go_on();
+           });
+}
+
+void TransparentSession::go_on() {
+  if (flight_ == Flight::http) return start_requests();
   if (inspected_) return start_inspection();
-  const auto t0 = std::chrono::steady_clock::now();
-  dial(worker_.ioc, allowed_, DialLimits::of(profile_->limits, rt_.dial_fd_ceiling, worker_.pool.get()),
-       [self = shared_from_this(), t0](DialResult r) {
-         self->rt_.counters.connect_latency.observe(std::chrono::steady_clock::now() - t0);
-         self->on_dialed(std::move(r));
-       });
+  dial_admitted(rt_, worker_, allowed_, profile_->limits,
+                [self = shared_from_this()](DialResult r) { self->on_dialed(std::move(r)); });
 }
 
 void TransparentSession::on_dialed(DialResult r) {
@@ -241,18 +234,10 @@ void TransparentSession::start_inspection() {
 // Plain HTTP: the connection's row opens under the admission, and each request inside is
 // read, decided with `rules` and forwarded by the proxy's own request loop, one row each
 // (http_session.hpp, FixedDestination), starting with the head already read.
-void TransparentSession::start_requests(Admitted& yes) {
-  const auto outcome = yes.outcome;
-  auto decision = yes.decision;  // admitted() takes the row's copy
-  if (!exchange_.admitted(yes)) {
-    exchange_.end();
-    rt_.log.write("audit_refused", {{"host", host_.name}, {"agent", who_.agent},
-                                    {"reason", "the audit store did not accept the record of this connection"}});
-    return reset();
-  }
+void TransparentSession::start_requests() {
   FixedDestination fixed{"transparent",
-                         {policy_, profile_, host_, original_.port(), std::move(yes.endpoints), outcome,
-                          std::move(decision), who_.agent, peer_text_, rt_.metric_label(who_), !name_.empty()},
+                         {policy_, profile_, host_, original_.port(), std::move(allowed_), decided_outcome_,
+                          std::move(decided_), who_.agent, peer_text_, rt_.metric_label(who_), !name_.empty()},
                          std::move(exchange_), std::move(early_), std::nullopt};
   std::make_shared<ClientSession>(rt_, worker_, std::move(client_), std::move(slot_), std::move(fixed))->start();
 }

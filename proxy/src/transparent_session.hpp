@@ -43,11 +43,11 @@ class TransparentSession : public std::enable_shared_from_this<TransparentSessio
  private:
   void judge_first_flight(FirstFlight f);
   void admit();
-  void on_resolved(ResolveResult r);
   void act_on(AdmissionResult result);
   void on_dialed(DialResult r);
   void start_inspection();
-  void start_requests(Admitted& yes);
+  void go_on();  // the row is open: on to the upstream, the inspector or the request loop
+  void start_requests();
   void refuse(const Refusal& r, std::string error = {});
   void reset();
 
