@@ -6,8 +6,11 @@
 // then a space) until the end of its head (16 KiB at most); anything else is taken as it
 // is. A connection that stays silent for kClientFirstWait is a protocol whose server
 // speaks first (SMTP, MySQL, FTP): it is relayed as it comes, since waiting longer would
-// only delay the server's greeting; TLS and HTTP clients send at once. Once the first
-// byte is in, the whole message must follow within the header timeout.
+// only delay the server's greeting; TLS and HTTP clients send at once. Except on ports 80
+// and 443, and to a host netbox inspects: there the agent must speak first, within the
+// header timeout, so that a client pausing on purpose cannot get its TLS or HTTP past the
+// server-name and Host checks as a "silent" protocol. Once the first byte is in, the
+// whole message must follow within the header timeout.
 #include "netbox/tls/client_hello.hpp"
 
 #include <boost/asio/ip/tcp.hpp>
@@ -33,13 +36,18 @@ struct FirstFlight {
 
 FirstFlight::Kind sniff_first_flight(std::string_view first);
 
+// Whether a connection to `port` must open with the agent's message (see above).
+inline bool agent_must_speak_first(std::uint16_t port, bool inspected) {
+  return inspected || port == 80 || port == 443;
+}
+
 // Why a ClientHello is refused as domain fronting: its server name is not `name` (`as`
 // says what `name` is). Empty when it may go on: the names agree, or the hello has no
 // server name, or ECH (whose outer name is only the public one): decided on `name`.
 std::string fronting(const tls::ClientHello& hello, const std::string& name, std::string_view as);
 
 // Reads `s`'s first message and calls `done` once (on the socket's executor). `must_send`:
-// the agent must speak first (an inspected host: TLS), so silence is waited out for the
+// the agent must speak first (agent_must_speak_first), so silence is waited out for the
 // whole header timeout and is an error. `timer` is the caller's, idle meanwhile.
 void read_first_flight(boost::asio::ip::tcp::socket& s, boost::asio::steady_timer& timer,
                        std::chrono::milliseconds header_timeout, bool must_send,

@@ -237,7 +237,8 @@ void SocksSession::send_succeeded(std::optional<FirstFlight> known) {
                       }
                       if (known) return self->on_first_flight(std::move(*known));
                       read_first_flight(self->stream_.socket(), self->timer_, self->profile_->limits.header_timeout,
-                                        false, [self](FirstFlight f) { self->on_first_flight(std::move(f)); });
+                                        agent_must_speak_first(self->port_, false),
+                                        [self](FirstFlight f) { self->on_first_flight(std::move(f)); });
                     });
 }
 

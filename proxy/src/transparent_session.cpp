@@ -122,7 +122,8 @@ void TransparentSession::start() {
   host_ = *parsed.host;
   exchange_.host(host_.name);
   inspected_ = policy::inspects(*profile_, host_.name, dst->port());
-  read_first_flight(client_, timer_, profile_->limits.header_timeout, inspected_,
+  read_first_flight(client_, timer_, profile_->limits.header_timeout,
+                    agent_must_speak_first(original_.port(), inspected_),
                     [self = shared_from_this()](FirstFlight f) { self->judge_first_flight(std::move(f)); });
 }
 

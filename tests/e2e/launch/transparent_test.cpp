@@ -306,6 +306,27 @@ TEST(LaunchTransparent, TlsOnAnyPortIsReadAndAServerThatSpeaksFirstStillWorks) {
   expect_nothing_left(subnet);
 }
 
+// On ports 80 and 443 the agent must speak first: pausing before its request does not
+// turn it into a "server speaks first" connection relayed without the Host check.
+TEST(LaunchTransparent, PausingBeforeTheRequestOnPort80DoesNotSkipTheHostCheck) {
+  NETBOX_REQUIRE_ROOT();
+  const auto subnet = test_subnet(93);
+  test::TempDir dir;
+  auto policy = dir.write("policy.json", policy_json(8080));  // allowed.test on port 80
+  const auto db = dir.path() / "a.db";
+  const std::string script = "import socket, time\n"
+                             "s = socket.create_connection((\"allowed.test\", 80))\n"
+                             "time.sleep(1)\n"
+                             "s.sendall(b\"GET / HTTP/1.1\\r\\nHost: evil.test\\r\\n\\r\\n\")\n"
+                             "print(\"got:\", s.recv(4096).split(b\"\\r\\n\")[0].decode())\n";
+  auto r = launch(subnet, {"--policy", policy.string(), "--audit-db", db.string(), "--", kPython, "-c", script});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("got: HTTP/1.1 403")) << r.out << r.err;
+  const auto rows = query(db, "SELECT kind, decision, rule FROM requests");
+  EXPECT_EQ(rows, (std::vector<std::vector<std::string>>{{"transparent", "deny", "host"}}));
+  expect_nothing_left(subnet);
+}
+
 // Runtimes that resolve and connect on their own: Node's fetch ignores the proxy variables
 // (before Node 24) and is captured; the JVM reads JAVA_TOOL_OPTIONS and uses the proxy.
 TEST(LaunchTransparent, NodeFetchAndJavaHttpClientWorkWithNoConfiguration) {
