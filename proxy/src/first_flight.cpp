@@ -1,5 +1,6 @@
 #include "first_flight.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cctype>
 #include <memory>
@@ -27,6 +28,25 @@ std::string fronting(const tls::ClientHello& hello, const std::string& name, std
     return {};
   return "the TLS server name " + hello.server_name + " is not " + name + ", " + std::string(as) +
          " (domain fronting)";
+}
+
+std::optional<Refusal> check_host_headers(const std::vector<std::string_view>& values, const std::string& name) {
+  std::string named;
+  if (values.size() == 1) {
+    std::string_view v = values.front();
+    v.remove_prefix(std::min(v.size(), v.find_first_not_of(" \t")));
+    v = v.substr(0, v.find_last_not_of(" \t") + 1);
+    if (!v.empty() && v.front() != '[') v = v.substr(0, v.find(':'));
+    if (!v.empty() && v.back() == '.') v.remove_suffix(1);
+    for (char c : v) named.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+  }
+  if (named.empty())
+    return Refusal{400, Outcome::error, {}, "host", "the request must have exactly one Host header, naming " + name, {}};
+  if (named != name)
+    return Refusal{403, Outcome::deny, {}, "host",
+                   "the Host header names " + named + ", not " + name + ", the name this connection was admitted for",
+                   {}};
+  return std::nullopt;
 }
 
 namespace {

@@ -13,13 +13,17 @@
 // whole message must follow within the header timeout.
 #include "netbox/tls/client_hello.hpp"
 
+#include "denial.hpp"
+
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 
 #include <chrono>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace netbox::proxy {
 
@@ -45,6 +49,11 @@ inline bool agent_must_speak_first(std::uint16_t port, bool inspected) {
 // says what `name` is). Empty when it may go on: the names agree, or the hello has no
 // server name, or ECH (whose outer name is only the public one): decided on `name`.
 std::string fronting(const tls::ClientHello& hello, const std::string& name, std::string_view as);
+
+// The Host check of a plain-HTTP request on a connection whose destination is a name:
+// exactly one Host header (`values`, as sent), naming `name` (compared lower-case, without
+// a port or a final dot): otherwise 400, or 403 (rule `host`) for another name.
+std::optional<Refusal> check_host_headers(const std::vector<std::string_view>& values, const std::string& name);
 
 // Reads `s`'s first message and calls `done` once (on the socket's executor). `must_send`:
 // the agent must speak first (agent_must_speak_first), so silence is waited out for the

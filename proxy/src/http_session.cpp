@@ -1,6 +1,7 @@
 #include "http_session.hpp"
 
 #include "admission_steps.hpp"
+#include "first_flight.hpp"
 #include "head_writer.hpp"
 #include "headers.hpp"
 #include "request_rules.hpp"
@@ -250,22 +251,14 @@ void ClientSession::take_fixed_target() {
                        " already: requests on it have an origin-form target (\"/path\")",
                    {}},
                   true);
+  // A literal has no other name to disagree with.
   if (!host_.is_ip()) {
-    const auto hosts = req_.count(http::field::host);
-    std::string named(req_[http::field::host]);
-    if (!named.empty() && named.front() != '[') named = named.substr(0, named.find(':'));
-    if (!named.empty() && named.back() == '.') named.pop_back();
-    for (auto& c : named) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    if (hosts != 1 || named.empty())
-      return refuse({400, Outcome::error, what(), "host",
-                     "the request must have exactly one Host header, naming " + host_.name, {}},
-                    true);
-    if (named != host_.name)
-      return refuse({403, Outcome::deny, what(), "host",
-                     "the Host header names " + named + ", not " + host_.name +
-                         ", the name this address was looked up as",
-                     {}},
-                    true);
+    std::vector<std::string_view> values;
+    for (auto [it, end] = req_.equal_range(http::field::host); it != end; ++it) values.push_back(it->value());
+    if (auto no = check_host_headers(values, host_.name)) {
+      no->what = what();
+      return refuse(std::move(*no), true);
+    }
   }
   target_ = Target{host_.name, scope.port, std::string(target), std::string(target.substr(0, target.find('?'))), {}};
   Admitted yes;

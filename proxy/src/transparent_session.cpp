@@ -42,9 +42,9 @@ std::optional<tcp::endpoint> original_destination(tcp::socket& s) {
   return tcp::endpoint(ip::address_v4(ntohl(dst.sin_addr.s_addr)), ntohs(dst.sin_port));
 }
 
-// The Host headers' names in a request head (lower-cased, without a port or a final dot).
-std::vector<std::string> hosts_of_head(std::string_view head) {
-  std::vector<std::string> hosts;
+// The Host headers' values in a request head, as sent.
+std::vector<std::string_view> host_values(std::string_view head) {
+  std::vector<std::string_view> hosts;
   std::size_t at = 0;
   while ((at = head.find("\r\n", at)) != std::string_view::npos) {
     at += 2;
@@ -53,13 +53,7 @@ std::vector<std::string> hosts_of_head(std::string_view head) {
     for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     if (name != "host:") continue;
     const auto end = head.find("\r\n", at);
-    std::string v(head.substr(at + 5, end - at - 5));
-    v.erase(0, v.find_first_not_of(" \t"));
-    v.erase(v.find_last_not_of(" \t") + 1);
-    if (!v.empty() && v.front() != '[') v = v.substr(0, v.find(':'));
-    if (!v.empty() && v.back() == '.') v.pop_back();
-    for (auto& c : v) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    hosts.push_back(std::move(v));
+    hosts.push_back(head.substr(at + 5, end - at - 5));
   }
   return hosts;
 }
@@ -146,18 +140,9 @@ void TransparentSession::judge_first_flight(FirstFlight f) {
   if (!f.head_complete)
     return refuse({431, Outcome::error, {}, "request", "the request head is longer than 16 KiB", {}});
   // Only a name is checked: a literal has no other name to disagree with.
-  if (!name_.empty()) {
-    const auto hosts = hosts_of_head(std::string_view(early_).substr(0, end + 2));
-    if (hosts.size() != 1 || hosts.front().empty())
-      return refuse({400, Outcome::error, {}, "host", "the request must have exactly one Host header, naming " +
-                                                          host_.name, {}});
-    const auto& host = hosts.front();
-    if (host != host_.name)
-      return refuse({403, Outcome::deny, {}, "host",
-                     "the Host header names " + host + ", not " + host_.name +
-                         ", the name this address was looked up as",
-                     {}});
-  }
+  if (!name_.empty())
+    if (auto no = check_host_headers(host_values(std::string_view(early_).substr(0, end + 2)), host_.name))
+      return refuse(*no);
   admit();
 }
 

@@ -50,5 +50,21 @@ TEST(FirstFlight, FrontingIsAnotherServerNameInACompleteHello) {
   EXPECT_EQ(fronting(h, "allowed.test", "the name"), "") << "no name: decided on the admitted one";
 }
 
+TEST(FirstFlight, TheHostCheckWantsExactlyOneHostHeaderNamingTheAdmittedName) {
+  EXPECT_FALSE(check_host_headers({"allowed.test"}, "allowed.test"));
+  EXPECT_FALSE(check_host_headers({" Allowed.TEST.:8080 "}, "allowed.test")) << "case, port and final dot";
+  const auto other = check_host_headers({"evil.test"}, "allowed.test");
+  ASSERT_TRUE(other);
+  EXPECT_EQ(other->status, 403u);
+  EXPECT_EQ(other->rule, "host");
+  EXPECT_EQ(other->reason.rfind("the Host header names evil.test, not allowed.test", 0), 0u) << other->reason;
+  for (const auto& values : {std::vector<std::string_view>{}, std::vector<std::string_view>{"allowed.test", "allowed.test"},
+                             std::vector<std::string_view>{"  "}}) {
+    const auto no = check_host_headers(values, "allowed.test");
+    ASSERT_TRUE(no);
+    EXPECT_EQ(no->status, 400u);
+  }
+}
+
 }  // namespace
 }  // namespace netbox::proxy
