@@ -4,6 +4,7 @@
 // Tunnel. The connection side (heads, keep-alive, refusals, close) is http_session.cpp.
 #include "http_session.hpp"
 
+#include "admission_steps.hpp"
 #include "credentials.hpp"
 #include "head_writer.hpp"
 #include "inspected_tunnel.hpp"
@@ -49,6 +50,12 @@ void ClientSession::forward() {
     if (policy::inspects(*profile_, host_.name, target_.port)) return start_inspection();
     return connect_upstream();
   }
+  if (fixed_ && fixed_->dialled) {  // the connection its front door made already
+    auto r = std::move(*fixed_->dialled);
+    fixed_->dialled.reset();
+    reused_upstream_ = false;
+    return on_dialed(std::move(r));
+  }
   // Reuse a pooled connection to one of the checked addresses, if there is one.
   for (const auto& ep : allowed_) {
     UpstreamPool::key(pool_key_, pool_scope_, ep, host_.name);
@@ -64,12 +71,8 @@ void ClientSession::forward() {
 
 void ClientSession::connect_upstream() {
   reused_upstream_ = false;
-  const auto t0 = std::chrono::steady_clock::now();
-  dial(worker_.ioc, allowed_, DialLimits::of(profile_->limits, impl_.dial_fd_ceiling, worker_.pool.get()),
-       [self = shared_from_this(), t0](DialResult r) {
-    self->impl_.counters.connect_latency.observe(std::chrono::steady_clock::now() - t0);
-    self->on_dialed(std::move(r));
-  });
+  dial_admitted(impl_, worker_, allowed_, profile_->limits,
+                [self = shared_from_this()](DialResult r) { self->on_dialed(std::move(r)); });
 }
 
 void ClientSession::on_dialed(DialResult r) {
@@ -286,7 +289,8 @@ void ClientSession::start_inspection() {
   exchange_.client_slot = std::move(slot_);
   InspectionScope scope{policy_, profile_, host_, target_.port, allowed_, decided_outcome_, decided_,
                         who_.agent, peer_text_, impl_.metric_label(who_), who_.tripwire};
-  auto t = std::make_shared<InspectedTunnel>(impl_, worker_, stream_.release_socket(), std::move(early),
+  auto t = std::make_shared<InspectedTunnel>(impl_, worker_, stream_.release_socket(),
+                                             "HTTP/1.1 200 Connection Established\r\n\r\n", std::move(early),
                                              std::move(exchange_), std::move(scope));
   t->start();
 }

@@ -1,7 +1,8 @@
 #include "http_session.hpp"
 
+#include "admission_steps.hpp"
 #include "credentials.hpp"
-
+#include "first_flight.hpp"
 #include "head_writer.hpp"
 #include "headers.hpp"
 #include "request_rules.hpp"
@@ -44,7 +45,18 @@ ClientSession::ClientSession(ProxyRuntime& impl, Worker& worker, tcp::socket soc
   impl_.counters.active_connections.fetch_add(1);
 }
 
-ClientSession::~ClientSession() { impl_.counters.active_connections.fetch_sub(1); }
+ClientSession::ClientSession(ProxyRuntime& impl, Worker& worker, tcp::socket socket, ClientSlot slot,
+                             FixedDestination fixed)
+    : ClientSession(impl, worker, std::move(socket), std::move(slot)) {
+  fixed_.emplace(std::move(fixed));
+}
+
+ClientSession::~ClientSession() {
+  impl_.counters.active_connections.fetch_sub(1);
+  // The connection's row is complete when the agent's connection ends; its requests' rows
+  // carry the bytes.
+  if (fixed_) fixed_->connection.finish(std::nullopt);
+}
 
 void ClientSession::start() {
   boost::system::error_code ec;
@@ -57,6 +69,15 @@ void ClientSession::start() {
   admission_.bind(*policy_, *profile_, who_);
   exchange_.connection(who_.agent, peer_text_, impl_.metric_label(who_));
   pool_scope_ = UpstreamPool::scope(who_.agent, peer_.address());
+  if (fixed_) {
+    // The policy the connection was admitted under decides its requests too.
+    policy_ = fixed_->scope.policy;
+    profile_ = fixed_->scope.profile;
+    admission_.bind(*policy_, *profile_, who_);
+    const auto& early = fixed_->early;
+    buffer_.commit(asio::buffer_copy(buffer_.prepare(early.size()), asio::buffer(early)));
+    fixed_->early.clear();
+  }
   read_request();
 }
 
@@ -129,7 +150,7 @@ void ClientSession::refuse_head(const HeadProblem& p) {
   allowed_.clear();
   req_ = Request{};
   const bool connect = head_check_.method() == "CONNECT";
-  exchange_.request(connect, head_check_.method(), true);
+  note_request(connect, head_check_.method(), true);
   note_target(head_check_.target(), connect);
   std::string what = head_check_.method() + " " + head_check_.target().substr(0, 256);
   refuse({p.status, Outcome::error, head_check_.method().empty() ? std::string() : what, "request", p.reason, {}}, true);
@@ -138,8 +159,19 @@ void ClientSession::refuse_head(const HeadProblem& p) {
 // The destination of a refused request, as far as it can be read, for its audit row:
 // escaped, since a target refused before Beast parsed it may hold any byte.
 void ClientSession::note_target(std::string_view target, bool connect) {
+  if (fixed_) {
+    const auto q = target.find('?');
+    return exchange_.target(fixed_->scope.host.name, fixed_->scope.port, target.substr(0, q), true);
+  }
   const auto t = connect ? parse_connect_target(target) : parse_absolute_target(target);
   exchange_.target(t.host, t.port, t.path, true);
+}
+
+void ClientSession::note_request(bool connect, std::string_view method, bool escape) {
+  exchange_.request(connect, method, escape);
+  if (!fixed_) return;
+  exchange_.kind(fixed_->kind);
+  exchange_.parent(fixed_->connection.row());
 }
 
 bool ClientSession::is_connect() const { return req_.method() == http::verb::connect; }
@@ -160,7 +192,7 @@ void ClientSession::take_head(beast::error_code ec) {
     req_ = Request{};
     if (parser_->is_header_done()) {
       req_ = parser_->get().base();
-      exchange_.request(is_connect(), req_.method_string());
+      note_request(is_connect(), req_.method_string());
       note_target(req_.target(), is_connect());
     }
     if (ec == http::error::header_limit)
@@ -171,7 +203,7 @@ void ClientSession::take_head(beast::error_code ec) {
   }
   // The head moves out; the parser stays, to read the body if the request is admitted.
   req_ = std::move(parser_->get().base());
-  exchange_.request(is_connect(), req_.method_string());
+  note_request(is_connect(), req_.method_string());
   client_keep_alive_ = !is_connect() && parser_->keep_alive();
   if (impl_.is_stopping()) client_keep_alive_ = false;
   request_had_body_ = !parser_->is_done();
@@ -184,6 +216,7 @@ void ClientSession::take_head(beast::error_code ec) {
     return refuse({405, Outcome::error, what(), "method",
                    "netbox does not forward the method " + std::string(req_.method_string()), {}}, !client_keep_alive_);
   }
+  if (fixed_) return take_fixed_target();
   if (is_connect() && request_had_body_) {
     note_target(req_.target(), true);
     return refuse({400, Outcome::error, what(), "request", "a CONNECT request has no body", {}}, true);
@@ -210,17 +243,42 @@ void ClientSession::take_head(beast::error_code ec) {
   admit();
 }
 
-// Admission decides; the only step it leaves to the session is a lookup.
-void ClientSession::admit() {
-  if (auto r = admission_.begin(host_, target_.port)) return act_on(std::move(*r));
-  const auto t0 = std::chrono::steady_clock::now();
-  worker_.resolver->resolve(host_.name, [self = shared_from_this(), t0](ResolveResult r) {
-    if (!r.from_cache) self->impl_.counters.dns_latency.observe(std::chrono::steady_clock::now() - t0);
-    self->on_resolved(std::move(r));
-  });
+// The destination is the connection's: the target must be origin-form, the Host header
+// the admitted name. The connection's admission stands for each request (its addresses,
+// decision and cap slot); `rules` still decide each one, in act_on.
+void ClientSession::take_fixed_target() {
+  const auto& scope = fixed_->scope;
+  host_ = scope.host;
+  const std::string_view target = req_.target();
+  exchange_.target(host_.name, scope.port, target.substr(0, target.find('?')), true);
+  exchange_.host(host_.name);
+  if (is_connect() || target.empty() || target.front() != '/')
+    return refuse({400, Outcome::error, what(), "request",
+                   "this connection goes to " + authority(host_.name, scope.port) +
+                       " already: requests on it have an origin-form target (\"/path\")",
+                   {}},
+                  true);
+  // A literal has no other name to disagree with.
+  if (!host_.is_ip()) {
+    std::vector<std::string_view> values;
+    for (auto [it, end] = req_.equal_range(http::field::host); it != end; ++it) values.push_back(it->value());
+    if (auto no = check_host_headers(values, host_.name)) {
+      no->what = what();
+      return refuse(std::move(*no), true);
+    }
+  }
+  target_ = Target{host_.name, scope.port, std::string(target), std::string(target.substr(0, target.find('?'))), {}};
+  Admitted yes;
+  yes.outcome = scope.outcome;
+  yes.decision = scope.decision;
+  yes.endpoints = scope.endpoints;
+  act_on(std::move(yes));
 }
 
-void ClientSession::on_resolved(ResolveResult r) { act_on(admission_.resolved(r)); }
+void ClientSession::admit() {
+  decide(admission_, worker_, impl_.counters, host_, target_.port,
+         [self = shared_from_this()](AdmissionResult r) { self->act_on(std::move(r)); });
+}
 
 void ClientSession::act_on(AdmissionResult result) {
   if (auto* no = std::get_if<Refused>(&result)) {
@@ -240,20 +298,11 @@ void ClientSession::act_on(AdmissionResult result) {
     decided_ = yes.decision;
   }
   // From here on the row is open: a refusal completes it as error.
-  const bool queued = exchange_.admitted(yes);
-  allowed_ = std::move(yes.endpoints);
-  if (!queued) return refuse_unaudited("the audit store did not accept the record of this request");
-  if (impl_.options.audit_sync) {
-    // Strict mode: nothing leaves until the decision row is durable. The callback runs on
-    // the writer thread; the session continues on its own io thread.
-    return impl_.writer->on_committed(exchange_.row(), [self = shared_from_this()](bool ok) {
-      asio::post(self->stream_.get_executor(), [self, ok] {
-        if (ok) return self->forward();
-        self->refuse_unaudited("the audit store could not make the record of this request durable");
-      });
-    });
-  }
-  forward();
+  open_row(impl_, exchange_, yes, allowed_, host_.name, who_.agent, stream_.get_executor(),
+           [self = shared_from_this()](std::string unaudited) {
+             if (unaudited.empty()) return self->forward();
+             self->refuse_unaudited(std::move(unaudited));
+           });
 }
 
 // The host is let through; `rules` may still refuse the request (request_rules.hpp). A
@@ -282,9 +331,6 @@ std::optional<Refused> ClientSession::apply_request_rules(Admitted& yes) {
 }
 
 void ClientSession::refuse_unaudited(std::string why) {
-  exchange_.end();
-  impl_.log.write("audit_refused", {{"host", host_.name}, {"agent", who_.agent}, {"reason", why}});
-  // Fail closed: no connection. Any row already queued is completed by the Exchange.
   auto res = std::make_shared<Response>(
       make_refusal({503, Outcome::error, what(), "audit", std::move(why), {}}, req_.version(), false));
   refusal_ = res;

@@ -17,6 +17,7 @@
 #include "denial.hpp"
 #include "dialer.hpp"
 #include "exchange.hpp"
+#include "inspected_tunnel.hpp"
 #include "request_head.hpp"
 #include "response_relay.hpp"
 #include "proxy_runtime.hpp"
@@ -35,6 +36,20 @@
 
 namespace netbox::proxy {
 
+// A captured or SOCKS5 connection that carries plain HTTP (transparent_session.hpp): its
+// destination was admitted once, as a connection, and it has that connection's row. Each
+// request inside is read, decided with `rules` and forwarded by the same loop as a
+// proxied request, to the admitted addresses; its row (kind `kind`) links to the
+// connection's. The target is origin-form and the Host header must name the admitted
+// host (unless it is an IP literal, which has no name to disagree with).
+struct FixedDestination {
+  std::string kind;    // "transparent" or "socks"
+  InspectionScope scope;
+  Exchange connection;
+  std::string early;   // bytes already read from the agent
+  std::optional<DialResult> dialled;  // an upstream connection already made, for the first request
+};
+
 class ClientSession : public std::enable_shared_from_this<ClientSession> {
  public:
   static constexpr std::size_t kHeaderLimit = proxy::kHeaderLimit;
@@ -45,6 +60,8 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
   static constexpr std::chrono::seconds kLingerTime{2};
 
   ClientSession(ProxyRuntime& impl, Worker& worker, boost::asio::ip::tcp::socket socket, ClientSlot slot);
+  ClientSession(ProxyRuntime& impl, Worker& worker, boost::asio::ip::tcp::socket socket, ClientSlot slot,
+                FixedDestination fixed);
   ~ClientSession();
   void start();
 
@@ -58,13 +75,14 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
   void check_head();
   void refuse_head(const HeadProblem& p);  // 400/414/431 from RequestHeadCheck: nothing is forwarded
   void note_target(std::string_view target, bool connect);
+  void note_request(bool connect, std::string_view method, bool escape = false);  // the row's method and kind
+  void take_fixed_target();  // a request on a FixedDestination connection
   void take_head(boost::beast::error_code ec);  // the head is parsed (or failed): check it, then admit
   void admit();
-  void on_resolved(ResolveResult r);
   void act_on(AdmissionResult result);  // refuse, or open the exchange and forward
   std::optional<Refused> apply_request_rules(Admitted& yes);  // `rules`, once the host is let through
   void forward();  // after admit (and, with --audit-sync, once the row is durable)
-  void refuse_unaudited(std::string why);  // 503: the audit store cannot take the row
+  void refuse_unaudited(std::string why);  // 503: the audit store did not take the row (open_row)
   void connect_upstream();
   void on_dialed(DialResult r);
   void send_upstream();
@@ -146,6 +164,7 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
   PieceBuffer pieces_;   // body pieces, request then response
   ResponseRelay relay_;  // the upstream's answer, to the agent
   std::shared_ptr<void> refusal_;  // keeps a refusal message alive while it is written
+  std::optional<FixedDestination> fixed_;
 };
 
 }  // namespace netbox::proxy

@@ -25,17 +25,12 @@ namespace http = beast::http;
 namespace ssl = asio::ssl;
 using tcp = asio::ip::tcp;
 
-namespace {
-
-constexpr std::string_view kEstablished = "HTTP/1.1 200 Connection Established\r\n\r\n";
-
-}  // namespace
-
-InspectedTunnel::InspectedTunnel(ProxyRuntime& impl, Worker& worker, tcp::socket client, std::string early,
-                                 Exchange tunnel, InspectionScope scope)
+InspectedTunnel::InspectedTunnel(ProxyRuntime& impl, Worker& worker, tcp::socket client, std::string preface,
+                                 std::string early, Exchange tunnel, InspectionScope scope)
     : impl_(impl),
       worker_(worker),
       client_(std::move(client)),
+      preface_(std::move(preface)),
       hello_(std::move(early)),
       tunnel_(std::move(tunnel)),
       inner_(impl),
@@ -48,8 +43,9 @@ InspectedTunnel::InspectedTunnel(ProxyRuntime& impl, Worker& worker, tcp::socket
 InspectedTunnel::~InspectedTunnel() { impl_.counters.active_tunnels.fetch_sub(1); }
 
 void InspectedTunnel::start() {
+  if (preface_.empty()) return on_established({});
   arm(std::chrono::seconds(30));
-  asio::async_write(client_, asio::buffer(kEstablished.data(), kEstablished.size()),
+  asio::async_write(client_, asio::buffer(preface_),
                     [self = shared_from_this()](boost::system::error_code ec, std::size_t) { self->on_established(ec); });
 }
 
@@ -66,7 +62,7 @@ void InspectedTunnel::arm(std::chrono::milliseconds timeout) {
 }
 
 void InspectedTunnel::on_established(boost::system::error_code ec) {
-  if (ec) return close("writing 200 Connection Established failed: " + ec.message());
+  if (ec) return close("answering the agent's connection request failed: " + ec.message());
   arm(scope_.profile->limits.header_timeout);
   check_hello();
 }
@@ -107,11 +103,11 @@ void InspectedTunnel::check_hello() {
   }
   // The name the agent's TLS asks for must be the one the policy decided on; another
   // would reach a different service behind the same front (domain fronting).
-  const bool literal = scope_.host.is_ip();
-  if (hello.server_name != scope_.host.name && !(literal && hello.server_name.empty())) {
+  const bool nameless_ok = scope_.host.is_ip() || scope_.name_from_address;
+  if (hello.server_name != scope_.host.name && !(nameless_ok && hello.server_name.empty())) {
     const std::string sni = hello.server_name.empty() ? "no server name" : "'" + hello.server_name + "'";
     return refuse_tunnel(Outcome::deny, "domain fronting: the TLS ClientHello asks for " + sni +
-                                            ", not the CONNECT host " + scope_.host.name);
+                                            ", not the admitted host " + scope_.host.name);
   }
   leaf_ = impl_.inspector->leaf(scope_.host.name);
   tls_.emplace(PrefixedStream(std::move(client_), std::move(hello_)), impl_.inspector->agent_context());

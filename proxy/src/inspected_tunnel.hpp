@@ -1,7 +1,9 @@
 #pragma once
-// A CONNECT to a host the profile inspects (issue 16): netbox answers 200, reads the
-// agent's TLS ClientHello, refuses a server name other than the CONNECT host (domain
-// fronting), completes the handshake itself with a leaf minted for the host, and then
+// A connection to a host the profile inspects (issue 16), by any front door: a CONNECT
+// (netbox answers 200 first), a SOCKS5 CONNECT (the SOCKS success reply first) or a
+// captured connection (nothing first: the agent believes it reached its destination).
+// netbox reads the agent's TLS ClientHello, refuses a server name other than the
+// admitted host (domain fronting), completes the handshake itself with a leaf minted for the host, and then
 // reads the HTTP/1.1 requests inside one by one. Each is decided by the host decision
 // the CONNECT got plus `rules` on its canonical path, has an audit row of its own linked
 // to the tunnel's (parent), and goes to the upstream over a TLS connection of its own,
@@ -45,6 +47,9 @@ struct InspectionScope {
   policy::Decision decision;
   std::string agent, client_addr, metric_label;
   std::shared_ptr<const Tripwire> tripwire;  // the agent's credentials; null: none
+  // The host is the name the agent's DNS view answered for the address it dialled (a
+  // captured connection): a ClientHello without a server name is decided on it.
+  bool name_from_address = false;
 };
 
 class InspectedTunnel : public std::enable_shared_from_this<InspectedTunnel> {
@@ -53,8 +58,10 @@ class InspectedTunnel : public std::enable_shared_from_this<InspectedTunnel> {
   // an answer before it is relayed): at most this much each.
   static constexpr std::uint64_t kBodyLimit = 16ull * 1024 * 1024;
 
-  InspectedTunnel(ProxyRuntime& impl, Worker& worker, boost::asio::ip::tcp::socket client, std::string early,
-                  Exchange tunnel, InspectionScope scope);
+  // `preface`: what the agent is answered before its ClientHello is read (the front
+  // door's "connected"; empty for a captured connection). `early`: bytes already read.
+  InspectedTunnel(ProxyRuntime& impl, Worker& worker, boost::asio::ip::tcp::socket client, std::string preface,
+                  std::string early, Exchange tunnel, InspectionScope scope);
   ~InspectedTunnel();
   void start();
 
@@ -81,6 +88,7 @@ class InspectedTunnel : public std::enable_shared_from_this<InspectedTunnel> {
   ProxyRuntime& impl_;
   Worker& worker_;
   boost::asio::ip::tcp::socket client_;  // until the handshake starts; then inside tls_
+  std::string preface_;
   std::string hello_;                    // the bytes read to check the ClientHello
   Exchange tunnel_;                      // the CONNECT's row
   Exchange inner_;                       // the current request's row

@@ -1,9 +1,14 @@
 #include "socks_session.hpp"
 
+#include "admission_steps.hpp"
+#include "http_session.hpp"
+#include "inspected_tunnel.hpp"
+#include "request_rules.hpp"
 #include "target.hpp"
 #include "tunnel.hpp"
 
 #include "netbox/audit/printable.hpp"
+#include "netbox/policy/decide_request.hpp"
 
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/post.hpp>
@@ -21,6 +26,7 @@ SocksSession::SocksSession(ProxyRuntime& impl, Worker& worker, tcp::socket socke
       worker_(worker),
       slot_(std::move(slot)),
       stream_(std::move(socket)),
+      timer_(stream_.get_executor()),
       admission_(impl.own, impl.caps, impl.counters),
       exchange_(impl) {
   impl_.counters.active_connections.fetch_add(1);
@@ -168,12 +174,8 @@ void SocksSession::take_request(socks::Request r) {
 }
 
 void SocksSession::admit() {
-  if (auto r = admission_.begin(host_, port_)) return act_on(std::move(*r));
-  const auto t0 = std::chrono::steady_clock::now();
-  worker_.resolver->resolve(host_.name, [self = shared_from_this(), t0](ResolveResult r) {
-    if (!r.from_cache) self->impl_.counters.dns_latency.observe(std::chrono::steady_clock::now() - t0);
-    self->act_on(self->admission_.resolved(r));
-  });
+  decide(admission_, worker_, impl_.counters, host_, port_,
+         [self = shared_from_this()](AdmissionResult r) { self->act_on(std::move(r)); });
 }
 
 void SocksSession::act_on(AdmissionResult result) {
@@ -186,34 +188,20 @@ void SocksSession::act_on(AdmissionResult result) {
     return refuse(code, no->refusal, std::move(no->error));
   }
   auto& yes = std::get<Admitted>(result);
-  const bool queued = exchange_.admitted(yes);
-  allowed_ = std::move(yes.endpoints);
-  if (!queued) return refuse_unaudited("the audit store did not accept the record of this request");
-  if (impl_.options.audit_sync)
-    return impl_.writer->on_committed(exchange_.row(), [self = shared_from_this()](bool ok) {
-      asio::post(self->stream_.get_executor(), [self, ok] {
-        if (ok) return self->connect_upstream();
-        self->refuse_unaudited("the audit store could not make the record of this request durable");
-      });
-    });
-  connect_upstream();
-}
-
-// Fail closed, as on the HTTP listener: no connection, and no second try at a row the
-// store just refused (one already queued is completed by the Exchange).
-void SocksSession::refuse_unaudited(std::string why) {
-  exchange_.end();
-  impl_.log.write("audit_refused", {{"host", host_.name}, {"agent", who_.agent}, {"reason", why}});
-  send_reply(socks::Reply::general_failure);
+  decided_outcome_ = yes.outcome;
+  decided_ = yes.decision;
+  // Fail closed, as on the HTTP listener: a row the store did not take is no connection.
+  open_row(impl_, exchange_, yes, allowed_, host_.name, who_.agent, stream_.get_executor(),
+           [self = shared_from_this()](std::string unaudited) {
+             if (unaudited.empty()) return self->connect_upstream();
+             self->send_reply(socks::Reply::general_failure);
+           });
 }
 
 void SocksSession::connect_upstream() {
-  const auto t0 = std::chrono::steady_clock::now();
-  dial(worker_.ioc, allowed_, DialLimits::of(profile_->limits, impl_.dial_fd_ceiling, worker_.pool.get()),
-       [self = shared_from_this(), t0](DialResult r) {
-         self->impl_.counters.connect_latency.observe(std::chrono::steady_clock::now() - t0);
-         self->on_dialed(std::move(r));
-       });
+  if (policy::inspects(*profile_, host_.name, port_)) return start_inspection();
+  dial_admitted(impl_, worker_, allowed_, profile_->limits,
+                [self = shared_from_this()](DialResult r) { self->on_dialed(std::move(r)); });
 }
 
 void SocksSession::on_dialed(DialResult r) {
@@ -222,17 +210,97 @@ void SocksSession::on_dialed(DialResult r) {
     return refuse(reply_for(r.failure), {http_status(r.failure), Outcome::error, what_, {}, r.error, {}}, r.error);
   }
   exchange_.dialled(r.endpoint.address().to_string());
-  // Bytes the agent sent right after its request (a TLS hello) go first.
+  dialled_.emplace(std::move(r));
+  stream_.expires_never();
+  // Bytes the agent sent right after its request, before any reply (optimistic data), are
+  // not sniffed: they go first through a tunnel.
+  if (have_ > 0) {
+    FirstFlight f;
+    f.kind = FirstFlight::Kind::raw;
+    f.bytes.assign(reinterpret_cast<const char*>(in_.data()), have_);
+    have_ = 0;
+    return send_succeeded(std::move(f));
+  }
+  send_succeeded(std::nullopt);
+}
+
+// "Succeeded", then the agent's first message says what it speaks (first_flight.hpp).
+void SocksSession::send_succeeded(std::optional<FirstFlight> known) {
+  out_ = socks::reply(socks::Reply::succeeded);
+  asio::async_write(stream_.socket(), asio::buffer(out_),
+                    [self = shared_from_this(), known = std::move(known)](boost::system::error_code ec,
+                                                                          std::size_t) mutable {
+                      if (ec) {
+                        self->exchange_.finish(std::nullopt, "answering the SOCKS request failed: " + ec.message(),
+                                               true);
+                        return self->close();
+                      }
+                      if (known) return self->on_first_flight(std::move(*known));
+                      read_first_flight(self->stream_.socket(), self->timer_, self->profile_->limits.header_timeout,
+                                        agent_must_speak_first(self->port_, false),
+                                        [self](FirstFlight f) { self->on_first_flight(std::move(f)); });
+                    });
+}
+
+void SocksSession::on_first_flight(FirstFlight f) {
+  if (!f.error.empty()) {
+    exchange_.finish(std::nullopt, std::move(f.error), true);
+    return close();
+  }
+  if (f.kind == FirstFlight::Kind::http) {
+    // Plain HTTP: each request decided with `rules` and forwarded by the request loop,
+    // one row each under this connection's, the first over the connection just dialled.
+    FixedDestination fixed{"socks",
+                           {policy_, profile_, host_, port_, std::move(allowed_), decided_outcome_,
+                            std::move(decided_), who_.agent, peer_text_, impl_.metric_label(who_), who_.tripwire, false},
+                           std::move(exchange_), std::move(f.bytes), std::move(dialled_)};
+    return std::make_shared<ClientSession>(impl_, worker_, stream_.release_socket(), std::move(slot_),
+                                           std::move(fixed))
+        ->start();
+  }
+  std::string refusal_rule, refusal_reason;
+  if (f.kind == FirstFlight::Kind::tls && !host_.is_ip())
+    refusal_reason = fronting(f.hello, host_.name, "the name the SOCKS request asked for");
+  if (!refusal_reason.empty()) refusal_rule = "sni";
+  // As for CONNECT: a blind tunnel to a host some rule names would carry requests no rule
+  // could check (an inspected host never gets here).
+  if (auto v = decide_blind_tunnel(*profile_, host_.name, port_); refusal_rule.empty() && v.refusal) {
+    refusal_rule = v.refusal->rule;
+    refusal_reason = v.refusal->reason;
+  }
+  if (!refusal_rule.empty()) {
+    exchange_.overrule(Outcome::deny, refusal_rule, refusal_reason);
+    exchange_.finish(403, refusal_reason);
+    boost::system::error_code ignored;
+    stream_.socket().set_option(asio::socket_base::linger(true, 0), ignored);
+    return stream_.close();
+  }
+  exchange_.client_slot = std::move(slot_);
+  exchange_.settle();
+  auto t = std::make_shared<Tunnel>(impl_, stream_.release_socket(), std::move(dialled_->socket), std::move(f.bytes),
+                                    std::move(exchange_), profile_->limits.idle_timeout);
+  t->start(false);
+}
+
+// The host is inspected: netbox answers "succeeded" itself and terminates the agent's
+// TLS, exactly as for an inspected CONNECT (inspected_tunnel.hpp).
+void SocksSession::start_inspection() {
+  // The policy guard lets `inspect` in only with a CA; never a blind tunnel instead.
+  if (!impl_.inspector) {
+    const std::string why = "netbox has no CA loaded to inspect " + host_.name;
+    return refuse(socks::Reply::general_failure, {503, Outcome::error, what_, {}, why, {}}, why);
+  }
   std::string early(reinterpret_cast<const char*>(in_.data()), have_);
   have_ = 0;
   stream_.expires_never();
   exchange_.client_slot = std::move(slot_);
-  exchange_.settle();
   static constexpr auto kSucceeded = socks::reply(socks::Reply::succeeded);
-  auto t = std::make_shared<Tunnel>(impl_, stream_.release_socket(), std::move(r.socket), std::move(early),
-                                    std::move(exchange_), profile_->limits.idle_timeout,
-                                    std::string_view(reinterpret_cast<const char*>(kSucceeded.data()),
-                                                     kSucceeded.size()));
+  InspectionScope scope{policy_, profile_, host_, port_, allowed_, decided_outcome_, decided_,
+                        who_.agent, peer_text_, impl_.metric_label(who_), who_.tripwire};
+  auto t = std::make_shared<InspectedTunnel>(
+      impl_, worker_, stream_.release_socket(),
+      std::string(reinterpret_cast<const char*>(kSucceeded.data()), kSucceeded.size()), std::move(early),
+      std::move(exchange_), std::move(scope));
   t->start();
 }
 

@@ -2,8 +2,14 @@
 // One agent connection to the SOCKS5 listener: the handshake (socks_request.hpp) under
 // the header timeout from accept, so a client trickling bytes cannot hold it; then the
 // requested destination goes through the same Admission as CONNECT (name, addresses,
-// netbox's own endpoints, caps) and the same Exchange row, with kind "socks"; then the
-// same dial and the same Tunnel. Refusals are SOCKS replies:
+// netbox's own endpoints, caps) and the same Exchange row, with kind "socks". A host the
+// profile inspects goes to the same InspectedTunnel as an inspected CONNECT. Otherwise
+// the same dial; then "succeeded", and the agent's first message says what it carries
+// (first_flight.hpp): plain HTTP runs the proxy's request loop (http_session.hpp,
+// FixedDestination: `rules` and a row for each request); TLS whose server name is another
+// host is refused (domain fronting), and so is a blind tunnel to a host some `rules` entry
+// names (both reset, the row says why); anything else is the same Tunnel. Refusals before
+// "succeeded" are SOCKS replies:
 //   denied by the policy or a cap      0x02 connection not allowed by ruleset
 //   the name does not resolve          0x04 host unreachable
 //   the upstream refuses / times out   0x05 connection refused / 0x06 TTL expired
@@ -13,6 +19,8 @@
 #include "client_slots.hpp"
 #include "dialer.hpp"
 #include "exchange.hpp"
+#include "first_flight.hpp"
+#include "first_flight.hpp"
 #include "proxy_runtime.hpp"
 #include "socks_request.hpp"
 
@@ -47,11 +55,13 @@ class SocksSession : public std::enable_shared_from_this<SocksSession> {
   void act_on(AdmissionResult result);
   void connect_upstream();
   void on_dialed(DialResult r);
+  void start_inspection();
+  void send_succeeded(std::optional<FirstFlight> known);
+  void on_first_flight(FirstFlight f);
   // Writes two bytes of the handshake, then goes on (step) or closes.
   void send_handshake(std::array<std::uint8_t, 2> bytes, bool then_close);
   // Completes the row (refused, or failed after admission) and answers `code`, then closes.
   void refuse(socks::Reply code, const Refusal& r, std::string error = {});
-  void refuse_unaudited(std::string why);  // 0x01: the audit store cannot take the row
   void send_reply(socks::Reply code);
   void close();
 
@@ -59,6 +69,7 @@ class SocksSession : public std::enable_shared_from_this<SocksSession> {
   Worker& worker_;
   ClientSlot slot_;
   boost::beast::tcp_stream stream_;
+  boost::asio::steady_timer timer_;  // the first flight's waits
   std::chrono::steady_clock::time_point deadline_;  // accept + header_timeout: the whole handshake
   Stage stage_ = Stage::greeting;
   // The longest handshake message is a username/password of 513 bytes.
@@ -76,6 +87,9 @@ class SocksSession : public std::enable_shared_from_this<SocksSession> {
   Admission admission_;
   Exchange exchange_;
   std::vector<boost::asio::ip::tcp::endpoint> allowed_;
+  Outcome decided_outcome_ = Outcome::allow;  // admission's, for an inspected tunnel
+  policy::Decision decided_;
+  std::optional<DialResult> dialled_;  // the upstream, until the first flight says what it carries
 };
 
 }  // namespace netbox::proxy

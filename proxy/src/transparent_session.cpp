@@ -4,7 +4,13 @@
 
 #include "netbox/proxy/endpoint.hpp"
 
+#include "netbox/policy/decide_request.hpp"
+
+#include "admission_steps.hpp"
 #include "denial.hpp"
+#include "http_session.hpp"
+#include "inspected_tunnel.hpp"
+#include "request_rules.hpp"
 #include "tunnel.hpp"
 
 #include <boost/asio/read.hpp>
@@ -26,8 +32,6 @@ using tcp = ip::tcp;
 
 namespace {
 
-constexpr std::uint16_t kHttps = 443;
-constexpr std::uint16_t kHttp = 80;
 
 // Where the agent meant to go, before its namespace's DNAT sent it here.
 std::optional<tcp::endpoint> original_destination(tcp::socket& s) {
@@ -38,9 +42,9 @@ std::optional<tcp::endpoint> original_destination(tcp::socket& s) {
   return tcp::endpoint(ip::address_v4(ntohl(dst.sin_addr.s_addr)), ntohs(dst.sin_port));
 }
 
-// The Host headers' names in a request head (lower-cased, without a port or a final dot).
-std::vector<std::string> hosts_of_head(std::string_view head) {
-  std::vector<std::string> hosts;
+// The Host headers' values in a request head, as sent.
+std::vector<std::string_view> host_values(std::string_view head) {
+  std::vector<std::string_view> hosts;
   std::size_t at = 0;
   while ((at = head.find("\r\n", at)) != std::string_view::npos) {
     at += 2;
@@ -49,13 +53,7 @@ std::vector<std::string> hosts_of_head(std::string_view head) {
     for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     if (name != "host:") continue;
     const auto end = head.find("\r\n", at);
-    std::string v(head.substr(at + 5, end - at - 5));
-    v.erase(0, v.find_first_not_of(" \t"));
-    v.erase(v.find_last_not_of(" \t") + 1);
-    if (!v.empty() && v.front() != '[') v = v.substr(0, v.find(':'));
-    if (!v.empty() && v.back() == '.') v.pop_back();
-    for (auto& c : v) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    hosts.push_back(std::move(v));
+    hosts.push_back(head.substr(at + 5, end - at - 5));
   }
   return hosts;
 }
@@ -86,7 +84,8 @@ void TransparentSession::start() {
   policy_ = rt_.current_policy();
   profile_ = who_.profile.empty() ? &policy_->base : &policy_->profile_for(who_.profile);
   admission_.bind(*policy_, *profile_, who_);
-  exchange_.connection(who_.agent, endpoint_text(peer), rt_.metric_label(who_));
+  peer_text_ = endpoint_text(peer);
+  exchange_.connection(who_.agent, peer_text_, rt_.metric_label(who_));
   exchange_.begin();
   exchange_.request(true, "");
   exchange_.kind("transparent");
@@ -116,81 +115,41 @@ void TransparentSession::start() {
   if (!parsed) return refuse({403, Outcome::error, {}, "host", parsed.error.message, {}});
   host_ = *parsed.host;
   exchange_.host(host_.name);
-  if (dst->port() == kHttps && !name_.empty()) flight_ = Flight::tls;
-  if (dst->port() == kHttp) flight_ = Flight::http;
-  if (flight_ != Flight::none) return read_first_flight();
-  admit();
+  inspected_ = policy::inspects(*profile_, host_.name, dst->port());
+  read_first_flight(client_, timer_, profile_->limits.header_timeout,
+                    agent_must_speak_first(original_.port(), inspected_),
+                    [self = shared_from_this()](FirstFlight f) { self->judge_first_flight(std::move(f)); });
 }
 
-void TransparentSession::read_first_flight() {
-  timer_.expires_after(profile_->limits.header_timeout);
-  timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
-    if (!ec) self->client_.cancel();
-  });
-  client_.async_read_some(asio::buffer(chunk_), [self = shared_from_this()](boost::system::error_code ec,
-                                                                            std::size_t n) {
-    self->on_first_bytes(ec, n);
-  });
-}
-
-void TransparentSession::on_first_bytes(boost::system::error_code ec, std::size_t n) {
-  if (ec) {
-    timer_.cancel();
-    return refuse({403, Outcome::error, {}, "request", "the connection sent no complete first message in time",
-                   {}}, ec.message());
-  }
-  early_.append(chunk_.data(), n);
-  judge_first_flight();
-}
-
-void TransparentSession::judge_first_flight() {
-  const bool full = early_.size() >= tls::kMaxHelloBytes;
+void TransparentSession::judge_first_flight(FirstFlight f) {
+  flight_ = f.kind;
+  early_ = std::move(f.bytes);
+  if (!f.error.empty())
+    return refuse({403, Outcome::error, {}, "request", "the connection sent no complete first message in time", {}},
+                  std::move(f.error));
   if (flight_ == Flight::tls) {
-    const auto hello = tls::read_client_hello(
-        std::span(reinterpret_cast<const std::uint8_t*>(early_.data()), early_.size()));
-    if (hello.status == tls::ClientHello::Status::need_more && !full) return read_first_flight();
-    timer_.cancel();
     // Not TLS after all, or without SNI, or ECH (its SNI is only the public name): decided
     // on the mapped name. An SNI naming another host is domain fronting.
-    if (hello.status == tls::ClientHello::Status::complete && !hello.server_name.empty() &&
-        !hello.encrypted_client_hello && hello.server_name != host_.name)
-      return refuse({403, Outcome::deny, {}, "sni",
-                     "the TLS server name " + hello.server_name + " is not " + host_.name +
-                         ", the name this address was looked up as (domain fronting)",
-                     {}});
+    if (!name_.empty())
+      if (auto why = fronting(f.hello, host_.name, "the name this address was looked up as"); !why.empty())
+        return refuse({403, Outcome::deny, {}, "sni", std::move(why), {}});
     return admit();
   }
+  if (flight_ != Flight::http) return admit();
   const auto end = early_.find("\r\n\r\n");
-  if (end == std::string::npos && !full) return read_first_flight();
-  timer_.cancel();
-  if (end == std::string::npos)
+  if (!f.head_complete)
     return refuse({431, Outcome::error, {}, "request", "the request head is longer than 16 KiB", {}});
   // Only a name is checked: a literal has no other name to disagree with.
-  if (!name_.empty()) {
-    const auto hosts = hosts_of_head(std::string_view(early_).substr(0, end + 2));
-    if (hosts.size() != 1 || hosts.front().empty())
-      return refuse({400, Outcome::error, {}, "host", "the request must have exactly one Host header, naming " +
-                                                          host_.name, {}});
-    const auto& host = hosts.front();
-    if (host != host_.name)
-      return refuse({403, Outcome::deny, {}, "host",
-                     "the Host header names " + host + ", not " + host_.name +
-                         ", the name this address was looked up as",
-                     {}});
-  }
+  if (!name_.empty())
+    if (auto no = check_host_headers(host_values(std::string_view(early_).substr(0, end + 2)), host_.name))
+      return refuse(*no);
   admit();
 }
 
 void TransparentSession::admit() {
-  if (auto r = admission_.begin(host_, original_.port())) return act_on(std::move(*r));
-  const auto t0 = std::chrono::steady_clock::now();
-  worker_.resolver->resolve(host_.name, [self = shared_from_this(), t0](ResolveResult r) {
-    if (!r.from_cache) self->rt_.counters.dns_latency.observe(std::chrono::steady_clock::now() - t0);
-    self->on_resolved(std::move(r));
-  });
+  decide(admission_, worker_, rt_.counters, host_, original_.port(),
+         [self = shared_from_this()](AdmissionResult r) { self->act_on(std::move(r)); });
 }
-
-void TransparentSession::on_resolved(ResolveResult r) { act_on(admission_.resolved(r)); }
 
 void TransparentSession::act_on(AdmissionResult result) {
   if (auto* no = std::get_if<Refused>(&result)) {
@@ -198,20 +157,31 @@ void TransparentSession::act_on(AdmissionResult result) {
     return refuse(no->refusal, std::move(no->error));
   }
   auto& yes = std::get<Admitted>(result);
-  const bool queued = exchange_.admitted(yes);
-  allowed_ = std::move(yes.endpoints);
-  if (!queued) {
-    exchange_.end();
-    rt_.log.write("audit_refused", {{"host", host_.name}, {"agent", who_.agent},
-                                    {"reason", "the audit store did not accept the record of this connection"}});
-    return reset();
+  // As for CONNECT: a blind tunnel to a host some rule names would carry requests no
+  // rule could check; an inspected host's requests, and plain HTTP's, are decided inside.
+  if (auto v = decide_blind_tunnel(*profile_, host_.name, original_.port());
+      flight_ != Flight::http && v.refusal) {
+    Refused no{std::move(*v.refusal), {}, {}, yes.endpoints.front().address().to_string(), {}};
+    no.rule = no.refusal.rule;
+    no.reason = no.refusal.reason;
+    exchange_.refused(no);
+    return refuse(no.refusal);
   }
-  const auto t0 = std::chrono::steady_clock::now();
-  dial(worker_.ioc, allowed_, DialLimits::of(profile_->limits, rt_.dial_fd_ceiling, worker_.pool.get()),
-       [self = shared_from_this(), t0](DialResult r) {
-         self->rt_.counters.connect_latency.observe(std::chrono::steady_clock::now() - t0);
-         self->on_dialed(std::move(r));
-       });
+  decided_outcome_ = yes.outcome;
+  decided_ = yes.decision;
+  // A row the store did not take is no connection (the agent sees a reset).
+  open_row(rt_, exchange_, yes, allowed_, host_.name, who_.agent, client_.get_executor(),
+           [self = shared_from_this()](std::string unaudited) {
+             if (!unaudited.empty()) return self->reset();
+             self->go_on();
+           });
+}
+
+void TransparentSession::go_on() {
+  if (flight_ == Flight::http) return start_requests();
+  if (inspected_) return start_inspection();
+  dial_admitted(rt_, worker_, allowed_, profile_->limits,
+                [self = shared_from_this()](DialResult r) { self->on_dialed(std::move(r)); });
 }
 
 void TransparentSession::on_dialed(DialResult r) {
@@ -227,6 +197,35 @@ void TransparentSession::on_dialed(DialResult r) {
   auto t = std::make_shared<Tunnel>(rt_, std::move(client_), std::move(r.socket), std::move(early_), std::move(exchange_),
                                     profile_->limits.idle_timeout);
   t->start(false);
+}
+
+// The host is inspected: netbox terminates the agent's TLS, exactly as for an inspected
+// CONNECT (inspected_tunnel.hpp), with nothing answered first: the agent believes it
+// reached its destination. The ClientHello read here is the tunnel's first bytes.
+void TransparentSession::start_inspection() {
+  // The policy guard lets `inspect` in only with a CA; never a blind tunnel instead.
+  if (!rt_.inspector) {
+    const std::string why = "netbox has no CA loaded to inspect " + host_.name;
+    exchange_.finish(503, why, true);
+    return reset();
+  }
+  exchange_.client_slot = std::move(slot_);
+  InspectionScope scope{policy_, profile_, host_, original_.port(), allowed_, decided_outcome_, decided_,
+                        who_.agent, peer_text_, rt_.metric_label(who_), who_.tripwire, !name_.empty()};
+  auto t = std::make_shared<InspectedTunnel>(rt_, worker_, std::move(client_), std::string(), std::move(early_),
+                                             std::move(exchange_), std::move(scope));
+  t->start();
+}
+
+// Plain HTTP: the connection's row opens under the admission, and each request inside is
+// read, decided with `rules` and forwarded by the proxy's own request loop, one row each
+// (http_session.hpp, FixedDestination), starting with the head already read.
+void TransparentSession::start_requests() {
+  FixedDestination fixed{"transparent",
+                         {policy_, profile_, host_, original_.port(), std::move(allowed_), decided_outcome_,
+                          std::move(decided_), who_.agent, peer_text_, rt_.metric_label(who_), who_.tripwire, !name_.empty()},
+                         std::move(exchange_), std::move(early_), std::nullopt};
+  std::make_shared<ClientSession>(rt_, worker_, std::move(client_), std::move(slot_), std::move(fixed))->start();
 }
 
 void TransparentSession::refuse(const Refusal& r, std::string error) {

@@ -4,17 +4,24 @@
 // (SO_ORIGINAL_DST) is recovered; a synthetic address stands for the name the DNS view
 // answered with (held while the connection lives), any other address is an IP literal.
 // Then the same Admission and Exchange as CONNECT decide and record it, with kind
-// `transparent`, and an admitted connection becomes a Tunnel that answers nothing.
+// `transparent` (a host some `rules` entry names is refused unless it is inspected), and
+// an admitted connection becomes a Tunnel that answers nothing, or, to a host the profile
+// inspects on that port, the same InspectedTunnel as an inspected CONNECT.
 //
-// Port 443: the ClientHello is read first (and relayed unchanged as the tunnel's first
-// bytes); an SNI naming another host than the synthetic address stands for is refused
-// (domain fronting). Port 80: the request head is read first; a Host header naming
-// another host is refused, and refusals are answered 403 with X-Netbox-Reason. Everything
-// else is relayed as it comes, decided on the name and port; a refusal resets it.
+// On any port the agent's first bytes are sniffed before deciding. A TLS ClientHello is
+// read whole (and relayed unchanged as the tunnel's first bytes); an SNI naming another
+// host than the synthetic address stands for is refused (domain fronting). An HTTP/1.x
+// request head is read whole; a Host header naming another host is refused, refusals are
+// answered 403 with X-Netbox-Reason, and an admitted connection is handed to the proxy's
+// request loop (ClientSession with a FixedDestination): each request decided with `rules`,
+// one row each under the connection's. Anything else, or nothing within a short wait (a
+// protocol whose server speaks first), is relayed as it comes, decided on the name and
+// port; a refusal resets it.
 #include "admission.hpp"
 #include "dialer.hpp"
 #include "dns_view.hpp"
 #include "exchange.hpp"
+#include "first_flight.hpp"
 #include "proxy_runtime.hpp"
 
 #include <boost/asio/ip/tcp.hpp>
@@ -34,13 +41,13 @@ class TransparentSession : public std::enable_shared_from_this<TransparentSessio
   void start();
 
  private:
-  void read_first_flight();
-  void on_first_bytes(boost::system::error_code ec, std::size_t n);
-  void judge_first_flight();
+  void judge_first_flight(FirstFlight f);
   void admit();
-  void on_resolved(ResolveResult r);
   void act_on(AdmissionResult result);
   void on_dialed(DialResult r);
+  void start_inspection();
+  void go_on();  // the row is open: on to the upstream, the inspector or the request loop
+  void start_requests();
   void refuse(const Refusal& r, std::string error = {});
   void reset();
 
@@ -50,6 +57,7 @@ class TransparentSession : public std::enable_shared_from_this<TransparentSessio
   boost::asio::steady_timer timer_;
   ClientSlot slot_;
   AgentIdentity who_;
+  std::string peer_text_;
   std::shared_ptr<const policy::Policy> policy_;
   const policy::Profile* profile_ = nullptr;
   Admission admission_;
@@ -60,10 +68,12 @@ class TransparentSession : public std::enable_shared_from_this<TransparentSessio
   std::string name_;  // what a synthetic address stands for; empty: an IP literal
   policy::Host host_;
   std::vector<boost::asio::ip::tcp::endpoint> allowed_;
-  enum class Flight { none, tls, http };  // what is read before deciding (port 443, port 80)
-  Flight flight_ = Flight::none;
+  using Flight = FirstFlight::Kind;  // what the first bytes are (on any port): read before deciding
+  Flight flight_ = Flight::unknown;
+  bool inspected_ = false;  // the profile inspects host_ on this port: TLS is terminated here
+  Outcome decided_outcome_ = Outcome::allow;  // admission's, for an inspected tunnel
+  policy::Decision decided_;
   std::string early_;  // the first flight, relayed first once admitted
-  std::array<char, 4096> chunk_{};
   std::shared_ptr<std::string> answer_;  // a 403 being written
 };
 

@@ -115,7 +115,7 @@ TEST(LaunchCgroup, AMemoryHogIsOomKilledWith137TheRowSaysSoAndTheProxyCarriesOn)
 
 TEST(LaunchCgroup, AForkLoopIsContainedByPids) {
   NETBOX_REQUIRE_ROOT();
-  const auto subnet = test_subnet(61);
+  const auto subnet = test_subnet(107);
   test::TempDir dir;
   // Children that would outlive the agent by far if nothing cleaned up.
   const std::string agent = "import errno, os, time\n"

@@ -123,7 +123,7 @@ struct CredentialLaunch {
 
 TEST(LaunchCredentials, TheEmbeddedProxyPutsTheKeyInAndTheAgentNeverHoldsIt) {
   NETBOX_REQUIRE_ROOT();
-  const auto subnet = test_subnet(93);
+  const auto subnet = test_subnet(100);
   CredentialLaunch s;
   SecretInEnvironment env;
   const auto db = s.dir.path() / "audit.db";
@@ -142,7 +142,7 @@ TEST(LaunchCredentials, TheEmbeddedProxyPutsTheKeyInAndTheAgentNeverHoldsIt) {
 
 TEST(LaunchCredentials, ASharedProxyGetsTheSecretOverItsControlSocket) {
   NETBOX_REQUIRE_ROOT();
-  const auto subnet = test_subnet(94);
+  const auto subnet = test_subnet(101);
   CredentialLaunch s;
   const auto store = s.shared.folder("store");
   const auto sock = s.shared.folder("control") / "proxy.sock";

@@ -12,7 +12,7 @@ using ::testing::HasSubstr;
 
 TEST(LaunchIpv6, NamesResolveToIpv4OnlyAndIpv6ConnectionsFailAtOnce) {
   NETBOX_REQUIRE_ROOT();
-  const auto subnet = test_subnet(94);
+  const auto subnet = test_subnet(102);
   test::TempDir dir;
   auto policy = dir.write("policy.json", policy_json(8080));
   // Waits for eth0's link-local address to leave the tentative state (DAD) first, so a

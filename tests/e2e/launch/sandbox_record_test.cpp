@@ -131,7 +131,7 @@ TEST(LaunchSandboxRecord, ThePolicysSandboxAppliesAndFlagsOverrideIt) {
 
 // A bad value in the policy's sandbox stops the launch with exit 2 and the position.
 TEST(LaunchSandboxRecord, ABadSandboxValueInThePolicyIsAUsageError) {
-  const auto subnet = test_subnet(155);
+  const auto subnet = test_subnet(108);
   HostDir host;
   const auto policy = host.folder("etc") / "policy.json";
   {

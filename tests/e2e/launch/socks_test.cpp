@@ -20,11 +20,13 @@ std::string through_all_proxy(std::uint16_t port) {
          "/hello; echo; " + kCurl + " -sS -x \"$ALL_PROXY\" http://denied.test:" + p + "/; echo \"denied_exit=$?\"";
 }
 
+// The allowed connection carries plain HTTP: its request has a row of its own under it.
 void expect_socks_rows(const fs::path& db) {
-  auto rows = query(db, "SELECT kind, host, decision FROM requests ORDER BY id");
-  ASSERT_EQ(rows.size(), 2u);
-  EXPECT_EQ(rows[0], (std::vector<std::string>{"socks", "allowed.test", "allow"}));
-  EXPECT_EQ(rows[1], (std::vector<std::string>{"socks", "denied.test", "deny"}));
+  auto rows = query(db, "SELECT kind, host, decision, method, parent_id IS NULL FROM requests ORDER BY id");
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0], (std::vector<std::string>{"socks", "allowed.test", "allow", "CONNECT", "1"}));
+  EXPECT_EQ(rows[1], (std::vector<std::string>{"socks", "allowed.test", "allow", "GET", "0"}));
+  EXPECT_EQ(rows[2], (std::vector<std::string>{"socks", "denied.test", "deny", "CONNECT", "1"}));
 }
 
 TEST(LaunchSocks, AllProxyIsTheSocks5ListenerAndReachesAnAllowedUpstream) {

@@ -239,6 +239,66 @@ TEST_F(InspectionTest, AnUpstreamSignedByAnUnknownCaIs502) {
   EXPECT_EQ(tls_upstream.requests(), 0u);
 }
 
+// SOCKS5 is a front door like CONNECT: a SOCKS connection to an inspected host must not
+// become a blind tunnel past inspection and `rules`.
+class SocksInspectionTest : public InspectionTest {
+ protected:
+  void start(const std::string& policy_text) {
+    start_proxy(policy_text);
+    socks_port = server->add_listener({boost::asio::ip::make_address("127.0.0.1"), 0},
+                                      proxy::ListenerKind::socks).port();
+  }
+  RunResult socks_curl(std::vector<std::string> args) const {
+    std::vector<std::string> argv{"curl", "-sS", "--max-time", "20", "-o", "-", "-w", "\n%{http_code}",
+                                  "--socks5-hostname", "127.0.0.1:" + std::to_string(socks_port), "--cacert",
+                                  ca_pem.string()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return run(argv);
+  }
+  unsigned short socks_port = 0;
+};
+
+TEST_F(SocksInspectionTest, ASocksConnectionToAnInspectedHostIsInspectedLikeAConnect) {
+  start(policy());
+  auto r = socks_curl({https_url("/repos/acme/widget?x=1")});
+  ASSERT_EQ(status_of(r), 200) << r.err << r.out;
+  EXPECT_EQ(nlohmann::json::parse(body_of(r)).at("target"), "/repos/acme/widget?x=1");
+  auto all = rows();
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[0].kind, "socks") << "the tunnel's row says which door it came in by";
+  EXPECT_EQ(all[0].host, "upstream.test");
+  EXPECT_EQ(all[1].kind, "http");
+  EXPECT_EQ(all[1].path, "/repos/acme/widget");
+  EXPECT_EQ(all[1].status, 200);
+  EXPECT_EQ(query_column(db_path, "SELECT t.kind FROM requests r JOIN requests t ON t.id = r.parent_id"),
+            std::vector<std::string>{"socks"});
+}
+
+TEST_F(SocksInspectionTest, RulesApplyInsideAnInspectedSocksConnection) {
+  start(policy(R"("rules": [
+    {"host": "upstream.test", "methods": ["GET"], "paths": ["/repos/acme/*"], "action": "allow"}])"));
+  EXPECT_EQ(status_of(socks_curl({https_url("/repos/acme/x")})), 200);
+  auto post = socks_curl({"-i", "-X", "POST", "-d", "data", https_url("/repos/acme/x")});
+  EXPECT_EQ(status_of(post), 403) << post.out << post.err;
+  EXPECT_NE(post.out.find("X-Netbox-Decision: deny"), std::string::npos) << post.out;
+  EXPECT_EQ(status_of(socks_curl({https_url("/repos/other/x")})), 403);
+  EXPECT_EQ(tls_upstream.requests(), 1u) << "only the allowed request reached the upstream";
+}
+
+TEST_F(SocksInspectionTest, ASocksServerNameOtherThanTheRequestedHostIsDomainFronting) {
+  start(policy(R"("allow": ["upstream.test", "front.test"], "resolve": {"upstream.test": ["127.0.0.1"],
+                        "front.test": ["127.0.0.1"]})"));
+  auto r = socks_curl({"--connect-to", "front.test:" + std::to_string(tls_upstream.port()) + ":upstream.test:" +
+                                           std::to_string(tls_upstream.port()),
+                       "https://front.test:" + std::to_string(tls_upstream.port()) + "/"});
+  EXPECT_NE(status_of(r), 200) << r.out;
+  EXPECT_EQ(tls_upstream.requests(), 0u);
+  auto row = last_row();
+  EXPECT_EQ(row.kind, "socks");
+  EXPECT_EQ(row.decision, "deny");
+  EXPECT_NE(row.error.find("domain fronting"), std::string::npos) << row.error;
+}
+
 TEST_F(ProxyTest, APolicyWithInspectIsRefusedWithoutACa) {
   EXPECT_THROW(start_proxy(base_policy(R"("inspect": ["upstream.test"])")), policy::PolicyError);
 }

@@ -5,6 +5,7 @@
 
 #include "support/background_process.hpp"
 #include "support/process.hpp"
+#include "support/sqlite_query.hpp"
 
 #include "netbox/audit/writer.hpp"
 
@@ -57,14 +58,19 @@ TEST_F(SocksTest, CurlSocks5HostnameReachesAnAllowedHostAndLeavesASocksRowWithTh
   auto r = curl({"--socks5-hostname", "127.0.0.1:" + std::to_string(socks_port), upstream_url("/hello")});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("\"target\":\"/hello\""), std::string::npos) << r.out;
-  const auto row = last_row();
+  const auto all = rows();
+  ASSERT_EQ(all.size(), 2u) << "the connection, and its one plain-HTTP request";
+  const auto& row = all[0];
   EXPECT_EQ(row.kind, "socks");
   EXPECT_EQ(row.method, "CONNECT");
   EXPECT_EQ(row.host, "upstream.test") << "the name the agent asked for, not only an address";
   EXPECT_EQ(row.port, upstream.port());
   EXPECT_EQ(row.decision, "allow");
   EXPECT_EQ(row.resolved_addr, "127.0.0.1");
-  EXPECT_GT(row.bytes_down, 0);
+  EXPECT_EQ(all[1].kind, "socks");
+  EXPECT_EQ(all[1].method, "GET");
+  EXPECT_EQ(all[1].path, "/hello");
+  EXPECT_GT(all[1].bytes_down, 0);
 }
 
 TEST_F(SocksTest, UsernameAndPasswordAreAcceptedWithoutBeingASecret) {
@@ -91,6 +97,72 @@ TEST_F(SocksTest, ADeniedHostGetsNotAllowedByRulesetAndADenyRowSayingWhy) {
   auto curled = curl({"--socks5-hostname", "127.0.0.1:" + std::to_string(socks_port), "http://denied.test/"});
   EXPECT_NE(curled.exit_code, 0);
   EXPECT_NE(curled.err.find("SOCKS5 connection to denied.test. (2)"), std::string::npos) << curled.err;
+}
+
+// What is not HTTP to a host some rule names cannot be checked by them: once the agent's
+// first bytes show it (here bytes that are neither TLS nor HTTP), the connection is reset.
+TEST_F(SocksTest, ATunnelThatIsNotHttpToAHostSomeRuleNamesIsRefusedRatherThanTunnelledPastTheRules) {
+  start(R"("rules": [{"host": "upstream.test", "methods": ["GET"], "paths": ["/ok"], "action": "allow"}])");
+  ProxyConnection c(socks_port);
+  const auto reply = handshake(c, connect_name("upstream.test", upstream.port()));
+  ASSERT_EQ(reply.size(), 10u);
+  EXPECT_EQ(reply[1], 0x00) << "what the connection carries is known only once the agent speaks";
+  c.write("SSH-2.0-OpenSSH_9.2\r\n");
+  EXPECT_TRUE(c.closed_within(std::chrono::seconds(10)));
+  const auto row = last_row();
+  EXPECT_EQ(row.kind, "socks");
+  EXPECT_EQ(row.decision, "deny");
+  EXPECT_EQ(row.rule, "rules");
+  EXPECT_NE(row.reason.find("inspect"), std::string::npos) << row.reason;
+  EXPECT_EQ(upstream.requests(), 0u);
+}
+
+// Plain HTTP through SOCKS5 runs the proxy's request loop: a row per request under the
+// connection's, `rules` on each, and a Host header naming another host refused.
+TEST_F(SocksTest, PlainHttpThroughSocksHasOneRowPerRequestAndRulesApplyToEach) {
+  start(R"("rules": [{"host": "upstream.test", "methods": ["GET"], "action": "allow"}])");
+  const std::string proxy = "127.0.0.1:" + std::to_string(socks_port);
+  auto r = curl({"--socks5-hostname", proxy, upstream_url("/one"), upstream_url("/two"), upstream_url("/three")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("\"target\":\"/three\""), std::string::npos) << r.out;
+  auto post = curl({"--socks5-hostname", proxy, "-i", "-d", "x", upstream_url("/post")});
+  EXPECT_NE(post.out.find("HTTP/1.1 403"), std::string::npos) << post.out;
+  EXPECT_NE(post.out.find("X-Netbox-Reason: "), std::string::npos) << post.out;
+  auto other = curl({"--socks5-hostname", proxy, "-i", "-H", "Host: evil.test", upstream_url("/x")});
+  EXPECT_NE(other.out.find("the Host header names evil.test"), std::string::npos) << other.out;
+  EXPECT_EQ(upstream.requests(), 3u);
+  const auto all = rows();
+  ASSERT_EQ(all.size(), 8u) << "three connections, five requests";
+  EXPECT_EQ(all[0].kind, "socks");
+  EXPECT_EQ(all[0].method, "CONNECT");
+  for (int i : {1, 2, 3}) {
+    EXPECT_EQ(all[i].kind, "socks");
+    EXPECT_EQ(all[i].method, "GET");
+    EXPECT_EQ(all[i].status, 200);
+  }
+  EXPECT_EQ(all[3].path, "/three");
+  EXPECT_EQ(all[5].method, "POST");
+  EXPECT_EQ(all[5].decision, "deny");
+  EXPECT_EQ(all[5].rule, "rules");
+  EXPECT_EQ(all[7].decision, "deny");
+  EXPECT_EQ(all[7].rule, "host");
+  EXPECT_EQ(query_column(db_path, "SELECT COUNT(*) FROM requests WHERE parent_id IS NOT NULL"),
+            std::vector<std::string>{"5"});
+}
+
+TEST_F(SocksTest, ATlsServerNameOtherThanTheRequestedHostIsDomainFronting) {
+  start(R"("allow": ["upstream.test", "front.test"], "resolve": {"upstream.test": ["127.0.0.1"],
+           "front.test": ["127.0.0.1"]})");
+  auto r = curl({"--socks5-hostname", "127.0.0.1:" + std::to_string(socks_port), "-k", "--connect-to",
+                 "front.test:" + std::to_string(upstream.port()) + ":upstream.test:" + std::to_string(upstream.port()),
+                 "https://front.test:" + std::to_string(upstream.port()) + "/"});
+  EXPECT_NE(r.exit_code, 0);
+  const auto row = last_row();
+  EXPECT_EQ(row.kind, "socks");
+  EXPECT_EQ(row.host, "upstream.test");
+  EXPECT_EQ(row.decision, "deny");
+  EXPECT_EQ(row.rule, "sni");
+  EXPECT_NE(row.reason.find("domain fronting"), std::string::npos) << row.reason;
 }
 
 TEST_F(SocksTest, AnInternalAddressLiteralIsDeniedBeforeAnyDial) {

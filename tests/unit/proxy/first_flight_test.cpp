@@ -1,0 +1,70 @@
+// What a captured or SOCKS5 connection's first bytes are taken for (first_flight.hpp):
+// the choice between the inspector, the request loop and a blind relay rests on it, so an
+// agent must not be able to dress one protocol as another.
+#include "first_flight.hpp"
+
+#include <gtest/gtest.h>
+
+namespace netbox::proxy {
+namespace {
+
+using enum FirstFlight::Kind;
+
+TEST(FirstFlight, ATlsHandshakeRecordIsTls) {
+  EXPECT_EQ(sniff_first_flight(std::string("\x16\x03\x01\x02\x00", 5)), tls);
+  EXPECT_EQ(sniff_first_flight(std::string("\x16", 1)), tls) << "its first byte is enough";
+}
+
+TEST(FirstFlight, AnHttpRequestLineIsHttpWhateverItsMethod) {
+  EXPECT_EQ(sniff_first_flight("GET / HTTP/1.1\r\n"), http);
+  EXPECT_EQ(sniff_first_flight("POST /x HTTP/1.0\r\n"), http);
+  EXPECT_EQ(sniff_first_flight("VERSION-CONTROL / HTTP/1.1"), http);
+}
+
+TEST(FirstFlight, APrefixOfAMethodWaitsForMore) {
+  EXPECT_EQ(sniff_first_flight(""), unknown);
+  EXPECT_EQ(sniff_first_flight("GE"), unknown);
+  EXPECT_EQ(sniff_first_flight("OPTIONS"), unknown);
+}
+
+TEST(FirstFlight, OtherProtocolsAreRaw) {
+  EXPECT_EQ(sniff_first_flight("SSH-2.0-OpenSSH_9.2\r\n"), raw) << "a dash then a digit is no method";
+  EXPECT_EQ(sniff_first_flight("get / HTTP/1.1"), raw) << "methods are upper case";
+  EXPECT_EQ(sniff_first_flight(" GET /"), raw);
+  EXPECT_EQ(sniff_first_flight(std::string("\x00\x00\x00\x08", 4)), raw);
+  EXPECT_EQ(sniff_first_flight("ABCDEFGHIJKLMNOPQRS"), raw) << "no method is longer than 16 letters";
+}
+
+TEST(FirstFlight, FrontingIsAnotherServerNameInACompleteHello) {
+  tls::ClientHello h;
+  h.status = tls::ClientHello::Status::complete;
+  h.server_name = "allowed.test";
+  EXPECT_EQ(fronting(h, "allowed.test", "the name"), "");
+  h.server_name = "front.test";
+  EXPECT_EQ(fronting(h, "allowed.test", "the name"),
+            "the TLS server name front.test is not allowed.test, the name (domain fronting)");
+  h.encrypted_client_hello = true;
+  EXPECT_EQ(fronting(h, "allowed.test", "the name"), "") << "ECH: the outer name is only the public one";
+  h.encrypted_client_hello = false;
+  h.server_name.clear();
+  EXPECT_EQ(fronting(h, "allowed.test", "the name"), "") << "no name: decided on the admitted one";
+}
+
+TEST(FirstFlight, TheHostCheckWantsExactlyOneHostHeaderNamingTheAdmittedName) {
+  EXPECT_FALSE(check_host_headers({"allowed.test"}, "allowed.test"));
+  EXPECT_FALSE(check_host_headers({" Allowed.TEST.:8080 "}, "allowed.test")) << "case, port and final dot";
+  const auto other = check_host_headers({"evil.test"}, "allowed.test");
+  ASSERT_TRUE(other);
+  EXPECT_EQ(other->status, 403u);
+  EXPECT_EQ(other->rule, "host");
+  EXPECT_EQ(other->reason.rfind("the Host header names evil.test, not allowed.test", 0), 0u) << other->reason;
+  for (const auto& values : {std::vector<std::string_view>{}, std::vector<std::string_view>{"allowed.test", "allowed.test"},
+                             std::vector<std::string_view>{"  "}}) {
+    const auto no = check_host_headers(values, "allowed.test");
+    ASSERT_TRUE(no);
+    EXPECT_EQ(no->status, 400u);
+  }
+}
+
+}  // namespace
+}  // namespace netbox::proxy
