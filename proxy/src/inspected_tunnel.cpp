@@ -41,6 +41,9 @@ InspectedTunnel::InspectedTunnel(ProxyRuntime& impl, Worker& worker, tcp::socket
       scope_(std::move(scope)),
       timer_(worker.ioc) {
   inner_.connection(scope_.agent, scope_.client_addr, scope_.metric_label);
+  boost::system::error_code ec;
+  const auto peer = client_.remote_endpoint(ec);
+  if (!ec) pool_scope_ = UpstreamPool::scope(scope_.agent, peer.address());
   impl_.counters.active_tunnels.fetch_add(1);
 }
 
@@ -232,6 +235,13 @@ void InspectedTunnel::forward(std::string path_and_query) {
   up.endpoints = scope_.endpoints;
   up.host = scope_.host.name;
   up.head = head_;
+  up.may_resend = idempotent(req.method());
+  up.may_pool = req.body().empty() || consumes_body(req.method());
+  // Without the agent's address (its connection already gone) no key can name the agent.
+  if (!pool_scope_.empty()) {
+    up.pool = worker_.pool.get();
+    up.pool_scope = pool_scope_;
+  }
   const auto& limits = scope_.profile->limits;
   up.dial = DialLimits::of(limits, impl_.dial_fd_ceiling, worker_.pool.get());
   up.timeout = limits.idle_timeout;

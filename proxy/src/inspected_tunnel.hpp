@@ -4,9 +4,10 @@
 // fronting), completes the handshake itself with a leaf minted for the host, and then
 // reads the HTTP/1.1 requests inside one by one. Each is decided by the host decision
 // the CONNECT got plus `rules` on its canonical path, has an audit row of its own linked
-// to the tunnel's (parent), and goes to the upstream over a TLS connection of its own,
-// verified against the trust store (upstream_tls.hpp). Anything but TLS carrying
-// HTTP/1.1 is refused with a reason. The tunnel's row is completed when the agent's
+// to the tunnel's (parent), and goes to the upstream over a verified TLS connection,
+// pooled per agent, address, host name and trust store (upstream_tls.hpp). Anything but TLS carrying
+// HTTP/1.1 is refused with a reason. Upstream connections are pooled per agent, address,
+// host name and trust store (upstream_tls.hpp). The tunnel's row is completed when the agent's
 // connection ends; its bytes stay 0, since its requests' rows carry them (summing both
 // would count every byte twice).
 #include "netbox/policy/decision.hpp"
@@ -83,6 +84,7 @@ class InspectedTunnel : public std::enable_shared_from_this<InspectedTunnel> {
   Exchange tunnel_;                      // the CONNECT's row
   Exchange inner_;                       // the current request's row
   InspectionScope scope_;
+  std::string pool_scope_;  // UpstreamPool::scope of the agent, for the upstream pool's keys
   boost::asio::steady_timer timer_;
   std::optional<boost::asio::ssl::stream<PrefixedStream>> tls_;
   boost::beast::flat_buffer buffer_;
