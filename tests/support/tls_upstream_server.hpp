@@ -2,8 +2,13 @@
 // A real HTTPS/1.1 server on 127.0.0.1 for inspection tests, with a certificate for
 // `name` minted by a test CA of its own (made with netbox's tls module, so the proxy has
 // to be told to trust it: --upstream-ca ca_pem()). Any request is answered 200 with a
-// JSON echo: method, target, host, headers, body. One connection at a time, each
-// answered then closed, every wait bounded.
+// JSON echo: method, target, host, headers, body and which connection (1, 2, ... in
+// accept order) carried it. Each connection is answered once and closed, or, with
+// `keep_alive`, served until the client closes it (connections in parallel, a thread
+// each). Hostile answers on request, by path: `/extra` is answered, then followed in the
+// same write by an answer nobody asked for; `/cut` gets a head promising more body than
+// comes before the connection closes; `/then-close` is answered with keep-alive, then the
+// connection is closed. Every wait is bounded.
 #include "support/temp_dir.hpp"
 
 #include <atomic>
@@ -11,6 +16,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <cstdint>
 
 namespace netbox::test {
 
@@ -19,7 +25,7 @@ class TlsUpstreamServer {
   // `cert_name`: the name the served certificate is for (another than the one clients
   // ask for makes a wrong-name upstream). `expired`: the certificate's validity ended
   // yesterday (re-signed by the test CA, so only its dates are wrong).
-  explicit TlsUpstreamServer(const std::string& cert_name, bool expired = false);
+  explicit TlsUpstreamServer(const std::string& cert_name, bool expired = false, bool keep_alive = false);
   ~TlsUpstreamServer();
   TlsUpstreamServer(const TlsUpstreamServer&) = delete;
   TlsUpstreamServer& operator=(const TlsUpstreamServer&) = delete;
@@ -28,10 +34,13 @@ class TlsUpstreamServer {
   std::filesystem::path ca_pem() const { return ca_pem_; }  // the test CA's certificate
   std::uint64_t requests() const { return requests_.load(); }
   std::uint64_t handshakes() const { return handshakes_.load(); }  // completed ones
+  std::uint64_t accepts() const { return accepts_.load(); }
+  std::uint64_t open_connections() const { return open_.load(); }
 
  private:
   struct State;
   void serve();
+  void handle(int fd, std::uint64_t id);
 
   TempDir dir_;
   std::filesystem::path ca_pem_;
@@ -40,6 +49,9 @@ class TlsUpstreamServer {
   std::atomic<bool> stopping_{false};
   std::atomic<std::uint64_t> requests_{0};
   std::atomic<std::uint64_t> handshakes_{0};
+  std::atomic<std::uint64_t> accepts_{0};
+  std::atomic<std::uint64_t> open_{0};
+  bool keep_alive_;
   std::thread thread_;
 };
 
