@@ -275,13 +275,20 @@ void InspectedTunnel::refuse_request(Refusal r, std::string error) {
 }
 
 void InspectedTunnel::respond(std::shared_ptr<Response> res, bool close_after) {
-  writing_ = res;
+  // One flat write: asio's TLS stream encrypts one buffer per write, so Beast's serializer
+  // (head pieces, then body) would cost a TLS record and a send() each.
+  writing_.clear();
+  append_response_head(writing_, res->base());
+  writing_ += res->body();
   arm(std::chrono::seconds(30));
-  http::async_write(*tls_, *res, [self = shared_from_this(), close_after](beast::error_code ec, std::size_t) {
-    self->writing_.reset();
-    if (ec || close_after) return self->close(ec ? "writing the answer to the agent failed: " + ec.message() : "");
-    self->read_request();
-  });
+  asio::async_write(*tls_, asio::buffer(writing_),
+                    [self = shared_from_this(), close_after](boost::system::error_code ec, std::size_t) {
+                      // A large answer's buffer is not held by an idle connection.
+                      if (self->writing_.capacity() > 16 * 1024) std::string().swap(self->writing_);
+                      if (ec || close_after)
+                        return self->close(ec ? "writing the answer to the agent failed: " + ec.message() : "");
+                      self->read_request();
+                    });
 }
 
 void InspectedTunnel::close(std::string error) {

@@ -95,7 +95,7 @@ class InspectedTunnel : public std::enable_shared_from_this<InspectedTunnel> {
   bool closed_ = false;
   int tunnel_status_ = 200;  // the tunnel row's: 403 when refused before TLS
   std::uint64_t requests_ = 0;
-  std::shared_ptr<Response> writing_;
+  std::string writing_;  // the answer being written (its capacity reused per request)
 };
 
 }  // namespace netbox::proxy
