@@ -343,6 +343,17 @@ TEST_F(PooledInspectionTest, AnIdleConnectionTheUpstreamClosedIsNotReused) {
   EXPECT_EQ(tls_upstream.requests(), 3u);
 }
 
+TEST_F(InspectionTest, AnAnswerWithConnectionCloseIsNotPooled) {
+  // This upstream answers every request with Connection: close and then closes.
+  start_proxy(policy(), {}, 1);
+  const auto a = curl_each({https_url("/one"), https_url("/two")});
+  ASSERT_EQ(a.size(), 2u);
+  EXPECT_EQ(a[0].status, 200);
+  EXPECT_EQ(a[1].status, 200);
+  EXPECT_EQ(nlohmann::json::parse(a[1].body).at("connection"), 2);
+  EXPECT_EQ(tls_upstream.accepts(), 2u);
+}
+
 TEST_F(ProxyTest, APolicyWithInspectIsRefusedWithoutACa) {
   EXPECT_THROW(start_proxy(base_policy(R"("inspect": ["upstream.test"])")), policy::PolicyError);
 }
