@@ -10,7 +10,9 @@ mode=full
 if [ "${1:-}" = --smoke ]; then mode=smoke; shift; fi
 
 bash scripts/install-deps.sh
-pkgs=(squid tinyproxy wrk bubblewrap gnuplot-nox hyperfine nginx-light)
+# squid-openssl: Debian's squid with TLS, for the ssl-bump contender of inspect_bench.py (it
+# replaces the squid package: the two conflict, and provide the same /usr/sbin/squid).
+pkgs=(squid-openssl tinyproxy wrk bubblewrap gnuplot-nox hyperfine nginx-light)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -39,13 +41,20 @@ fi
 if [ ! -f "$dir/CMakeCache.txt" ]; then
   cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE="$type" -DNETBOX_WERROR=OFF >/dev/null
 fi
-cmake --build "$dir" -j"$(nproc)" --target netbox bench_client audit_writer_bench >/dev/null
+cmake --build "$dir" -j"$(nproc)" --target netbox bench_client audit_writer_bench tls_mint_bench >/dev/null
 
 out=$(mktemp -d /tmp/netbox-bench-results.XXXXXX)
 trap 'rm -rf "$out"' EXIT
 python3 tests/bench/bench.py $([ "$mode" = smoke ] && echo --smoke) \
   --netbox "$dir/netbox" --client "$dir/tests/bench/bench_client" \
   --writer-bench "$dir/tests/bench/audit_writer_bench" --out "$out" "$@"
+# TLS inspection (issue 16): inspected HTTPS against a plain tunnel and squid ssl-bump,
+# idle memory per inspected connection, leaf minting. Printed; RESULTS.md records a run.
+if [ "$mode" = smoke ]; then
+  python3 tests/bench/inspect_bench.py --build "$dir" --rounds 1 --seconds 1 --idle 50
+else
+  python3 tests/bench/inspect_bench.py --build "$dir"
+fi
 if [ "$mode" = smoke ]; then
   python3 tests/bench/report.py "$out/results.json" --png "$out/bench.png" --require-clean
   echo "bench smoke ok (targets are only judged in the full run)"

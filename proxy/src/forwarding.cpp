@@ -26,25 +26,6 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = asio::ip::tcp;
 
-namespace {
-
-// RFC 9110 9.2.2: a request that may be sent again when its connection closed before
-// the answer. Any other (POST, PATCH) may have had its effect already: never resent.
-bool idempotent(http::verb v) {
-  using enum http::verb;
-  return verb_in(v, {get, head, options, trace, put, delete_});
-}
-
-// Methods whose body every server reads. After any other request with a body (GET,
-// DELETE, OPTIONS ...), an upstream may have left the body unread, to be taken as the
-// next request on the connection.
-bool consumes_body(http::verb v) {
-  using enum http::verb;
-  return verb_in(v, {post, put, patch});
-}
-
-}  // namespace
-
 void ClientSession::forward() {
   if (is_connect()) {
     if (policy::inspects(*profile_, host_.name, target_.port)) return start_inspection();

@@ -37,6 +37,9 @@ InspectedTunnel::InspectedTunnel(ProxyRuntime& impl, Worker& worker, tcp::socket
       scope_(std::move(scope)),
       timer_(worker.ioc) {
   inner_.connection(scope_.agent, scope_.client_addr, scope_.metric_label);
+  boost::system::error_code ec;
+  const auto peer = client_.remote_endpoint(ec);
+  if (!ec) pool_scope_ = UpstreamPool::scope(scope_.agent, peer.address());
   impl_.counters.active_tunnels.fetch_add(1);
 }
 
@@ -245,6 +248,13 @@ void InspectedTunnel::forward(std::string path_and_query) {
   up.endpoints = scope_.endpoints;
   up.host = scope_.host.name;
   up.head = head_;
+  up.may_resend = idempotent(req.method());
+  up.may_pool = req.body().empty() || consumes_body(req.method());
+  // Without the agent's address (its connection already gone) no key can name the agent.
+  if (!pool_scope_.empty()) {
+    up.pool = worker_.pool.get();
+    up.pool_scope = pool_scope_;
+  }
   const auto& limits = scope_.profile->limits;
   up.dial = DialLimits::of(limits, impl_.dial_fd_ceiling, worker_.pool.get());
   up.timeout = limits.idle_timeout;
@@ -282,13 +292,20 @@ void InspectedTunnel::refuse_request(Refusal r, std::string error) {
 }
 
 void InspectedTunnel::respond(std::shared_ptr<Response> res, bool close_after) {
-  writing_ = res;
+  // One flat write: asio's TLS stream encrypts one buffer per write, so Beast's serializer
+  // (head pieces, then body) would cost a TLS record and a send() each.
+  writing_.clear();
+  append_response_head(writing_, res->base());
+  writing_ += res->body();
   arm(std::chrono::seconds(30));
-  http::async_write(*tls_, *res, [self = shared_from_this(), close_after](beast::error_code ec, std::size_t) {
-    self->writing_.reset();
-    if (ec || close_after) return self->close(ec ? "writing the answer to the agent failed: " + ec.message() : "");
-    self->read_request();
-  });
+  asio::async_write(*tls_, asio::buffer(writing_),
+                    [self = shared_from_this(), close_after](boost::system::error_code ec, std::size_t) {
+                      // A large answer's buffer is not held by an idle connection.
+                      if (self->writing_.capacity() > 16 * 1024) std::string().swap(self->writing_);
+                      if (ec || close_after)
+                        return self->close(ec ? "writing the answer to the agent failed: " + ec.message() : "");
+                      self->read_request();
+                    });
 }
 
 void InspectedTunnel::close(std::string error) {

@@ -6,9 +6,10 @@
 // admitted host (domain fronting), completes the handshake itself with a leaf minted for the host, and then
 // reads the HTTP/1.1 requests inside one by one. Each is decided by the host decision
 // the CONNECT got plus `rules` on its canonical path, has an audit row of its own linked
-// to the tunnel's (parent), and goes to the upstream over a TLS connection of its own,
-// verified against the trust store (upstream_tls.hpp). Anything but TLS carrying
-// HTTP/1.1 is refused with a reason. The tunnel's row is completed when the agent's
+// to the tunnel's (parent), and goes to the upstream over a verified TLS connection,
+// pooled per agent, address, host name and trust store (upstream_tls.hpp). Anything but TLS carrying
+// HTTP/1.1 is refused with a reason. Upstream connections are pooled per agent, address,
+// host name and trust store (upstream_tls.hpp). The tunnel's row is completed when the agent's
 // connection ends; its bytes stay 0, since its requests' rows carry them (summing both
 // would count every byte twice). An agent's credentials (credentials.hpp) are put into
 // the requests to their hosts here, and its placeholders looked for in every other one.
@@ -93,6 +94,7 @@ class InspectedTunnel : public std::enable_shared_from_this<InspectedTunnel> {
   Exchange tunnel_;                      // the CONNECT's row
   Exchange inner_;                       // the current request's row
   InspectionScope scope_;
+  std::string pool_scope_;  // UpstreamPool::scope of the agent, for the upstream pool's keys
   boost::asio::steady_timer timer_;
   std::optional<boost::asio::ssl::stream<PrefixedStream>> tls_;
   boost::beast::flat_buffer buffer_;
@@ -104,7 +106,7 @@ class InspectedTunnel : public std::enable_shared_from_this<InspectedTunnel> {
   bool closed_ = false;
   int tunnel_status_ = 200;  // the tunnel row's: 403 when refused before TLS
   std::uint64_t requests_ = 0;
-  std::shared_ptr<Response> writing_;
+  std::string writing_;  // the answer being written (its capacity reused per request)
 };
 
 }  // namespace netbox::proxy

@@ -33,6 +33,9 @@ class PrefixedStream {
           if (prefix_.empty()) return socket_.async_read_some(b, std::move(handler));
           const std::size_t n = boost::asio::buffer_copy(b, boost::asio::buffer(prefix_));
           prefix_.erase(0, n);
+          // Replayed whole: its capacity (up to the ClientHello's 16 KiB) is not kept for
+          // the life of an idle connection.
+          if (prefix_.empty()) std::string().swap(prefix_);
           auto ex = boost::asio::get_associated_executor(handler, socket_.get_executor());
           boost::asio::post(ex, [h = std::move(handler), n]() mutable { h(boost::system::error_code{}, n); });
         },

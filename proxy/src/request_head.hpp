@@ -98,6 +98,21 @@ constexpr bool handled_method(boost::beast::http::verb v) {
   return verb_in(v, {get, head, post, put, delete_, patch, options, connect});
 }
 
+// RFC 9110 9.2.2: a request that may be sent again when its connection closed before
+// the answer. Any other (POST, PATCH) may have had its effect already: never resent.
+constexpr bool idempotent(boost::beast::http::verb v) {
+  using enum boost::beast::http::verb;
+  return verb_in(v, {get, head, options, trace, put, delete_});
+}
+
+// Methods whose body every server reads. After any other request with a body (GET,
+// DELETE, OPTIONS ...), an upstream may have left the body unread, to be taken as the
+// next request on the connection.
+constexpr bool consumes_body(boost::beast::http::verb v) {
+  using enum boost::beast::http::verb;
+  return verb_in(v, {post, put, patch});
+}
+
 // A plain-language reason for a Beast parse error of the request (head or body).
 std::string describe_request_error(const boost::beast::error_code& ec);
 

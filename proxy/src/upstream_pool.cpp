@@ -1,9 +1,12 @@
 #include "upstream_pool.hpp"
 
+#include <openssl/bio.h>
+#include <openssl/ssl.h>
 #include <sys/socket.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 
 namespace netbox::proxy {
 
@@ -40,12 +43,37 @@ void UpstreamPool::key(std::string& k, std::string_view scope, const boost::asio
   k += host;
 }
 
+void UpstreamPool::tls_key(std::string& k, std::string_view scope, const boost::asio::ip::tcp::endpoint& ep,
+                           std::string_view host, const void* trust) {
+  key(k, scope, ep, host);
+  // Host names hold no NUL, so this tail sets every TLS key apart from every plain one.
+  k += '\0';
+  const auto id = reinterpret_cast<std::uintptr_t>(trust);
+  k.append(reinterpret_cast<const char*>(&id), sizeof id);
+}
+
 namespace {
 // A peek that would block means "still open and quiet", the only state worth reusing.
 bool still_usable(boost::asio::ip::tcp::socket& s) {
   char c;
   const auto n = ::recv(s.native_handle(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
   return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+}
+
+// Bytes the upstream sent while the connection was idle (more than it was asked for, a
+// close_notify, an alert) may already sit in OpenSSL's records or its read BIO rather
+// than the socket: any of them and the connection is not reused, since they would be
+// read as the answer to the next request.
+bool still_usable(UpstreamPool::TlsStream& s) {
+  SSL* ssl = s.native_handle();
+  if (SSL_get_shutdown(ssl) != 0 || SSL_has_pending(ssl) || BIO_ctrl_pending(SSL_get_rbio(ssl)) != 0) return false;
+  return still_usable(s.next_layer());
+}
+
+bool still_usable(UpstreamPool::Connection& c) {
+  if (auto* s = std::get_if<boost::asio::ip::tcp::socket>(&c)) return still_usable(*s);
+  if (auto* t = std::get_if<std::unique_ptr<UpstreamPool::TlsStream>>(&c)) return *t && still_usable(**t);
+  return false;
 }
 }  // namespace
 
@@ -77,7 +105,7 @@ void UpstreamPool::close(Node* n) {
   unlink<&Node::by_key>(n->key->idle, n);
   unlink<&Node::by_agent>(n->key->agent->idle, n);
   unlink<&Node::by_age>(all_, n);
-  n->socket.reset();  // closes the descriptor
+  n->conn = std::monostate{};  // closes the descriptor (a TLS one without close_notify)
   n->key = nullptr;
   n->next_free = free_;
   free_ = n;
@@ -87,18 +115,30 @@ void UpstreamPool::close(Node* n) {
 // same key after its response, and a kept entry spares the map node, the key's copy and
 // the list head each time (the key, with the agent in it, is past the small-string size).
 // put() sweeps empty entries out once there are many.
-std::optional<boost::asio::ip::tcp::socket> UpstreamPool::take(const std::string& key) {
+UpstreamPool::Connection UpstreamPool::take_any(const std::string& key) {
   auto it = keys_.find(key);
-  if (it == keys_.end()) return std::nullopt;
+  if (it == keys_.end()) return {};
   auto& idle = it->second.idle;
   const auto now = std::chrono::steady_clock::now();
   while (Node* n = idle.newest) {
     const bool fresh = now - n->since < kMaxIdle;
-    boost::asio::ip::tcp::socket s = std::move(*n->socket);
-    close(n);  // the moved-from socket holds no descriptor
-    if (fresh && still_usable(s)) return std::optional<boost::asio::ip::tcp::socket>(std::move(s));
+    Connection c = std::move(n->conn);
+    close(n);  // the moved-from connection holds no descriptor
+    if (fresh && still_usable(c)) return c;
   }
+  return {};
+}
+
+std::optional<boost::asio::ip::tcp::socket> UpstreamPool::take(const std::string& key) {
+  auto c = take_any(key);
+  if (auto* s = std::get_if<boost::asio::ip::tcp::socket>(&c)) return std::optional(std::move(*s));
   return std::nullopt;
+}
+
+std::unique_ptr<UpstreamPool::TlsStream> UpstreamPool::take_tls(const std::string& key) {
+  auto c = take_any(key);
+  if (auto* t = std::get_if<std::unique_ptr<TlsStream>>(&c)) return std::move(*t);
+  return nullptr;
 }
 
 void UpstreamPool::sweep_keys() {
@@ -120,7 +160,13 @@ std::string_view scope_of(std::string_view key) {
 }
 }  // namespace
 
-void UpstreamPool::put(const std::string& key, boost::asio::ip::tcp::socket socket) {
+void UpstreamPool::put(const std::string& key, boost::asio::ip::tcp::socket socket) { put_any(key, std::move(socket)); }
+
+void UpstreamPool::put(const std::string& key, std::unique_ptr<TlsStream> stream) {
+  if (stream) put_any(key, std::move(stream));
+}
+
+void UpstreamPool::put_any(const std::string& key, Connection conn) {
   auto it = keys_.find(key);
   if (it == keys_.end()) {
     if (keys_.size() >= kMaxKeys) sweep_keys();
@@ -142,7 +188,7 @@ void UpstreamPool::put(const std::string& key, boost::asio::ip::tcp::socket sock
   } else {
     n = &nodes_.emplace_back();
   }
-  n->socket.emplace(std::move(socket));
+  n->conn = std::move(conn);
   n->since = now;
   n->key = &k;
   push_newest<&Node::by_key>(k.idle, n);

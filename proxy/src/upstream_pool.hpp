@@ -11,7 +11,14 @@
 // Over a bound, the oldest idle connection goes (of the key, of the agent, or of all), never
 // the one being put: an agent that fans out over many upstreams recycles its own idle
 // connections instead of holding descriptors every other agent needs.
+//
+// The pool holds plain TCP connections (forwarded HTTP) and verified TLS connections
+// (inspected HTTPS, upstream_tls.hpp) under the same bounds, since both cost a descriptor.
+// A TLS key adds the trust configuration the certificate was verified against to the
+// host it was verified for (its SNI too), so a TLS connection is only ever reused for the
+// same name, address, port and trust store; no plain key equals a TLS key.
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/stream.hpp>
 
 #include <chrono>
 #include <cstddef>
@@ -20,11 +27,16 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <variant>
+#include <memory>
 
 namespace netbox::proxy {
 
 class UpstreamPool {
  public:
+  using TlsStream = boost::asio::ssl::stream<boost::asio::ip::tcp::socket>;
+  using Connection = std::variant<std::monostate, boost::asio::ip::tcp::socket, std::unique_ptr<TlsStream>>;
+
   // As many as one io thread has requests in flight to one upstream under load: a pool
   // smaller than that closes connections after their response and dials new ones for the
   // next requests (with 16, B1 at 500 agent connections dialled for 58 % of requests).
@@ -47,9 +59,18 @@ class UpstreamPool {
   // Writes the key into `out` (whose capacity is reused from one request to the next).
   static void key(std::string& out, std::string_view scope, const boost::asio::ip::tcp::endpoint& ep,
                   std::string_view host);
+  // The key of a TLS connection: key() plus the trust store it was verified against
+  // (`trust`: the client context's identity, stable for the proxy's life).
+  static void tls_key(std::string& out, std::string_view scope, const boost::asio::ip::tcp::endpoint& ep,
+                      std::string_view host, const void* trust);
   // An idle connection that the upstream has not closed meanwhile, if any.
   std::optional<boost::asio::ip::tcp::socket> take(const std::string& key);
   void put(const std::string& key, boost::asio::ip::tcp::socket socket);
+  // The same for TLS: taken only with nothing the upstream sent since buffered at any
+  // layer (socket, OpenSSL's records); put only after a complete answer that leaves
+  // nothing unread (the caller's check: its own read buffer is empty).
+  std::unique_ptr<TlsStream> take_tls(const std::string& key);
+  void put(const std::string& key, std::unique_ptr<TlsStream> stream);
   // Closes the oldest idle connection, to free a descriptor for a dial; false if none is idle.
   bool close_oldest();
   std::size_t idle_count() const { return all_.size; }
@@ -77,7 +98,7 @@ class UpstreamPool {
     Agent* agent = nullptr;
   };
   struct Node {
-    std::optional<boost::asio::ip::tcp::socket> socket;
+    Connection conn;
     std::chrono::steady_clock::time_point since;
     Key* key = nullptr;
     Link by_key, by_agent, by_age;
@@ -89,6 +110,8 @@ class UpstreamPool {
   template <Link Node::*L>
   static void unlink(List& list, Node* n);
   void close(Node* n);  // unlinks from every list, closes the socket, recycles the node
+  Connection take_any(const std::string& key);
+  void put_any(const std::string& key, Connection conn);
   void sweep_keys();
 
   Bounds bounds_;

@@ -30,17 +30,47 @@ class UpstreamTls : public std::enable_shared_from_this<UpstreamTls> {
       : ioc_(ioc), inspector_(inspector), req_(std::move(r)), done_(std::move(done)), timer_(ioc) {}
 
   void start() {
-    dial(ioc_, req_.endpoints, req_.dial, [self = shared_from_this()](DialResult r) { self->on_dialed(std::move(r)); });
+    if (req_.pool) {
+      for (const auto& ep : req_.endpoints) {
+        UpstreamPool::tls_key(key_, req_.pool_scope, ep, req_.host, trust());
+        if (auto s = req_.pool->take_tls(key_)) {
+          stream_ = std::move(s);
+          reused_ = true;
+          answer_.address = ep.address().to_string();
+          arm();
+          return send();
+        }
+      }
+    }
+    dial_afresh();
   }
 
  private:
+  // The trust store every connection here is verified against, as the pool key names it.
+  const void* trust() { return inspector_.upstream_context().native_handle(); }
+
+  void dial_afresh() {
+    reused_ = false;
+    dial(ioc_, req_.endpoints, req_.dial, [self = shared_from_this()](DialResult r) { self->on_dialed(std::move(r)); });
+  }
+
+  void arm() {
+    timer_.expires_after(req_.timeout);
+    timer_.async_wait([weak = weak_from_this()](boost::system::error_code e) {
+      if (e) return;
+      if (auto self = weak.lock()) {
+        self->timed_out_ = true;
+        boost::system::error_code ignored;
+        if (self->stream_) self->stream_->lowest_layer().close(ignored);
+      }
+    });
+  }
+
   void on_dialed(DialResult r) {
-    if (r.failure != DialFailure::none) {
-      return fail(http_status(r.failure),
-                  r.error);
-    }
+    if (r.failure != DialFailure::none) return fail(http_status(r.failure), r.error);
     answer_.address = r.endpoint.address().to_string();
-    stream_.emplace(std::move(r.socket), inspector_.upstream_context());
+    if (req_.pool) UpstreamPool::tls_key(key_, req_.pool_scope, r.endpoint, req_.host, trust());
+    stream_ = std::make_unique<UpstreamPool::TlsStream>(std::move(r.socket), inspector_.upstream_context());
     SSL* s = stream_->native_handle();
     boost::system::error_code ec;
     (void)asio::ip::make_address(req_.host, ec);
@@ -51,15 +81,7 @@ class UpstreamTls : public std::enable_shared_from_this<UpstreamTls> {
     } else {
       X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(s), req_.host.c_str());
     }
-    timer_.expires_after(req_.timeout);
-    timer_.async_wait([weak = weak_from_this()](boost::system::error_code e) {
-      if (e) return;
-      if (auto self = weak.lock()) {
-        self->timed_out_ = true;
-        boost::system::error_code ignored;
-        self->stream_->lowest_layer().close(ignored);
-      }
-    });
+    arm();
     stream_->async_handshake(ssl::stream_base::client,
                              [self = shared_from_this()](boost::system::error_code e) { self->on_handshake(e); });
   }
@@ -73,12 +95,30 @@ class UpstreamTls : public std::enable_shared_from_this<UpstreamTls> {
       return fail(timed_out_ ? 504 : 502, timed_out_ ? "the TLS handshake with the upstream timed out"
                                                      : "the TLS handshake with the upstream failed: " + ec.message());
     }
+    send();
+  }
+
+  void send() {
     asio::async_write(*stream_, asio::buffer(req_.bytes),
                       [self = shared_from_this()](boost::system::error_code e, std::size_t) { self->on_written(e); });
   }
 
+  // A pooled connection the upstream closed (or reset) before answering anything: the
+  // request goes again over a new one if it may (the close may have raced its sending).
+  bool resend_after(bool answered) {
+    if (!reused_ || answered || timed_out_ || !req_.may_resend) return false;
+    timer_.cancel();
+    stream_.reset();
+    buffer_.clear();
+    dial_afresh();
+    return true;
+  }
+
   void on_written(boost::system::error_code ec) {
-    if (ec) return fail(timed_out_ ? 504 : 502, "sending the request upstream failed: " + ec.message());
+    if (ec) {
+      if (resend_after(false)) return;
+      return fail(timed_out_ ? 504 : 502, "sending the request upstream failed: " + ec.message());
+    }
     read_response();
   }
 
@@ -93,13 +133,21 @@ class UpstreamTls : public std::enable_shared_from_this<UpstreamTls> {
 
   void on_response(beast::error_code ec) {
     if (ec) {
+      if (resend_after(parser_->got_some() || interim_)) return;
       if (timed_out_) return fail(504, "the upstream did not answer in time");
       if (ec == http::error::body_limit) return fail(502, "the upstream's answer is larger than netbox relays");
       return fail(502, "reading the upstream's answer failed: " + ec.message());
     }
     const unsigned status = parser_->get().result_int();
-    if (status >= 100 && status < 200) return read_response();  // an interim answer: the real one follows
+    if (status >= 100 && status < 200) {  // an interim answer: the real one follows
+      interim_ = true;
+      return read_response();
+    }
     if (const auto cl = parser_->content_length()) answer_.content_length = *cl;
+    // Framed by its own length or chunks, keep-alive, and nothing after it: anything the
+    // upstream sent beyond the answer would be read as the next request's answer.
+    reusable_ = req_.pool && req_.may_pool && !timed_out_ && parser_->is_done() && parser_->keep_alive() &&
+                !parser_->need_eof() && buffer_.size() == 0;
     answer_.response.emplace(parser_->release());
     finish();
   }
@@ -113,8 +161,13 @@ class UpstreamTls : public std::enable_shared_from_this<UpstreamTls> {
   void finish() {
     timer_.cancel();
     if (stream_) {
-      boost::system::error_code ignored;
-      stream_->lowest_layer().close(ignored);  // one connection per request: no TLS close_notify wait
+      if (reusable_) {
+        req_.pool->put(key_, std::move(stream_));
+      } else {
+        boost::system::error_code ignored;
+        stream_->lowest_layer().close(ignored);  // no TLS close_notify wait
+        stream_.reset();
+      }
     }
     auto done = std::move(done_);
     done(std::move(answer_));
@@ -125,11 +178,15 @@ class UpstreamTls : public std::enable_shared_from_this<UpstreamTls> {
   UpstreamTlsRequest req_;
   std::function<void(UpstreamAnswer)> done_;
   asio::steady_timer timer_;
-  std::optional<ssl::stream<tcp::socket>> stream_;
+  std::unique_ptr<UpstreamPool::TlsStream> stream_;
+  std::string key_;
   beast::flat_buffer buffer_;
   std::optional<http::response_parser<http::string_body>> parser_;
   UpstreamAnswer answer_;
   bool timed_out_ = false;
+  bool reused_ = false;
+  bool interim_ = false;
+  bool reusable_ = false;
 };
 
 }  // namespace

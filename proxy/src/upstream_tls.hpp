@@ -1,12 +1,18 @@
 #pragma once
-// One inspected request to its upstream, over a TLS connection of its own: dial the
-// addresses admission let through, handshake with SNI and the host's name verified
-// against the trust store (system roots plus --upstream-ca), TLS 1.2+, ALPN http/1.1;
-// send the request; read the whole answer. A certificate the trust store refuses ends
-// it with 502 and OpenSSL's reason (expired, hostname mismatch, unknown issuer): never
-// a silent pass. Everything is asynchronous; one timer bounds the whole exchange.
+// One inspected request to its upstream over a verified TLS connection: an idle one from
+// the worker's pool (upstream_pool.hpp: same agent, address, port, host name and trust
+// store), or a new one: dial the addresses admission let through, handshake with SNI and
+// the host's name verified against the trust store (system roots plus --upstream-ca),
+// TLS 1.2+, ALPN http/1.1. Send the request; read the whole answer. A certificate the
+// trust store refuses ends it with 502 and OpenSSL's reason (expired, hostname mismatch,
+// unknown issuer): never a silent pass. The connection goes back to the pool only after
+// a complete answer that allows keep-alive and leaves nothing unread; a pooled connection
+// that closed before any answer is replaced by a new dial when the request may be sent
+// again (idempotent, like plain HTTP). Everything is asynchronous; one timer bounds the
+// whole exchange.
 #include "dialer.hpp"
 #include "inspector.hpp"
+#include "upstream_pool.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/beast/http/message.hpp>
@@ -33,6 +39,10 @@ struct UpstreamTlsRequest {
   std::string host;          // for SNI and verification: a name or an IP literal
   std::string bytes;         // the request, head and body, as it goes upstream
   bool head = false;         // a HEAD: the answer has no body whatever its framing says
+  bool may_resend = false;   // idempotent: sent again on a new connection if a pooled one had closed
+  bool may_pool = false;     // the upstream reads all of the request (no body, or a method that has one)
+  UpstreamPool* pool = nullptr;  // the worker's; none: one connection per request
+  std::string pool_scope;        // UpstreamPool::scope of the agent
   DialLimits dial;
   std::chrono::milliseconds timeout;  // the whole exchange, after the dial
   std::uint64_t body_limit;

@@ -3,11 +3,16 @@
 //   tunnels — new CONNECT tunnel (or new direct connection) per request, for a bounded time
 //   bulk    — one transfer of N bytes down (GET) or up (POST), direct or through one tunnel
 //   idle    — open N tunnels, hold them until stdin closes or the hold time ends
+//   https   — keep-alive HTTPS requests inside CONNECT tunnels (one TLS session per
+//             connection), for a bounded time: inspected, blind or bumped alike
+//   https-idle — open N tunnels, complete TLS in each, hold them (memory per idle
+//             inspected connection)
 // Blocking sockets and one thread per connection: simple, and the proxy, not the client,
 // is what saturates. Every socket has send/receive timeouts so no loop can hang.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <openssl/ssl.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -21,6 +26,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -364,11 +370,149 @@ int run_idle(const Args& a) {
   return open.size() == count ? 0 : 1;
 }
 
+// TLS over a tunnel, blocking, on the tunnel's descriptor. The benchmark measures the
+// proxies, not trust: the client does not verify (every contender's certificate chain
+// differs), but it sends SNI like any client.
+struct Tls {
+  SSL_CTX* ctx = nullptr;
+  Tls() {
+    ctx = SSL_CTX_new(TLS_client_method());
+    SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+    static const unsigned char kHttp11[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
+    SSL_CTX_set_alpn_protos(ctx, kHttp11, sizeof kHttp11);
+  }
+  ~Tls() { SSL_CTX_free(ctx); }
+  Tls(const Tls&) = delete;
+  Tls& operator=(const Tls&) = delete;
+};
+
+struct TlsConn {
+  Socket sock;
+  SSL* ssl = nullptr;
+  TlsConn(const Tls& tls, Socket s, const std::string& name) : sock(std::move(s)), ssl(SSL_new(tls.ctx)) {
+    SSL_set_fd(ssl, sock.fd());
+    SSL_ctrl(ssl, SSL_CTRL_SET_TLSEXT_HOSTNAME, TLSEXT_NAMETYPE_host_name, const_cast<char*>(name.c_str()));
+    if (SSL_connect(ssl) != 1) {
+      SSL_free(ssl);
+      throw std::runtime_error("TLS handshake through the tunnel failed");
+    }
+  }
+  ~TlsConn() { SSL_free(ssl); }
+  TlsConn(const TlsConn&) = delete;
+  TlsConn& operator=(const TlsConn&) = delete;
+  void write(const std::string& data) {
+    if (SSL_write(ssl, data.data(), static_cast<int>(data.size())) != static_cast<int>(data.size()))
+      throw std::runtime_error("TLS write failed");
+  }
+  // One answer with a Content-Length body; returns the status.
+  int read_response(std::string& rest, std::vector<char>& scratch) {
+    std::size_t end;
+    while ((end = rest.find("\r\n\r\n")) == std::string::npos) fill(rest, scratch);
+    const std::string head = rest.substr(0, end + 4);
+    rest.erase(0, end + 4);
+    const auto len = content_length(head);
+    if (!len) throw std::runtime_error("response without Content-Length: " + head.substr(0, head.find('\r')));
+    while (rest.size() < *len) fill(rest, scratch);
+    rest.erase(0, static_cast<std::size_t>(*len));
+    return status_of(head);
+  }
+
+ private:
+  void fill(std::string& rest, std::vector<char>& scratch) {
+    const int n = SSL_read(ssl, scratch.data(), static_cast<int>(scratch.size()));
+    if (n <= 0) throw std::runtime_error("TLS connection closed inside an answer");
+    rest.append(scratch.data(), static_cast<std::size_t>(n));
+  }
+};
+
+// Keep-alive GETs of `path` over `conns` TLS connections, each inside a CONNECT tunnel
+// to `target` through `proxy` (SNI and Host: `name`), for `seconds`.
+int run_https(const Args& a) {
+  const Endpoint target = parse_endpoint(a.get("target"));
+  const Endpoint proxy = parse_endpoint(a.get("proxy"));
+  const std::string name = a.get("name", target.host);
+  const std::string path = a.get("path", "/small");
+  const std::uint64_t conns = a.num("conns", "50");
+  const double seconds = std::stod(a.get("seconds", "5"));
+  const std::string req = "GET " + path + " HTTP/1.1\r\nHost: " + name + ":" + std::to_string(target.port) + "\r\n\r\n";
+  const Tls tls;
+  std::atomic<std::uint64_t> done{0}, errors{0}, non200{0};
+  const auto t0 = SteadyClock::now();
+  const auto deadline = t0 + std::chrono::duration_cast<SteadyClock::duration>(std::chrono::duration<double>(seconds));
+  std::vector<std::thread> threads;
+  for (std::uint64_t c = 0; c < conns; ++c) {
+    threads.emplace_back([&] {
+      std::vector<char> scratch(65536);
+      while (SteadyClock::now() < deadline) {
+        try {
+          TlsConn t(tls, open_tunnel(proxy, target), name);
+          std::string rest;
+          while (SteadyClock::now() < deadline) {
+            t.write(req);
+            if (t.read_response(rest, scratch) != 200) non200.fetch_add(1);
+            done.fetch_add(1, std::memory_order_relaxed);
+          }
+        } catch (const std::exception& e) {
+          if (errors.fetch_add(1) < 3) std::fprintf(stderr, "bench_client https: %s\n", e.what());
+          std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  const double secs = seconds_since(t0);
+  std::printf("{\"done\":%llu,\"errors\":%llu,\"non200\":%llu,\"seconds\":%.6f,\"rps\":%.1f}\n",
+              static_cast<unsigned long long>(done.load()), static_cast<unsigned long long>(errors.load()),
+              static_cast<unsigned long long>(non200.load()), secs, static_cast<double>(done.load()) / secs);
+  return errors.load() == 0 && non200.load() == 0 ? 0 : 1;
+}
+
+// Opens `count` tunnels, completes TLS and one request in each (so the proxy holds a
+// session past its handshake, as an agent between requests leaves it), and holds them
+// until stdin reaches EOF or `hold-seconds` pass.
+int run_https_idle(const Args& a) {
+  const Endpoint target = parse_endpoint(a.get("target"));
+  const Endpoint proxy = parse_endpoint(a.get("proxy"));
+  const std::string name = a.get("name", target.host);
+  const std::uint64_t count = a.num("count");
+  const double hold = std::stod(a.get("hold-seconds", "120"));
+  const std::string req = "GET " + a.get("path", "/small") + " HTTP/1.1\r\nHost: " + name + ":" +
+                          std::to_string(target.port) + "\r\n\r\n";
+  const Tls tls;
+  std::vector<std::unique_ptr<TlsConn>> open;
+  std::vector<char> scratch(65536);
+  std::uint64_t errors = 0;
+  const auto t0 = SteadyClock::now();
+  for (std::uint64_t i = 0; i < count && errors < 20 && seconds_since(t0) < 120; ++i) {
+    try {
+      auto t = std::make_unique<TlsConn>(tls, open_tunnel(proxy, target), name);
+      std::string rest;
+      t->write(req);
+      if (t->read_response(rest, scratch) != 200) throw std::runtime_error("status not 200");
+      open.push_back(std::move(t));
+    } catch (const std::exception& e) {
+      if (errors++ < 3) std::fprintf(stderr, "bench_client https-idle: %s\n", e.what());
+    }
+  }
+  std::printf("ready opened=%zu errors=%llu seconds=%.3f\n", open.size(), static_cast<unsigned long long>(errors),
+              seconds_since(t0));
+  std::fflush(stdout);
+  const auto hold_start = SteadyClock::now();
+  pollfd in{0, POLLIN, 0};
+  while (seconds_since(hold_start) < hold) {
+    if (::poll(&in, 1, 200) > 0) {
+      char c;
+      if (::read(0, &c, 1) <= 0) break;
+    }
+  }
+  return open.size() == count ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: bench_client http|tunnels|bulk|idle --key value ...\n");
+    std::fprintf(stderr, "usage: bench_client http|tunnels|bulk|idle|https|https-idle --key value ...\n");
     return 2;
   }
   std::string mode = argv[1];
@@ -386,6 +530,8 @@ int main(int argc, char** argv) {
     if (mode == "tunnels") return run_tunnels(a);
     if (mode == "bulk") return run_bulk(a);
     if (mode == "idle") return run_idle(a);
+    if (mode == "https") return run_https(a);
+    if (mode == "https-idle") return run_https_idle(a);
     std::fprintf(stderr, "bench_client: unknown mode '%s'\n", mode.c_str());
     return 2;
   } catch (const std::invalid_argument& e) {

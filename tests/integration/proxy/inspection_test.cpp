@@ -21,8 +21,9 @@ namespace {
 
 class InspectionTest : public ProxyTest {
  protected:
-  explicit InspectionTest(const std::string& cert_name = "upstream.test", bool expired = false)
-      : tls_upstream(cert_name, expired) {
+  explicit InspectionTest(const std::string& cert_name = "upstream.test", bool expired = false,
+                          bool keep_alive = false)
+      : tls_upstream(cert_name, expired, keep_alive) {
     auto ca = tls::CertificateAuthority::create(dir.path() / "ca");
     ca_pem = dir.path() / "netbox-ca.pem";
     std::ofstream(ca_pem) << ca.certificate_pem();
@@ -55,6 +56,26 @@ class InspectionTest : public ProxyTest {
     return nl == std::string::npos ? 0 : std::atoi(r.out.c_str() + nl + 1);
   }
   static std::string body_of(const RunResult& r) { return r.out.substr(0, r.out.rfind('\n')); }
+  // One curl (one agent connection, kept alive) for `urls` in turn: each one's status and body.
+  struct Answer {
+    int status = 0;
+    std::string body;
+  };
+  std::vector<Answer> curl_each(const std::vector<std::string>& urls) const {
+    std::vector<std::string> argv{"curl", "-sS", "--max-time", "20", "-o", "-", "-w", "~~%{http_code}~~",
+                                  "-x", "http://127.0.0.1:" + std::to_string(port), "--cacert", ca_pem.string()};
+    argv.insert(argv.end(), urls.begin(), urls.end());
+    const auto r = run(argv);
+    std::vector<Answer> out;
+    std::size_t at = 0;
+    for (std::size_t sep; (sep = r.out.find("~~", at)) != std::string::npos;) {
+      const auto end = r.out.find("~~", sep + 2);
+      if (end == std::string::npos) break;
+      out.push_back({std::atoi(r.out.c_str() + sep + 2), r.out.substr(at, sep - at)});
+      at = end + 2;
+    }
+    return out;
+  }
 
   TlsUpstreamServer tls_upstream;
   std::filesystem::path ca_pem;
@@ -297,6 +318,100 @@ TEST_F(SocksInspectionTest, ASocksServerNameOtherThanTheRequestedHostIsDomainFro
   EXPECT_EQ(row.kind, "socks");
   EXPECT_EQ(row.decision, "deny");
   EXPECT_NE(row.error.find("domain fronting"), std::string::npos) << row.error;
+}
+
+// Upstream connections of inspected requests are pooled (issue 16 item 2): a keep-alive
+// TLS upstream that serves each connection until it closes, counting its accepts.
+class PooledInspectionTest : public InspectionTest {
+ protected:
+  PooledInspectionTest() : InspectionTest("upstream.test", false, true) {}
+  // One io thread: one worker, one pool, whichever connection the agent makes.
+  void start(const std::string& extra = {}) { start_proxy(policy(extra), {}, 1); }
+  static nlohmann::json echo(const Answer& a) { return nlohmann::json::parse(a.body); }
+};
+
+TEST_F(PooledInspectionTest, TwoRequestsInOneTunnelShareOneVerifiedUpstreamConnection) {
+  start();
+  const auto a = curl_each({https_url("/one"), https_url("/two"), https_url("/three")});
+  ASSERT_EQ(a.size(), 3u);
+  for (const auto& x : a) ASSERT_EQ(x.status, 200) << x.body;
+  EXPECT_EQ(echo(a[2]).at("target"), "/three");
+  EXPECT_EQ(echo(a[0]).at("connection"), 1);
+  EXPECT_EQ(echo(a[2]).at("connection"), 1);
+  EXPECT_EQ(tls_upstream.accepts(), 1u);
+  EXPECT_EQ(tls_upstream.handshakes(), 1u);
+  EXPECT_EQ(tls_upstream.requests(), 3u);
+  EXPECT_EQ(rows().size(), 4u);  // still a row per request
+}
+
+TEST_F(PooledInspectionTest, AnotherHostAtTheSameAddressGetsItsOwnVerifiedConnection) {
+  // other.test is on the same address and port, but the upstream's certificate is for
+  // upstream.test only: reusing upstream.test's connection would pass unverified.
+  start(R"("allow": ["upstream.test", "other.test"], "inspect": ["upstream.test", "other.test"],
+           "resolve": {"upstream.test": ["127.0.0.1"], "other.test": ["127.0.0.1"]})");
+  const auto first = curl_each({https_url("/one")});
+  ASSERT_EQ(first.size(), 1u);
+  ASSERT_EQ(first[0].status, 200) << first[0].body;
+  const auto other = curl_each({"https://other.test:" + std::to_string(tls_upstream.port()) + "/two"});
+  ASSERT_EQ(other.size(), 1u);
+  EXPECT_EQ(other[0].status, 502) << other[0].body;
+  EXPECT_NE(other[0].body.find("hostname mismatch"), std::string::npos) << other[0].body;
+  EXPECT_EQ(tls_upstream.accepts(), 2u);
+  EXPECT_EQ(tls_upstream.requests(), 1u);
+  // upstream.test's connection is still there for upstream.test.
+  const auto again = curl_each({https_url("/three")});
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(again[0].status, 200);
+  EXPECT_EQ(echo(again[0]).at("connection"), 1);
+}
+
+TEST_F(PooledInspectionTest, AnUpstreamThatAnswersMoreThanAskedDoesNotPoisonTheNextRequest) {
+  start();
+  const auto a = curl_each({https_url("/extra"), https_url("/two"), https_url("/three")});
+  ASSERT_EQ(a.size(), 3u);
+  for (const auto& x : a) {
+    EXPECT_EQ(x.status, 200) << x.body;
+    EXPECT_EQ(x.body.find("poisoned"), std::string::npos) << x.body;
+  }
+  EXPECT_EQ(echo(a[1]).at("target"), "/two");
+  EXPECT_EQ(echo(a[1]).at("connection"), 2) << "the connection with an unasked answer was not reused";
+  EXPECT_EQ(echo(a[2]).at("connection"), 2) << "a clean one is";
+  EXPECT_EQ(tls_upstream.accepts(), 2u);
+}
+
+TEST_F(PooledInspectionTest, AnUpstreamThatClosesMidAnswerIsNotReused) {
+  start();
+  const auto a = curl_each({https_url("/cut"), https_url("/two")});
+  ASSERT_EQ(a.size(), 2u);
+  EXPECT_EQ(a[0].status, 502) << a[0].body;
+  ASSERT_EQ(a[1].status, 200) << a[1].body;
+  EXPECT_EQ(echo(a[1]).at("target"), "/two");
+  EXPECT_EQ(echo(a[1]).at("connection"), 2);
+  EXPECT_EQ(tls_upstream.accepts(), 2u);
+}
+
+TEST_F(PooledInspectionTest, AnIdleConnectionTheUpstreamClosedIsNotReused) {
+  start();
+  // The close races the next request: either the pool sees it, or the request (a GET)
+  // goes again over a new connection. The agent never sees the stale one.
+  const auto a = curl_each({https_url("/then-close"), https_url("/two"), https_url("/three")});
+  ASSERT_EQ(a.size(), 3u);
+  for (const auto& x : a) ASSERT_EQ(x.status, 200) << x.body;
+  EXPECT_EQ(echo(a[1]).at("connection"), 2);
+  EXPECT_EQ(echo(a[2]).at("connection"), 2);
+  EXPECT_EQ(tls_upstream.accepts(), 2u);
+  EXPECT_EQ(tls_upstream.requests(), 3u);
+}
+
+TEST_F(InspectionTest, AnAnswerWithConnectionCloseIsNotPooled) {
+  // This upstream answers every request with Connection: close and then closes.
+  start_proxy(policy(), {}, 1);
+  const auto a = curl_each({https_url("/one"), https_url("/two")});
+  ASSERT_EQ(a.size(), 2u);
+  EXPECT_EQ(a[0].status, 200);
+  EXPECT_EQ(a[1].status, 200);
+  EXPECT_EQ(nlohmann::json::parse(a[1].body).at("connection"), 2);
+  EXPECT_EQ(tls_upstream.accepts(), 2u);
 }
 
 TEST_F(ProxyTest, APolicyWithInspectIsRefusedWithoutACa) {
