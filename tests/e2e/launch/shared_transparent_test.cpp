@@ -68,7 +68,9 @@ TEST(LaunchSharedTransparent, ARunningProxyAnswersDnsAndCapturesWithNoProxyVaria
   EXPECT_THAT(r.out, HasSubstr("nameserver " + subnet.addr_prefix + "1"));  // the shared proxy, on the veth
   EXPECT_EQ(proxy.stop(), 0) << proxy.err();
   const auto rows = query(proxy.store(), "SELECT kind, host, decision, agent FROM requests ORDER BY id");
+  // The captured connection's row, then its one plain-HTTP request's, then the refused name.
   EXPECT_EQ(rows, (std::vector<std::vector<std::string>>{{"transparent", "allowed.test", "allow", "shared-a"},
+                                                          {"transparent", "allowed.test", "allow", "shared-a"},
                                                           {"dns", "denied.test", "deny", "shared-a"}}));
   expect_nothing_left(subnet);
 }
@@ -103,7 +105,8 @@ TEST(LaunchSharedTransparent, TwoAgentsAtOnceHaveTheirOwnMappings) {
   std::ofstream(done).put('\n');
   EXPECT_EQ(a.wait(), 0) << a.err();
   EXPECT_EQ(b.exit_code, 0) << b.err;
-  EXPECT_THAT(b.out, Not(HasSubstr("b_literal=0")));
+  // Refused as the internal literal it is in B's view, with the reason (plain HTTP: a 403).
+  EXPECT_THAT(b.out, HasSubstr("is internal (benchmarking, 198.18.0.0/15)"));
   EXPECT_THAT(b.out, Not(HasSubstr(HttpServer::kBody)));
   const std::string b_addr = synthetic_address(b.out);
   ASSERT_FALSE(b_addr.empty()) << b.out;
@@ -111,9 +114,10 @@ TEST(LaunchSharedTransparent, TwoAgentsAtOnceHaveTheirOwnMappings) {
   EXPECT_EQ(upstream.connections(), 1) << "only A's fetch reached the upstream";
   EXPECT_EQ(proxy.stop(), 0) << proxy.err();
   const auto rows = query(proxy.store(), "SELECT agent, kind, host, decision FROM requests ORDER BY id");
-  ASSERT_EQ(rows.size(), 2u);
+  ASSERT_EQ(rows.size(), 3u);  // A's connection and its request; B's refused connection
   EXPECT_EQ(rows[0], (std::vector<std::string>{"agent-a", "transparent", "allowed.test", "allow"}));
-  EXPECT_EQ(rows[1], (std::vector<std::string>{"agent-b", "transparent", a_addr, "deny"}));
+  EXPECT_EQ(rows[1], (std::vector<std::string>{"agent-a", "transparent", "allowed.test", "allow"}));
+  EXPECT_EQ(rows[2], (std::vector<std::string>{"agent-b", "transparent", a_addr, "deny"}));
   expect_nothing_left(subnet_a);
   expect_nothing_left(subnet_b);
 }
