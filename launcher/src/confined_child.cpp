@@ -114,7 +114,8 @@ ExecPlan plan_exec(const ChildSpec& spec, const ProxyPorts& ports) {
   p.env = agent_environment({spec.launcher_env, spec.keep_env, spec.set_env,
                              "http://" + spec.host_addr + ":" + std::to_string(ports.http), spec.user.name,
                              spec.user.home,
-                             ports.socks ? "socks5h://" + spec.host_addr + ":" + std::to_string(ports.socks) : ""});
+                             ports.socks ? "socks5h://" + spec.host_addr + ":" + std::to_string(ports.socks) : "",
+                             !spec.mounts.trust.bundle.empty()});
   for (auto& e : p.env) p.envp.push_back(e.data());
   p.envp.push_back(nullptr);
   p.args = spec.command;

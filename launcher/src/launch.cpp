@@ -1,6 +1,7 @@
 #include "netbox/launcher/launch.hpp"
 
 #include "netbox/launcher/agent_stdio.hpp"
+#include "netbox/launcher/agent_trust.hpp"
 #include "netbox/launcher/agent_user_choice.hpp"
 #include "netbox/launcher/cgroup.hpp"
 #include "netbox/launcher/cleanup.hpp"
@@ -23,6 +24,7 @@
 #include "netbox/policy/load.hpp"
 #include "netbox/proxy/agent_name.hpp"
 #include "netbox/proxy/enforceable_policy.hpp"
+#include "netbox/tls/certificate_authority.hpp"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -209,11 +211,13 @@ int launch(const LaunchOptions& flags) {
   own.policy = o.policy_file;
   own.control_socket = o.proxy_control;
   if (o.ca_dir) own.ca_key = *o.ca_dir / "ca.key";
+  std::string running_proxy_ca;  // the CA a running proxy inspects with
   if (o.proxy_control) {
     // A running proxy's own policy and store are its files, not this launch's: it names them.
     const RunningProxyFiles proxy_files = running_proxy_files(*o.proxy_control);
     own.proxy_policy = proxy_files.policy;
     own.proxy_audit_db = proxy_files.audit_db;
+    running_proxy_ca = proxy_files.ca_pem;
   }
   std::vector<std::filesystem::path> bound;
   for (const auto& b : mounts.binds) {
@@ -241,6 +245,18 @@ int launch(const LaunchOptions& flags) {
     return 0;
   }
   require_launcher_capabilities();
+  // A launch whose proxy inspects gives the agent the netbox CA beside the host's roots
+  // (agent_trust.hpp): read now, as root, so a CA or store that cannot be read stops here.
+  AgentTrustFiles trust;
+  if (o.ca_dir) {
+    try {
+      trust = agent_trust_files(tls::CertificateAuthority::load(*o.ca_dir).certificate_pem());
+    } catch (const tls::CaError& e) {
+      throw LaunchError(kExitUsage, std::string("--ca-dir: ") + e.what());
+    }
+  } else if (!running_proxy_ca.empty()) {
+    trust = agent_trust_files(running_proxy_ca);
+  }
   open_missing_standard_fds();
   ignore_job_control_and_sigpipe();
 
@@ -285,6 +301,7 @@ int launch(const LaunchOptions& flags) {
   spec.seccomp = seccomp.compile();
   spec.hostname = hostname_for(name);
   spec.mounts = mounts;
+  spec.mounts.trust = std::move(trust);
   spec.dns_view = dns_view;
   if (dns_view)
     spec.mounts.resolv_conf = "# netbox: the DNS view of this agent's policy (netbox launch --network transparent).\n"

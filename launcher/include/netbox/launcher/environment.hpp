@@ -14,6 +14,7 @@ struct AgentEnvInput {
   std::string user;
   std::string home;
   std::string socks_url;  // socks5h://10.213.0.1:1080 for ALL_PROXY; empty: proxy_url there too
+  bool trusts_netbox_ca = false;  // the launch inspects TLS: the trust variables (agent_trust.hpp)
 };
 
 // -Dhttp(s).proxyHost/-Port and -Dhttp.nonProxyHosts for JAVA_TOOL_OPTIONS, from the
