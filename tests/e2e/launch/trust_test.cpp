@@ -14,6 +14,8 @@
 #include <gmock/gmock.h>
 #include <nlohmann/json.hpp>
 
+#include <signal.h>
+
 #include <fstream>
 #include <sstream>
 
@@ -107,6 +109,35 @@ public class Get {
   EXPECT_EQ(test::query(db, "SELECT r.path, r.status FROM requests r JOIN requests t ON t.id = r.parent_id "
                             "WHERE t.kind = 'connect' ORDER BY r.id"),
             want);
+  expect_nothing_left(subnet);
+}
+
+// A shared `netbox proxy --control --ca-dir` names its CA certificate in its "info" reply;
+// the launch shows the agent that one, and curl trusts it with no flag.
+TEST(LaunchTrust, AnAgentOfARunningInspectingProxyTrustsThatProxysCa) {
+  NETBOX_REQUIRE_ROOT();
+  const auto subnet = test_subnet(59);
+  test::TlsUpstreamServer upstream("allowed.test");
+  test::TempDir dir;
+  tls::CertificateAuthority::create(dir.path() / "ca");
+  HostDir host;
+  auto j = nlohmann::json::parse(policy_json(upstream.port()));
+  j["inspect"] = {"allowed.test"};
+  auto policy = dir.write("policy.json", j.dump());
+  const auto sock = host.folder("control") / "proxy.sock";
+  Background proxy({test::netbox_binary().string(), "proxy", "--policy", policy.string(), "--control", sock.string(),
+                    "--audit-db", (dir.path() / "audit.db").string(), "--listen", "127.0.0.1:0", "--ca-dir",
+                    (dir.path() / "ca").string(), "--upstream-ca", upstream.ca_pem().string()},
+                   host.path(), "proxy");
+  ASSERT_TRUE(eventually([&] { return std::filesystem::exists(sock); })) << proxy.err();
+  const std::string url = "https://allowed.test:" + std::to_string(upstream.port()) + "/shared";
+  auto r = launch(subnet, {"--proxy-control", sock.string(), "--", kSh, "-c",
+                           std::string(kCurl) + " -sS -o /dev/null -w 'curl=%{http_code}\\n' " + url});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("curl=200")) << r.err;
+  EXPECT_EQ(upstream.requests(), 1u);
+  ::kill(proxy.pid(), SIGTERM);
+  EXPECT_EQ(proxy.wait(), 0) << proxy.err();
   expect_nothing_left(subnet);
 }
 
