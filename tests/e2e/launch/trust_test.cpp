@@ -1,5 +1,5 @@
 // The agent of an inspecting launch trusts the netbox CA with no configuration (issue 16
-// item 5): curl, Python, Node, git and the JVM inside `netbox launch --ca-dir`, given no
+// item 5): curl, Python (urllib and requests), Node, git and the JVM inside `netbox launch --ca-dir`, given no
 // flag and no certificate, each complete an inspected GET to a real TLS upstream on
 // loopback, and the audit has each inner request. The agent cannot replace the bundle it
 // is shown, and a launch that does not inspect leaves the system bundle as it is.
@@ -38,6 +38,7 @@ TEST(LaunchTrust, CurlPythonNodeGitAndJavaTrustTheNetboxCaWithNoConfiguration) {
   NETBOX_REQUIRE_ROOT();
   const bool java = std::filesystem::exists("/usr/bin/java");
   const bool node = std::filesystem::exists("/usr/bin/node");
+  const bool requests = std::filesystem::exists("/usr/lib/python3/dist-packages/requests");
   const auto subnet = test_subnet(57);
   test::TlsUpstreamServer upstream("allowed.test");
   test::TempDir dir;
@@ -74,6 +75,9 @@ public class Get {
       std::string(kCurl) + " -sS -o /dev/null -w 'curl=%{http_code}\\n' " + url + "/curl; " + kPython +
       " -c 'import sys, urllib.request; print(\"python=%d\" % urllib.request.urlopen(sys.argv[1]).status)' " + url +
       "/python; git ls-remote " + url + "/repo.git >/dev/null 2>git.err; sed 's/^/git: /' git.err | grep -i 'certificate\\|ssl'; echo git done; ";
+  if (requests)
+    script += std::string(kPython) + " -c 'import sys, requests; print(\"requests=%d\" % requests.get(sys.argv[1]).status_code)' " +
+              url + "/requests; ";
   if (node) script += "node -e \"" + node_get + "\" " + url + "/node; ";
   if (java) script += "java " + src.string() + " " + url + "/java; ";
   // The hostile part: replace the bundle, add a root beside it, read the CA key.
@@ -89,6 +93,9 @@ public class Get {
   EXPECT_THAT(r.out, HasSubstr("curl=200")) << r.out << r.err;
   EXPECT_THAT(r.out, HasSubstr("python=200")) << r.out << r.err;
   EXPECT_THAT(r.out, Not(HasSubstr("git: ")));  // git's complaints about TLS, if any
+  if (requests) {
+    EXPECT_THAT(r.out, HasSubstr("requests=200")) << r.out << r.err;
+  }
   if (node) {
     EXPECT_THAT(r.out, HasSubstr("node=200")) << r.out << r.err;
   }
@@ -104,6 +111,7 @@ public class Get {
 
   std::vector<std::vector<std::string>> want = {{"/curl", "200"}, {"/python", "200"}, {"/repo.git/info/refs", "200"},
                                                 {"/repo.git/HEAD", "200"}};  // git's dumb-HTTP discovery
+  if (requests) want.push_back({"/requests", "200"});
   if (node) want.push_back({"/node", "200"});
   if (java) want.push_back({"/java", "200"});
   EXPECT_EQ(test::query(db, "SELECT r.path, r.status FROM requests r JOIN requests t ON t.id = r.parent_id "
