@@ -230,6 +230,10 @@ int launch(const LaunchOptions& flags) {
       own, {agent_cwd, user.home, command.find('/') != std::string::npos ? command : std::string()}, bound);
 
   SandboxReport report = describe_launch(o, name, hostname_for(name), who, view, own_hidden, rlimits, degraded, audit_db);
+  if (o.ca_dir || !running_proxy_ca.empty())
+    report.trust = std::string("the host's roots and the netbox CA (") +
+                   (o.ca_dir ? "--ca-dir " + o.ca_dir->string() : std::string("the running proxy's")) + ") in " +
+                   kSystemTrustBundle + ", read-only, and " + kAgentTrustFolder + "; the TLS clients' variables name them";
   if (cgroup_plan.version != CgroupVersion::none) {
     const CgroupLimits& l = cgroup_plan.limits;
     report.cgroup_backend = cgroup_plan.backend();

@@ -165,5 +165,18 @@ TEST(LaunchTrust, ALaunchThatDoesNotInspectLeavesTheSystemBundleAndTheVariablesA
   expect_nothing_left(subnet);
 }
 
+TEST(LaunchTrust, ExplainSaysWhatTheAgentTrusts) {
+  NETBOX_REQUIRE_ROOT();
+  const auto subnet = test_subnet(57);
+  test::TempDir dir;
+  tls::CertificateAuthority::create(dir.path() / "ca");
+  auto with_ca = launch(subnet, {"--explain", "--ca-dir", (dir.path() / "ca").string(), "--", kSh, "-c", "true"});
+  EXPECT_EQ(with_ca.exit_code, 0) << with_ca.err;
+  EXPECT_THAT(with_ca.out, HasSubstr("trust: the host's roots and the netbox CA (--ca-dir " +
+                                     (dir.path() / "ca").string() + ") in " + kBundle));
+  auto without = launch(subnet, {"--explain", "--", kSh, "-c", "true"});
+  EXPECT_THAT(without.out, HasSubstr("trust: the host's roots, unchanged\n"));
+}
+
 }  // namespace
 }  // namespace netbox::launch_test
