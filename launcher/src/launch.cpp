@@ -256,7 +256,8 @@ int launch(const LaunchOptions& flags) {
     try {
       trust = agent_trust_files(tls::CertificateAuthority::load(*o.ca_dir).certificate_pem());
     } catch (const tls::CaError& e) {
-      throw LaunchError(kExitUsage, std::string("--ca-dir: ") + e.what());
+      // Worded as the proxy words it (inspector.cpp): e.what() names the file.
+      throw LaunchError(kExitUsage, "--ca-dir " + o.ca_dir->string() + ": " + e.what());
     }
   } else if (!running_proxy_ca.empty()) {
     trust = agent_trust_files(running_proxy_ca);
