@@ -7,7 +7,7 @@ PKGS=(
   libboost1.81-dev libssl-dev libc-ares-dev libsqlite3-dev sqlite3
   nlohmann-json3-dev libseccomp-dev libgtest-dev libgmock-dev libidn2-dev
   libcli11-dev libnftables-dev libmnl-dev libcap-dev libjemalloc-dev
-  iproute2 nftables curl dnsmasq-base nginx-light python3 procps
+  iproute2 nftables curl dnsmasq-base nginx-light python3 python3-requests procps
   chromium fonts-dejavu-core
   man-db systemd util-linux
 )

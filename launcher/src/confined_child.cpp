@@ -115,7 +115,7 @@ ExecPlan plan_exec(const ChildSpec& spec, const ProxyPorts& ports) {
                              "http://" + spec.host_addr + ":" + std::to_string(ports.http), spec.user.name,
                              spec.user.home,
                              ports.socks ? "socks5h://" + spec.host_addr + ":" + std::to_string(ports.socks) : "",
-                             spec.placeholders});
+                             spec.placeholders, !spec.mounts.trust.bundle.empty()});
   for (auto& e : p.env) p.envp.push_back(e.data());
   p.envp.push_back(nullptr);
   p.args = spec.command;

@@ -75,6 +75,7 @@ class ControlClient final : public ProxyLink {
     if (!reply.ok) return out;
     if (!reply.policy_file.empty()) out.policy = reply.policy_file;
     if (!reply.audit_db.empty()) out.audit_db = reply.audit_db;
+    out.ca_pem = reply.ca_pem;
     return out;
   }
 

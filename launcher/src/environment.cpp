@@ -1,5 +1,6 @@
 #include "netbox/launcher/environment.hpp"
 
+#include "netbox/launcher/agent_trust.hpp"
 #include "netbox/launcher/launch.hpp"
 
 #include <algorithm>
@@ -75,7 +76,17 @@ std::vector<std::string> agent_environment(const AgentEnvInput& in) {
   env["NODE_USE_ENV_PROXY"] = "1";
   // The JVM reads no proxy variable; JAVA_TOOL_OPTIONS reaches every JVM it starts. Kept
   // options (--keep-env) stay, ours after them so they win; --env replaces the whole value.
-  if (auto java = java_proxy_options(in.proxy_url); !java.empty()) {
+  std::string java = java_proxy_options(in.proxy_url);
+  if (in.trusts_netbox_ca) {
+    // Each TLS stack's own variable names the bundle shown over the system's (it holds
+    // the host's roots too); Node adds its extra CA to its built-in roots.
+    for (const char* key : {"SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "GIT_SSL_CAINFO", "PIP_CERT"})
+      env[key] = kSystemTrustBundle;
+    env["NODE_EXTRA_CA_CERTS"] = kAgentNetboxCa;
+    java += std::string(java.empty() ? "" : " ") + "-Djavax.net.ssl.trustStore=" + kAgentJavaTrustStore +
+            " -Djavax.net.ssl.trustStoreType=PKCS12";
+  }
+  if (!java.empty()) {
     auto& opts = env["JAVA_TOOL_OPTIONS"];
     opts = opts.empty() ? java : opts + " " + java;
   }

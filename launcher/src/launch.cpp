@@ -1,6 +1,7 @@
 #include "netbox/launcher/launch.hpp"
 
 #include "netbox/launcher/agent_stdio.hpp"
+#include "netbox/launcher/agent_trust.hpp"
 #include "netbox/launcher/agent_user_choice.hpp"
 #include "netbox/launcher/cgroup.hpp"
 #include "netbox/launcher/cleanup.hpp"
@@ -24,6 +25,7 @@
 #include "netbox/policy/load.hpp"
 #include "netbox/proxy/agent_name.hpp"
 #include "netbox/proxy/enforceable_policy.hpp"
+#include "netbox/tls/certificate_authority.hpp"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -234,11 +236,13 @@ int launch(const LaunchOptions& flags) {
   own.policy = o.policy_file;
   own.control_socket = o.proxy_control;
   if (o.ca_dir) own.ca_key = *o.ca_dir / "ca.key";
+  std::string running_proxy_ca;  // the CA a running proxy inspects with
   if (o.proxy_control) {
     // A running proxy's own policy and store are its files, not this launch's: it names them.
     const RunningProxyFiles proxy_files = running_proxy_files(*o.proxy_control);
     own.proxy_policy = proxy_files.policy;
     own.proxy_audit_db = proxy_files.audit_db;
+    running_proxy_ca = proxy_files.ca_pem;
   }
   LaunchCredentials credentials = launch_credentials(o, policy, own.proxy_policy, profile, launcher_env);
   if (!credentials.secrets.empty()) {
@@ -258,6 +262,10 @@ int launch(const LaunchOptions& flags) {
       own, {agent_cwd, user.home, command.find('/') != std::string::npos ? command : std::string()}, bound);
 
   SandboxReport report = describe_launch(o, name, hostname_for(name), who, view, own_hidden, rlimits, degraded, audit_db);
+  if (o.ca_dir || !running_proxy_ca.empty())
+    report.trust = std::string("the host's roots and the netbox CA (") +
+                   (o.ca_dir ? "--ca-dir " + o.ca_dir->string() : std::string("the running proxy's")) + ") in " +
+                   kSystemTrustBundle + ", read-only, and " + kAgentTrustFolder + "; the TLS clients' variables name them";
   if (cgroup_plan.version != CgroupVersion::none) {
     const CgroupLimits& l = cgroup_plan.limits;
     report.cgroup_backend = cgroup_plan.backend();
@@ -273,6 +281,19 @@ int launch(const LaunchOptions& flags) {
     return 0;
   }
   require_launcher_capabilities();
+  // A launch whose proxy inspects gives the agent the netbox CA beside the host's roots
+  // (agent_trust.hpp): read now, as root, so a CA or store that cannot be read stops here.
+  AgentTrustFiles trust;
+  if (o.ca_dir) {
+    try {
+      trust = agent_trust_files(tls::CertificateAuthority::load(*o.ca_dir).certificate_pem());
+    } catch (const tls::CaError& e) {
+      // Worded as the proxy words it (inspector.cpp): e.what() names the file.
+      throw LaunchError(kExitUsage, "--ca-dir " + o.ca_dir->string() + ": " + e.what());
+    }
+  } else if (!running_proxy_ca.empty()) {
+    trust = agent_trust_files(running_proxy_ca);
+  }
   open_missing_standard_fds();
   ignore_job_control_and_sigpipe();
 
@@ -322,6 +343,7 @@ int launch(const LaunchOptions& flags) {
   spec.seccomp = seccomp.compile();
   spec.hostname = hostname_for(name);
   spec.mounts = mounts;
+  spec.mounts.trust = std::move(trust);
   spec.dns_view = dns_view;
   if (dns_view)
     spec.mounts.resolv_conf = "# netbox: the DNS view of this agent's policy (netbox launch --network transparent).\n"

@@ -280,18 +280,12 @@ void build_run() {
   }
 }
 
-// The agent's resolv.conf, written to the assembly tmpfs and bound read-only over the
-// view's /etc/resolv.conf: over the file itself, or over what its symlink leads to
-// (systemd-resolved's stub file under /run, the fresh tmpfs, is made there first).
-void place_resolv_conf(const std::string& text) {
-  const std::string file = "/resolv.conf";
-  {
-    std::ofstream out(file);
-    out << text;
-    if (!out.flush()) throw std::runtime_error("writing the agent's resolv.conf failed");
-  }
-  if (::chmod(file.c_str(), 0444) != 0) fail("chmod " + file);
-  std::string path = "/etc/resolv.conf";
+// A file netbox wrote into the assembly tmpfs (root's, private to this namespace),
+// shown read-only over `path` of the view: over the file itself, or over what its
+// symlink leads to. A missing target on the fresh /run is made there (systemd-resolved's
+// stub file); elsewhere a missing one is an error unless `optional`.
+void show_read_only(const std::string& file, std::string path, bool optional) {
+  const std::string asked = path;
   for (int hops = 0; hops < 8; ++hops) {
     struct stat st {};
     if (::lstat(in_new(path).c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) break;
@@ -303,9 +297,10 @@ void place_resolv_conf(const std::string& text) {
   }
   const std::string target = in_new(path);
   if (!exists(target)) {
+    if (optional) return;
     if (!path.starts_with("/run/") && !path.starts_with("/var/run/"))
-      throw std::runtime_error("the agent's " + path + " (where /etc/resolv.conf leads) does not exist and is not on "
-                               "its fresh /run, so the DNS view cannot be shown there");
+      throw std::runtime_error("the agent's " + path + " (where " + asked + " leads) does not exist and is not on "
+                               "its fresh /run, so netbox's own cannot be shown there");
     make_mount_point(target, false, 0, 0);
   }
   mount_or_throw(file.c_str(), target.c_str(), nullptr, MS_BIND, nullptr);
@@ -313,12 +308,48 @@ void place_resolv_conf(const std::string& text) {
                  nullptr);
 }
 
+void write_file(const std::string& file, const std::string& text) {
+  {
+    std::ofstream out(file, std::ios::binary);
+    out << text;
+    if (!out.flush()) throw std::runtime_error("writing the agent's " + file + " failed");
+  }
+  if (::chmod(file.c_str(), 0444) != 0) fail("chmod " + file);
+}
+
+// The agent's resolv.conf, bound read-only over the view's /etc/resolv.conf.
+void place_resolv_conf(const std::string& text) {
+  write_file("/resolv.conf", text);
+  show_read_only("/resolv.conf", "/etc/resolv.conf", false);
+}
+
+// The trust of an inspected launch (agent_trust.hpp): written into a root-owned folder
+// of the assembly tmpfs, which is bound read-only as the agent's kAgentTrustFolder (on
+// its fresh /run), and the bundle bound over the system bundle's path. The agent can
+// read every byte (certificates only) and replace none: another launch has its own.
+void place_trust(const AgentTrustFiles& trust) {
+  const std::string folder = "/trust";
+  make_dir(folder, 0755);
+  write_file(folder + "/ca-certificates.crt", trust.bundle);
+  write_file(folder + "/netbox-ca.pem", trust.netbox_ca);
+  write_file(folder + "/cacerts.p12", trust.java_store);
+  const std::string shown = in_new(kAgentTrustFolder);
+  make_mount_point(shown, true, 0, 0);
+  mount_or_throw(folder.c_str(), shown.c_str(), nullptr, MS_BIND, nullptr);
+  mount_or_throw(nullptr, shown.c_str(), nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                 nullptr);
+  show_read_only(folder + "/ca-certificates.crt", kSystemTrustBundle, false);
+  show_read_only(folder + "/cacerts.p12", kJavaSystemTrustStore, true);
+}
+
 }  // namespace
 
 WorkdirOverlay setup_agent_mounts(const AgentMounts& m) {
   // Nothing done here may propagate back to the host's mounts.
   mount_or_throw(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr);
-  mount_or_throw("tmpfs", kBase, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0700");
+  // Room for the files netbox shows the agent: its resolv.conf and, when it inspects,
+  // the trust bundle and the JVM's store (each about the size of the host's roots).
+  mount_or_throw("tmpfs", kBase, "tmpfs", MS_NOSUID | MS_NODEV, "size=8m,mode=0700");
   make_dir(std::string(kBase) + kNewRoot, 0755);
   make_dir(std::string(kBase) + kOldRoot, 0755);
   if (::syscall(SYS_pivot_root, kBase, (std::string(kBase) + kOldRoot).c_str()) != 0) fail("pivot_root");
@@ -341,6 +372,7 @@ WorkdirOverlay setup_agent_mounts(const AgentMounts& m) {
   WorkdirOverlay overlay;
   for (const auto& bind : m.binds) bind_from_host(bind, m, overlay);
   if (!m.resolv_conf.empty()) place_resolv_conf(m.resolv_conf);
+  if (!m.trust.bundle.empty()) place_trust(m.trust);
   if (!m.hidden.empty()) {
     make_file(kEmptyFile, 0444);
     for (const auto& path : m.hidden) hide(path);

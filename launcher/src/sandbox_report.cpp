@@ -45,6 +45,7 @@ std::string render_report(const SandboxReport& r) {
   }
   line("cgroup", cgroup);
   line("env kept", joined(r.env_kept, "none"));
+  line("trust", r.trust);
   line("degraded", joined(r.degraded, "none"));
   for (const auto& w : r.warnings) line("warning", w);
   return out;
@@ -74,6 +75,7 @@ std::string render_report_json(const SandboxReport& r) {
                       {"cgroup_limits", limits},
                       {"cgroup", cgroup},
                       {"env_kept", r.env_kept},
+                      {"trust", r.trust},
                       {"degraded", r.degraded},
                       {"warnings", r.warnings}};
   // Paths and names are the host's and may hold any byte: never throw on invalid UTF-8.

@@ -158,6 +158,7 @@ void to_json(json& j, const Reply& reply) {
   if (!reply.capture.empty()) j["capture"] = reply.capture;
   if (!reply.policy_file.empty()) j["policy_file"] = reply.policy_file;
   if (!reply.audit_db.empty()) j["audit_db"] = reply.audit_db;
+  if (!reply.ca_pem.empty()) j["ca_pem"] = reply.ca_pem;
 }
 
 void from_json(const json& j, Reply& reply) {
@@ -174,6 +175,7 @@ void from_json(const json& j, Reply& reply) {
   reply.capture = text(j, "capture");
   reply.policy_file = text(j, "policy_file");
   reply.audit_db = text(j, "audit_db");
+  reply.ca_pem = text(j, "ca_pem");
 }
 
 Request parse_request(std::string_view line) { return parse_object(line).get<Request>(); }

@@ -3,6 +3,7 @@
 #include "netbox/proxy/control_protocol.hpp"
 #include "netbox/proxy/endpoint.hpp"
 
+#include "inspector.hpp"
 #include "proxy_runtime.hpp"
 
 #include <boost/asio/read_until.hpp>
@@ -78,6 +79,8 @@ class ControlSession : public std::enable_shared_from_this<ControlSession> {
     reply.audit_db = std::filesystem::absolute(impl_.options.audit_db).string();
     if (!impl_.options.policy_file.empty())
       reply.policy_file = std::filesystem::absolute(impl_.options.policy_file).string();
+    // Public: the launcher shows it to the agent, which then trusts the inspected hosts.
+    if (impl_.inspector) reply.ca_pem = impl_.inspector->ca_certificate_pem();
     return reply;
   }
 

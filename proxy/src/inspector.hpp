@@ -32,6 +32,7 @@ class Inspector {
   // The leaf for `host` (minted on first use, CPU only, tens of microseconds).
   std::shared_ptr<const tls::Leaf> leaf(const std::string& host) { return leaves_.get(host); }
   std::size_t leaves_minted() const { return leaves_.minted(); }
+  std::string ca_certificate_pem() const { return ca_.certificate_pem(); }
 
  private:
   tls::CertificateAuthority ca_;

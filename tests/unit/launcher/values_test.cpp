@@ -1,4 +1,5 @@
 // The launcher's pure parts: flag values, addresses, the agent's environment.
+#include "netbox/launcher/agent_trust.hpp"
 #include "netbox/launcher/environment.hpp"
 #include "netbox/launcher/duration.hpp"
 #include "netbox/launcher/launch.hpp"
@@ -148,6 +149,33 @@ TEST(AgentEnvironment, ACredentialsPlaceholderWinsOverKeepEnvAndEnv) {
   auto env = agent_environment(in);
   EXPECT_THAT(env, Contains("OPENAI_API_KEY=nbx-openai-0123"));
   for (const auto& e : env) EXPECT_THAT(e, Not(HasSubstr("real"))) << e;
+}
+
+TEST(AgentEnvironment, AnInspectingLaunchNamesItsTrustForEveryTlsClientAndNoOtherDoes) {
+  AgentEnvInput in;
+  in.proxy_url = "http://10.213.0.1:3128";
+  auto env = agent_environment(in);
+  for (const auto& e : env) {
+    EXPECT_THAT(e, Not(HasSubstr("CA_BUNDLE"))) << e;
+    EXPECT_THAT(e, Not(HasSubstr("javax.net.ssl"))) << e;
+  }
+  in.trusts_netbox_ca = true;
+  env = agent_environment(in);
+  for (const char* key : {"SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "GIT_SSL_CAINFO", "PIP_CERT"})
+    EXPECT_THAT(env, Contains(std::string(key) + "=/etc/ssl/certs/ca-certificates.crt"));
+  EXPECT_THAT(env, Contains("NODE_EXTRA_CA_CERTS=/run/netbox-trust/netbox-ca.pem"));
+  EXPECT_THAT(env, Contains(HasSubstr(" -Djavax.net.ssl.trustStore=/run/netbox-trust/cacerts.p12 "
+                                      "-Djavax.net.ssl.trustStoreType=PKCS12")));
+}
+
+TEST(AgentTrust, AHostWithoutItsTrustStoreIsRefusedNamingTheFile) {
+  try {
+    agent_trust_files("-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n", "/nonexistent/ca-certificates.crt");
+    FAIL() << "no error";
+  } catch (const LaunchError& e) {
+    EXPECT_EQ(e.exit_code(), kExitLauncherFailure);
+    EXPECT_THAT(e.what(), HasSubstr("/nonexistent/ca-certificates.crt cannot be read"));
+  }
 }
 
 TEST(AgentEnvironment, FlagsThatAreNotKeyValueAreUsageErrors) {

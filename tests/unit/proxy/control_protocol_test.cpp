@@ -208,4 +208,14 @@ TEST(ControlProtocol, ObjectsGivenAsTextMustBeObjects) {
 }
 
 }  // namespace
+TEST(ControlProtocol, TheInfoReplyCarriesTheCaCertificateOnlyWhenTheProxyInspects) {
+  Reply r;
+  r.audit_db = "/var/lib/netbox/audit.db";
+  r.ca_pem = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
+  EXPECT_EQ(parse_reply(to_line(r)).ca_pem, r.ca_pem);
+  r.ca_pem.clear();
+  EXPECT_EQ(json::parse(to_line(r)), json::parse(R"({"ok":true,"audit_db":"/var/lib/netbox/audit.db"})"));
+  EXPECT_THROW(parse_reply(R"({"ok":true,"ca_pem":7})"), ProtocolError);
+}
+
 }  // namespace netbox::proxy::control

@@ -17,6 +17,7 @@ struct AgentEnvInput {
   // A credential's variable -> its placeholder: set after everything else (--env too), so
   // the secret a variable held in the launcher's environment never reaches the agent.
   std::map<std::string, std::string> placeholders;
+  bool trusts_netbox_ca = false;  // the launch inspects TLS: the trust variables (agent_trust.hpp)
 };
 
 // -Dhttp(s).proxyHost/-Port and -Dhttp.nonProxyHosts for JAVA_TOOL_OPTIONS, from the

@@ -7,6 +7,7 @@
 // /var/tmp, /dev/shm and the agent's HOME, fresh /run and /var/run; then the binds
 // (the workdir, --rw, --ro) and, on top of everything, the hidden paths; then a
 // second pivot_root into that tree, and the host's root detached.
+#include "netbox/launcher/agent_trust.hpp"
 #include "netbox/launcher/workdir_overlay.hpp"
 
 #include <sys/types.h>
@@ -47,6 +48,10 @@ struct AgentMounts {
   // Non-empty: the agent's /etc/resolv.conf, shown read-only over the host's (the DNS
   // view of the policy, issue 15). Where the host's is a symlink, its target is covered.
   std::string resolv_conf;
+  // Non-empty bundle: the launch inspects TLS; the bundle is shown read-only over the
+  // view's /etc/ssl/certs/ca-certificates.crt (and the JVM's store over Debian's, where
+  // it exists), all three in kAgentTrustFolder (agent_trust.hpp).
+  AgentTrustFiles trust;
 };
 
 // Call inside the new mount, PID and network namespaces, as root, before anything

@@ -78,6 +78,7 @@ std::unique_ptr<ProxyLink> make_control_client(std::filesystem::path control_soc
 struct RunningProxyFiles {
   std::optional<std::filesystem::path> policy;
   std::optional<std::filesystem::path> audit_db;
+  std::string ca_pem;  // the CA it inspects with (public); empty: it does not inspect
 };
 RunningProxyFiles running_proxy_files(const std::filesystem::path& control_socket);
 

@@ -25,6 +25,7 @@ struct SandboxReport {
   std::string seccomp;
   std::string rlimits;
   std::vector<std::string> env_kept;    // variable names passed on from the launcher
+  std::string trust = "the host's roots, unchanged";  // what the agent's TLS clients trust
   // Filled by the cgroup step: the backend ("v1", "v2 at ...") and one entry per limit
   // ({"memory", "1G"}); empty backend: no cgroup limits.
   std::string cgroup_backend;

@@ -59,6 +59,7 @@ struct Reply {
   std::string capture;       // register with dns_pool: where its captured TCP goes (ADDR:PORT)
   std::string policy_file;  // info: absolute; empty when the proxy has no policy file
   std::string audit_db;     // info: absolute
+  std::string ca_pem;       // info: the CA certificate (PEM) the proxy inspects with; empty: it does not
 
   static Reply refused(std::string why) {
     Reply r;
