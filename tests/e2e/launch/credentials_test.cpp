@@ -66,9 +66,7 @@ struct CredentialLaunch {
 
   CredentialLaunch() {
     const auto ca = tls::CertificateAuthority::create(dir.path() / "ca");
-    ca_pem = shared.path() / "netbox-ca.pem";
-    std::ofstream(ca_pem) << ca.certificate_pem();
-    fs::permissions(ca_pem, fs::perms(0644));
+    ca_pem = shared.file("netbox-ca.pem", ca.certificate_pem());
     auto j = nlohmann::json::parse(policy_json(tls.port()));
     j["allow"] = {"allowed.test", "other.test"};
     j["resolve"]["other.test"] = {"127.0.0.1"};

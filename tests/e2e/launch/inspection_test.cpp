@@ -27,9 +27,7 @@ TEST(LaunchInspection, CurlInsideTheAgentGetsThroughAnInspectedTunnelAndRulesApp
   test::TempDir dir;
   const auto ca = tls::CertificateAuthority::create(dir.path() / "ca");
   HostDir shared;
-  const auto ca_pem = shared.path() / "netbox-ca.pem";
-  std::ofstream(ca_pem) << ca.certificate_pem();
-  std::filesystem::permissions(ca_pem, std::filesystem::perms(0644));
+  const auto ca_pem = shared.file("netbox-ca.pem", ca.certificate_pem());
 
   auto j = nlohmann::json::parse(policy_json(upstream.port()));
   j["inspect"] = {"allowed.test"};

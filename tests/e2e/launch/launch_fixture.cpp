@@ -258,4 +258,25 @@ std::filesystem::path HostDir::folder(const std::string& name, std::filesystem::
   return path_ / name;
 }
 
+std::filesystem::path HostDir::file(const std::string& name, const std::string& text,
+                                    std::filesystem::perms mode) const {
+  const auto p = path_ / name;
+  std::ofstream(p) << text;
+  std::filesystem::permissions(p, mode);
+  return p;
+}
+
+std::filesystem::path HostDir::java_get() const {
+  folder("java");
+  return file("java/Get.java", R"(import java.net.URI;
+import java.net.http.*;
+public class Get {
+  public static void main(String[] a) throws Exception {
+    var r = HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create(a[0])).build(),
+                                            HttpResponse.BodyHandlers.ofString());
+    System.out.println("java: " + r.statusCode() + " " + r.body());
+  }
+})");
+}
+
 }  // namespace netbox::launch_test

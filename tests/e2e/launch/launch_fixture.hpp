@@ -74,6 +74,12 @@ class HostDir {
   // A sub-folder (mode 0755 unless given), made if missing.
   std::filesystem::path folder(const std::string& name,
                                std::filesystem::perms mode = std::filesystem::perms(0755)) const;
+  // A file the agent may read (mode 0644 unless given), holding `text`.
+  std::filesystem::path file(const std::string& name, const std::string& text,
+                             std::filesystem::perms mode = std::filesystem::perms(0644)) const;
+  // Get.java, a java.net.http.HttpClient GET of its argument printing "java: STATUS BODY"
+  // (run as `java Get.java URL`, the JDK's source launcher).
+  std::filesystem::path java_get() const;
 
  private:
   std::filesystem::path path_;

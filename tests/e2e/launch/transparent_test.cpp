@@ -191,9 +191,7 @@ TEST(LaunchTransparent, CapturedTlsToAnInspectedHostIsInspectedAndRulesCannotBeT
   test::TempDir dir;
   const auto ca = tls::CertificateAuthority::create(dir.path() / "ca");
   HostDir shared;
-  const auto ca_pem = shared.path() / "netbox-ca.pem";
-  std::ofstream(ca_pem) << ca.certificate_pem();
-  std::filesystem::permissions(ca_pem, std::filesystem::perms(0644));
+  const auto ca_pem = shared.file("netbox-ca.pem", ca.certificate_pem());
   auto j = nlohmann::json::parse(policy_for(upstream.port(), echo.port()));
   j["inspect"] = {"allowed.test"};
   j["allow"].push_back("raw.test");
@@ -336,17 +334,7 @@ TEST(LaunchTransparent, NodeFetchAndJavaHttpClientWorkWithNoConfiguration) {
   const auto subnet = test_subnet(47);
   HttpServer upstream;
   HostDir host;
-  const auto src = host.folder("java") / "Get.java";
-  std::ofstream(src) << R"(import java.net.URI;
-import java.net.http.*;
-public class Get {
-  public static void main(String[] a) throws Exception {
-    var r = HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create(a[0])).build(),
-                                            HttpResponse.BodyHandlers.ofString());
-    System.out.println("java: " + r.statusCode() + " " + r.body());
-  }
-})";
-  std::filesystem::permissions(src, std::filesystem::perms(0644));
+  const auto src = host.java_get();
   test::TempDir dir;
   auto policy = dir.write("policy.json", policy_for(upstream.port(), upstream.port()));
   const auto db = dir.path() / "a.db";

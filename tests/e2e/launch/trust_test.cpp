@@ -46,17 +46,7 @@ TEST(LaunchTrust, CurlPythonNodeGitAndJavaTrustTheNetboxCaWithNoConfiguration) {
   test::TempDir dir;
   const auto ca = tls::CertificateAuthority::create(dir.path() / "ca");
   HostDir host;
-  const auto src = host.folder("java") / "Get.java";
-  std::ofstream(src) << R"(import java.net.URI;
-import java.net.http.*;
-public class Get {
-  public static void main(String[] a) throws Exception {
-    var r = HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create(a[0])).build(),
-                                            HttpResponse.BodyHandlers.ofString());
-    System.out.println("java=" + r.statusCode());
-  }
-})";
-  std::filesystem::permissions(src, std::filesystem::perms(0644));
+  const auto src = host.java_get();
   const std::string host_bundle = file_text(kBundle);
 
   auto j = nlohmann::json::parse(policy_json(upstream.port()));
@@ -107,7 +97,7 @@ public class Get {
     EXPECT_THAT(r.out, HasSubstr("fetch=200")) << r.out << r.err;
   }
   if (java) {
-    EXPECT_THAT(r.out, HasSubstr("java=200")) << r.out << r.err;
+    EXPECT_THAT(r.out, HasSubstr("java: 200")) << r.out << r.err;
   }
   EXPECT_THAT(r.out, Not(HasSubstr("append=0")));
   EXPECT_THAT(r.out, Not(HasSubstr("add=0")));

@@ -1,6 +1,7 @@
 // `netbox proxy` as a process, driven by real curl as docs/proxy.md shows:
 // curl -x http://127.0.0.1:PORT URL (forwarding) and curl -p -x ... (CONNECT tunnel).
 #include "support/background_process.hpp"
+#include "support/curl.hpp"
 #include "support/process.hpp"
 #include "support/sqlite_query.hpp"
 #include "support/temp_dir.hpp"
@@ -37,15 +38,7 @@ class ProxyProcessTest : public ::testing::Test {
     return "http://" + host + ":" + std::to_string(upstream.port()) + path;
   }
   std::string proxy_url() const { return "http://127.0.0.1:" + std::to_string(port); }
-  RunResult curl(std::vector<std::string> args) {
-    std::vector<std::string> argv{"curl", "-sS", "--max-time", "20", "-o", "-", "-w", "\n%{http_code}"};
-    argv.insert(argv.end(), args.begin(), args.end());
-    return run(argv);
-  }
-  static int status_of(const RunResult& r) {
-    auto nl = r.out.rfind('\n');
-    return nl == std::string::npos ? 0 : std::atoi(r.out.c_str() + nl + 1);
-  }
+  static RunResult curl(const std::vector<std::string>& args) { return curl_with_status(args); }
   std::vector<std::string> column(const std::string& sql) const { return query_column(db, sql); }
 
   TempDir dir;

@@ -6,6 +6,7 @@
 // the secret is looked for in every byte of the store and of the log.
 #include "proxy_fixture.hpp"
 
+#include "support/curl.hpp"
 #include "support/process.hpp"
 #include "support/tls_upstream_server.hpp"
 
@@ -75,14 +76,8 @@ class CredentialsTest : public ProxyTest {
     server->attach_agent(a);
   }
   RunResult curl(std::vector<std::string> args) const {
-    std::vector<std::string> argv{"curl", "-sS", "--max-time", "20", "-o", "-", "-w", "\n%{http_code}",
-                                  "-x", "http://127.0.0.1:" + std::to_string(port), "--cacert", ca_pem.string()};
-    argv.insert(argv.end(), args.begin(), args.end());
-    return run(argv);
-  }
-  static int status_of(const RunResult& r) {
-    const auto nl = r.out.rfind('\n');
-    return nl == std::string::npos ? 0 : std::atoi(r.out.c_str() + nl + 1);
+    args.insert(args.begin(), {"-x", "http://127.0.0.1:" + std::to_string(port), "--cacert", ca_pem.string()});
+    return curl_with_status(args);
   }
   std::string https(const std::string& host, const std::string& path) const {
     return "https://" + host + ":" + std::to_string(tls_upstream.port()) + path;

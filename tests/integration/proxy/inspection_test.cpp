@@ -5,6 +5,7 @@
 // loopback with a test CA of its own, real SQLite.
 #include "proxy_fixture.hpp"
 
+#include "support/curl.hpp"
 #include "support/process.hpp"
 #include "support/sqlite_query.hpp"
 #include "support/tls_upstream_server.hpp"
@@ -46,16 +47,9 @@ class InspectionTest : public ProxyTest {
   }
   // curl through the proxy, trusting only the netbox CA; the last line is the status.
   RunResult curl(std::vector<std::string> args) const {
-    std::vector<std::string> argv{"curl", "-sS", "--max-time", "20", "-o", "-", "-w", "\n%{http_code}",
-                                  "-x", "http://127.0.0.1:" + std::to_string(port), "--cacert", ca_pem.string()};
-    argv.insert(argv.end(), args.begin(), args.end());
-    return run(argv);
+    args.insert(args.begin(), {"-x", "http://127.0.0.1:" + std::to_string(port), "--cacert", ca_pem.string()});
+    return curl_with_status(args);
   }
-  static int status_of(const RunResult& r) {
-    const auto nl = r.out.rfind('\n');
-    return nl == std::string::npos ? 0 : std::atoi(r.out.c_str() + nl + 1);
-  }
-  static std::string body_of(const RunResult& r) { return r.out.substr(0, r.out.rfind('\n')); }
   // One curl (one agent connection, kept alive) for `urls` in turn: each one's status and body.
   struct Answer {
     int status = 0;
@@ -188,8 +182,7 @@ TEST_F(InspectionTest, ANonInspectedHostStillTunnelsBlindly) {
   // The upstream's own certificate is for upstream.test: a blind tunnel shows it to curl
   // as is, so curl trusting the upstream's CA (not netbox's) and asking for upstream.test
   // through blind.test's tunnel succeeds end to end.
-  auto r = run({"curl", "-sS", "--max-time", "20", "-o", "-", "-w", "\n%{http_code}", "-x",
-                "http://127.0.0.1:" + std::to_string(port), "--cacert", tls_upstream.ca_pem().string(),
+  auto r = curl_with_status({"-x", "http://127.0.0.1:" + std::to_string(port), "--cacert", tls_upstream.ca_pem().string(),
                 "--connect-to",
                 "upstream.test:" + std::to_string(tls_upstream.port()) + ":blind.test:" +
                     std::to_string(tls_upstream.port()),
@@ -270,11 +263,9 @@ class SocksInspectionTest : public InspectionTest {
                                       proxy::ListenerKind::socks).port();
   }
   RunResult socks_curl(std::vector<std::string> args) const {
-    std::vector<std::string> argv{"curl", "-sS", "--max-time", "20", "-o", "-", "-w", "\n%{http_code}",
-                                  "--socks5-hostname", "127.0.0.1:" + std::to_string(socks_port), "--cacert",
-                                  ca_pem.string()};
-    argv.insert(argv.end(), args.begin(), args.end());
-    return run(argv);
+    args.insert(args.begin(),
+                {"--socks5-hostname", "127.0.0.1:" + std::to_string(socks_port), "--cacert", ca_pem.string()});
+    return curl_with_status(args);
   }
   unsigned short socks_port = 0;
 };

@@ -4,6 +4,7 @@
 #include "proxy_fixture.hpp"
 
 #include "support/background_process.hpp"
+#include "support/curl.hpp"
 #include "support/process.hpp"
 #include "support/sqlite_query.hpp"
 
@@ -38,11 +39,7 @@ class SocksTest : public ProxyTest {
   std::string socks_url(const std::string& userinfo = {}) const {
     return "socks5h://" + userinfo + "127.0.0.1:" + std::to_string(socks_port);
   }
-  RunResult curl(const std::vector<std::string>& args) {
-    std::vector<std::string> argv{"curl", "-sS", "--max-time", "20", "-o", "-", "-w", "\n%{http_code}"};
-    argv.insert(argv.end(), args.begin(), args.end());
-    return run(argv);
-  }
+  static RunResult curl(const std::vector<std::string>& args) { return curl_with_status(args); }
   // A no-auth greeting, then `request`; the server's 10-byte reply.
   std::string handshake(ProxyConnection& c, const std::string& request) {
     c.write(bytes({5, 1, 0}));
