@@ -13,12 +13,14 @@ bench_client, in an order shuffled per round:
             (one row per tunnel, a blind relay);
   proxied   (keep-alive plain HTTP only, for reference) absolute-form requests through
             $http_proxy: the same per-request work as the captured request loop.
+Rounds are shuffled, a load's paths back to back in a random order (a pair sees the
+same load from other work on a shared machine).
 Loads: ka_http and ka_tls (keep-alive, `--conns` connections), and new_http and new_tls
 (a new connection per request). Per load and path: req/s and netbox's CPU per request
 (user + system of the launch process, which hosts the embedded proxy; the agent's
 processes, bench_client included, are its children and not counted), the median over
-the rounds. Target (judged in the full run only): captured within 10 % of CONNECT, in
-req/s and in CPU per request. Run as root:
+the rounds, and the median of the rounds' captured/CONNECT ratios. Target (judged in
+the full run only): captured within 10 % of CONNECT, in req/s and in CPU per request. Run as root:
   sudo python3 tests/bench/capture_bench.py [--build build] [--rounds 3] [--seconds 5]
 --smoke: one round of 1 s on 8 connections; fails on any error, judges nothing.
 --only LOAD:PATH[,LOAD:PATH...] (e.g. ka_tls:captured) runs only those, for profiling
@@ -162,10 +164,15 @@ def main():
             'proxy=${http_proxy#http://}; proxy=${proxy%/}',
         ]
         order = []
+        # Shuffled per round, but a load's paths run back to back: on a shared machine the
+        # load of other work drifts within seconds, and a pair sees the same drift.
         for _ in range(a.rounds):
-            rnd = list(steps)
-            random.shuffle(rnd)
-            order += rnd
+            loads = list(dict.fromkeys(lo for lo, _ in steps))
+            random.shuffle(loads)
+            for lo in loads:
+                pair = [s for s in steps if s[0] == lo]
+                random.shuffle(pair)
+                order += pair
         for load, path in order:
             agent += [f"echo start {load}:{path}", "sleep 0.2", client_argv(load, path, a), "sleep 0.2"]
         print(f"capture_bench: load average before: {loadavg()}", flush=True)
@@ -205,10 +212,12 @@ def main():
                   f"(rounds: {', '.join('%.0f' % r for r, _ in v)})")
         if a.only:
             return
-        print("captured / CONNECT (target within 10 %: req/s ≥ 0.90×, CPU per request ≤ 1.10×):")
+        print("captured / CONNECT, median of the rounds' ratios "
+              "(target within 10 %: req/s ≥ 0.90×, CPU per request ≤ 1.10×):")
         for load in LOADS:
-            cap, con = med[(load, "captured")], med[(load, "connect")]
-            rps, cpu = cap[0] / con[0], cap[1] / con[1]
+            cap, con = results[(load, "captured")], results[(load, "connect")]
+            rps = statistics.median(c[0] / k[0] for c, k in zip(cap, con))
+            cpu = statistics.median(c[1] / k[1] for c, k in zip(cap, con))
             verdict = "" if a.smoke else ("  met" if rps >= 0.9 and cpu <= 1.1 else "  NOT MET")
             print(f"  {load:9s} {rps:.2f}× req/s, {cpu:.2f}× CPU per request{verdict}")
         if a.smoke:
