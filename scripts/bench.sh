@@ -55,6 +55,13 @@ if [ "$mode" = smoke ]; then
 else
   python3 tests/bench/inspect_bench.py --build "$dir"
 fi
+# Transparent capture (issue 15): captured plain HTTP and TLS against CONNECT tunnels to
+# the same upstreams, inside one launch. Printed; RESULTS.md records a run.
+if [ "$mode" = smoke ]; then
+  python3 tests/bench/capture_bench.py --build "$dir" --smoke
+else
+  python3 tests/bench/capture_bench.py --build "$dir"
+fi
 if [ "$mode" = smoke ]; then
   python3 tests/bench/report.py "$out/results.json" --png "$out/bench.png" --require-clean
   echo "bench smoke ok (targets are only judged in the full run)"

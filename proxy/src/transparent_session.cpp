@@ -1,5 +1,7 @@
 #include "transparent_session.hpp"
 
+#include <unistd.h>
+
 #include "netbox/tls/client_hello.hpp"
 
 #include "netbox/proxy/endpoint.hpp"
@@ -296,10 +298,36 @@ void TransparentListener::accept() {
       } else {
         boost::system::error_code ignored;
         s.set_option(tcp::no_delay(true), ignored);
-        std::make_shared<TransparentSession>(self->rt_, self->worker_, std::move(s), std::move(slot.slot))->start();
+        self->hand_over(std::move(s), std::move(slot.slot));
       }
     }
     self->accept();
+  });
+}
+
+// One acceptor, but the sessions take the io threads in turn, as the other listeners'
+// SO_REUSEPORT acceptors spread theirs: on one thread, every captured connection of an
+// agent would share one core while its CONNECTs use them all. The socket moves to the
+// chosen worker's context on that worker's thread (only it may touch its sockets).
+void TransparentListener::hand_over(tcp::socket s, ClientSlot slot) {
+  Worker& w = *rt_.workers[next_worker_++ % rt_.workers.size()];
+  if (&w == &worker_)
+    return std::make_shared<TransparentSession>(rt_, worker_, std::move(s), std::move(slot))->start();
+  boost::system::error_code ec;
+  const auto protocol = s.local_endpoint(ec).protocol();
+  const int fd = ec ? -1 : s.release(ec);
+  if (ec || fd < 0) return;  // `s` closes itself; the agent sees the connection reset
+  // Shared, since a posted handler is copied; the slot moves into the session once.
+  auto held = std::make_shared<ClientSlot>(std::move(slot));
+  asio::post(w.ioc, [self = shared_from_this(), &w, protocol, fd, held] {
+    tcp::socket moved(w.ioc);
+    boost::system::error_code e;
+    moved.assign(protocol, fd, e);
+    if (e) {
+      ::close(fd);
+      return;
+    }
+    std::make_shared<TransparentSession>(self->rt_, w, std::move(moved), std::move(*held))->start();
   });
 }
 

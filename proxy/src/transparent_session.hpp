@@ -78,7 +78,8 @@ class TransparentSession : public std::enable_shared_from_this<TransparentSessio
 };
 
 // The agent's transparent listener: on its host address, a port of its own that the
-// namespace's DNAT rule sends every captured connection to. One acceptor, on one io thread.
+// namespace's DNAT rule sends every captured connection to. One acceptor, on one io thread;
+// its sessions take the io threads in turn (hand_over).
 class TransparentListener : public std::enable_shared_from_this<TransparentListener> {
  public:
   TransparentListener(ProxyRuntime& rt, Worker& w, const boost::asio::ip::address& host);  // throws naming it
@@ -88,8 +89,10 @@ class TransparentListener : public std::enable_shared_from_this<TransparentListe
 
  private:
   void accept();
+  void hand_over(boost::asio::ip::tcp::socket s, ClientSlot slot);
   ProxyRuntime& rt_;
   Worker& worker_;
+  std::size_t next_worker_ = 0;  // touched on worker_'s thread only
   boost::asio::ip::tcp::acceptor acceptor_;
   boost::asio::ip::tcp::endpoint bound_;
 };

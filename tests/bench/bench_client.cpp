@@ -1,10 +1,14 @@
 // Load client for scripts/bench.sh: the measurements wrk cannot make.
-//   http    — exactly N keep-alive requests (absolute-form through a proxy), progress lines
+//   http    — exactly N keep-alive requests (absolute-form through a proxy, or origin-form
+//             inside one CONNECT tunnel per connection with --connect 1), progress lines
 //   tunnels — new CONNECT tunnel (or new direct connection) per request, for a bounded time
 //   bulk    — one transfer of N bytes down (GET) or up (POST), direct or through one tunnel
 //   idle    — open N tunnels, hold them until stdin closes or the hold time ends
-//   https   — keep-alive HTTPS requests inside CONNECT tunnels (one TLS session per
-//             connection), for a bounded time: inspected, blind or bumped alike
+//   https   — keep-alive HTTPS requests inside CONNECT tunnels, or on direct connections
+//             without --proxy (one TLS session per connection; --per-conn N closes it after
+//             N requests), for a bounded time: inspected, blind or bumped alike
+// --name sets the Host header (and SNI) where the target is an address, as a client that
+// resolved the name itself sends it (a captured connection must name its host).
 //   https-idle — open N tunnels, complete TLS in each, hold them (memory per idle
 //             inspected connection)
 // Blocking sockets and one thread per connection: simple, and the proxy, not the client,
@@ -188,6 +192,11 @@ struct Args {
   std::uint64_t num(const std::string& k, const std::string& def = "") const { return std::stoull(get(k, def)); }
 };
 
+// The Host header's value: --name (default the target's host) and the target's port.
+std::string host_header(const Args& a, const Endpoint& target) {
+  return a.get("name", target.host) + ":" + std::to_string(target.port);
+}
+
 double seconds_since(SteadyClock::time_point t0) {
   return std::chrono::duration<double>(SteadyClock::now() - t0).count();
 }
@@ -208,9 +217,10 @@ int run_http(const Args& a) {
   std::uint64_t requests = a.num("requests");
   std::uint64_t conns = a.num("conns", "50");
   double max_seconds = std::stod(a.get("max-seconds", "120"));
-  std::string line = "GET " + (proxy ? "http://" + target.text() + path : path) + " HTTP/1.1\r\nHost: " +
-                     target.text() + "\r\n\r\n";
-  Endpoint dial = proxy ? *proxy : target;
+  const bool tunnel = proxy && a.get("connect", "0") == "1";
+  const bool absolute = proxy && !tunnel;
+  std::string line = "GET " + (absolute ? "http://" + target.text() + path : path) + " HTTP/1.1\r\nHost: " +
+                     host_header(a, target) + "\r\n\r\n";
   std::atomic<std::uint64_t> done{0}, errors{0}, non200{0};
   std::atomic<bool> stop{false};
   auto t0 = SteadyClock::now();
@@ -222,7 +232,7 @@ int run_http(const Args& a) {
       std::uint64_t sent = 0;
       while (sent < share && !stop.load(std::memory_order_relaxed)) {
         try {
-          Socket s = connect_tcp(dial);
+          Socket s = tunnel ? open_tunnel(*proxy, target) : connect_tcp(proxy ? *proxy : target);
           std::string rest;
           while (sent < share && !stop.load(std::memory_order_relaxed)) {
             write_all(s.fd(), line);
@@ -264,7 +274,7 @@ int run_tunnels(const Args& a) {
   std::uint64_t conns = a.num("conns", "50");
   double seconds = std::stod(a.get("seconds", "5"));
   std::uint64_t max_ops = a.num("max-ops", "10000000");
-  std::string req = "GET " + path + " HTTP/1.1\r\nHost: " + target.text() + "\r\nConnection: close\r\n\r\n";
+  std::string req = "GET " + path + " HTTP/1.1\r\nHost: " + host_header(a, target) + "\r\nConnection: close\r\n\r\n";
   std::atomic<std::uint64_t> ops{0}, errors{0};
   std::vector<std::vector<double>> lat(conns);
   auto t0 = SteadyClock::now();
@@ -426,10 +436,12 @@ struct TlsConn {
 };
 
 // Keep-alive GETs of `path` over `conns` TLS connections, each inside a CONNECT tunnel
-// to `target` through `proxy` (SNI and Host: `name`), for `seconds`.
+// to `target` through `proxy` or straight to `target` (SNI and Host: `name`), for `seconds`.
 int run_https(const Args& a) {
   const Endpoint target = parse_endpoint(a.get("target"));
-  const Endpoint proxy = parse_endpoint(a.get("proxy"));
+  std::optional<Endpoint> proxy;
+  if (a.has("proxy")) proxy = parse_endpoint(a.get("proxy"));
+  const std::uint64_t per_conn = a.num("per-conn", "18446744073709551615");
   const std::string name = a.get("name", target.host);
   const std::string path = a.get("path", "/small");
   const std::uint64_t conns = a.num("conns", "50");
@@ -445,9 +457,9 @@ int run_https(const Args& a) {
       std::vector<char> scratch(65536);
       while (SteadyClock::now() < deadline) {
         try {
-          TlsConn t(tls, open_tunnel(proxy, target), name);
+          TlsConn t(tls, proxy ? open_tunnel(*proxy, target) : connect_tcp(target), name);
           std::string rest;
-          while (SteadyClock::now() < deadline) {
+          for (std::uint64_t n = 0; n < per_conn && SteadyClock::now() < deadline; ++n) {
             t.write(req);
             if (t.read_response(rest, scratch) != 200) non200.fetch_add(1);
             done.fetch_add(1, std::memory_order_relaxed);
