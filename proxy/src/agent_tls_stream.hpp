@@ -121,8 +121,9 @@ class AgentTlsStream {
         case Phase::wrote:
           s.out_.clear();
           if (s.out_.capacity() > kWriteSlice) std::string().swap(s.out_);
+          // A failed handshake's reason outlives the failure to send its alert.
+          if (finished) return complete(self, result ? result : ec, result ? 0 : n);
           if (ec) return complete(self, ec, 0);
-          if (finished) return complete(self, result, n);
           break;
         case Phase::readable:
           if (ec) {
@@ -162,7 +163,7 @@ class AgentTlsStream {
       result = ec;
       n = bytes;
       phase = Phase::posted;
-      boost::asio::post(s.socket_.get_executor(), std::move(self));
+      boost::asio::post(std::move(self));  // on the handler's executor
     }
   };
 
