@@ -113,12 +113,18 @@ void InspectedTunnel::check_hello() {
                                             ", not the admitted host " + scope_.host.name);
   }
   leaf_ = impl_.inspector->leaf(scope_.host.name);
-  tls_.emplace(PrefixedStream(std::move(client_), std::move(hello_)), impl_.inspector->agent_context());
+  try {
+    tls_.emplace(std::move(client_), impl_.inspector->agent_context().native_handle(), hello_);
+  } catch (const std::exception& e) {
+    return close(e.what());
+  }
+  // The engine has its own copy; an idle connection does not keep the ClientHello's.
+  std::string().swap(hello_);
   SSL* s = tls_->native_handle();
   if (SSL_use_certificate(s, leaf_->cert.get()) != 1 || SSL_use_PrivateKey(s, leaf_->key.get()) != 1)
     return close("netbox could not use the leaf certificate for " + scope_.host.name);
-  tls_->async_handshake(ssl::stream_base::server,
-                        [self = shared_from_this()](boost::system::error_code ec) { self->on_handshake(ec); });
+  tls_->async_handshake(
+      [self = shared_from_this()](boost::system::error_code ec, std::size_t) { self->on_handshake(ec); });
 }
 
 void InspectedTunnel::refuse_tunnel(Outcome outcome, std::string reason) {

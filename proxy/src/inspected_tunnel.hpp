@@ -16,15 +16,14 @@
 #include "netbox/policy/decision.hpp"
 #include "netbox/policy/host.hpp"
 
+#include "agent_tls_stream.hpp"
 #include "client_slots.hpp"
 #include "denial.hpp"
 #include "exchange.hpp"
-#include "prefixed_stream.hpp"
 #include "proxy_runtime.hpp"
 #include "upstream_tls.hpp"
 
 #include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http/parser.hpp>
@@ -96,7 +95,7 @@ class InspectedTunnel : public std::enable_shared_from_this<InspectedTunnel> {
   InspectionScope scope_;
   std::string pool_scope_;  // UpstreamPool::scope of the agent, for the upstream pool's keys
   boost::asio::steady_timer timer_;
-  std::optional<boost::asio::ssl::stream<PrefixedStream>> tls_;
+  std::optional<AgentTlsStream> tls_;
   boost::beast::flat_buffer buffer_;
   std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
   std::shared_ptr<const tls::Leaf> leaf_;

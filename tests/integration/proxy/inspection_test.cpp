@@ -126,6 +126,28 @@ TEST_F(InspectionTest, RequestsInsideATunnelLinkToItsRowInTheStoreTheViewAndNetb
   EXPECT_EQ(with_parent, 3);
 }
 
+// Far larger than a TLS record and than the 1 KiB an idle inspected connection reads
+// into: many records each way, in order, then the connection still serves a request.
+TEST_F(InspectionTest, ALargeBodyCrossesTheTunnelWholeBothWaysAndTheConnectionGoesOn) {
+  start_proxy(policy());
+  std::string big(300 * 1024, '\0');
+  for (std::size_t i = 0; i < big.size(); ++i) big[i] = static_cast<char>('a' + (i * 7 + i / 4096) % 26);
+  const auto file = dir.path() / "big.txt";
+  std::ofstream(file, std::ios::binary) << big;
+  auto r = curl({"--data-binary", "@" + file.string(), "-H", "Content-Type: text/plain", https_url("/upload"),
+                 "--next", "-x", "http://127.0.0.1:" + std::to_string(port), "--cacert", ca_pem.string(),
+                 "-w", "\n%{http_code}", https_url("/after")});
+  ASSERT_EQ(status_of(r), 200) << r.err;
+  const auto first_end = r.out.find("\n200");
+  ASSERT_NE(first_end, std::string::npos);
+  const auto echo = nlohmann::json::parse(r.out.substr(0, first_end));
+  EXPECT_EQ(echo.at("body").get<std::string>(), big) << "the upstream got the body whole and in order";
+  EXPECT_NE(r.out.find("\"/after\""), std::string::npos) << "the second request on the same connection";
+  int tunnels = 0;
+  for (const auto& row : rows()) tunnels += row.kind == "connect";
+  EXPECT_EQ(tunnels, 1) << "both requests went over one agent connection";
+}
+
 TEST_F(InspectionTest, WithoutTheNetboxCaTheAgentRefusesTheLeaf) {
   start_proxy(policy());
   auto r = run({"curl", "-sS", "--max-time", "20", "-x", "http://127.0.0.1:" + std::to_string(port),

@@ -1,0 +1,186 @@
+#pragma once
+// The server side of an inspected connection's TLS (issue 16): OpenSSL over two memory
+// BIOs, with only the socket below. It replaces boost::asio::ssl::stream there because
+// that one keeps two 17 KiB buffers of its own per stream and a 17 KiB BIO pair each way
+// for the life of the connection, most of the memory of an idle inspected connection
+// (docs/bench.md). Here an idle connection holds 1 KiB of read buffer: the socket is read
+// into it (and a larger input on into the stack) and from there into the engine's input
+// BIO; output goes from the engine's output BIO into a string that is written and cleared.
+// Both BIOs hold only what is in flight and are replaced when they grew past a record.
+// One operation at a time (the tunnel reads a request, then writes its answer).
+// `early` (the ClientHello netbox already read to check it) is the engine's first input.
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/buffer.hpp>
+#include <boost/asio/compose.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/ssl/error.hpp>
+#include <boost/asio/write.hpp>
+
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace netbox::proxy {
+
+class AgentTlsStream {
+ public:
+  using executor_type = boost::asio::ip::tcp::socket::executor_type;
+  using lowest_layer_type = boost::asio::ip::tcp::socket;
+
+  // Throws std::runtime_error when OpenSSL cannot allocate the session.
+  AgentTlsStream(boost::asio::ip::tcp::socket socket, SSL_CTX* ctx, std::string_view early);
+  ~AgentTlsStream();
+  AgentTlsStream(const AgentTlsStream&) = delete;
+  AgentTlsStream& operator=(const AgentTlsStream&) = delete;
+
+  executor_type get_executor() { return socket_.get_executor(); }
+  lowest_layer_type& lowest_layer() { return socket_; }
+  SSL* native_handle() { return ssl_; }
+
+  template <class Token>
+  auto async_handshake(Token&& token) {
+    return run(Handshake{}, std::forward<Token>(token));
+  }
+  template <class MutableBuffers, class Token>
+  auto async_read_some(const MutableBuffers& buffers, Token&& token) {
+    return run(Read{first(buffers)}, std::forward<Token>(token));
+  }
+  template <class ConstBuffers, class Token>
+  auto async_write_some(const ConstBuffers& buffers, Token&& token) {
+    return run(Write{first(buffers)}, std::forward<Token>(token));
+  }
+
+ private:
+  // What one step of the engine did.
+  enum class Step { done, want_input, failed };
+
+  struct Handshake {
+    int operator()(SSL* s, std::size_t& n) const {
+      n = 0;
+      return SSL_do_handshake(s);
+    }
+  };
+  struct Read {
+    boost::asio::mutable_buffer b;
+    int operator()(SSL* s, std::size_t& n) const {
+      n = 0;
+      return b.size() == 0 ? 1 : SSL_read_ex(s, b.data(), b.size(), &n);
+    }
+  };
+  struct Write {
+    boost::asio::const_buffer b;
+    // A large write goes in slices, so the output BIO never holds more than a few records.
+    int operator()(SSL* s, std::size_t& n) const {
+      n = 0;
+      if (b.size() == 0) return 1;
+      return SSL_write_ex(s, b.data(), std::min<std::size_t>(b.size(), kWriteSlice), &n);
+    }
+  };
+  static constexpr std::size_t kWriteSlice = 64 * 1024;
+
+  template <class Buffers>
+  static auto first(const Buffers& buffers) {
+    for (auto it = boost::asio::buffer_sequence_begin(buffers); it != boost::asio::buffer_sequence_end(buffers); ++it)
+      if (it->size() != 0) return *it;
+    return *boost::asio::buffer_sequence_begin(buffers);
+  }
+
+  // Interprets the engine's return value `r`; on failure sets `ec`.
+  Step classify(int r, boost::system::error_code& ec);
+  // Moves what the engine wrote into out_; true when there is something to send.
+  bool take_output();
+  // Gives the engine the `n` bytes read into in_chunk_; when they filled it, also what
+  // else the socket has ready (a large record), without waiting.
+  void feed(std::size_t n);
+  // Frees the BIOs' buffers that grew past a record, while nothing is in them.
+  void trim();
+
+  template <class Action>
+  struct Op {
+    AgentTlsStream& s;
+    Action action;
+    enum class Phase { start, wrote, readable, posted } phase = Phase::start;
+    bool suspended = false;  // the handler may be invoked directly (not from the initiator)
+    bool finished = false;   // the engine's step is over; out_ is flushed first
+    boost::system::error_code result;
+    std::size_t n = 0;
+
+    template <class Self>
+    void operator()(Self& self, boost::system::error_code ec = {}, std::size_t bytes = 0) {
+      switch (phase) {
+        case Phase::start:
+          break;
+        case Phase::posted:
+          return self.complete(result, n);
+        case Phase::wrote:
+          s.out_.clear();
+          if (s.out_.capacity() > kWriteSlice) std::string().swap(s.out_);
+          // A failed handshake's reason outlives the failure to send its alert.
+          if (finished) return complete(self, result ? result : ec, result ? 0 : n);
+          if (ec) return complete(self, ec, 0);
+          break;
+        case Phase::readable:
+          if (ec) {
+            // The agent's side closed without a TLS close_notify, as asio's stream reports it.
+            return complete(self, ec == boost::asio::error::eof ? boost::asio::ssl::error::stream_truncated : ec, 0);
+          }
+          s.feed(bytes);
+          break;
+      }
+      ERR_clear_error();
+      std::size_t got = 0;
+      const int r = action(s.ssl_, got);
+      const Step step = s.classify(r, result);
+      if (step == Step::want_input && !s.take_output()) {
+        s.trim();
+        phase = Phase::readable;
+        suspended = true;
+        return s.socket_.async_read_some(boost::asio::buffer(s.in_chunk_), std::move(self));
+      }
+      if (step != Step::want_input) {
+        finished = true;
+        n = got;
+      }
+      // Alerts, handshake messages and tickets go out before the step completes.
+      if (!s.out_.empty() || s.take_output()) {
+        phase = Phase::wrote;
+        suspended = true;
+        return boost::asio::async_write(s.socket_, boost::asio::buffer(s.out_), std::move(self));
+      }
+      return complete(self, result, n);
+    }
+
+    template <class Self>
+    void complete(Self& self, boost::system::error_code ec, std::size_t bytes) {
+      if (suspended) return self.complete(ec, bytes);
+      // Never from inside the initiating call.
+      result = ec;
+      n = bytes;
+      phase = Phase::posted;
+      boost::asio::post(std::move(self));  // on the handler's executor
+    }
+  };
+
+  template <class Action, class Token>
+  auto run(Action action, Token&& token) {
+    return boost::asio::async_compose<Token, void(boost::system::error_code, std::size_t)>(
+        Op<Action>{*this, action, Op<Action>::Phase::start, false, false, {}, 0}, token, socket_);
+  }
+
+  boost::asio::ip::tcp::socket socket_;
+  SSL* ssl_ = nullptr;
+  BIO* in_ = nullptr;   // owned by ssl_
+  BIO* out_bio_ = nullptr;  // owned by ssl_
+  std::string out_;     // being written to the socket
+  // What the socket is read into while the agent is idle: most requests fit, and it is
+  // all a connection holds between them.
+  std::array<char, 1024> in_chunk_;
+};
+
+}  // namespace netbox::proxy
