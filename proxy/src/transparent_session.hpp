@@ -81,7 +81,8 @@ class TransparentSession : public std::enable_shared_from_this<TransparentSessio
 // namespace's DNAT rule sends every captured connection to. One acceptor, on one io thread.
 class TransparentListener : public std::enable_shared_from_this<TransparentListener> {
  public:
-  TransparentListener(ProxyRuntime& rt, Worker& w, const boost::asio::ip::address& host);  // throws naming it
+  // Port 0 picks one. Throws naming the address.
+  TransparentListener(ProxyRuntime& rt, Worker& w, const boost::asio::ip::address& host, unsigned short port = 0);
   const boost::asio::ip::tcp::endpoint& endpoint() const { return bound_; }
   void start();
   void stop();
