@@ -3,6 +3,7 @@
 #include "netbox/audit/writer.hpp"
 #include "netbox/launcher/launch.hpp"
 #include "netbox/launcher/proxy_link.hpp"
+#include "netbox/launcher/subnet_pool.hpp"
 #include "netbox/proxy/server.hpp"
 #include "netbox/tls/certificate_authority.hpp"
 
@@ -64,6 +65,8 @@ class EmbeddedProxy final : public ProxyLink {
       // destination (another launch's embedded proxy listens there).
       if (!(subnet_.base == options.launch_subnets.front().base && subnet_.prefix == options.launch_subnets.front().prefix))
         options.launch_subnets.push_back(subnet_);
+      // Every launch's IPv6 link addresses too: the host sides of other agents' veths.
+      options.launch_subnets.push_back(*policy::Cidr::parse(kIpv6LinkRange));
       server_ = std::make_unique<proxy::Server>(std::move(options));
       server_->start();
     } catch (const tls::CaError& e) {
@@ -98,6 +101,9 @@ class EmbeddedProxy final : public ProxyLink {
       attachment.launch = proxy::AgentLaunch{agent.pid, agent.command_line, agent.agent_addr, agent.policy_digest,
                                              agent.sandbox};
       attachment.dns_pool = agent.dns_pool;
+      if (agent.dns_pool6)
+        attachment.ipv6 = proxy::AgentAttachment::Ipv6Link{ip::make_address(agent.agent_addr6),
+                                                           ip::make_address(agent.host_addr6), *agent.dns_pool6};
       attachment.credentials = agent.credentials;
       attached_ = server_->attach_agent(attachment);
       return {attached_->listener->port(), attached_->socks_listener->port()};

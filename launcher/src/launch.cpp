@@ -159,10 +159,19 @@ void ignore_job_control_and_sigpipe() {
   for (int sig : {SIGTTOU, SIGTTIN, SIGTSTP, SIGPIPE}) ::signal(sig, SIG_IGN);
 }
 
-// The agent reaches the host side only over IPv4 to the proxy; link-local IPv6 on the
-// veth would be one more address to police, so it is switched off.
+// Without IPv6 on the link (--network proxy-vars, or a running proxy) the agent reaches the
+// host side only over IPv4; link-local IPv6 on the veth would be one more address to
+// police, so it is switched off. Per interface only: gone with the veth.
 void disable_ipv6(const std::string& ifname) {
   std::ofstream("/proc/sys/net/ipv6/conf/" + ifname + "/disable_ipv6") << "1\n";
+}
+
+// With IPv6 on the link, the host side takes nothing from the agent's namespace but its
+// neighbour answers: no router advertisements, no addresses of its own making. Per
+// interface only, before the link is up; gone with the veth.
+void host_side_ipv6_passive(const std::string& ifname) {
+  for (const char* key : {"accept_ra", "autoconf"})
+    std::ofstream("/proc/sys/net/ipv6/conf/" + ifname + "/" + key) << "0\n";
 }
 
 // A running proxy's agents each need a synthetic pool of their own (it refuses overlaps).
@@ -345,6 +354,15 @@ int launch(const LaunchOptions& flags) {
   spec.mounts = mounts;
   spec.mounts.trust = std::move(trust);
   spec.dns_view = dns_view;
+  // IPv6 inside the namespace needs the proxy to take the agent's IPv6 pool: the embedded
+  // one does; with a running proxy the link stays IPv4 (AAAA: no records).
+  const std::optional<Ipv6Link> link6 =
+      dns_view && !o.proxy_control ? std::optional(ipv6_link_for(lease)) : std::nullopt;
+  if (link6) {
+    spec.host_addr6 = link6->host_addr;
+    spec.agent_addr6 = link6->agent_addr;
+    spec.prefix6 = link6->prefix;
+  }
   if (dns_view)
     spec.mounts.resolv_conf = "# netbox: the DNS view of this agent's policy (netbox launch --network transparent).\n"
                               "# Allowed names resolve to synthetic addresses; denied names do not exist.\n"
@@ -369,7 +387,12 @@ int launch(const LaunchOptions& flags) {
   std::jthread preparing([&link] { link->prepare(); });
   try {
     create_veth_pair(lease.veth, spec.agent_ifname, child.pid());
-    disable_ipv6(lease.veth);
+    if (link6) {
+      host_side_ipv6_passive(lease.veth);
+      add_ipv6_address(lease.veth, link6->host_addr, link6->prefix);
+    } else {
+      disable_ipv6(lease.veth);
+    }
     add_ipv4_address(lease.veth, lease.host_addr, lease.prefix);
     set_link_up(lease.veth);
   } catch (const std::runtime_error& e) {
@@ -380,9 +403,14 @@ int launch(const LaunchOptions& flags) {
   preparing.join();
 
   AgentIdentity identity{name, profile, lease.agent_addr, lease.host_addr, child.pid(), command_line(o.command),
-                         policy ? policy->digest : std::string(), render_report_json(report), std::nullopt, {}};
+                         policy ? policy->digest : std::string(), render_report_json(report), std::nullopt, {}, {}, std::nullopt, {}};
   // The embedded proxy has this agent only; a running one gets a pool of its own per agent.
   if (dns_view) identity.dns_pool = o.proxy_control ? shared_proxy_pool(lease) : kSyntheticPool;
+  if (link6) {
+    identity.agent_addr6 = link6->agent_addr;
+    identity.host_addr6 = link6->host_addr;
+    identity.dns_pool6 = policy::Cidr::parse(link6->synthetic_pool);
+  }
   identity.credentials = std::move(credentials.secrets);
   ProxyPorts ports = link->attach(identity);
   ports.capture = link->capture_port();
@@ -393,7 +421,7 @@ int launch(const LaunchOptions& flags) {
   // on release(), after these are in place.
   child.send_ports(ports);
   try {
-    install_host_rules(lease.veth, lease.host_addr, ports, dns_view);
+    install_host_rules(lease.veth, lease.host_addr, ports, dns_view, spec.host_addr6);
   } catch (const std::runtime_error& e) {
     throw LaunchError(kExitLauncherFailure, e.what());
   }

@@ -51,7 +51,11 @@ std::string port_set(const ProxyPorts& ports) {
 
 std::string host_table_name(const std::string& veth) { return kTablePrefix + veth; }
 
-void install_agent_rules(const std::string& proxy_addr, const ProxyPorts& ports, bool dns) {
+// Neighbour discovery on the link: without it no IPv6 packet reaches the host side.
+constexpr const char* kNeighbourDiscovery = "icmpv6 type { nd-neighbor-solicit, nd-neighbor-advert } accept\n";
+
+void install_agent_rules(const std::string& proxy_addr, const ProxyPorts& ports, bool dns,
+                         const std::string& proxy_addr6) {
   std::ostringstream r;
   // policy drop is the backstop; the reject rules make every other attempt fail at
   // once instead of after a timeout.
@@ -64,9 +68,13 @@ void install_agent_rules(const std::string& proxy_addr, const ProxyPorts& ports,
   // Captured: every TCP connection goes out to the host side, whose prerouting sends it
   // to the proxy's capture port (the conntrack that knows the original destination must
   // be the proxy's, so the DNAT is the host's, see install_host_rules).
-  // IPv4 only: the namespace has no IPv6 route but link-local, and the host side has IPv6
-  // off, so an IPv6 connection let out would hang; the reset below refuses it at once.
+  // IPv6 only with IPv6 on the link: else the namespace has no IPv6 route but link-local,
+  // the host side has IPv6 off, and an IPv6 connection let out would hang; the reset below
+  // refuses it at once.
   if (ports.capture) r << "    meta nfproto ipv4 meta l4proto tcp accept\n";
+  if (ports.capture && !proxy_addr6.empty())
+    r << "    meta nfproto ipv6 meta l4proto tcp accept\n"
+      << "    " << kNeighbourDiscovery;
   r << "    meta l4proto tcp reject with tcp reset\n"
        "    reject with icmpx type admin-prohibited\n"
        "  }\n"
@@ -75,7 +83,8 @@ void install_agent_rules(const std::string& proxy_addr, const ProxyPorts& ports,
 }
 
 void install_host_rules(const std::string& veth, const std::string& proxy_addr, const ProxyPorts& ports,
-                        bool dns) {
+                        bool dns, const std::string& proxy_addr6) {
+  const bool v6 = ports.capture && !proxy_addr6.empty();
   const std::string iif = "iifname \"" + veth + "\" ";
   std::ostringstream r;
   // Priority -10 runs before ordinary host firewalls, so the agent's veth is closed
@@ -85,6 +94,9 @@ void install_host_rules(const std::string& veth, const std::string& proxy_addr, 
        "    type filter hook input priority -10; policy accept;\n"
     << "    " << iif << "ip daddr " << proxy_addr << " tcp dport " << port_set(ports) << " accept\n";
   if (dns) r << "    " << iif << "ip daddr " << proxy_addr << " meta l4proto { tcp, udp } th dport 53 accept\n";
+  if (v6)
+    r << "    " << iif << "ip6 daddr " << proxy_addr6 << " tcp dport " << ports.capture << " accept\n"
+      << "    " << iif << kNeighbourDiscovery;
   r << "    " << iif << "meta l4proto tcp reject with tcp reset\n"
     << "    " << iif << "reject with icmpx type admin-prohibited\n"
     << "  }\n";
@@ -99,8 +111,15 @@ void install_host_rules(const std::string& veth, const std::string& proxy_addr, 
     r << "  chain capture {\n"
          "    type nat hook prerouting priority -100; policy accept;\n"
       << "    " << iif << "ip daddr " << proxy_addr << " tcp dport " << own << " return\n"
-      << "    " << iif << "meta l4proto tcp dnat ip to " << proxy_addr << ":" << ports.capture << "\n"
-      << "  }\n";
+      << "    " << iif << "meta nfproto ipv4 meta l4proto tcp dnat ip to " << proxy_addr << ":" << ports.capture
+      << "\n";
+    // IPv6: only the capture port itself is the proxy's there; every other connection,
+    // to the host side's own address included, is captured and decided like a CONNECT.
+    if (v6)
+      r << "    " << iif << "ip6 daddr " << proxy_addr6 << " tcp dport " << ports.capture << " return\n"
+        << "    " << iif << "meta nfproto ipv6 meta l4proto tcp dnat ip6 to [" << proxy_addr6 << "]:" << ports.capture
+        << "\n";
+    r << "  }\n";
   }
   r << "  chain forward {\n"
        "    type filter hook forward priority -10; policy accept;\n"

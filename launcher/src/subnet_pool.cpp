@@ -141,4 +141,15 @@ Ipv4Network synthetic_pool_for(const Lease& lease, const Ipv4Network& range) {
   return {range.address + (index << (32 - kPrefix)), std::max(kPrefix, range.prefix)};
 }
 
+Ipv6Link ipv6_link_for(const Lease& lease) {
+  const auto v6 = [](std::uint32_t v4) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "fd00:6e62:7800::%x:%x", v4 >> 16, v4 & 0xffff);
+    return std::string(buf);
+  };
+  char pool[64];
+  std::snprintf(pool, sizeof pool, "2001:2:0:%x::/64", (lease.network >> 2) & 0xffff);
+  return {v6(lease.network + 1), v6(lease.network + 2), 126, pool};
+}
+
 }  // namespace netbox::launcher

@@ -108,18 +108,60 @@ void create_veth_pair(const std::string& host_name, const std::string& peer_name
   check(request(nlh), "creating veth pair " + host_name + " / " + peer_name);
 }
 
-void add_ipv4_address(const std::string& ifname, const std::string& address, int prefix) {
-  in_addr a{};
-  if (inet_pton(AF_INET, address.c_str(), &a) != 1) throw std::runtime_error("bad IPv4 address " + address);
+namespace {
+
+// An address or a gateway in its family's bytes, or a message naming the text.
+struct RawAddress {
+  unsigned char family = AF_INET;
+  unsigned char bytes[sizeof(in6_addr)]{};
+  std::size_t size = 0;
+};
+RawAddress raw_address(int family, const std::string& text) {
+  RawAddress a;
+  a.family = static_cast<unsigned char>(family);
+  a.size = family == AF_INET ? sizeof(in_addr) : sizeof(in6_addr);
+  if (inet_pton(family, text.c_str(), a.bytes) != 1)
+    throw std::runtime_error(std::string("bad ") + (family == AF_INET ? "IPv4" : "IPv6") + " address " + text);
+  return a;
+}
+
+// `flags`: IFA_F_NODAD for IPv6 (see add_ipv6_address).
+void add_address(const std::string& ifname, const RawAddress& a, const std::string& text, int prefix,
+                 unsigned char flags) {
   Message msg(RTM_NEWADDR, NLM_F_CREATE | NLM_F_REPLACE);
   auto* ifa = msg.extra_header<ifaddrmsg>();
-  ifa->ifa_family = AF_INET;
+  ifa->ifa_family = a.family;
   ifa->ifa_prefixlen = static_cast<unsigned char>(prefix);
+  ifa->ifa_flags = flags;
   ifa->ifa_scope = RT_SCOPE_UNIVERSE;
   ifa->ifa_index = index_of(ifname);
-  mnl_attr_put_u32(msg.get(), IFA_LOCAL, a.s_addr);
-  mnl_attr_put_u32(msg.get(), IFA_ADDRESS, a.s_addr);
-  check(request(msg.get()), "adding address " + address + "/" + std::to_string(prefix) + " to " + ifname);
+  mnl_attr_put(msg.get(), IFA_LOCAL, a.size, a.bytes);
+  mnl_attr_put(msg.get(), IFA_ADDRESS, a.size, a.bytes);
+  check(request(msg.get()), "adding address " + text + "/" + std::to_string(prefix) + " to " + ifname);
+}
+
+void add_default_route_via(const std::string& ifname, const RawAddress& gw, const std::string& text) {
+  Message msg(RTM_NEWROUTE, NLM_F_CREATE | NLM_F_EXCL);
+  auto* rtm = msg.extra_header<rtmsg>();
+  rtm->rtm_family = gw.family;
+  rtm->rtm_dst_len = 0;
+  rtm->rtm_table = RT_TABLE_MAIN;
+  rtm->rtm_protocol = RTPROT_BOOT;
+  rtm->rtm_scope = RT_SCOPE_UNIVERSE;
+  rtm->rtm_type = RTN_UNICAST;
+  mnl_attr_put(msg.get(), RTA_GATEWAY, gw.size, gw.bytes);
+  mnl_attr_put_u32(msg.get(), RTA_OIF, index_of(ifname));
+  check(request(msg.get()), "adding a default route via " + text + " on " + ifname);
+}
+
+}  // namespace
+
+void add_ipv4_address(const std::string& ifname, const std::string& address, int prefix) {
+  add_address(ifname, raw_address(AF_INET, address), address, prefix, 0);
+}
+
+void add_ipv6_address(const std::string& ifname, const std::string& address, int prefix) {
+  add_address(ifname, raw_address(AF_INET6, address), address, prefix, IFA_F_NODAD);
 }
 
 void set_link_up(const std::string& ifname) {
@@ -133,19 +175,11 @@ void set_link_up(const std::string& ifname) {
 }
 
 void add_default_route(const std::string& ifname, const std::string& gateway) {
-  in_addr gw{};
-  if (inet_pton(AF_INET, gateway.c_str(), &gw) != 1) throw std::runtime_error("bad IPv4 address " + gateway);
-  Message msg(RTM_NEWROUTE, NLM_F_CREATE | NLM_F_EXCL);
-  auto* rtm = msg.extra_header<rtmsg>();
-  rtm->rtm_family = AF_INET;
-  rtm->rtm_dst_len = 0;
-  rtm->rtm_table = RT_TABLE_MAIN;
-  rtm->rtm_protocol = RTPROT_BOOT;
-  rtm->rtm_scope = RT_SCOPE_UNIVERSE;
-  rtm->rtm_type = RTN_UNICAST;
-  mnl_attr_put_u32(msg.get(), RTA_GATEWAY, gw.s_addr);
-  mnl_attr_put_u32(msg.get(), RTA_OIF, index_of(ifname));
-  check(request(msg.get()), "adding a default route via " + gateway + " on " + ifname);
+  add_default_route_via(ifname, raw_address(AF_INET, gateway), gateway);
+}
+
+void add_ipv6_default_route(const std::string& ifname, const std::string& gateway) {
+  add_default_route_via(ifname, raw_address(AF_INET6, gateway), gateway);
 }
 
 bool delete_link(const std::string& ifname) {

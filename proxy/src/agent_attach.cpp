@@ -11,6 +11,7 @@
 #include "proxy_runtime.hpp"
 #include "transparent_session.hpp"
 
+#include <set>
 #include <stdexcept>
 
 namespace netbox::proxy {
@@ -50,27 +51,56 @@ std::string pool_problem(const policy::Cidr& pool, const policy::Cidr& range,
   return {};
 }
 
+// The same for an IPv6 pool (AgentAttachment::ipv6), against the other agents' IPv6 pools.
+std::string pool6_problem(const policy::Cidr& pool, const policy::Cidr& range,
+                          const std::map<boost::asio::ip::address, std::shared_ptr<DnsView>>& views) {
+  if (!pool.base.is_v6() || pool.prefix < range.prefix || !range.contains(pool.base))
+    return "the IPv6 synthetic pool " + pool.to_string() + " lies outside this proxy's synthetic range " +
+           range.to_string();
+  for (const auto& [agent, view] : views) {
+    const auto& other = view->pool6();
+    if (other && (other->contains(pool.base) || pool.contains(other->base)))
+      return "the IPv6 synthetic pool " + pool.to_string() + " overlaps " + other->to_string() +
+             ", the IPv6 synthetic pool of agent " + agent.to_string() + " attached to this proxy";
+  }
+  return {};
+}
+
+// Both checks, under dns_mu; empty: none.
+std::string pools_problem(const AgentAttachment& a, const ProxyOptions& o,
+                          const std::map<boost::asio::ip::address, std::shared_ptr<DnsView>>& views) {
+  auto why = pool_problem(*a.dns_pool, o.synthetic_range, views);
+  if (why.empty() && a.ipv6) why = pool6_problem(a.ipv6->pool, o.synthetic_range6, views);
+  return why;
+}
+
 std::string profile_missing(const std::string& profile, const std::string& agent) {
   return "the policy has no agents." + profile + " profile for agent " + agent;
 }
 
-void stop_dns_view(ProxyRuntime& core, const boost::asio::ip::address& agent) {
+// The view and capture listeners of the agent's addresses (its IPv6 one, if any, shares
+// the view and has a capture listener of its own).
+void stop_dns_view(ProxyRuntime& core, const boost::asio::ip::address& agent,
+                   const std::optional<boost::asio::ip::address>& agent6) {
   std::shared_ptr<DnsView> view;
-  std::shared_ptr<TransparentListener> capture;
+  std::vector<std::shared_ptr<TransparentListener>> captures;
   {
     std::lock_guard lock(core.dns_mu);
-    const auto key = canonical_address(agent);
-    if (auto it = core.dns_views.find(key); it != core.dns_views.end()) {
-      view = std::move(it->second);
-      core.dns_views.erase(it);
-    }
-    if (auto it = core.transparent_listeners.find(key); it != core.transparent_listeners.end()) {
-      capture = std::move(it->second);
-      core.transparent_listeners.erase(it);
+    for (const auto* addr : {&agent, agent6 ? &*agent6 : nullptr}) {
+      if (!addr) continue;
+      const auto key = canonical_address(*addr);
+      if (auto it = core.dns_views.find(key); it != core.dns_views.end()) {
+        view = std::move(it->second);
+        core.dns_views.erase(it);
+      }
+      if (auto it = core.transparent_listeners.find(key); it != core.transparent_listeners.end()) {
+        captures.push_back(std::move(it->second));
+        core.transparent_listeners.erase(it);
+      }
     }
   }
   if (view) view->stop();
-  if (capture) capture->stop();
+  for (auto& capture : captures) capture->stop();
 }
 
 }  // namespace
@@ -83,7 +113,10 @@ void ProxyRuntime::stop_dns_views() {
     views.swap(dns_views);
     captures.swap(transparent_listeners);
   }
-  for (auto& [addr, view] : views) view->stop();
+  // An agent with IPv6 has its view under both addresses: stopped once.
+  std::set<DnsView*> stopped;
+  for (auto& [addr, view] : views)
+    if (stopped.insert(view.get()).second) view->stop();
   for (auto& [addr, capture] : captures) capture->stop();
 }
 
@@ -101,10 +134,14 @@ AttachedAgent ProxyRuntime::attach_agent(const AgentAttachment& a) {
     throw std::invalid_argument(profile_missing(a.profile, a.name));
   if (a.listen) require_in_pool("listen", a.listen->address(), core.options.launch_subnets);
   if (a.socks_listen) require_in_pool("socks_listen", a.socks_listen->address(), core.options.launch_subnets);
+  if (a.ipv6) {
+    if (!a.dns_pool) throw std::invalid_argument("IPv6 on the agent's link needs its DNS view (\"dns_pool\")");
+    require_in_pool("ipv6 agent address", a.ipv6->agent, core.options.launch_subnets);
+    require_in_pool("ipv6 host address", a.ipv6->host, core.options.launch_subnets);
+  }
   if (a.dns_pool) {
     std::lock_guard lock(core.dns_mu);
-    if (auto why = pool_problem(*a.dns_pool, core.options.synthetic_range, core.dns_views); !why.empty())
-      throw std::invalid_argument(why);
+    if (auto why = pools_problem(a, core.options, core.dns_views); !why.empty()) throw std::invalid_argument(why);
   }
 
   AttachedAgent attached;
@@ -130,26 +167,47 @@ AttachedAgent ProxyRuntime::attach_agent(const AgentAttachment& a) {
     if (a.dns_pool) {
       if (!attached.listener) throw std::invalid_argument("a DNS view needs the agent's listener (\"listen\")");
       auto view = std::make_shared<DnsView>(core, core.workers.front()->ioc, attached.listener->address(), a.addr,
-                                            *a.dns_pool);
+                                            *a.dns_pool, a.ipv6 ? std::optional(a.ipv6->pool) : std::nullopt);
       view->start();
       auto capture = std::make_shared<TransparentListener>(core, *core.workers.front(), attached.listener->address());
       capture->start();
       attached.transparent = capture->endpoint();
+      std::shared_ptr<TransparentListener> capture6;
+      if (a.ipv6) {
+        try {
+          // The same port as on IPv4: the launcher's rules name one capture port.
+          capture6 = std::make_shared<TransparentListener>(core, *core.workers.front(), a.ipv6->host,
+                                                           capture->endpoint().port());
+        } catch (...) {
+          view->stop();
+          capture->stop();
+          throw;
+        }
+        capture6->start();
+        attached.transparent6 = capture6->endpoint();
+      }
       std::unique_lock lock(core.dns_mu);
       // Again under the lock that inserts: another launcher may have attached meanwhile.
-      if (auto why = pool_problem(*a.dns_pool, core.options.synthetic_range, core.dns_views); !why.empty()) {
+      if (auto why = pools_problem(a, core.options, core.dns_views); !why.empty()) {
         lock.unlock();
         view->stop();
         capture->stop();
+        if (capture6) capture6->stop();
         throw std::invalid_argument(why);
+      }
+      if (a.ipv6) {
+        core.dns_views[canonical_address(a.ipv6->agent)] = view;
+        core.transparent_listeners[canonical_address(a.ipv6->agent)] = std::move(capture6);
+        attached.addr6 = a.ipv6->agent;
       }
       core.dns_views[canonical_address(a.addr)] = std::move(view);
       core.transparent_listeners[canonical_address(a.addr)] = std::move(capture);
       attached.dns_view = true;
     }
     register_agent(a.addr, a.name, a.profile, a.credentials);  // checks the profile again, under the reload lock
+    if (a.ipv6) register_agent(a.ipv6->agent, a.name, a.profile, a.credentials);
   } catch (...) {
-    if (attached.dns_view) stop_dns_view(core, a.addr);
+    if (attached.dns_view) stop_dns_view(core, a.addr, attached.addr6);
     undo_listeners();
     throw;
   }
@@ -178,8 +236,9 @@ AttachedAgent ProxyRuntime::attach_agent(const AgentAttachment& a) {
 void ProxyRuntime::detach_agent(const AttachedAgent& agent, const AgentEnd& end) noexcept {
   auto& core = *this;
   try {
-    if (agent.dns_view) stop_dns_view(core, agent.addr);
+    if (agent.dns_view) stop_dns_view(core, agent.addr, agent.addr6);
     core.agents.remove(agent.addr);
+    if (agent.addr6) core.agents.remove(*agent.addr6);
     if (agent.listener_added) core.remove_listener(*agent.listener);
     if (agent.socks_listener_added) core.remove_listener(*agent.socks_listener);
     if (agent.row_opened || end.exit_status) {

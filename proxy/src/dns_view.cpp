@@ -134,7 +134,7 @@ class DnsView::TcpClient : public std::enable_shared_from_this<TcpClient> {
 };
 
 DnsView::DnsView(ProxyRuntime& rt, asio::io_context& ioc, ip::address host, ip::address agent_addr,
-                 const policy::Cidr& pool)
+                 const policy::Cidr& pool, const std::optional<policy::Cidr>& pool6)
     : rt_(rt),
       ioc_(ioc),
       host_(host),
@@ -143,7 +143,9 @@ DnsView::DnsView(ProxyRuntime& rt, asio::io_context& ioc, ip::address host, ip::
       tcp_(ioc),
       udp_buffer_(kMaxMessage),
       pool_(pool_first(pool), pool_size(pool), kRetain),
-      pool_range_(pool) {
+      pool_range_(pool),
+      pool6_range_(pool6) {
+  if (pool6) pool6_.emplace(pool_first(*pool6), pool_size(*pool6), kRetain);
   const auto where = host.to_string() + " port 53";
   try {
     const ip::udp::endpoint uep(host, kDnsPort);
@@ -255,14 +257,16 @@ std::vector<std::uint8_t> DnsView::answer(std::span<const std::uint8_t> message,
   }
   if (d.verdict == policy::Verdict::deny) return dns::empty_answer(q, dns::Rcode::nxdomain);
 
-  // AAAA and every other type of an answered name: NOERROR without records (the name
-  // exists; the agent's link is IPv4, so clients go on with the A answer).
-  if (q.qtype != static_cast<std::uint16_t>(dns::Type::a) || !pool_range_.base.is_v4())
-    return dns::empty_answer(q, dns::Rcode::noerror);
+  // Other types of an answered name, and AAAA when the agent's link has no IPv6: NOERROR
+  // without records (the name exists; clients go on with what the link has).
   std::optional<ip::address> a;
   {
     std::lock_guard lock(mu_);
-    a = pool_.address_for(host.host->name, now);
+    dns::SyntheticPool* pool = nullptr;
+    if (q.qtype == static_cast<std::uint16_t>(dns::Type::a) && pool_range_.base.is_v4()) pool = &pool_;
+    if (q.qtype == static_cast<std::uint16_t>(dns::Type::aaaa) && pool6_) pool = &*pool6_;
+    if (!pool) return dns::empty_answer(q, dns::Rcode::noerror);
+    a = pool->address_for(host.host->name, now);
   }
   if (!a) return dns::empty_answer(q, dns::Rcode::servfail);  // every address mapped and in use
   return dns::answer(q, {*a}, kTtl);
@@ -302,16 +306,25 @@ void DnsView::write_summary(const AgentIdentity& who, std::uint64_t n) {
   rt_.writer->insert_complete(r);
 }
 
+dns::SyntheticPool* DnsView::pool_of(const ip::address& a) {
+  if (pool_range_.contains(a)) return &pool_;
+  if (pool6_range_ && pool6_range_->contains(a)) return &*pool6_;
+  return nullptr;
+}
+
 std::optional<std::string> DnsView::hold(const ip::address& a) {
   std::lock_guard lock(mu_);
-  return pool_.hold(a, dns::SyntheticPool::Clock::now());
+  auto* pool = pool_of(a);
+  return pool ? pool->hold(a, dns::SyntheticPool::Clock::now()) : std::nullopt;
 }
 
 void DnsView::release(const ip::address& a) {
   std::lock_guard lock(mu_);
-  pool_.release(a);
+  if (auto* pool = pool_of(a)) pool->release(a);
 }
 
-bool DnsView::is_synthetic(const ip::address& a) const { return pool_range_.contains(a); }
+bool DnsView::is_synthetic(const ip::address& a) const {
+  return pool_range_.contains(a) || (pool6_range_ && pool6_range_->contains(a));
+}
 
 }  // namespace netbox::proxy

@@ -55,9 +55,11 @@ class DnsView : public std::enable_shared_from_this<DnsView> {
   static constexpr std::size_t kMaxTcpConnections = 16;
   static constexpr std::chrono::seconds kTcpIdle{10};
 
-  // Binds UDP and TCP `host`:53 (throws naming the address); serves on `ioc`.
+  // Binds UDP and TCP `host`:53 (throws naming the address); serves on `ioc`. A records
+  // come from `pool`, AAAA records from `pool6` (none: AAAA gets no records).
   DnsView(ProxyRuntime& rt, boost::asio::io_context& ioc, boost::asio::ip::address host,
-          boost::asio::ip::address agent_addr, const policy::Cidr& pool);
+          boost::asio::ip::address agent_addr, const policy::Cidr& pool,
+          const std::optional<policy::Cidr>& pool6 = std::nullopt);
   ~DnsView();
   void start();
   // Closes the sockets (on their io thread) and writes the pending summary row.
@@ -72,6 +74,7 @@ class DnsView : public std::enable_shared_from_this<DnsView> {
   void release(const boost::asio::ip::address& a);
   bool is_synthetic(const boost::asio::ip::address& a) const;
   const policy::Cidr& pool() const { return pool_range_; }
+  const std::optional<policy::Cidr>& pool6() const { return pool6_range_; }
   const boost::asio::ip::address& host() const { return host_; }
 
  private:
@@ -82,6 +85,8 @@ class DnsView : public std::enable_shared_from_this<DnsView> {
   void write_row(const AgentIdentity& who, const std::string& peer, const dns::Query& q, const std::string& decision,
                  const std::string& rule, const std::string& reason);
   void write_summary(const AgentIdentity& who, std::uint64_t n);
+  // The pool `a` belongs to by family (under mu_); null: none of that family.
+  dns::SyntheticPool* pool_of(const boost::asio::ip::address& a);
 
   ProxyRuntime& rt_;
   boost::asio::io_context& ioc_;
@@ -96,6 +101,8 @@ class DnsView : public std::enable_shared_from_this<DnsView> {
   mutable std::mutex mu_;  // the pool and the rows: the transparent listener runs on other threads
   dns::SyntheticPool pool_;
   policy::Cidr pool_range_;
+  std::optional<dns::SyntheticPool> pool6_;
+  std::optional<policy::Cidr> pool6_range_;
   DnsRefusalRows rows_;
 };
 

@@ -12,6 +12,7 @@
 #include "denial.hpp"
 #include "http_session.hpp"
 #include "inspected_tunnel.hpp"
+#include "original_destination.hpp"
 #include "request_rules.hpp"
 #include "tunnel.hpp"
 
@@ -22,10 +23,6 @@
 #include <cctype>
 #include <sstream>
 
-#include <linux/netfilter_ipv4.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-
 namespace netbox::proxy {
 
 namespace asio = boost::asio;
@@ -33,16 +30,6 @@ namespace ip = boost::asio::ip;
 using tcp = ip::tcp;
 
 namespace {
-
-
-// Where the agent meant to go, before its namespace's DNAT sent it here.
-std::optional<tcp::endpoint> original_destination(tcp::socket& s) {
-  sockaddr_in dst{};
-  socklen_t len = sizeof dst;
-  if (::getsockopt(s.native_handle(), SOL_IP, SO_ORIGINAL_DST, &dst, &len) != 0 || dst.sin_family != AF_INET)
-    return std::nullopt;
-  return tcp::endpoint(ip::address_v4(ntohl(dst.sin_addr.s_addr)), ntohs(dst.sin_port));
-}
 
 // The Host headers' values in a request head, as sent.
 std::vector<std::string_view> host_values(std::string_view head) {
@@ -255,10 +242,10 @@ void TransparentSession::reset() {
   client_.close(ignored);
 }
 
-TransparentListener::TransparentListener(ProxyRuntime& rt, Worker& w, const ip::address& host)
+TransparentListener::TransparentListener(ProxyRuntime& rt, Worker& w, const ip::address& host, unsigned short port)
     : rt_(rt), worker_(w), acceptor_(w.ioc) {
   try {
-    const tcp::endpoint ep(host, 0);
+    const tcp::endpoint ep(host, port);
     acceptor_.open(ep.protocol());
     acceptor_.bind(ep);
     acceptor_.listen();

@@ -82,7 +82,8 @@ class TransparentSession : public std::enable_shared_from_this<TransparentSessio
 // its sessions take the io threads in turn (hand_over).
 class TransparentListener : public std::enable_shared_from_this<TransparentListener> {
  public:
-  TransparentListener(ProxyRuntime& rt, Worker& w, const boost::asio::ip::address& host);  // throws naming it
+  // Port 0 picks one. Throws naming the address.
+  TransparentListener(ProxyRuntime& rt, Worker& w, const boost::asio::ip::address& host, unsigned short port = 0);
   const boost::asio::ip::tcp::endpoint& endpoint() const { return bound_; }
   void start();
   void stop();

@@ -1,7 +1,21 @@
-// IPv6 inside the namespace is refused at once, never left to time out (issue 15 item 6):
-// the DNS view answers AAAA with no records, so resolvers hand out IPv4 only, and a
-// connection to an IPv6 address fails immediately with an errno the program can report.
+// IPv6 inside the namespace (issue 15 item 6): the veth has an IPv6 pair, allowed names get
+// AAAA answers from the agent's synthetic IPv6 pool, and every IPv6 TCP connection is
+// captured and decided like a CONNECT, with a `transparent` row; other IPv6 is refused at
+// once, and the host's own IPv6 services stay out of reach. (`[::1]` inside is the
+// namespace's own loopback: it never leaves, so the internal literals dialled here are a
+// unique-local one, the host side's own address and an unmapped synthetic one.)
 #include "launch_fixture.hpp"
+
+#include "support/sqlite_query.hpp"
+#include "support/temp_dir.hpp"
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <fstream>
+#include <sstream>
 
 #include <gmock/gmock.h>
 
@@ -9,28 +23,160 @@ namespace netbox::launch_test {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
-TEST(LaunchIpv6, NamesResolveToIpv4OnlyAndIpv6ConnectionsFailAtOnce) {
+// A plain HTTP server on [::1]: prints its port, answers every request with one body.
+const char* kUpstreamOnIpv6Loopback = R"PY(
+import socket
+s = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("::1", 0))
+s.listen(16)
+print(s.getsockname()[1], flush=True)
+while True:
+    c, _ = s.accept()
+    data = b""
+    while b"\r\n\r\n" not in data:
+        d = c.recv(4096)
+        if not d:
+            break
+        data += d
+    body = b"hello over ipv6\n"
+    c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\nConnection: close\r\n\r\n" % len(body) + body)
+    c.close()
+)PY";
+
+// A host service on every IPv6 address ([::]), as a database or admin port would be.
+class HostIpv6Listener {
+ public:
+  HostIpv6Listener() : fd_(::socket(AF_INET6, SOCK_STREAM | SOCK_NONBLOCK, 0)) {
+    sockaddr_in6 a{};
+    a.sin6_family = AF_INET6;
+    a.sin6_addr = in6addr_any;
+    socklen_t len = sizeof a;
+    if (fd_ < 0 || ::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fd_, 8) != 0 ||
+        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len) != 0)
+      throw std::runtime_error("cannot listen on [::]");
+    port_ = ntohs(a.sin6_port);
+  }
+  ~HostIpv6Listener() { ::close(fd_); }
+  std::uint16_t port() const { return port_; }
+  // Whether any connection ever reached it (non-blocking accept).
+  bool reached() const {
+    int c = ::accept(fd_, nullptr, nullptr);
+    if (c >= 0) ::close(c);
+    return c >= 0;
+  }
+
+ private:
+  int fd_;
+  std::uint16_t port_ = 0;
+};
+
+std::string ipv6_policy(std::uint16_t upstream_port, std::uint16_t host_service_port) {
+  return R"({
+  "version": 1,
+  "allow": ["allowed.test"],
+  "ports": [80, )" + std::to_string(upstream_port) + ", " + std::to_string(host_service_port) + R"(],
+  "internal": { "allow": ["::1/128"] },
+  "resolve": { "allowed.test": ["::1"], "denied.test": ["::1"] }
+})";
+}
+
+// The host side's IPv6 address is the agent's own minus one (a /126 of the launch's).
+const char* kAgentScript = R"PY(
+import errno, socket, sys
+port = int(sys.argv[1])
+mine = [l.split()[0] for l in open("/proc/net/if_inet6") if l.split()[5] == "eth0" and not l.startswith("fe80")][0]
+host = socket.inet_ntop(socket.AF_INET6, (int(mine, 16) - 1).to_bytes(16, "big"))
+print("host6", host)
+def attempt(what, fn):
+    try:
+        print(what, fn())
+    except socket.timeout:
+        print(what, "timeout")
+    except OSError as e:
+        print(what, errno.errorcode.get(e.errno, str(e)))
+def host_service():
+    s = socket.create_connection((host, port), timeout=20)
+    data = s.recv(100)
+    return "closed" if not data else "data"
+attempt("hostsvc", host_service)
+def udp():
+    s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+    s.settimeout(20)
+    s.connect(("2001:db8::1", 443))
+    s.send(b"x")
+    return s.recv(10)
+attempt("udp6", udp)
+)PY";
+
+TEST(LaunchIpv6, AllowedNamesAnswerAaaaAndIpv6ConnectionsAreCapturedAndDecided) {
   NETBOX_REQUIRE_ROOT();
-  const auto subnet = test_subnet(102);
+  const auto subnet = test_subnet(70);
+  test::TempDir dir;
+  Background upstream({kPython, "-c", kUpstreamOnIpv6Loopback}, dir.path(), "upstream");
+  std::uint16_t port = 0;
+  ASSERT_TRUE(eventually([&] {
+    std::istringstream in(upstream.out());
+    return static_cast<bool>(in >> port);
+  })) << upstream.err();
+  HostIpv6Listener host_service;
+  auto policy = dir.write("policy.json", ipv6_policy(port, host_service.port()));
+  const auto db = dir.path() / "a.db";
+  const std::string p = std::to_string(port);
+  const std::string curl = std::string(kCurl) + " -sS -6 --noproxy '*' ";
+  auto r = launch(subnet, {"--policy", policy.string(), "--audit-db", db.string(), "--", kSh, "-c",
+                           "getent ahosts allowed.test; echo ahosts=$?; getent ahosts denied.test; echo denied=$?; " +
+                               curl + "http://allowed.test:" + p + "/; echo curl=$?; " + curl +
+                               "-o /dev/null -w 'unmapped=%{http_code}\\n' 'http://[2001:2::5]:" + p + "/'; " + curl +
+                               "-o /dev/null -w 'ula=%{http_code}\\n' 'http://[fd00::1]/'; " + kPython + " -c \"$1\" " +
+                               std::to_string(host_service.port()),
+                           "sh", kAgentScript});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("ahosts=0"));
+  EXPECT_THAT(r.out, HasSubstr("2001:2:")) << "an AAAA answer from the synthetic IPv6 pool";
+  EXPECT_THAT(r.out, HasSubstr("198.18.")) << "and the A answer still";
+  EXPECT_THAT(r.out, HasSubstr("denied=2"));  // getent: not found (NXDOMAIN)
+  EXPECT_THAT(r.out, HasSubstr("hello over ipv6\ncurl=0")) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("unmapped=403"));
+  EXPECT_THAT(r.out, HasSubstr("ula=403"));
+  EXPECT_THAT(r.out, Not(HasSubstr("hostsvc data")));
+  EXPECT_THAT(r.out, Not(HasSubstr("timeout")));
+  EXPECT_THAT(r.out, HasSubstr("udp6 E")) << "UDP over IPv6 refused at once";
+  EXPECT_FALSE(host_service.reached()) << "the host's IPv6 service was reached from the agent";
+
+  std::string host6;
+  {
+    std::istringstream out(r.out);
+    std::string line;
+    while (std::getline(out, line))
+      if (line.starts_with("host6 ")) host6 = line.substr(6);
+  }
+  ASSERT_FALSE(host6.empty()) << r.out;
+  const auto top = test::query(db, "SELECT kind, host, port, decision FROM requests WHERE parent_id IS NULL ORDER BY id");
+  const auto has = [&](const std::vector<std::string>& row) {
+    for (const auto& t : top)
+      if (t == row) return true;
+    return false;
+  };
+  EXPECT_TRUE(has({"dns", "denied.test", "53", "deny"})) << r.err;
+  EXPECT_TRUE(has({"transparent", "allowed.test", p, "allow"})) << r.err;
+  EXPECT_TRUE(has({"transparent", "2001:2::5", p, "deny"})) << r.err;
+  EXPECT_TRUE(has({"transparent", "fd00::1", "80", "deny"})) << r.err;
+  EXPECT_TRUE(has({"transparent", host6, std::to_string(host_service.port()), "deny"})) << r.err;
+  expect_nothing_left(subnet);
+}
+
+// With only the proxy variables the link stays IPv4: IPv6 fails at once, never by timeout.
+TEST(LaunchIpv6, ProxyVarsOnlyKeepsIpv6RefusedAtOnce) {
+  NETBOX_REQUIRE_ROOT();
+  const auto subnet = test_subnet(71);
   test::TempDir dir;
   auto policy = dir.write("policy.json", policy_json(8080));
-  // Waits for eth0's link-local address to leave the tentative state (DAD) first, so a
-  // link-local connection really goes out instead of failing on the address.
   const std::string script = R"PY(
-import errno, socket, time
-def tentative():
-    return any(f[5] == "eth0" and int(f[4], 16) & 0x40 for f in (l.split() for l in open("/proc/net/if_inet6")))
-for _ in range(100):
-    if not tentative(): break
-    time.sleep(0.1)
-print("families:", sorted({a[0].name for a in socket.getaddrinfo("allowed.test", 80, proto=socket.IPPROTO_TCP)}))
-try:
-    socket.getaddrinfo("allowed.test", 80, socket.AF_INET6)
-    print("aaaa: answered")
-except socket.gaierror as e:
-    print("aaaa:", "none" if e.args[0] in (socket.EAI_NONAME, socket.EAI_NODATA) else e)
-for addr in ["2001:db8::1", "2001:2::5", "fe80::1%eth0"]:
+import errno, socket
+for addr in ["2001:db8::1", "2001:2::5"]:
     s = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
     s.settimeout(20)
     try:
@@ -42,16 +188,11 @@ for addr in ["2001:db8::1", "2001:2::5", "fe80::1%eth0"]:
         r = errno.errorcode.get(e.errno, str(e))
     print("v6", addr, r)
 )PY";
-  auto r = launch(subnet, {"--policy", policy.string(), "--audit-db", (dir.path() / "a.db").string(), "--",
-                           kPython, "-c", script});
+  auto r = launch(subnet, {"--network", "proxy-vars", "--policy", policy.string(), "--audit-db",
+                           (dir.path() / "a.db").string(), "--", kPython, "-c", script});
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_THAT(r.out, HasSubstr("families: ['AF_INET']"));
-  EXPECT_THAT(r.out, HasSubstr("aaaa: none"));
   EXPECT_THAT(r.out, HasSubstr("v6 2001:db8::1 ENETUNREACH"));
   EXPECT_THAT(r.out, HasSubstr("v6 2001:2::5 ENETUNREACH"));
-  EXPECT_THAT(r.out, HasSubstr("v6 fe80::1%eth0 "));
-  EXPECT_THAT(r.out, ::testing::Not(HasSubstr("connected")));
-  EXPECT_THAT(r.out, ::testing::Not(HasSubstr("timeout")));
   expect_nothing_left(subnet);
 }
 

@@ -167,7 +167,7 @@ TEST(LaunchTrust, ALaunchThatDoesNotInspectLeavesTheSystemBundleAndTheVariablesA
 
 TEST(LaunchTrust, ExplainSaysWhatTheAgentTrusts) {
   NETBOX_REQUIRE_ROOT();
-  const auto subnet = test_subnet(58);
+  const auto subnet = test_subnet(109);
   test::TempDir dir;
   tls::CertificateAuthority::create(dir.path() / "ca");
   auto with_ca = launch(subnet, {"--explain", "--ca-dir", (dir.path() / "ca").string(), "--", kSh, "-c", "true"});

@@ -237,6 +237,68 @@ TEST_F(DnsViewTest, TunnellingThroughQueryNamesLeavesNothingAndBoundedRows) {
   EXPECT_EQ(rows.back().host, "*");
   EXPECT_THAT(rows.back().reason, ::testing::HasSubstr("968 more refused DNS queries"));
 }
+// With an IPv6 link (AgentAttachment::ipv6), AAAA comes from the agent's IPv6 pool, denied
+// names stay NXDOMAIN, and IPv6 pools are checked like IPv4 ones: inside the IPv6
+// synthetic range, never overlapping another agent's.
+TEST_F(DnsViewTest, WithAnIpv6PoolAaaaIsAnsweredFromItAndBadIpv6PoolsAreRefused) {
+  start_proxy(base_policy(kPolicy), {dns->server()});
+  proxy::AgentAttachment a;
+  a.addr = ip::make_address(kAgent);
+  a.name = "dns-agent";
+  a.listen = ip::tcp::endpoint(ip::make_address(kHost), 0);
+  a.dns_pool = policy::Cidr::parse("198.18.0.0/22");
+  a.ipv6 = proxy::AgentAttachment::Ipv6Link{ip::make_address("::1"), ip::make_address("::1"),
+                                            *policy::Cidr::parse("2001:2:0:7::/64")};
+  attached = server->attach_agent(a);
+  ASSERT_TRUE(attached->transparent6);
+  EXPECT_TRUE(attached->transparent6->address().is_v6());
+
+  std::vector<std::uint8_t> aaaa;
+  {
+    const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    auto me = sin(kAgent, 0);
+    auto to = sin(kHost, 53);
+    ::bind(fd, reinterpret_cast<sockaddr*>(&me), sizeof me);
+    const auto q = query("upstream.test", 28);
+    ::sendto(fd, q.data(), q.size(), 0, reinterpret_cast<sockaddr*>(&to), sizeof to);
+    pollfd p{fd, POLLIN, 0};
+    aaaa.resize(1500);
+    const auto n = ::poll(&p, 1, 2000) == 1 ? ::recv(fd, aaaa.data(), aaaa.size(), 0) : -1;
+    aaaa.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
+    ::close(fd);
+  }
+  ASSERT_GE(aaaa.size(), 28u);
+  EXPECT_EQ(aaaa[3] & 0xf, 0);
+  EXPECT_EQ((aaaa[6] << 8) | aaaa[7], 1);
+  char text[INET6_ADDRSTRLEN];
+  ::inet_ntop(AF_INET6, aaaa.data() + aaaa.size() - 16, text, sizeof text);
+  EXPECT_TRUE(policy::Cidr::parse("2001:2:0:7::/64")->contains(ip::make_address(text))) << text;
+  EXPECT_TRUE(policy::Cidr::parse("198.18.0.0/22")->contains(ip::make_address(ask_udp(query("upstream.test", 1)).address)));
+  EXPECT_EQ(ask_udp(query("a.evil.test", 28)).rcode, 3);
+
+  proxy::AgentAttachment b;
+  b.addr = ip::make_address(kStranger);
+  b.name = "other-agent";
+  b.listen = ip::tcp::endpoint(ip::make_address(kStranger), 0);
+  b.dns_pool = policy::Cidr::parse("198.18.4.0/22");
+  b.ipv6 = proxy::AgentAttachment::Ipv6Link{ip::make_address("::1"), ip::make_address("::1"),
+                                            *policy::Cidr::parse("2001:2::/48")};
+  try {
+    server->attach_agent(b);
+    ADD_FAILURE() << "an overlapping IPv6 pool was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("overlaps 2001:2:0:7::/64"));
+  }
+  b.ipv6->pool = *policy::Cidr::parse("2001:db8::/64");
+  try {
+    server->attach_agent(b);
+    ADD_FAILURE() << "an IPv6 pool outside the synthetic range was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("outside this proxy's synthetic range 2001:2::/48"));
+  }
+  server->detach_agent(*attached, {});
+}
+
 
 // A credential's placeholder asked for by name (spread over labels, as a DNS name must
 // carry it) is the tripwire's too: NXDOMAIN and an exfiltration_attempt event.

@@ -5,6 +5,7 @@
 #include "netbox/launcher/launch.hpp"
 #include "netbox/launcher/rlimits.hpp"
 #include "netbox/launcher/subnet_pool.hpp"
+#include "netbox/policy/cidr.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -76,6 +77,22 @@ TEST(SyntheticPoolFor, NeighbouringLeasesGetDisjointPoolsInsideTheRange) {
   Lease last;
   last.network = parse_ipv4_network("10.213.1.252/30")->address;
   EXPECT_EQ(ipv4_to_string(synthetic_pool_for(last, range).address), "198.19.252.0");  // the range's last /22
+}
+
+TEST(Ipv6Link, IsTheLeasesSlashThirtyInsideTheUlaRangeWithAPoolOfItsOwn) {
+  Lease a, b;
+  a.network = parse_ipv4_network("10.213.5.4/30")->address;
+  b.network = parse_ipv4_network("10.213.5.8/30")->address;
+  const auto la = ipv6_link_for(a), lb = ipv6_link_for(b);
+  EXPECT_EQ(la.host_addr, "fd00:6e62:7800::ad5:505");
+  EXPECT_EQ(la.agent_addr, "fd00:6e62:7800::ad5:506");
+  EXPECT_EQ(la.prefix, 126);
+  EXPECT_EQ(la.synthetic_pool, "2001:2:0:4141::/64");
+  EXPECT_NE(la.host_addr, lb.host_addr);
+  EXPECT_NE(la.synthetic_pool, lb.synthetic_pool);
+  const auto range = *policy::Cidr::parse(kIpv6LinkRange);
+  EXPECT_TRUE(range.contains(boost::asio::ip::make_address(lb.agent_addr)));
+  EXPECT_TRUE(policy::Cidr::parse("2001:2::/48")->contains(policy::Cidr::parse(lb.synthetic_pool)->base));
 }
 
 TEST(VethName, FitsInterfaceNamesAndIsUniquePerNetwork) {

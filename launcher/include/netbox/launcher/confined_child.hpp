@@ -25,6 +25,9 @@ struct ChildSpec {
   std::string host_addr;     // proxy address on the host side of the veth
   std::string agent_addr;
   int prefix = 30;
+  std::string host_addr6;    // IPv6 on the veth too (--network transparent); empty: none
+  std::string agent_addr6;
+  int prefix6 = 126;
   std::string agent_ifname = "eth0";
   std::vector<std::string> command;
   AgentUser user;

@@ -13,14 +13,20 @@ namespace netbox::launcher {
 // else is rejected at once (TCP reset / ICMP admin-prohibited), other UDP and QUIC
 // included. With `ports.capture`, every outgoing TCP connection leaves for the host side,
 // whose rules DNAT it to the proxy's capture listener (transparent capture).
-void install_agent_rules(const std::string& proxy_addr, const ProxyPorts& ports, bool dns = false);
+// `proxy_addr6` (IPv6 on the link; empty: none): with capture, IPv6 TCP leaves for the host
+// side too, and neighbour discovery with it; other IPv6 is rejected like IPv4.
+void install_agent_rules(const std::string& proxy_addr, const ProxyPorts& ports, bool dns = false,
+                         const std::string& proxy_addr6 = "");
 
 // On the host: table `inet netbox_<veth>` accepting from the veth only TCP to the proxy
 // address and ports (and with `dns` UDP and TCP port 53 on it), rejecting other input from
 // it and dropping its forwarding; with `ports.capture`, a prerouting chain DNATs every
 // other TCP connection from the veth to proxy_addr:capture.
+// With `proxy_addr6`, the twin for IPv6: only the capture port on it is accepted (after
+// the DNAT of every other IPv6 TCP connection to [proxy_addr6]:capture), and neighbour
+// discovery; every other service of the host on any IPv6 address stays closed.
 void install_host_rules(const std::string& veth, const std::string& proxy_addr, const ProxyPorts& ports,
-                        bool dns = false);
+                        bool dns = false, const std::string& proxy_addr6 = "");
 // Returns false when the table did not exist.
 bool remove_host_rules(const std::string& veth);
 std::string host_table_name(const std::string& veth);

@@ -31,6 +31,11 @@ struct AgentIdentity {
   // Set: the proxy serves the agent the DNS view of its policy on host_addr port 53,
   // answering allowed names from this pool of synthetic addresses.
   std::optional<policy::Cidr> dns_pool;
+  // With dns_pool: IPv6 on the link too, its two addresses and the synthetic IPv6 pool
+  // (AAAA answers). Empty: IPv4 only. Only the embedded proxy takes it.
+  std::string agent_addr6;
+  std::string host_addr6;
+  std::optional<policy::Cidr> dns_pool6;
   std::vector<proxy::CredentialSecret> credentials;  // the profile's secrets (credential_secrets.hpp)
 };
 

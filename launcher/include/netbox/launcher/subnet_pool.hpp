@@ -56,6 +56,20 @@ void release_lease(const Lease& lease);
 // an overlap: /30s 128 apart share a pool).
 Ipv4Network synthetic_pool_for(const Lease& lease, const Ipv4Network& range);
 
+// IPv6 on the veth (--network transparent with the embedded proxy): a /126 of
+// fd00:6e62:7800::/48 (kIpv6LinkRange) whose last 32 bits are the lease's IPv4 ones, so
+// two launches never share one while their /30 leases differ; host side ...::<.1>,
+// agent side ...::<.2>. The agent's synthetic IPv6 pool: the /64 of 2001:2::/48 (the IPv6
+// benchmarking range) numbered by the /30.
+inline constexpr const char* kIpv6LinkRange = "fd00:6e62:7800::/48";
+struct Ipv6Link {
+  std::string host_addr;
+  std::string agent_addr;
+  int prefix = 126;
+  std::string synthetic_pool;  // CIDR
+};
+Ipv6Link ipv6_link_for(const Lease& lease);
+
 // The kernel's start time of a process (field 22 of /proc/PID/stat); 0 if gone or a zombie
 // (a launcher that died unreaped holds nothing: its leases and cgroups are garbage).
 unsigned long long process_start_time(pid_t pid);

@@ -13,10 +13,14 @@ namespace netbox::launcher {
 // network namespace of process `peer_pid`.
 void create_veth_pair(const std::string& host_name, const std::string& peer_name, pid_t peer_pid);
 void add_ipv4_address(const std::string& ifname, const std::string& address, int prefix);
+// Without duplicate address detection (IFA_F_NODAD): the link is a fresh veth pair whose
+// other end netbox numbers itself, and a tentative address could not be used at once.
+void add_ipv6_address(const std::string& ifname, const std::string& address, int prefix);
 void set_link_up(const std::string& ifname);
 // A default route via `gateway` on `ifname`: transparent capture needs the kernel to route
 // a connection to any address before the nat output hook sends it to the proxy.
 void add_default_route(const std::string& ifname, const std::string& gateway);
+void add_ipv6_default_route(const std::string& ifname, const std::string& gateway);
 // Returns false when the link did not exist.
 bool delete_link(const std::string& ifname);
 bool link_exists(const std::string& ifname);

@@ -38,6 +38,16 @@ struct AgentAttachment {
   // for its captured connections (AttachedAgent::transparent) (issue 15). Needs `listen`.
   // Unset: neither.
   std::optional<policy::Cidr> dns_pool;
+  // IPv6 on the agent's link as well (needs dns_pool): its address there, the host side's
+  // (a second capture listener listens on it), both inside the proxy's launch_subnets, and
+  // the synthetic IPv6 pool AAAA answers come from (inside synthetic_range6). The agent's
+  // connections from either address are the same agent's.
+  struct Ipv6Link {
+    boost::asio::ip::address agent;
+    boost::asio::ip::address host;
+    policy::Cidr pool;
+  };
+  std::optional<Ipv6Link> ipv6;
   // The secrets of its profile's `credentials`, read by the launcher, one per credential
   // (a profile with credentials is refused without them); the agent holds the placeholders.
   std::vector<CredentialSecret> credentials;
@@ -57,6 +67,10 @@ struct AttachedAgent {
   // With a DNS view: where the agent's captured TCP connections go (its namespace DNATs
   // every outgoing TCP connection here), on the listener's address.
   std::optional<boost::asio::ip::tcp::endpoint> transparent;
+  // With AgentAttachment::ipv6: the agent's IPv6 address and its capture listener there
+  // (the same port as `transparent`).
+  std::optional<boost::asio::ip::address> addr6;
+  std::optional<boost::asio::ip::tcp::endpoint> transparent6;
 };
 
 // How the agent ended, for its agents row.

@@ -83,6 +83,8 @@ struct ProxyOptions {
   // the benchmarking range, never a real destination (an internal range to the policy).
   // Attached agents' pools never overlap, so an address names one agent's mapping at most.
   policy::Cidr synthetic_range = default_synthetic_range();
+  // The same for IPv6 pools (AgentAttachment::ipv6): the IPv6 benchmarking range.
+  policy::Cidr synthetic_range6 = default_synthetic_range6();
   // Agent connections open at once, in total and per client address (one agent). A
   // connection over either is answered 503 and closed at once (counted in
   // client_connections_refused). 0 derives them: the total from the descriptor limit
@@ -93,6 +95,7 @@ struct ProxyOptions {
   std::size_t max_client_connections_per_agent = 0;
 
   static policy::Cidr default_synthetic_range() { return {boost::asio::ip::make_address_v4("198.18.0.0"), 15}; }
+  static policy::Cidr default_synthetic_range6() { return {boost::asio::ip::make_address_v6("2001:2::"), 48}; }
   static policy::Cidr default_launch_subnet() { return {boost::asio::ip::make_address_v4("10.213.0.0"), 16}; }
   // Descriptors kept for what is not an agent connection: the audit database, the admin
   // endpoint, DNS, logs. Upstream dials never take the top ones (256, or a quarter of the
