@@ -33,6 +33,10 @@ void tls12_or_later(ssl::context& ctx) {
   ctx.set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 | ssl::context::no_sslv3 |
                   ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1 | ssl::context::no_compression);
   SSL_CTX_set_min_proto_version(ctx.native_handle(), TLS1_2_VERSION);
+  // No TLS 1.2 renegotiation either way: each costs the proxy a key exchange (an agent could
+  // ask for them in a loop), and no HTTP/1.1 exchange netbox carries needs one. OpenSSL 3
+  // already refuses a client's by default; this says so whatever the library's default.
+  SSL_CTX_set_options(ctx.native_handle(), SSL_OP_NO_RENEGOTIATION);
   // An idle connection (an agent's between requests, a pooled upstream one) then holds no
   // record buffers (about 34 KiB each): memory per idle inspected connection (docs/bench.md).
   SSL_CTX_set_mode(ctx.native_handle(), SSL_MODE_RELEASE_BUFFERS);

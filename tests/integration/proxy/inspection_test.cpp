@@ -13,9 +13,17 @@
 #include "netbox/policy/load.hpp"
 #include "netbox/tls/certificate_authority.hpp"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <nlohmann/json.hpp>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
 
 #include <fstream>
+#include <memory>
 
 namespace netbox::test {
 namespace {
@@ -146,6 +154,50 @@ TEST_F(InspectionTest, ALargeBodyCrossesTheTunnelWholeBothWaysAndTheConnectionGo
   int tunnels = 0;
   for (const auto& row : rows()) tunnels += row.kind == "connect";
   EXPECT_EQ(tunnels, 1) << "both requests went over one agent connection";
+}
+
+// Each TLS 1.2 renegotiation costs the proxy a key exchange and a signature; an agent
+// asking for them in a loop would spend the proxy's CPU for nothing. The proxy refuses
+// them (no_renegotiation), after the first request went through. (OpenSSL 3 refuses a
+// client's renegotiation by default too; this guards against that ever changing here.)
+TEST_F(InspectionTest, AnAgentCannotRenegotiateAnInspectedConnection) {
+  start_proxy(policy());
+  const std::string authority = "upstream.test:" + std::to_string(tls_upstream.port());
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  timeval tv{10, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(port);
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
+  const std::string connect = "CONNECT " + authority + " HTTP/1.1\r\nHost: " + authority + "\r\n\r\n";
+  ASSERT_EQ(::write(fd, connect.data(), connect.size()), static_cast<ssize_t>(connect.size()));
+  std::string head;
+  for (char c; head.find("\r\n\r\n") == std::string::npos && ::read(fd, &c, 1) == 1;) head += c;
+  ASSERT_EQ(head.rfind("HTTP/1.1 200", 0), 0u) << head;
+
+  std::unique_ptr<SSL_CTX, decltype(&SSL_CTX_free)> ctx(SSL_CTX_new(TLS_client_method()), SSL_CTX_free);
+  SSL_CTX_set_max_proto_version(ctx.get(), TLS1_2_VERSION);  // renegotiation is TLS 1.2's
+  std::unique_ptr<SSL, decltype(&SSL_free)> tls(SSL_new(ctx.get()), SSL_free);
+  SSL_set_fd(tls.get(), fd);
+  char server_name[] = "upstream.test";  // SSL_set_tlsext_host_name, without its C cast
+  SSL_ctrl(tls.get(), SSL_CTRL_SET_TLSEXT_HOSTNAME, TLSEXT_NAMETYPE_host_name, server_name);
+  ASSERT_EQ(SSL_connect(tls.get()), 1);
+  const std::string get = "GET /first HTTP/1.1\r\nHost: " + authority + "\r\n\r\n";
+  ASSERT_EQ(SSL_write(tls.get(), get.data(), static_cast<int>(get.size())), static_cast<int>(get.size()));
+  char buf[512];
+  const int n = SSL_read(tls.get(), buf, sizeof buf);
+  ASSERT_GT(n, 0);
+  EXPECT_EQ(std::string(buf, static_cast<std::size_t>(n)).rfind("HTTP/1.1 200", 0), 0u);
+
+  ERR_clear_error();
+  ASSERT_EQ(SSL_renegotiate(tls.get()), 1);
+  EXPECT_LE(SSL_do_handshake(tls.get()), 0) << "the proxy went through a renegotiation";
+  // Refused by the proxy, not timed out: the reason is the peer's no_renegotiation.
+  EXPECT_EQ(ERR_GET_REASON(ERR_peek_error()), SSL_R_NO_RENEGOTIATION);
+  ::close(fd);
 }
 
 TEST_F(InspectionTest, WithoutTheNetboxCaTheAgentRefusesTheLeaf) {
