@@ -205,7 +205,7 @@ AttachedAgent ProxyRuntime::attach_agent(const AgentAttachment& a) {
       attached.dns_view = true;
     }
     register_agent(a.addr, a.name, a.profile, a.credentials);  // checks the profile again, under the reload lock
-    if (a.ipv6) register_agent(a.ipv6->agent, a.name, a.profile, a.credentials);
+    if (a.ipv6) register_agent(a.ipv6->agent, a.name, a.profile, a.credentials, a.addr);
   } catch (...) {
     if (attached.dns_view) stop_dns_view(core, a.addr, attached.addr6);
     undo_listeners();
@@ -257,7 +257,8 @@ void ProxyRuntime::detach_agent(const AttachedAgent& agent, const AgentEnd& end)
 }
 
 void ProxyRuntime::register_agent(const boost::asio::ip::address& addr, std::string agent, std::string profile,
-                                  std::vector<CredentialSecret> credentials) {
+                                  std::vector<CredentialSecret> credentials,
+                                  const boost::asio::ip::address& counted_as) {
   // An unknown profile would be decided with the top level: refused, never widened. Under
   // the reload lock, so a reload cannot drop the profile between the check and the add.
   std::lock_guard lock(reload_mu);
@@ -271,7 +272,7 @@ void ProxyRuntime::register_agent(const boost::asio::ip::address& addr, std::str
   auto bound = bind_credentials(p, std::move(credentials));
   std::shared_ptr<const Tripwire> tripwire;
   if (!bound.empty()) tripwire = std::make_shared<const Tripwire>(*this, agent, std::move(bound));
-  agents.add(addr, AgentIdentity{std::move(agent), std::move(profile), std::move(tripwire)});
+  agents.add(addr, AgentIdentity{std::move(agent), std::move(profile), std::move(tripwire), canonical_address(counted_as)});
 }
 
 }  // namespace netbox::proxy

@@ -21,6 +21,13 @@ struct AgentIdentity {
   std::string profile;  // key of the policy's `agents`; empty: the top-level profile
   // Its credentials (credentials.hpp), fixed when it was attached; null: none.
   std::shared_ptr<const Tripwire> tripwire;
+  // The address its client connections are counted under (ClientSlots): an agent with an
+  // IPv6 address too is one agent with one bound, not two. Unspecified: its own address.
+  boost::asio::ip::address counted_as;
+  // The address to count a connection from `peer` under.
+  boost::asio::ip::address slot_address(const boost::asio::ip::address& peer) const {
+    return counted_as.is_unspecified() ? peer : counted_as;
+  }
 };
 
 // IPv4-mapped IPv6 peers (from a dual-stack listener) are keyed as plain IPv4.

@@ -89,8 +89,10 @@ struct ProxyRuntime {
   std::vector<boost::asio::ip::tcp::endpoint> local_endpoints() const;
   void event(std::string kind, std::string message, std::string detail = {});
   // Server's, for the control socket too (agent_attach.cpp).
+  // `counted_as`: AgentIdentity::counted_as (the agent's IPv4 address, for its IPv6 one).
   void register_agent(const boost::asio::ip::address& addr, std::string agent, std::string profile,
-                      std::vector<CredentialSecret> credentials = {});
+                      std::vector<CredentialSecret> credentials = {},
+                      const boost::asio::ip::address& counted_as = {});
   AttachedAgent attach_agent(const AgentAttachment& attachment);
   void detach_agent(const AttachedAgent& agent, const AgentEnd& end) noexcept;
 

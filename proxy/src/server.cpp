@@ -249,7 +249,7 @@ void ProxyRuntime::accept_loop(Worker& w, std::shared_ptr<tcp::acceptor> acc, Li
     if (!ec) {
       boost::system::error_code peer_ec;
       const auto peer = s.remote_endpoint(peer_ec);
-      auto slot = client_slots->acquire(peer.address());
+      auto slot = client_slots->acquire(agents.lookup(peer.address()).slot_address(peer.address()));
       if (!slot.slot) {
         counters.client_connections_refused.fetch_add(1);
         if (refused_log.note())

@@ -276,7 +276,8 @@ void TransparentListener::accept() {
     if (!ec) {
       boost::system::error_code peer_ec;
       const auto peer = s.remote_endpoint(peer_ec);
-      auto slot = self->rt_.client_slots->acquire(peer.address());
+      auto slot =
+          self->rt_.client_slots->acquire(self->rt_.agents.lookup(peer.address()).slot_address(peer.address()));
       if (peer_ec || !slot.slot) {
         self->rt_.counters.client_connections_refused.fetch_add(1);
         boost::system::error_code ignored;

@@ -18,7 +18,9 @@
 #include <chrono>
 #include <functional>
 #include <random>
+#include <string>
 #include <thread>
+#include <vector>
 
 namespace netbox::test {
 namespace {
@@ -331,6 +333,65 @@ TEST_F(DnsViewTest, APlaceholderAskedForByNameIsNxdomainAndAnExfiltrationAttempt
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_EQ(rows[0].rule, "credentials.openai");
   EXPECT_EQ(rows[0].decision, "deny");
+}
+
+// An agent with an IPv6 address too is one agent: its connections from either address
+// count against one per-agent bound (a hostile agent must not double it by mixing them).
+TEST_F(DnsViewTest, AnAgentsIpv6AddressSharesTheBoundOfItsConnections) {
+  configure = [](proxy::ProxyOptions& o) { o.max_client_connections_per_agent = 2; };
+  start_proxy(base_policy(kPolicy), {dns->server()});
+  proxy::AgentAttachment a;
+  a.addr = ip::make_address(kAgent);
+  a.name = "dual-agent";
+  a.listen = ip::tcp::endpoint(ip::make_address(kHost), 0);
+  a.dns_pool = policy::Cidr::parse("198.18.0.0/22");
+  a.ipv6 = proxy::AgentAttachment::Ipv6Link{ip::make_address("::1"), ip::make_address("::1"),
+                                            *policy::Cidr::parse("2001:2:0:7::/64")};
+  attached = server->attach_agent(a);
+  ASSERT_TRUE(attached->listener);
+  const auto v6 = server->add_listener({ip::make_address("::1"), 0}, proxy::ListenerKind::http);
+
+  // From ::1, one request: the first line of the answer.
+  auto ask_from_v6 = [&] {
+    const int fd = ::socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in6 to{};
+    to.sin6_family = AF_INET6;
+    to.sin6_port = htons(v6.port());
+    to.sin6_addr = in6addr_loopback;
+    std::string answer;
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to) == 0) {
+      const std::string req = "GET " + upstream_url("/") + " HTTP/1.1\r\nHost: upstream.test\r\nConnection: close\r\n\r\n";
+      if (::write(fd, req.data(), req.size()) == static_cast<ssize_t>(req.size())) {
+        char buf[256];
+        for (ssize_t n; answer.find("\r\n") == std::string::npos && (n = ::read(fd, buf, sizeof buf)) > 0;)
+          answer.append(buf, static_cast<std::size_t>(n));
+      }
+    }
+    ::close(fd);
+    return answer.substr(0, answer.find("\r\n"));
+  };
+  EXPECT_EQ(ask_from_v6(), "HTTP/1.1 200 OK") << "the IPv6 address is the agent's";
+
+  // Two idle connections from its IPv4 address take the whole bound...
+  std::vector<int> held;
+  for (int i = 0; i < 2; ++i) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    auto me = sin(kAgent, 0);
+    auto to = sin(kHost, attached->listener->port());
+    ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&me), sizeof me), 0);
+    ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to), 0);
+    held.push_back(fd);
+  }
+  // ...so one from its IPv6 address is refused (wait until the proxy holds both).
+  std::string refused;
+  for (int i = 0; i < 200 && (refused = ask_from_v6()) != "HTTP/1.1 503 Service Unavailable"; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(refused, "HTTP/1.1 503 Service Unavailable");
+  for (int fd : held) ::close(fd);
+  std::string again;
+  for (int i = 0; i < 200 && (again = ask_from_v6()) != "HTTP/1.1 200 OK"; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(again, "HTTP/1.1 200 OK") << "the bound is released with the connections";
 }
 
 }  // namespace

@@ -18,7 +18,7 @@ class AdmissionTest : public ::testing::Test {
  protected:
   void load(const std::string& rules, const std::string& agent = "coder") {
     policy_ = policy::parse_policy(R"({"version": 1, )" + rules + "}", "test.json");
-    admission_.bind(policy_, policy_.profile_for(agent), AgentIdentity{agent, {}, nullptr});
+    admission_.bind(policy_, policy_.profile_for(agent), AgentIdentity{agent, {}, nullptr, {}});
   }
   AdmissionResult decide(std::string_view h, std::uint16_t port) {
     auto r = admission_.begin(host(h), port);
