@@ -100,6 +100,12 @@ bool wait_for_port(unsigned short port, std::chrono::milliseconds timeout) {
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     a.sin_port = htons(port);
     bool ok = connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+    // A port from the ephemeral range nobody listens on yet can "connect" to itself (TCP
+    // simultaneous open, when the kernel picks that very port as the source): not ready.
+    sockaddr_in self{};
+    socklen_t len = sizeof self;
+    if (ok && getsockname(fd, reinterpret_cast<sockaddr*>(&self), &len) == 0 && self.sin_port == a.sin_port)
+      ok = false;
     close(fd);
     if (ok) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
