@@ -135,9 +135,15 @@ def main():
     if os.geteuid() != 0:
         sys.exit("capture_bench: run as root (netbox launch)")
     netbox = os.path.abspath(f"{a.build}/netbox")
-    client = os.path.abspath(f"{a.build}/tests/bench/bench_client")
     tmp = tempfile.mkdtemp(prefix="netbox-capture-bench-")
     os.chmod(tmp, 0o755)
+    # The agent's workdir: its own folder, whatever the caller's (not the audit's). The
+    # agent sees only it and the read-only host, without the host's /tmp (where a CI clone
+    # and its build may live): bench_client runs from a copy in it.
+    work = f"{tmp}/work"
+    os.mkdir(work, 0o755)
+    client = f"{work}/bench_client"
+    shutil.copy2(os.path.abspath(f"{a.build}/tests/bench/bench_client"), client)
     nginx = None
     try:
         make_certs(tmp)
@@ -176,9 +182,6 @@ def main():
         for load, path in order:
             agent += [f"echo start {load}:{path}", "sleep 0.2", client_argv(load, path, a), "sleep 0.2"]
         print(f"capture_bench: load average before: {loadavg()}", flush=True)
-        # The agent's workdir: its own folder, whatever the caller's (not the audit's).
-        work = f"{tmp}/work"
-        os.mkdir(work)
         # The launch's log and bench_client's complaints are shown only if it fails.
         log = open(f"{tmp}/launch.log", "w+")
         launch = subprocess.Popen([netbox, "launch", "-q", "--policy", policy, "--audit-db", f"{tmp}/audit.db",
