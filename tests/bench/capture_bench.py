@@ -38,8 +38,8 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench import SMALL_BODY, free_port, wait_port  # noqa: E402
-from inspect_bench import make_certs  # noqa: E402
+from bench import free_port, wait_port  # noqa: E402
+from inspect_bench import make_certs, nginx_upstream  # noqa: E402
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 NAME = "plain.test"  # in the test leaf's names (inspect_bench.make_certs)
@@ -82,36 +82,6 @@ def client_argv(load, path, a):
     return f"$client https {via}--target {target} --name {NAME} {n} --seconds {a.seconds}{per}"
 
 
-def write_upstream(tmp, http_port, tls_port):
-    www = f"{tmp}/www"
-    os.makedirs(www)
-    with open(f"{www}/small", "wb") as f:
-        f.write(SMALL_BODY)
-    conf = f"{tmp}/nginx.conf"
-    with open(conf, "w") as f:
-        f.write(f"""daemon off;
-worker_processes 1;
-pid {tmp}/nginx.pid;
-error_log {tmp}/nginx-error.log warn;
-events {{ worker_connections 4096; }}
-http {{
-  access_log off;
-  keepalive_requests 100000000;
-  keepalive_timeout 600s;
-  client_body_temp_path {tmp}/b; proxy_temp_path {tmp}/p; fastcgi_temp_path {tmp}/f;
-  uwsgi_temp_path {tmp}/u; scgi_temp_path {tmp}/s;
-  server {{ listen 127.0.0.1:{http_port} backlog=4096; root {www}; }}
-  server {{
-    listen 127.0.0.1:{tls_port} ssl backlog=4096;
-    ssl_certificate {tmp}/up.pem;
-    ssl_certificate_key {tmp}/up.key;
-    root {www};
-  }}
-}}
-""")
-    return conf
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--build", default="build", help="build directory (netbox, tests/bench/bench_client)")
@@ -148,7 +118,7 @@ def main():
     try:
         make_certs(tmp)
         http_port, tls_port = free_port(), free_port()
-        nginx = subprocess.Popen(["nginx", "-c", write_upstream(tmp, http_port, tls_port), "-p", tmp],
+        nginx = subprocess.Popen(["nginx", "-c", nginx_upstream(tmp, http_port, tls_port), "-p", tmp],
                                  stderr=subprocess.DEVNULL)
         wait_port(http_port, nginx, "nginx upstream")
         wait_port(tls_port, nginx, "nginx TLS upstream")

@@ -44,11 +44,24 @@ def make_certs(tmp):
        "-CAcreateserial", "-days", "2", "-extfile", f"{tmp}/up.ext", "-out", f"{tmp}/up.pem")
 
 
-def start_upstream(tmp, port):
+def nginx_upstream(tmp, http_port=None, tls_port=None):
+    """An nginx config serving SMALL_BODY at /small on 127.0.0.1: plain HTTP on http_port
+    and TLS (make_certs's up.pem) on tls_port, whichever are given. Returns its path."""
     www = f"{tmp}/www"
     os.makedirs(www, exist_ok=True)
     with open(f"{www}/small", "wb") as f:
         f.write(SMALL_BODY)
+    servers = ""
+    if http_port:
+        servers += f"  server {{ listen 127.0.0.1:{http_port} backlog=4096; root {www}; }}\n"
+    if tls_port:
+        servers += f"""  server {{
+    listen 127.0.0.1:{tls_port} ssl backlog=4096;
+    ssl_certificate {tmp}/up.pem;
+    ssl_certificate_key {tmp}/up.key;
+    root {www};
+  }}
+"""
     conf = f"{tmp}/nginx.conf"
     with open(conf, "w") as f:
         f.write(f"""daemon off;
@@ -62,15 +75,13 @@ http {{
   keepalive_timeout 600s;
   client_body_temp_path {tmp}/b; proxy_temp_path {tmp}/p; fastcgi_temp_path {tmp}/f;
   uwsgi_temp_path {tmp}/u; scgi_temp_path {tmp}/s;
-  server {{
-    listen 127.0.0.1:{port} ssl backlog=4096;
-    ssl_certificate {tmp}/up.pem;
-    ssl_certificate_key {tmp}/up.key;
-    root {www};
-  }}
-}}
+{servers}}}
 """)
-    p = subprocess.Popen(["nginx", "-c", conf, "-p", tmp], stderr=subprocess.DEVNULL)
+    return conf
+
+
+def start_upstream(tmp, port):
+    p = subprocess.Popen(["nginx", "-c", nginx_upstream(tmp, tls_port=port), "-p", tmp], stderr=subprocess.DEVNULL)
     wait_port(port, p, "nginx TLS upstream")
     return p
 
