@@ -147,12 +147,23 @@ class DnsViewTest : public ProxyTest {
   }
   void start(const std::string& extra) {
     start_proxy(base_policy(extra), {dns->server()});
+    attached = server->attach_agent(agent("dns-agent", "198.18.0.0/15"));
+  }
+  // The agent at kAgent, its listener on kHost, its DNS view serving `pool`.
+  static proxy::AgentAttachment agent(const std::string& name, const char* pool) {
     proxy::AgentAttachment a;
     a.addr = ip::make_address(kAgent);
-    a.name = "dns-agent";
+    a.name = name;
     a.listen = ip::tcp::endpoint(ip::make_address(kHost), 0);
-    a.dns_pool = policy::Cidr::parse("198.18.0.0/15");
-    attached = server->attach_agent(a);
+    a.dns_pool = policy::Cidr::parse(pool);
+    return a;
+  }
+  // The same with an IPv6 address too (::1, the host side ::1) and an IPv6 pool.
+  static proxy::AgentAttachment dual_stack_agent(const std::string& name) {
+    auto a = agent(name, "198.18.0.0/22");
+    a.ipv6 = proxy::AgentAttachment::Ipv6Link{ip::make_address("::1"), ip::make_address("::1"),
+                                              *policy::Cidr::parse("2001:2:0:7::/64")};
+    return a;
   }
   std::vector<AuditRow> dns_rows() {
     std::vector<AuditRow> out;
@@ -244,14 +255,7 @@ TEST_F(DnsViewTest, TunnellingThroughQueryNamesLeavesNothingAndBoundedRows) {
 // synthetic range, never overlapping another agent's.
 TEST_F(DnsViewTest, WithAnIpv6PoolAaaaIsAnsweredFromItAndBadIpv6PoolsAreRefused) {
   start_proxy(base_policy(kPolicy), {dns->server()});
-  proxy::AgentAttachment a;
-  a.addr = ip::make_address(kAgent);
-  a.name = "dns-agent";
-  a.listen = ip::tcp::endpoint(ip::make_address(kHost), 0);
-  a.dns_pool = policy::Cidr::parse("198.18.0.0/22");
-  a.ipv6 = proxy::AgentAttachment::Ipv6Link{ip::make_address("::1"), ip::make_address("::1"),
-                                            *policy::Cidr::parse("2001:2:0:7::/64")};
-  attached = server->attach_agent(a);
+  attached = server->attach_agent(dual_stack_agent("dns-agent"));
   ASSERT_TRUE(attached->transparent6);
   EXPECT_TRUE(attached->transparent6->address().is_v6());
 
@@ -311,11 +315,7 @@ TEST_F(DnsViewTest, APlaceholderAskedForByNameIsNxdomainAndAnExfiltrationAttempt
     "credentials": [{"name": "openai", "hosts": ["upstream.test"], "header": "Authorization",
                      "format": "Bearer {secret}", "secret_env": "OPENAI_API_KEY"}])"),
               {dns->server()});
-  proxy::AgentAttachment a;
-  a.addr = ip::make_address(kAgent);
-  a.name = "dns-agent";
-  a.listen = ip::tcp::endpoint(ip::make_address(kHost), 0);
-  a.dns_pool = policy::Cidr::parse("198.18.0.0/15");
+  auto a = agent("dns-agent", "198.18.0.0/15");
   a.credentials.push_back({"openai", "nbx-openai-00112233445566778899aabbccddeeff", proxy::Secret("sk-dns")});
   attached = server->attach_agent(a);
 
@@ -340,14 +340,7 @@ TEST_F(DnsViewTest, APlaceholderAskedForByNameIsNxdomainAndAnExfiltrationAttempt
 TEST_F(DnsViewTest, AnAgentsIpv6AddressSharesTheBoundOfItsConnections) {
   configure = [](proxy::ProxyOptions& o) { o.max_client_connections_per_agent = 2; };
   start_proxy(base_policy(kPolicy), {dns->server()});
-  proxy::AgentAttachment a;
-  a.addr = ip::make_address(kAgent);
-  a.name = "dual-agent";
-  a.listen = ip::tcp::endpoint(ip::make_address(kHost), 0);
-  a.dns_pool = policy::Cidr::parse("198.18.0.0/22");
-  a.ipv6 = proxy::AgentAttachment::Ipv6Link{ip::make_address("::1"), ip::make_address("::1"),
-                                            *policy::Cidr::parse("2001:2:0:7::/64")};
-  attached = server->attach_agent(a);
+  attached = server->attach_agent(dual_stack_agent("dual-agent"));
   ASSERT_TRUE(attached->listener);
   const auto v6 = server->add_listener({ip::make_address("::1"), 0}, proxy::ListenerKind::http);
 
