@@ -19,16 +19,10 @@ TEST_F(ProxyTest, RequestsAreRefusedWith503WhileTheAuditStoreCannotWrite) {
   server->audit().flush();
 
   // Another process holds the write lock: the writer's commits fail after its busy timeout.
-  sqlite3* locker = nullptr;
-  ASSERT_EQ(sqlite3_open(db_path.c_str(), &locker), SQLITE_OK);
-  ASSERT_EQ(sqlite3_exec(locker, "BEGIN EXCLUSIVE", nullptr, nullptr, nullptr), SQLITE_OK);
+  StoreWriteLock lock(db_path);
+  ASSERT_TRUE(lock.held());
   EXPECT_EQ(proxy_get(port, upstream_url("/during-lock")).status, 200);  // accepted into the queue
-  bool unhealthy = false;
-  for (int i = 0; i < 600 && !unhealthy; ++i) {
-    unhealthy = !server->counters().audit_healthy;
-    if (!unhealthy) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  ASSERT_TRUE(unhealthy) << "the audit writer never reported the lock";
+  ASSERT_TRUE(audit_turns_unhealthy()) << "the audit writer never reported the lock";
   const auto before = upstream.requests();
   auto refused = proxy_get(port, upstream_url("/refused"));
   EXPECT_EQ(refused.status, 503);
@@ -36,8 +30,7 @@ TEST_F(ProxyTest, RequestsAreRefusedWith503WhileTheAuditStoreCannotWrite) {
   EXPECT_NE(refused.body.find("audit"), std::string::npos) << refused.body;
   EXPECT_EQ(upstream.requests(), before) << "a request that cannot be audited must not be forwarded";
 
-  sqlite3_exec(locker, "ROLLBACK", nullptr, nullptr, nullptr);
-  sqlite3_close(locker);
+  lock.release();
   bool recovered = false;
   for (int i = 0; i < 600 && !recovered; ++i) {
     recovered = proxy_get(port, upstream_url("/after")).status == 200;

@@ -21,6 +21,29 @@ std::string text(sqlite3_stmt* s, int i) {
 
 void ProxyTest::TearDown() { stop_proxy(); }
 
+StoreWriteLock::StoreWriteLock(const std::filesystem::path& db) {
+  if (sqlite3_open(db.c_str(), &db_) != SQLITE_OK ||
+      sqlite3_exec(db_, "BEGIN EXCLUSIVE", nullptr, nullptr, nullptr) != SQLITE_OK) {
+    sqlite3_close(db_);
+    db_ = nullptr;
+  }
+}
+
+void StoreWriteLock::release() {
+  if (!db_) return;
+  sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+  sqlite3_close(db_);
+  db_ = nullptr;
+}
+
+bool ProxyTest::audit_turns_unhealthy() {
+  for (int i = 0; i < 600; ++i) {
+    if (!server->counters().audit_healthy) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
 void ProxyTest::stop_proxy() {
   if (server) {
     server->stop();

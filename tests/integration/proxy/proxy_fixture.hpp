@@ -8,13 +8,31 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+struct sqlite3;  // <sqlite3.h>
+
 namespace netbox::test {
+
+// The write lock of an SQLite store (BEGIN EXCLUSIVE), held as another process would hold
+// it until release() or destruction: the audit writer's commits then fail.
+class StoreWriteLock {
+ public:
+  explicit StoreWriteLock(const std::filesystem::path& db);
+  ~StoreWriteLock() { release(); }
+  StoreWriteLock(const StoreWriteLock&) = delete;
+  StoreWriteLock& operator=(const StoreWriteLock&) = delete;
+  bool held() const { return db_ != nullptr; }
+  void release();
+
+ private:
+  sqlite3* db_ = nullptr;
+};
 
 struct AuditRow {
   std::string agent, client_addr, kind, method, host, path, resolved_addr, decision, rule, reason, error;
@@ -45,6 +63,8 @@ class ProxyTest : public ::testing::Test {
   std::vector<EventRow> events();
   AuditRow last_row();
   void stop_proxy();
+  // Waits (bounded) until the audit writer reports itself unhealthy; false if it never does.
+  bool audit_turns_unhealthy();
 
   // Applied to the options start_proxy builds, before the server is made.
   std::function<void(proxy::ProxyOptions&)> configure;

@@ -250,24 +250,17 @@ TEST_F(SocksTest, NothingIsConnectedWhileTheAuditStoreCannotWrite) {
   start();
   server->audit().flush();
   // Another process holds the write lock: the writer's commits fail after its busy timeout.
-  sqlite3* locker = nullptr;
-  ASSERT_EQ(sqlite3_open(db_path.c_str(), &locker), SQLITE_OK);
-  ASSERT_EQ(sqlite3_exec(locker, "BEGIN EXCLUSIVE", nullptr, nullptr, nullptr), SQLITE_OK);
+  StoreWriteLock lock(db_path);
+  ASSERT_TRUE(lock.held());
   EXPECT_EQ(proxy_get(port, upstream_url("/during-lock")).status, 200);  // accepted into the queue
-  bool unhealthy = false;
-  for (int i = 0; i < 600 && !unhealthy; ++i) {
-    unhealthy = !server->counters().audit_healthy;
-    if (!unhealthy) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  ASSERT_TRUE(unhealthy) << "the audit writer never reported the lock";
+  ASSERT_TRUE(audit_turns_unhealthy()) << "the audit writer never reported the lock";
   {
     ProxyConnection c(socks_port);
     EXPECT_EQ(handshake(c, connect_name("upstream.test", upstream.port()))[1], 0x01)
         << "a connection that cannot be audited is never made";
     EXPECT_TRUE(c.closed_within(std::chrono::seconds(10)));
   }
-  sqlite3_exec(locker, "ROLLBACK", nullptr, nullptr, nullptr);
-  sqlite3_close(locker);
+  lock.release();
 }
 
 }  // namespace
