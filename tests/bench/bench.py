@@ -30,6 +30,22 @@ def log(msg):
     print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", flush=True)
 
 
+def squid_common(d):
+    """squid.conf lines every squid of the benchmarks shares: its files in `d`, no cache,
+    no pinger, a quick shutdown."""
+    return f"""pid_filename {d}/squid.pid
+cache_log {d}/cache.log
+access_log stdio:{d}/access.log
+coredump_dir {d}
+cache deny all
+cache_mem 0 MB
+cache_effective_user proxy
+pinger_enable off
+netdb_filename none
+shutdown_lifetime 1 seconds
+"""
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -225,17 +241,7 @@ http {{
         shutil.chown(d, "proxy", "proxy")
         conf = self.write(f"{name}.conf", f"""
 http_port 127.0.0.1:{port}
-pid_filename {d}/squid.pid
-cache_log {d}/cache.log
-access_log stdio:{d}/access.log
-coredump_dir {d}
-cache deny all
-cache_mem 0 MB
-cache_effective_user proxy
-max_filedescriptors {self.nofile}
-pinger_enable off
-netdb_filename none
-shutdown_lifetime 1 seconds
+{squid_common(d)}max_filedescriptors {self.nofile}
 acl bench_dst dst 127.0.0.1/32
 acl bench_port port {self.up}
 http_access deny !bench_port

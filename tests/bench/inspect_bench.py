@@ -25,7 +25,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench import SMALL_BODY, cpu_seconds, free_port, rss_kib, wait_port  # noqa: E402
+from bench import SMALL_BODY, cpu_seconds, free_port, rss_kib, squid_common, wait_port  # noqa: E402
 
 
 def sh(*argv, **kw):
@@ -122,17 +122,7 @@ sslproxy_cert_error deny all
 acl step1 at_step SslBump1
 ssl_bump peek step1
 ssl_bump bump all
-pid_filename {d}/squid.pid
-cache_log {d}/cache.log
-access_log stdio:{d}/access.log
-coredump_dir {d}
-cache deny all
-cache_mem 0 MB
-cache_effective_user proxy
-pinger_enable off
-netdb_filename none
-shutdown_lifetime 1 seconds
-hosts_file {tmp}/hosts
+{squid_common(d)}hosts_file {tmp}/hosts
 acl bench_port port {up_port}
 http_access deny !bench_port
 http_access allow all
