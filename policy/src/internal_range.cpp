@@ -75,6 +75,8 @@ std::string v6_range(const boost::asio::ip::address_v6& a) {
   if (v6_prefix(b, {0xfec0}, 10)) return "site-local, deprecated";
   if (v6_prefix(b, {0xff00}, 8)) return "multicast";
   if (v6_prefix(b, {0x0100, 0, 0, 0}, 64)) return "discard-only, RFC 6666";
+  // Like 198.18.0.0/15: never a real destination, and the DNS views' synthetic IPv6 pools.
+  if (v6_prefix(b, {0x2001, 0x0002, 0}, 48)) return "benchmarking, 2001:2::/48";
   return {};
 }
 

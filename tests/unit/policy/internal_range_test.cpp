@@ -42,6 +42,9 @@ TEST(InternalRange, IPv6Ranges) {
   EXPECT_EQ(range("::"), "unspecified address ::");
   EXPECT_EQ(range("fc00::1"), "unique local, fc00::/7");
   EXPECT_EQ(range("fdff:ffff::1"), "unique local, fc00::/7");
+  EXPECT_EQ(range("2001:2::5"), "benchmarking, 2001:2::/48");
+  EXPECT_EQ(range("2001:2:0:ffff:ffff::1"), "benchmarking, 2001:2::/48");
+  EXPECT_EQ(range("2001:3::1"), "") << "the border is public";
   EXPECT_EQ(range("fe80::1"), "link-local");
   EXPECT_EQ(range("febf::1"), "link-local");
   EXPECT_EQ(range("ff02::1"), "multicast");
