@@ -108,6 +108,7 @@ proxy::ProxyOptions to_options(const ProxyArgs& a, const FlagTable& flags) {
     if (!c) throw UsageError(flags.source("--subnet") + " " + s + ": expected a network such as 10.213.0.0/16");
     o.launch_subnets.push_back(*c);
   }
+  if (!a.subnets.empty()) o.launch_subnets.push_back(proxy::ProxyOptions::default_ipv6_link_range());
   o.max_client_connections = a.max_client_connections;
   o.max_client_connections_per_agent = a.max_client_connections_per_agent;
   o.log_format = a.log_format == "json" ? proxy::LogFormat::json : proxy::LogFormat::text;

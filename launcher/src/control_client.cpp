@@ -34,6 +34,7 @@ class ControlClient final : public ProxyLink {
     req.listen = agent.host_addr + ":3128";
     req.socks_listen = agent.host_addr + ":0";  // any free port: ALL_PROXY names it
     if (agent.dns_pool) req.dns_pool = agent.dns_pool->to_string();
+    if (agent.dns_pool6) req.ipv6 = proxy::control::Register::Ipv6{agent.agent_addr6, agent.host_addr6, agent.dns_pool6->to_string()};
     // Without --policy the proxy records the digest of the policy it runs (an empty one).
     req.launch = proxy::AgentLaunch{agent.pid, agent.command_line, agent.agent_addr, agent.policy_digest, agent.sandbox};
     req.credentials = agent.credentials;
@@ -54,6 +55,12 @@ class ControlClient final : public ProxyLink {
           throw LaunchError(kExitLauncherFailure, "the proxy at " + path_.string() +
                                                       " serves no DNS view (an older netbox?); use --network proxy-vars");
         capture_ = proxy::parse_endpoint(reply.capture, proxy::PortZero::refused).port();
+        // The agent's IPv6 connections are DNATed to the same port on the host's IPv6
+        // address: a proxy that took no IPv6 link would leave them refused, unexplained.
+        if (agent.dns_pool6 && (reply.capture6.empty() ||
+                                proxy::parse_endpoint(reply.capture6, proxy::PortZero::refused).port() != capture_))
+          throw LaunchError(kExitLauncherFailure, "the proxy at " + path_.string() +
+                                                      " took no IPv6 link for the agent (an older netbox?); use --network proxy-vars");
       }
       return ports;
     } catch (const std::invalid_argument& e) {

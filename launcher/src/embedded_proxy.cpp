@@ -61,12 +61,11 @@ class EmbeddedProxy final : public ProxyLink {
       options.log_requests = log_.quiet          ? proxy::LogRequests::none
                              : log_.all_requests ? proxy::LogRequests::all
                                                  : proxy::LogRequests::refusals;
-      // This launch's pool, and the default one other launches use: neither is a
-      // destination (another launch's embedded proxy listens there).
+      // This launch's pool, and the default ones other launches use (every launch's IPv6
+      // link addresses among them): none is a destination (another launch's embedded
+      // proxy listens there).
       if (!(subnet_.base == options.launch_subnets.front().base && subnet_.prefix == options.launch_subnets.front().prefix))
         options.launch_subnets.push_back(subnet_);
-      // Every launch's IPv6 link addresses too: the host sides of other agents' veths.
-      options.launch_subnets.push_back(*policy::Cidr::parse(kIpv6LinkRange));
       server_ = std::make_unique<proxy::Server>(std::move(options));
       server_->start();
     } catch (const tls::CaError& e) {

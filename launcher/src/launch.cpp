@@ -354,10 +354,8 @@ int launch(const LaunchOptions& flags) {
   spec.mounts = mounts;
   spec.mounts.trust = std::move(trust);
   spec.dns_view = dns_view;
-  // IPv6 inside the namespace needs the proxy to take the agent's IPv6 pool: the embedded
-  // one does; with a running proxy the link stays IPv4 (AAAA: no records).
-  const std::optional<Ipv6Link> link6 =
-      dns_view && !o.proxy_control ? std::optional(ipv6_link_for(lease)) : std::nullopt;
+  // IPv6 inside the namespace comes with the DNS view (its AAAA answers and capture).
+  const std::optional<Ipv6Link> link6 = dns_view ? std::optional(ipv6_link_for(lease)) : std::nullopt;
   if (link6) {
     spec.host_addr6 = link6->host_addr;
     spec.agent_addr6 = link6->agent_addr;

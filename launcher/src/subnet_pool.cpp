@@ -147,8 +147,10 @@ Ipv6Link ipv6_link_for(const Lease& lease) {
     std::snprintf(buf, sizeof buf, "fd00:6e62:7800::%x:%x", v4 >> 16, v4 & 0xffff);
     return std::string(buf);
   };
+  // All 30 bits of the /30's number, so no two leases share a pool under a shared proxy.
+  const std::uint32_t index = lease.network >> 2;
   char pool[64];
-  std::snprintf(pool, sizeof pool, "2001:2:0:%x::/64", (lease.network >> 2) & 0xffff);
+  std::snprintf(pool, sizeof pool, "2001:2:0:%x:%x::/80", index >> 16, index & 0xffff);
   return {v6(lease.network + 1), v6(lease.network + 2), 126, pool};
 }
 

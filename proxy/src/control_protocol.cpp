@@ -64,6 +64,11 @@ std::vector<CredentialSecret> credentials_from(const json& list) {
   return out;
 }
 
+Register::Ipv6 ipv6_from(const json& v) {
+  if (!v.is_object()) throw ProtocolError(std::string("\"ipv6\" must be an object, not ") + type_name(v));
+  return {text(v, "agent", true), text(v, "host", true), text(v, "pool", true)};
+}
+
 AgentLaunch launch_from(const json& l) {
   if (!l.is_object()) throw ProtocolError(std::string("\"launch\" must be an object, not ") + type_name(l));
   AgentLaunch r;
@@ -95,6 +100,7 @@ struct RequestWriter {
     if (!r.listen.empty()) j["listen"] = r.listen;
     if (!r.socks_listen.empty()) j["socks_listen"] = r.socks_listen;
     if (!r.dns_pool.empty()) j["dns_pool"] = r.dns_pool;
+    if (r.ipv6) j["ipv6"] = {{"agent", r.ipv6->agent}, {"host", r.ipv6->host}, {"pool", r.ipv6->pool}};
     if (r.launch) {
       json l = {{"pid", r.launch->pid}, {"command_line", r.launch->command_line}};
       if (!r.launch->address.empty()) l["address"] = r.launch->address;
@@ -135,6 +141,7 @@ void from_json(const json& j, Request& request) {
     r.listen = text(j, "listen");
     r.socks_listen = text(j, "socks_listen");
     r.dns_pool = text(j, "dns_pool");
+    if (const auto it = j.find("ipv6"); it != j.end() && !it->is_null()) r.ipv6 = ipv6_from(*it);
     if (const auto it = j.find("launch"); it != j.end() && !it->is_null()) r.launch = launch_from(*it);
     if (const auto it = j.find("credentials"); it != j.end() && !it->is_null()) r.credentials = credentials_from(*it);
     request = std::move(r);
@@ -156,6 +163,7 @@ void to_json(json& j, const Reply& reply) {
   if (!reply.socks_listen.empty()) j["socks_listen"] = reply.socks_listen;
   if (!reply.dns.empty()) j["dns"] = reply.dns;
   if (!reply.capture.empty()) j["capture"] = reply.capture;
+  if (!reply.capture6.empty()) j["capture6"] = reply.capture6;
   if (!reply.policy_file.empty()) j["policy_file"] = reply.policy_file;
   if (!reply.audit_db.empty()) j["audit_db"] = reply.audit_db;
   if (!reply.ca_pem.empty()) j["ca_pem"] = reply.ca_pem;
@@ -173,6 +181,7 @@ void from_json(const json& j, Reply& reply) {
   reply.socks_listen = text(j, "socks_listen");
   reply.dns = text(j, "dns");
   reply.capture = text(j, "capture");
+  reply.capture6 = text(j, "capture6");
   reply.policy_file = text(j, "policy_file");
   reply.audit_db = text(j, "audit_db");
   reply.ca_pem = text(j, "ca_pem");

@@ -109,6 +109,20 @@ class ControlSession : public std::enable_shared_from_this<ControlSession> {
       if (!a.dns_pool)
         return control::Reply::refused("\"dns_pool\" is not a network such as 198.18.4.0/22: \"" + r.dns_pool + "\"");
     }
+    if (r.ipv6) {
+      boost::system::error_code agent_ec, host_ec;
+      const auto agent6 = asio::ip::make_address(r.ipv6->agent, agent_ec);
+      const auto host6 = asio::ip::make_address(r.ipv6->host, host_ec);
+      const auto pool6 = policy::Cidr::parse(r.ipv6->pool);
+      if (agent_ec || !agent6.is_v6())
+        return control::Reply::refused("\"ipv6\" \"agent\" is not an IPv6 address: \"" + r.ipv6->agent + "\"");
+      if (host_ec || !host6.is_v6())
+        return control::Reply::refused("\"ipv6\" \"host\" is not an IPv6 address: \"" + r.ipv6->host + "\"");
+      if (!pool6 || !pool6->base.is_v6())
+        return control::Reply::refused("\"ipv6\" \"pool\" is not an IPv6 network such as 2001:2:0:1::/64: \"" +
+                                       r.ipv6->pool + "\"");
+      a.ipv6 = AgentAttachment::Ipv6Link{agent6, host6, *pool6};
+    }
     a.launch = r.launch;
     // Registering an address again replaces its earlier registration; a listener that
     // one added and this one names again is kept, not closed and bound again.
@@ -137,6 +151,7 @@ class ControlSession : public std::enable_shared_from_this<ControlSession> {
       if (got.transparent) {
         reply.dns = endpoint_text({got.listener->address(), 53});
         reply.capture = endpoint_text(*got.transparent);
+        if (got.transparent6) reply.capture6 = endpoint_text(*got.transparent6);
       }
       attached_[a.addr] = std::move(got);
       return reply;

@@ -15,6 +15,7 @@
 
 #include <cerrno>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include <gmock/gmock.h>
@@ -111,9 +112,9 @@ def udp():
 attempt("udp6", udp)
 )PY";
 
-TEST(LaunchIpv6, AllowedNamesAnswerAaaaAndIpv6ConnectionsAreCapturedAndDecided) {
-  NETBOX_REQUIRE_ROOT();
-  const auto subnet = test_subnet(70);
+// The agent above, through the launch's embedded proxy or a running shared one (which
+// takes the agent's IPv6 link over its control socket), and what each recorded.
+void expect_ipv6_captured_and_decided(const Subnet& subnet, bool shared) {
   test::TempDir dir;
   Background upstream({kPython, "-c", kUpstreamOnIpv6Loopback}, dir.path(), "upstream");
   std::uint16_t port = 0;
@@ -123,16 +124,25 @@ TEST(LaunchIpv6, AllowedNamesAnswerAaaaAndIpv6ConnectionsAreCapturedAndDecided) 
   })) << upstream.err();
   HostIpv6Listener host_service;
   auto policy = dir.write("policy.json", ipv6_policy(port, host_service.port()));
-  const auto db = dir.path() / "a.db";
+  auto db = dir.path() / "a.db";
+  HostDir host;
+  std::optional<SharedProxy> proxy;
+  std::vector<std::string> args{"--policy", policy.string(), "--audit-db", db.string()};
+  if (shared) {
+    proxy.emplace(host, policy);
+    ASSERT_TRUE(proxy->ready()) << proxy->err();
+    args = {"--proxy-control", proxy->socket().string(), "--name", "ipv6-shared"};
+  }
   const std::string p = std::to_string(port);
   const std::string curl = std::string(kCurl) + " -sS -6 --noproxy '*' ";
-  auto r = launch(subnet, {"--policy", policy.string(), "--audit-db", db.string(), "--", kSh, "-c",
+  args.insert(args.end(), {"--", kSh, "-c",
                            "getent ahosts allowed.test; echo ahosts=$?; getent ahosts denied.test; echo denied=$?; " +
                                curl + "http://allowed.test:" + p + "/; echo curl=$?; " + curl +
                                "-o /dev/null -w 'unmapped=%{http_code}\\n' 'http://[2001:2::5]:" + p + "/'; " + curl +
                                "-o /dev/null -w 'ula=%{http_code}\\n' 'http://[fd00::1]/'; " + kPython + " -c \"$1\" " +
                                std::to_string(host_service.port()),
                            "sh", kAgentScript});
+  auto r = launch(subnet, args);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("ahosts=0"));
   EXPECT_THAT(r.out, HasSubstr("2001:2:")) << "an AAAA answer from the synthetic IPv6 pool";
@@ -145,6 +155,10 @@ TEST(LaunchIpv6, AllowedNamesAnswerAaaaAndIpv6ConnectionsAreCapturedAndDecided) 
   EXPECT_THAT(r.out, Not(HasSubstr("timeout")));
   EXPECT_THAT(r.out, HasSubstr("udp6 E")) << "UDP over IPv6 refused at once";
   EXPECT_FALSE(host_service.reached()) << "the host's IPv6 service was reached from the agent";
+  if (shared) {
+    EXPECT_EQ(proxy->stop(), 0) << proxy->err();
+    db = proxy->store();
+  }
 
   std::string host6;
   {
@@ -165,7 +179,22 @@ TEST(LaunchIpv6, AllowedNamesAnswerAaaaAndIpv6ConnectionsAreCapturedAndDecided) 
   EXPECT_TRUE(has({"transparent", "2001:2::5", p, "deny"})) << r.err;
   EXPECT_TRUE(has({"transparent", "fd00::1", "80", "deny"})) << r.err;
   EXPECT_TRUE(has({"transparent", host6, std::to_string(host_service.port()), "deny"})) << r.err;
+  if (shared) {
+    // Both of the agent's addresses are the one agent the launcher registered.
+    const auto agents = test::query(db, "SELECT DISTINCT agent FROM requests");
+    EXPECT_EQ(agents, (std::vector<std::vector<std::string>>{{"ipv6-shared"}}));
+  }
   expect_nothing_left(subnet);
+}
+
+TEST(LaunchIpv6, AllowedNamesAnswerAaaaAndIpv6ConnectionsAreCapturedAndDecided) {
+  NETBOX_REQUIRE_ROOT();
+  expect_ipv6_captured_and_decided(test_subnet(70), false);
+}
+
+TEST(LaunchIpv6, ASharedProxyTakesTheAgentsIpv6LinkOverItsControlSocket) {
+  NETBOX_REQUIRE_ROOT();
+  expect_ipv6_captured_and_decided(test_subnet(72), true);
 }
 
 // With only the proxy variables the link stays IPv4: IPv6 fails at once, never by timeout.

@@ -205,6 +205,30 @@ int Background::wait() {
 std::string Background::out() const { return slurp(out_); }
 std::string Background::err() const { return slurp(err_); }
 
+namespace {
+std::vector<std::string> shared_proxy_argv(const fs::path& policy, const fs::path& socket, const fs::path& store,
+                                           const std::vector<std::string>& extra) {
+  std::vector<std::string> argv{test::netbox_binary().string(), "proxy", "--policy", policy.string(), "--control",
+                                socket.string(), "--audit-db", store.string(), "--listen", "127.0.0.1:0"};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  return argv;
+}
+}  // namespace
+
+SharedProxy::SharedProxy(const HostDir& host, const fs::path& policy, const std::vector<std::string>& extra)
+    : store_(host.folder("store") / "audit.db"),
+      socket_(host.folder("control") / "proxy.sock"),
+      proxy_(shared_proxy_argv(policy, socket_, store_, extra), host.path(), "proxy") {}
+
+bool SharedProxy::ready() {
+  return eventually([&] { return fs::exists(socket_); });
+}
+
+int SharedProxy::stop() {
+  ::kill(proxy_.pid(), SIGTERM);
+  return proxy_.wait();
+}
+
 bool eventually(const std::function<bool()>& pred, std::chrono::milliseconds limit) {
   const auto end = std::chrono::steady_clock::now() + limit;
   while (std::chrono::steady_clock::now() < end) {

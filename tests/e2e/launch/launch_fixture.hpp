@@ -122,6 +122,24 @@ class Background {
   std::filesystem::path out_, err_;
 };
 
+// A running `netbox proxy --control` with `policy`, its store and socket under `host`,
+// plus `extra` flags; launches reach it with --proxy-control socket().
+class SharedProxy {
+ public:
+  SharedProxy(const HostDir& host, const std::filesystem::path& policy, const std::vector<std::string>& extra = {});
+  bool ready();  // its control socket exists (bounded wait)
+  const std::filesystem::path& socket() const { return socket_; }
+  const std::filesystem::path& store() const { return store_; }
+  int stop();  // SIGTERM; its rows all written; its exit status
+  pid_t pid() const { return proxy_.pid(); }
+  std::string err() const { return proxy_.err(); }
+
+ private:
+  std::filesystem::path store_;
+  std::filesystem::path socket_;
+  Background proxy_;
+};
+
 // Polls until `pred` holds (bounded); returns whether it did.
 bool eventually(const std::function<bool()>& pred, std::chrono::milliseconds limit = std::chrono::seconds(30));
 bool lease_exists(const Subnet& subnet);

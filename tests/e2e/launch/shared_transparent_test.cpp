@@ -17,35 +17,17 @@ namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-// `netbox proxy --control` with the fixture's policy, its store under `host`.
-class SharedProxy {
- public:
-  SharedProxy(const HostDir& host, const fs::path& policy)
-      : store_(host.folder("store") / "audit.db"),
-        socket_(host.folder("control") / "proxy.sock"),
-        proxy_({test::netbox_binary().string(), "proxy", "--policy", policy.string(), "--control", socket_.string(),
-                "--audit-db", store_.string(), "--listen", "127.0.0.1:0"},
-               host.path(), "proxy") {}
-  bool ready() { return eventually([&] { return fs::exists(socket_); }); }
-  const fs::path& socket() const { return socket_; }
-  // Stops the proxy (its rows all written) and returns its exit status.
-  int stop() {
-    ::kill(proxy_.pid(), SIGTERM);
-    return proxy_.wait();
-  }
-  const fs::path& store() const { return store_; }
-  std::string err() const { return proxy_.err(); }
-
- private:
-  fs::path store_;
-  fs::path socket_;
-  Background proxy_;
-};
-
-// The synthetic address `getent hosts allowed.test` printed; empty if none.
+// The synthetic IPv4 and IPv6 addresses `getent ahostsv4/ahostsv6 allowed.test` printed
+// (kLookup); empty if none.
+const std::string kLookup = "getent ahostsv4 allowed.test | head -1; getent ahostsv6 allowed.test | head -1; ";
 std::string synthetic_address(const std::string& out) {
   std::smatch m;
-  static const std::regex line("(198\\.1[89]\\.[0-9]+\\.[0-9]+) +allowed\\.test");
+  static const std::regex line("(198\\.1[89]\\.[0-9]+\\.[0-9]+) +STREAM allowed\\.test");
+  return std::regex_search(out, m, line) ? m[1].str() : std::string();
+}
+std::string synthetic_address6(const std::string& out) {
+  std::smatch m;
+  static const std::regex line("(2001:2:[0-9a-f:]+) +STREAM allowed\\.test");
   return std::regex_search(out, m, line) ? m[1].str() : std::string();
 }
 
@@ -59,10 +41,11 @@ TEST(LaunchSharedTransparent, ARunningProxyAnswersDnsAndCapturesWithNoProxyVaria
   ASSERT_TRUE(proxy.ready()) << proxy.err();
   const std::string url = "http://allowed.test:" + std::to_string(upstream.port()) + "/shared";
   auto r = launch(subnet, {"--proxy-control", proxy.socket().string(), "--name", "shared-a", "--", kSh, "-c",
-                           "grep nameserver /etc/resolv.conf; getent hosts allowed.test; " + std::string(kCurl) + " -sS --noproxy '*' " + url +
+                           "grep nameserver /etc/resolv.conf; " + kLookup + std::string(kCurl) + " -sS --noproxy '*' " + url +
                                "; echo; getent hosts denied.test; echo denied=$?"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_FALSE(synthetic_address(r.out).empty()) << r.out;
+  EXPECT_FALSE(synthetic_address6(r.out).empty()) << r.out;
   EXPECT_THAT(r.out, HasSubstr(HttpServer::kBody));
   EXPECT_THAT(r.out, HasSubstr("denied=2"));  // getent: not found (NXDOMAIN)
   EXPECT_THAT(r.out, HasSubstr("nameserver " + subnet.addr_prefix + "1"));  // the shared proxy, on the veth
@@ -92,32 +75,40 @@ TEST(LaunchSharedTransparent, TwoAgentsAtOnceHaveTheirOwnMappings) {
   // A resolves, fetches, and stays attached (its mapping alive) until B is through.
   Background a({test::netbox_binary().string(), "launch", "--subnet", subnet_a.cidr, "--proxy-control",
                 proxy.socket().string(), "--name", "agent-a", "--", kSh, "-c",
-                "getent hosts allowed.test; " + std::string(kCurl) + " -sS --noproxy '*' http://allowed.test:" + port +
+                kLookup + std::string(kCurl) + " -sS --noproxy '*' http://allowed.test:" + port +
                     "/a; echo; echo fetched; while [ ! -e " + done.string() + " ]; do sleep 0.1; done"},
                host.path(), "agent-a");
   ASSERT_TRUE(eventually([&] { return a.out().find("fetched") != std::string::npos; }, std::chrono::seconds(60)))
       << a.out() << a.err();
   const std::string a_addr = synthetic_address(a.out());
+  const std::string a_addr6 = synthetic_address6(a.out());
   ASSERT_FALSE(a_addr.empty()) << a.out();
+  ASSERT_FALSE(a_addr6.empty()) << a.out();
+  const std::string b_curl = std::string(kCurl) + " -sS --noproxy '*' --max-time 20 ";
   auto b = launch(subnet_b, {"--proxy-control", proxy.socket().string(), "--name", "agent-b", "--", kSh, "-c",
-                             std::string(kCurl) + " -sS --noproxy '*' --max-time 20 http://" + a_addr + ":" + port +
-                                 "/b; echo b_literal=$?; getent hosts allowed.test"});
+                             b_curl + "http://" + a_addr + ":" + port + "/b; echo b_literal=$?; " + b_curl + "'http://[" +
+                                 a_addr6 + "]:" + port + "/b6'; echo b_literal6=$?; " + kLookup});
   std::ofstream(done).put('\n');
   EXPECT_EQ(a.wait(), 0) << a.err();
   EXPECT_EQ(b.exit_code, 0) << b.err;
   // Refused as the internal literal it is in B's view, with the reason (plain HTTP: a 403).
   EXPECT_THAT(b.out, HasSubstr("is internal (benchmarking, 198.18.0.0/15)"));
+  EXPECT_THAT(b.out, HasSubstr(a_addr6 + " is internal")) << b.out;
   EXPECT_THAT(b.out, Not(HasSubstr(HttpServer::kBody)));
   const std::string b_addr = synthetic_address(b.out);
+  const std::string b_addr6 = synthetic_address6(b.out);
   ASSERT_FALSE(b_addr.empty()) << b.out;
+  ASSERT_FALSE(b_addr6.empty()) << b.out;
   EXPECT_NE(b_addr, a_addr);
+  EXPECT_NE(b_addr6, a_addr6) << "each agent's IPv6 pool is its own";
   EXPECT_EQ(upstream.connections(), 1) << "only A's fetch reached the upstream";
   EXPECT_EQ(proxy.stop(), 0) << proxy.err();
   const auto rows = query(proxy.store(), "SELECT agent, kind, host, decision FROM requests ORDER BY id");
-  ASSERT_EQ(rows.size(), 3u);  // A's connection and its request; B's refused connection
+  ASSERT_EQ(rows.size(), 4u);  // A's connection and its request; B's two refused connections
   EXPECT_EQ(rows[0], (std::vector<std::string>{"agent-a", "transparent", "allowed.test", "allow"}));
   EXPECT_EQ(rows[1], (std::vector<std::string>{"agent-a", "transparent", "allowed.test", "allow"}));
   EXPECT_EQ(rows[2], (std::vector<std::string>{"agent-b", "transparent", a_addr, "deny"}));
+  EXPECT_EQ(rows[3], (std::vector<std::string>{"agent-b", "transparent", a_addr6, "deny"}));
   expect_nothing_left(subnet_a);
   expect_nothing_left(subnet_b);
 }

@@ -129,6 +129,20 @@ TEST_F(ControlTest, BadRegistrationsAreRefusedWithAReason) {
   r = c.call({{"op", "register"}, {"addr", "127.0.0.1"}, {"agent", "x"}, {"profile", "nope"}});
   EXPECT_EQ(r["ok"], false);
   EXPECT_NE(r["error"].get<std::string>().find("nope"), std::string::npos);
+  // An IPv6 link whose values are not what they name, each refused naming it.
+  const json base = {{"op", "register"}, {"addr", "10.213.7.2"}, {"agent", "x"}, {"dns_pool", "198.18.4.0/22"}};
+  const std::vector<std::pair<json, std::string>> bad_links{
+      {{{"agent", "10.213.7.2"}, {"host", "fd00::1"}, {"pool", "2001:2::/80"}}, "\"ipv6\" \"agent\" is not an IPv6 address"},
+      {{{"agent", "fd00::2"}, {"host", "nope"}, {"pool", "2001:2::/80"}}, "\"ipv6\" \"host\" is not an IPv6 address: \"nope\""},
+      {{{"agent", "fd00::2"}, {"host", "fd00::1"}, {"pool", "198.18.8.0/22"}}, "\"ipv6\" \"pool\" is not an IPv6 network"},
+  };
+  for (const auto& [link, why] : bad_links) {
+    auto req = base;
+    req["ipv6"] = link;
+    r = c.call(req);
+    EXPECT_EQ(r["ok"], false) << link.dump();
+    EXPECT_NE(r["error"].get<std::string>().find(why), std::string::npos) << r["error"];
+  }
   EXPECT_EQ(c.call({{"op", "ping"}})["ok"], true);  // the connection survives bad lines
 }
 
@@ -139,13 +153,19 @@ TEST_F(ControlTest, RegistrationsOutsideTheLaunchPoolAreRefused) {
   ControlClient c(control);
   auto r = c.call({{"op", "register"}, {"addr", "10.99.0.2"}, {"agent", "stray"}});
   EXPECT_EQ(r["ok"], false);
-  EXPECT_NE(r["error"].get<std::string>().find("\"addr\" 10.99.0.2 is outside this proxy's launch subnet pool (10.213.0.0/16)"),
+  EXPECT_NE(r["error"].get<std::string>().find("\"addr\" 10.99.0.2 is outside this proxy's launch subnet pool (10.213.0.0/16, fd00:6e62:7800::/48)"),
             std::string::npos)
       << r["error"];
   r = c.call({{"op", "register"}, {"addr", "10.213.7.2"}, {"agent", "stray"}, {"listen", "10.99.0.1:0"}});
   EXPECT_EQ(r["ok"], false);
   EXPECT_NE(r["error"].get<std::string>().find("\"listen\" 10.99.0.1"), std::string::npos) << r["error"];
   EXPECT_EQ(server->local_endpoints().size(), 1u) << "a listener was added for a refused registration";
+  // An IPv6 link is held to the same pool (every launch's IPv6 link range is in it).
+  const json link = {{"agent", "2001:db8::2"}, {"host", "fd00:6e62:7800::ad5:701"}, {"pool", "2001:2:0:1::/80"}};
+  r = c.call({{"op", "register"}, {"addr", "10.213.7.2"}, {"agent", "stray"}, {"dns_pool", "198.18.4.0/22"}, {"ipv6", link}});
+  EXPECT_EQ(r["ok"], false);
+  EXPECT_NE(r["error"].get<std::string>().find("\"ipv6 agent address\" 2001:db8::2 is outside"), std::string::npos)
+      << r["error"];
   // Inside the pool it is accepted (no listener: nothing is bound on 10.213/16 here).
   r = c.call({{"op", "register"}, {"addr", "10.213.7.2"}, {"agent", "inside"}});
   EXPECT_EQ(r["ok"], true) << r.dump();

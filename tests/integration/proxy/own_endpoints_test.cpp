@@ -156,11 +156,13 @@ TEST_F(ProxyTest, TheLaunchSubnetPoolIsNeverADestination) {
 }
 
 // The mechanism is tested above on loopback (no packet may go to 10.213/16 from a test
-// whose guard might be broken); here only that the default is the launcher's default.
-TEST(OwnEndpoints, TheDefaultPoolIsTheLaunchersDefaultSubnet) {
+// whose guard might be broken); here only that the default is the launcher's default
+// subnet and the range of every launch's IPv6 link.
+TEST(OwnEndpoints, TheDefaultPoolIsTheLaunchersDefaultSubnetAndIpv6LinkRange) {
   const proxy::ProxyOptions o;
-  ASSERT_EQ(o.launch_subnets.size(), 1u);
-  EXPECT_EQ(o.launch_subnets.front().to_string(), "10.213.0.0/16");
+  ASSERT_EQ(o.launch_subnets.size(), 2u);
+  EXPECT_EQ(o.launch_subnets[0].to_string(), "10.213.0.0/16");
+  EXPECT_EQ(o.launch_subnets[1].to_string(), "fd00:6e62:7800::/48");
 }
 
 TEST(OwnEndpoints, TheProxysSubnetFlagSetsThePool) {

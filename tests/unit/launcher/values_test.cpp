@@ -6,6 +6,7 @@
 #include "netbox/launcher/rlimits.hpp"
 #include "netbox/launcher/subnet_pool.hpp"
 #include "netbox/policy/cidr.hpp"
+#include "netbox/proxy/server.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -87,10 +88,16 @@ TEST(Ipv6Link, IsTheLeasesSlashThirtyInsideTheUlaRangeWithAPoolOfItsOwn) {
   EXPECT_EQ(la.host_addr, "fd00:6e62:7800::ad5:505");
   EXPECT_EQ(la.agent_addr, "fd00:6e62:7800::ad5:506");
   EXPECT_EQ(la.prefix, 126);
-  EXPECT_EQ(la.synthetic_pool, "2001:2:0:4141::/64");
+  EXPECT_EQ(la.synthetic_pool, "2001:2:0:2b5:4141::/80");
   EXPECT_NE(la.host_addr, lb.host_addr);
   EXPECT_NE(la.synthetic_pool, lb.synthetic_pool);
+  // /30s 2^16 apart (a proxy shared by launches with different --subnet) differ too.
+  Lease far;
+  far.network = parse_ipv4_network("10.214.5.4/30")->address;
+  EXPECT_EQ(ipv6_link_for(far).synthetic_pool, "2001:2:0:2b5:8141::/80");
   const auto range = *policy::Cidr::parse(kIpv6LinkRange);
+  EXPECT_EQ(range.to_string(), proxy::ProxyOptions::default_ipv6_link_range().to_string())
+      << "every proxy protects the launcher's IPv6 link range";
   EXPECT_TRUE(range.contains(boost::asio::ip::make_address(lb.agent_addr)));
   EXPECT_TRUE(policy::Cidr::parse("2001:2::/48")->contains(policy::Cidr::parse(lb.synthetic_pool)->base));
 }

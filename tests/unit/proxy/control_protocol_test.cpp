@@ -98,6 +98,26 @@ TEST(ControlProtocol, TheSyntheticPoolAndTheDnsAndCaptureEndpointsRoundTrip) {
   expect_refused(R"({"op":"register","addr":"10.213.0.2","dns_pool":22})", "\"dns_pool\" must be a string");
 }
 
+TEST(ControlProtocol, TheIpv6LinkAndItsCaptureListenerRoundTrip) {
+  Register r;
+  r.addr = "10.213.0.2";
+  r.dns_pool = "198.18.4.0/22";
+  EXPECT_FALSE(json::parse(to_line(r)).contains("ipv6")) << "absent: IPv4 only";
+  EXPECT_FALSE(std::get<Register>(parse_request(to_line(r))).ipv6);
+  r.ipv6 = Register::Ipv6{"fd00:6e62:7800::ad5:2", "fd00:6e62:7800::ad5:1", "2001:2:0:2b5:4000::/80"};
+  const auto back = std::get<Register>(parse_request(to_line(r)));
+  ASSERT_TRUE(back.ipv6);
+  EXPECT_EQ(back.ipv6->agent, "fd00:6e62:7800::ad5:2");
+  EXPECT_EQ(back.ipv6->host, "fd00:6e62:7800::ad5:1");
+  EXPECT_EQ(back.ipv6->pool, "2001:2:0:2b5:4000::/80");
+  Reply reply;
+  reply.capture6 = "[fd00:6e62:7800::ad5:1]:40123";
+  EXPECT_EQ(parse_reply(to_line(reply)).capture6, "[fd00:6e62:7800::ad5:1]:40123");
+  expect_refused(R"({"op":"register","addr":"10.213.0.2","ipv6":"fd00::2"})", "\"ipv6\" must be an object");
+  expect_refused(R"({"op":"register","addr":"10.213.0.2","ipv6":{"agent":"fd00::2","host":"fd00::1"}})",
+                 "\"pool\" is missing");
+}
+
 TEST(ControlProtocol, UnregisterWithoutAnExitStatusStaysWithout) {
   const auto line = to_line(Unregister{"10.213.0.2", std::nullopt, ""});
   EXPECT_EQ(json::parse(line), json::parse(R"({"op":"unregister","addr":"10.213.0.2"})"));

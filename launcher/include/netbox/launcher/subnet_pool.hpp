@@ -56,11 +56,12 @@ void release_lease(const Lease& lease);
 // an overlap: /30s 128 apart share a pool).
 Ipv4Network synthetic_pool_for(const Lease& lease, const Ipv4Network& range);
 
-// IPv6 on the veth (--network transparent with the embedded proxy): a /126 of
-// fd00:6e62:7800::/48 (kIpv6LinkRange) whose last 32 bits are the lease's IPv4 ones, so
-// two launches never share one while their /30 leases differ; host side ...::<.1>,
-// agent side ...::<.2>. The agent's synthetic IPv6 pool: the /64 of 2001:2::/48 (the IPv6
-// benchmarking range) numbered by the /30.
+// IPv6 on the veth (--network transparent): a /126 of fd00:6e62:7800::/48
+// (kIpv6LinkRange, which every netbox proxy counts among its launch subnets) whose last
+// 32 bits are the lease's IPv4 ones, so two launches never share one while their /30
+// leases differ; host side ...::<.1>, agent side ...::<.2>. The agent's synthetic IPv6
+// pool: the /80 of 2001:2::/48 (the IPv6 benchmarking range) numbered by the /30, unique
+// per lease, so launches sharing a proxy never overlap.
 inline constexpr const char* kIpv6LinkRange = "fd00:6e62:7800::/48";
 struct Ipv6Link {
   std::string host_addr;

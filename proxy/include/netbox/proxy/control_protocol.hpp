@@ -39,6 +39,13 @@ struct Register {
   // CIDR of the agent's synthetic pool: serve it the DNS view on port 53 of the listener's
   // address and capture its TCP connections (--network transparent); empty: neither.
   std::string dns_pool;
+  // "ipv6": {"agent", "host", "pool"}: IPv6 on the agent's link too (needs dns_pool): its
+  // address there, the host side's (a second capture listener listens on it) and the
+  // pool its AAAA answers come from (AgentAttachment::ipv6). Absent: IPv4 only.
+  struct Ipv6 {
+    std::string agent, host, pool;
+  };
+  std::optional<Ipv6> ipv6;
 };
 
 struct Unregister {
@@ -57,6 +64,7 @@ struct Reply {
   std::string socks_listen;  // register: its SOCKS5 listener (ADDR:PORT); empty: none
   std::string dns;           // register with dns_pool: where its DNS view answers (ADDR:53)
   std::string capture;       // register with dns_pool: where its captured TCP goes (ADDR:PORT)
+  std::string capture6;      // register with ipv6: the same on its IPv6 host address ([ADDR]:PORT)
   std::string policy_file;  // info: absolute; empty when the proxy has no policy file
   std::string audit_db;     // info: absolute
   std::string ca_pem;       // info: the CA certificate (PEM) the proxy inspects with; empty: it does not

@@ -78,7 +78,8 @@ struct ProxyOptions {
   // The launcher's subnet pools (`netbox launch --subnet`): the host side of every
   // launch's veth lives there, with its embedded proxy and whatever host service listens
   // on 0.0.0.0. No request through the proxy may reach an address in them (rule `netbox`).
-  std::vector<policy::Cidr> launch_subnets{default_launch_subnet()};
+  // Every launch's IPv6 link addresses lie in default_ipv6_link_range(), whatever its --subnet.
+  std::vector<policy::Cidr> launch_subnets{default_launch_subnet(), default_ipv6_link_range()};
   // Where agents' synthetic pools (their DNS views, AgentAttachment::dns_pool) may lie:
   // the benchmarking range, never a real destination (an internal range to the policy).
   // Attached agents' pools never overlap, so an address names one agent's mapping at most.
@@ -97,6 +98,8 @@ struct ProxyOptions {
   static policy::Cidr default_synthetic_range() { return {boost::asio::ip::make_address_v4("198.18.0.0"), 15}; }
   static policy::Cidr default_synthetic_range6() { return {boost::asio::ip::make_address_v6("2001:2::"), 48}; }
   static policy::Cidr default_launch_subnet() { return {boost::asio::ip::make_address_v4("10.213.0.0"), 16}; }
+  // The launcher's kIpv6LinkRange (a unit test holds them equal).
+  static policy::Cidr default_ipv6_link_range() { return {boost::asio::ip::make_address_v6("fd00:6e62:7800::"), 48}; }
   // Descriptors kept for what is not an agent connection: the audit database, the admin
   // endpoint, DNS, logs. Upstream dials never take the top ones (256, or a quarter of the
   // limit when that is less; dialer.hpp), so accepts and the audit store keep them.
