@@ -142,29 +142,25 @@ TEST(LaunchCredentials, ASharedProxyGetsTheSecretOverItsControlSocket) {
   NETBOX_REQUIRE_ROOT();
   const auto subnet = test_subnet(101);
   CredentialLaunch s;
-  const auto store = s.shared.folder("store");
-  const auto sock = s.shared.folder("control") / "proxy.sock";
   const std::string admin = "127.0.0.1:" + std::to_string(free_port());
-  Background proxy({test::netbox_binary().string(), "proxy", "--policy", s.policy.string(), "--control", sock.string(),
-                    "--audit-db", (store / "audit.db").string(), "--listen", "127.0.0.1:0", "--ca-dir",
-                    (s.dir.path() / "ca").string(), "--upstream-ca", s.tls.ca_pem().string(), "--admin", admin},
-                   s.shared.path(), "proxy");
-  ASSERT_TRUE(eventually([&] { return fs::exists(sock); })) << proxy.err();
+  SharedProxy proxy(s.shared, s.policy,
+                    {"--ca-dir", (s.dir.path() / "ca").string(), "--upstream-ca", s.tls.ca_pem().string(), "--admin", admin});
+  ASSERT_TRUE(proxy.ready()) << proxy.err();
   test::RunResult r;
   {
     SecretInEnvironment env;  // the launcher's, not the proxy's: it started without it
-    r = launch(subnet, {"--proxy-control", sock.string(), "--network", "proxy-vars", "--", kSh, "-c", s.agent_script()});
+    r = launch(subnet, {"--proxy-control", proxy.socket().string(), "--network", "proxy-vars", "--", kSh, "-c",
+                        s.agent_script()});
   }
   EXPECT_EQ(r.exit_code, 0) << r.err;
   s.expect_agent_side(r);
   auto metrics = test::run({kCurl, "-sS", "http://" + admin + "/metrics"});
   EXPECT_THAT(metrics.out, HasSubstr("netbox_"));
   EXPECT_THAT(metrics.out, Not(HasSubstr(kSecret)));
-  ::kill(proxy.pid(), SIGTERM);
-  EXPECT_EQ(proxy.wait(), 0) << proxy.err();
+  EXPECT_EQ(proxy.stop(), 0) << proxy.err();
   EXPECT_THAT(proxy.err(), HasSubstr("exfiltration_attempt"));
   EXPECT_THAT(proxy.err() + proxy.out(), Not(HasSubstr(kSecret)));
-  CredentialLaunch::expect_store_side(store / "audit.db");
+  CredentialLaunch::expect_store_side(proxy.store());
   expect_nothing_left(subnet);
 }
 

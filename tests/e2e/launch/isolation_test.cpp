@@ -113,12 +113,9 @@ print("checked")
 
   // A running proxy's control socket: an agent that reached it could register itself
   // under any name if its permissions were ever loosened.
-  const auto sock = host.folder("control") / "proxy.sock";
-  const auto proxy_audit = host.folder("proxy-audit");
-  Background proxy({test::netbox_binary().string(), "proxy", "--policy", policy.string(), "--control", sock.string(),
-                    "--audit-db", (proxy_audit / "audit.db").string(), "--listen", "127.0.0.1:0"},
-                   host.path(), "proxy");
-  ASSERT_TRUE(eventually([&] { return fs::exists(sock); })) << proxy.err();
+  SharedProxy proxy(host, policy);
+  ASSERT_TRUE(proxy.ready()) << proxy.err();
+  const auto sock = proxy.socket();
   auto c = launch_from(work, subnet,
                        {"--proxy-control", sock.string(), "--policy", policy.string(), "--", kSh, "-c",
                         "test -e " + sock.string() + " && echo SOCKET-VISIBLE; test -s " + policy.string() +
@@ -127,8 +124,7 @@ print("checked")
   EXPECT_THAT(c.out, HasSubstr("checked"));
   EXPECT_THAT(c.out, Not(HasSubstr("VISIBLE")));
   EXPECT_THAT(c.out, Not(HasSubstr("READABLE")));
-  ::kill(proxy.pid(), SIGTERM);
-  EXPECT_EQ(proxy.wait(), 0) << proxy.err();
+  EXPECT_EQ(proxy.stop(), 0) << proxy.err();
   expect_nothing_left(subnet);
 }
 
@@ -143,23 +139,19 @@ TEST(LaunchIsolation, ARunningProxysOwnPolicyAndStoreAreHiddenFromItsAgents) {
   const auto etc = host.folder("etc");
   auto proxy_policy = write_file(etc / "proxy-policy.json", policy_json(upstream.port()));
   fs::permissions(proxy_policy, fs::perms(0644));
-  const auto store = host.folder("store");
-  const auto sock = host.folder("control") / "proxy.sock";
-  Background proxy({test::netbox_binary().string(), "proxy", "--policy", proxy_policy.string(), "--control",
-                    sock.string(), "--audit-db", (store / "audit.db").string(), "--listen", "127.0.0.1:0"},
-                   host.path(), "proxy");
-  ASSERT_TRUE(eventually([&] { return fs::exists(sock); })) << proxy.err();
+  SharedProxy proxy(host, proxy_policy);
+  ASSERT_TRUE(proxy.ready()) << proxy.err();
   const auto work = host.folder("work");
   auto r = launch_from(work, subnet,
-                       {"--proxy-control", sock.string(), "--", kSh, "-c",
-                        "test -s " + proxy_policy.string() + " && echo PROXY-POLICY-READABLE; ls -a " + store.string() +
+                       {"--proxy-control", proxy.socket().string(), "--", kSh, "-c",
+                        "test -s " + proxy_policy.string() + " && echo PROXY-POLICY-READABLE; ls -a " +
+                            proxy.store().parent_path().string() +
                             " | grep -q audit && echo PROXY-STORE-LISTED; echo checked"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("checked"));
   EXPECT_THAT(r.out, Not(HasSubstr("READABLE"))) << r.out;
   EXPECT_THAT(r.out, Not(HasSubstr("LISTED"))) << r.out;
-  ::kill(proxy.pid(), SIGTERM);
-  EXPECT_EQ(proxy.wait(), 0) << proxy.err();
+  EXPECT_EQ(proxy.stop(), 0) << proxy.err();
   expect_nothing_left(subnet);
 }
 

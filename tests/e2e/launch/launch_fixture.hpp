@@ -131,7 +131,7 @@ class SharedProxy {
   const std::filesystem::path& socket() const { return socket_; }
   const std::filesystem::path& store() const { return store_; }
   int stop();  // SIGTERM; its rows all written; its exit status
-  pid_t pid() const { return proxy_.pid(); }
+  std::string out() const { return proxy_.out(); }
   std::string err() const { return proxy_.err(); }
 
  private:

@@ -300,12 +300,11 @@ TEST(LaunchLifecycle, TwentyAgentsAtOnceThroughARunningProxy) {
   HttpServer upstream("127.0.0.1", kAgents);  // answers once all 20 are waiting
   test::TempDir dir;
   auto policy = dir.write("policy.json", policy_json(upstream.port()));
-  const auto sock = dir.path() / "control.sock";
-  const auto db = dir.path() / "audit.db";
-  Background proxy({test::netbox_binary().string(), "proxy", "--policy", policy.string(), "--control", sock.string(),
-                    "--audit-db", db.string(), "--listen", "127.0.0.1:0", "--threads", "2"},
-                   dir.path(), "proxy");
-  ASSERT_TRUE(eventually([&] { return std::filesystem::exists(sock); })) << proxy.err();
+  HostDir host;
+  SharedProxy proxy(host, policy, {"--threads", "2"});
+  ASSERT_TRUE(proxy.ready()) << proxy.err();
+  const auto sock = proxy.socket();
+  const auto db = proxy.store();
 
   std::vector<std::unique_ptr<Background>> agents;
   for (int i = 0; i < kAgents; ++i)
@@ -325,8 +324,7 @@ TEST(LaunchLifecycle, TwentyAgentsAtOnceThroughARunningProxy) {
     if (at != std::string::npos) proxies.insert(out.substr(at, out.find('\n', at) - at));
   }
   EXPECT_EQ(proxies.size(), static_cast<std::size_t>(kAgents)) << "every agent has its own address";
-  ::kill(proxy.pid(), SIGTERM);
-  EXPECT_EQ(proxy.wait(), 0) << proxy.err();
+  EXPECT_EQ(proxy.stop(), 0) << proxy.err();
 
   auto agent_rows = query(db, "SELECT name, address FROM agents");
   std::set<std::string> names, addresses;

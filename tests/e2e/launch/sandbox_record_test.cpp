@@ -5,7 +5,6 @@
 
 #include <gmock/gmock.h>
 #include <nlohmann/json.hpp>
-#include <signal.h>
 
 #include <fstream>
 
@@ -54,20 +53,15 @@ TEST(LaunchSandboxRecord, TheAgentsRowKeepsTheSandboxTheAgentRanUnder) {
   {
     std::ofstream(policy) << policy_json(9);
   }
-  const auto sock = host.folder("control") / "proxy.sock";
-  const auto proxy_db = host.folder("proxy-audit") / "audit.db";
-  Background proxy({test::netbox_binary().string(), "proxy", "--policy", policy.string(), "--control", sock.string(),
-                    "--audit-db", proxy_db.string(), "--listen", "127.0.0.1:0"},
-                   host.path(), "proxy");
-  ASSERT_TRUE(eventually([&] { return fs::exists(sock); })) << proxy.err();
-  args = {"--proxy-control", sock.string()};
+  SharedProxy proxy(host, policy);
+  ASSERT_TRUE(proxy.ready()) << proxy.err();
+  args = {"--proxy-control", proxy.socket().string()};
   args.insert(args.end(), sandbox_flags.begin(), sandbox_flags.end());
   args.insert(args.end(), {"--", "true"});
   auto c = launch(subnet, args);
   ASSERT_EQ(c.exit_code, 0) << c.err;
-  ::kill(proxy.pid(), SIGTERM);
-  EXPECT_EQ(proxy.wait(), 0) << proxy.err();
-  expect_flags_recorded(sandbox_of(proxy_db), work);
+  EXPECT_EQ(proxy.stop(), 0) << proxy.err();
+  expect_flags_recorded(sandbox_of(proxy.store()), work);
   expect_nothing_left(subnet);
 }
 

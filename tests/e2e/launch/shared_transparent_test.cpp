@@ -5,7 +5,6 @@
 #include "launch_fixture.hpp"
 
 #include <gmock/gmock.h>
-#include <signal.h>
 
 #include <fstream>
 #include <regex>

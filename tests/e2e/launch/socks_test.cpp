@@ -5,7 +5,6 @@
 #include "launch_fixture.hpp"
 
 #include <gmock/gmock.h>
-#include <signal.h>
 
 namespace netbox::launch_test {
 namespace {
@@ -53,19 +52,14 @@ TEST(LaunchSocks, ARunningProxyGivesEachAgentASocks5ListenerToo) {
   HostDir host;
   test::TempDir dir;
   auto policy = dir.write("policy.json", policy_json(upstream.port()));
-  const auto store = host.folder("store");
-  const auto sock = host.folder("control") / "proxy.sock";
-  Background proxy({test::netbox_binary().string(), "proxy", "--policy", policy.string(), "--control", sock.string(),
-                    "--audit-db", (store / "audit.db").string(), "--listen", "127.0.0.1:0"},
-                   host.path(), "proxy");
-  ASSERT_TRUE(eventually([&] { return fs::exists(sock); })) << proxy.err();
-  auto r = launch(subnet, {"--proxy-control", sock.string(), "--", kSh, "-c", through_all_proxy(upstream.port())});
+  SharedProxy proxy(host, policy);
+  ASSERT_TRUE(proxy.ready()) << proxy.err();
+  auto r = launch(subnet, {"--proxy-control", proxy.socket().string(), "--", kSh, "-c", through_all_proxy(upstream.port())});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("all_proxy=socks5h://" + subnet.addr_prefix));
   EXPECT_THAT(r.out, HasSubstr(HttpServer::kBody));
-  ::kill(proxy.pid(), SIGTERM);
-  EXPECT_EQ(proxy.wait(), 0) << proxy.err();
-  expect_socks_rows(store / "audit.db");
+  EXPECT_EQ(proxy.stop(), 0) << proxy.err();
+  expect_socks_rows(proxy.store());
   expect_nothing_left(subnet);
 }
 

@@ -132,20 +132,16 @@ TEST(LaunchTrust, AnAgentOfARunningInspectingProxyTrustsThatProxysCa) {
   auto j = nlohmann::json::parse(policy_json(upstream.port()));
   j["inspect"] = {"allowed.test"};
   auto policy = dir.write("policy.json", j.dump());
-  const auto sock = host.folder("control") / "proxy.sock";
-  Background proxy({test::netbox_binary().string(), "proxy", "--policy", policy.string(), "--control", sock.string(),
-                    "--audit-db", (dir.path() / "audit.db").string(), "--listen", "127.0.0.1:0", "--ca-dir",
-                    (dir.path() / "ca").string(), "--upstream-ca", upstream.ca_pem().string()},
-                   host.path(), "proxy");
-  ASSERT_TRUE(eventually([&] { return std::filesystem::exists(sock); })) << proxy.err();
+  SharedProxy proxy(host, policy,
+                    {"--ca-dir", (dir.path() / "ca").string(), "--upstream-ca", upstream.ca_pem().string()});
+  ASSERT_TRUE(proxy.ready()) << proxy.err();
   const std::string url = "https://allowed.test:" + std::to_string(upstream.port()) + "/shared";
-  auto r = launch(subnet, {"--proxy-control", sock.string(), "--", kSh, "-c",
+  auto r = launch(subnet, {"--proxy-control", proxy.socket().string(), "--", kSh, "-c",
                            std::string(kCurl) + " -sS -o /dev/null -w 'curl=%{http_code}\\n' " + url});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_THAT(r.out, HasSubstr("curl=200")) << r.err;
   EXPECT_EQ(upstream.requests(), 1u);
-  ::kill(proxy.pid(), SIGTERM);
-  EXPECT_EQ(proxy.wait(), 0) << proxy.err();
+  EXPECT_EQ(proxy.stop(), 0) << proxy.err();
   expect_nothing_left(subnet);
 }
 
