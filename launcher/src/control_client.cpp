@@ -34,7 +34,8 @@ class ControlClient final : public ProxyLink {
     req.listen = agent.host_addr + ":3128";
     req.socks_listen = agent.host_addr + ":0";  // any free port: ALL_PROXY names it
     if (agent.dns_pool) req.dns_pool = agent.dns_pool->to_string();
-    if (agent.dns_pool6) req.ipv6 = proxy::control::Register::Ipv6{agent.agent_addr6, agent.host_addr6, agent.dns_pool6->to_string()};
+    if (agent.dns_pool6)
+      req.ipv6 = proxy::control::Register::Ipv6{agent.agent_addr6, agent.host_addr6, agent.dns_pool6->to_string()};
     // Without --policy the proxy records the digest of the policy it runs (an empty one).
     req.launch = proxy::AgentLaunch{agent.pid, agent.command_line, agent.agent_addr, agent.policy_digest, agent.sandbox};
     req.credentials = agent.credentials;
@@ -42,31 +43,45 @@ class ControlClient final : public ProxyLink {
     if (!reply.ok)
       throw LaunchError(kExitLauncherFailure, "the proxy at " + path_.string() + " refused the agent: " + reply.error);
     const std::string listen = reply.listen.empty() ? req.listen : reply.listen;
+    // Registered from here on: a launch that stops now unregisters first, so the proxy
+    // closes the agent's row with the launch's exit status instead of leaving it open.
+    AgentOutcome refused;
+    refused.exit_status = kExitLauncherFailure;
     try {
-      ProxyPorts ports;
-      ports.http = proxy::parse_endpoint(listen, proxy::PortZero::refused).port();
-      // A proxy from before SOCKS5 answers none: the agent then has the HTTP listener only.
-      if (!reply.socks_listen.empty())
-        ports.socks = proxy::parse_endpoint(reply.socks_listen, proxy::PortZero::refused).port();
-      if (agent.dns_pool) {
-        // The agent's resolv.conf names the proxy: one that serves no DNS view (from before
-        // the shared view) would leave it without names, so that launch stops here.
-        if (reply.capture.empty())
-          throw LaunchError(kExitLauncherFailure, "the proxy at " + path_.string() +
-                                                      " serves no DNS view (an older netbox?); use --network proxy-vars");
-        capture_ = proxy::parse_endpoint(reply.capture, proxy::PortZero::refused).port();
-        // The agent's IPv6 connections are DNATed to the same port on the host's IPv6
-        // address: a proxy that took no IPv6 link would leave them refused, unexplained.
-        if (agent.dns_pool6 && (reply.capture6.empty() ||
-                                proxy::parse_endpoint(reply.capture6, proxy::PortZero::refused).port() != capture_))
-          throw LaunchError(kExitLauncherFailure, "the proxy at " + path_.string() +
-                                                      " took no IPv6 link for the agent (an older netbox?); use --network proxy-vars");
-      }
-      return ports;
+      return ports_from(reply, listen, agent);
+    } catch (const LaunchError&) {
+      detach(refused);
+      throw;
     } catch (const std::invalid_argument& e) {
+      detach(refused);
       throw LaunchError(kExitLauncherFailure,
                         "the proxy at " + path_.string() + " answered an unusable listen address " + e.what());
     }
+  }
+
+  // The agent's ports from the proxy's answer to its registration; throws LaunchError for a
+  // proxy that lacks what the launch needs, std::invalid_argument for an unusable address.
+  ProxyPorts ports_from(const proxy::control::Reply& reply, const std::string& listen, const AgentIdentity& agent) {
+    ProxyPorts ports;
+    ports.http = proxy::parse_endpoint(listen, proxy::PortZero::refused).port();
+    // A proxy from before SOCKS5 answers none: the agent then has the HTTP listener only.
+    if (!reply.socks_listen.empty())
+      ports.socks = proxy::parse_endpoint(reply.socks_listen, proxy::PortZero::refused).port();
+    if (agent.dns_pool) {
+      // The agent's resolv.conf names the proxy: one that serves no DNS view (from before
+      // the shared view) would leave it without names, so that launch stops here.
+      if (reply.capture.empty())
+        throw LaunchError(kExitLauncherFailure, "the proxy at " + path_.string() +
+                                                    " serves no DNS view (an older netbox?); use --network proxy-vars");
+      capture_ = proxy::parse_endpoint(reply.capture, proxy::PortZero::refused).port();
+      // The agent's IPv6 connections are DNATed to the same port on the host's IPv6
+      // address: a proxy that took no IPv6 link would leave them refused, unexplained.
+      if (agent.dns_pool6 && (reply.capture6.empty() ||
+                              proxy::parse_endpoint(reply.capture6, proxy::PortZero::refused).port() != capture_))
+        throw LaunchError(kExitLauncherFailure, "the proxy at " + path_.string() +
+                                                    " took no IPv6 link for the agent (an older netbox?); use --network proxy-vars");
+    }
+    return ports;
   }
 
   // The files of the proxy's own that the agent must not read (its policy and audit

@@ -57,6 +57,7 @@ std::string pool6_problem(const policy::Cidr& pool, const policy::Cidr& range,
   if (!pool.base.is_v6() || pool.prefix < range.prefix || !range.contains(pool.base))
     return "the IPv6 synthetic pool " + pool.to_string() + " lies outside this proxy's synthetic range " +
            range.to_string();
+  if (pool.prefix > 120) return "the IPv6 synthetic pool " + pool.to_string() + " is too small (a /120 at the least)";
   for (const auto& [agent, view] : views) {
     const auto& other = view->pool6();
     if (other && (other->contains(pool.base) || pool.contains(other->base)))
@@ -66,12 +67,48 @@ std::string pool6_problem(const policy::Cidr& pool, const policy::Cidr& range,
   return {};
 }
 
-// Both checks, under dns_mu; empty: none.
+// An agent's addresses key its view: one that already keys another agent's is refused
+// (last writer winning would hand that agent's connections to this one). Under dns_mu.
+std::string taken_problem(const AgentAttachment& a,
+                          const std::map<boost::asio::ip::address, std::shared_ptr<DnsView>>& views) {
+  for (const auto* addr : {&a.addr, a.ipv6 ? &a.ipv6->agent : nullptr})
+    if (addr && views.contains(canonical_address(*addr)))
+      return addr->to_string() + " already has the DNS view of another agent attached to this proxy";
+  return {};
+}
+
+// The checks of a view to be added, under dns_mu; empty: none.
 std::string pools_problem(const AgentAttachment& a, const ProxyOptions& o,
                           const std::map<boost::asio::ip::address, std::shared_ptr<DnsView>>& views) {
-  auto why = pool_problem(*a.dns_pool, o.synthetic_range, views);
+  auto why = taken_problem(a, views);
+  if (why.empty()) why = pool_problem(*a.dns_pool, o.synthetic_range, views);
   if (why.empty() && a.ipv6) why = pool6_problem(a.ipv6->pool, o.synthetic_range6, views);
   return why;
+}
+
+// An agent's address is a plain one: an IPv4-mapped or IPv4-compatible IPv6 form of an
+// address would key the IPv4 agent's entries (canonical_address), and a scope id would
+// make every lookup of the real peer, which arrives without one, miss: its connections
+// would pass as anonymous, under the top-level profile.
+void require_plain_address(const char* key, const boost::asio::ip::address& a, bool v6) {
+  if (v6 && !a.is_v6()) throw std::invalid_argument(std::string("\"") + key + "\" " + a.to_string() + " is not IPv6");
+  if (!a.is_v6()) return;
+  const auto six = a.to_v6();
+  const auto b = six.to_bytes();
+  bool leading_zeros = true;  // ::a.b.c.d, the deprecated IPv4-compatible form (:: and ::1 aside)
+  for (int i = 0; i < 12; ++i) leading_zeros = leading_zeros && b[i] == 0;
+  const bool compatible = leading_zeros && !six.is_loopback() && !six.is_unspecified();
+  if (six.scope_id() != 0 || six.is_v4_mapped() || (v6 && compatible))
+    throw std::invalid_argument(std::string("\"") + key + "\" " + a.to_string() +
+                                " is not a plain IPv6 address (no IPv4-mapped or -compatible form, no scope id)");
+}
+
+// One address, one agent: a registration claiming an address another agent holds (its
+// IPv4 address, or its IPv6 link address in any spelling) is refused, not a takeover.
+void require_unregistered(const AgentRegistry& agents, const char* key, const boost::asio::ip::address& a) {
+  if (auto who = agents.find(a))
+    throw std::invalid_argument(std::string("\"") + key + "\" " + a.to_string() + " is already registered, as agent " +
+                                who->agent + " (unregister it first)");
 }
 
 std::string profile_missing(const std::string& profile, const std::string& agent) {
@@ -82,7 +119,7 @@ std::string profile_missing(const std::string& profile, const std::string& agent
 // the view and has a capture listener of its own).
 void stop_dns_view(ProxyRuntime& core, const boost::asio::ip::address& agent,
                    const std::optional<boost::asio::ip::address>& agent6) {
-  std::shared_ptr<DnsView> view;
+  std::set<std::shared_ptr<DnsView>> views;  // one, under both addresses
   std::vector<std::shared_ptr<TransparentListener>> captures;
   {
     std::lock_guard lock(core.dns_mu);
@@ -90,7 +127,7 @@ void stop_dns_view(ProxyRuntime& core, const boost::asio::ip::address& agent,
       if (!addr) continue;
       const auto key = canonical_address(*addr);
       if (auto it = core.dns_views.find(key); it != core.dns_views.end()) {
-        view = std::move(it->second);
+        views.insert(std::move(it->second));
         core.dns_views.erase(it);
       }
       if (auto it = core.transparent_listeners.find(key); it != core.transparent_listeners.end()) {
@@ -99,7 +136,7 @@ void stop_dns_view(ProxyRuntime& core, const boost::asio::ip::address& agent,
       }
     }
   }
-  if (view) view->stop();
+  for (const auto& view : views) view->stop();
   for (auto& capture : captures) capture->stop();
 }
 
@@ -128,7 +165,9 @@ std::shared_ptr<DnsView> ProxyRuntime::dns_view_of(const boost::asio::ip::addres
 
 AttachedAgent ProxyRuntime::attach_agent(const AgentAttachment& a) {
   auto& core = *this;
+  require_plain_address("addr", a.addr, false);
   require_in_pool("addr", a.addr, core.options.launch_subnets);
+  require_unregistered(core.agents, "addr", a.addr);
   if (auto problem = agent_name_problem(a.name); !problem.empty()) throw std::invalid_argument("\"agent\" " + problem);
   if (!a.profile.empty() && !core.current_policy()->agents.contains(a.profile))
     throw std::invalid_argument(profile_missing(a.profile, a.name));
@@ -136,8 +175,13 @@ AttachedAgent ProxyRuntime::attach_agent(const AgentAttachment& a) {
   if (a.socks_listen) require_in_pool("socks_listen", a.socks_listen->address(), core.options.launch_subnets);
   if (a.ipv6) {
     if (!a.dns_pool) throw std::invalid_argument("IPv6 on the agent's link needs its DNS view (\"dns_pool\")");
+    require_plain_address("ipv6 agent address", a.ipv6->agent, true);
+    require_plain_address("ipv6 host address", a.ipv6->host, true);
     require_in_pool("ipv6 agent address", a.ipv6->agent, core.options.launch_subnets);
     require_in_pool("ipv6 host address", a.ipv6->host, core.options.launch_subnets);
+    require_unregistered(core.agents, "ipv6 agent address", a.ipv6->agent);
+    if (a.ipv6->agent == a.ipv6->host && !a.ipv6->agent.is_loopback())
+      throw std::invalid_argument("the IPv6 agent and host addresses are the same, " + a.ipv6->agent.to_string());
   }
   if (a.dns_pool) {
     std::lock_guard lock(core.dns_mu);
@@ -157,6 +201,7 @@ AttachedAgent ProxyRuntime::attach_agent(const AgentAttachment& a) {
     if (attached.listener_added) core.remove_listener(*attached.listener);
     if (attached.socks_listener_added) core.remove_listener(*attached.socks_listener);
   };
+  bool registered = false;
   try {
     if (a.socks_listen) {
       bool present = false;
@@ -205,8 +250,10 @@ AttachedAgent ProxyRuntime::attach_agent(const AgentAttachment& a) {
       attached.dns_view = true;
     }
     register_agent(a.addr, a.name, a.profile, a.credentials);  // checks the profile again, under the reload lock
+    registered = true;
     if (a.ipv6) register_agent(a.ipv6->agent, a.name, a.profile, a.credentials, a.addr);
   } catch (...) {
+    if (registered) core.agents.remove(a.addr);  // a refused registration leaves no identity behind
     if (attached.dns_view) stop_dns_view(core, a.addr, attached.addr6);
     undo_listeners();
     throw;

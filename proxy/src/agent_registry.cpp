@@ -11,9 +11,14 @@ boost::asio::ip::address canonical_address(const boost::asio::ip::address& a) {
 AgentRegistry::AgentRegistry() : map_(std::make_shared<const Map>()) {}
 
 AgentIdentity AgentRegistry::lookup(const boost::asio::ip::address& addr) const {
+  return find(addr).value_or(AgentIdentity{});
+}
+
+std::optional<AgentIdentity> AgentRegistry::find(const boost::asio::ip::address& addr) const {
   const auto snap = map_.load();
   auto it = snap->find(canonical_address(addr));
-  return it == snap->end() ? AgentIdentity{} : it->second;
+  if (it == snap->end()) return std::nullopt;
+  return it->second;
 }
 
 void AgentRegistry::add(const boost::asio::ip::address& addr, AgentIdentity who) {

@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "netbox/policy/policy.hpp"
@@ -37,6 +38,8 @@ class AgentRegistry {
  public:
   AgentRegistry();
   AgentIdentity lookup(const boost::asio::ip::address& addr) const;
+  // The identity registered under `addr`, if any (lookup answers an anonymous one).
+  std::optional<AgentIdentity> find(const boost::asio::ip::address& addr) const;
   void add(const boost::asio::ip::address& addr, AgentIdentity who);
   bool remove(const boost::asio::ip::address& addr);
   // The registered agents whose profile `p` has no agents entry for, in words ("agent

@@ -112,5 +112,53 @@ TEST(LaunchSharedTransparent, TwoAgentsAtOnceHaveTheirOwnMappings) {
   expect_nothing_left(subnet_b);
 }
 
+// A control socket that answers like a proxy from before the IPv6 link: it takes the
+// registration (with a capture port) but answers no "capture6". Every line it is sent is
+// appended to the log named by argv[2].
+const char* kProxyWithoutIpv6 = R"PY(
+import json, socket, sys
+path, log = sys.argv[1], sys.argv[2]
+s = socket.socket(socket.AF_UNIX)
+s.bind(path)
+s.listen(4)
+while True:
+    c, _ = s.accept()
+    f = c.makefile("rwb")
+    for line in f:
+        with open(log, "a") as out:
+            out.write(line.decode())
+        m = json.loads(line)
+        reply = {"ok": True}
+        if m.get("op") == "register":
+            reply["listen"] = m["listen"]
+            reply["capture"] = m["listen"].rsplit(":", 1)[0] + ":40000"
+        f.write((json.dumps(reply) + "\n").encode())
+        f.flush()
+    c.close()
+)PY";
+
+// The agent's IPv6 connections would be DNATed to a listener that proxy never opened: the
+// launch stops (exit 125, saying why) and first unregisters, so the proxy can close the
+// agent's row with that status rather than leave it open.
+TEST(LaunchSharedTransparent, AProxyThatTakesNoIpv6LinkStopsTheLaunchWhichUnregistersFirst) {
+  NETBOX_REQUIRE_ROOT();
+  const auto subnet = test_subnet(73);
+  HostDir host;
+  const auto sock = host.folder("control") / "old.sock";
+  const auto lines = host.path() / "lines.jsonl";
+  Background old({kPython, "-c", kProxyWithoutIpv6, sock.string(), lines.string()}, host.path(), "old-proxy");
+  ASSERT_TRUE(eventually([&] { return std::filesystem::exists(sock); })) << old.err();
+  auto r = launch(subnet, {"--proxy-control", sock.string(), "--", kSh, "-c", "echo AGENT-RAN"});
+  EXPECT_EQ(r.exit_code, 125) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("took no IPv6 link for the agent (an older netbox?); use --network proxy-vars"));
+  EXPECT_THAT(r.out, Not(HasSubstr("AGENT-RAN")));
+  std::ifstream in(lines);
+  std::string line, unregister;
+  while (std::getline(in, line))
+    if (line.find("\"unregister\"") != std::string::npos) unregister = line;
+  EXPECT_THAT(unregister, HasSubstr("\"exit_status\":125")) << "the registration was left open";
+  expect_nothing_left(subnet);
+}
+
 }  // namespace
 }  // namespace netbox::launch_test

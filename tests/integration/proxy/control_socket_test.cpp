@@ -121,6 +121,28 @@ TEST_F(ControlTest, ClosingTheControlConnectionUnregistersEverything) {
   EXPECT_EQ(agents_rows("name = 'ghost' AND ended IS NOT NULL"), 1);
 }
 
+// A second launcher (or a stale one) claiming an address another connection registered
+// would take over that agent's connections, profile and credentials: refused, in any
+// spelling of the address, and the first agent keeps its identity.
+TEST_F(ControlTest, AnAddressAnotherConnectionRegisteredIsRefusedNotTakenOver) {
+  ControlClient first(control);
+  ASSERT_EQ(first.call({{"op", "register"}, {"addr", "127.0.0.1"}, {"agent", "first"}, {"profile", "builder"}})["ok"],
+            true);
+  ControlClient second(control);
+  const std::vector<std::pair<std::string, std::string>> claims{
+      {"127.0.0.1", "\"addr\" 127.0.0.1 is already registered, as agent first"},
+      {"::ffff:127.0.0.1", "is not a plain IPv6 address"},  // the same key, spelled otherwise
+      {"fd00:6e62:7800::ad5:702%7", "is not a plain IPv6 address"},  // a key no peer ever matches
+  };
+  for (const auto& [addr, why] : claims) {
+    auto r = second.call({{"op", "register"}, {"addr", addr}, {"agent", "second"}});
+    EXPECT_EQ(r["ok"], false) << addr;
+    EXPECT_NE(r["error"].get<std::string>().find(why), std::string::npos) << r["error"];
+  }
+  EXPECT_EQ(proxy_get(port, other_url()).status, 200) << "still the builder profile's";
+  EXPECT_EQ(last_row().agent, "first");
+}
+
 TEST_F(ControlTest, BadRegistrationsAreRefusedWithAReason) {
   ControlClient c(control);
   auto r = c.call({{"op", "register"}, {"addr", "not-an-ip"}, {"agent", "x"}});

@@ -298,21 +298,38 @@ TEST_F(DnsViewTest, WithAnIpv6PoolAaaaIsAnsweredFromItAndBadIpv6PoolsAreRefused)
   b.name = "other-agent";
   b.listen = ip::tcp::endpoint(ip::make_address(kStranger), 0);
   b.dns_pool = policy::Cidr::parse("198.18.4.0/22");
-  b.ipv6 = proxy::AgentAttachment::Ipv6Link{ip::make_address("::1"), ip::make_address("::1"),
+  b.ipv6 = proxy::AgentAttachment::Ipv6Link{ip::make_address("fd00:6e62:7800::ad5:ff02"),
+                                            ip::make_address("fd00:6e62:7800::ad5:ff01"),
                                             *policy::Cidr::parse("2001:2::/48")};
-  try {
-    server->attach_agent(b);
-    ADD_FAILURE() << "an overlapping IPv6 pool was accepted";
-  } catch (const std::invalid_argument& e) {
-    EXPECT_THAT(e.what(), ::testing::HasSubstr("overlaps 2001:2:0:7::/64"));
+  // Each attachment below is refused, the reason saying why.
+  const auto refused = [&](const proxy::AgentAttachment& other, const std::string& why, const std::string& what) {
+    try {
+      server->attach_agent(other);
+      ADD_FAILURE() << what << " was accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_THAT(e.what(), ::testing::HasSubstr(why)) << what;
+    }
+  };
+  refused(b, "overlaps 2001:2:0:7::/64", "an overlapping IPv6 pool");
+  b.ipv6->pool = *policy::Cidr::parse("2001:2:0:8::/128");
+  refused(b, "is too small", "an IPv6 pool of no addresses");
+  // The first agent's IPv6 address, claimed by another as its IPv6 link or as its address,
+  // in any spelling: refused, never a takeover of its connections.
+  b.ipv6->pool = *policy::Cidr::parse("2001:2:0:8::/64");
+  for (const char* taken : {"::1", "0:0:0:0:0:0:0:1"}) {
+    b.ipv6->agent = ip::make_address(taken);
+    refused(b, "is already registered, as agent dns-agent", std::string("another agent's IPv6 address as ") + taken);
   }
+  for (const char* bad : {"::ffff:10.213.0.6", "fd00:6e62:7800::ad5:ff02%7", "::10.213.0.6"}) {
+    b.ipv6->agent = ip::make_address(bad);
+    refused(b, "is not a plain IPv6 address", std::string("the IPv6 link address ") + bad);
+  }
+  proxy::AgentAttachment c = agent("third-agent", "198.18.8.0/22");
+  c.addr = ip::make_address("::1");
+  refused(c, "\"addr\" ::1 is already registered, as agent dns-agent", "another agent's IPv6 address as an address");
+  b.ipv6->agent = ip::make_address("fd00:6e62:7800::ad5:ff02");
   b.ipv6->pool = *policy::Cidr::parse("2001:db8::/64");
-  try {
-    server->attach_agent(b);
-    ADD_FAILURE() << "an IPv6 pool outside the synthetic range was accepted";
-  } catch (const std::invalid_argument& e) {
-    EXPECT_THAT(e.what(), ::testing::HasSubstr("outside this proxy's synthetic range 2001:2::/48"));
-  }
+  refused(b, "outside this proxy's synthetic range 2001:2::/48", "an IPv6 pool outside the synthetic range");
   server->detach_agent(*attached, {});
 }
 
