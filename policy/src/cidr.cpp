@@ -105,6 +105,29 @@ bool Cidr::contains(const boost::asio::ip::address& a) const {
   return detail::prefix_equal(base.to_v6().to_bytes(), mapped.to_bytes(), prefix);
 }
 
+std::optional<Cidr> Cidr::next() const {
+  if (prefix == 0) return std::nullopt;
+  // The address as 16 bytes (IPv4 in the last four), plus one at the prefix's last bit.
+  boost::asio::ip::address_v6::bytes_type b{};
+  const unsigned first = base.is_v4() ? 12 : 0;
+  if (base.is_v4()) {
+    const auto v4 = base.to_v4().to_bytes();
+    std::copy(v4.begin(), v4.end(), b.begin() + first);
+  } else {
+    b = base.to_v6().to_bytes();
+  }
+  const unsigned bit = first * 8 + prefix - 1;
+  unsigned carry = 1u << (7 - bit % 8);
+  for (int i = static_cast<int>(bit / 8); i >= static_cast<int>(first) && carry; --i) {
+    const unsigned sum = b[static_cast<std::size_t>(i)] + carry;
+    b[static_cast<std::size_t>(i)] = static_cast<unsigned char>(sum & 0xff);
+    carry = sum >> 8;
+  }
+  if (carry) return std::nullopt;
+  if (base.is_v4()) return Cidr{boost::asio::ip::address_v4({b[12], b[13], b[14], b[15]}), prefix};
+  return Cidr{boost::asio::ip::address_v6(b), prefix};
+}
+
 std::string Cidr::to_string() const {
   return base.to_string() + "/" + std::to_string(prefix);
 }

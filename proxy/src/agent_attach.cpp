@@ -36,54 +36,82 @@ void require_in_pool(const char* key, const boost::asio::ip::address& addr, cons
                               "proxy's --subnet");
 }
 
-// A pool outside the proxy's synthetic range could be a real destination; one that
-// overlaps another agent's would make an address stand for two mappings. Under dns_mu.
-std::string pool_problem(const policy::Cidr& pool, const policy::Cidr& range,
-                         const std::map<boost::asio::ip::address, std::shared_ptr<DnsView>>& views) {
+using Views = std::map<boost::asio::ip::address, std::shared_ptr<DnsView>>;
+
+// A pool outside the proxy's synthetic range could be a real destination. Empty: inside.
+std::string range_problem(const policy::Cidr& pool, const policy::Cidr& range) {
   if (pool.base.is_v4() != range.base.is_v4() || pool.prefix < range.prefix || !range.contains(pool.base))
-    return "\"dns_pool\" " + pool.to_string() + " lies outside this proxy's synthetic range " + range.to_string();
+    return (pool.base.is_v4() ? "\"dns_pool\" " : "the IPv6 synthetic pool ") + pool.to_string() +
+           " lies outside this proxy's synthetic range " + range.to_string();
+  if (pool.base.is_v6() && pool.prefix > 120)
+    return "the IPv6 synthetic pool " + pool.to_string() + " is too small (a /120 at the least)";
+  return {};
+}
+
+// A pool overlapping another agent's would make an address stand for two mappings. Empty:
+// it overlaps none. Under dns_mu.
+std::string overlap_problem(const policy::Cidr& pool, const Views& views) {
   for (const auto& [agent, view] : views) {
-    const auto& other = view->pool();
-    if (other.contains(pool.base) || pool.contains(other.base))
-      return "\"dns_pool\" " + pool.to_string() + " overlaps " + other.to_string() + ", the synthetic pool of agent " +
-             agent.to_string() + " attached to this proxy";
+    const auto& other = pool.base.is_v4() ? std::optional(view->pool()) : view->pool6();
+    if (other && (other->contains(pool.base) || pool.contains(other->base)))
+      return (pool.base.is_v4() ? "\"dns_pool\" " : "the IPv6 synthetic pool ") + pool.to_string() + " overlaps " +
+             other->to_string() + ", the synthetic pool of agent " + agent.to_string() + " attached to this proxy";
   }
   return {};
 }
 
-// The same for an IPv6 pool (AgentAttachment::ipv6), against the other agents' IPv6 pools.
-std::string pool6_problem(const policy::Cidr& pool, const policy::Cidr& range,
-                          const std::map<boost::asio::ip::address, std::shared_ptr<DnsView>>& views) {
-  if (!pool.base.is_v6() || pool.prefix < range.prefix || !range.contains(pool.base))
-    return "the IPv6 synthetic pool " + pool.to_string() + " lies outside this proxy's synthetic range " +
-           range.to_string();
-  if (pool.prefix > 120) return "the IPv6 synthetic pool " + pool.to_string() + " is too small (a /120 at the least)";
-  for (const auto& [agent, view] : views) {
-    const auto& other = view->pool6();
-    if (other && (other->contains(pool.base) || pool.contains(other->base)))
-      return "the IPv6 synthetic pool " + pool.to_string() + " overlaps " + other->to_string() +
-             ", the IPv6 synthetic pool of agent " + agent.to_string() + " attached to this proxy";
+// A pool the size of `wanted` that overlaps no attached agent's: `wanted` itself, else the
+// first free block after it (wrapping). A launcher's pool says where it would like to be;
+// launches sharing a proxy may propose the same one (their /30s numbered alike), and the
+// later one takes the next free block rather than fail. Nullopt: none free among the
+// blocks looked at (bounded: each attached pool blocks a few at most). Under dns_mu.
+std::optional<policy::Cidr> free_pool(const policy::Cidr& wanted, const policy::Cidr& range, const Views& views) {
+  auto candidate = wanted;
+  for (std::size_t tries = 0; tries < 64 + 4 * views.size(); ++tries) {
+    if (overlap_problem(candidate, views).empty()) return candidate;
+    const auto next = candidate.next();  // wrapping to the range's start past its end
+    candidate = next && range.contains(next->base) ? *next : policy::Cidr{range.base, candidate.prefix};
   }
-  return {};
+  return std::nullopt;
 }
 
 // An agent's addresses key its view: one that already keys another agent's is refused
 // (last writer winning would hand that agent's connections to this one). Under dns_mu.
-std::string taken_problem(const AgentAttachment& a,
-                          const std::map<boost::asio::ip::address, std::shared_ptr<DnsView>>& views) {
+std::string taken_problem(const AgentAttachment& a, const Views& views) {
   for (const auto* addr : {&a.addr, a.ipv6 ? &a.ipv6->agent : nullptr})
     if (addr && views.contains(canonical_address(*addr)))
       return addr->to_string() + " already has the DNS view of another agent attached to this proxy";
   return {};
 }
 
-// The checks of a view to be added, under dns_mu; empty: none.
-std::string pools_problem(const AgentAttachment& a, const ProxyOptions& o,
-                          const std::map<boost::asio::ip::address, std::shared_ptr<DnsView>>& views) {
+// What no choice of pools mends: an address already keying a view, a pool outside the
+// synthetic range. Under dns_mu; empty: none.
+std::string fixed_problem(const AgentAttachment& a, const ProxyOptions& o, const Views& views) {
   auto why = taken_problem(a, views);
-  if (why.empty()) why = pool_problem(*a.dns_pool, o.synthetic_range, views);
-  if (why.empty() && a.ipv6) why = pool6_problem(a.ipv6->pool, o.synthetic_range6, views);
+  if (why.empty()) why = range_problem(*a.dns_pool, o.synthetic_range);
+  if (why.empty() && a.ipv6) why = range_problem(a.ipv6->pool, o.synthetic_range6);
   return why;
+}
+
+// The checks of a view to be added, its pools as they are, under dns_mu; empty: none.
+std::string pools_problem(const AgentAttachment& a, const ProxyOptions& o, const Views& views) {
+  auto why = fixed_problem(a, o, views);
+  if (why.empty()) why = overlap_problem(*a.dns_pool, views);
+  if (why.empty() && a.ipv6) why = overlap_problem(a.ipv6->pool, views);
+  return why;
+}
+
+// `a` given pools that overlap no attached agent's (free_pool), or the reason it cannot
+// be. Under dns_mu.
+std::string place_pools(AgentAttachment& a, const ProxyOptions& o, const Views& views) {
+  if (auto why = fixed_problem(a, o, views); !why.empty()) return why;
+  for (auto* pool : {&*a.dns_pool, a.ipv6 ? &a.ipv6->pool : nullptr}) {
+    if (!pool) continue;
+    auto free = free_pool(*pool, pool->base.is_v4() ? o.synthetic_range : o.synthetic_range6, views);
+    if (!free) return overlap_problem(*pool, views) + ", and no free block of its size was found";
+    *pool = *free;
+  }
+  return {};
 }
 
 // An agent's address is a plain one: an IPv4-mapped or IPv4-compatible IPv6 form of an
@@ -163,8 +191,9 @@ std::shared_ptr<DnsView> ProxyRuntime::dns_view_of(const boost::asio::ip::addres
   return it == dns_views.end() ? nullptr : it->second;
 }
 
-AttachedAgent ProxyRuntime::attach_agent(const AgentAttachment& a) {
+AttachedAgent ProxyRuntime::attach_agent(const AgentAttachment& wanted) {
   auto& core = *this;
+  AgentAttachment a = wanted;  // its pools may move (place_pools)
   require_plain_address("addr", a.addr, false);
   require_in_pool("addr", a.addr, core.options.launch_subnets);
   require_unregistered(core.agents, "addr", a.addr);
@@ -185,7 +214,7 @@ AttachedAgent ProxyRuntime::attach_agent(const AgentAttachment& a) {
   }
   if (a.dns_pool) {
     std::lock_guard lock(core.dns_mu);
-    if (auto why = pools_problem(a, core.options, core.dns_views); !why.empty()) throw std::invalid_argument(why);
+    if (auto why = place_pools(a, core.options, core.dns_views); !why.empty()) throw std::invalid_argument(why);
   }
 
   AttachedAgent attached;
@@ -248,6 +277,8 @@ AttachedAgent ProxyRuntime::attach_agent(const AgentAttachment& a) {
       core.dns_views[canonical_address(a.addr)] = std::move(view);
       core.transparent_listeners[canonical_address(a.addr)] = std::move(capture);
       attached.dns_view = true;
+      attached.dns_pool = a.dns_pool;
+      if (a.ipv6) attached.dns_pool6 = a.ipv6->pool;
     }
     register_agent(a.addr, a.name, a.profile, a.credentials);  // checks the profile again, under the reload lock
     registered = true;
@@ -276,7 +307,9 @@ AttachedAgent ProxyRuntime::attach_agent(const AgentAttachment& a) {
                                       {"profile", a.profile},
                                       {"listen", attached.listener ? endpoint_text(*attached.listener) : ""},
                                       {"socks_listen",
-                                       attached.socks_listener ? endpoint_text(*attached.socks_listener) : ""}});
+                                       attached.socks_listener ? endpoint_text(*attached.socks_listener) : ""},
+                                      {"dns_pool", attached.dns_pool ? attached.dns_pool->to_string() : ""},
+                                      {"dns_pool6", attached.dns_pool6 ? attached.dns_pool6->to_string() : ""}});
   return attached;
 }
 

@@ -164,6 +164,8 @@ void to_json(json& j, const Reply& reply) {
   if (!reply.dns.empty()) j["dns"] = reply.dns;
   if (!reply.capture.empty()) j["capture"] = reply.capture;
   if (!reply.capture6.empty()) j["capture6"] = reply.capture6;
+  if (!reply.dns_pool.empty()) j["dns_pool"] = reply.dns_pool;
+  if (!reply.dns_pool6.empty()) j["dns_pool6"] = reply.dns_pool6;
   if (!reply.policy_file.empty()) j["policy_file"] = reply.policy_file;
   if (!reply.audit_db.empty()) j["audit_db"] = reply.audit_db;
   if (!reply.ca_pem.empty()) j["ca_pem"] = reply.ca_pem;
@@ -182,6 +184,8 @@ void from_json(const json& j, Reply& reply) {
   reply.dns = text(j, "dns");
   reply.capture = text(j, "capture");
   reply.capture6 = text(j, "capture6");
+  reply.dns_pool = text(j, "dns_pool");
+  reply.dns_pool6 = text(j, "dns_pool6");
   reply.policy_file = text(j, "policy_file");
   reply.audit_db = text(j, "audit_db");
   reply.ca_pem = text(j, "ca_pem");

@@ -152,6 +152,8 @@ class ControlSession : public std::enable_shared_from_this<ControlSession> {
         reply.dns = endpoint_text({got.listener->address(), 53});
         reply.capture = endpoint_text(*got.transparent);
         if (got.transparent6) reply.capture6 = endpoint_text(*got.transparent6);
+        if (got.dns_pool) reply.dns_pool = got.dns_pool->to_string();
+        if (got.dns_pool6) reply.dns_pool6 = got.dns_pool6->to_string();
       }
       attached_[a.addr] = std::move(got);
       return reply;

@@ -7,6 +7,7 @@
 #include "netbox/policy/decide.hpp"
 #include "netbox/policy/host.hpp"
 
+#include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/read.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -176,7 +177,9 @@ void DnsView::stop() {
     std::lock_guard lock(mu_);
     if (auto n = rows_.take_suppressed()) write_summary(who(), n);
   }
-  asio::post(ioc_, [self = shared_from_this()] {
+  // On the view's own thread (the control socket's too) at once, so port 53 is free for
+  // a registration that follows in the same handler; from elsewhere, posted there.
+  asio::dispatch(ioc_, [self = shared_from_this()] {
     boost::system::error_code ignored;
     self->udp_.close(ignored);
     self->tcp_.close(ignored);

@@ -16,6 +16,8 @@
 #include "request_rules.hpp"
 #include "tunnel.hpp"
 
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/read.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/http/write.hpp>
@@ -264,7 +266,8 @@ void TransparentListener::start() {
 void TransparentListener::stop() {
   rt_.own.remove(bound_);
   rt_.publish_endpoints();
-  asio::post(worker_.ioc, [self = shared_from_this()] {
+  // At once on its own thread (see DnsView::stop), else posted there.
+  asio::dispatch(worker_.ioc, [self = shared_from_this()] {
     boost::system::error_code ignored;
     self->acceptor_.close(ignored);
   });

@@ -60,10 +60,12 @@ TEST(LaunchSharedTransparent, ARunningProxyAnswersDnsAndCapturesWithNoProxyVaria
 // A name agent A resolved stands for nothing in agent B's view: B dialling A's synthetic
 // address is decided as the literal it is (the benchmarking range, internal: refused),
 // never as A's mapping, while B's own lookup of the name gets an address of its own pool.
+// Their /30s (10.213.192.0 and 10.213.194.0) are 128 apart, so both launchers propose the
+// same /22: B gets the next free one instead of being refused.
 TEST(LaunchSharedTransparent, TwoAgentsAtOnceHaveTheirOwnMappings) {
   NETBOX_REQUIRE_ROOT();
   const auto subnet_a = test_subnet(92);
-  const auto subnet_b = test_subnet(93);
+  const auto subnet_b = test_subnet(94);
   HttpServer upstream;
   HostDir host;
   test::TempDir dir;
@@ -100,6 +102,15 @@ TEST(LaunchSharedTransparent, TwoAgentsAtOnceHaveTheirOwnMappings) {
   ASSERT_FALSE(b_addr6.empty()) << b.out;
   EXPECT_NE(b_addr, a_addr);
   EXPECT_NE(b_addr6, a_addr6) << "each agent's IPv6 pool is its own";
+  // Both proposed 198.18.0.0/22 (the /22 numbered by their /30s); B was given the next.
+  const auto pool_of = [&](const std::string& agent) {
+    std::smatch m;
+    const std::string log = proxy.err();
+    const std::regex line("agent_registered agent=" + agent + " [^\\n]* dns_pool=([0-9./]+)");
+    return std::regex_search(log, m, line) ? m[1].str() : std::string();
+  };
+  EXPECT_EQ(pool_of("agent-a"), "198.18.0.0/22") << proxy.err();
+  EXPECT_EQ(pool_of("agent-b"), "198.18.4.0/22") << proxy.err();
   EXPECT_EQ(upstream.connections(), 1) << "only A's fetch reached the upstream";
   EXPECT_EQ(proxy.stop(), 0) << proxy.err();
   const auto rows = query(proxy.store(), "SELECT agent, kind, host, decision FROM requests ORDER BY id");

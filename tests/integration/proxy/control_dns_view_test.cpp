@@ -114,13 +114,20 @@ TEST_F(ControlDnsViewTest, ARegisteredPoolGetsTheDnsViewAndACaptureListener) {
   EXPECT_FALSE(plain.contains("capture"));
 }
 
-TEST_F(ControlDnsViewTest, PoolsOutsideTheSyntheticRangeOrOverlappingAnotherAgentsAreRefused) {
+// A pool another agent holds is where the launcher would like to be (launches whose /30s
+// are 128 apart propose the same /22): the later agent gets the next free block of that
+// size, and each keeps its own mappings. Pools outside the synthetic range, or with no
+// free block of their size, are refused.
+TEST_F(ControlDnsViewTest, AnOverlappingPoolMovesToAFreeBlockAndPoolsOutsideTheRangeAreRefused) {
   ControlClient one(control);
-  ASSERT_EQ(one.call(registration(kAgent1, kHost1, "198.18.4.0/22"))["ok"], true);
+  auto first = one.call(registration(kAgent1, kHost1, "198.18.4.0/22"));
+  ASSERT_EQ(first["ok"], true) << first.dump();
+  EXPECT_EQ(first["dns_pool"], "198.18.4.0/22");
   ControlClient two(control);
-  auto r = two.call(registration(kAgent2, kHost2, "198.18.5.0/24"));
+  auto r = two.call(registration(kAgent2, kHost2, "198.18.0.0/15"));  // the whole range: no block is free
   EXPECT_EQ(r["ok"], false);
   EXPECT_THAT(r["error"].get<std::string>(), HasSubstr("overlaps 198.18.4.0/22, the synthetic pool of agent " + kAgent1));
+  EXPECT_THAT(r["error"].get<std::string>(), HasSubstr("no free block of its size was found"));
   r = two.call(registration(kAgent2, kHost2, "198.16.0.0/14"));  // holds the range and more
   EXPECT_EQ(r["ok"], false);
   EXPECT_THAT(r["error"].get<std::string>(), HasSubstr("outside this proxy's synthetic range 198.18.0.0/15"));
@@ -130,9 +137,16 @@ TEST_F(ControlDnsViewTest, PoolsOutsideTheSyntheticRangeOrOverlappingAnotherAgen
   EXPECT_THAT(r["error"].get<std::string>(), HasSubstr("\"dns_pool\" is not a network"));
   // Nothing of the refused registrations stayed: agent 2 has no view.
   EXPECT_EQ(resolve("upstream.test", kAgent2, kHost2), "");
-  r = two.call(registration(kAgent2, kHost2, "198.18.8.0/22"));
-  ASSERT_EQ(r["ok"], true) << r.dump();
-  EXPECT_FALSE(resolve("upstream.test", kAgent2, kHost2).empty());
+  for (const char* wanted : {"198.18.4.0/22", "198.18.5.0/24"}) {
+    r = two.call(registration(kAgent2, kHost2, wanted));
+    ASSERT_EQ(r["ok"], true) << r.dump();
+    const auto moved = r["dns_pool"].get<std::string>();
+    EXPECT_EQ(moved, std::string(wanted) == "198.18.4.0/22" ? "198.18.8.0/22" : "198.18.8.0/24") << wanted;
+    const auto a2 = resolve("upstream.test", kAgent2, kHost2);
+    EXPECT_TRUE(policy::Cidr::parse(moved)->contains(boost::asio::ip::make_address(a2))) << a2;
+    const auto a1 = resolve("upstream.test", kAgent1, kHost1);
+    EXPECT_TRUE(policy::Cidr::parse("198.18.4.0/22")->contains(boost::asio::ip::make_address(a1))) << a1;
+  }
 }
 
 // Each agent's names map in its own pool: the same name gets another address in each,

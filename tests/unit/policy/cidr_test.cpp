@@ -52,3 +52,20 @@ TEST(Cidr, MappedV6RangeMatchesPlainV4) {
   EXPECT_TRUE(c.contains(make_address("10.1.2.3")));
   EXPECT_FALSE(c.contains(make_address("11.1.2.3")));
 }
+
+// The next block of a size, for handing out pools: carries across bytes, and has none
+// past the end of the address space.
+TEST(Cidr, NextIsTheFollowingBlockOfTheSameSize) {
+  const auto next = [](const char* c) {
+    auto n = Cidr::parse(c)->next();
+    return n ? n->to_string() : std::string("none");
+  };
+  EXPECT_EQ(next("198.18.4.0/22"), "198.18.8.0/22");
+  EXPECT_EQ(next("198.18.252.0/22"), "198.19.0.0/22");
+  EXPECT_EQ(next("10.0.0.7/32"), "10.0.0.8/32");
+  EXPECT_EQ(next("255.255.252.0/22"), "none");
+  EXPECT_EQ(next("2001:2:0:2b5:ffff::/80"), "2001:2:0:2b6::/80");
+  EXPECT_EQ(next("2001:2:0:7::/64"), "2001:2:0:8::/64");
+  EXPECT_EQ(next("ffff:ffff:ffff:ffff:ffff:ffff:ffff:ff00/120"), "none");
+  EXPECT_EQ(next("0.0.0.0/0"), "none");
+}

@@ -112,7 +112,12 @@ TEST(ControlProtocol, TheIpv6LinkAndItsCaptureListenerRoundTrip) {
   EXPECT_EQ(back.ipv6->pool, "2001:2:0:2b5:4000::/80");
   Reply reply;
   reply.capture6 = "[fd00:6e62:7800::ad5:1]:40123";
-  EXPECT_EQ(parse_reply(to_line(reply)).capture6, "[fd00:6e62:7800::ad5:1]:40123");
+  reply.dns_pool = "198.18.8.0/22";
+  reply.dns_pool6 = "2001:2:0:2b5:4001::/80";
+  const auto got = parse_reply(to_line(reply));
+  EXPECT_EQ(got.capture6, "[fd00:6e62:7800::ad5:1]:40123");
+  EXPECT_EQ(got.dns_pool, "198.18.8.0/22");
+  EXPECT_EQ(got.dns_pool6, "2001:2:0:2b5:4001::/80");
   expect_refused(R"({"op":"register","addr":"10.213.0.2","ipv6":"fd00::2"})", "\"ipv6\" must be an object");
   expect_refused(R"({"op":"register","addr":"10.213.0.2","ipv6":{"agent":"fd00::2","host":"fd00::1"}})",
                  "\"pool\" is missing");

@@ -36,7 +36,8 @@ struct AgentAttachment {
   // Serve the agent the DNS view of its policy (UDP and TCP port 53 on the listener's
   // address), answering allowed names from this pool of synthetic addresses, and listen
   // for its captured connections (AttachedAgent::transparent) (issue 15). Needs `listen`.
-  // Unset: neither.
+  // Unset: neither. A pool another attached agent holds is a preference: the agent gets
+  // the next free block of its size (AttachedAgent::dns_pool), and IPv6 pools likewise.
   std::optional<policy::Cidr> dns_pool;
   // IPv6 on the agent's link as well (needs dns_pool): its address there, the host side's
   // (a second capture listener listens on it), both inside the proxy's launch_subnets, and
@@ -71,6 +72,10 @@ struct AttachedAgent {
   // (the same port as `transparent`).
   std::optional<boost::asio::ip::address> addr6;
   std::optional<boost::asio::ip::tcp::endpoint> transparent6;
+  // With a DNS view: the synthetic pools it answers from. The attachment's, unless another
+  // attached agent held them: then the next free blocks of their size.
+  std::optional<policy::Cidr> dns_pool;
+  std::optional<policy::Cidr> dns_pool6;
 };
 
 // How the agent ended, for its agents row.

@@ -65,6 +65,8 @@ struct Reply {
   std::string dns;           // register with dns_pool: where its DNS view answers (ADDR:53)
   std::string capture;       // register with dns_pool: where its captured TCP goes (ADDR:PORT)
   std::string capture6;      // register with ipv6: the same on its IPv6 host address ([ADDR]:PORT)
+  std::string dns_pool;      // register with dns_pool: the pool it got (another agent's: the next free one)
+  std::string dns_pool6;     // register with ipv6: likewise its IPv6 pool
   std::string policy_file;  // info: absolute; empty when the proxy has no policy file
   std::string audit_db;     // info: absolute
   std::string ca_pem;       // info: the CA certificate (PEM) the proxy inspects with; empty: it does not
