@@ -161,8 +161,29 @@ WorkdirOverlay mount_overlay(const BindMount& bind, const std::string& source, c
   return overlay;
 }
 
+// A folder made on the host, as git init would have made it, owned as its parent.
+void make_host_folder(const std::string& source) {
+  if (exists(source)) return;
+  struct stat parent {};
+  if (::stat(source.substr(0, source.rfind('/')).c_str(), &parent) != 0) fail("stat the folder of " + source);
+  if (::mkdir(source.c_str(), 0755) != 0) {
+    if (errno == EROFS) return;  // nobody writes there, the agent neither
+    fail("mkdir " + source);
+  }
+  if (::chown(source.c_str(), parent.st_uid, parent.st_gid) != 0) fail("chown " + source);
+}
+
 void bind_from_host(const BindMount& bind, const AgentMounts& m, WorkdirOverlay& overlay) {
+  if (bind.pin) {
+    const std::string self = in_new(bind.path);
+    if (exists(self)) mount_or_throw(self.c_str(), self.c_str(), nullptr, MS_BIND, nullptr);
+    return;
+  }
   const std::string source = in_old(bind.source);
+  if (bind.make_missing) {
+    make_host_folder(source);
+    if (!exists(source)) return;  // on a read-only file system: nobody can make it
+  }
   std::string target = in_new(bind.path);
   // A symlink the view shows already leads to the source's path (mount(2) would follow
   // it from the assembly root, not the agent's).

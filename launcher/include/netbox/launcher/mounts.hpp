@@ -29,6 +29,13 @@ struct BindMount {
   bool writable = false;
   // Nonzero: an overlay whose upper layer is a tmpfs of this size (--workdir-quota).
   std::uint64_t quota = 0;
+  // The view's own `path` bound onto itself, nothing from the host: a mount point cannot
+  // be renamed or removed, so the folder (a project's .git) cannot be swapped for another.
+  bool pin = false;
+  // A missing folder `source` is made on the host (empty, owned as its parent) so that
+  // it can be bound read-only: the agent must not create it (.git/hooks).
+  bool make_missing = false;
+  std::string note;  // why it is there, for the report; empty: asked for by a flag
 };
 
 struct AgentMounts {
