@@ -51,6 +51,9 @@ void describe_view(SandboxReport& r, const FilesystemView& view, const AgentUser
 
 void describe_own_files(SandboxReport& r, const HiddenPaths& own) {
   for (const auto& f : own.folders) r.hidden.push_back(f + " (netbox)");
+  for (const auto& s : own.shared)
+    for (const auto& name : s.hidden_names)
+      r.hidden.push_back(s.folder + "/" + name + " (netbox; " + s.folder + " shown without it)");
   for (const auto& f : own.files) r.hidden.push_back(f + " (netbox)");
 }
 

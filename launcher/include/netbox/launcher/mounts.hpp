@@ -68,8 +68,18 @@ WorkdirOverlay setup_agent_mounts(const AgentMounts& mounts);
 
 // netbox's own files the agent must not see, as absolute canonical paths (see
 // hidden_paths.hpp for how they are chosen).
+// A folder the agent needs that holds one of them: covered by a read-only tmpfs in
+// which every other entry is shown again (bound, with what is mounted below it; a
+// symlink made again), so that no rename on the host can show the hidden one. Entries
+// the host adds later are not shown.
+struct SharedFolder {
+  std::string folder;
+  std::vector<std::string> hidden_names;
+};
+
 struct HiddenPaths {
   std::vector<std::string> folders;  // covered by an empty read-only tmpfs
+  std::vector<SharedFolder> shared;  // covered, the other entries shown again
   std::vector<std::string> files;    // each covered by an empty read-only file
 };
 
