@@ -86,7 +86,11 @@ HiddenPaths plan_hidden_paths(const NetboxFiles& files, const std::vector<fs::pa
     const fs::path path = canonical_or_lexical(file);
     if (already_hidden(path, bound, home)) return;
     const fs::path folder = path.parent_path();
-    if (folder_may_be_covered(folder, needed)) {
+    // Covering the folder of a file shown in its place would take what is bound there
+    // (a --ro beside the policy) with it: shown again instead.
+    const bool binds_inside = sharing && std::any_of(bound.begin(), bound.end(),
+                                                     [&](const fs::path& b) { return within(b, folder); });
+    if (!binds_inside && folder_may_be_covered(folder, needed)) {
       add_unique(out.folders, folder);
       return;
     }

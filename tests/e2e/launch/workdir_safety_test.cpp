@@ -40,6 +40,7 @@ TEST(LaunchWorkdirSafety, SharedFoldersAndHomeAreNeverAnImplicitWorkdir) {
     EXPECT_EQ(r.exit_code, 2) << cwd << ": " << r.err;
     EXPECT_THAT(r.err, HasSubstr("--workdir")) << cwd;
     EXPECT_FALSE(fs::exists(marker)) << "the agent ran from " << cwd;
+    fs::remove(marker);
     auto explain = launch_from(cwd, subnet, {"--explain", "--", "true"});
     EXPECT_EQ(explain.exit_code, 2) << cwd << ": " << explain.out;
   }
