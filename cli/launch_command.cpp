@@ -48,6 +48,9 @@ void bind(FlagTable& f, LaunchArgs& a) {
   f.option("--workdir-quota", o.workdir_quota,
            "Write the workdir into an overlay on a tmpfs of SIZE; changes are discarded at exit unless --commit");
   f.flag("--commit", o.commit, "With --workdir-quota: copy the agent's changes onto the workdir when it exits");
+  f.flag("--writable-hooks", o.writable_hooks,
+         "Let the agent change what the host runs in writable folders: .git/hooks, .git/config, .git/info (also "
+         "of submodules), .envrc, .direnv, .vscode (read-only by default)");
   f.option("--allow-degraded", o.allow_degraded,
            "Run even if LAYER (workdir, ro, rw, workdir-quota, cgroup) cannot be applied (repeatable)");
   f.flag("--explain", o.explain, "Print the layers the agent would run under, and run nothing");

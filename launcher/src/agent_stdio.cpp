@@ -1,5 +1,6 @@
 #include "netbox/launcher/agent_stdio.hpp"
 
+#include "netbox/launcher/agent_output_guard.hpp"
 #include "netbox/launcher/launch.hpp"
 #include "netbox/launcher/pseudo_terminal.hpp"
 
@@ -8,6 +9,7 @@
 #include <signal.h>
 #include <sys/eventfd.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <termios.h>
 #include <unistd.h>
 
@@ -22,6 +24,14 @@ namespace netbox::launcher {
 namespace {
 
 constexpr std::size_t kChunk = 64 * 1024;
+constexpr int kHeldMs = 50;
+
+// The launcher's stdout and stderr are one file (2>&1, one terminal): netbox's lines
+// show up among the agent's stdout too.
+bool same_file(int a, int b) {
+  struct stat sa {}, sb {};
+  return ::fstat(a, &sa) == 0 && ::fstat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
 
 void close_fd(int& fd) noexcept {
   if (fd >= 0) ::close(fd);
@@ -59,6 +69,8 @@ struct AgentStdio::State {
   struct Output {
     int src = -1;  // our read end of the agent's pipe, or the pty master
     int dst = -1;  // the launcher's 1 or 2
+    // Set where netbox's own lines may show up beside the agent's (agent_output_guard.hpp).
+    std::optional<AgentOutputGuard> guard;
   };
 
   std::array<int, 3> agent{-1, -1, -1};
@@ -106,11 +118,29 @@ struct AgentStdio::State {
   bool copy_once(Output& o, char* buf) {
     ssize_t n = ::read(o.src, buf, kChunk);
     if (n < 0 && (errno == EINTR || errno == EAGAIN)) return true;
-    if (n <= 0 || !write_all(o.dst, buf, static_cast<std::size_t>(n))) {
+    if (n <= 0 || !write_out(o, buf, static_cast<std::size_t>(n))) {
+      if (o.guard) write_held(o);
       drop_output(o);
       return false;
     }
     return true;
+  }
+
+  static bool write_out(Output& o, const char* p, std::size_t n) {
+    if (!o.guard) return write_all(o.dst, p, n);
+    const std::string shown = o.guard->filter(std::string_view(p, n));
+    return write_all(o.dst, shown.data(), shown.size());
+  }
+
+  static void write_held(Output& o) {
+    const std::string held = o.guard->flush();
+    write_all(o.dst, held.data(), held.size());
+  }
+
+  bool holding() const {
+    for (const auto& o : outputs)
+      if (o.guard && o.guard->holding()) return true;
+    return false;
   }
 
   void relay() {
@@ -127,7 +157,13 @@ struct AgentStdio::State {
       const bool want_stdin = stdin_open && in_dst >= 0 && pending.empty();
       if (want_stdin) fds.push_back({0, POLLIN, 0});
       if (in_dst >= 0 && !pending.empty()) fds.push_back({in_dst, POLLOUT, 0});
-      if (::poll(fds.data(), fds.size(), -1) < 0) continue;
+      // A line's start held back (it could become "netbox...") is shown, marked, once
+      // the agent has been quiet a moment: a prompt is not held for ever.
+      const int ready = ::poll(fds.data(), fds.size(), holding() ? kHeldMs : -1);
+      if (ready == 0)
+        for (auto& o : outputs)
+          if (o.guard && o.guard->holding()) write_held(o);
+      if (ready <= 0) continue;
       if (fds[0].revents) break;
       for (const auto& pf : fds) {
         if (!pf.revents) continue;
@@ -173,8 +209,9 @@ struct AgentStdio::State {
       while (o.src >= 0) {
         ssize_t n = ::read(o.src, buf.data(), kChunk);
         if (n < 0 && errno == EINTR) continue;
-        if (n <= 0 || !write_all(o.dst, buf.data(), static_cast<std::size_t>(n))) break;
+        if (n <= 0 || !write_out(o, buf.data(), static_cast<std::size_t>(n))) break;
       }
+      if (o.guard) write_held(o);
     }
   }
 };
@@ -203,7 +240,7 @@ AgentStdio AgentStdio::open() {
     s->raw_stdin = tty[0] && ::tcgetpgrp(0) == ::getpgrp();
     s->controlling = like;
     // What the agent writes to its terminal goes to the launcher's terminal.
-    s->outputs.push_back({s->pty.master, tty[1] ? 1 : tty[2] ? 2 : 1});
+    s->outputs.push_back({s->pty.master, tty[1] ? 1 : tty[2] ? 2 : 1, AgentOutputGuard{}});
     sigset_t winch;
     sigemptyset(&winch);
     sigaddset(&winch, SIGWINCH);
@@ -229,7 +266,9 @@ AgentStdio AgentStdio::open() {
     int p[2];
     if (::pipe2(p, O_CLOEXEC) != 0) fail("pipe");
     s->agent[static_cast<std::size_t>(fd)] = p[1];
-    s->outputs.push_back({p[0], fd});
+    std::optional<AgentOutputGuard> guard;
+    if (fd == 2 || same_file(1, 2)) guard.emplace();
+    s->outputs.push_back({p[0], fd, guard});
   }
   s->wake = ::eventfd(0, EFD_CLOEXEC);
   if (s->wake < 0) fail("eventfd");

@@ -1,10 +1,12 @@
 #include "netbox/launcher/filesystem_view.hpp"
 
+#include "netbox/launcher/agent_access.hpp"
 #include "netbox/launcher/launch.hpp"
 #include "netbox/launcher/rlimits.hpp"
 
 #include <algorithm>
 #include <fstream>
+#include <functional>
 
 namespace netbox::launcher {
 namespace {
@@ -81,6 +83,63 @@ std::uint64_t workdir_quota_bytes(const std::string& flag) {
   return *v;
 }
 
+// What a folder is when it is one no agent should write by accident (issue 22, 13):
+// shared with every user of the machine, or a home whose dotfiles the host runs.
+// Empty: none of those.
+std::string shared_folder(const fs::path& folder, const std::vector<std::string>& homes) {
+  if (folder == "/") return "the host's root";
+  for (const char* shared : {"/tmp", "/var/tmp", "/dev/shm"})
+    if (folder == canonical_path(shared, "/"))
+      return std::string(shared) + ", shared with every user of this machine (the agent would see and write their files)";
+  for (const auto& h : homes)
+    if (!h.empty() && folder == canonical_path(h, "/"))
+      return "the home folder " + h + " (the agent could change .bashrc, ~/.local/bin and whatever else runs on the host)";
+  return {};
+}
+
+bool is_real_dir(const fs::path& p) {
+  std::error_code ec;
+  return fs::is_directory(fs::symlink_status(p, ec));
+}
+
+// Files of a writable folder that the host runs on its own when a developer works there
+// (issue 22, 14): git's hooks, config and attributes (which name filters and diff
+// drivers) of the repository and of every submodule's git folder, direnv's .envrc and
+// .direnv, VS Code's workspace settings and tasks. `git diff` shows none of them. Each is
+// bound read-only; a git folder is pinned first so that it cannot be swapped whole;
+// hooks/ and info/ are made when missing so that no hook can be created.
+void protect_host_executed(const fs::path& shown, const fs::path& source, std::vector<BindMount>& binds) {
+  const std::string note = "run by the host's git, direnv or editor; --writable-hooks lets the agent change it";
+  auto read_only = [&](const fs::path& rel, bool make) {
+    if (make || path_exists(source / rel))
+      // A symlink (a shared hooks folder) is bound at its target, as --ro binds are.
+      binds.push_back({(shown / rel).string(), canonical_path(source / rel, "/").string(),
+                       false, 0, false, make, note});
+  };
+  std::function<void(const fs::path&, int)> git_folder = [&](const fs::path& rel, int depth) {
+    binds.push_back({(shown / rel).string(), (shown / rel).string(), true, 0, true, false, {}});
+    read_only(rel / "config", false);
+    read_only(rel / "config.worktree", false);
+    read_only(rel / "hooks", true);
+    read_only(rel / "info", true);
+    // A submodule's git folder is .git/modules/NAME (NAME may hold slashes), nested ones
+    // below it again: every folder there with a HEAD is one.
+    if (depth > 4 || !is_real_dir(source / rel / "modules")) return;
+    std::error_code ec;
+    for (fs::recursive_directory_iterator it(source / rel / "modules", ec), end; !ec && it != end; it.increment(ec)) {
+      if (it.depth() > 4 || !it->is_directory() || it->is_symlink()) {
+        it.disable_recursion_pending();
+        continue;
+      }
+      if (!path_exists(it->path() / "HEAD")) continue;
+      git_folder(it->path().lexically_relative(source), depth + 1);
+      it.disable_recursion_pending();
+    }
+  };
+  if (is_real_dir(source / ".git")) git_folder(".git", 0);
+  for (const char* rel : {".envrc", ".direnv", ".vscode"}) read_only(rel, false);
+}
+
 }  // namespace
 
 FilesystemRequest filesystem_request(const LaunchOptions& o, const AgentUserChoice& who,
@@ -93,6 +152,7 @@ FilesystemRequest filesystem_request(const LaunchOptions& o, const AgentUserChoi
   r.hide = o.hide;
   if (o.workdir_quota) r.workdir_quota = workdir_quota_bytes(*o.workdir_quota);
   r.commit = o.commit;
+  r.writable_hooks = o.writable_hooks;
   r.audit_db = audit_db;
   r.agent = who.agent;
   r.secret_homes.push_back(who.agent.home);
@@ -128,6 +188,8 @@ FilesystemView plan_filesystem_view(const FilesystemRequest& r, DegradedLayers& 
       throw LaunchError(kExitUsage, "--workdir '" + *r.workdir + "': refused: " + why);
     if (path_exists(*workdir) && !is_dir(*workdir))
       throw LaunchError(kExitUsage, "--workdir '" + *r.workdir + "': not a directory");
+    if (auto shared = shared_folder(*workdir, r.secret_homes); !shared.empty())
+      view.warnings.push_back("--workdir " + workdir->string() + " is " + shared + "; it is writable as asked");
   }
   struct Wanted {
     const char* flag;
@@ -171,6 +233,11 @@ FilesystemView plan_filesystem_view(const FilesystemRequest& r, DegradedLayers& 
     view.no_workdir_reason = "the launcher's current directory is gone";
   } else {
     fs::path cwd = canonical_path(r.cwd, r.cwd);
+    // Launched from one of these by habit, the agent would write far more than a project.
+    if (auto shared = shared_folder(cwd, r.secret_homes); !shared.empty())
+      throw LaunchError(kExitUsage, "the current directory " + cwd.string() + " is " + shared +
+                                        ": it is not taken as the agent's workdir; give --workdir DIR (a project "
+                                        "folder), or run netbox launch from one");
     // Only the kernel's and system folders are refused here: the default audit database
     // lives in the current directory, and its files are hidden one by one.
     std::string why = why_not_writable(cwd, std::nullopt);
@@ -202,7 +269,8 @@ FilesystemView plan_filesystem_view(const FilesystemRequest& r, DegradedLayers& 
   if (workdir) {
     view.workdir = workdir->string();
     view.workdir_quota = quota;
-    m.binds.push_back({view.workdir, view.workdir, true, quota});
+    m.binds.push_back({view.workdir, view.workdir, true, quota, false, false, {}});
+    if (auto why = why_agent_cannot_write(*workdir, r.agent); !why.empty()) view.agent_cannot_write[view.workdir] = why;
   }
   for (const auto& w : wanted) {
     if (!path_exists(w.path)) {
@@ -214,7 +282,16 @@ FilesystemView plan_filesystem_view(const FilesystemRequest& r, DegradedLayers& 
       degraded.note(std::string(layer) + ": " + w.path.string() + " does not exist; left out");
       continue;
     }
-    m.binds.push_back({w.placed.string(), w.path.string(), w.writable});
+    m.binds.push_back({w.placed.string(), w.path.string(), w.writable, 0, false, false, {}});
+    if (w.writable)
+      if (auto why = why_agent_cannot_write(w.path, r.agent); !why.empty())
+        view.agent_cannot_write[w.placed.string()] = why;
+  }
+  if (!r.writable_hooks) {
+    std::vector<BindMount> extra;
+    for (const auto& b : m.binds)
+      if (b.writable && is_real_dir(b.source)) protect_host_executed(b.path, b.source, extra);
+    m.binds.insert(m.binds.end(), extra.begin(), extra.end());
   }
   // A bind below another must come after it, or it would be covered.
   auto depth = [](const BindMount& b) {

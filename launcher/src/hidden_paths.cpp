@@ -1,5 +1,7 @@
 #include "netbox/launcher/hidden_paths.hpp"
 
+#include "netbox/launcher/launch.hpp"
+
 #include <algorithm>
 #include <array>
 #include <string_view>
@@ -24,9 +26,10 @@ bool within(const fs::path& p, const fs::path& base) {
 }
 
 // The agent gets fresh file systems here; whatever the host had there is gone already.
-bool already_hidden(const fs::path& p, const std::vector<fs::path>& bound) {
+bool already_hidden(const fs::path& p, const std::vector<fs::path>& bound, const fs::path& fresh_home) {
   for (const auto& b : bound)
     if (p == b || within(p, b)) return false;
+  if (!fresh_home.empty() && within(p, fresh_home)) return true;
   for (std::string_view fresh : {"/tmp", "/var/tmp", "/dev/shm", "/run", "/var/run", "/proc", "/sys"})
     if (within(p, fs::path(fresh))) return true;
   return false;
@@ -53,34 +56,62 @@ void add_unique(std::vector<std::string>& list, const fs::path& p) {
 }  // namespace
 
 HiddenPaths plan_hidden_paths(const NetboxFiles& files, const std::vector<fs::path>& needed_paths,
-                              const std::vector<fs::path>& bound_paths) {
+                              const std::vector<fs::path>& bound_paths, const std::vector<fs::path>& writable_paths,
+                              const fs::path& fresh_home) {
+  const fs::path home = fresh_home.empty() ? fs::path() : canonical_or_lexical(fresh_home);
   std::vector<fs::path> bound;
   for (const auto& b : bound_paths) bound.push_back(canonical_or_lexical(b));
+  // A file the proxy reads that the agent could replace is not hidden by any mount: the
+  // agent renames its folder away and writes its own (a policy is reloaded when it changes).
+  for (const auto& w : writable_paths) {
+    const fs::path folder = canonical_or_lexical(w);
+    auto refuse = [&](const std::optional<fs::path>& file, const char* what) {
+      if (file && within(canonical_or_lexical(*file), folder))
+        throw LaunchError(kExitUsage, std::string(what) + " " + file->string() + " is inside " + folder.string() +
+                                          ", which the agent may write: it could replace it; keep it outside");
+    };
+    refuse(files.policy, "--policy");
+    refuse(files.proxy_policy, "the running proxy's policy");
+    refuse(files.ca_key, "--ca-dir's key");
+  }
   std::vector<fs::path> needed;
   for (const auto& n : needed_paths)
     if (!n.empty()) needed.push_back(canonical_or_lexical(n));
   HiddenPaths out;
   std::vector<fs::path> file_list;
-  auto hide_with_folder = [&](const fs::path& file, std::initializer_list<std::string_view> companions) {
+  // `sharing`: when the folder is needed, it is covered all the same and its other
+  // entries shown again (a mount on the file itself goes when the host replaces the file
+  // by a rename, which editors and configuration tools do); else each file is covered.
+  auto hide_with_folder = [&](const fs::path& file, std::initializer_list<std::string_view> companions, bool sharing) {
     const fs::path path = canonical_or_lexical(file);
-    if (already_hidden(path, bound)) return;
+    if (already_hidden(path, bound, home)) return;
     const fs::path folder = path.parent_path();
-    if (folder_may_be_covered(folder, needed)) {
+    // Covering the folder of a file shown in its place would take what is bound there
+    // (a --ro beside the policy) with it: shown again instead.
+    const bool binds_inside = sharing && std::any_of(bound.begin(), bound.end(),
+                                                     [&](const fs::path& b) { return within(b, folder); });
+    if (!binds_inside && folder_may_be_covered(folder, needed)) {
       add_unique(out.folders, folder);
+      return;
+    }
+    if (sharing && folder != "/") {
+      auto it = std::find_if(out.shared.begin(), out.shared.end(),
+                             [&](const SharedFolder& s) { return s.folder == folder.string(); });
+      if (it == out.shared.end()) it = out.shared.insert(out.shared.end(), SharedFolder{folder.string(), {}});
+      it->hidden_names.push_back(path.filename().string());
       return;
     }
     file_list.push_back(path);
     for (auto suffix : companions) file_list.push_back(fs::path(path.string() + std::string(suffix)));
   };
+  // SQLite never renames its database: covered file by file where its folder is needed
+  // (the default location is the current directory).
   for (const auto& db : {files.audit_db, files.proxy_audit_db})
-    if (db) hide_with_folder(*db, {"-wal", "-shm", "-journal"});
-  if (files.control_socket) hide_with_folder(*files.control_socket, {});
-  if (files.ca_key) hide_with_folder(*files.ca_key, {});  // whoever reads it impersonates every host
-  for (const auto& policy : {files.policy, files.proxy_policy}) {
-    if (!policy) continue;
-    const fs::path path = canonical_or_lexical(*policy);
-    if (!already_hidden(path, bound)) file_list.push_back(path);
-  }
+    if (db) hide_with_folder(*db, {"-wal", "-shm", "-journal"}, false);
+  if (files.control_socket) hide_with_folder(*files.control_socket, {}, true);
+  if (files.ca_key) hide_with_folder(*files.ca_key, {}, true);  // whoever reads it impersonates every host
+  for (const auto& policy : {files.policy, files.proxy_policy})
+    if (policy) hide_with_folder(*policy, {}, true);
   // A folder inside another covered one, or a file inside a covered folder, is gone already.
   auto covered = [&](const fs::path& p, const std::string& self) {
     return std::any_of(out.folders.begin(), out.folders.end(),
@@ -92,6 +123,10 @@ HiddenPaths plan_hidden_paths(const NetboxFiles& files, const std::vector<fs::pa
   out.folders = std::move(folders);
   for (const auto& f : file_list)
     if (!covered(f, {})) add_unique(out.files, f);
+  std::vector<SharedFolder> shared;
+  for (auto& f : out.shared)
+    if (!covered(fs::path(f.folder), {})) shared.push_back(std::move(f));
+  out.shared = std::move(shared);
   return out;
 }
 

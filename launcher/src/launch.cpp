@@ -260,15 +260,18 @@ int launch(const LaunchOptions& flags) {
     refuse_secrets_in(agent_environment({env, o.keep_env, o.env, {}, user.name, user.home, {}, credentials.placeholders}),
                       credentials);
   }
-  std::vector<std::filesystem::path> bound;
+  std::vector<std::filesystem::path> bound, writable;
   for (const auto& b : mounts.binds) {
+    if (b.pin) continue;
     bound.push_back(b.path);
     bound.push_back(b.source);
+    if (b.writable) writable.push_back(b.source);
   }
   // A command named by its path keeps its folder visible (PATH lookups are in system folders).
   const std::string& command = o.command.front();
   const HiddenPaths own_hidden = plan_hidden_paths(
-      own, {agent_cwd, user.home, command.find('/') != std::string::npos ? command : std::string()}, bound);
+      own, {agent_cwd, user.home, command.find('/') != std::string::npos ? command : std::string()}, bound, writable,
+      mounts.home);
 
   SandboxReport report = describe_launch(o, name, hostname_for(name), who, view, own_hidden, rlimits, degraded, audit_db);
   if (o.ca_dir || !running_proxy_ca.empty())

@@ -20,15 +20,30 @@ std::string describe_rlimits(const std::vector<RlimitSetting>& limits) {
 }
 
 // The filesystem part of the report; the rest is filled where it is decided.
-void describe_view(SandboxReport& r, const FilesystemView& view, const std::string& tmp_size,
+void describe_view(SandboxReport& r, const FilesystemView& view, const AgentUser& agent, const std::string& tmp_size,
                    const std::optional<std::string>& o_quota, bool commit) {
   r.workdir = view.workdir;
   if (view.workdir_quota > 0)
     r.workdir_mode = std::string("overlay, upper layer a tmpfs of ") + (o_quota ? *o_quota : "") +
                      (commit ? "; changes copied back at exit (--commit)" : "; changes discarded at exit");
   r.no_workdir_reason = view.no_workdir_reason;
-  for (const auto& b : view.mounts.binds)
-    (b.writable ? r.writable : r.read_only).push_back(b.path + (b.source == b.path ? "" : " (" + b.source + ")"));
+  for (const auto& b : view.mounts.binds) {
+    if (b.pin) continue;  // the agent's own view, bound onto itself
+    const std::string shown = b.path + (b.source == b.path ? "" : " (" + b.source + ")") +
+                              (b.note.empty() ? "" : " (" + b.note + ")");
+    const auto denied = view.agent_cannot_write.find(b.path);
+    if (!b.writable || denied == view.agent_cannot_write.end()) {
+      (b.writable ? r.writable : r.read_only).push_back(shown);
+      continue;
+    }
+    // Mounted read-write, but the host's owner and mode keep the agent's user out: say so.
+    r.not_writable.push_back(shown + " (" + denied->second + ")");
+    r.warnings.push_back("the agent's user " + agent.name + " (uid " + std::to_string(agent.uid) + ") cannot write " +
+                         b.path + " (" + denied->second + "): give --user NAME of a user who can, or change its "
+                         "owner or mode");
+  }
+  if (!r.workdir.empty() && view.agent_cannot_write.contains(r.workdir)) r.workdir_writable = false;
+  r.warnings.insert(r.warnings.end(), view.warnings.begin(), view.warnings.end());
   r.memory = "/tmp, /var/tmp, /dev/shm" + std::string(view.mounts.home.empty() ? "" : ", " + view.mounts.home) +
              ": one tmpfs of " + tmp_size + ", private, gone at exit";
   r.hidden = view.mounts.hidden;
@@ -36,6 +51,9 @@ void describe_view(SandboxReport& r, const FilesystemView& view, const std::stri
 
 void describe_own_files(SandboxReport& r, const HiddenPaths& own) {
   for (const auto& f : own.folders) r.hidden.push_back(f + " (netbox)");
+  for (const auto& s : own.shared)
+    for (const auto& name : s.hidden_names)
+      r.hidden.push_back(s.folder + "/" + name + " (netbox; " + s.folder + " shown without it)");
   for (const auto& f : own.files) r.hidden.push_back(f + " (netbox)");
 }
 
@@ -57,7 +75,7 @@ SandboxReport describe_launch(const LaunchOptions& o, const std::string& name, c
                    ? "; DNS answered from the policy, every TCP connection captured (--network transparent)"
                    : "; only the proxy variables (--network proxy-vars)");
   r.ipc_uts = "own IPC and UTS namespaces (hostname " + hostname + ")";
-  describe_view(r, view, o.tmp_size, o.workdir_quota, o.commit);
+  describe_view(r, view, who.agent, o.tmp_size, o.workdir_quota, o.commit);
   describe_own_files(r, own_hidden);
   r.seccomp = o.seccomp;
   r.rlimits = describe_rlimits(rlimits);

@@ -1,5 +1,6 @@
 #include "netbox/launcher/mounts.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <linux/mount.h>
 #include <sys/mount.h>
@@ -9,11 +10,13 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace netbox::launcher {
 namespace {
@@ -161,8 +164,29 @@ WorkdirOverlay mount_overlay(const BindMount& bind, const std::string& source, c
   return overlay;
 }
 
+// A folder made on the host, as git init would have made it, owned as its parent.
+void make_host_folder(const std::string& source) {
+  if (exists(source)) return;
+  struct stat parent {};
+  if (::stat(source.substr(0, source.rfind('/')).c_str(), &parent) != 0) fail("stat the folder of " + source);
+  if (::mkdir(source.c_str(), 0755) != 0) {
+    if (errno == EROFS) return;  // nobody writes there, the agent neither
+    fail("mkdir " + source);
+  }
+  if (::chown(source.c_str(), parent.st_uid, parent.st_gid) != 0) fail("chown " + source);
+}
+
 void bind_from_host(const BindMount& bind, const AgentMounts& m, WorkdirOverlay& overlay) {
+  if (bind.pin) {
+    const std::string self = in_new(bind.path);
+    if (exists(self)) mount_or_throw(self.c_str(), self.c_str(), nullptr, MS_BIND, nullptr);
+    return;
+  }
   const std::string source = in_old(bind.source);
+  if (bind.make_missing) {
+    make_host_folder(source);
+    if (!exists(source)) return;  // on a read-only file system: nobody can make it
+  }
   std::string target = in_new(bind.path);
   // A symlink the view shows already leads to the source's path (mount(2) would follow
   // it from the assembly root, not the agent's).
@@ -388,10 +412,72 @@ WorkdirOverlay setup_agent_mounts(const AgentMounts& m) {
   return overlay;
 }
 
+namespace {
+
+// A folder covered by a tmpfs of its owner and mode, its entries but the hidden ones
+// shown again: each bound (recursively, so what is mounted below it, such as the
+// workdir, keeps its mounts and their flags) from a descriptor of the covered folder
+// opened before; each symlink made again. Then the tmpfs is made read-only.
+void cover_sharing(const SharedFolder& shared) {
+  const std::string& folder = shared.folder;
+  const int dir = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (dir < 0) {
+    if (errno == ENOENT) return;
+    fail("open " + folder);
+  }
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{dir};
+  struct stat st {};
+  if (::fstat(dir, &st) != 0) fail("stat " + folder);
+  std::vector<std::string> names;
+  {
+    const int listing = ::dup(dir);
+    DIR* d = listing < 0 ? nullptr : ::fdopendir(listing);
+    if (!d) fail("listing " + folder);
+    while (const dirent* e = ::readdir(d)) {
+      const std::string name = e->d_name;
+      if (name == "." || name == ".." ||
+          std::find(shared.hidden_names.begin(), shared.hidden_names.end(), name) != shared.hidden_names.end())
+        continue;
+      names.push_back(name);
+    }
+    ::closedir(d);
+  }
+  char mode[8];
+  std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+  mount_or_throw("tmpfs", folder.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, (std::string("size=1m,mode=") + mode).c_str());
+  if (::chown(folder.c_str(), st.st_uid, st.st_gid) != 0) fail("chown " + folder);
+  const std::string from = "/proc/self/fd/" + std::to_string(dir) + "/";
+  for (const auto& name : names) {
+    struct stat e {};
+    if (::fstatat(dir, name.c_str(), &e, AT_SYMLINK_NOFOLLOW) != 0) continue;  // gone meanwhile
+    const std::string target = folder + "/" + name;
+    if (S_ISLNK(e.st_mode)) {
+      char buf[4096];
+      const ssize_t n = ::readlinkat(dir, name.c_str(), buf, sizeof buf - 1);
+      if (n < 0 || ::symlink(std::string(buf, static_cast<std::size_t>(n)).c_str(), target.c_str()) != 0)
+        fail("symlink " + target);
+      if (::lchown(target.c_str(), e.st_uid, e.st_gid) != 0) fail("chown " + target);
+      continue;
+    }
+    if (S_ISDIR(e.st_mode))
+      make_dir(target, 0755);
+    else
+      make_file(target, 0444);
+    mount_or_throw((from + name).c_str(), target.c_str(), nullptr, MS_BIND | MS_REC, nullptr);
+  }
+  mount_or_throw(nullptr, folder.c_str(), nullptr, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, nullptr);
+}
+
+}  // namespace
+
 void hide_paths(const HiddenPaths& hidden) {
   for (const auto& folder : hidden.folders)
     mount_or_throw("tmpfs", folder.c_str(), "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
                    "size=4k,mode=0555");
+  for (const auto& shared : hidden.shared) cover_sharing(shared);
   if (hidden.files.empty()) return;
   // The empty file lives on /run's fresh tmpfs only until it is bound everywhere:
   // the mounts keep it alive after the unlink.

@@ -14,7 +14,8 @@ std::string joined(const std::vector<std::string>& items, const char* none) {
 
 std::string workdir_text(const SandboxReport& r) {
   if (r.workdir.empty()) return "none (" + r.no_workdir_reason + ")";
-  return r.workdir + " (read-write" + (r.workdir_mode.empty() ? "" : ", " + r.workdir_mode) + "; the agent starts here)";
+  return r.workdir + (r.workdir_writable ? " (read-write" : " (read-write mount, NOT writable by the agent's user") +
+         (r.workdir_mode.empty() ? "" : ", " + r.workdir_mode) + "; the agent starts here)";
 }
 
 }  // namespace
@@ -30,6 +31,7 @@ std::string render_report(const SandboxReport& r) {
   line("root", r.root);
   line("workdir", workdir_text(r));
   line("writable", joined(r.writable, "nothing on the host"));
+  if (!r.not_writable.empty()) line("not writable by the agent's user", joined(r.not_writable, ""));
   line("read-only binds", joined(r.read_only, "none"));
   line("memory", r.memory);
   line("hidden", joined(r.hidden, "none"));
@@ -65,7 +67,9 @@ std::string render_report_json(const SandboxReport& r) {
                       {"workdir", r.workdir.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.workdir)},
                       {"workdir_mode", r.workdir_mode},
                       {"no_workdir_reason", r.no_workdir_reason},
+                      {"workdir_writable", r.workdir_writable},
                       {"writable", r.writable},
+                      {"not_writable", r.not_writable},
                       {"read_only", r.read_only},
                       {"memory", r.memory},
                       {"hidden", r.hidden},
@@ -84,7 +88,8 @@ std::string render_report_json(const SandboxReport& r) {
 
 std::string render_banner(const SandboxReport& r) {
   std::string out = "netbox launch: " + r.name + " runs as " + r.user + "; workdir " +
-                    (r.workdir.empty() ? "none" : r.workdir) + (r.workdir_mode.empty() ? "" : " (overlay)") + "; read-only root, " +
+                    (r.workdir.empty() ? "none" : r.workdir) + (r.workdir_mode.empty() ? "" : " (overlay)") +
+                    (r.workdir_writable ? "" : " (NOT writable by the agent's user)") + "; read-only root, " +
                     std::to_string(r.writable.size()) + " writable, " + std::to_string(r.read_only.size()) +
                     " read-only, " + std::to_string(r.hidden.size()) + " hidden paths; network via proxy; seccomp " +
                     r.seccomp;

@@ -71,8 +71,10 @@ TEST(LaunchIsolation, TheAuditDatabasePolicyAndControlSocketAreHiddenFromTheAgen
   HostDir host;
   const auto work = host.folder("work");
   const auto audit = host.folder("audit");
-  // World-readable on purpose: the mount namespace must hide them even then.
-  auto policy = write_file(work / "policy.json", policy_json(upstream.port()));
+  // World-readable on purpose: the mount namespace must hide them even then. Beside the
+  // workdir, so its folder is one the agent needs (inside it, the launch is refused: the
+  // agent could replace it).
+  auto policy = write_file(host.path() / "policy.json", policy_json(upstream.port()));
   const auto db = audit / "audit.db";
   const std::string probe = R"(
 import os, sys

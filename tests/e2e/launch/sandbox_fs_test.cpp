@@ -352,7 +352,7 @@ TEST(LaunchSandboxFs, ExplainPrintsTheLayersAndRunsNothing) {
   SandboxDir host;
   const auto work = host.folder("work", fs::perms(0777));
   const auto ro = host.folder("ro");
-  const auto rw = host.folder("rw");
+  const auto rw = host.folder("rw", fs::perms(0777));  // the agent's user (nobody) may write both
   const auto marker = work / "ran";
   test::TempDir db_dir;
   const auto db = db_dir.path() / "a.db";

@@ -117,6 +117,7 @@ TEST(FilesystemView, CredentialsOfEveryGivenHomeThatExistAreHidden) {
   fs::create_directories(home.path() / ".ssh");
   home.write(".netrc", "x");
   auto r = request_in(home.path());
+  r.workdir = home.path().string();  // HOME is never the workdir unless asked for
   r.agent.home = home.path().string();
   r.secret_homes = {home.path().string(), "/nonexistent"};
   DegradedLayers degraded;
@@ -126,6 +127,68 @@ TEST(FilesystemView, CredentialsOfEveryGivenHomeThatExistAreHidden) {
   EXPECT_THAT(view.mounts.hidden, Contains(base + "/.netrc"));
   EXPECT_EQ(view.mounts.hidden.size(), 2u) << "those that do not exist have nothing to hide";
   EXPECT_EQ(view.mounts.home, base);
+}
+
+TEST(FilesystemView, SharedFoldersAndHomeAreRefusedAsTheImplicitWorkdirAndWarnedAboutWhenGiven) {
+  test::TempDir home;
+  std::string message;
+  for (const std::string& cwd : {std::string("/"), std::string("/tmp"), std::string("/var/tmp"), std::string("/dev/shm"),
+                                home.path().string()}) {
+    auto r = request_in(cwd);
+    r.secret_homes = {home.path().string()};
+    EXPECT_EQ(exit_code_of(r, &message), 2) << cwd;
+    EXPECT_THAT(message, HasSubstr("give --workdir")) << cwd;
+  }
+  auto r = request_in(home.path());
+  r.secret_homes = {home.path().string()};
+  r.workdir = "/tmp";
+  DegradedLayers degraded;
+  auto view = plan_filesystem_view(r, degraded);
+  EXPECT_EQ(view.workdir, fs::canonical("/tmp").string());
+  ASSERT_EQ(view.warnings.size(), 1u);
+  EXPECT_THAT(view.warnings[0], HasSubstr("shared with every user"));
+  r.workdir = home.path().string();
+  EXPECT_THAT(plan_filesystem_view(r, degraded).warnings.at(0), HasSubstr("the home folder"));
+  test::TempDir project;
+  r = request_in(project.path());  // a project folder: no warning
+  r.secret_homes = {home.path().string()};
+  EXPECT_TRUE(plan_filesystem_view(r, degraded).warnings.empty());
+}
+
+TEST(FilesystemView, WhatTheHostRunsInAWritableFolderIsBoundReadOnlyAfterItsGitFolderIsPinned) {
+  test::TempDir dir;
+  fs::create_directories(dir.path() / ".git" / "modules" / "libs" / "a");
+  dir.write(".git/config", "[core]\n");
+  dir.write(".git/HEAD", "ref: refs/heads/main\n");
+  dir.write(".git/modules/libs/a/HEAD", "ref: refs/heads/main\n");
+  dir.write(".envrc", "x");
+  auto r = request_in(dir.path());
+  DegradedLayers degraded;
+  const auto view = plan_filesystem_view(r, degraded);
+  const std::string base = fs::canonical(dir.path()).string();
+  std::vector<std::string> read_only, pinned, made;
+  for (const auto& b : view.mounts.binds) {
+    if (b.pin) pinned.push_back(b.path);
+    else if (!b.writable) read_only.push_back(b.path);
+    if (b.make_missing) made.push_back(b.path);
+  }
+  EXPECT_EQ(pinned, (std::vector<std::string>{base + "/.git", base + "/.git/modules/libs/a"}));
+  EXPECT_THAT(read_only, Contains(base + "/.git/config"));
+  EXPECT_THAT(read_only, Contains(base + "/.git/hooks"));
+  EXPECT_THAT(read_only, Contains(base + "/.git/info"));
+  EXPECT_THAT(read_only, Contains(base + "/.git/modules/libs/a/hooks"));
+  EXPECT_THAT(read_only, Contains(base + "/.envrc"));
+  EXPECT_THAT(read_only, Not(Contains(base + "/.vscode"))) << "it does not exist";
+  EXPECT_THAT(made, Contains(base + "/.git/hooks"));
+  // The pin comes before what is bound inside it.
+  auto at = [&](const std::string& p) {
+    for (std::size_t i = 0; i < view.mounts.binds.size(); ++i)
+      if (view.mounts.binds[i].path == p) return i;
+    return view.mounts.binds.size();
+  };
+  EXPECT_LT(at(base + "/.git"), at(base + "/.git/config"));
+  r.writable_hooks = true;
+  EXPECT_EQ(plan_filesystem_view(r, degraded).mounts.binds.size(), 1u) << "only the workdir";
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 // Which of netbox's own files a launch hides from its agent, and whether by folder or by file.
 #include "netbox/launcher/hidden_paths.hpp"
 
+#include "netbox/launcher/launch.hpp"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -16,7 +18,22 @@ TEST(HiddenPaths, TheDatabasesOwnFolderIsCoveredAsAWholeWithThePolicyAsAFile) {
   f.policy = "/home/op/project/policy.json";
   auto h = plan_hidden_paths(f, {"/home/op/project", "/nonexistent"});
   EXPECT_THAT(h.folders, ElementsAre("/srv/netbox/audit"));
-  EXPECT_THAT(h.files, ElementsAre("/home/op/project/policy.json"));
+  // The project is needed: covered all the same, its other entries shown again, so that a
+  // policy saved by a rename on the host never shows through.
+  ASSERT_EQ(h.shared.size(), 1u);
+  EXPECT_EQ(h.shared[0].folder, "/home/op/project");
+  EXPECT_THAT(h.shared[0].hidden_names, ElementsAre("policy.json"));
+  EXPECT_THAT(h.files, IsEmpty());
+}
+
+TEST(HiddenPaths, APolicyOrKeyInAWritableFolderIsRefusedAndTheFreshHomeHidesItsOwn) {
+  NetboxFiles f;
+  f.policy = "/home/op/project/conf/policy.json";
+  EXPECT_THROW(plan_hidden_paths(f, {"/home/op/project"}, {"/home/op/project"}, {"/home/op/project"}), LaunchError);
+  f.policy = "/home/op/policy.json";
+  auto h = plan_hidden_paths(f, {"/home/op/project", "/home/op"}, {"/home/op/project"}, {"/home/op/project"}, "/home/op");
+  EXPECT_THAT(h.shared, IsEmpty()) << "the agent's HOME is an empty tmpfs";
+  EXPECT_THAT(h.files, IsEmpty());
 }
 
 TEST(HiddenPaths, AFolderTheAgentNeedsIsNotCoveredButEachFileIs) {
@@ -42,8 +59,8 @@ TEST(HiddenPaths, WhatTheFreshTmpfsCoverAlreadyAndWhatACoveredFolderHoldsAreLeft
   f.control_socket = "/run/netbox/proxy.sock";
   f.policy = "/var/lib/netbox/policy.json";
   auto h = plan_hidden_paths(f, {"/srv/x", "/"});
-  EXPECT_THAT(h.folders, IsEmpty());
-  EXPECT_THAT(h.files, ElementsAre("/var/lib/netbox/policy.json"));
+  EXPECT_THAT(h.folders, ElementsAre("/var/lib/netbox"));
+  EXPECT_THAT(h.files, IsEmpty());
 
   f.audit_db = "/var/lib/netbox/audit.db";
   auto inside = plan_hidden_paths(f, {"/srv/x", "/"});

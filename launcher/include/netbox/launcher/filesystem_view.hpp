@@ -14,6 +14,7 @@
 #include <array>
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -34,6 +35,10 @@ struct FilesystemRequest {
   std::optional<std::filesystem::path> audit_db;  // the embedded proxy's: its folder is never writable by --rw
   std::uint64_t workdir_quota = 0;     // --workdir-quota in bytes; 0: written in place
   bool commit = false;                 // --commit
+  // --writable-hooks: leave the git hooks and config, .envrc, .direnv and .vscode of
+  // writable folders writable (by default they are bound read-only; see
+  // protect_host_executed in filesystem_view.cpp).
+  bool writable_hooks = false;
   AgentUser agent;
   std::vector<std::string> secret_homes;  // HOMEs whose kSecretHomePaths are hidden
 };
@@ -43,10 +48,15 @@ struct FilesystemView {
   std::string workdir;  // canonical; the agent starts here. Empty: no writable workdir
   std::string no_workdir_reason;  // why, when empty
   std::uint64_t workdir_quota = 0;  // the workdir is an overlay on a tmpfs this big
+  // Writable binds (by their shown path) the agent's user cannot write for the host's
+  // owner, mode or ACLs, and why ("owner uid 0, gid 0, mode 0755"): reported as such.
+  std::map<std::string, std::string> agent_cannot_write;
+  std::vector<std::string> warnings;  // e.g. an explicit --workdir of /tmp or HOME
 };
 
 // Throws LaunchError: exit 2 for bad input (a --rw of a system folder or of the audit
-// database's folder, an empty path, --hide /), exit 125 for a source that does not
+// database's folder, an empty path, --hide /, no --workdir while the current directory
+// is /, /tmp, /var/tmp, /dev/shm or one of the request's HOMEs), exit 125 for a source that does not
 // exist, unless `degraded` accepts that layer (then it is noted there and left out).
 FilesystemView plan_filesystem_view(const FilesystemRequest& request, DegradedLayers& degraded);
 

@@ -22,14 +22,20 @@ struct NetboxFiles {
   std::optional<std::filesystem::path> ca_key;          // the embedded proxy's CA key (--ca-dir)
 };
 
-// A folder holding the database or the socket is covered as a whole (the -wal and
-// -shm come and go while the agent runs), unless the agent needs it: it holds one of
-// `needed` (the working directory, HOME, the command's path), or it is a system folder
-// (/, a top-level one, /usr/..., /var/lib, ...). Then each file is covered on its own. The policy is always
-// covered on its own. Paths under the agent's fresh /tmp, /var/tmp, /dev/shm, /run and
-// /var/run are hidden already and left out, unless they are inside one of `bound`
-// (host paths bound into the view: the workdir, --rw, --ro).
+// A folder holding one of them is covered as a whole (the -wal and -shm come and go
+// while the agent runs; a policy or key replaced by a rename on the host would show
+// through a mount on the old file), unless the agent needs it: it holds one of `needed`
+// (the working directory, HOME, the command's path), or it is a system folder (/, a
+// top-level one, /usr/..., /var/lib, ...). Then the folder of a policy, CA key or
+// socket is covered all the same and its other entries shown again (HiddenPaths::shared;
+// "/" excepted: there the file is covered), and each audit database file is covered on
+// its own. Paths under the agent's fresh /tmp, /var/tmp, /dev/shm, /run and /var/run
+// (and `fresh_home`, the agent's HOME, a fresh tmpfs) are hidden already and left out, unless they are inside one of `bound` (host paths
+// bound into the view: the workdir, --rw, --ro). Throws LaunchError (exit 2) for a
+// policy or CA key inside one of `writable` (the agent could swap it for its own).
 HiddenPaths plan_hidden_paths(const NetboxFiles& files, const std::vector<std::filesystem::path>& needed,
-                              const std::vector<std::filesystem::path>& bound = {});
+                              const std::vector<std::filesystem::path>& bound = {},
+                              const std::vector<std::filesystem::path>& writable = {},
+                              const std::filesystem::path& fresh_home = {});
 
 }  // namespace netbox::launcher

@@ -53,6 +53,7 @@ struct LaunchOptions {
   std::vector<std::string> ro, rw, hide;              // --ro, --rw, --hide PATH (repeatable)
   std::optional<std::string> workdir_quota;           // SIZE: the workdir becomes an overlay on a tmpfs this big
   bool commit = false;                                // copy the overlay's changes back at exit
+  bool writable_hooks = false;                        // git hooks/config, .envrc, .vscode writable
   std::vector<std::string> allow_degraded;            // LAYER names (degraded_layers.hpp)
   bool explain = false;                               // print the layers, run nothing
   // The embedded proxy's log: by default only refusals and failures on stderr; --quiet

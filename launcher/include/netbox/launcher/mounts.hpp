@@ -29,6 +29,13 @@ struct BindMount {
   bool writable = false;
   // Nonzero: an overlay whose upper layer is a tmpfs of this size (--workdir-quota).
   std::uint64_t quota = 0;
+  // The view's own `path` bound onto itself, nothing from the host: a mount point cannot
+  // be renamed or removed, so the folder (a project's .git) cannot be swapped for another.
+  bool pin = false;
+  // A missing folder `source` is made on the host (empty, owned as its parent) so that
+  // it can be bound read-only: the agent must not create it (.git/hooks).
+  bool make_missing = false;
+  std::string note;  // why it is there, for the report; empty: asked for by a flag
 };
 
 struct AgentMounts {
@@ -61,8 +68,18 @@ WorkdirOverlay setup_agent_mounts(const AgentMounts& mounts);
 
 // netbox's own files the agent must not see, as absolute canonical paths (see
 // hidden_paths.hpp for how they are chosen).
+// A folder the agent needs that holds one of them: covered by a read-only tmpfs in
+// which every other entry is shown again (bound, with what is mounted below it; a
+// symlink made again), so that no rename on the host can show the hidden one. Entries
+// the host adds later are not shown.
+struct SharedFolder {
+  std::string folder;
+  std::vector<std::string> hidden_names;
+};
+
 struct HiddenPaths {
   std::vector<std::string> folders;  // covered by an empty read-only tmpfs
+  std::vector<SharedFolder> shared;  // covered, the other entries shown again
   std::vector<std::string> files;    // each covered by an empty read-only file
 };
 

@@ -18,7 +18,11 @@ struct SandboxReport {
   std::string workdir;                  // canonical; empty: none
   std::string no_workdir_reason;
   std::string workdir_mode;             // empty: written in place; else the overlay (--workdir-quota)
+  bool workdir_writable = true;         // false: the agent's user cannot write it (owner, mode)
   std::vector<std::string> writable;    // every path the agent may write to on the host
+  // Mounted read-write, but the host's owner and mode keep the agent's user out (the reason
+  // in parentheses); not counted as writable.
+  std::vector<std::string> not_writable;
   std::vector<std::string> read_only;   // --ro binds
   std::string memory;                   // "/tmp, /var/tmp, /dev/shm, HOME: one tmpfs of 1G"
   std::vector<std::string> hidden;      // paths covered by an empty folder or file

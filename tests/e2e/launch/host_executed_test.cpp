@@ -1,0 +1,122 @@
+// Files of the project that the developer's own tools run on the host (issue 22, 14):
+// git hooks and config (of submodules too), .git/info/attributes, .envrc, .vscode. The
+// agent tries to plant or change each, to swap .git for its own, and to get a hook
+// copied back by --commit; it fails every time, while git commit still works inside.
+// With --writable-hooks it can.
+#include "launch_fixture.hpp"
+
+#include <gmock/gmock.h>
+
+#include <fstream>
+#include <sstream>
+
+namespace netbox::launch_test {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// A git project with a submodule's git folder, an .envrc and a .vscode folder.
+fs::path make_project(const HostDir& host) {
+  const fs::path p = host.folder("project");
+  auto git = [&](const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {"git", "-C", p.string()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    auto r = test::run(argv);
+    if (r.exit_code != 0) throw std::runtime_error("git: " + r.err);
+  };
+  git({"init", "-q"});
+  fs::remove_all(p / ".git/hooks");  // as some tools leave it: hooks/ must not be creatable
+  std::ofstream(p / "file.txt") << "one\n";
+  std::ofstream(p / ".envrc") << "export A=1\n";
+  fs::create_directories(p / ".vscode");
+  std::ofstream(p / ".vscode/tasks.json") << "{}\n";
+  fs::create_directories(p / ".git/modules/sub/hooks");
+  std::ofstream(p / ".git/modules/sub/HEAD") << "ref: refs/heads/main\n";
+  std::ofstream(p / ".git/modules/sub/config") << "[core]\n";
+  git({"add", "file.txt"});
+  git({"-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "one"});
+  return p;
+}
+
+// Each attempt prints "OK what" or "NO what"; then a commit inside.
+const std::string kAttack = R"(
+try() { what=$1; shift; if ( "$@" ) 2>/dev/null; then echo "OK $what"; else echo "NO $what"; fi; }
+try hook sh -c 'mkdir -p .git/hooks && echo "touch /pwned" > .git/hooks/pre-commit'
+try config sh -c 'printf "[core]\n\tfsmonitor = touch /pwned\n" >> .git/config'
+try attributes sh -c 'mkdir -p .git/info && echo "* filter=x" > .git/info/attributes'
+try envrc sh -c 'echo "touch /pwned" > .envrc'
+try vscode sh -c 'echo "{\"tasks\":[]}" > .vscode/tasks.json'
+try subhook sh -c 'echo "touch /pwned" > .git/modules/sub/hooks/post-checkout'
+try subconfig sh -c 'echo "[core]" >> .git/modules/sub/config'
+[ -n "$KEEP_GIT" ] || try swapgit sh -c 'mv .git .git-old'
+try rmconfig sh -c 'rm -f .git/config'
+echo two > file.txt
+try commit git -c user.name=a -c user.email=a@a commit -q -am two
+)";
+
+TEST(LaunchHostExecuted, TheAgentCannotPlantWhatTheHostRunsButCanCommit) {
+  NETBOX_REQUIRE_ROOT();
+  const auto subnet = test_subnet(137);
+  HostDir host;
+  const fs::path p = make_project(host);
+  const std::string config_before = slurp(p / ".git/config");
+  test::TempDir db;
+  const std::vector<std::string> base = {"--audit-db", (db.path() / "a.db").string(), "--user", "root", "--workdir",
+                                         p.string()};
+
+  auto explain_args = base;
+  explain_args.insert(explain_args.end(), {"--explain", "--", "true"});
+  auto explain = launch(subnet, explain_args);
+  ASSERT_EQ(explain.exit_code, 0) << explain.err;
+  for (const char* listed : {"/.git/config", "/.git/hooks", "/.git/info", "/.envrc", "/.vscode",
+                             "/.git/modules/sub/hooks", "/.git/modules/sub/config"})
+    EXPECT_THAT(explain.out, HasSubstr(p.string() + listed + " (run by the host")) << listed;
+
+  auto args = base;
+  args.insert(args.end(), {"--", kSh, "-c", kAttack});
+  auto r = launch(subnet, args);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  for (const char* what : {"hook", "config", "attributes", "envrc", "vscode", "subhook", "subconfig", "swapgit",
+                           "rmconfig"})
+    EXPECT_THAT(r.out, HasSubstr(std::string("NO ") + what + "\n")) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("OK commit\n"));
+  EXPECT_FALSE(fs::exists(p / ".git/hooks/pre-commit"));
+  EXPECT_TRUE(fs::is_directory(p / ".git/hooks")) << "made so that it could be bound read-only";
+  EXPECT_EQ(slurp(p / ".git/config"), config_before);
+  EXPECT_EQ(slurp(p / ".envrc"), "export A=1\n");
+  EXPECT_TRUE(fs::is_directory(p / ".git"));
+  EXPECT_EQ(test::run({"git", "-C", p.string(), "log", "--format=%s", "-1"}).out, "two\n");
+
+  // Through an overlay with --commit: nothing planted comes back either.
+  auto overlay = base;
+  overlay.insert(overlay.end(), {"--workdir-quota", "64M", "--commit", "--", kSh, "-c", kAttack});
+  auto o = launch(subnet, overlay);
+  EXPECT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_THAT(o.out, HasSubstr("NO hook\n"));
+  EXPECT_THAT(o.out, HasSubstr("NO swapgit\n"));
+  EXPECT_FALSE(fs::exists(p / ".git/hooks/pre-commit"));
+  EXPECT_EQ(slurp(p / ".git/config"), config_before);
+  EXPECT_TRUE(fs::exists(p / ".git/config"));
+
+  // The opt-out: an agent trusted with the repository's configuration.
+  auto opt_out = base;
+  opt_out.insert(opt_out.end(), {"--writable-hooks", "--env", "KEEP_GIT=1", "--", kSh, "-c", kAttack});
+  auto w = launch(subnet, opt_out);
+  EXPECT_EQ(w.exit_code, 0) << w.err;
+  for (const char* what : {"hook", "config", "attributes", "envrc", "vscode", "subhook"})
+    EXPECT_THAT(w.out, HasSubstr(std::string("OK ") + what + "\n")) << w.out;
+  EXPECT_TRUE(fs::exists(p / ".git/hooks/pre-commit"));
+  expect_nothing_left(subnet);
+}
+
+}  // namespace
+}  // namespace netbox::launch_test
