@@ -12,12 +12,12 @@ PKGS=(
   build-essential cmake ninja-build pkg-config git ccache
   libboost1.81-dev libssl-dev libc-ares-dev libsqlite3-dev sqlite3
   nlohmann-json3-dev libseccomp-dev libidn2-dev
-  libcli11-dev libnftables-dev libmnl-dev libcap-dev libjemalloc-dev
+  libcli11-dev libnftables-dev libmnl-dev libcap-dev libjemalloc-dev libre2-dev
   iproute2 nftables curl python3 procps
 )
 if [ "$mode" = all ]; then
   PKGS+=(
-    libgtest-dev libgmock-dev dnsmasq-base nginx-light python3-requests
+    libgtest-dev libgmock-dev json-schema-test-suite dnsmasq-base nginx-light python3-requests
     chromium fonts-dejavu-core
     man-db systemd util-linux
   )
