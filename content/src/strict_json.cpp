@@ -48,6 +48,9 @@ std::variant<nlohmann::json, JsonRefusal> read_strict_json(std::string_view text
     // The library's message quotes the bytes it read, which may be any bytes: the
     // position alone keeps the reason printable and valid UTF-8.
     return JsonRefusal{"not JSON (at byte " + std::to_string(e.byte) + ")"};
+  } catch (const nlohmann::json::out_of_range&) {
+    // A number no double holds (found by fuzz_json_rpc: "1e9999" threw past the reader).
+    return JsonRefusal{"a number too large to read"};
   }
   // A callback that returned false discards the value instead of throwing.
   if (!refusal.empty()) return JsonRefusal{refusal};

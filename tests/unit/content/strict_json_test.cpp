@@ -44,6 +44,7 @@ TEST(StrictJsonTest, BrokenTextIsRefused) {
   refused(R"({"a": "\ud800"})");
   refused(R"({"a": 1,})");
   refused("");
+  EXPECT_NE(refused(R"({"id": 999999999999e9999999})").find("number too large"), std::string::npos);
 }
 
 TEST(StrictJsonTest, ARefusalsReasonIsValidTextWhateverTheBytes) {
