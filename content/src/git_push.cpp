@@ -328,6 +328,49 @@ PktLine read_pkt_line(std::string_view in) {
   return p;
 }
 
+std::string pkt_line(std::string_view payload) {
+  payload = payload.substr(0, 65516);
+  static constexpr char kDigits[] = "0123456789abcdef";
+  const std::size_t n = payload.size() + 4;
+  std::string out{kDigits[(n >> 12) & 15], kDigits[(n >> 8) & 15], kDigits[(n >> 4) & 15], kDigits[n & 15]};
+  return out.append(payload);
+}
+
+namespace {
+
+// A reason on one line, as git prints it after "ng REF ": no line breaks or NULs.
+std::string one_line(std::string_view text) {
+  std::string out(text.substr(0, 1000));
+  std::replace_if(out.begin(), out.end(), [](char c) { return c == '\n' || c == '\r' || c == '\0'; }, ' ');
+  return out;
+}
+
+bool has_capability(const std::string& caps, std::string_view cap) {
+  return (" " + caps + " ").find(" " + std::string(cap) + " ") != std::string::npos;
+}
+
+}  // namespace
+
+std::string git_push_refusal(const GitPush& push, const std::map<std::string, std::string, std::less<>>& reasons,
+                             const std::string& summary) {
+  std::string report = pkt_line("unpack ok\n");
+  for (const auto& u : push.updates) {
+    auto it = reasons.find(u.ref);
+    const std::string why = it != reasons.end() ? it->second : "not pushed: netbox refused another ref of this push";
+    report += pkt_line("ng " + u.ref + " " + one_line(why) + "\n");
+  }
+  report += "0000";
+  const bool side_band = has_capability(push.capabilities, "side-band-64k") || has_capability(push.capabilities, "side-band");
+  if (!side_band) return report;
+  // Side-band: the report travels on channel 1 in pieces that fit the smaller band (1000
+  // bytes for plain side-band), the message on channel 2.
+  std::string out = pkt_line("\x02" + one_line("netbox: " + summary) + "\n");
+  for (std::size_t at = 0; at < report.size(); at += 995) out += pkt_line("\x01" + report.substr(at, 995));
+  return out + "0000";
+}
+
+std::string git_push_error(const std::string& message) { return pkt_line("ERR netbox: " + one_line(message) + "\n"); }
+
 std::variant<GitPush, GitPushRefusal> read_git_push(std::string_view body, const GitPushLimits& limits) {
   GitPush push;
   try {

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <filesystem>
 
 namespace netbox::content {
 namespace {
@@ -170,6 +171,51 @@ TEST_F(GitPushTest, WhatCannotBeReadIsRefused) {
   EXPECT_NE(refused(pkt(a + " " + b.substr(1) + " refs/heads/x\n") + "0000").find("object ids"), std::string::npos);
   EXPECT_NE(refused(pkt(a + " " + kZero + " refs/heads/x\n") + "0000PACK").find("deletions only"), std::string::npos);
   EXPECT_NE(refused(pkt("push-cert" + std::string(1, '\0') + "x\n")).find("signed push"), std::string::npos);
+}
+
+// A server for git's ext:: transport that sends `answer` (its ref advertisement and
+// report) and reads what git sends until git closes the pipe.
+std::string ext_server(const test::TempDir& dir, const std::string& name, const std::string& answer) {
+  const auto data = dir.write(name, answer);
+  const auto script = dir.write(name + ".sh", "#!/bin/sh\ncat '" + data.string() + "'\nexec cat >/dev/null\n");
+  std::filesystem::permissions(script, std::filesystem::perms::owner_all);
+  return "ext::" + script.string();
+}
+
+// The refusal answer, as real git receives it: a server (over git's ext:: transport, the
+// same report-status exchange as smart HTTP's) that advertises an empty repository and
+// answers with git_push_refusal. git must print each ref's reason and the summary.
+TEST_F(GitPushTest, GitPrintsTheRefusalForEveryRef) {
+  commit("a");
+  git({"branch", "agent/x"});
+  GitPush push;
+  push.capabilities = "report-status side-band-64k";
+  push.updates = {{kZero, rev("HEAD"), "refs/heads/agent/x"}, {kZero, rev("HEAD"), "refs/heads/main"}};
+  const std::string advert =
+      pkt_line(kZero + " capabilities^{}" + std::string(1, '\0') + "report-status side-band-64k delete-refs\n") + "0000";
+  const auto server =
+      ext_server(dir_, "server",
+                 advert + git_push_refusal(push, {{"refs/heads/main", "refs/heads/main is not in git.push"}},
+                                           "push refused by policy: refs/heads/main"));
+  const auto r = run({"git", "-C", repo(), "-c", "protocol.ext.allow=always", "push", "--porcelain", server, "agent/x", "main"});
+  EXPECT_NE(r.exit_code, 0);
+  const std::string all = r.out + r.err;
+  EXPECT_NE(all.find("refs/heads/main\t[remote rejected] (refs/heads/main is not in git.push)"), std::string::npos) << all;
+  EXPECT_NE(all.find("refs/heads/agent/x\t[remote rejected] (not pushed: netbox refused another ref"), std::string::npos)
+      << all;
+  EXPECT_NE(all.find("remote: netbox: push refused by policy: refs/heads/main"), std::string::npos) << all;
+
+  // Without side-band the same report, bare; and a body netbox cannot read gets ERR.
+  push.capabilities = "report-status";
+  const auto bare = ext_server(dir_, "bare",
+                               pkt_line(kZero + " capabilities^{}" + std::string(1, '\0') + "report-status\n") + "0000" +
+                                   git_push_refusal(push, {}, "x"));
+  const auto r2 = run({"git", "-C", repo(), "-c", "protocol.ext.allow=always", "push", "--porcelain", bare, "main"});
+  EXPECT_NE((r2.out + r2.err).find("refs/heads/main\t[remote rejected] (not pushed"), std::string::npos) << r2.out + r2.err;
+  const auto err = ext_server(dir_, "err", git_push_error("the push is not pkt-lines"));
+  const auto r3 = run({"git", "-C", repo(), "-c", "protocol.ext.allow=always", "push", err, "main"});
+  EXPECT_NE(r3.exit_code, 0);
+  EXPECT_NE(r3.err.find("remote error: netbox: the push is not pkt-lines"), std::string::npos) << r3.err;
 }
 
 TEST(PktLineTest, ReadsLengthsFlushesAndRefusesTheRest) {

@@ -52,6 +52,20 @@ struct GitPushLimits {
 // carries no pack; every other push must carry one, whole, with its trailing checksum.
 std::variant<GitPush, GitPushRefusal> read_git_push(std::string_view body, const GitPushLimits& limits = {});
 
+// The answer to a push netbox refuses, as receive-pack's report (status 200, content type
+// application/x-git-receive-pack-result), so that `git push` prints each ref's reason:
+// "unpack ok", then "ng REF REASON" for every update (nothing was forwarded, so even the
+// refs a rule allows are not updated: their reason says so), inside side-band channel 1
+// when the client asked for side-band(-64k), with `summary` on channel 2, which git shows
+// as "remote: ...". `reasons` maps refused refs to why.
+std::string git_push_refusal(const GitPush& push, const std::map<std::string, std::string, std::less<>>& reasons,
+                             const std::string& summary);
+// A push that could not be read at all: one "ERR ..." pkt-line, which git prints as
+// "remote error: ...".
+std::string git_push_error(const std::string& message);
+// A pkt-line holding `payload` (at most 65516 bytes; longer text is cut).
+std::string pkt_line(std::string_view payload);
+
 // One pkt-line from the front of `in` (four hex digits of length, then the payload; "0000"
 // is a flush). Exposed for the fuzzer and tests.
 struct PktLine {
