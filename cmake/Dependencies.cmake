@@ -8,6 +8,7 @@ if(NETBOX_BUILD_TESTS)
   find_package(GTest REQUIRED)
 endif()
 find_package(SQLite3 REQUIRED)
+find_package(ZLIB REQUIRED)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(CARES REQUIRED IMPORTED_TARGET libcares)
 pkg_check_modules(IDN2 REQUIRED IMPORTED_TARGET libidn2)
@@ -15,6 +16,7 @@ pkg_check_modules(SECCOMP REQUIRED IMPORTED_TARGET libseccomp)
 pkg_check_modules(NFTABLES REQUIRED IMPORTED_TARGET libnftables)
 pkg_check_modules(MNL REQUIRED IMPORTED_TARGET libmnl)
 pkg_check_modules(LIBCAP REQUIRED IMPORTED_TARGET libcap)
+pkg_check_modules(RE2 REQUIRED IMPORTED_TARGET re2)
 
 # The netbox executable allocates with jemalloc: per request the proxy makes and frees
 # dozens of small objects on two io threads, the audit writer frees them in batches on its

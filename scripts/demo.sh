@@ -4,7 +4,9 @@
 # prints the audit rows. Idempotent; needs root (network namespaces, nftables).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-build=$(bash scripts/build.sh | tail -n 1)
+# The executable alone, in the package's build folder: a newcomer's first run compiles
+# netbox, not the test suite it does not run (scripts/test.sh builds that in build/).
+build=$(NETBOX_BUILD_TESTS=OFF BUILD_DIR=build-package bash scripts/build.sh | tail -n 1)
 netbox="$PWD/$build/netbox"
 
 work=$(mktemp -d /tmp/netbox-demo-XXXXXX)

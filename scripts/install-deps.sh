@@ -1,23 +1,34 @@
 #!/usr/bin/env bash
 # Installs every Debian 12 package netbox needs to build, test and demo.
 # Idempotent: apt-get skips what is already installed.
+# Usage: scripts/install-deps.sh [all|build]
+#   all (default): everything the tests, the benchmarks and the demo use;
+#   build: only what building the netbox executable alone and running it needs (the
+#   demo and the package), so a newcomer's first run does not wait for a browser or a JDK.
 set -euo pipefail
+mode=${1:-all}
+case "$mode" in all|build) ;; *) echo "install-deps: unknown mode '$mode' (all or build)" >&2; exit 2;; esac
 PKGS=(
-  build-essential cmake ninja-build pkg-config git
+  build-essential cmake ninja-build pkg-config git ccache
   libboost1.81-dev libssl-dev libc-ares-dev libsqlite3-dev sqlite3
-  nlohmann-json3-dev libseccomp-dev libgtest-dev libgmock-dev libidn2-dev
-  libcli11-dev libnftables-dev libmnl-dev libcap-dev libjemalloc-dev
-  iproute2 nftables curl dnsmasq-base nginx-light python3 python3-requests procps
-  chromium fonts-dejavu-core
-  man-db systemd util-linux
+  nlohmann-json3-dev libseccomp-dev libidn2-dev
+  libcli11-dev libnftables-dev libmnl-dev libcap-dev libjemalloc-dev libre2-dev zlib1g-dev
+  iproute2 nftables curl python3 procps
 )
+if [ "$mode" = all ]; then
+  PKGS+=(
+    libgtest-dev libgmock-dev json-schema-test-suite dnsmasq-base nginx-light python3-requests
+    chromium fonts-dejavu-core
+    man-db systemd util-linux
+  )
+  # Node.js with npm installs playwright-core for the dashboard's browser test; the machine
+  # image ships one, else Debian's.
+  command -v npm >/dev/null 2>&1 || PKGS+=(nodejs npm)
+  # A JDK for the launch test of a Java HttpClient program (JAVA_TOOL_OPTIONS); the machine
+  # image may ship one, else Debian's default.
+  command -v java >/dev/null 2>&1 || PKGS+=(default-jdk-headless)
+fi
 missing=()
-# Node.js with npm installs playwright-core for the dashboard's browser test; the machine
-# image ships one, else Debian's.
-command -v npm >/dev/null 2>&1 || PKGS+=(nodejs npm)
-# A JDK for the launch test of a Java HttpClient program (JAVA_TOOL_OPTIONS); the machine
-# image may ship one, else Debian's default.
-command -v java >/dev/null 2>&1 || PKGS+=(default-jdk-headless)
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done

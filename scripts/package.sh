@@ -4,7 +4,7 @@
 # Usage: scripts/package.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/install-deps.sh >&2
+bash scripts/install-deps.sh build >&2
 dir=${BUILD_DIR:-build-package}
 # RelWithDebInfo like the test build, so its objects come from the same compiler cache;
 # CPack strips the binary.

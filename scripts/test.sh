@@ -20,6 +20,16 @@ if [ "${NETBOX_TEST_SANITIZE:-1}" = 1 ]; then
   run_suite Asan
 fi
 bash tests/packaging/check_package.sh || status=1  # tests-off build, cmake --install, the .deb installed with apt, systemd-analyze verify
+# The README's Quick start demo as a newcomer runs it (in the package's build folder, built
+# just above): the allowed fetch arrives and the metadata request is refused and recorded.
+demo_log=$(mktemp)
+if bash scripts/demo.sh >"$demo_log" 2>&1 && grep -q "hello from the allowed upstream" "$demo_log" &&
+   grep -Eq "deny +http +GET +169\.254\.169\.254" "$demo_log"; then
+  echo "== demo: ok =="
+else
+  cat "$demo_log"; echo "== demo FAILED ==" >&2; status=1
+fi
+rm -f "$demo_log"
 bash scripts/bench.sh --smoke || status=1  # benchmark harness smoke (seconds, no targets), so it cannot rot
 [ "${NETBOX_TEST_FUZZ:-1}" = 0 ] || bash scripts/fuzz.sh || status=1  # libFuzzer targets, fixed short run (NETBOX_TEST_FUZZ=0 skips)
 exit $status

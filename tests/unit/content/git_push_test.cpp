@@ -1,0 +1,236 @@
+// Push bodies made by real git: the commands a client sends and the pack
+// `git pack-objects` makes for them (what `git push` sends over smart HTTP), read back.
+#include "netbox/content/git_push.hpp"
+
+#include "support/process.hpp"
+#include "support/temp_dir.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+
+namespace netbox::content {
+namespace {
+
+using test::run;
+
+class GitPushTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    git({"init", "-q", "-b", "main", repo()});
+    git({"config", "user.email", "agent@example.test"});
+    git({"config", "user.name", "agent"});
+  }
+
+  std::string repo() const { return (dir_.path() / "repo").string(); }
+
+  std::string git(std::vector<std::string> args, const std::string& input = {}) {
+    std::vector<std::string> argv{"git", "-C", repo()};
+    if (args.front() == "init") argv = {"git"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    const auto r = run(argv, std::chrono::seconds(60), input);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.out;
+  }
+
+  // A commit with a message long enough that git deltifies neighbours against each other.
+  std::string commit(const std::string& message) {
+    dir_.write("repo/file", message);
+    git({"add", "file"});
+    git({"commit", "-q", "-m", message + "\n\n" + std::string(4000, 'x')});
+    return rev("HEAD");
+  }
+
+  std::string rev(const std::string& name) {
+    std::string out = git({"rev-parse", name});
+    if (!out.empty() && out.back() == '\n') out.pop_back();
+    return out;
+  }
+
+  static std::string pkt(const std::string& payload) {
+    char head[5];
+    std::snprintf(head, sizeof head, "%04zx", payload.size() + 4);
+    return head + payload;
+  }
+
+  // The body `git push` sends for one update: the command, a flush, and the pack of what
+  // the server lacks (`new` without `old`), thin like send-pack's.
+  std::string body(const std::string& old_id, const std::string& new_id, const std::string& ref,
+                   const std::vector<std::string>& pack_flags = {"--thin"}) {
+    std::string out = pkt(old_id + " " + new_id + " " + ref + std::string(1, '\0') + "report-status side-band-64k\n") + "0000";
+    if (new_id == kZero) return out;
+    std::vector<std::string> args{"pack-objects", "--stdout", "--revs", "-q"};
+    args.insert(args.end(), pack_flags.begin(), pack_flags.end());
+    return out + git(args, new_id + "\n" + (old_id == kZero ? "" : "^" + old_id + "\n"));
+  }
+
+  GitPush read(const std::string& text) {
+    auto r = read_git_push(text);
+    if (auto* e = std::get_if<GitPushRefusal>(&r)) {
+      ADD_FAILURE() << e->reason;
+      return {};
+    }
+    return std::get<GitPush>(std::move(r));
+  }
+
+  std::string refused(const std::string& text) {
+    auto r = read_git_push(text);
+    EXPECT_TRUE(std::holds_alternative<GitPushRefusal>(r)) << "read";
+    return std::holds_alternative<GitPushRefusal>(r) ? std::get<GitPushRefusal>(r).reason : std::string();
+  }
+
+  static inline const std::string kZero = std::string(40, '0');
+  test::TempDir dir_;
+};
+
+TEST_F(GitPushTest, AFastForwardIsShownByThePushedCommits) {
+  const std::string a = commit("a");
+  commit("b");
+  commit("c");
+  const std::string d = commit("d");
+  const GitPush push = read(body(a, d, "refs/heads/agent/x"));
+  ASSERT_EQ(push.updates.size(), 1u);
+  EXPECT_EQ(push.updates[0].ref, "refs/heads/agent/x");
+  EXPECT_EQ(push.updates[0].old_id, a);
+  EXPECT_EQ(push.updates[0].new_id, d);
+  EXPECT_EQ(push.capabilities, "report-status side-band-64k");
+  EXPECT_EQ(push.commits.size(), 3u);  // b, c, d: a is the server's
+  EXPECT_TRUE(push.shows_fast_forward(push.updates[0]));
+}
+
+TEST_F(GitPushTest, CommitsStoredAsDeltasAreDecoded) {
+  const std::string a = commit("a");
+  for (int i = 0; i < 8; ++i) commit("similar " + std::to_string(i));
+  const std::string head = rev("HEAD");
+  // No --thin: every base is in the pack, and with a window git deltifies the near-identical
+  // commits against each other (the test checks that it did).
+  const std::string text = body(a, head, "refs/heads/agent/x", {"--window=50", "--depth=50"});
+  const std::string pack_path = (dir_.path() / "p.pack").string();
+  dir_.write("p.pack", text.substr(text.find("PACK")));
+  git({"index-pack", pack_path});
+  const std::string verify = git({"verify-pack", "-v", pack_path});
+  std::size_t deltified = 0;
+  for (std::size_t at = verify.find(" commit "); at != std::string::npos; at = verify.find(" commit ", at + 1)) {
+    const std::size_t eol = verify.find('\n', at);
+    // A deltified object's line ends with its depth and its base's id.
+    if (std::count(verify.begin() + static_cast<long>(at), verify.begin() + static_cast<long>(eol), ' ') > 5) ++deltified;
+  }
+  ASSERT_GT(deltified, 0u) << "git stored no commit as a delta; the test shows nothing\n" << verify;
+  const GitPush push = read(text);
+  EXPECT_EQ(push.commits.size(), 8u);
+  EXPECT_TRUE(push.shows_fast_forward(push.updates[0]));
+}
+
+TEST_F(GitPushTest, AForcePushIsNotShownAsAFastForward) {
+  const std::string a = commit("a");
+  const std::string b = commit("b");
+  git({"reset", "-q", "--hard", a});
+  const std::string rewritten = commit("b, rewritten");
+  const GitPush push = read(body(b, rewritten, "refs/heads/agent/x"));
+  EXPECT_FALSE(push.shows_fast_forward(push.updates[0]));
+}
+
+TEST_F(GitPushTest, ACreationAndADeletionAreSaidSo) {
+  commit("a");
+  const std::string b = commit("b");
+  const GitPush created = read(body(kZero, b, "refs/heads/agent/new"));
+  EXPECT_TRUE(created.updates[0].creates());
+  EXPECT_TRUE(created.shows_fast_forward(created.updates[0]));
+  const GitPush deleted = read(body(b, kZero, "refs/heads/main"));
+  EXPECT_TRUE(deleted.updates[0].deletes());
+  EXPECT_FALSE(deleted.shows_fast_forward(deleted.updates[0]));
+}
+
+TEST_F(GitPushTest, SeveralUpdatesAreAllRead) {
+  const std::string a = commit("a");
+  const std::string b = commit("b");
+  std::string text = pkt(a + " " + b + " refs/heads/agent/x" + std::string(1, '\0') + "report-status\n") +
+                     pkt(kZero + " " + b + " refs/heads/main\n") + pkt(a + " " + kZero + " refs/tags/v1\n") + "0000" +
+                     git({"pack-objects", "--stdout", "--revs", "-q"}, b + "\n^" + a + "\n");
+  const GitPush push = read(text);
+  ASSERT_EQ(push.updates.size(), 3u);
+  EXPECT_EQ(push.updates[1].ref, "refs/heads/main");
+  EXPECT_TRUE(push.updates[2].deletes());
+}
+
+TEST_F(GitPushTest, WhatCannotBeReadIsRefused) {
+  const std::string a = commit("a");
+  const std::string b = commit("b");
+  const std::string good = body(a, b, "refs/heads/agent/x");
+  std::string flipped = good;
+  flipped[flipped.size() - 30] ^= 1;
+  EXPECT_FALSE(refused(flipped).empty());
+  EXPECT_FALSE(refused(good + "x").empty());  // the checksum is then the wrong 20 bytes
+  EXPECT_FALSE(refused(good.substr(0, good.size() - 1)).empty());
+  EXPECT_NE(refused(body(a, b, "refs/heads/a..b")).find("not a ref name"), std::string::npos);
+  EXPECT_NE(refused(body(a, b, "HEAD")).find("not a ref name"), std::string::npos);
+  EXPECT_NE(refused("zzzz").find("pkt-lines"), std::string::npos);
+  EXPECT_NE(refused("0000").find("names no ref"), std::string::npos);
+  EXPECT_NE(refused(pkt(a + " " + b + " refs/heads/x\n") + "0000").find("no pack"), std::string::npos);
+  EXPECT_NE(refused(pkt(a + " " + b.substr(1) + " refs/heads/x\n") + "0000").find("object ids"), std::string::npos);
+  EXPECT_NE(refused(pkt(a + " " + kZero + " refs/heads/x\n") + "0000PACK").find("deletions only"), std::string::npos);
+  EXPECT_NE(refused(pkt("push-cert" + std::string(1, '\0') + "x\n")).find("signed push"), std::string::npos);
+}
+
+// A server for git's ext:: transport that sends `answer` (its ref advertisement and
+// report) and reads what git sends until git closes the pipe.
+std::string ext_server(const test::TempDir& dir, const std::string& name, const std::string& answer) {
+  const auto data = dir.write(name, answer);
+  const auto script = dir.write(name + ".sh", "#!/bin/sh\ncat '" + data.string() + "'\nexec cat >/dev/null\n");
+  std::filesystem::permissions(script, std::filesystem::perms::owner_all);
+  return "ext::" + script.string();
+}
+
+// The refusal answer, as real git receives it: a server (over git's ext:: transport, the
+// same report-status exchange as smart HTTP's) that advertises an empty repository and
+// answers with git_push_refusal. git must print each ref's reason and the summary.
+TEST_F(GitPushTest, GitPrintsTheRefusalForEveryRef) {
+  commit("a");
+  git({"branch", "agent/x"});
+  GitPush push;
+  push.capabilities = "report-status side-band-64k";
+  push.updates = {{kZero, rev("HEAD"), "refs/heads/agent/x"}, {kZero, rev("HEAD"), "refs/heads/main"}};
+  const std::string advert =
+      pkt_line(kZero + " capabilities^{}" + std::string(1, '\0') + "report-status side-band-64k delete-refs\n") + "0000";
+  const auto server =
+      ext_server(dir_, "server",
+                 advert + git_push_refusal(push, {{"refs/heads/main", "refs/heads/main is not in git.push"}},
+                                           "push refused by policy: refs/heads/main"));
+  const auto r = run({"git", "-C", repo(), "-c", "protocol.ext.allow=always", "push", "--porcelain", server, "agent/x", "main"});
+  EXPECT_NE(r.exit_code, 0);
+  const std::string all = r.out + r.err;
+  EXPECT_NE(all.find("refs/heads/main\t[remote rejected] (refs/heads/main is not in git.push)"), std::string::npos) << all;
+  EXPECT_NE(all.find("refs/heads/agent/x\t[remote rejected] (not pushed: netbox refused another ref"), std::string::npos)
+      << all;
+  EXPECT_NE(all.find("remote: netbox: push refused by policy: refs/heads/main"), std::string::npos) << all;
+
+  // Without side-band the same report, bare; and a body netbox cannot read gets ERR.
+  push.capabilities = "report-status";
+  const auto bare = ext_server(dir_, "bare",
+                               pkt_line(kZero + " capabilities^{}" + std::string(1, '\0') + "report-status\n") + "0000" +
+                                   git_push_refusal(push, {}, "x"));
+  const auto r2 = run({"git", "-C", repo(), "-c", "protocol.ext.allow=always", "push", "--porcelain", bare, "main"});
+  EXPECT_NE((r2.out + r2.err).find("refs/heads/main\t[remote rejected] (not pushed"), std::string::npos) << r2.out + r2.err;
+  const auto err = ext_server(dir_, "err", git_push_error("the push is not pkt-lines"));
+  const auto r3 = run({"git", "-C", repo(), "-c", "protocol.ext.allow=always", "push", err, "main"});
+  EXPECT_NE(r3.exit_code, 0);
+  EXPECT_NE(r3.err.find("remote error: netbox: the push is not pkt-lines"), std::string::npos) << r3.err;
+}
+
+TEST(PktLineTest, ReadsLengthsFlushesAndRefusesTheRest) {
+  EXPECT_EQ(read_pkt_line("0000").kind, PktLine::Kind::flush);
+  const auto p = read_pkt_line("0009hello0000");
+  EXPECT_EQ(p.kind, PktLine::Kind::data);
+  EXPECT_EQ(p.payload, "hello");
+  EXPECT_EQ(p.used, 9u);
+  EXPECT_EQ(read_pkt_line("0009hel").kind, PktLine::Kind::incomplete);
+  EXPECT_EQ(read_pkt_line("00").kind, PktLine::Kind::incomplete);
+  EXPECT_EQ(read_pkt_line("0001").kind, PktLine::Kind::malformed);
+  EXPECT_EQ(read_pkt_line("0003").kind, PktLine::Kind::malformed);
+  EXPECT_EQ(read_pkt_line("fff1").kind, PktLine::Kind::malformed);
+  EXPECT_EQ(read_pkt_line("00g9hello").kind, PktLine::Kind::malformed);
+}
+
+}  // namespace
+}  // namespace netbox::content
