@@ -13,12 +13,15 @@
 #include "netbox/audit/writer.hpp"
 #include "netbox/tls/certificate_authority.hpp"
 
+#include <boost/beast/core/detail/base64.hpp>
+
 #include <gmock/gmock.h>
 #include <nlohmann/json.hpp>
 
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -129,6 +132,75 @@ TEST_F(CredentialsTest, TheUpstreamSeesTheSecretWhereTheAgentSentThePlaceholderO
   EXPECT_EQ(all[1].decision, "allow");
   stop_proxy();
   EXPECT_THAT(file_bytes(log_path), HasSubstr("/v1/a")) << "the log has the requests' lines";
+  expect_secret_nowhere();
+}
+
+// A hostile credential host echoes the secret netbox injected back in every place and
+// form it can think of (issue 22): each answer is refused 502 and the agent gets none of
+// it. The upstream reads the secret from the request it got, as a real one would.
+std::string hex_of(std::size_t n) {
+  char b[24];
+  std::snprintf(b, sizeof b, "%zx", n);
+  return b;
+}
+
+std::string hostile_answer(const std::string& target, const std::string& secret) {
+  const auto with_body = [](const std::string& body, const std::string& head = {}) {
+    return "HTTP/1.1 200 OK\r\nConnection: close\r\n" + head + "Content-Length: " + std::to_string(body.size()) +
+           "\r\n\r\n" + body;
+  };
+  std::string u_escaped, percent;
+  for (unsigned char c : secret) {
+    char b[8];
+    std::snprintf(b, sizeof b, "\\u%04x", c);
+    u_escaped += b;
+    std::snprintf(b, sizeof b, "%%%02X", c);
+    percent += b;
+  }
+  if (target == "/reason") return "HTTP/1.1 200 " + secret + "\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok";
+  if (target == "/gzip-chunked") {
+    const auto gz = run({"gzip", "-c"}, std::chrono::seconds(10), "{\"key\":\"" + secret + "\"}").out;
+    return "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\nConnection: close\r\n\r\n" + hex_of(gz.size()) +
+           "\r\n" + gz + "\r\n0\r\n\r\n";
+  }
+  if (target == "/json-u") return with_body("{\"key\":\"" + u_escaped + "\"}");
+  if (target == "/percent") return with_body("k=" + percent);
+  if (target == "/base64") {
+    const std::string value = "Bearer " + secret;
+    std::string b64(boost::beast::detail::base64::encoded_size(value.size()), '\0');
+    b64.resize(boost::beast::detail::base64::encode(b64.data(), value.data(), value.size()));
+    return with_body("{\"auth\":\"" + b64 + "\"}");
+  }
+  if (target == "/trailer")
+    return "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTrailer: X-Echo\r\nConnection: close\r\n\r\n2\r\nok\r\n0\r\n"
+           "X-Echo: " + secret + "\r\n\r\n";
+  if (target == "/header-json") return with_body("ok", "X-Echo: " + u_escaped + "\r\n");
+  if (target == "/gzip-content") {
+    const auto gz = run({"gzip", "-c"}, std::chrono::seconds(10), secret).out;
+    return with_body(gz, "Content-Encoding: gzip\r\n");
+  }
+  return with_body("plain");
+}
+
+TEST_F(CredentialsTest, AHostileUpstreamCannotEchoTheSecretBackInAnyPlaceOrForm) {
+  tls_upstream.script([](const std::string& echo, const TlsUpstreamServer::Send& send) {
+    const auto j = nlohmann::json::parse(echo);
+    std::string secret = j["headers"].value("Authorization", "");
+    if (secret.starts_with("Bearer ")) secret.erase(0, 7);
+    send(hostile_answer(j["target"], secret));
+  });
+  start();
+  for (const std::string path : {"/reason", "/gzip-chunked", "/json-u", "/percent", "/base64", "/trailer",
+                                 "/header-json", "/gzip-content"}) {
+    auto r = curl({"-i", "-H", std::string("Authorization: Bearer ") + kPlaceholder, https("upstream.test", path)});
+    EXPECT_EQ(status_of(r), 502) << path << ": " << r.err << r.out;
+    EXPECT_THAT(r.out, Not(HasSubstr(kSecret))) << path;
+    EXPECT_THAT(r.out, Not(HasSubstr("\\u0073\\u006b"))) << path;
+  }
+  EXPECT_EQ(nlohmann::json::parse(tls_upstream.last_echo())["headers"]["Authorization"],
+            std::string("Bearer ") + kSecret);
+  EXPECT_EQ(tls_upstream.requests(), 8u);
+  stop_proxy();
   expect_secret_nowhere();
 }
 
