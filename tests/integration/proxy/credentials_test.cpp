@@ -61,12 +61,13 @@ class CredentialsTest : public ProxyTest {
     if (log_fd >= 0) ::close(log_fd);
   }
 
-  // upstream.test (inspected, the credential's host) and other.test (allowed, inspected
-  // too, not the credential's), both on 127.0.0.1.
+  // upstream.test (inspected, the credential's host), other.test (allowed, inspected
+  // too, not the credential's) and plain.test (allowed, not inspected), all on 127.0.0.1.
   void start() {
     auto j = nlohmann::json::parse(base_policy());
-    j["allow"] = {"upstream.test", "other.test"};
+    j["allow"] = {"upstream.test", "other.test", "plain.test"};
     j["resolve"]["other.test"] = {"127.0.0.1"};
+    j["resolve"]["plain.test"] = {"127.0.0.1"};
     j["ports"] = {tls_upstream.port(), upstream.port()};
     j["inspect"] = {"upstream.test", "other.test"};
     j["credentials"] = nlohmann::json::parse(R"([{"name": "openai", "hosts": ["upstream.test"],
@@ -297,6 +298,36 @@ TEST_F(CredentialsTest, ASocksRequestForANameHoldingThePlaceholderIsRefused) {
   EXPECT_EQ(row.kind, "socks");
   EXPECT_EQ(row.decision, "deny");
   EXPECT_EQ(row.rule, "credentials.openai");
+}
+
+// Plain HTTP through the SOCKS5 door is read and decided request by request; the tripwire
+// looks at each like the proxy door's (issue 22): the placeholder in the query or a header
+// to a host not listed for it is refused 403 and recorded, and the upstream gets nothing.
+TEST_F(CredentialsTest, ThePlaceholderInSocksPlainHttpIsRefusedAndRecorded) {
+  start();
+  const auto socks = server->add_listener({boost::asio::ip::make_address("127.0.0.1"), 0}, proxy::ListenerKind::socks);
+  const auto via = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {"--socks5-hostname", "127.0.0.1:" + std::to_string(socks.port())});
+    return curl_with_status(args);
+  };
+  // Without the placeholder it goes through: the door lets plain HTTP by.
+  EXPECT_EQ(status_of(via({plain("plain.test", "/fine")})), 200);
+  auto r = via({plain("plain.test", std::string("/q?k=") + kPlaceholder)});
+  EXPECT_EQ(status_of(r), 403) << r.err << r.out;
+  r = via({"-H", std::string("X-Key: ") + kPlaceholder, plain("plain.test", "/h")});
+  EXPECT_EQ(status_of(r), 403) << r.err << r.out;
+  EXPECT_EQ(upstream.requests(), 1u) << "only the request without the placeholder";
+  std::vector<AuditRow> denied;
+  for (auto& row : rows())  // all rows written: the events are too
+    if (row.rule == "credentials.openai") denied.push_back(row);
+  ASSERT_EQ(denied.size(), 2u);
+  EXPECT_EQ(denied[0].decision, "deny");
+  EXPECT_EQ(denied[0].status, 403);
+  EXPECT_EQ(denied[0].host, "plain.test");
+  const auto ev = exfiltrations();
+  ASSERT_EQ(ev.size(), 2u);
+  EXPECT_THAT(ev[0].detail, HasSubstr(R"("where":"the query")"));
+  EXPECT_THAT(ev[1].detail, HasSubstr(R"("where":"the header X-Key")"));
 }
 
 // An agent whose profile has credentials is not attached without their secrets.
