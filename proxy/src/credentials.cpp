@@ -1,8 +1,10 @@
 #include "credentials.hpp"
 
 #include "proxy_runtime.hpp"
+#include "secret_forms.hpp"
 
 #include <boost/beast/core/string.hpp>
+#include <boost/beast/http/rfc7230.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -105,21 +107,34 @@ std::string inject_credentials(const AgentCredentials& credentials, const std::s
 }
 
 std::string redact_answer(const AgentCredentials& credentials, const std::string& host, std::uint16_t port,
-                          const http::fields& fields, std::string& body) {
+                          std::string_view reason, const http::fields& fields, std::string& body) {
+  // A body coded so that a search cannot read it is refused, whatever it holds: netbox
+  // asked for none (Accept-Encoding is removed from such requests).
+  for (auto [it, end] = fields.equal_range(http::field::content_encoding); it != end; ++it)
+    for (auto token : http::token_list(it->value()))
+      if (!boost::beast::iequals(token, "identity"))
+        return "the upstream's answer to a request carrying a credential is encoded (" + std::string(it->value()) +
+               "), so netbox cannot check that it does not hold the secret";
   for (const auto& c : credentials) {
     if (!c.listed_for(host, port)) continue;
+    const SecretForms forms(c.secret.reveal());
+    const auto refuse = [&c](const std::string& form, const std::string& where) {
+      return "the upstream's answer holds credential " + c.name + "'s secret (" + form + ") in " + where +
+             "; netbox does not pass it to the agent";
+    };
+    if (auto form = forms.found_in(reason); !form.empty()) return refuse(form, "its status line");
+    for (const auto& f : fields) {
+      if (auto form = forms.found_in(f.name_string()); !form.empty()) return refuse(form, "a header's name");
+      if (auto form = forms.found_in(f.value()); !form.empty())
+        return refuse(form, "its header (or trailer) " + std::string(f.name_string()));
+    }
+    // As sent, the secret is replaced by the placeholder; a form that cannot be replaced
+    // in place refuses the answer.
     const std::string_view secret = c.secret.reveal();
-    for (const auto& f : fields)
-      if (f.value().find(secret) != std::string_view::npos)
-        return "the upstream's answer holds credential " + c.name + "'s secret in its header " +
-               std::string(f.name_string()) + "; netbox does not pass it to the agent";
     for (auto at = body.find(secret); at != std::string::npos; at = body.find(secret, at + c.placeholder.size()))
       body.replace(at, secret.size(), c.placeholder);
+    if (auto form = forms.found_in(body); !form.empty()) return refuse(form, "its body");
   }
-  const auto encoding = fields[http::field::content_encoding];
-  if (!encoding.empty() && !boost::beast::iequals(encoding, "identity"))
-    return "the upstream's answer to a request carrying a credential is encoded (" + std::string(encoding) +
-           "), so netbox cannot check that it does not hold the secret";
   return {};
 }
 

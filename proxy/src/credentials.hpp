@@ -56,12 +56,16 @@ std::string inject_credentials(const AgentCredentials& credentials, const std::s
                                boost::beast::http::fields& fields);
 
 // The answer to a request a secret went into may reflect it (an echo endpoint, an error
-// quoting the request's headers), which would put it in the agent's hands. Each
-// occurrence in the body is replaced by the credential's placeholder. Returns why the
-// answer cannot be passed on, else empty: a header holding a secret, or a body that is
-// encoded (compressed), so it cannot be searched.
+// quoting the request's headers), which would put it in the agent's hands. Every byte of
+// it is searched, after the transfer coding is taken off (the caller refuses a coding
+// other than chunked): the status line's reason, each header and trailer (names and
+// values), the body. The secret as sent in the body is replaced by the credential's
+// placeholder; anywhere else, or in an escaped form (secret_forms.hpp), the answer is
+// refused. A body with a Content-Encoding other than identity is refused unread (netbox
+// removed Accept-Encoding from the request). Returns why the answer cannot be passed on,
+// else empty.
 std::string redact_answer(const AgentCredentials& credentials, const std::string& host, std::uint16_t port,
-                          const boost::beast::http::fields& fields, std::string& body);
+                          std::string_view reason, const boost::beast::http::fields& fields, std::string& body);
 
 // The scanner. `text` holds `placeholder`, ASCII case ignored, as sent or after up to
 // three rounds of percent-decoding (%6e%62%78, %256e...).

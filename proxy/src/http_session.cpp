@@ -234,13 +234,20 @@ void ClientSession::take_head(beast::error_code ec) {
   }
   host_ = *parsed.host;
   exchange_.host(host_.name);
-  // A credential's placeholder on its way to a host not listed for it (credentials.hpp).
-  if (who_.tripwire && !is_connect())
-    if (auto r = who_.tripwire->check_request(host_.name, target_.port, req_, target_.path_and_query)) {
-      r->what = what();
-      return refuse(std::move(*r), !client_keep_alive_);
-    }
+  if (tripped()) return;
   admit();
+}
+
+// A credential's placeholder on its way to a host not listed for it (credentials.hpp).
+// Every plain HTTP request of every door passes here once its host is known: the proxy
+// door's, a captured connection's and a SOCKS5 one's (a FixedDestination).
+bool ClientSession::tripped() {
+  if (!who_.tripwire || is_connect()) return false;
+  auto r = who_.tripwire->check_request(host_.name, target_.port, req_, target_.path_and_query);
+  if (!r) return false;
+  r->what = what();
+  refuse(std::move(*r), !client_keep_alive_);
+  return true;
 }
 
 // The destination is the connection's: the target must be origin-form, the Host header
@@ -268,6 +275,7 @@ void ClientSession::take_fixed_target() {
     }
   }
   target_ = Target{host_.name, scope.port, std::string(target), std::string(target.substr(0, target.find('?'))), {}};
+  if (tripped()) return;
   Admitted yes;
   yes.outcome = scope.outcome;
   yes.decision = scope.decision;

@@ -77,6 +77,7 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
   void note_target(std::string_view target, bool connect);
   void note_request(bool connect, std::string_view method, bool escape = false);  // the row's method and kind
   void take_fixed_target();  // a request on a FixedDestination connection
+  bool tripped();            // the tripwire refused the request (answered and recorded)
   void take_head(boost::beast::error_code ec);  // the head is parsed (or failed): check it, then admit
   void admit();
   void act_on(AdmissionResult result);  // refuse, or open the exchange and forward

@@ -11,11 +11,14 @@
 
 #include <boost/asio/ssl/error.hpp>
 #include <boost/asio/write.hpp>
+#include <boost/beast/core/read_size.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
 
 #include <openssl/ssl.h>
+
+#include <algorithm>
 
 namespace netbox::proxy {
 
@@ -52,12 +55,30 @@ void InspectedTunnel::start() {
                     [self = shared_from_this()](boost::system::error_code ec, std::size_t) { self->on_established(ec); });
 }
 
-void InspectedTunnel::arm(std::chrono::milliseconds timeout) {
-  timer_.expires_after(timeout);
+// The timer measures silence: each piece read or written moves last_ on, and a wait that
+// ends before `span_` of silence waits again for the rest. A request head that has begun
+// must be whole by head_deadline_ (header_timeout_ms, as on the plain door), however it
+// trickles. Either closes the agent's connection.
+void InspectedTunnel::arm(std::chrono::milliseconds span) {
+  span_ = span;
+  head_deadline_.reset();
+  touch();
+  wait_idle();
+}
+
+void InspectedTunnel::touch() { last_ = std::chrono::steady_clock::now(); }
+
+void InspectedTunnel::wait_idle() {
+  auto deadline = last_ + span_;
+  if (head_deadline_) deadline = std::min(deadline, *head_deadline_);
+  timer_.expires_at(deadline);
   timer_.async_wait([weak = weak_from_this()](boost::system::error_code ec) {
     if (ec) return;
     auto self = weak.lock();
     if (!self) return;
+    const auto now = std::chrono::steady_clock::now();
+    if (now - self->last_ < self->span_ && !(self->head_deadline_ && now >= *self->head_deadline_))
+      return self->wait_idle();
     boost::system::error_code ignored;
     if (self->tls_) self->tls_->lowest_layer().close(ignored);
     else self->client_.close(ignored);
@@ -143,19 +164,97 @@ void InspectedTunnel::on_handshake(boost::system::error_code ec) {
   read_request();
 }
 
+// The head is read as the plain door reads it (http_session.cpp): its bytes are checked
+// by RequestHeadCheck before Beast parses them, so an ambiguous head (two Content-Lengths,
+// an odd Transfer-Encoding, obs-fold ...) is refused with 400 here too, not re-framed.
 void InspectedTunnel::read_request() {
   parser_.emplace();
   parser_->header_limit(static_cast<std::uint32_t>(kHeaderLimit));
   parser_->body_limit(kBodyLimit);
+  head_check_ = RequestHeadCheck{};
   arm(scope_.profile->limits.idle_timeout);
-  http::async_read(*tls_, buffer_, *parser_,
-                   [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_request(ec); });
+  if (buffer_.size() > 0) {  // a pipelined request is (partly) here: its head deadline starts now
+    start_head_deadline();
+    return check_head();
+  }
+  read_head_bytes();
+}
+
+void InspectedTunnel::read_head_bytes() {
+  tls_->async_read_some(buffer_.prepare(beast::read_size(buffer_, kHeaderLimit + 1)),
+                        [self = shared_from_this()](boost::system::error_code ec, std::size_t n) {
+                          if (ec) return self->on_request(ec);
+                          self->buffer_.commit(n);
+                          self->touch();
+                          if (!self->head_deadline_) self->start_head_deadline();
+                          self->check_head();
+                        });
+}
+
+// The wait under way may end later than the new deadline: it is set again.
+void InspectedTunnel::start_head_deadline() {
+  head_deadline_ = last_ + scope_.profile->limits.header_timeout;
+  wait_idle();
+}
+
+void InspectedTunnel::check_head() {
+  const auto data = buffer_.data();
+  switch (head_check_.scan({static_cast<const char*>(data.data()), data.size()})) {
+    case RequestHeadCheck::State::refused:
+      return refuse_head();
+    case RequestHeadCheck::State::need_more:
+      return read_head_bytes();
+    case RequestHeadCheck::State::complete:
+      break;
+  }
+  beast::error_code ec;
+  buffer_.consume(parser_->put(buffer_.data(), ec));
+  if (!ec && !parser_->is_header_done()) ec = http::error::partial_message;  // the check said complete
+  if (ec || parser_->is_done()) return on_request(ec);
+  head_deadline_.reset();
+  read_more();
+}
+
+void InspectedTunnel::refuse_head() {
+  const auto& p = head_check_.problem();
+  inner_.begin();
+  inner_.request(false, head_check_.method());
+  inner_.target(scope_.host.name, scope_.port, {});
+  keep_alive_ = false;
+  buffer_.clear();
+  // What does not even start like an HTTP/1.1 request, first in the tunnel, is no
+  // request: the tunnel carries something else.
+  if (requests_ == 0 && head_check_.method().empty()) return refuse_not_http(p.reason);
+  refuse_request({p.status, Outcome::error,
+                  head_check_.method() + " https://" + host_header(scope_.host.name, scope_.port, 443) +
+                      head_check_.target().substr(0, 256),
+                  "request", p.reason, {}});
+}
+
+// read_some, not read: each piece is activity, so a large body uploading slowly is not
+// taken for silence.
+void InspectedTunnel::read_more() {
+  http::async_read_some(*tls_, buffer_, *parser_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
+    if (ec || self->parser_->is_done()) return self->on_request(ec);
+    self->touch();
+    self->read_more();
+  });
 }
 
 std::string InspectedTunnel::what() const {
   const auto& req = parser_->get();
   return std::string(req.method_string()) + " https://" + host_header(scope_.host.name, scope_.port, 443) +
          std::string(req.target());
+}
+
+// The tunnel's first bytes inside TLS are not an HTTP/1.1 request: the tunnel carries
+// something else, and its row says so.
+void InspectedTunnel::refuse_not_http(const std::string& why) {
+  const std::string reason = "netbox inspects " + authority(scope_.host.name, scope_.port) +
+                             ": only HTTP/1.1 requests go through this tunnel, and what the agent sent inside "
+                             "TLS is not HTTP/1.1 (" + why + ")";
+  tunnel_.overrule(Outcome::deny, "inspect", reason);
+  refuse_request({400, Outcome::deny, {}, "inspect", reason, {}});
 }
 
 void InspectedTunnel::on_request(beast::error_code ec) {
@@ -168,13 +267,7 @@ void InspectedTunnel::on_request(beast::error_code ec) {
     inner_.request(false, parser_->is_header_done() ? std::string_view(parser_->get().method_string()) : std::string_view{});
     inner_.target(scope_.host.name, scope_.port, {});
     keep_alive_ = false;
-    if (requests_ == 0 && !parser_->is_header_done()) {
-      const std::string reason = "netbox inspects " + authority(scope_.host.name, scope_.port) +
-                                 ": only HTTP/1.1 requests go through this tunnel, and what the agent sent inside "
-                                 "TLS is not HTTP/1.1 (" + describe_request_error(ec) + ")";
-      tunnel_.overrule(Outcome::deny, "inspect", reason);
-      return refuse_request({400, Outcome::deny, {}, "inspect", reason, {}});
-    }
+    if (requests_ == 0 && !parser_->is_header_done()) return refuse_not_http(describe_request_error(ec));
     if (ec == http::error::body_limit)
       return refuse_request({413, Outcome::error, {}, "request",
                              "a request body inside an inspected tunnel is larger than 16 MiB", {}});
@@ -263,7 +356,7 @@ void InspectedTunnel::forward(std::string path_and_query) {
   }
   const auto& limits = scope_.profile->limits;
   up.dial = DialLimits::of(limits, impl_.dial_fd_ceiling, worker_.pool.get());
-  up.timeout = limits.idle_timeout;
+  up.idle_timeout = limits.idle_timeout;
   up.body_limit = kBodyLimit;
   timer_.cancel();  // the upstream exchange has its own timer
   fetch_over_tls(worker_.ioc, *impl_.inspector, std::move(up),
@@ -277,8 +370,17 @@ void InspectedTunnel::on_answer(UpstreamAnswer a) {
     return refuse_request({a.failure_status, Outcome::error, what(), {}, a.error, {}}, a.error);
   }
   auto res = std::make_shared<Response>(std::move(*a.response));
+  // The answer goes to the agent framed by its length: a coding left on the body (the
+  // "gzip" of "gzip, chunked") could not be named, and would hide it from the search.
+  if (!a.transfer_codings.empty()) {
+    impl_.counters.upstream_errors.fetch_add(1);
+    const std::string why = "the upstream's answer has the transfer coding '" + a.transfer_codings +
+                            "': inside an inspected tunnel netbox relays none but chunked";
+    return refuse_request({502, Outcome::error, what(), {}, why, {}}, why);
+  }
   if (injected_)
-    if (auto why = redact_answer(scope_.tripwire->credentials(), scope_.host.name, scope_.port, res->base(), res->body());
+    if (auto why = redact_answer(scope_.tripwire->credentials(), scope_.host.name, scope_.port, res->reason(),
+                                 res->base(), res->body());
         !why.empty())
       return refuse_request({502, Outcome::error, what(), "credentials", why, {}}, why);
   strip_response_fields(res->base(), head_ ? a.content_length : std::nullopt);
@@ -303,15 +405,26 @@ void InspectedTunnel::respond(std::shared_ptr<Response> res, bool close_after) {
   writing_.clear();
   append_response_head(writing_, res->base());
   writing_ += res->body();
-  arm(std::chrono::seconds(30));
-  asio::async_write(*tls_, asio::buffer(writing_),
-                    [self = shared_from_this(), close_after](boost::system::error_code ec, std::size_t) {
-                      // A large answer's buffer is not held by an idle connection.
-                      if (self->writing_.capacity() > 16 * 1024) std::string().swap(self->writing_);
-                      if (ec || close_after)
-                        return self->close(ec ? "writing the answer to the agent failed: " + ec.message() : "");
-                      self->read_request();
-                    });
+  written_ = 0;
+  arm(scope_.profile->limits.idle_timeout);
+  write_more(close_after);
+}
+
+// Piece by piece, so that an agent reading a large answer slowly is progress, not silence.
+void InspectedTunnel::write_more(bool close_after) {
+  const auto rest = asio::buffer(writing_) + written_;
+  if (rest.size() == 0) {
+    // A large answer's buffer is not held by an idle connection.
+    if (writing_.capacity() > 16 * 1024) std::string().swap(writing_);
+    if (close_after) return close();
+    return read_request();
+  }
+  tls_->async_write_some(rest, [self = shared_from_this(), close_after](boost::system::error_code ec, std::size_t n) {
+    if (ec) return self->close("writing the answer to the agent failed: " + ec.message());
+    self->written_ += n;
+    self->touch();
+    self->write_more(close_after);
+  });
 }
 
 void InspectedTunnel::close(std::string error) {

@@ -21,6 +21,7 @@
 #include "denial.hpp"
 #include "exchange.hpp"
 #include "proxy_runtime.hpp"
+#include "request_head.hpp"
 #include "upstream_tls.hpp"
 
 #include <boost/asio/ip/tcp.hpp>
@@ -77,11 +78,20 @@ class InspectedTunnel : public std::enable_shared_from_this<InspectedTunnel> {
   void on_handshake(boost::system::error_code ec);
   void read_request();
   void on_request(boost::beast::error_code ec);
+  void refuse_not_http(const std::string& why);
   void forward(std::string path_and_query);
   void on_answer(UpstreamAnswer a);
   void refuse_request(Refusal r, std::string error = {});
   void respond(std::shared_ptr<Response> res, bool close);
-  void arm(std::chrono::milliseconds timeout);  // closes the agent's connection when it fires
+  void read_head_bytes();
+  void check_head();
+  void start_head_deadline();
+  void refuse_head();  // 400/414/431 from RequestHeadCheck, as on the plain door
+  void read_more();
+  void write_more(bool close_after);
+  void arm(std::chrono::milliseconds span);  // closes the agent's connection after `span` of silence
+  void touch();                              // a piece was read or written
+  void wait_idle();
   void close(std::string error = {});
   std::string what() const;
 
@@ -98,6 +108,7 @@ class InspectedTunnel : public std::enable_shared_from_this<InspectedTunnel> {
   std::optional<AgentTlsStream> tls_;
   boost::beast::flat_buffer buffer_;
   std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
+  RequestHeadCheck head_check_;
   std::shared_ptr<const tls::Leaf> leaf_;
   bool keep_alive_ = true;
   bool head_ = false;
@@ -106,6 +117,10 @@ class InspectedTunnel : public std::enable_shared_from_this<InspectedTunnel> {
   int tunnel_status_ = 200;  // the tunnel row's: 403 when refused before TLS
   std::uint64_t requests_ = 0;
   std::string writing_;  // the answer being written (its capacity reused per request)
+  std::size_t written_ = 0;
+  std::chrono::milliseconds span_{0};            // the silence arm() allows
+  std::chrono::steady_clock::time_point last_;   // the last piece read or written
+  std::optional<std::chrono::steady_clock::time_point> head_deadline_;  // a request head began
 };
 
 }  // namespace netbox::proxy

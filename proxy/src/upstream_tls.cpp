@@ -1,5 +1,6 @@
 #include "upstream_tls.hpp"
 
+#include "headers.hpp"
 #include "request_head.hpp"
 
 #include <boost/asio/ssl/stream.hpp>
@@ -54,15 +55,24 @@ class UpstreamTls : public std::enable_shared_from_this<UpstreamTls> {
     dial(ioc_, req_.endpoints, req_.dial, [self = shared_from_this()](DialResult r) { self->on_dialed(std::move(r)); });
   }
 
+  // The timer measures silence: every byte read or written moves last_ on, and a wait
+  // that ends before idle_timeout of silence waits again for the rest. Re-arming per read
+  // would cost a cancel and a new wait for each piece of a stream.
   void arm() {
-    timer_.expires_after(req_.timeout);
+    touch();
+    wait_idle();
+  }
+  void touch() { last_ = std::chrono::steady_clock::now(); }
+  void wait_idle() {
+    timer_.expires_at(last_ + req_.idle_timeout);
     timer_.async_wait([weak = weak_from_this()](boost::system::error_code e) {
       if (e) return;
-      if (auto self = weak.lock()) {
-        self->timed_out_ = true;
-        boost::system::error_code ignored;
-        if (self->stream_) self->stream_->lowest_layer().close(ignored);
-      }
+      auto self = weak.lock();
+      if (!self) return;
+      if (std::chrono::steady_clock::now() - self->last_ < self->req_.idle_timeout) return self->wait_idle();
+      self->timed_out_ = true;
+      boost::system::error_code ignored;
+      if (self->stream_) self->stream_->lowest_layer().close(ignored);
     });
   }
 
@@ -98,9 +108,16 @@ class UpstreamTls : public std::enable_shared_from_this<UpstreamTls> {
     send();
   }
 
+  // Piece by piece, so that a large body going to a slow upstream is progress, not silence.
   void send() {
-    asio::async_write(*stream_, asio::buffer(req_.bytes),
-                      [self = shared_from_this()](boost::system::error_code e, std::size_t) { self->on_written(e); });
+    const auto rest = asio::buffer(req_.bytes) + sent_;
+    if (rest.size() == 0) return on_written({});
+    stream_->async_write_some(rest, [self = shared_from_this()](boost::system::error_code e, std::size_t n) {
+      if (e) return self->on_written(e);
+      self->sent_ += n;
+      self->touch();
+      self->send();
+    });
   }
 
   // A pooled connection the upstream closed (or reset) before answering anything: the
@@ -110,6 +127,7 @@ class UpstreamTls : public std::enable_shared_from_this<UpstreamTls> {
     timer_.cancel();
     stream_.reset();
     buffer_.clear();
+    sent_ = 0;
     dial_afresh();
     return true;
   }
@@ -127,14 +145,23 @@ class UpstreamTls : public std::enable_shared_from_this<UpstreamTls> {
     parser_->header_limit(static_cast<std::uint32_t>(kHeaderLimit));
     parser_->body_limit(req_.body_limit);
     parser_->skip(req_.head);
-    http::async_read(*stream_, buffer_, *parser_,
-                     [self = shared_from_this()](beast::error_code e, std::size_t) { self->on_response(e); });
+    read_more();
+  }
+
+  // read_some, not read: each piece that arrives is activity (touch), so an answer that
+  // streams for longer than the idle timeout is read whole.
+  void read_more() {
+    http::async_read_some(*stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code e, std::size_t) {
+      if (e || self->parser_->is_done()) return self->on_response(e);
+      self->touch();
+      self->read_more();
+    });
   }
 
   void on_response(beast::error_code ec) {
     if (ec) {
       if (resend_after(parser_->got_some() || interim_)) return;
-      if (timed_out_) return fail(504, "the upstream did not answer in time");
+      if (timed_out_) return fail(504, "the upstream sent nothing for " + std::to_string(req_.idle_timeout.count()) + " ms (limits.idle_timeout_ms)");
       if (ec == http::error::body_limit) return fail(502, "the upstream's answer is larger than netbox relays");
       return fail(502, "reading the upstream's answer failed: " + ec.message());
     }
@@ -144,6 +171,7 @@ class UpstreamTls : public std::enable_shared_from_this<UpstreamTls> {
       return read_response();
     }
     if (const auto cl = parser_->content_length()) answer_.content_length = *cl;
+    if (!req_.head) answer_.transfer_codings = remaining_transfer_codings(parser_->get(), parser_->chunked());
     // Framed by its own length or chunks, keep-alive, and nothing after it: anything the
     // upstream sent beyond the answer would be read as the next request's answer.
     reusable_ = req_.pool && req_.may_pool && !timed_out_ && parser_->is_done() && parser_->keep_alive() &&
@@ -183,6 +211,8 @@ class UpstreamTls : public std::enable_shared_from_this<UpstreamTls> {
   beast::flat_buffer buffer_;
   std::optional<http::response_parser<http::string_body>> parser_;
   UpstreamAnswer answer_;
+  std::chrono::steady_clock::time_point last_;  // the last byte read or written
+  std::size_t sent_ = 0;                        // of req_.bytes
   bool timed_out_ = false;
   bool reused_ = false;
   bool interim_ = false;

@@ -8,8 +8,9 @@
 // unknown issuer): never a silent pass. The connection goes back to the pool only after
 // a complete answer that allows keep-alive and leaves nothing unread; a pooled connection
 // that closed before any answer is replaced by a new dial when the request may be sent
-// again (idempotent, like plain HTTP). Everything is asynchronous; one timer bounds the
-// whole exchange.
+// again (idempotent, like plain HTTP). Everything is asynchronous; one timer ends the
+// exchange after idle_timeout of silence (no byte read or written), however long an
+// answer that keeps arriving streams.
 #include "dialer.hpp"
 #include "inspector.hpp"
 #include "upstream_pool.hpp"
@@ -29,6 +30,7 @@ namespace netbox::proxy {
 struct UpstreamAnswer {
   std::optional<boost::beast::http::response<boost::beast::http::string_body>> response;
   std::optional<std::uint64_t> content_length;  // as the upstream framed it (for HEAD)
+  std::string transfer_codings;  // still on the body once de-chunked ("gzip"): remaining_transfer_codings
   unsigned failure_status = 0;  // 502, 503 or 504 when there is no response
   std::string error;            // why, for the agent and the row
   std::string address;          // the address dialled
@@ -44,7 +46,7 @@ struct UpstreamTlsRequest {
   UpstreamPool* pool = nullptr;  // the worker's; none: one connection per request
   std::string pool_scope;        // UpstreamPool::scope of the agent
   DialLimits dial;
-  std::chrono::milliseconds timeout;  // the whole exchange, after the dial
+  std::chrono::milliseconds idle_timeout;  // the longest silence, after the dial
   std::uint64_t body_limit;
 };
 

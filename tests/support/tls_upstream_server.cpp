@@ -124,6 +124,14 @@ void TlsUpstreamServer::handle(int fd, std::uint64_t id) {
       std::lock_guard lock(echo_mu_);
       last_echo_ = body;
     }
+    if (script_) {
+      script_(body, [&stream](std::string_view bytes) {
+        boost::system::error_code wec;
+        asio::write(stream, asio::buffer(bytes.data(), bytes.size()), wec);
+        return !wec;
+      });
+      break;
+    }
     const std::string target(req.target());
     const bool keep = keep_alive_ && req.keep_alive();
     std::string out = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n";

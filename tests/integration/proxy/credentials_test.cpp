@@ -13,12 +13,15 @@
 #include "netbox/audit/writer.hpp"
 #include "netbox/tls/certificate_authority.hpp"
 
+#include <boost/beast/core/detail/base64.hpp>
+
 #include <gmock/gmock.h>
 #include <nlohmann/json.hpp>
 
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -58,12 +61,13 @@ class CredentialsTest : public ProxyTest {
     if (log_fd >= 0) ::close(log_fd);
   }
 
-  // upstream.test (inspected, the credential's host) and other.test (allowed, inspected
-  // too, not the credential's), both on 127.0.0.1.
+  // upstream.test (inspected, the credential's host), other.test (allowed, inspected
+  // too, not the credential's) and plain.test (allowed, not inspected), all on 127.0.0.1.
   void start() {
     auto j = nlohmann::json::parse(base_policy());
-    j["allow"] = {"upstream.test", "other.test"};
+    j["allow"] = {"upstream.test", "other.test", "plain.test"};
     j["resolve"]["other.test"] = {"127.0.0.1"};
+    j["resolve"]["plain.test"] = {"127.0.0.1"};
     j["ports"] = {tls_upstream.port(), upstream.port()};
     j["inspect"] = {"upstream.test", "other.test"};
     j["credentials"] = nlohmann::json::parse(R"([{"name": "openai", "hosts": ["upstream.test"],
@@ -129,6 +133,75 @@ TEST_F(CredentialsTest, TheUpstreamSeesTheSecretWhereTheAgentSentThePlaceholderO
   EXPECT_EQ(all[1].decision, "allow");
   stop_proxy();
   EXPECT_THAT(file_bytes(log_path), HasSubstr("/v1/a")) << "the log has the requests' lines";
+  expect_secret_nowhere();
+}
+
+// A hostile credential host echoes the secret netbox injected back in every place and
+// form it can think of (issue 22): each answer is refused 502 and the agent gets none of
+// it. The upstream reads the secret from the request it got, as a real one would.
+std::string hex_of(std::size_t n) {
+  char b[24];
+  std::snprintf(b, sizeof b, "%zx", n);
+  return b;
+}
+
+std::string hostile_answer(const std::string& target, const std::string& secret) {
+  const auto with_body = [](const std::string& body, const std::string& head = {}) {
+    return "HTTP/1.1 200 OK\r\nConnection: close\r\n" + head + "Content-Length: " + std::to_string(body.size()) +
+           "\r\n\r\n" + body;
+  };
+  std::string u_escaped, percent;
+  for (unsigned char c : secret) {
+    char b[8];
+    std::snprintf(b, sizeof b, "\\u%04x", c);
+    u_escaped += b;
+    std::snprintf(b, sizeof b, "%%%02X", c);
+    percent += b;
+  }
+  if (target == "/reason") return "HTTP/1.1 200 " + secret + "\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok";
+  if (target == "/gzip-chunked") {
+    const auto gz = run({"gzip", "-c"}, std::chrono::seconds(10), "{\"key\":\"" + secret + "\"}").out;
+    return "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\nConnection: close\r\n\r\n" + hex_of(gz.size()) +
+           "\r\n" + gz + "\r\n0\r\n\r\n";
+  }
+  if (target == "/json-u") return with_body("{\"key\":\"" + u_escaped + "\"}");
+  if (target == "/percent") return with_body("k=" + percent);
+  if (target == "/base64") {
+    const std::string value = "Bearer " + secret;
+    std::string b64(boost::beast::detail::base64::encoded_size(value.size()), '\0');
+    b64.resize(boost::beast::detail::base64::encode(b64.data(), value.data(), value.size()));
+    return with_body("{\"auth\":\"" + b64 + "\"}");
+  }
+  if (target == "/trailer")
+    return "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTrailer: X-Echo\r\nConnection: close\r\n\r\n2\r\nok\r\n0\r\n"
+           "X-Echo: " + secret + "\r\n\r\n";
+  if (target == "/header-json") return with_body("ok", "X-Echo: " + u_escaped + "\r\n");
+  if (target == "/gzip-content") {
+    const auto gz = run({"gzip", "-c"}, std::chrono::seconds(10), secret).out;
+    return with_body(gz, "Content-Encoding: gzip\r\n");
+  }
+  return with_body("plain");
+}
+
+TEST_F(CredentialsTest, AHostileUpstreamCannotEchoTheSecretBackInAnyPlaceOrForm) {
+  tls_upstream.script([](const std::string& echo, const TlsUpstreamServer::Send& send) {
+    const auto j = nlohmann::json::parse(echo);
+    std::string secret = j["headers"].value("Authorization", "");
+    if (secret.starts_with("Bearer ")) secret.erase(0, 7);
+    send(hostile_answer(j["target"], secret));
+  });
+  start();
+  for (const std::string path : {"/reason", "/gzip-chunked", "/json-u", "/percent", "/base64", "/trailer",
+                                 "/header-json", "/gzip-content"}) {
+    auto r = curl({"-i", "-H", std::string("Authorization: Bearer ") + kPlaceholder, https("upstream.test", path)});
+    EXPECT_EQ(status_of(r), 502) << path << ": " << r.err << r.out;
+    EXPECT_THAT(r.out, Not(HasSubstr(kSecret))) << path;
+    EXPECT_THAT(r.out, Not(HasSubstr("\\u0073\\u006b"))) << path;
+  }
+  EXPECT_EQ(nlohmann::json::parse(tls_upstream.last_echo())["headers"]["Authorization"],
+            std::string("Bearer ") + kSecret);
+  EXPECT_EQ(tls_upstream.requests(), 8u);
+  stop_proxy();
   expect_secret_nowhere();
 }
 
@@ -225,6 +298,36 @@ TEST_F(CredentialsTest, ASocksRequestForANameHoldingThePlaceholderIsRefused) {
   EXPECT_EQ(row.kind, "socks");
   EXPECT_EQ(row.decision, "deny");
   EXPECT_EQ(row.rule, "credentials.openai");
+}
+
+// Plain HTTP through the SOCKS5 door is read and decided request by request; the tripwire
+// looks at each like the proxy door's (issue 22): the placeholder in the query or a header
+// to a host not listed for it is refused 403 and recorded, and the upstream gets nothing.
+TEST_F(CredentialsTest, ThePlaceholderInSocksPlainHttpIsRefusedAndRecorded) {
+  start();
+  const auto socks = server->add_listener({boost::asio::ip::make_address("127.0.0.1"), 0}, proxy::ListenerKind::socks);
+  const auto via = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {"--socks5-hostname", "127.0.0.1:" + std::to_string(socks.port())});
+    return curl_with_status(args);
+  };
+  // Without the placeholder it goes through: the door lets plain HTTP by.
+  EXPECT_EQ(status_of(via({plain("plain.test", "/fine")})), 200);
+  auto r = via({plain("plain.test", std::string("/q?k=") + kPlaceholder)});
+  EXPECT_EQ(status_of(r), 403) << r.err << r.out;
+  r = via({"-H", std::string("X-Key: ") + kPlaceholder, plain("plain.test", "/h")});
+  EXPECT_EQ(status_of(r), 403) << r.err << r.out;
+  EXPECT_EQ(upstream.requests(), 1u) << "only the request without the placeholder";
+  std::vector<AuditRow> denied;
+  for (auto& row : rows())  // all rows written: the events are too
+    if (row.rule == "credentials.openai") denied.push_back(row);
+  ASSERT_EQ(denied.size(), 2u);
+  EXPECT_EQ(denied[0].decision, "deny");
+  EXPECT_EQ(denied[0].status, 403);
+  EXPECT_EQ(denied[0].host, "plain.test");
+  const auto ev = exfiltrations();
+  ASSERT_EQ(ev.size(), 2u);
+  EXPECT_THAT(ev[0].detail, HasSubstr(R"("where":"the query")"));
+  EXPECT_THAT(ev[1].detail, HasSubstr(R"("where":"the header X-Key")"));
 }
 
 // An agent whose profile has credentials is not attached without their secrets.

@@ -1,5 +1,6 @@
 // The credentials' values, injection and the tripwire's scanner (proxy/src/credentials.hpp).
 #include "credentials.hpp"
+#include "secret_forms.hpp"
 
 #include "netbox/policy/load.hpp"
 
@@ -121,20 +122,45 @@ TEST(Answer, AReflectedSecretIsReplacedByThePlaceholderOrTheAnswerRefused) {
   const auto creds = openai();
   http::fields plain;
   std::string body = R"({"authorization":"Bearer sk-real","again":"sk-real"})";
-  EXPECT_EQ(redact_answer(creds, "api.openai.com", 443, plain, body), "");
+  EXPECT_EQ(redact_answer(creds, "api.openai.com", 443, "OK", plain, body), "");
   EXPECT_EQ(body, std::string(R"({"authorization":"Bearer )") + kPlaceholder + R"(","again":")" + kPlaceholder + "\"}");
 
   http::fields in_header;
   in_header.set("X-Echo", "Bearer sk-real");
   std::string none;
-  EXPECT_THAT(redact_answer(creds, "api.openai.com", 443, in_header, none), HasSubstr("in its header X-Echo"));
+  EXPECT_THAT(redact_answer(creds, "api.openai.com", 443, "OK", in_header, none), HasSubstr("in its header (or trailer) X-Echo"));
 
   http::fields gzip;
   gzip.set(http::field::content_encoding, "gzip");
-  EXPECT_THAT(redact_answer(creds, "api.openai.com", 443, gzip, none), HasSubstr("is encoded (gzip)"));
+  EXPECT_THAT(redact_answer(creds, "api.openai.com", 443, "OK", gzip, none), HasSubstr("is encoded (gzip)"));
   http::fields identity;
   identity.set(http::field::content_encoding, "identity");
-  EXPECT_EQ(redact_answer(creds, "api.openai.com", 443, identity, none), "");
+  EXPECT_EQ(redact_answer(creds, "api.openai.com", 443, "OK", identity, none), "");
+  http::fields listed;
+  listed.insert(http::field::content_encoding, "identity");
+  listed.insert(http::field::content_encoding, "identity, br");
+  EXPECT_THAT(redact_answer(creds, "api.openai.com", 443, "OK", listed, none), HasSubstr("is encoded (identity, br)"));
+  EXPECT_THAT(redact_answer(creds, "api.openai.com", 443, "sk-real", plain, none), HasSubstr("in its status line"));
+}
+
+// Each standard escaping of a secret is found, at any place in a longer text; a text
+// close to it is not.
+TEST(SecretForms, FindsTheSecretJsonEscapedPercentEncodedOrInBase64) {
+  const SecretForms forms("sk/live+5ecret=value");
+  EXPECT_EQ(forms.found_in(R"({"k":"sk/live+5ecret=value"})"), "as sent");
+  EXPECT_EQ(forms.found_in(R"({"k":"sk\/live+5ecret=value"})"), "JSON-escaped");
+  EXPECT_EQ(forms.found_in(R"({"k":"\u0073\u006B\u002f\u006c\u0069\u0076\u0065+5ecret=value"})"), "JSON-escaped");
+  EXPECT_EQ(forms.found_in("k=sk%2Flive%2b5ecret%3Dvalue&x=1"), "percent-encoded");
+  EXPECT_EQ(forms.found_in("k=sk%252Flive%252b5ecret%253Dvalue"), "percent-encoded");
+  EXPECT_EQ(forms.found_in(R"({"k":"sk%2Flive\u002b5ecret=value"})"), "JSON-escaped, percent-encoded");
+  // base64 of "Bearer <secret>", of the secret after one and two other bytes, URL-safe.
+  EXPECT_EQ(forms.found_in("QmVhcmVyIHNrL2xpdmUrNWVjcmV0PXZhbHVl"), "base64-encoded");
+  EXPECT_EQ(forms.found_in("eHNrL2xpdmUrNWVjcmV0PXZhbHVl"), "base64-encoded");
+  EXPECT_EQ(forms.found_in("eHhzay9saXZlKzVlY3JldD12YWx1ZQ=="), "base64-encoded");
+  EXPECT_EQ(forms.found_in(R"("QmVhcmVyIHNrL2xpdmUrNWVjcmV0PXZhbHVl")"), "base64-encoded");
+  EXPECT_EQ(forms.found_in("c2svbGl2ZSs1ZWNyZXQ9dmFsdWU"), "base64-encoded");
+  EXPECT_EQ(forms.found_in("sk/live+5ecret=valu"), "");
+  EXPECT_EQ(forms.found_in("SK/LIVE+5ECRET=VALUE"), "");
 }
 
 TEST(Binding, RefusesACredentialWithoutItsSecretOrAStrangerOrABadPlaceholder) {
