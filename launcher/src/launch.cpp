@@ -419,7 +419,8 @@ int launch(const LaunchOptions& flags) {
   // on release(), after these are in place.
   child.send_ports(ports);
   try {
-    install_host_rules(lease.veth, lease.host_addr, ports, dns_view, spec.host_addr6);
+    install_host_rules(lease.veth, {lease.agent_addr, lease.host_addr, spec.agent_addr6, spec.host_addr6}, ports,
+                       dns_view);
   } catch (const std::runtime_error& e) {
     throw LaunchError(kExitLauncherFailure, e.what());
   }
