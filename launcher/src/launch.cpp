@@ -29,6 +29,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -184,6 +185,10 @@ policy::Cidr shared_proxy_pool(const Lease& lease) {
 }  // namespace
 
 int launch(const LaunchOptions& flags) {
+  // The launcher reads the credential secrets (and runs the embedded proxy): no core file,
+  // no ptrace or /proc/PID/mem by a process of the same user without CAP_SYS_PTRACE.
+  // netbox-init, cloned from it, inherits this; the agent's exec resets it for the agent.
+  ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
   // Everything a user can get wrong is checked before anything is created.
   if (flags.command.empty())
     throw LaunchError(kExitUsage, "a command is required: netbox launch [OPTIONS] -- COMMAND [ARG...]");
@@ -225,7 +230,7 @@ int launch(const LaunchOptions& flags) {
   const CgroupPlan cgroup_plan = describe_cgroup_plan(o);
   const std::uint64_t tmp_size_bytes = tmp_bytes(o.tmp_size);
   const SeccompFilter seccomp = seccomp_filter_for(o.seccomp);
-  const auto launcher_env = current_environment();
+  auto launcher_env = current_environment();
   const AgentUserChoice who = choose_agent_user(o.user, launcher_env);
   const AgentUser& user = who.agent;
   DegradedLayers degraded(o.allow_degraded);
@@ -254,6 +259,7 @@ int launch(const LaunchOptions& flags) {
     running_proxy_ca = proxy_files.ca_pem;
   }
   LaunchCredentials credentials = launch_credentials(o, policy, own.proxy_policy, profile, launcher_env);
+  forget_secret_variables(launcher_env, credentials.secret_variables);
   if (!credentials.secrets.empty()) {
     auto env = launcher_env;
     for (const auto& v : credentials.secret_variables) env.erase(v);
