@@ -226,8 +226,10 @@ int launch(const LaunchOptions& flags) {
   const bool dns_view = o.network == "transparent";
   if (o.timeout_seconds && (!std::isfinite(*o.timeout_seconds) || *o.timeout_seconds <= 0))
     throw LaunchError(kExitUsage, "--timeout: expected a positive number of seconds");
-  const auto rlimits = agent_rlimits(o.rlimits);
   const CgroupPlan cgroup_plan = describe_cgroup_plan(o);
+  // With a pids limit on the agent's cgroup, that bounds the launch; RLIMIT_NPROC counts
+  // every process of the agent's user on the machine, so it is lifted unless given.
+  const auto rlimits = agent_rlimits(o.rlimits, cgroup_plan.limits.pids && cgroup_plan.parents.contains("pids"));
   const std::uint64_t tmp_size_bytes = tmp_bytes(o.tmp_size);
   const SeccompFilter seccomp = seccomp_filter_for(o.seccomp);
   auto launcher_env = current_environment();
@@ -334,7 +336,7 @@ int launch(const LaunchOptions& flags) {
   // Before any thread exists (the embedded proxy's come later), so that only the
   // supervisor ever sees these signals.
   block_supervised_signals();
-  LaunchNetwork network(allocate_lease(*pool, o.state_dir, getpid()));
+  LaunchNetwork network(allocate_lease(*pool, o.state_dir, getpid(), who.own_uid));
   const Lease& lease = network.lease();
   // Made and limited before the child exists: a limit that cannot be had stops here.
   // Removed (whatever is left in it killed) on every path after the child is reaped.
@@ -359,6 +361,12 @@ int launch(const LaunchOptions& flags) {
   spec.hostname = hostname_for(name);
   spec.mounts = mounts;
   spec.mounts.trust = std::move(trust);
+  if (lease.uid) {
+    // The uid of its own this launch leased; its HOME tmpfs is its own too.
+    use_launch_uid(spec.user, *lease.uid);
+    if (spec.mounts.home_uid == user.uid) spec.mounts.home_uid = spec.mounts.home_gid = *lease.uid;
+    report.user = describe_launch_uid(who, *lease.uid);
+  }
   spec.dns_view = dns_view;
   // IPv6 inside the namespace comes with the DNS view (its AAAA answers and capture).
   const std::optional<Ipv6Link> link6 = dns_view ? std::optional(ipv6_link_for(lease)) : std::nullopt;
