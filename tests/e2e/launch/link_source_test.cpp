@@ -1,6 +1,6 @@
 // Issue 22 item 1: every connection from an agent's link is that agent's, whatever its
 // source. The agent binds its own IPv6 link-local address (no privilege needed) and
-// connects to a name its profile denies and the top level allows: the host side must
+// connects to a port its profile denies and the top level allows: the host side must
 // refuse it at once, and the proxy must record no `anonymous` row (it would have been
 // decided with the top-level policy). Through the embedded and a shared proxy.
 #include "launch_fixture.hpp"
@@ -34,7 +34,8 @@ while True:
     c.close()
 )PY";
 
-// allowed.test is allowed at the top level only: agents.restricted allows another name.
+// allowed.test on the upstream's port is allowed at the top level only: agents.restricted
+// keeps the name (its DNS view answers it) but allows port 80 alone.
 std::string policy(std::uint16_t port) {
   return R"({
   "version": 1,
@@ -42,7 +43,7 @@ std::string policy(std::uint16_t port) {
   "ports": [80, )" + std::to_string(port) + R"(],
   "internal": { "allow": ["::1/128"] },
   "resolve": { "allowed.test": ["::1"] },
-  "agents": { "restricted": { "allow": ["other.test"] } }
+  "agents": { "restricted": { "ports": [80] } }
 })";
 }
 
@@ -114,12 +115,12 @@ void expect_link_local_source_refused(const Subnet& subnet, bool shared) {
 
 TEST(LaunchLinkSource, AnUnregisteredSourceOnTheAgentsLinkIsRefusedNeverAnonymous) {
   NETBOX_REQUIRE_ROOT();
-  expect_link_local_source_refused(test_subnet(190), false);
+  expect_link_local_source_refused(test_subnet(131), false);
 }
 
 TEST(LaunchLinkSource, AnUnregisteredSourceIsRefusedWithASharedProxyToo) {
   NETBOX_REQUIRE_ROOT();
-  expect_link_local_source_refused(test_subnet(191), true);
+  expect_link_local_source_refused(test_subnet(132), true);
 }
 
 }  // namespace

@@ -74,7 +74,7 @@ bool in_agent_range(long uid) { return uid >= 2'000'000'000L && uid < 2'000'000'
 
 TEST(LaunchOwnUid, OneLaunchHoldingItsUsersBudgetsLeavesAnotherItsOwn) {
   NETBOX_REQUIRE_ROOT();
-  const auto hog_subnet = test_subnet(193), other_subnet = test_subnet(194);
+  const auto hog_subnet = test_subnet(134), other_subnet = test_subnet(135);
   test::TempDir dir;
   Background hog({test::netbox_binary().string(), "launch", "--subnet", hog_subnet.cidr, "--audit-db",
                   (dir.path() / "hog.db").string(), "--", kPython, "-c", kHog},
@@ -103,7 +103,7 @@ TEST(LaunchOwnUid, OneLaunchHoldingItsUsersBudgetsLeavesAnotherItsOwn) {
 
 TEST(LaunchOwnUid, GcFreesTheUidOfAKilledLauncher) {
   NETBOX_REQUIRE_ROOT();
-  const auto subnet = test_subnet(195);
+  const auto subnet = test_subnet(136);
   test::TempDir dir;
   Background launcher({test::netbox_binary().string(), "launch", "--subnet", subnet.cidr, "--audit-db",
                        (dir.path() / "a.db").string(), "--", kSh, "-c", "echo uid=$(id -u); echo ready; exec sleep 60"},
@@ -123,8 +123,9 @@ TEST(LaunchOwnUid, GcFreesTheUidOfAKilledLauncher) {
   auto gc = test::run_netbox({"gc"});
   EXPECT_EQ(gc.exit_code, 0) << gc.err;
   // Another test's gc may have been first; when this one freed the lease, it says so.
-  if (gc.out.find(subnet.addr_prefix + "0 ") != std::string::npos)
+  if (gc.out.find(subnet.addr_prefix + "0 ") != std::string::npos) {
     EXPECT_THAT(gc.out, HasSubstr("agent uid " + std::to_string(uid) + " is free again")) << gc.out;
+  }
   EXPECT_FALSE(std::filesystem::exists(lease_file));
   expect_nothing_left(subnet);
 }
