@@ -90,14 +90,16 @@ void install_host_rules(const std::string& veth, const LinkAddresses& link, cons
   std::ostringstream r;
   r << "table inet " << host_table_name(veth) << " {\n";
   // What comes from the link with a source other than the agent's registered addresses
-  // (one it made up: an IPv6 link-local address needs no privilege; or another agent's):
-  // counted and refused at once, so it never reaches the proxy, which would not know it as
-  // this agent's. Input is the only way in from the link (forward drops it all), and every
-  // captured connection passes it after its DNAT.
+  // (one it made up: an IPv6 link-local address needs no privilege, IP_FREEBIND binds any):
+  // counted and refused, so it never reaches the proxy, which would not know it as this
+  // agent's. Input is the only way in from the link (forward drops it all), and every
+  // captured connection passes it after its DNAT. A link-local source is answered at once
+  // (ICMPv6 goes back out the link it came in on; a TCP reset to it would be routed by
+  // address alone); any other is dropped, as an answer would go to whoever owns it.
   r << "  chain foreign_source {\n"
        "    counter\n"
-       "    meta l4proto tcp reject with tcp reset\n"
-       "    reject with icmpx type admin-prohibited\n"
+       "    ip6 saddr fe80::/10 reject with icmpx type admin-prohibited\n"
+       "    drop\n"
        "  }\n";
   // Priority -10 runs before ordinary host firewalls, so the agent's veth is closed
   // whatever else the host accepts (services on 0.0.0.0 included).

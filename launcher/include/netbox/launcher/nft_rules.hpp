@@ -27,8 +27,8 @@ void install_agent_rules(const std::string& proxy_addr, const ProxyPorts& ports,
 // discovery; every other service of the host on any IPv6 address stays closed.
 // Before all of it: from the veth only the agent's own addresses (`link.agent`, and
 // `link.agent6` with IPv6) and neighbour discovery; every other source is refused (and
-// counted in the table's foreign_source chain), so nothing from the link passes as
-// another client.
+// counted in the table's foreign_source chain: a link-local one with ICMPv6
+// admin-prohibited, any other dropped), so nothing from the link passes as another client.
 struct LinkAddresses {
   std::string agent, host;    // IPv4: the agent's address and the host side's (the proxy's)
   std::string agent6, host6;  // IPv6 on the link; empty: none
