@@ -16,6 +16,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <csignal>
@@ -121,6 +122,10 @@ proxy::ProxyOptions to_options(const ProxyArgs& a, const FlagTable& flags) {
 }
 
 int run_proxy(const ProxyArgs& a, FlagTable& flags) {
+  // It holds the agents' credential secrets (from their launchers) and the CA key: no
+  // core file, and no ptrace or /proc/PID/mem reading by a process of the same user
+  // without CAP_SYS_PTRACE.
+  ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
   proxy::ProxyOptions o;
   std::optional<boost::asio::ip::tcp::endpoint> admin_ep;
   bool config_read = false;

@@ -50,6 +50,9 @@ std::string render_metrics(const proxy::CountersSnapshot& c, const audit::Writer
   e.counter("netbox_client_connections_refused_total",
             "Agent connections closed at accept: over the per-agent or total connection limit.", {},
             static_cast<double>(c.client_connections_refused));
+  e.counter("netbox_foreign_source_connections_refused_total",
+            "Connections on an agent's own listeners from an address not registered for that agent, closed.", {},
+            static_cast<double>(c.foreign_sources_refused));
   e.counter("netbox_accept_errors_total", "Failed accepts (out of descriptors); accepting pauses 100 ms after each.",
             {}, static_cast<double>(c.accept_errors));
   constexpr std::string_view kReloads = "Policy reloads, by result.";

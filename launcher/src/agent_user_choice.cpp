@@ -1,6 +1,7 @@
 #include "netbox/launcher/agent_user_choice.hpp"
 
 #include "netbox/launcher/launch.hpp"
+#include "netbox/launcher/subnet_pool.hpp"
 
 #include <unistd.h>
 
@@ -8,6 +9,9 @@
 
 namespace netbox::launcher {
 namespace {
+
+// What USER and LOGNAME say for a uid of the launch's own.
+constexpr const char* kLaunchUserName = "netbox-agent";
 
 std::optional<unsigned> number(const std::map<std::string, std::string>& env, const char* key) {
   auto it = env.find(key);
@@ -47,10 +51,28 @@ AgentUserChoice choose_agent_user(const std::optional<std::string>& user_flag,
     c.agent = *c.invoking;
     c.why = "the sudo caller (SUDO_UID)";
   } else {
+    // nobody's home and name until the launch leases the uid (use_launch_uid).
     c.agent = resolve_user("nobody");
-    c.why = "the default";
+    c.agent.name = kLaunchUserName;
+    c.agent.uid = c.agent.gid = kFirstAgentUid;
+    c.agent.groups.clear();
+    c.own_uid = true;
+    c.why = "the default: a uid and gid of its own for this launch, from " + std::to_string(kFirstAgentUid) + "-" +
+            std::to_string(kFirstAgentUid + kAgentUidCount - 1) +
+            " (no passwd entry; nobody's home), so no other launch shares its per-user limits";
   }
   return c;
+}
+
+void use_launch_uid(AgentUser& user, uid_t uid) {
+  user.name = kLaunchUserName;
+  user.uid = uid;
+  user.gid = uid;
+  user.groups.clear();
+}
+
+std::string describe_launch_uid(const AgentUserChoice& who, uid_t uid) {
+  return std::string(kLaunchUserName) + " (uid " + std::to_string(uid) + ", gid " + std::to_string(uid) + "): " + who.why;
 }
 
 }  // namespace netbox::launcher

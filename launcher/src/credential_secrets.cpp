@@ -50,7 +50,7 @@ std::string read_secret_file(const std::string& key, const std::string& path) {
     value.append(buf, static_cast<std::size_t>(n));
     if (value.size() > kMaxSecret) refuse(at, "is larger than 16 KiB; a secret is one line");
   }
-  std::fill(std::begin(buf), std::end(buf), '\0');
+  ::explicit_bzero(buf, sizeof buf);
   // `echo KEY > file` leaves a line end, which is no part of the key.
   while (!value.empty() && (value.back() == '\n' || value.back() == '\r')) value.pop_back();
   return value;
@@ -79,6 +79,7 @@ LaunchCredentials read_credentials(const policy::Profile& profile, const std::st
       refuse(key, std::string("the secret (") + (c.secret_env.empty() ? c.secret_file : "$" + c.secret_env) +
                       ") holds a line break or NUL; it goes into a header");
     proxy::CredentialSecret s{c.name, proxy::make_placeholder(c.name), proxy::Secret(std::move(value))};
+    ::explicit_bzero(value.data(), value.capacity());  // a short value's bytes stay in the moved-from string
     // The launcher's variable never reaches the agent with the secret in it, whatever
     // --keep-env or --env say: it holds the placeholder.
     if (!c.secret_env.empty()) out.placeholders[c.secret_env] = s.placeholder;
@@ -96,6 +97,15 @@ void refuse_secrets_in(const std::vector<std::string>& agent_env, const LaunchCr
       if (value.find(s.secret.reveal()) != std::string_view::npos)
         throw LaunchError(kExitUsage, "the agent's variable " + entry.substr(0, eq) + " would hold the secret of credential " +
                                           s.name + " (from --env or --keep-env); the agent gets a placeholder, never the secret");
+  }
+}
+
+void forget_secret_variables(std::map<std::string, std::string>& env, const std::vector<std::string>& variables) {
+  for (const auto& name : variables) {
+    auto it = env.find(name);
+    if (it == env.end()) continue;
+    ::explicit_bzero(it->second.data(), it->second.capacity());
+    env.erase(it);
   }
 }
 

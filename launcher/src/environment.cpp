@@ -4,6 +4,7 @@
 #include "netbox/launcher/launch.hpp"
 
 #include <algorithm>
+#include <string_view>
 
 extern char** environ;
 
@@ -33,11 +34,13 @@ std::string java_proxy_options(const std::string& proxy_url) {
 
 std::map<std::string, std::string> current_environment() {
   std::map<std::string, std::string> env;
+  // Read in place: a copy of each entry would leave a credential's secret (secret_env) in
+  // freed memory, which netbox-init, cloned from the launcher, would hold.
   for (char** e = environ; e && *e; ++e) {
-    std::string entry(*e);
+    const std::string_view entry(*e);
     auto eq = entry.find('=');
-    if (eq == std::string::npos) continue;
-    env.emplace(entry.substr(0, eq), entry.substr(eq + 1));
+    if (eq == std::string_view::npos) continue;
+    env.try_emplace(std::string(entry.substr(0, eq)), entry.substr(eq + 1));  // a duplicate makes no copy
   }
   return env;
 }

@@ -59,8 +59,11 @@ GcReport collect_garbage_locked(const fs::path& state_dir) {
       }
     }
     fs::remove(entry.path(), ec);
+    const std::string uid =
+        lease.is_object() && lease.contains("uid") ? "; its agent uid " + lease["uid"].dump() + " is free again" : "";
     report.removed.push_back("lease " + entry.path().filename().string() +
-                             (lease.is_object() ? " (launcher pid " + std::to_string(lease.value("pid", 0)) + " is gone)"
+                             (lease.is_object() ? " (launcher pid " + std::to_string(lease.value("pid", 0)) + " is gone" +
+                                                      uid + ")"
                                                 : " (unreadable)"));
   }
   // Leftovers without any lease (the lease is written before either is created, so

@@ -29,6 +29,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -184,6 +185,10 @@ policy::Cidr shared_proxy_pool(const Lease& lease) {
 }  // namespace
 
 int launch(const LaunchOptions& flags) {
+  // The launcher reads the credential secrets (and runs the embedded proxy): no core file,
+  // no ptrace or /proc/PID/mem by a process of the same user without CAP_SYS_PTRACE.
+  // netbox-init, cloned from it, inherits this; the agent's exec resets it for the agent.
+  ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
   // Everything a user can get wrong is checked before anything is created.
   if (flags.command.empty())
     throw LaunchError(kExitUsage, "a command is required: netbox launch [OPTIONS] -- COMMAND [ARG...]");
@@ -221,11 +226,13 @@ int launch(const LaunchOptions& flags) {
   const bool dns_view = o.network == "transparent";
   if (o.timeout_seconds && (!std::isfinite(*o.timeout_seconds) || *o.timeout_seconds <= 0))
     throw LaunchError(kExitUsage, "--timeout: expected a positive number of seconds");
-  const auto rlimits = agent_rlimits(o.rlimits);
   const CgroupPlan cgroup_plan = describe_cgroup_plan(o);
+  // With a pids limit on the agent's cgroup, that bounds the launch; RLIMIT_NPROC counts
+  // every process of the agent's user on the machine, so it is lifted unless given.
+  const auto rlimits = agent_rlimits(o.rlimits, cgroup_plan.limits.pids && cgroup_plan.parents.contains("pids"));
   const std::uint64_t tmp_size_bytes = tmp_bytes(o.tmp_size);
   const SeccompFilter seccomp = seccomp_filter_for(o.seccomp);
-  const auto launcher_env = current_environment();
+  auto launcher_env = current_environment();
   const AgentUserChoice who = choose_agent_user(o.user, launcher_env);
   const AgentUser& user = who.agent;
   DegradedLayers degraded(o.allow_degraded);
@@ -254,6 +261,7 @@ int launch(const LaunchOptions& flags) {
     running_proxy_ca = proxy_files.ca_pem;
   }
   LaunchCredentials credentials = launch_credentials(o, policy, own.proxy_policy, profile, launcher_env);
+  forget_secret_variables(launcher_env, credentials.secret_variables);
   if (!credentials.secrets.empty()) {
     auto env = launcher_env;
     for (const auto& v : credentials.secret_variables) env.erase(v);
@@ -331,7 +339,7 @@ int launch(const LaunchOptions& flags) {
   // Before any thread exists (the embedded proxy's come later), so that only the
   // supervisor ever sees these signals.
   block_supervised_signals();
-  LaunchNetwork network(allocate_lease(*pool, o.state_dir, getpid()));
+  LaunchNetwork network(allocate_lease(*pool, o.state_dir, getpid(), who.own_uid));
   const Lease& lease = network.lease();
   // Made and limited before the child exists: a limit that cannot be had stops here.
   // Removed (whatever is left in it killed) on every path after the child is reaped.
@@ -356,6 +364,12 @@ int launch(const LaunchOptions& flags) {
   spec.hostname = hostname_for(name);
   spec.mounts = mounts;
   spec.mounts.trust = std::move(trust);
+  if (lease.uid) {
+    // The uid of its own this launch leased; its HOME tmpfs is its own too.
+    use_launch_uid(spec.user, *lease.uid);
+    if (spec.mounts.home_uid == user.uid) spec.mounts.home_uid = spec.mounts.home_gid = *lease.uid;
+    report.user = describe_launch_uid(who, *lease.uid);
+  }
   spec.dns_view = dns_view;
   // IPv6 inside the namespace comes with the DNS view (its AAAA answers and capture).
   const std::optional<Ipv6Link> link6 = dns_view ? std::optional(ipv6_link_for(lease)) : std::nullopt;
@@ -422,7 +436,8 @@ int launch(const LaunchOptions& flags) {
   // on release(), after these are in place.
   child.send_ports(ports);
   try {
-    install_host_rules(lease.veth, lease.host_addr, ports, dns_view, spec.host_addr6);
+    install_host_rules(lease.veth, {lease.agent_addr, lease.host_addr, spec.agent_addr6, spec.host_addr6}, ports,
+                       dns_view);
   } catch (const std::runtime_error& e) {
     throw LaunchError(kExitLauncherFailure, e.what());
   }

@@ -6,6 +6,7 @@ namespace netbox::launcher {
 namespace {
 
 std::string describe_user(const AgentUserChoice& who) {
+  if (who.own_uid) return who.agent.name + ": " + who.why;  // its uid is leased at launch (describe_launch_uid)
   return who.agent.name + " (uid " + std::to_string(who.agent.uid) + ", gid " + std::to_string(who.agent.gid) +
          "): " + who.why;
 }

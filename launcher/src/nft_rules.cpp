@@ -82,21 +82,38 @@ void install_agent_rules(const std::string& proxy_addr, const ProxyPorts& ports,
   Nft().run(r.str(), "installing the agent's output rules");
 }
 
-void install_host_rules(const std::string& veth, const std::string& proxy_addr, const ProxyPorts& ports,
-                        bool dns, const std::string& proxy_addr6) {
+void install_host_rules(const std::string& veth, const LinkAddresses& link, const ProxyPorts& ports, bool dns) {
+  const std::string& proxy_addr = link.host;
+  const std::string& proxy_addr6 = link.host6;
   const bool v6 = ports.capture && !proxy_addr6.empty();
   const std::string iif = "iifname \"" + veth + "\" ";
   std::ostringstream r;
+  r << "table inet " << host_table_name(veth) << " {\n";
+  // What comes from the link with a source other than the agent's registered addresses
+  // (one it made up: an IPv6 link-local address needs no privilege, IP_FREEBIND binds any):
+  // counted and refused, so it never reaches the proxy, which would not know it as this
+  // agent's. Input is the only way in from the link (forward drops it all), and every
+  // captured connection passes it after its DNAT. A link-local source is answered at once
+  // (ICMPv6 goes back out the link it came in on; a TCP reset to it would be routed by
+  // address alone); any other is dropped, as an answer would go to whoever owns it.
+  r << "  chain foreign_source {\n"
+       "    counter\n"
+       "    ip6 saddr fe80::/10 reject with icmpx type admin-prohibited\n"
+       "    drop\n"
+       "  }\n";
   // Priority -10 runs before ordinary host firewalls, so the agent's veth is closed
   // whatever else the host accepts (services on 0.0.0.0 included).
-  r << "table inet " << host_table_name(veth) << " {\n"
-    << "  chain input {\n"
-       "    type filter hook input priority -10; policy accept;\n"
-    << "    " << iif << "ip daddr " << proxy_addr << " tcp dport " << port_set(ports) << " accept\n";
+  r << "  chain input {\n"
+       "    type filter hook input priority -10; policy accept;\n";
+  // Neighbour discovery first: link-local ND (from fe80::, or :: while detecting
+  // duplicates) is what makes the agent's IPv6 address reachable at all.
+  if (v6) r << "    " << iif << kNeighbourDiscovery;
+  r << "    " << iif << "ip saddr != " << link.agent << " jump foreign_source\n";
+  if (v6) r << "    " << iif << "ip6 saddr != " << link.agent6 << " jump foreign_source\n";
+  else r << "    " << iif << "meta nfproto ipv6 jump foreign_source\n";
+  r << "    " << iif << "ip daddr " << proxy_addr << " tcp dport " << port_set(ports) << " accept\n";
   if (dns) r << "    " << iif << "ip daddr " << proxy_addr << " meta l4proto { tcp, udp } th dport 53 accept\n";
-  if (v6)
-    r << "    " << iif << "ip6 daddr " << proxy_addr6 << " tcp dport " << ports.capture << " accept\n"
-      << "    " << iif << kNeighbourDiscovery;
+  if (v6) r << "    " << iif << "ip6 daddr " << proxy_addr6 << " tcp dport " << ports.capture << " accept\n";
   r << "    " << iif << "meta l4proto tcp reject with tcp reset\n"
     << "    " << iif << "reject with icmpx type admin-prohibited\n"
     << "  }\n";

@@ -27,7 +27,7 @@ std::optional<rlim_t> parse_size(const std::string& text) { return policy::parse
 
 std::optional<rlim_t> parse_count(const std::string& text) { return policy::parse_count(text); }
 
-std::vector<RlimitSetting> agent_rlimits(const RlimitFlags& flags) {
+std::vector<RlimitSetting> agent_rlimits(const RlimitFlags& flags, bool pids_cgroup) {
   auto pick = [](const std::optional<std::string>& flag, const char* flag_name, bool size,
                  std::optional<rlim_t> fallback) -> std::optional<rlim_t> {
     if (!flag) return fallback;
@@ -44,7 +44,7 @@ std::vector<RlimitSetting> agent_rlimits(const RlimitFlags& flags) {
   if (auto v = pick(flags.cpu, "rlimit-cpu", false, std::nullopt)) out.push_back({RLIMIT_CPU, *v, "cpu"});
   if (auto v = pick(flags.nofile, "rlimit-nofile", false, kDefaultNofile))
     out.push_back({RLIMIT_NOFILE, *v, "nofile"});
-  if (auto v = pick(flags.nproc, "rlimit-nproc", false, kDefaultNproc))
+  if (auto v = pick(flags.nproc, "rlimit-nproc", false, pids_cgroup ? RLIM_INFINITY : kDefaultNproc))
     out.push_back({RLIMIT_NPROC, *v, "nproc"});
   if (auto v = pick(flags.fsize, "rlimit-fsize", true, kDefaultFsize))
     out.push_back({RLIMIT_FSIZE, *v, "fsize"});

@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 namespace netbox::launcher {
@@ -85,12 +86,37 @@ unsigned long long process_start_time(pid_t pid) {
   }
 }
 
-Lease allocate_lease(const Ipv4Network& pool, const fs::path& state_dir, pid_t owner) {
+namespace {
+
+// The agent uids the leases hold now (garbage already collected). Under the state lock.
+std::set<uid_t> leased_uids(const fs::path& state_dir) {
+  std::set<uid_t> held;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(leases_dir(state_dir), ec)) {
+    std::ifstream in(entry.path());
+    const auto j = nlohmann::json::parse(in, nullptr, false);
+    if (j.is_object() && j.contains("uid") && j["uid"].is_number_unsigned()) held.insert(j["uid"].get<uid_t>());
+  }
+  return held;
+}
+
+uid_t free_agent_uid(const fs::path& state_dir) {
+  const auto held = leased_uids(state_dir);
+  for (uid_t u = kFirstAgentUid; u < kFirstAgentUid + kAgentUidCount; ++u)
+    if (!held.contains(u)) return u;
+  throw LaunchError(kExitLauncherFailure, "all " + std::to_string(kAgentUidCount) +
+                                              " agent uids are leased by running launchers; wait for one to exit");
+}
+
+}  // namespace
+
+Lease allocate_lease(const Ipv4Network& pool, const fs::path& state_dir, pid_t owner, bool own_uid) {
   if (pool.prefix > 30)
     throw LaunchError(kExitUsage, "--subnet " + ipv4_to_string(pool.address) + "/" + std::to_string(pool.prefix) +
                                       ": too small, it must hold at least one /30");
   StateLock lock(state_dir);
   collect_garbage_locked(state_dir);
+  const std::optional<uid_t> uid = own_uid ? std::optional(free_agent_uid(state_dir)) : std::nullopt;
   const std::uint64_t blocks = std::uint64_t{1} << (30 - pool.prefix);
   for (std::uint64_t i = 0; i < blocks; ++i) {
     std::uint32_t network = pool.address + static_cast<std::uint32_t>(i * 4);
@@ -106,11 +132,13 @@ Lease allocate_lease(const Ipv4Network& pool, const fs::path& state_dir, pid_t o
     lease.agent_addr = ipv4_to_string(network + 2);
     lease.veth = veth_name_for(network);
     lease.file = file;
+    lease.uid = uid;
     nlohmann::json j = {{"pid", owner},
                         {"start_time", process_start_time(owner)},
                         {"veth", lease.veth},
                         {"host", lease.host_addr},
                         {"agent", lease.agent_addr}};
+    if (uid) j["uid"] = *uid;
     std::string text = j.dump() + "\n";
     bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
     ::close(fd);

@@ -139,6 +139,22 @@ void require_unregistered(const AgentRegistry& agents, const char* key, const bo
                                 who->agent + " (unregister it first)");
 }
 
+// The listeners that are the agent's alone: its capture listeners, and its HTTP and SOCKS5
+// listeners when attaching added them (on the host side of its link). One already open
+// (the proxy's own, shared with host clients) stays everyone's.
+std::vector<boost::asio::ip::tcp::endpoint> own_listeners(const AttachedAgent& a) {
+  std::vector<boost::asio::ip::tcp::endpoint> out;
+  if (a.listener && a.listener_added) out.push_back(*a.listener);
+  if (a.socks_listener && a.socks_listener_added) out.push_back(*a.socks_listener);
+  if (a.transparent) out.push_back(*a.transparent);
+  if (a.transparent6) out.push_back(*a.transparent6);
+  return out;
+}
+
+void unlink_listeners(AgentRegistry& agents, const AttachedAgent& a) {
+  for (const auto& ep : own_listeners(a)) agents.remove_link(ep);
+}
+
 std::string profile_missing(const std::string& profile, const std::string& agent) {
   return "the policy has no agents." + profile + " profile for agent " + agent;
 }
@@ -283,7 +299,13 @@ AttachedAgent ProxyRuntime::attach_agent(const AgentAttachment& wanted) {
     register_agent(a.addr, a.name, a.profile, a.credentials);  // checks the profile again, under the reload lock
     registered = true;
     if (a.ipv6) register_agent(a.ipv6->agent, a.name, a.profile, a.credentials, a.addr);
+    // Every connection on the agent's own listeners is this agent's, from the addresses
+    // registered for it, or refused: never anonymous (AgentRegistry::identify).
+    std::vector<boost::asio::ip::address> addresses{a.addr};
+    if (a.ipv6) addresses.push_back(a.ipv6->agent);
+    for (const auto& ep : own_listeners(attached)) core.agents.add_link(ep, addresses);
   } catch (...) {
+    unlink_listeners(core.agents, attached);
     if (registered) core.agents.remove(a.addr);  // a refused registration leaves no identity behind
     if (attached.dns_view) stop_dns_view(core, a.addr, attached.addr6);
     undo_listeners();
@@ -317,6 +339,7 @@ void ProxyRuntime::detach_agent(const AttachedAgent& agent, const AgentEnd& end)
   auto& core = *this;
   try {
     if (agent.dns_view) stop_dns_view(core, agent.addr, agent.addr6);
+    unlink_listeners(core.agents, agent);
     core.agents.remove(agent.addr);
     if (agent.addr6) core.agents.remove(*agent.addr6);
     if (agent.listener_added) core.remove_listener(*agent.listener);

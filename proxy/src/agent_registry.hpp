@@ -2,12 +2,15 @@
 // Client address -> agent identity. Read on every accept, written only when a launcher
 // registers or leaves, so readers take an atomic snapshot and writers copy the map.
 #include <boost/asio/ip/address.hpp>
+#include <boost/asio/ip/tcp.hpp>
 
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
+#include <vector>
 
 #include "netbox/policy/policy.hpp"
 
@@ -42,13 +45,28 @@ class AgentRegistry {
   std::optional<AgentIdentity> find(const boost::asio::ip::address& addr) const;
   void add(const boost::asio::ip::address& addr, AgentIdentity who);
   bool remove(const boost::asio::ip::address& addr);
+
+  // An agent's own listener (its capture listeners, the HTTP and SOCKS5 listeners on the
+  // host side of its link) and the addresses registered for that agent: a connection
+  // accepted there is that agent's or nobody's. Without this, a source the agent made up
+  // on its link (an IPv6 link-local address needs no privilege) would be looked up,
+  // found nowhere, and decided as `anonymous` under the top-level profile.
+  void add_link(const boost::asio::ip::tcp::endpoint& local, const std::vector<boost::asio::ip::address>& agent);
+  void remove_link(const boost::asio::ip::tcp::endpoint& local);
+  // The identity of a connection from `peer` accepted on `local`. Nullopt: refused, for
+  // `local` is an agent's own listener and `peer` is not an address registered (now) for
+  // that agent. On any other listener: lookup(peer), anonymous when unregistered.
+  std::optional<AgentIdentity> identify(const boost::asio::ip::tcp::endpoint& local,
+                                        const boost::asio::ip::address& peer) const;
   // The registered agents whose profile `p` has no agents entry for, in words ("agent
   // a1 uses profile ci, which ..."); empty when every one has its profile.
   std::string profiles_missing_from(const policy::Policy& p) const;
 
  private:
   using Map = std::map<boost::asio::ip::address, AgentIdentity>;
+  using Links = std::map<boost::asio::ip::tcp::endpoint, std::set<boost::asio::ip::address>>;
   Snapshot<Map> map_;
+  Snapshot<Links> links_;
   std::mutex write_mu_;
 };
 

@@ -57,6 +57,7 @@ CountersSnapshot Counters::snapshot() const {
   s.upstream_errors = upstream_errors.load();
   s.client_connections_refused = client_connections_refused.load();
   s.accept_errors = accept_errors.load();
+  s.foreign_sources_refused = foreign_sources_refused.load();
   return s;
 }
 

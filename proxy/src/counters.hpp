@@ -47,6 +47,7 @@ class Counters {
   std::atomic<std::uint64_t> upstream_errors{0};
   std::atomic<std::uint64_t> client_connections_refused{0};
   std::atomic<std::uint64_t> accept_errors{0};
+  std::atomic<std::uint64_t> foreign_sources_refused{0};
   LatencyHistogram dns_latency;
   LatencyHistogram connect_latency;
 

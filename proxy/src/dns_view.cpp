@@ -1,10 +1,12 @@
 #include "dns_view.hpp"
 
+#include "client_identity.hpp"
 #include "credentials.hpp"
 
 #include "proxy_runtime.hpp"
 
 #include "netbox/policy/decide.hpp"
+#include "netbox/proxy/endpoint.hpp"
 #include "netbox/policy/host.hpp"
 
 #include <boost/asio/dispatch.hpp>
@@ -188,6 +190,12 @@ void DnsView::stop() {
 
 AgentIdentity DnsView::who() const { return rt_.agents.lookup(agent_addr_); }
 
+void DnsView::refuse_foreign(const ip::address& peer, std::uint16_t port) {
+  boost::system::error_code ec;
+  const auto local = udp_.local_endpoint(ec);
+  note_foreign_source(rt_, "dns", endpoint_text({local.address(), local.port()}), endpoint_text({peer, port}));
+}
+
 void DnsView::receive() {
   udp_.async_receive_from(asio::buffer(udp_buffer_), udp_peer_,
                           [self = shared_from_this()](boost::system::error_code ec, std::size_t n) {
@@ -200,6 +208,8 @@ void DnsView::receive() {
                                                         peer.address().to_string() + ":" + std::to_string(peer.port()));
                               boost::system::error_code send_ec;
                               if (!reply.empty()) self->udp_.send_to(asio::buffer(reply), peer, 0, send_ec);
+                            } else if (!ec) {
+                              self->refuse_foreign(self->udp_peer_.address(), self->udp_peer_.port());
                             }
                             self->receive();
                           });
@@ -212,8 +222,9 @@ void DnsView::accept() {
       // Only the agent itself asks here; anything else on the link is closed at once.
       boost::system::error_code rec;
       const auto peer = s.remote_endpoint(rec);
-      if (!rec && canonical_address(peer.address()) == canonical_address(self->agent_addr_) &&
-          self->tcp_clients_ < kMaxTcpConnections) {
+      if (!rec && canonical_address(peer.address()) != canonical_address(self->agent_addr_)) {
+        self->refuse_foreign(peer.address(), peer.port());
+      } else if (!rec && self->tcp_clients_ < kMaxTcpConnections) {
         ++self->tcp_clients_;
         std::make_shared<TcpClient>(self, std::move(s))->start();
       }

@@ -82,6 +82,8 @@ class DnsView : public std::enable_shared_from_this<DnsView> {
   void receive();
   void accept();
   AgentIdentity who() const;
+  // A query or connection from an address other than the agent's: counted and logged.
+  void refuse_foreign(const boost::asio::ip::address& peer, std::uint16_t port);
   void write_row(const AgentIdentity& who, const std::string& peer, const dns::Query& q, const std::string& decision,
                  const std::string& rule, const std::string& reason);
   void write_summary(const AgentIdentity& who, std::uint64_t n);

@@ -1,6 +1,7 @@
 #include "http_session.hpp"
 
 #include "admission_steps.hpp"
+#include "client_identity.hpp"
 #include "credentials.hpp"
 #include "first_flight.hpp"
 #include "head_writer.hpp"
@@ -63,7 +64,9 @@ void ClientSession::start() {
   peer_ = stream_.socket().remote_endpoint(ec);
   peer_text_ = endpoint_text(peer_);  // once per connection: every request's row carries it
   // Identity and policy are fixed per connection: a reload applies to new connections.
-  who_ = impl_.agents.lookup(peer_.address());
+  auto who = identify_client(impl_, stream_.socket(), fixed_ ? "capture" : "http");
+  if (!who) return;  // on an agent's own listener, from none of its addresses
+  who_ = std::move(*who);
   policy_ = impl_.current_policy();
   profile_ = who_.profile.empty() ? &policy_->base : &policy_->profile_for(who_.profile);
   admission_.bind(*policy_, *profile_, who_);

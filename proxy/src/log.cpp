@@ -48,7 +48,7 @@ std::string_view to_string(LogLevel level) {
 LogLevel level_of(std::string_view event) {
   if (event == "audit_error" || event == "audit_refused" || event == "accept_error") return LogLevel::error;
   if (event == "policy_reload_failed" || event == "endpoint_registry_unavailable" ||
-      event == "connection_refused" || event == "header_timeout" || event == "exfiltration_attempt")
+      event == "connection_refused" || event == "foreign_source_refused" || event == "header_timeout" || event == "exfiltration_attempt")
     return LogLevel::warn;
   return LogLevel::info;
 }

@@ -115,6 +115,7 @@ struct ProxyRuntime {
   IdlePoolLimits idle_pool;      // in all, shared among the workers' pools
   RateLimitedLog refused_log;
   RateLimitedLog accept_error_log;
+  RateLimitedLog foreign_source_log;  // client_identity.hpp
   static constexpr std::chrono::milliseconds kAcceptPause{100};
   Counters counters;
   std::unique_ptr<audit::Writer> writer;

@@ -1,6 +1,7 @@
 #include "socks_session.hpp"
 
 #include "admission_steps.hpp"
+#include "client_identity.hpp"
 #include "http_session.hpp"
 #include "inspected_tunnel.hpp"
 #include "request_rules.hpp"
@@ -61,7 +62,9 @@ void SocksSession::start() {
   peer_ = stream_.socket().remote_endpoint(ec);
   peer_text_ = authority(canonical_address(peer_.address()).to_string(), peer_.port());
   // As on the HTTP listener: the agent is its address, its policy the one in force now.
-  who_ = impl_.agents.lookup(peer_.address());
+  auto who = identify_client(impl_, stream_.socket(), "socks");
+  if (!who) return;  // on an agent's own listener, from none of its addresses
+  who_ = std::move(*who);
   policy_ = impl_.current_policy();
   profile_ = who_.profile.empty() ? &policy_->base : &policy_->profile_for(who_.profile);
   admission_.bind(*policy_, *profile_, who_);

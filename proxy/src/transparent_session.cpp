@@ -9,6 +9,7 @@
 #include "netbox/policy/decide_request.hpp"
 
 #include "admission_steps.hpp"
+#include "client_identity.hpp"
 #include "denial.hpp"
 #include "http_session.hpp"
 #include "inspected_tunnel.hpp"
@@ -71,7 +72,9 @@ void TransparentSession::start() {
   boost::system::error_code ec;
   const auto peer = client_.remote_endpoint(ec);
   if (ec) return reset();
-  who_ = rt_.agents.lookup(peer.address());
+  auto who = identify_client(rt_, client_, "capture");
+  if (!who) return;  // on an agent's own listener, from none of its addresses
+  who_ = std::move(*who);
   policy_ = rt_.current_policy();
   profile_ = who_.profile.empty() ? &policy_->base : &policy_->profile_for(who_.profile);
   admission_.bind(*policy_, *profile_, who_);

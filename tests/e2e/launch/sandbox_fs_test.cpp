@@ -186,7 +186,9 @@ TEST(LaunchSandboxFs, TheRootIsReadOnlyAndOnlyTheWorkdirIsWritable) {
   const auto work = host.folder("work");
   ASSERT_EQ(::chown(work.c_str(), 65534, 65534), 0);
   test::TempDir db_dir;
-  auto r = launch(subnet, {"--audit-db", (db_dir.path() / "a.db").string(), "--workdir", work.string(), "--", kPython,
+  // --user nobody: the default is a uid of the launch's own, which owns no folder.
+  auto r = launch(subnet, {"--audit-db", (db_dir.path() / "a.db").string(), "--user", "nobody", "--workdir",
+                           work.string(), "--", kPython,
                            "-c", kWriteProbe, "/etc/nbx-probe", (open / "probe").string(), "/var/nbx-probe",
                            (work / "made-inside").string()});
   EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -360,7 +362,7 @@ TEST(LaunchSandboxFs, ExplainPrintsTheLayersAndRunsNothing) {
                            "--rw", rw.string(), "--hide", (ro / "x").string(), "--keep-env", "ANTHROPIC_API_KEY",
                            "--", kSh, "-c", "touch " + marker.string()});
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_THAT(r.out, HasSubstr("user: nobody (uid 65534"));
+  EXPECT_THAT(r.out, HasSubstr("user: netbox-agent: the default: a uid and gid of its own for this launch"));
   EXPECT_THAT(r.out, HasSubstr("network: own namespace; its only route is the proxy (embedded"));
   EXPECT_THAT(r.out, HasSubstr("root: the host's /, read-only"));
   EXPECT_THAT(r.out, HasSubstr("workdir: " + work.string() + " (read-write"));
@@ -420,7 +422,8 @@ TEST(LaunchSandboxFs, WorkdirQuotaStopsAWriterWithEnospcAndDiscardsOrCommits) {
   EXPECT_EQ(slurp(work / "keep"), "kept\n");
   struct stat st {};
   ASSERT_EQ(::stat((work / "new").c_str(), &st), 0);
-  EXPECT_EQ(st.st_uid, 65534u) << "the agent's file, owned by the agent's user";
+  EXPECT_GE(st.st_uid, 2'000'000'000u) << "the agent's file, owned by the agent's user (the launch's own uid)";
+  EXPECT_LT(st.st_uid, 2'000'065'536u);
   // 8 GiB the quota held (a hole takes no room) must not become 8 GiB on the host's disk.
   ASSERT_EQ(::stat((work / "sparse").c_str(), &st), 0);
   EXPECT_EQ(st.st_size, 8LL << 30);

@@ -128,6 +128,49 @@ TEST_F(AttachTest, ASocksListenerComesAndGoesWithTheAgentAndSpeaksForIt) {
   EXPECT_TRUE(refuses_connections(socks_port)) << "the agent's SOCKS listener should be closed";
 }
 
+// Issue 22 item 1: a connection on an agent's own listeners from an address not registered
+// for that agent (one it made up on its link, as an IPv6 link-local address) is refused
+// and counted: never decided as `anonymous` under the top-level policy, which allows
+// upstream.test where agents.builder does not. The proxy's own listener, shared with host
+// clients, still takes anyone.
+TEST_F(AttachTest, AConnectionOnAnAgentsListenerFromAnotherAddressIsRefusedNeverAnonymous) {
+  auto a = builder("b7");
+  a.addr = ip::make_address("127.0.0.2");
+  a.socks_listen = ip::tcp::endpoint(ip::make_address("127.0.0.1"), 0);
+  const auto attached = server->attach_agent(a);
+  ASSERT_TRUE(attached.listener_added);
+  const auto http = "127.0.0.1:" + std::to_string(attached.listener->port());
+  const auto socks = "127.0.0.1:" + std::to_string(attached.socks_listener->port());
+  const auto curl = [&](const std::string& source, std::vector<std::string> how) {
+    std::vector<std::string> argv{"curl", "-sS", "--max-time", "20", "--interface", source, "-o", "/dev/null",
+                                  "-w", "%{http_code}"};
+    argv.insert(argv.end(), how.begin(), how.end());
+    argv.push_back(upstream_url());
+    return run(argv);
+  };
+  auto r = curl("127.0.0.3", {"--proxy", "http://" + http});
+  EXPECT_NE(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out, "200");
+  r = curl("127.0.0.3", {"--socks5-hostname", socks});
+  EXPECT_NE(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out, "200");
+  EXPECT_EQ(server->counters().foreign_sources_refused, 2u);
+  // The agent itself, from its address: decided with its profile.
+  r = curl("127.0.0.2", {"--proxy", "http://" + http});
+  EXPECT_EQ(r.out, "403") << r.err;
+  // A host client on the proxy's own listener is anonymous, as before.
+  r = curl("127.0.0.3", {"--proxy", "http://127.0.0.1:" + std::to_string(port)});
+  EXPECT_EQ(r.out, "200") << r.err;
+  std::size_t anonymous = 0, agent = 0;
+  for (const auto& row : rows()) {
+    anonymous += row.agent == "anonymous";
+    agent += row.agent == "b7";
+  }
+  EXPECT_EQ(anonymous, 1u) << "only the host client's request on the proxy's own listener";
+  EXPECT_EQ(agent, 1u);
+  server->detach_agent(attached);
+}
+
 TEST_F(AttachTest, ASocksListenerThatCannotBindLeavesNothingBehind) {
   const auto before = server->local_endpoints().size();
   auto a = builder("b7");

@@ -52,6 +52,21 @@ TEST(AgentRlimits, BadFlagIsAUsageErrorNamingTheFlag) {
   }
 }
 
+// Issue 22 item 3: RLIMIT_NPROC counts every process of the agent's user on the machine;
+// with a pids cgroup bounding the launch it is lifted, unless given.
+TEST(AgentRlimits, NprocGivesWayToAPidsCgroupUnlessGiven) {
+  auto nproc = [](const std::vector<RlimitSetting>& limits) {
+    for (const auto& l : limits)
+      if (l.resource == RLIMIT_NPROC) return l.value;
+    return rlim_t{0};
+  };
+  EXPECT_EQ(nproc(agent_rlimits({}, false)), rlim_t{1024});
+  EXPECT_EQ(nproc(agent_rlimits({}, true)), RLIM_INFINITY);
+  RlimitFlags flags;
+  flags.nproc = "200";
+  EXPECT_EQ(nproc(agent_rlimits(flags, true)), rlim_t{200});
+}
+
 TEST(Ipv4Network, ParsesAndRefusesHostBits) {
   auto n = parse_ipv4_network("10.213.0.0/16");
   ASSERT_TRUE(n);

@@ -30,6 +30,11 @@ LaunchCredentials read_credentials(const policy::Profile& profile, const std::st
 // naming the variable and the credential.
 void refuse_secrets_in(const std::vector<std::string>& agent_env, const LaunchCredentials& credentials);
 
+// Zeroes the value of each variable in `env` (the launcher's copy of its environment) and
+// removes it: the secrets are then only in their Secret pages, which a clone sees zeroed,
+// so netbox-init (cloned from the launcher) holds none.
+void forget_secret_variables(std::map<std::string, std::string>& env, const std::vector<std::string>& variables);
+
 // Overwrites the value of each variable in the launcher's own environment block and
 // removes it, so /proc/<launcher>/environ (and the clones the launcher makes) no longer
 // show the secret.

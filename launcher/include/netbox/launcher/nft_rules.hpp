@@ -21,12 +21,20 @@ void install_agent_rules(const std::string& proxy_addr, const ProxyPorts& ports,
 // On the host: table `inet netbox_<veth>` accepting from the veth only TCP to the proxy
 // address and ports (and with `dns` UDP and TCP port 53 on it), rejecting other input from
 // it and dropping its forwarding; with `ports.capture`, a prerouting chain DNATs every
-// other TCP connection from the veth to proxy_addr:capture.
-// With `proxy_addr6`, the twin for IPv6: only the capture port on it is accepted (after
-// the DNAT of every other IPv6 TCP connection to [proxy_addr6]:capture), and neighbour
+// other TCP connection from the veth to link.host:capture.
+// With `link.host6`, the twin for IPv6: only the capture port on it is accepted (after
+// the DNAT of every other IPv6 TCP connection to [link.host6]:capture), and neighbour
 // discovery; every other service of the host on any IPv6 address stays closed.
-void install_host_rules(const std::string& veth, const std::string& proxy_addr, const ProxyPorts& ports,
-                        bool dns = false, const std::string& proxy_addr6 = "");
+// Before all of it: from the veth only the agent's own addresses (`link.agent`, and
+// `link.agent6` with IPv6) and neighbour discovery; every other source is refused (and
+// counted in the table's foreign_source chain: a link-local one with ICMPv6
+// admin-prohibited, any other dropped), so nothing from the link passes as another client.
+struct LinkAddresses {
+  std::string agent, host;    // IPv4: the agent's address and the host side's (the proxy's)
+  std::string agent6, host6;  // IPv6 on the link; empty: none
+};
+void install_host_rules(const std::string& veth, const LinkAddresses& link, const ProxyPorts& ports,
+                        bool dns = false);
 // Returns false when the table did not exist.
 bool remove_host_rules(const std::string& veth);
 std::string host_table_name(const std::string& veth);

@@ -24,7 +24,9 @@ std::optional<rlim_t> parse_count(const std::string& text);
 
 // Defaults merged with the flags; core is always 0. Throws LaunchError (exit 2)
 // naming the flag for a malformed value.
-std::vector<RlimitSetting> agent_rlimits(const RlimitFlags& flags);
+// `pids_cgroup`: the agent's cgroup has a pids limit, which then bounds its processes:
+// RLIMIT_NPROC (a per-user count, across the machine) defaults to unlimited instead of 1024.
+std::vector<RlimitSetting> agent_rlimits(const RlimitFlags& flags, bool pids_cgroup = false);
 
 // Applies each limit (soft = hard = value, never above the current hard limit).
 // Async-signal-safe enough for a forked child: no allocation. Returns errno or 0.

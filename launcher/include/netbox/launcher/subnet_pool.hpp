@@ -27,7 +27,18 @@ struct Lease {
   int prefix = 30;
   std::string veth;              // host-side interface name, "nbx" + 8 hex digits
   std::filesystem::path file;    // the lease file
+  // The agent's uid (and gid) of its own, when asked for (allocate_lease's own_uid):
+  // leased with the /30, in the same file, so it is freed with it, at teardown or by gc.
+  std::optional<uid_t> uid;
 };
+
+// The uids (and gids) netbox gives agents that would otherwise run as nobody, one per
+// running launch, so no launch shares a per-user budget (processes, inotify instances,
+// pending signals ...) with another: 2,000,000,000 to 2,000,065,535, above the ranges
+// distributions and systemd hand out (system and regular users, DynamicUser, nspawn's
+// container blocks) and below 2^31 (signed-uid trouble).
+constexpr uid_t kFirstAgentUid = 2'000'000'000;
+constexpr uid_t kAgentUidCount = 65'536;
 
 // The host-side veth name for a /30 (also names the per-launch nftables table).
 std::string veth_name_for(std::uint32_t network);
@@ -46,8 +57,10 @@ class StateLock {
 std::filesystem::path leases_dir(const std::filesystem::path& state_dir);
 
 // Collects garbage of dead launchers, then leases the first free /30 of `pool` for
-// `owner`. Throws LaunchError: 2 for a pool smaller than a /30, 125 when exhausted.
-Lease allocate_lease(const Ipv4Network& pool, const std::filesystem::path& state_dir, pid_t owner);
+// `owner`, with `own_uid` also the lowest agent uid no live lease holds. Throws
+// LaunchError: 2 for a pool smaller than a /30, 125 when exhausted.
+Lease allocate_lease(const Ipv4Network& pool, const std::filesystem::path& state_dir, pid_t owner,
+                     bool own_uid = false);
 void release_lease(const Lease& lease);
 
 // The synthetic pool of the agent on `lease` when it shares a running proxy with other

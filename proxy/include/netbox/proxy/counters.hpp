@@ -41,6 +41,7 @@ struct CountersSnapshot {
   std::uint64_t upstream_errors = 0;     // DNS failures, refused, timeouts, bad responses
   std::uint64_t client_connections_refused = 0;  // agent connections over the connection caps
   std::uint64_t accept_errors = 0;       // accept failed (out of descriptors): accepting paused
+  std::uint64_t foreign_sources_refused = 0;  // on an agent's own listener, from none of its addresses
   std::size_t audit_queue_depth = 0;     // from the audit writer
   bool audit_healthy = true;
   std::string policy_digest;      // SHA-256 of the policy in force

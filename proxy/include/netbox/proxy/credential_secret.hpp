@@ -4,6 +4,7 @@
 // credential's hosts. `Secret` never prints (no operator<<, no to_string, no conversion)
 // and zeroes its bytes when it is destroyed or moved from, so the value is not left
 // behind in freed memory that a later log line or core file could show.
+#include <cstddef>
 #include <string>
 #include <string_view>
 
@@ -12,20 +13,30 @@ namespace netbox::proxy {
 class Secret {
  public:
   Secret() = default;
-  explicit Secret(std::string value) : value_(std::move(value)) {}
-  Secret(const Secret& other) : value_(other.value_) {}
-  Secret(Secret&& other) noexcept : value_(other.value_) { other.wipe(); }
+  // Takes the value and zeroes `value`'s own bytes (the caller's copy goes with it).
+  explicit Secret(std::string value);
+  Secret(const Secret& other) { assign(other.reveal()); }
+  Secret(Secret&& other) noexcept : data_(other.data_), size_(other.size_), mapped_(other.mapped_) {
+    other.data_ = nullptr;
+    other.size_ = other.mapped_ = 0;
+  }
   Secret& operator=(const Secret& other);
   Secret& operator=(Secret&& other) noexcept;
   ~Secret() { wipe(); }
 
-  bool empty() const { return value_.empty(); }
+  bool empty() const { return size_ == 0; }
   // For the one place that writes it upstream, and the control socket's line.
-  std::string_view reveal() const { return value_; }
+  std::string_view reveal() const { return {data_, size_}; }
 
  private:
-  void wipe() noexcept;
-  std::string value_;
+  // The bytes live in pages of their own, marked MADV_DONTDUMP (never in a core file) and
+  // MADV_WIPEONFORK (a process forked or cloned from this one, such as the launcher's
+  // netbox-init, sees them zeroed). Throws std::runtime_error when they cannot be had so.
+  void assign(std::string_view value);
+  void wipe() noexcept;  // zeroes and unmaps
+  char* data_ = nullptr;
+  std::size_t size_ = 0;
+  std::size_t mapped_ = 0;
 };
 
 struct CredentialSecret {

@@ -1,0 +1,32 @@
+#include "client_identity.hpp"
+
+#include "netbox/proxy/endpoint.hpp"
+
+#include "proxy_runtime.hpp"
+
+namespace netbox::proxy {
+
+std::optional<AgentIdentity> identify_client(ProxyRuntime& rt, boost::asio::ip::tcp::socket& s, std::string_view door) {
+  boost::system::error_code local_ec, peer_ec;
+  const auto local = s.local_endpoint(local_ec);
+  const auto peer = s.remote_endpoint(peer_ec);
+  std::optional<AgentIdentity> who;
+  if (!local_ec && !peer_ec) who = rt.agents.identify(local, peer.address());
+  if (who) return who;
+  if (!local_ec && !peer_ec) note_foreign_source(rt, door, endpoint_text(local), endpoint_text(peer));
+  boost::system::error_code ignored;
+  s.set_option(boost::asio::socket_base::linger(true, 0), ignored);
+  s.close(ignored);
+  return std::nullopt;
+}
+
+void note_foreign_source(ProxyRuntime& rt, std::string_view door, const std::string& local, const std::string& peer) {
+  rt.counters.foreign_sources_refused.fetch_add(1);
+  if (rt.foreign_source_log.note())
+    rt.log.write("foreign_source_refused", {{"door", door},
+                                            {"listener", local},
+                                            {"client", peer},
+                                            {"count", rt.foreign_source_log.take()}});
+}
+
+}  // namespace netbox::proxy

@@ -1,0 +1,133 @@
+// Issue 22 item 1: every connection from an agent's link is that agent's, whatever its
+// source. The agent binds its own IPv6 link-local address (no privilege needed) and
+// connects to a port its profile denies and the top level allows: the host side must
+// refuse it at once, and the proxy must record no `anonymous` row (it would have been
+// decided with the top-level policy). Through the embedded and a shared proxy.
+#include "launch_fixture.hpp"
+
+#include "support/sqlite_query.hpp"
+#include "support/temp_dir.hpp"
+
+#include <optional>
+#include <sstream>
+
+#include <gmock/gmock.h>
+
+namespace netbox::launch_test {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+// A plain HTTP server on [::1]: prints its port, answers every request with one body.
+const char* kUpstreamOnIpv6Loopback = R"PY(
+import socket
+s = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("::1", 0))
+s.listen(16)
+print(s.getsockname()[1], flush=True)
+while True:
+    c, _ = s.accept()
+    c.recv(4096)
+    c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nConnection: close\r\n\r\nok\n")
+    c.close()
+)PY";
+
+// allowed.test on the upstream's port is allowed at the top level only: agents.restricted
+// keeps the name (its DNS view answers it) but allows port 80 alone.
+std::string policy(std::uint16_t port) {
+  return R"({
+  "version": 1,
+  "allow": ["allowed.test"],
+  "ports": [80, )" + std::to_string(port) + R"(],
+  "internal": { "allow": ["::1/128"] },
+  "resolve": { "allowed.test": ["::1"] },
+  "agents": { "restricted": { "ports": [80] } }
+})";
+}
+
+// One GET of allowed.test's IPv6 address from the agent's own address, then one from its
+// link-local address on eth0; prints the status line or the error of each.
+const char* kAgentScript = R"PY(
+import errno, socket, sys, time
+port = int(sys.argv[1])
+# The link-local address, once duplicate address detection is over (a tentative address
+# cannot be bound).
+for _ in range(200):
+    lines = [l.split() for l in open("/proc/net/if_inet6")]
+    ll = [l[0] for l in lines if l[5] == "eth0" and l[0].startswith("fe80") and not int(l[4], 16) & 0x40]
+    if ll:
+        break
+    time.sleep(0.1)
+print("linklocal-address", "yes" if ll else "none")
+target = socket.getaddrinfo("allowed.test", port, socket.AF_INET6, socket.SOCK_STREAM)[0][4][0]
+def get(source):
+    s = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+    s.settimeout(20)
+    if source:
+        s.bind((socket.inet_ntop(socket.AF_INET6, bytes.fromhex(source)), 0, 0, socket.if_nametoindex("eth0")))
+    s.connect((target, port))
+    s.sendall(b"GET / HTTP/1.1\r\nHost: allowed.test:%d\r\nConnection: close\r\n\r\n" % port)
+    data = s.recv(100)
+    return data.split(b"\r\n")[0].decode() if data else "closed"
+def attempt(what, fn):
+    try:
+        print(what, fn())
+    except socket.timeout:
+        print(what, "timeout")
+    except OSError as e:
+        print(what, errno.errorcode.get(e.errno, str(e)))
+attempt("own", lambda: get(None))
+if ll:
+    attempt("linklocal", lambda: get(ll[0]))
+)PY";
+
+void expect_link_local_source_refused(const Subnet& subnet, bool shared) {
+  test::TempDir dir;
+  Background upstream({kPython, "-c", kUpstreamOnIpv6Loopback}, dir.path(), "upstream");
+  std::uint16_t port = 0;
+  ASSERT_TRUE(eventually([&] {
+    std::istringstream in(upstream.out());
+    return static_cast<bool>(in >> port);
+  })) << upstream.err();
+  auto policy_file = dir.write("policy.json", policy(port));
+  auto db = dir.path() / "a.db";
+  HostDir host;
+  std::optional<SharedProxy> proxy;
+  std::vector<std::string> args{"--policy", policy_file.string(), "--audit-db", db.string()};
+  if (shared) {
+    proxy.emplace(host, policy_file);
+    ASSERT_TRUE(proxy->ready()) << proxy->err();
+    args = {"--proxy-control", proxy->socket().string()};
+  }
+  args.insert(args.end(), {"--name", "link-source", "--profile", "restricted", "--", kPython, "-c", kAgentScript,
+                           std::to_string(port)});
+  auto r = launch(subnet, args);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("linklocal-address yes")) << "the attack needs the agent's link-local address";
+  EXPECT_THAT(r.out, HasSubstr("own HTTP/1.1 403")) << r.out << r.err;
+  // Refused at once (reset), neither answered nor left to time out.
+  EXPECT_THAT(r.out, ::testing::ContainsRegex("linklocal (EACCES|ECONNREFUSED|ECONNRESET)")) << r.out << r.err;
+  EXPECT_THAT(r.out, Not(HasSubstr("linklocal HTTP"))) << r.out;
+  if (shared) {
+    EXPECT_EQ(proxy->stop(), 0) << proxy->err();
+    db = proxy->store();
+  }
+  const auto agents = test::query(db, "SELECT DISTINCT agent FROM requests");
+  EXPECT_EQ(agents, (std::vector<std::vector<std::string>>{{"link-source"}})) << r.err;
+  expect_nothing_left(subnet);
+}
+
+TEST(LaunchLinkSource, AnUnregisteredSourceOnTheAgentsLinkIsRefusedNeverAnonymous) {
+  NETBOX_REQUIRE_ROOT();
+  expect_link_local_source_refused(test_subnet(131), false);
+}
+
+TEST(LaunchLinkSource, AnUnregisteredSourceIsRefusedWithASharedProxyToo) {
+  NETBOX_REQUIRE_ROOT();
+  expect_link_local_source_refused(test_subnet(132), true);
+}
+
+}  // namespace
+}  // namespace netbox::launch_test
