@@ -77,7 +77,7 @@ bool in_agent_range(long uid) { return uid >= 2'000'000'000L && uid < 2'000'000'
 
 TEST(LaunchOwnUid, OneLaunchHoldingItsUsersBudgetsLeavesAnotherItsOwn) {
   NETBOX_REQUIRE_ROOT();
-  const auto hog_subnet = test_subnet(134), other_subnet = test_subnet(135);
+  const auto hog_subnet = test_subnet(124), other_subnet = test_subnet(125);
   test::TempDir dir;
   Background hog({test::netbox_binary().string(), "launch", "--subnet", hog_subnet.cidr, "--audit-db",
                   (dir.path() / "hog.db").string(), "--", kPython, "-c", kHog},
@@ -106,7 +106,7 @@ TEST(LaunchOwnUid, OneLaunchHoldingItsUsersBudgetsLeavesAnotherItsOwn) {
 
 TEST(LaunchOwnUid, GcFreesTheUidOfAKilledLauncher) {
   NETBOX_REQUIRE_ROOT();
-  const auto subnet = test_subnet(136);
+  const auto subnet = test_subnet(126);
   test::TempDir dir;
   Background launcher({test::netbox_binary().string(), "launch", "--subnet", subnet.cidr, "--audit-db",
                        (dir.path() / "a.db").string(), "--", kSh, "-c", "echo uid=$(id -u); echo ready; exec sleep 60"},
