@@ -211,7 +211,9 @@ TEST_F(DnsViewTest, DeniedNameIsNxdomainWithOneRowPerMinute) {
   EXPECT_EQ(ask_tcp(query("not-listed.test", 28)).rcode, 3);
   server->detach_agent(*attached, {});
   auto rows = dns_rows();
-  ASSERT_EQ(rows.size(), 2u);
+  ASSERT_EQ(rows.size(), 3u);  // the repeats of a.evil.test are counted in a summary row
+  EXPECT_EQ(rows[2].host, "*");
+  EXPECT_THAT(rows[2].reason, ::testing::HasSubstr("2 more refused DNS queries"));
   EXPECT_EQ(rows[0].host, "a.evil.test");
   EXPECT_EQ(rows[0].agent, "dns-agent");
   EXPECT_EQ(rows[0].decision, "deny");
@@ -315,6 +317,45 @@ TEST_F(DnsViewTest, AFullAuditQueueHoldsQueriesBackAndLosesNoRow) {
   EXPECT_EQ(server->audit().stats().rejected, 0u) << "a row went past the queue";
   EXPECT_EQ(query_column(db_path, "SELECT SUM(count) FROM requests WHERE kind = 'dns'"),
             std::vector<std::string>{std::to_string(kNames)});
+}
+
+// The capture door too: each captured connection makes a row (here a refusal: loopback has
+// no original destination), and with the writer's queue full the next one is not read
+// until there is room; before, its row went past the queue and was lost past the overflow.
+TEST_F(DnsViewTest, AFullAuditQueueHoldsCapturedConnectionsBackAndLosesNoRow) {
+  configure = [](proxy::ProxyOptions& o) {
+    o.audit_queue = 4;
+    o.audit_overflow = 1;
+    o.audit_fold_refusals = false;  // every refusal needs a queue slot
+  };
+  start(kPolicy);
+  ASSERT_TRUE(attached->transparent);
+  server->audit().flush();
+  StoreWriteLock lock(db_path);
+  ASSERT_TRUE(lock.held());
+  constexpr int kConnections = 20;
+  std::vector<int> held;
+  for (int i = 0; i < kConnections; ++i) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    auto me = sin(kAgent, 0);
+    auto to = sin(kHost, attached->transparent->port());
+    ::bind(fd, reinterpret_cast<sockaddr*>(&me), sizeof me);
+    ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to), 0) << i;
+    held.push_back(fd);
+  }
+  const bool waited = eventually_true([&] {
+    const auto st = server->audit().stats();
+    return st.room_waits > 0 || st.rejected > 0;
+  });
+  lock.release();
+  EXPECT_TRUE(waited) << "the queue never filled: the test did not test back pressure";
+  EXPECT_TRUE(eventually_true([&] {
+    server->audit().flush();
+    return query_column(db_path, "SELECT COALESCE(SUM(count), 0) FROM requests WHERE kind = 'transparent'") ==
+           std::vector<std::string>{std::to_string(kConnections)};
+  })) << "rows lost";
+  EXPECT_EQ(server->audit().stats().rejected, 0u) << "a row went past the queue";
+  for (int fd : held) ::close(fd);
 }
 
 // With an IPv6 link (AgentAttachment::ipv6), AAAA comes from the agent's IPv6 pool, denied

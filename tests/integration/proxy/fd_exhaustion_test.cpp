@@ -231,9 +231,11 @@ int dns_over_tcp(int fd, const std::string& name) {
   std::vector<std::uint8_t> out{0, static_cast<std::uint8_t>(q.size())};
   out.insert(out.end(), q.begin(), q.end());
   if (::send(fd, out.data(), out.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(out.size())) return -1;
-  std::uint8_t m[512];
-  const auto n = ::recv(fd, m, sizeof m, MSG_WAITALL);
-  return n >= 6 ? (m[5] & 0xf) : -1;  // after the two length bytes, flags' low nibble
+  std::uint8_t len[2];
+  if (::recv(fd, len, 2, MSG_WAITALL) != 2) return -1;
+  std::vector<std::uint8_t> m((len[0] << 8) | len[1]);
+  if (m.size() < 4 || ::recv(fd, m.data(), m.size(), MSG_WAITALL) != static_cast<ssize_t>(m.size())) return -1;
+  return m[3] & 0xf;  // the flags' low nibble
 }
 
 TEST(FdExhaustion, OutOfDescriptorsTheCaptureDnsAndControlListenersPauseAndAcceptAgain) {
