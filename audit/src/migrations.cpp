@@ -207,12 +207,20 @@ CREATE VIEW inspected_requests AS
   ORDER BY r.id;
 )sql";
 
+// Version 6: events.count, as requests.count: the events an agent causes (exfiltration
+// attempts) are folded into counted rows per agent and minute; 1 for every older row.
+constexpr const char* kV6 = R"sql(
+ALTER TABLE events ADD COLUMN count INTEGER NOT NULL DEFAULT 1;
+CREATE INDEX events_kind_ts ON events (kind, ts);
+)sql";
+
 constexpr Migration kMigrations[] = {
     {1, kV1},
     {2, kV2},
     {3, kV3},
     {4, kV4},
     {5, kV5},
+    {6, kV6},
 };
 
 static_assert(sizeof kMigrations / sizeof kMigrations[0] == kSchemaVersion,

@@ -1,5 +1,7 @@
 #include "netbox/audit/stored_text.hpp"
 
+#include <nlohmann/json.hpp>
+
 namespace netbox::audit {
 
 std::string capped(std::string text, std::size_t limit) {
@@ -27,6 +29,20 @@ void cap_agent_text(AuditRecord& r) {
 void cap_agent_text(Completion& c) {
   c.error = capped(std::move(c.error), kMaxStoredReason);
   c.resolved_addr = capped(std::move(c.resolved_addr), kMaxStoredHost);
+}
+
+void cap_agent_text(Event& e) {
+  e.agent = capped(std::move(e.agent), kMaxStoredAgent);
+  e.message = capped(std::move(e.message), kMaxStoredReason);
+  e.fold_key = capped(std::move(e.fold_key), kMaxStoredReason);
+  if (e.detail.size() <= kMaxStoredEventDetail) return;
+  // Cut value by value, so the detail stays JSON that json_extract reads.
+  auto detail = nlohmann::json::parse(e.detail, nullptr, false);
+  if (detail.is_object())
+    for (auto& [name, value] : detail.items())
+      if (value.is_string()) value = capped(value.get<std::string>(), kMaxStoredHost);
+  e.detail = detail.is_object() ? detail.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
+                                : capped(std::move(e.detail), kMaxStoredEventDetail);
 }
 
 }  // namespace netbox::audit

@@ -84,7 +84,8 @@ struct Writer::Impl {
       : options(std::move(opts)),
         db(open_for_writing(options.db_path, options.synchronous_full, options.busy_timeout)),
         statements(db.get()),
-        folder(options.fold_after, options.agent_refusal_rows) {
+        folder(detail::kRefusalWindow, options.fold_after, options.agent_refusal_rows),
+        event_folder(detail::kEventWindow, options.event_fold_after, options.agent_event_rows) {
     options.max_batch = std::max<std::size_t>(options.max_batch, 1);
     options.queue_capacity = std::max<std::size_t>(options.queue_capacity, 1);
     keep_wal_on_close(db.get());
@@ -121,18 +122,56 @@ struct Writer::Impl {
   // Caller holds `mu`. Counted rows whose second is over (or all of them) join the queue.
   // They were accepted request by request already, so no bound refuses them now.
   void take_folds(bool all, bool& wake) {
-    if (folder.empty()) return;
-    due_folds.clear();
-    folder.take_due(SteadyClock::now(), all, due_folds);
-    for (auto& r : due_folds) push(InsertItem{kNoRow, std::move(r)}, wake);
-    due_folds.clear();
+    if (!folder.empty()) {
+      due_folds.clear();
+      folder.take_due(SteadyClock::now(), all, due_folds);
+      for (auto& r : due_folds) push(InsertItem{kNoRow, std::move(r)}, wake);
+      due_folds.clear();
+    }
+    if (!event_folder.empty()) {
+      due_events.clear();
+      event_folder.take_due(SteadyClock::now(), all, due_events);
+      for (auto& e : due_events) push(std::move(e), wake);
+      due_events.clear();
+    }
+  }
+
+  bool folding() const { return !folder.empty() || !event_folder.empty(); }
+
+  // An event an agent caused may be folded into a counted row (per agent, kind, fold_key and
+  // minute); netbox's own events are rows of their own. Refused only past the overflow.
+  bool event(Event e) {
+    e.ts = now_if_unset(e.ts);
+    e.count = std::max<std::uint64_t>(e.count, 1);
+    if (e.agent.empty() || !options.fold_events) return enqueue(std::move(e), true);
+    cap_agent_text(e);
+    bool wake = false;
+    bool folded = false;
+    {
+      std::lock_guard lk(mu);
+      if (depth() >= options.queue_capacity + options.queue_overflow) {
+        ++counters.rejected;
+        return false;
+      }
+      const std::uint64_t n = e.count;
+      due_events.clear();
+      folded = event_folder.fold(e, SteadyClock::now(), due_events);
+      for (auto& d : due_events) push(std::move(d), wake);
+      due_events.clear();
+      if (folded) counters.events_folded += n;
+      else push(std::move(e), wake);
+    }
+    if (wake) work_cv.notify_one();
+    return true;
   }
 
   // A new request row. With `completable`, it gets a handle for complete() and on_committed();
   // without, it is final as queued and any value but kNoRow means accepted.
   RowHandle insert(AuditRecord record, bool completable) {
     record.ts = now_if_unset(record.ts);
-    record.count = 1;
+    // A final row may stand for several already (a summary its producer counted).
+    record.count = completable ? 1 : std::max<std::uint64_t>(record.count, 1);
+    const std::uint64_t stands_for = record.count;
     cap_agent_text(record);
     bool wake = false;
     RowHandle handle = kNoRow;
@@ -144,7 +183,7 @@ struct Writer::Impl {
         for (auto& r : due_folds) push(InsertItem{kNoRow, std::move(r)}, wake);
         due_folds.clear();
         if (folded) {
-          ++counters.folded;
+          counters.folded += stands_for;
           handle = 1;
         }
       }
@@ -287,7 +326,7 @@ struct Writer::Impl {
           if (stopping) return;  // nothing left
           // Counted rows are due a second after their first request: look again soon.
           const auto wake = [&] { return stopping || !queue.empty(); };
-          if (!folder.empty()) work_cv.wait_for(lk, kFoldSweep, wake);
+          if (folding()) work_cv.wait_for(lk, kFoldSweep, wake);
           else if (options.retention.count() > 0) work_cv.wait_until(lk, next_prune, wake);
           else work_cv.wait(lk, wake);
           continue;
@@ -609,7 +648,9 @@ struct Writer::Impl {
   detail::Db db;
   detail::WriterStatements statements;
   detail::RefusalFolder folder;  // under `mu`
+  detail::EventFolder event_folder;  // under `mu`
   std::vector<AuditRecord> due_folds;  // scratch, under `mu`
+  std::vector<Event> due_events;       // scratch, under `mu`
 
   mutable std::mutex mu;
   std::condition_variable work_cv;     // the writer waits for items
@@ -668,7 +709,7 @@ bool Writer::complete(RowHandle row, Completion completion) {
   return impl_->enqueue(CompleteItem{row, std::move(completion)}, false);
 }
 
-bool Writer::event(Event event) { return impl_->enqueue(std::move(event), true); }
+bool Writer::event(Event event) { return impl_->event(std::move(event)); }
 
 bool Writer::agent_started(AgentRecord agent) { return impl_->enqueue(std::move(agent), false); }
 

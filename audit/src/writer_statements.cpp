@@ -27,7 +27,7 @@ WriterStatements::WriterStatements(sqlite3* db)
                         "UPDATE requests SET status = ?1, bytes_up = ?2, bytes_down = ?3, duration_ms = ?4, "
                         "error = ?5, resolved_addr = COALESCE(?6, resolved_addr), decision = COALESCE(?8, decision), "
                         "rule = COALESCE(?9, rule), reason = COALESCE(?10, reason) WHERE id = ?7"),
-      insert_event_(db, "INSERT INTO events (ts, kind, message, detail) VALUES (?1, ?2, ?3, ?4)"),
+      insert_event_(db, "INSERT INTO events (ts, kind, message, detail, count) VALUES (?1, ?2, ?3, ?4, ?5)"),
       insert_agent_(db,
                     "INSERT INTO agents (name, pid, command_line, policy_digest, address, started, sandbox) "
                     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"),
@@ -109,6 +109,7 @@ void WriterStatements::insert_event(const Event& e) {
   s.bind(2, e.kind);
   s.bind(3, e.message);
   s.bind_text_or_null(4, e.detail);
+  s.bind(5, static_cast<std::int64_t>(e.count));
   run(s);
 }
 

@@ -1,5 +1,7 @@
 #include "control_socket.hpp"
 
+#include "accept_loop.hpp"
+
 #include "netbox/proxy/control_protocol.hpp"
 #include "netbox/proxy/endpoint.hpp"
 
@@ -211,12 +213,11 @@ void ControlServer::stop() {
   acceptor_.close(ec);
 }
 
+// Out of descriptors, the loop pauses and accepts again (it used to stop for good, leaving
+// launchers unable to register until the proxy restarted).
 void ControlServer::accept() {
-  acceptor_.async_accept([this](boost::system::error_code ec, stream::socket s) {
-    if (ec) return;
-    std::make_shared<ControlSession>(impl_, std::move(s))->start();
-    accept();
-  });
+  accept_with_backoff(impl_, acceptor_, "control", this,
+                      [this](stream::socket s) { std::make_shared<ControlSession>(impl_, std::move(s))->start(); });
 }
 
 }  // namespace netbox::proxy

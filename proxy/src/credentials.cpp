@@ -209,10 +209,13 @@ Refusal Tripwire::trip(const Exfiltration& e, const std::string& host) const {
                              host + " (in " + e.where + "), which is not one of its hosts; netbox put the " +
                              "credential only into requests to its hosts";
   nlohmann::json detail{{"host", host}, {"credential", name}, {"agent", agent_}, {"where", e.where}};
-  rt_.event("exfiltration_attempt", "agent " + agent_ + " sent the placeholder of credential " + name + " to " + host +
-                                        " (in " + e.where + ")",
-            detail.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
-  rt_.log.write("exfiltration_attempt", {{"agent", agent_}, {"host", host}, {"credential", name}, {"where", e.where}});
+  // Folded per (agent, credential, host, where) a minute, its log line limited: a flood of
+  // attempts costs bounded rows and lines, each one still counted.
+  rt_.agent_event("exfiltration_attempt", agent_, name + '\0' + host + '\0' + e.where,
+                  "agent " + agent_ + " sent the placeholder of credential " + name + " to " + host + " (in " + e.where +
+                      ")",
+                  detail.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+                  {{"agent", agent_}, {"host", host}, {"credential", name}, {"where", e.where}});
   return Refusal{403, Outcome::deny, {}, "credentials." + name, reason, {}};
 }
 

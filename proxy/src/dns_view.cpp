@@ -1,6 +1,8 @@
 #include "dns_view.hpp"
 
 #include "client_identity.hpp"
+#include "accept_loop.hpp"
+#include "audit_room.hpp"
 #include "credentials.hpp"
 
 #include "proxy_runtime.hpp"
@@ -63,8 +65,9 @@ bool DnsRefusalRows::take(const std::string& name, Clock::time_point now) {
     window_start_ = now;
     written_.clear();
   }
-  if (written_.contains(name)) return false;  // its row this minute says it already
-  if (written_.size() >= kRowsPerMinute) {
+  // A repeat (its row this minute names it already) or a name past the bound: counted in
+  // the summary row, which stands for every refusal that got no row of its own.
+  if (written_.contains(name) || written_.size() >= kRowsPerMinute) {
     ++suppressed_;
     return false;
   }
@@ -98,6 +101,12 @@ class DnsView::TcpClient : public std::enable_shared_from_this<TcpClient> {
     socket_.close(ignored);
   }
   void read_length() {
+    // Back pressure, as on every door: a refused query makes a row; none is read while the
+    // audit writer is full (the idle timer waits too: the client is not the slow one).
+    if (!audit_room_or_wait(*view_->rt_.writer, socket_.get_executor(), [self = shared_from_this()] {
+          self->read_length();
+        }))
+      return;
     arm();
     asio::async_read(socket_, asio::buffer(length_),
                      [self = shared_from_this()](boost::system::error_code ec, std::size_t) { self->on_length(ec); });
@@ -197,6 +206,10 @@ void DnsView::refuse_foreign(const ip::address& peer, std::uint16_t port) {
 }
 
 void DnsView::receive() {
+  // Back pressure: while the audit writer is full, queries stay in the socket's buffer
+  // (past it the kernel drops them and the agent asks again), never a row lost.
+  if (!audit_room_or_wait(*rt_.writer, udp_.get_executor(), [self = shared_from_this()] { self->receive(); }))
+    return;
   udp_.async_receive_from(asio::buffer(udp_buffer_), udp_peer_,
                           [self = shared_from_this()](boost::system::error_code ec, std::size_t n) {
                             if (ec == asio::error::operation_aborted || !self->udp_.is_open()) return;
@@ -216,20 +229,17 @@ void DnsView::receive() {
 }
 
 void DnsView::accept() {
-  tcp_.async_accept([self = shared_from_this()](boost::system::error_code ec, ip::tcp::socket s) {
-    if (ec == asio::error::operation_aborted || !self->tcp_.is_open()) return;
-    if (!ec) {
-      // Only the agent itself asks here; anything else on the link is closed at once.
-      boost::system::error_code rec;
-      const auto peer = s.remote_endpoint(rec);
-      if (!rec && canonical_address(peer.address()) != canonical_address(self->agent_addr_)) {
-        self->refuse_foreign(peer.address(), peer.port());
-      } else if (!rec && self->tcp_clients_ < kMaxTcpConnections) {
-        ++self->tcp_clients_;
-        std::make_shared<TcpClient>(self, std::move(s))->start();
-      }
+  accept_with_backoff(rt_, tcp_, "dns", shared_from_this(), [this](ip::tcp::socket s) {
+    // Only the agent itself asks here; anything else on the link is closed at once.
+    boost::system::error_code rec;
+    const auto peer = s.remote_endpoint(rec);
+    if (rec) return;
+    if (canonical_address(peer.address()) != canonical_address(agent_addr_)) {
+      refuse_foreign(peer.address(), peer.port());
+    } else if (tcp_clients_ < kMaxTcpConnections) {
+      ++tcp_clients_;
+      std::make_shared<TcpClient>(shared_from_this(), std::move(s))->start();
     }
-    self->accept();
   });
 }
 
@@ -313,6 +323,7 @@ void DnsView::write_summary(const AgentIdentity& who, std::uint64_t n) {
   r.host = "*";
   r.port = kDnsPort;
   r.decision = "deny";
+  r.count = n;  // SUM(count) is every refused query, as for requests
   r.reason = std::to_string(n) + " more refused DNS queries of this agent in the minute before (names already " +
              "written this minute, or past " + std::to_string(DnsRefusalRows::kRowsPerMinute) +
              " names a minute) were counted, not written one by one";

@@ -27,10 +27,10 @@ namespace netbox::proxy {
 
 struct ProxyRuntime;
 
-// How often one agent's refused names become rows: one row per name per minute (repeats
-// are only counted in the metrics), and at most kRowsPerMinute names a minute; names past
-// that are counted in one summary row (host "*") at the next minute or at detach, so a
-// flood of random names (DNS tunnelling) cannot flood the store.
+// How often one agent's refused names become rows: one row per name per minute, and at most
+// kRowsPerMinute names a minute; repeats and names past that are counted in one summary row
+// (host "*", `count` the queries it stands for) at the next minute or at detach, so a flood
+// of random names (DNS tunnelling) cannot flood the store and SUM(count) stays exact.
 class DnsRefusalRows {
  public:
   static constexpr std::size_t kRowsPerMinute = 32;

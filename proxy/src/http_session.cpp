@@ -2,6 +2,7 @@
 
 #include "admission_steps.hpp"
 #include "client_identity.hpp"
+#include "audit_room.hpp"
 #include "credentials.hpp"
 #include "first_flight.hpp"
 #include "head_writer.hpp"
@@ -88,10 +89,8 @@ void ClientSession::read_request() {
   // Back pressure: while the audit queue is full, nothing more is read from this client
   // (each request makes a row), so a flood slows its sender down instead of losing rows
   // or having others refused. A failing store says there is room: insert() then refuses.
-  if (!impl_.writer->has_room())
-    return impl_.writer->when_room([self = shared_from_this(), ex = stream_.get_executor()] {
-      asio::post(ex, [self] { self->read_request(); });
-    });
+  if (!audit_room_or_wait(*impl_.writer, stream_.get_executor(), [self = shared_from_this()] { self->read_request(); }))
+    return;
   parser_.emplace();
   prepare_request_parser(*parser_);
   head_check_ = RequestHeadCheck{};

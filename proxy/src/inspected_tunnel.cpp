@@ -1,5 +1,6 @@
 #include "inspected_tunnel.hpp"
 
+#include "audit_room.hpp"
 #include "credentials.hpp"
 #include "head_writer.hpp"
 #include "headers.hpp"
@@ -168,6 +169,10 @@ void InspectedTunnel::on_handshake(boost::system::error_code ec) {
 // by RequestHeadCheck before Beast parses them, so an ambiguous head (two Content-Lengths,
 // an odd Transfer-Encoding, obs-fold ...) is refused with 400 here too, not re-framed.
 void InspectedTunnel::read_request() {
+  // Back pressure, as on every door: each inner request makes a row; none is read while the
+  // writer is full.
+  if (!audit_room_or_wait(*impl_.writer, timer_.get_executor(), [self = shared_from_this()] { self->read_request(); }))
+    return;
   parser_.emplace();
   parser_->header_limit(static_cast<std::uint32_t>(kHeaderLimit));
   parser_->body_limit(kBodyLimit);

@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <charconv>
+#include <utility>
 
 namespace netbox::proxy {
 namespace {
@@ -55,7 +56,7 @@ LogLevel level_of(std::string_view event) {
 
 }  // namespace
 
-void Logger::render_into(std::string& line, LogLevel level, std::string_view event, LogFields fields) const {
+void Logger::render_into(std::string& line, LogLevel level, std::string_view event, std::span<const LogField> fields) const {
   const auto ts = audit::format_timestamp(audit::Clock::now());
   if (format_ == LogFormat::json) {
     nlohmann::ordered_json j;  // ts, level and event first, for a reader's eye
@@ -111,6 +112,10 @@ Logger::~Logger() {
 void Logger::write(std::string_view event, LogFields fields) { write(level_of(event), event, fields); }
 
 void Logger::write(LogLevel level, std::string_view event, LogFields fields) {
+  write(level, event, std::span<const LogField>(fields.begin(), fields.size()));
+}
+
+void Logger::write(LogLevel level, std::string_view event, std::span<const LogField> fields) {
   // Rendered outside the lock into this thread's own buffer, which keeps its capacity.
   thread_local std::string line;
   line.clear();
@@ -148,6 +153,23 @@ void Logger::run() {
     writing.clear();
     lk.lock();
   }
+}
+
+std::optional<std::uint64_t> AgentLogLimit::admit(const std::string& agent, const std::string& key,
+                                                  Clock::time_point now) {
+  std::lock_guard lock(mu_);
+  Window& w = agents_[agent];
+  if (now - w.start >= kWindow) {
+    w.start = now;
+    w.lines = 0;
+    w.keys.clear();
+  }
+  if (w.lines >= kLinesPerAgent || !w.keys.insert(key).second) {
+    ++w.held_back;
+    return std::nullopt;
+  }
+  ++w.lines;
+  return std::exchange(w.held_back, 0);
 }
 
 }  // namespace netbox::proxy

@@ -19,9 +19,13 @@
 #include <cstddef>
 #include <initializer_list>
 #include <mutex>
+#include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <thread>
+#include <unordered_map>
+#include <unordered_set>
 
 namespace netbox::proxy {
 
@@ -41,10 +45,11 @@ class Logger {
   // first form takes the level the event has in level_of().
   void write(std::string_view event, LogFields fields);
   void write(LogLevel level, std::string_view event, LogFields fields);
+  void write(LogLevel level, std::string_view event, std::span<const LogField> fields);
 
  private:
   void run();
-  void render_into(std::string& line, LogLevel level, std::string_view event, LogFields fields) const;
+  void render_into(std::string& line, LogLevel level, std::string_view event, std::span<const LogField> fields) const;
 
   LogFormat format_;
   int fd_;
@@ -54,6 +59,31 @@ class Logger {
   std::string pending_;              // whole lines, oldest first
   bool stopping_ = false;
   std::thread thread_;  // last: starts after every member above exists
+};
+
+// Lines an agent can cause by the thousand a second (exfiltration attempts): per agent and
+// minute, the first line of each key, and at most kLinesPerAgent lines in all. The lines held
+// back are counted, and the agent's next line written says how many ("held_back"); the
+// audit store's counted rows have every one.
+class AgentLogLimit {
+ public:
+  using Clock = std::chrono::steady_clock;
+  static constexpr std::chrono::minutes kWindow{1};
+  static constexpr std::size_t kLinesPerAgent = 16;
+
+  // nullopt: hold this line back. Else write it, with the number of this agent's lines held
+  // back since its previous line.
+  std::optional<std::uint64_t> admit(const std::string& agent, const std::string& key, Clock::time_point now);
+
+ private:
+  struct Window {
+    Clock::time_point start{};
+    std::size_t lines = 0;
+    std::uint64_t held_back = 0;
+    std::unordered_set<std::string> keys;  // at most kLinesPerAgent
+  };
+  std::mutex mu_;
+  std::unordered_map<std::string, Window> agents_;  // one per agent name: registered agents, and anonymous
 };
 
 }  // namespace netbox::proxy

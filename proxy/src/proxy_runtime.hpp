@@ -88,6 +88,11 @@ struct ProxyRuntime {
   void remove_listener(const boost::asio::ip::tcp::endpoint& ep);
   std::vector<boost::asio::ip::tcp::endpoint> local_endpoints() const;
   void event(std::string kind, std::string message, std::string detail = {});
+  // An event an agent caused (exfiltration_attempt): its `events` row is folded by the
+  // writer per agent, kind and `particulars` and minute into counted rows, and its log line
+  // (`fields`) is limited per agent by agent_log_limit. Never unbounded, however fast it comes.
+  void agent_event(std::string kind, const std::string& agent, std::string particulars, std::string message,
+                   std::string detail, LogFields fields);
   // Server's, for the control socket too (agent_attach.cpp).
   // `counted_as`: AgentIdentity::counted_as (the agent's IPv4 address, for its IPv6 one).
   void register_agent(const boost::asio::ip::address& addr, std::string agent, std::string profile,
@@ -116,7 +121,7 @@ struct ProxyRuntime {
   RateLimitedLog refused_log;
   RateLimitedLog accept_error_log;
   RateLimitedLog foreign_source_log;  // client_identity.hpp
-  static constexpr std::chrono::milliseconds kAcceptPause{100};
+  AgentLogLimit agent_log_limit;
   Counters counters;
   std::unique_ptr<audit::Writer> writer;
   std::unique_ptr<Inspector> inspector;  // with --ca-dir: TLS inspection
@@ -167,6 +172,8 @@ struct ProxyRuntime {
 
  private:
   void accept_loop(Worker& w, std::shared_ptr<boost::asio::ip::tcp::acceptor> acc, ListenerKind kind);
+  // One accepted connection of a proxy listener: its client slot, then its session.
+  void take_connection(Worker& w, boost::asio::ip::tcp::socket s, ListenerKind kind);
 };
 
 }  // namespace netbox::proxy

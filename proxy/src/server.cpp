@@ -5,6 +5,7 @@
 
 #include "inspector.hpp"
 
+#include "accept_loop.hpp"
 #include "control_socket.hpp"
 #include "fd_limit.hpp"
 #include "http_session.hpp"
@@ -112,6 +113,7 @@ ProxyRuntime::ProxyRuntime(ProxyOptions opts)
   wo.synchronous_full = options.audit_sync;
   wo.queue_capacity = options.audit_queue;
   wo.held_while_failing = options.audit_hold;
+  wo.queue_overflow = options.audit_overflow;
   wo.shutdown_grace = options.audit_shutdown_wait;
   wo.retention = options.audit_retention;
   wo.fold_refusals = options.audit_fold_refusals;
@@ -134,6 +136,24 @@ void ProxyRuntime::event(std::string kind, std::string message, std::string deta
   audit::Event e;
   e.ts = audit::Clock::now();
   e.kind = std::move(kind);
+  e.message = std::move(message);
+  e.detail = std::move(detail);
+  writer->event(std::move(e));
+}
+
+void ProxyRuntime::agent_event(std::string kind, const std::string& agent, std::string particulars,
+                               std::string message, std::string detail, LogFields fields) {
+  const auto held_back = agent_log_limit.admit(agent, kind + '\0' + particulars, std::chrono::steady_clock::now());
+  if (held_back) {
+    std::vector<LogField> line(fields.begin(), fields.end());
+    if (*held_back > 0) line.emplace_back("held_back", *held_back);
+    log.write(LogLevel::warn, kind, line);  // what an agent did wrong: a warning, as a refusal
+  }
+  audit::Event e;
+  e.ts = audit::Clock::now();
+  e.kind = std::move(kind);
+  e.agent = agent;
+  e.fold_key = std::move(particulars);
   e.message = std::move(message);
   e.detail = std::move(detail);
   writer->event(std::move(e));
@@ -244,41 +264,34 @@ std::vector<tcp::endpoint> ProxyRuntime::local_endpoints() const {
 }
 
 void ProxyRuntime::accept_loop(Worker& w, std::shared_ptr<tcp::acceptor> acc, ListenerKind kind) {
-  acc->async_accept([this, &w, acc, kind](boost::system::error_code ec, tcp::socket s) {
-    if (ec == asio::error::operation_aborted || !acc->is_open()) return;
-    if (!ec) {
-      boost::system::error_code peer_ec;
-      const auto peer = s.remote_endpoint(peer_ec);
-      auto slot = client_slots->acquire(agents.lookup(peer.address()).slot_address(peer.address()));
-      if (!slot.slot) {
-        counters.client_connections_refused.fetch_add(1);
-        if (refused_log.note())
-          log.write("connection_refused", {{"client", ep_text(peer)},
-                                           {"reason", slot.reason},
-                                           {"count", refused_log.take()}});
-        refuse_connection(s, slot.reason, kind);
-        return accept_loop(w, acc, kind);
-      }
-      boost::system::error_code ignored;
-      s.set_option(asio::ip::tcp::no_delay(true), ignored);  // see dialer.cpp: Nagle + delayed ACK
-      if (kind == ListenerKind::socks)
-        std::make_shared<SocksSession>(*this, w, std::move(s), std::move(slot.slot))->start();
-      else
-        std::make_shared<ClientSession>(*this, w, std::move(s), std::move(slot.slot))->start();
-      return accept_loop(w, acc, kind);
-    }
-    if (ec == asio::error::connection_aborted) return accept_loop(w, acc, kind);  // the peer left first
-    // Out of descriptors (or memory): the pending connection stays queued and the socket
-    // stays readable, so retrying at once would spin. Pause, and log once a second at most.
-    counters.accept_errors.fetch_add(1);
-    if (accept_error_log.note())
-      log.write("accept_error", {{"error", ec.message()}, {"count", accept_error_log.take()},
-                                 {"pause_ms", kAcceptPause.count()}});
-    auto pause = std::make_shared<asio::steady_timer>(w.ioc, kAcceptPause);
-    pause->async_wait([this, &w, acc, pause, kind](boost::system::error_code) {
-      if (acc->is_open()) accept_loop(w, acc, kind);
-    });
-  });
+  tcp::acceptor& a = *acc;
+  accept_with_backoff(*this, a, kind == ListenerKind::socks ? "socks5" : "http", std::move(acc),
+                      [this, &w, kind](tcp::socket s) { take_connection(w, std::move(s), kind); });
+}
+
+void ProxyRuntime::take_connection(Worker& w, tcp::socket s, ListenerKind kind) {
+  boost::system::error_code peer_ec;
+  const auto peer = s.remote_endpoint(peer_ec);
+  auto slot = client_slots->acquire(agents.lookup(peer.address()).slot_address(peer.address()));
+  if (!slot.slot) {
+    counters.client_connections_refused.fetch_add(1);
+    if (refused_log.note())
+      log.write("connection_refused", {{"client", ep_text(peer)}, {"reason", slot.reason}, {"count", refused_log.take()}});
+    return refuse_connection(s, slot.reason, kind);
+  }
+  boost::system::error_code ignored;
+  s.set_option(asio::ip::tcp::no_delay(true), ignored);  // see dialer.cpp: Nagle + delayed ACK
+  if (kind == ListenerKind::socks)
+    std::make_shared<SocksSession>(*this, w, std::move(s), std::move(slot.slot))->start();
+  else
+    std::make_shared<ClientSession>(*this, w, std::move(s), std::move(slot.slot))->start();
+}
+
+void note_accept_error(ProxyRuntime& rt, std::string_view listener, const boost::system::error_code& ec) {
+  rt.counters.accept_errors.fetch_add(1);
+  if (rt.accept_error_log.note())
+    rt.log.write("accept_error", {{"listener", listener}, {"error", ec.message()}, {"count", rt.accept_error_log.take()},
+                                  {"pause_ms", kAcceptPause.count()}});
 }
 
 void ProxyRuntime::protect(const tcp::endpoint& ep) {

@@ -2,6 +2,7 @@
 
 #include "admission_steps.hpp"
 #include "client_identity.hpp"
+#include "audit_room.hpp"
 #include "http_session.hpp"
 #include "inspected_tunnel.hpp"
 #include "request_rules.hpp"
@@ -169,11 +170,8 @@ void SocksSession::take_request(socks::Request r) {
   port_ = r.port;
   exchange_.host(host_.name);
   // Back pressure, as on the HTTP listener: the row waits for room, and so does the agent.
-  if (!impl_.writer->has_room())
-    return impl_.writer->when_room([self = shared_from_this(), ex = stream_.get_executor()] {
-      asio::post(ex, [self] { self->admit(); });
-    });
-  admit();
+  if (audit_room_or_wait(*impl_.writer, stream_.get_executor(), [self = shared_from_this()] { self->admit(); }))
+    admit();
 }
 
 void SocksSession::admit() {

@@ -8,6 +8,8 @@
 
 #include "netbox/policy/decide_request.hpp"
 
+#include "accept_loop.hpp"
+#include "audit_room.hpp"
 #include "admission_steps.hpp"
 #include "client_identity.hpp"
 #include "denial.hpp"
@@ -69,6 +71,9 @@ TransparentSession::~TransparentSession() {
 }
 
 void TransparentSession::start() {
+  // Back pressure, as on every door: the connection's row waits for room, and so does the agent.
+  if (!audit_room_or_wait(*rt_.writer, client_.get_executor(), [self = shared_from_this()] { self->start(); }))
+    return;
   boost::system::error_code ec;
   const auto peer = client_.remote_endpoint(ec);
   if (ec) return reset();
@@ -277,25 +282,20 @@ void TransparentListener::stop() {
 }
 
 void TransparentListener::accept() {
-  acceptor_.async_accept([self = shared_from_this()](boost::system::error_code ec, tcp::socket s) {
-    if (ec == asio::error::operation_aborted || !self->acceptor_.is_open()) return;
-    if (!ec) {
-      boost::system::error_code peer_ec;
-      const auto peer = s.remote_endpoint(peer_ec);
-      auto slot =
-          self->rt_.client_slots->acquire(self->rt_.agents.lookup(peer.address()).slot_address(peer.address()));
-      if (peer_ec || !slot.slot) {
-        self->rt_.counters.client_connections_refused.fetch_add(1);
-        boost::system::error_code ignored;
-        s.set_option(asio::socket_base::linger(true, 0), ignored);
-        s.close(ignored);
-      } else {
-        boost::system::error_code ignored;
-        s.set_option(tcp::no_delay(true), ignored);
-        self->hand_over(std::move(s), std::move(slot.slot));
-      }
+  accept_with_backoff(rt_, acceptor_, "capture", shared_from_this(), [this](tcp::socket s) {
+    boost::system::error_code peer_ec;
+    const auto peer = s.remote_endpoint(peer_ec);
+    auto slot = rt_.client_slots->acquire(rt_.agents.lookup(peer.address()).slot_address(peer.address()));
+    if (peer_ec || !slot.slot) {
+      rt_.counters.client_connections_refused.fetch_add(1);
+      boost::system::error_code ignored;
+      s.set_option(asio::socket_base::linger(true, 0), ignored);
+      s.close(ignored);
+      return;
     }
-    self->accept();
+    boost::system::error_code ignored;
+    s.set_option(tcp::no_delay(true), ignored);
+    hand_over(std::move(s), std::move(slot.slot));
   });
 }
 

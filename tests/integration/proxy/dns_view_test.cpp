@@ -3,6 +3,9 @@
 // proxy's own resolver a real dnsmasq that logs every query it is asked.
 #include "proxy_fixture.hpp"
 #include "support/dnsmasq.hpp"
+#include "support/sqlite_query.hpp"
+
+#include "netbox/audit/writer.hpp"
 
 #include "netbox/tls/certificate_authority.hpp"
 
@@ -17,6 +20,7 @@
 #include <gmock/gmock.h>
 
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <random>
@@ -207,7 +211,9 @@ TEST_F(DnsViewTest, DeniedNameIsNxdomainWithOneRowPerMinute) {
   EXPECT_EQ(ask_tcp(query("not-listed.test", 28)).rcode, 3);
   server->detach_agent(*attached, {});
   auto rows = dns_rows();
-  ASSERT_EQ(rows.size(), 2u);
+  ASSERT_EQ(rows.size(), 3u);  // the repeats of a.evil.test are counted in a summary row
+  EXPECT_EQ(rows[2].host, "*");
+  EXPECT_THAT(rows[2].reason, ::testing::HasSubstr("2 more refused DNS queries"));
   EXPECT_EQ(rows[0].host, "a.evil.test");
   EXPECT_EQ(rows[0].agent, "dns-agent");
   EXPECT_EQ(rows[0].decision, "deny");
@@ -261,6 +267,97 @@ TEST_F(DnsViewTest, TunnellingThroughQueryNamesLeavesNothingAndBoundedRows) {
   EXPECT_EQ(rows.back().host, "*");
   EXPECT_THAT(rows.back().reason, ::testing::HasSubstr("968 more refused DNS queries"));
 }
+// Issue 22 item 9: the summary row stood for the refusals it counted in words only
+// (`count` 1), and repeats of a name were counted nowhere: 150 refused names gave 33 rows
+// whose SUM(count) was 33. SUM(count) is every refused query, repeats included.
+TEST_F(DnsViewTest, EveryRefusedQueryIsCountedInTheRows) {
+  start(kPolicy);
+  for (int i = 0; i < 150; ++i)
+    EXPECT_EQ(ask_udp(query("n" + std::to_string(i) + ".evil.test", 1, static_cast<std::uint16_t>(i))).rcode, 3);
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(ask_tcp(query("n0.evil.test", 1)).rcode, 3);  // repeats of a written name
+  server->detach_agent(*attached, {});
+  server->audit().flush();
+  EXPECT_EQ(query_column(db_path, "SELECT SUM(count) FROM requests WHERE kind = 'dns'"),
+            std::vector<std::string>{"160"});
+  EXPECT_LE(std::stoi(query_column(db_path, "SELECT COUNT(*) FROM requests WHERE kind = 'dns'").at(0)), 33);
+  EXPECT_EQ(query_column(db_path, "SELECT count FROM requests WHERE kind = 'dns' AND host = '*'"),
+            std::vector<std::string>{"128"});
+}
+
+// Issue 22: the DNS view wrote its rows without waiting when the audit writer's queue was
+// full (relying on the overflow refusal), so a row past the overflow was lost. Now it reads
+// no further query until the writer has room, as every door does.
+TEST_F(DnsViewTest, AFullAuditQueueHoldsQueriesBackAndLosesNoRow) {
+  configure = [](proxy::ProxyOptions& o) {
+    o.audit_queue = 4;
+    o.audit_overflow = 1;  // a view ignoring back pressure overruns it at once
+    o.audit_fold_refusals = false;
+  };
+  start(kPolicy);
+  server->audit().flush();
+  // Another process holds the store's write lock: the writer's commit waits and the queue stays full.
+  StoreWriteLock lock(db_path);
+  ASSERT_TRUE(lock.held());
+  constexpr int kNames = 20;
+  std::atomic<int> nxdomain{0};
+  std::thread agent([&] {
+    for (int i = 0; i < kNames; ++i)
+      nxdomain += ask_udp(query("b" + std::to_string(i) + ".evil.test", 1, static_cast<std::uint16_t>(i))).rcode == 3;
+  });
+  const bool waited = eventually_true([&] {
+    const auto st = server->audit().stats();
+    return st.room_waits > 0 || st.rejected > 0;
+  });
+  lock.release();
+  agent.join();
+  EXPECT_TRUE(waited) << "the queue never filled: the test did not test back pressure";
+  EXPECT_EQ(nxdomain.load(), kNames);
+  server->detach_agent(*attached, {});
+  server->audit().flush();
+  EXPECT_EQ(server->audit().stats().rejected, 0u) << "a row went past the queue";
+  EXPECT_EQ(query_column(db_path, "SELECT SUM(count) FROM requests WHERE kind = 'dns'"),
+            std::vector<std::string>{std::to_string(kNames)});
+}
+
+// The capture door too: each captured connection makes a row (here a refusal: loopback has
+// no original destination), and with the writer's queue full the next one is not read
+// until there is room; before, its row went past the queue and was lost past the overflow.
+TEST_F(DnsViewTest, AFullAuditQueueHoldsCapturedConnectionsBackAndLosesNoRow) {
+  configure = [](proxy::ProxyOptions& o) {
+    o.audit_queue = 4;
+    o.audit_overflow = 1;
+    o.audit_fold_refusals = false;  // every refusal needs a queue slot
+  };
+  start(kPolicy);
+  ASSERT_TRUE(attached->transparent);
+  server->audit().flush();
+  StoreWriteLock lock(db_path);
+  ASSERT_TRUE(lock.held());
+  constexpr int kConnections = 20;
+  std::vector<int> held;
+  for (int i = 0; i < kConnections; ++i) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    auto me = sin(kAgent, 0);
+    auto to = sin(kHost, attached->transparent->port());
+    ::bind(fd, reinterpret_cast<sockaddr*>(&me), sizeof me);
+    ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to), 0) << i;
+    held.push_back(fd);
+  }
+  const bool waited = eventually_true([&] {
+    const auto st = server->audit().stats();
+    return st.room_waits > 0 || st.rejected > 0;
+  });
+  lock.release();
+  EXPECT_TRUE(waited) << "the queue never filled: the test did not test back pressure";
+  EXPECT_TRUE(eventually_true([&] {
+    server->audit().flush();
+    return query_column(db_path, "SELECT COALESCE(SUM(count), 0) FROM requests WHERE kind = 'transparent'") ==
+           std::vector<std::string>{std::to_string(kConnections)};
+  })) << "rows lost";
+  EXPECT_EQ(server->audit().stats().rejected, 0u) << "a row went past the queue";
+  for (int fd : held) ::close(fd);
+}
+
 // With an IPv6 link (AgentAttachment::ipv6), AAAA comes from the agent's IPv6 pool, denied
 // names stay NXDOMAIN, and IPv6 pools are checked like IPv4 ones: inside the IPv6
 // synthetic range, never overlapping another agent's.

@@ -5,8 +5,13 @@
 // - With the caps set above what the descriptors allow, accept fails with EMFILE: the
 //   proxy pauses accepting instead of spinning, logs once a second at most, and answers
 //   again once descriptors are free.
+// - The same on every other listener (issue 22): the capture listener and the DNS view's
+//   TCP port spun, and the control socket stopped accepting for good; all share the HTTP
+//   listener's loop now (accept_loop.hpp).
+#include "control_client.hpp"
 #include "low_fd_proxy.hpp"
 
+#include "netbox/proxy/endpoint.hpp"
 #include "support/background_process.hpp"
 #include "support/process.hpp"
 #include "support/proxy_client.hpp"
@@ -17,7 +22,9 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -153,6 +160,145 @@ TEST(FdExhaustion, OutOfDescriptorsTheProxyPausesAcceptingInsteadOfSpinning) {
   // Once descriptors are free again, the proxy answers.
   for (int fd : hostile) ::close(fd);
   EXPECT_TRUE(eventually([&] { return proxy_get(port, url).status == 200; })) << proxy.log().substr(0, 4000);
+  EXPECT_TRUE(proxy.running());
+}
+
+
+// Loopback addresses of this test process alone: the host side of the agent's link (its
+// DNS view and capture listener) and the agent.
+std::string loopback(unsigned which) {
+  unsigned n = static_cast<unsigned>(::getpid());
+  const unsigned last = n % 254 + 1;
+  n /= 254;
+  const unsigned third = n % 256;
+  n /= 256;
+  return "127." + std::to_string(43 + (n % 50) * 4 + which) + "." + std::to_string(third) + "." + std::to_string(last);
+}
+
+// A TCP connection from `source` to `to` (10 s receive timeout); -1 if it cannot be made.
+int connect_tcp(const std::string& source, const boost::asio::ip::tcp::endpoint& to) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in src{}, dst{};
+  src.sin_family = dst.sin_family = AF_INET;
+  ::inet_pton(AF_INET, source.c_str(), &src.sin_addr);
+  ::inet_pton(AF_INET, to.address().to_string().c_str(), &dst.sin_addr);
+  dst.sin_port = htons(to.port());
+  timeval tv{10, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&src), sizeof src) != 0 ||
+      ::connect(fd, reinterpret_cast<sockaddr*>(&dst), sizeof dst) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// A connection to the control socket (10 s receive timeout): it completes in the backlog.
+int connect_control(const std::filesystem::path& path) {
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  std::snprintf(a.sun_path, sizeof a.sun_path, "%s", path.c_str());
+  timeval tv{10, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// One line written, one line read back (empty: no answer within 10 s).
+std::string exchange_line(int fd, const std::string& line) {
+  const std::string out = line + "\n";
+  if (::send(fd, out.data(), out.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(out.size())) return {};
+  std::string got;
+  char c;
+  while (::recv(fd, &c, 1, 0) == 1 && c != '\n') got += c;
+  return got;
+}
+
+// A DNS query over TCP on an open connection; the answer's rcode, -1 when none came.
+int dns_over_tcp(int fd, const std::string& name) {
+  std::vector<std::uint8_t> q{0x12, 0x34, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0};
+  for (std::size_t start = 0; start <= name.size();) {
+    const auto dot = std::min(name.find('.', start), name.size());
+    q.push_back(static_cast<std::uint8_t>(dot - start));
+    q.insert(q.end(), name.begin() + static_cast<std::ptrdiff_t>(start), name.begin() + static_cast<std::ptrdiff_t>(dot));
+    start = dot + 1;
+  }
+  q.insert(q.end(), {0, 0, 1, 0, 1});
+  std::vector<std::uint8_t> out{0, static_cast<std::uint8_t>(q.size())};
+  out.insert(out.end(), q.begin(), q.end());
+  if (::send(fd, out.data(), out.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(out.size())) return -1;
+  std::uint8_t len[2];
+  if (::recv(fd, len, 2, MSG_WAITALL) != 2) return -1;
+  std::vector<std::uint8_t> m((len[0] << 8) | len[1]);
+  if (m.size() < 4 || ::recv(fd, m.data(), m.size(), MSG_WAITALL) != static_cast<ssize_t>(m.size())) return -1;
+  return m[3] & 0xf;  // the flags' low nibble
+}
+
+TEST(FdExhaustion, OutOfDescriptorsTheCaptureDnsAndControlListenersPauseAndAcceptAgain) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "a sanitized proxy cannot run out of descriptors: UBSan needs a pipe to check types";
+#endif
+  TempDir dir;
+  UpstreamServer upstream;
+  const auto port = free_port();
+  const auto control = dir.path() / "control.sock";
+  const std::string host = loopback(0), agent = loopback(1);
+  BackgroundProcess proxy(
+      with_fd_limit(128, proxy_command(dir.write("policy.json", policy_json(upstream.port())), port,
+                                       dir.path() / "audit.db",
+                                       {"--control", control.string(), "--max-client-connections", "100000",
+                                        "--max-client-connections-per-agent", "100000"})),
+      dir.path() / "proxy.log");
+  ASSERT_TRUE(wait_for_port(port)) << proxy.log();
+  ASSERT_TRUE(eventually([&] { return std::filesystem::exists(control); })) << proxy.log();
+  // An agent with a DNS view (TCP port 53 on its host address) and a capture listener; the
+  // registration lasts as long as this connection.
+  ControlClient launcher(control.string());
+  const auto reply = launcher.call({{"op", "register"}, {"addr", agent}, {"agent", "exhausted"},
+                                    {"listen", host + ":0"}, {"dns_pool", "198.18.0.0/22"}});
+  ASSERT_EQ(reply["ok"], true) << reply.dump() << proxy.log();
+  const auto capture = proxy::parse_endpoint(reply["capture"].get<std::string>());
+  const boost::asio::ip::tcp::endpoint dns(boost::asio::ip::make_address(host), 53);
+
+  // Hostile clients hold every descriptor the proxy has.
+  std::vector<int> hostile;
+  for (int i = 0; i < 250; ++i) {
+    const int fd = connect_from("127.0.0.1", port);
+    ASSERT_GE(fd, 0) << "connect " << i;
+    hostile.push_back(fd);
+  }
+  ASSERT_TRUE(eventually([&] { return proxy.log().find("accept_error") != std::string::npos; }))
+      << "the proxy never ran out of descriptors (" << open_fds(proxy.pid()) << " open)\n" << proxy.log();
+  // A connection waits on each of the other listeners: their accepts fail too.
+  const int captured = connect_tcp(agent, capture);
+  const int dns_client = connect_tcp(agent, dns);
+  const int control_client = connect_control(control);
+  ASSERT_GE(captured, 0);
+  ASSERT_GE(dns_client, 0);
+  ASSERT_GE(control_client, 0);
+
+  // While descriptors stay exhausted, no accept loop spins: measure one second.
+  std::this_thread::sleep_for(500ms);
+  const auto cpu0 = cpu_time(proxy.pid());
+  std::this_thread::sleep_for(1s);
+  const auto cpu = cpu_time(proxy.pid()) - cpu0;
+  EXPECT_LT(cpu, 400ms) << "the proxy used " << cpu.count() << " ms of CPU in one second while out of descriptors";
+
+  // Descriptors free again: every listener accepts what waited, and new connections.
+  for (int fd : hostile) ::close(fd);
+  EXPECT_NE(exchange_line(control_client, R"({"op":"ping"})"), "") << "the control socket stopped accepting";
+  const int fresh_control = connect_control(control);
+  EXPECT_NE(exchange_line(fresh_control, R"({"op":"ping"})"), "") << proxy.log().substr(0, 4000);
+  EXPECT_EQ(dns_over_tcp(dns_client, "upstream.test"), 0) << "the DNS view's TCP port stopped accepting";
+  // The captured connection (no original destination on loopback) is accepted and reset.
+  char c;
+  EXPECT_FALSE(::recv(captured, &c, 1, 0) < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+      << "the capture listener never accepted the waiting connection";
+  for (int fd : {captured, dns_client, control_client, fresh_control}) ::close(fd);
   EXPECT_TRUE(proxy.running());
 }
 

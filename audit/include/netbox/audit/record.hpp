@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 
 namespace netbox::audit {
 
@@ -72,10 +73,22 @@ struct AgentExit {
 
 // One row of `events`: policy loads and reload failures, audit-store errors, launcher events.
 struct Event {
+  Event() = default;
+  // netbox's own event (no agent): the four columns it always had.
+  Event(Clock::time_point t, std::string k, std::string m, std::string d = {})
+      : ts(t), kind(std::move(k)), message(std::move(m)), detail(std::move(d)) {}
+
   Clock::time_point ts{};
   std::string kind;     // "policy_load", "policy_reload_failed", "audit_error", "audit_recovered", "launch", ...
   std::string message;
   std::string detail;   // optional JSON
+  // An event an agent caused (exfiltration_attempt): its name. Such events are folded per
+  // agent, kind and fold_key and minute into counted rows (WriterOptions::fold_events);
+  // empty: netbox's own event, always a row of its own.
+  std::string agent;
+  std::string fold_key;  // the particulars that make two events of an agent the same
+  // Events this row stands for: 1, or more for a row into which the writer folded repeats.
+  std::uint64_t count = 1;
 };
 
 }  // namespace netbox::audit

@@ -15,6 +15,9 @@ inline constexpr std::size_t kMaxStoredHost = 512;
 inline constexpr std::size_t kMaxStoredMethod = 64;
 inline constexpr std::size_t kMaxStoredReason = 1024;  // reason, rule and error
 inline constexpr std::size_t kMaxStoredAgent = 256;    // agent names come from the operator, but still
+// An agent-caused event's detail (JSON): past this, each of its string values is cut to
+// kMaxStoredHost; its message is cut to kMaxStoredReason.
+inline constexpr std::size_t kMaxStoredEventDetail = 2048;
 
 // `text` unchanged if it has at most `limit` bytes; else its first `limit` bytes or fewer
 // (never splitting a UTF-8 sequence) followed by "…[truncated N bytes]", N being the
@@ -24,5 +27,6 @@ std::string capped(std::string text, std::size_t limit);
 // Applies the caps above to every agent-chosen field.
 void cap_agent_text(AuditRecord& record);
 void cap_agent_text(Completion& completion);
+void cap_agent_text(Event& event);
 
 }  // namespace netbox::audit

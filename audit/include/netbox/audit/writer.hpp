@@ -32,6 +32,13 @@ struct WriterOptions {
   bool fold_refusals = true;
   std::uint32_t fold_after = 8;
   std::uint32_t agent_refusal_rows = 256;
+  // Events an agent caused (Event::agent set), folded per agent and minute: past
+  // event_fold_after identical ones (agent, kind, Event::fold_key), one row with `count`
+  // stands for the rest; past agent_event_rows rows of its own, further events of the agent
+  // fold into one row per kind whose detail says "*" for every particular but the agent.
+  bool fold_events = true;
+  std::uint32_t event_fold_after = 1;
+  std::uint32_t agent_event_rows = 32;
   std::size_t max_batch = 4096;                     // rows per transaction at most
   std::chrono::milliseconds flush_interval{50};     // longest a queued row waits to commit
   bool synchronous_full = false;                    // PRAGMA synchronous=FULL instead of NORMAL
@@ -55,6 +62,7 @@ struct WriterStats {
   std::uint64_t unknown_completions = 0;  // complete() for a handle the writer never saw (or completed twice)
   std::string last_error;              // the store's most recent write error, "" if none yet
   std::uint64_t folded = 0;            // refusals accounted for in counted rows instead of their own
+  std::uint64_t events_folded = 0;     // agent-caused events accounted for in counted rows
   std::uint64_t room_waits = 0;        // when_room() calls that had to wait (back pressure)
   std::uint64_t pruned = 0;            // rows removed by retention
 };
@@ -81,7 +89,9 @@ class Writer {
   bool insert_complete(AuditRecord record);
   // Complete a row inserted earlier, once. Never refused: there is one per accepted row.
   bool complete(RowHandle row, Completion completion);
-  bool event(Event event);  // refused only past the overflow
+  // Refused only past the overflow. An event with `agent` set may be folded into a counted
+  // row (WriterOptions::fold_events); its text is capped like a request's.
+  bool event(Event event);
   bool agent_started(AgentRecord agent);  // never refused
   bool agent_exited(AgentExit exit);      // never refused
 

@@ -71,6 +71,9 @@ struct ProxyOptions {
   // waits for a failing store to take them.
   std::size_t audit_queue = 65536;
   std::size_t audit_hold = 16384;
+  // Rows a session that ignored back pressure could queue past audit_queue before insert()
+  // refuses (WriterOptions::queue_overflow). No door ignores it; tests make it small to show so.
+  std::size_t audit_overflow = 16384;
   std::chrono::milliseconds audit_shutdown_wait{10000};
   // Rows older than this are pruned hourly by the writer thread (0: keep everything).
   std::chrono::seconds audit_retention{0};
