@@ -65,14 +65,26 @@ bool DnsRefusalRows::take(const std::string& name, Clock::time_point now) {
     window_start_ = now;
     written_.clear();
   }
-  // A repeat (its row this minute names it already) or a name past the bound: counted in
-  // the summary row, which stands for every refusal that got no row of its own.
-  if (written_.contains(name) || written_.size() >= kRowsPerMinute) {
-    ++suppressed_;
+  // A repeat (its row this minute names it already) is counted for that name; a name past
+  // the bound in the one summary row, which stands for every name that got no row.
+  if (auto it = written_.find(name); it != written_.end()) {
+    ++it->second;
     return false;
   }
-  written_.emplace(name, now);
+  if (written_.size() >= kRowsPerMinute) {
+    ++past_bound_;
+    return false;
+  }
+  written_.emplace(name, 0);
   return true;
+}
+
+DnsRefusalRows::Suppressed DnsRefusalRows::take_suppressed() {
+  Suppressed out;
+  for (auto& [name, repeats] : written_)
+    if (repeats) out.repeats.emplace_back(name, std::exchange(repeats, 0));
+  out.past_bound = std::exchange(past_bound_, 0);
+  return out;
 }
 
 // One TCP client (RFC 7766): two-byte length, message, answer; until idle or closed.
@@ -186,7 +198,7 @@ void DnsView::start() {
 void DnsView::stop() {
   {
     std::lock_guard lock(mu_);
-    if (auto n = rows_.take_suppressed()) write_summary(who(), n);
+    if (auto n = rows_.take_suppressed(); !n.empty()) write_summary(who(), n);
   }
   // On the view's own thread (the control socket's too) at once, so port 53 is free for
   // a registration that follows in the same handler; from elsewhere, posted there.
@@ -276,7 +288,7 @@ std::vector<std::uint8_t> DnsView::answer(std::span<const std::uint8_t> message,
   if (d.verdict != policy::Verdict::allow) {
     std::lock_guard lock(mu_);
     if (rows_.window_over(now))
-      if (auto n = rows_.take_suppressed()) write_summary(identity, n);
+      if (auto n = rows_.take_suppressed(); !n.empty()) write_summary(identity, n);
     if (rows_.take(q.name, now)) write_row(identity, peer, q, decision, d.rule, d.reason);
   }
   if (d.verdict == policy::Verdict::deny) return dns::empty_answer(q, dns::Rcode::nxdomain);
@@ -315,20 +327,28 @@ void DnsView::write_row(const AgentIdentity& who, const std::string& peer, const
   rt_.log.write(LogLevel::warn, "dns_refused", {{"agent", r.agent}, {"host", r.host}, {"rule", r.rule}, {"reason", r.reason}});
 }
 
-void DnsView::write_summary(const AgentIdentity& who, std::uint64_t n) {
-  audit::AuditRecord r;
-  r.ts = audit::Clock::now();
-  r.agent = who.agent;
-  r.kind = "dns";
-  r.host = "*";
-  r.port = kDnsPort;
-  r.decision = "deny";
-  r.count = n;  // SUM(count) is every refused query, as for requests
-  r.reason = std::to_string(n) + " more refused DNS queries of this agent in the minute before (names already " +
-             "written this minute, or past " + std::to_string(DnsRefusalRows::kRowsPerMinute) +
-             " names a minute) were counted, not written one by one";
-  r.duration_ms = 0;
-  rt_.writer->insert_complete(r);
+void DnsView::write_summary(const AgentIdentity& who, const DnsRefusalRows::Suppressed& suppressed) {
+  auto summary = [&](const std::string& host, std::uint64_t n, std::string reason) {
+    audit::AuditRecord r;
+    r.ts = audit::Clock::now();
+    r.agent = who.agent;
+    r.kind = "dns";
+    r.host = host;
+    r.port = kDnsPort;
+    r.decision = "deny";
+    r.count = n;  // SUM(count) is every refused query, as for requests
+    r.reason = std::move(reason);
+    r.duration_ms = 0;
+    rt_.writer->insert_complete(r);
+  };
+  for (const auto& [name, n] : suppressed.repeats)
+    summary(name, n, std::to_string(n) + " more refused DNS queries of this name in the minute of its first row " +
+                         "(other record types, retries) were counted here, not written one by one");
+  if (suppressed.past_bound)
+    summary("*", suppressed.past_bound,
+            std::to_string(suppressed.past_bound) + " more refused DNS queries of this agent in the minute before, " +
+                "for names past " + std::to_string(DnsRefusalRows::kRowsPerMinute) +
+                " a minute, were counted, not written one by one");
 }
 
 dns::SyntheticPool* DnsView::pool_of(const ip::address& a) {

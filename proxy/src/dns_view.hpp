@@ -35,17 +35,25 @@ class DnsRefusalRows {
  public:
   static constexpr std::size_t kRowsPerMinute = 32;
   using Clock = std::chrono::steady_clock;
+  // What was refused without a row of its own since the last summary: the repeats of each
+  // name that has a row this minute (so that SUM(count) per host is exact), and the
+  // refusals of names past the bound (one row, host "*").
+  struct Suppressed {
+    std::vector<std::pair<std::string, std::uint64_t>> repeats;
+    std::uint64_t past_bound = 0;
+    bool empty() const { return repeats.empty() && past_bound == 0; }
+  };
   // Whether a refusal of `name` now gets its own row.
   bool take(const std::string& name, Clock::time_point now);
-  // Refusals not written one by one since the last summary; resets the tally.
-  std::uint64_t take_suppressed() { return std::exchange(suppressed_, 0); }
+  // The refusals counted, not written, since the last call; resets the tally.
+  Suppressed take_suppressed();
   // The minute changed since the last call (a summary is due if anything was suppressed).
   bool window_over(Clock::time_point now) const { return now - window_start_ >= std::chrono::minutes(1); }
 
  private:
   Clock::time_point window_start_{};
-  std::unordered_map<std::string, Clock::time_point> written_;  // names with a row this window
-  std::uint64_t suppressed_ = 0;
+  std::unordered_map<std::string, std::uint64_t> written_;  // names with a row this window -> repeats since
+  std::uint64_t past_bound_ = 0;
 };
 
 class DnsView : public std::enable_shared_from_this<DnsView> {
@@ -86,7 +94,7 @@ class DnsView : public std::enable_shared_from_this<DnsView> {
   void refuse_foreign(const boost::asio::ip::address& peer, std::uint16_t port);
   void write_row(const AgentIdentity& who, const std::string& peer, const dns::Query& q, const std::string& decision,
                  const std::string& rule, const std::string& reason);
-  void write_summary(const AgentIdentity& who, std::uint64_t n);
+  void write_summary(const AgentIdentity& who, const DnsRefusalRows::Suppressed& suppressed);
   // The pool `a` belongs to by family (under mu_); null: none of that family.
   dns::SyntheticPool* pool_of(const boost::asio::ip::address& a);
 

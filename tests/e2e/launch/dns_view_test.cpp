@@ -24,10 +24,14 @@ TEST(LaunchDnsView, AllowedNameResolvesToASyntheticAddressDeniedNameFailsWithARo
   EXPECT_THAT(r.out, ::testing::ContainsRegex("(198\\.1[89]\\.[0-9]+\\.[0-9]+|2001:2:[0-9a-f:]+) +allowed\\.test"));
   EXPECT_THAT(r.out, HasSubstr("allowed=0"));
   EXPECT_THAT(r.out, HasSubstr("denied=2"));  // getent: not found
-  const auto rows = query(db, "SELECT kind, host, decision, reason FROM requests WHERE kind = 'dns'");
-  ASSERT_EQ(rows.size(), 1u);
-  EXPECT_EQ(rows[0][1], "denied.test");
-  EXPECT_EQ(rows[0][2], "deny");
+  // One row for the name, and one counting its repeats (getent asks A and AAAA).
+  const auto rows = query(db, "SELECT kind, host, decision, reason FROM requests WHERE kind = 'dns' ORDER BY id");
+  ASSERT_GE(rows.size(), 1u);
+  ASSERT_LE(rows.size(), 2u);
+  for (const auto& row : rows) {
+    EXPECT_EQ(row[1], "denied.test");
+    EXPECT_EQ(row[2], "deny");
+  }
   EXPECT_THAT(rows[0][3], HasSubstr("not in allow"));
   EXPECT_THAT(r.err, HasSubstr("dns_refused"));  // the person at the terminal sees it too
   expect_nothing_left(subnet);

@@ -49,8 +49,11 @@ TEST(LaunchSharedTransparent, ARunningProxyAnswersDnsAndCapturesWithNoProxyVaria
   EXPECT_THAT(r.out, HasSubstr("denied=2"));  // getent: not found (NXDOMAIN)
   EXPECT_THAT(r.out, HasSubstr("nameserver " + subnet.addr_prefix + "1"));  // the shared proxy, on the veth
   EXPECT_EQ(proxy.stop(), 0) << proxy.err();
-  const auto rows = query(proxy.store(), "SELECT kind, host, decision, agent FROM requests ORDER BY id");
-  // The captured connection's row, then its one plain-HTTP request's, then the refused name.
+  auto rows = query(proxy.store(), "SELECT kind, host, decision, agent FROM requests ORDER BY id");
+  // The captured connection's row, then its one plain-HTTP request's, then the refused name
+  // (and, when getent asked twice, the row counting the repeat).
+  const std::vector<std::string> refused_name{"dns", "denied.test", "deny", "shared-a"};
+  if (rows.size() == 4 && rows[3] == refused_name) rows.pop_back();
   EXPECT_EQ(rows, (std::vector<std::vector<std::string>>{{"transparent", "allowed.test", "allow", "shared-a"},
                                                           {"transparent", "allowed.test", "allow", "shared-a"},
                                                           {"dns", "denied.test", "deny", "shared-a"}}));

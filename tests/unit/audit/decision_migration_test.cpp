@@ -67,9 +67,10 @@ TEST(AuditDecisions, VersionThreeRowsAreMovedToCapAndErrorWhereTheirStatusTells)
                            ")"),
                 SQLITE_OK)
           << probe.last_error();
-    // Nor had it schema 5's parent_id (its view and index first).
+    // Nor had it schema 5's parent_id (its view and index first), or schema 6's events.count.
     ASSERT_EQ(probe.exec("DROP VIEW inspected_requests; DROP INDEX requests_parent; "
-                         "ALTER TABLE requests DROP COLUMN parent_id"),
+                         "ALTER TABLE requests DROP COLUMN parent_id; DROP INDEX events_kind_ts; "
+                         "ALTER TABLE events DROP COLUMN count"),
               SQLITE_OK)
         << probe.last_error();
     ASSERT_EQ(probe.exec("PRAGMA user_version = 3"), SQLITE_OK);

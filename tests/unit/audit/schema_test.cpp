@@ -65,11 +65,12 @@ TEST(AuditSchema, NewFileGetsEveryTableIndexAndViewInWalMode) {
   EXPECT_EQ(columns(probe, "agents"),
             (std::set<std::string>{"id", "name", "pid", "command_line", "policy_digest", "address", "started",
                                    "ended", "exit_status", "resource_usage", "sandbox"}));
-  EXPECT_EQ(columns(probe, "events"), (std::set<std::string>{"id", "ts", "kind", "message", "detail"}));
+  EXPECT_EQ(columns(probe, "events"), (std::set<std::string>{"id", "ts", "kind", "message", "detail", "count"}));
   const auto views = names(probe, "view");
   EXPECT_EQ(views, (std::set<std::string>{"denied_by_host", "agent_activity", "hourly_traffic", "inspected_requests"}));
   const auto indexes = names(probe, "index");
-  for (const char* index : {"requests_ts", "requests_agent_ts", "requests_decision_ts", "requests_host", "requests_parent"})
+  for (const char* index :
+       {"requests_ts", "requests_agent_ts", "requests_decision_ts", "requests_host", "requests_parent", "events_kind_ts"})
     EXPECT_TRUE(indexes.contains(index)) << index;
 }
 
