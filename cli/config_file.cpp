@@ -1,5 +1,7 @@
 #include "config_file.hpp"
 
+#include "netbox/policy/trusted_file.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <fcntl.h>
@@ -44,16 +46,12 @@ bool apply_config_file(FlagTable& flags, const std::string& path, bool required)
     if (!required && (errno == ENOENT || (errno == EACCES && ::geteuid() != 0))) return false;
     throw UsageError(path + ": cannot open: " + std::strerror(errno));
   }
-  struct stat st {};
-  if (::fstat(file.fd, &st) != 0) throw UsageError(path + ": cannot stat: " + std::strerror(errno));
-  if (!S_ISREG(st.st_mode)) throw UsageError(path + ": not a regular file");
+  // Run as root, the file must be root's and writable by no one else (its folder too).
   if (::geteuid() == 0) {
-    if (st.st_uid != 0)
-      throw UsageError(path + ": owned by uid " + std::to_string(st.st_uid) +
-                       ", not root; whoever may write it decides what the proxy lets through (chown root)");
-    if (st.st_mode & (S_IWGRP | S_IWOTH))
-      throw UsageError(path + ": group- or world-writable; whoever may write it decides what the proxy lets "
-                              "through (chmod go-w)");
+    const policy::FileTrust trust{.owners = {0},
+                                  .own_group_may_write = false,
+                                  .why = "whoever may write it decides what the proxy lets through"};
+    if (auto problem = policy::untrusted_because(file.fd, path, trust)) throw UsageError(path + ": " + *problem);
   }
   // A key given twice would silently take its last value: the first one is refused.
   std::vector<std::set<std::string>> keys;  // the keys seen in each object being read

@@ -51,6 +51,7 @@ struct ProxyArgs {
   std::string metrics_agent_label = "profile";
   std::string admin;             // ADDR:PORT of the admin endpoint; empty: off
   std::string admin_token_file;
+  bool admin_insecure = false;   // serve the admin endpoint without a token, on purpose
   bool audit_sync = false;
   std::string ca_dir;       // TLS inspection: the netbox CA; empty: no inspection
   std::string upstream_ca;  // an extra trust anchor for inspected upstreams
@@ -118,6 +119,18 @@ proxy::ProxyOptions to_options(const ProxyArgs& a, const FlagTable& flags) {
                                                             : proxy::MetricsAgentLabel::profile;
   if (a.admin.empty() && !a.admin_token_file.empty())
     throw UsageError(flags.source("--admin-token-file") + " needs --admin ADDR:PORT");
+  if (a.admin.empty() && a.admin_insecure) throw UsageError(flags.source("--admin-insecure") + " needs --admin ADDR:PORT");
+  if (!a.admin_token_file.empty() && a.admin_insecure)
+    throw UsageError(flags.source("--admin-insecure") + " and " + flags.source("--admin-token-file") +
+                     " contradict each other; give one");
+  // The API serves the whole audit (hosts, agents, paths) and /metrics the agents' names
+  // and hosts, while the store itself is root:netbox 0640: a port any local user reaches
+  // must not hand it out unless asked for in so many words.
+  if (!a.admin.empty() && a.admin_token_file.empty() && !a.admin_insecure)
+    throw UsageError(flags.source("--admin") +
+                     " would serve the audit and the metrics to every local user: give --admin-token-file FILE "
+                     "(first line: the bearer token, mode 0600), or --admin-insecure to serve them to anyone who "
+                     "can reach " + a.admin);
   return o;
 }
 
@@ -245,7 +258,10 @@ void add_proxy_command(CLI::App& app, int& rc) {
   f.option("--admin", a.admin,
            "Admin endpoint ADDR:PORT: /metrics, /healthz, /readyz, /api/*, and the dashboard at / (off by default)");
   f.option("--admin-token-file", a.admin_token_file,
-           "File whose first line is the admin bearer token (mode 0600); probes stay open");
+           "File whose first line is the admin bearer token (mode 0600); probes stay open. --admin needs it "
+           "or --admin-insecure");
+  f.flag("--admin-insecure", a.admin_insecure,
+         "Serve --admin with no token: the audit and metrics to anyone who can reach it (off by default)");
   sub->callback([cmd, &rc] { rc = run_proxy(cmd->args, cmd->flags); });
 }
 

@@ -132,6 +132,17 @@ Decision decide_dns_name(const Profile& profile, const std::string& name) {
   return finish(profile, not_allowed(name));
 }
 
+std::optional<Decision> unlisted_lookup_refused(const Policy& policy, const Profile& profile, const Decision& by_name,
+                                                const std::string& name) {
+  // Only the network branch above lets a name through without a rule.
+  if (by_name.verdict != Verdict::allow || !by_name.rule.empty()) return std::nullopt;
+  if (profile.resolve_unlisted_names || policy.pins.contains(name)) return std::nullopt;
+  return finish(profile, deny("resolve_unlisted_names",
+                              name + " is not in allow by name, and looking it up would send it to a resolver "
+                                     "outside (a network entry allows addresses, not lookups); add the name to "
+                                     "allow, pin it in resolve, or set \"resolve_unlisted_names\": true"));
+}
+
 Decision decide_address(const Profile& profile, const Host& host, uint16_t port,
                         const boost::asio::ip::address& addr) {
   // Strings are built only once the outcome is known: this runs for every connection.

@@ -9,6 +9,10 @@
 #include "load_inspection.hpp"
 #include "load_profile.hpp"
 #include "netbox/policy/host.hpp"
+#include "netbox/policy/trusted_file.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -94,7 +98,7 @@ void read_agents(const detail::LoadContext& ctx, const nlohmann::json& j, const 
       ctx.fail(p, "'anonymous' is reserved for clients without an agent identity; the top-level keys apply to them",
                true);
     ctx.expect_object(value, p);
-    for (const char* top_only : {"version", "resolve", "agents"})
+    for (const char* top_only : {"version", "resolve", "resolve_unlisted_names", "agents"})
       if (value.contains(top_only))
         ctx.fail(detail::child(p, top_only), std::string("'") + top_only + "' is only allowed at the top level", true);
     ctx.check_keys(value, p,
@@ -161,8 +165,8 @@ Policy parse_policy(std::string_view text, const std::string& source_name) {
   // From here on a mistake is recorded and loading goes on, so that every mistake in the
   // file is reported at once; nothing of a file with any mistake is returned.
   ctx.check_keys(doc, "",
-                 {"$schema", "version", "mode", "allow", "deny", "ports", "internal", "resolve", "limits", "sandbox",
-                  "inspect", "rules", "credentials", "agents"});
+                 {"$schema", "version", "mode", "allow", "deny", "ports", "internal", "resolve", "resolve_unlisted_names",
+                  "limits", "sandbox", "inspect", "rules", "credentials", "agents"});
 
   Policy policy;
   policy.source = source_name;
@@ -181,6 +185,11 @@ Policy parse_policy(std::string_view text, const std::string& source_name) {
   detail::read_profile_keys(ctx, doc, "", "", policy.base);
   detail::check_inspection(ctx, policy.base, "");
   if (auto it = doc.find("resolve"); it != doc.end()) ctx.keep_going([&] { read_resolve(ctx, *it, "/resolve", policy); });
+  if (auto it = doc.find("resolve_unlisted_names"); it != doc.end()) ctx.keep_going([&] {
+    if (!it->is_boolean())
+      ctx.fail("/resolve_unlisted_names", "must be true or false, not " + detail::json_kind(*it));
+    policy.base.resolve_unlisted_names = it->get<bool>();
+  });
   if (auto it = doc.find("agents"); it != doc.end()) ctx.keep_going([&] { read_agents(ctx, *it, "/agents", policy); });
   if (!ctx.problems.empty()) {
     // In the order they stand in the file (objects are read in key order).
@@ -192,20 +201,33 @@ Policy parse_policy(std::string_view text, const std::string& source_name) {
   return policy;
 }
 
+// Checked on the descriptor it reads, so the file checked is the file read.
 Policy load_policy_file(const std::filesystem::path& file) {
-  constexpr std::uintmax_t kMaxBytes = 16U << 20;
+  constexpr std::size_t kMaxBytes = 16U << 20;
   const std::string name = file.string();
   std::error_code ec;
   if (std::filesystem::is_directory(file, ec)) throw PolicyError(name, 0, 0, "", "is a directory, not a policy file");
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw PolicyError(name, 0, 0, "", std::string("cannot open policy file: ") + std::strerror(errno));
+  struct Fd {
+    int fd;
+    ~Fd() {
+      if (fd >= 0) ::close(fd);
+    }
+  } const file_fd{::open(file.c_str(), O_RDONLY | O_CLOEXEC)};
+  const int fd = file_fd.fd;
+  if (fd < 0) throw PolicyError(name, 0, 0, "", std::string("cannot open policy file: ") + std::strerror(errno));
+  const FileTrust trust{.owners = invoking_owners(),
+                        .why = "whoever may write it decides what the proxy lets through"};
+  if (auto problem = untrusted_because(fd, file, trust)) throw PolicyError(name, 0, 0, "", *problem);
   std::string text;
   char buf[65536];
-  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
-    text.append(buf, static_cast<std::size_t>(in.gcount()));
+  for (;;) {
+    const auto n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw PolicyError(name, 0, 0, "", std::string("cannot read policy file: ") + std::strerror(errno));
+    if (n == 0) break;
+    text.append(buf, static_cast<std::size_t>(n));
     if (text.size() > kMaxBytes) throw PolicyError(name, 0, 0, "", "policy file is larger than 16 MiB");
   }
-  if (in.bad()) throw PolicyError(name, 0, 0, "", std::string("cannot read policy file: ") + std::strerror(errno));
   return parse_policy(text, name);
 }
 

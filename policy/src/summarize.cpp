@@ -74,6 +74,14 @@ std::string summarize(const Policy& policy) {
     first = false;
   }
   o << "\n";
+  // Only where it matters: names no entry lists, let through by a network entry.
+  if (std::any_of(b.allow.begin(), b.allow.end(), [](const Rule& r) { return r.kind == Rule::Kind::network; }))
+    o << "  resolve_unlisted_names: "
+      << (b.resolve_unlisted_names ? "true (a name no allow entry lists is looked up, and its addresses decide; the "
+                                     "lookup carries the name to its domain's servers)"
+                                   : "false (a name no allow entry lists is refused before any lookup; network "
+                                     "entries allow addresses and pinned names)")
+      << "\n";
   const Limits& l = b.limits;
   o << "  limits:         " << l.max_connections << " connections, " << l.max_connections_per_agent << " per agent, "
     << l.max_connections_per_host << " per host, connect timeout " << l.connect_timeout.count()

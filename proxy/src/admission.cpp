@@ -20,6 +20,10 @@ std::optional<AdmissionResult> Admission::begin(const policy::Host& host, std::u
   if (!name_.lets_through()) return refused({403, Outcome::deny, {}, name_.rule, name_.reason, {}});
   if (host_.is_ip()) return decide({&*host_.ip, 1});
   if (auto it = policy_->pins.find(host_.name); it != policy_->pins.end()) return decide(it->second);
+  if (auto d = policy::unlisted_lookup_refused(*policy_, *profile_, name_, host_.name)) {
+    if (!d->lets_through()) return refused({403, Outcome::deny, {}, d->rule, d->reason, {}});
+    name_ = std::move(*d);  // report mode: looked up, recorded as what enforce would refuse
+  }
   return std::nullopt;
 }
 

@@ -279,8 +279,11 @@ std::vector<std::uint8_t> DnsView::answer(std::span<const std::uint8_t> message,
                              (host ? std::string("an address needs no lookup") : host.error.message) + ")"};
   else if (auto r = identity.tripwire ? identity.tripwire->check_host_name(host.host->name) : std::nullopt)
     d = policy::Decision{policy::Verdict::deny, r->rule, r->reason};  // a placeholder asked for by name
-  else
+  else {
     d = policy::decide_dns_name(profile, host.host->name);
+    // A name the connection could not be resolved for is refused now, with that reason.
+    if (auto no = policy::unlisted_lookup_refused(*policy, profile, d, host.host->name)) d = std::move(*no);
+  }
 
   const auto now = dns::SyntheticPool::Clock::now();
   const std::string decision(policy::to_string(d.verdict));

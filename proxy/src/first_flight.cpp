@@ -9,8 +9,36 @@ namespace netbox::proxy {
 
 namespace asio = boost::asio;
 
+namespace {
+
+// HTTP/1.1 lets a server ignore empty lines before a request line (RFC 9112 2.2), and
+// servers do: they are skipped here too, or "\r\nGET" would pass for another protocol.
+std::size_t leading_line_ends(std::string_view bytes) {
+  const auto at = bytes.find_first_not_of("\r\n");
+  return at == std::string_view::npos ? bytes.size() : at;
+}
+
+// The Host headers' values in a request head, as sent.
+std::vector<std::string_view> host_values(std::string_view head) {
+  std::vector<std::string_view> hosts;
+  std::size_t at = 0;
+  while ((at = head.find("\r\n", at)) != std::string_view::npos) {
+    at += 2;
+    if (head.size() - at < 5) break;
+    std::string name(head.substr(at, 5));
+    for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (name != "host:") continue;
+    const auto end = head.find("\r\n", at);
+    hosts.push_back(head.substr(at + 5, end - at - 5));
+  }
+  return hosts;
+}
+
+}  // namespace
+
 FirstFlight::Kind sniff_first_flight(std::string_view first) {
   using enum FirstFlight::Kind;
+  first.remove_prefix(leading_line_ends(first));
   if (first.empty()) return unknown;
   if (first.front() == 0x16) return tls;  // a TLS handshake record
   constexpr std::size_t kLongestMethod = 16;
@@ -20,6 +48,30 @@ FirstFlight::Kind sniff_first_flight(std::string_view first) {
     if (!std::isupper(static_cast<unsigned char>(c)) && c != '-') return raw;
   }
   return first.size() > kLongestMethod ? raw : unknown;
+}
+
+std::optional<Refusal> check_first_flight(const FirstFlight& f, const policy::Host& host, std::string_view as) {
+  using enum FirstFlight::Kind;
+  if (f.kind == http) {
+    const auto end = f.bytes.find("\r\n\r\n");
+    if (!f.head_complete || end == std::string::npos)
+      return Refusal{431, Outcome::error, {}, "request", "the request head is longer than 16 KiB", {}};
+    // Only a name is checked: a literal has no other name to disagree with.
+    if (host.is_ip()) return std::nullopt;
+    return check_host_headers(host_values(std::string_view(f.bytes).substr(0, end + 2)), host.name);
+  }
+  if (f.kind != tls || host.is_ip()) return std::nullopt;
+  // A hello that cannot be read may name any host to a server that reads it otherwise:
+  // with a name to compare, it is refused, never let through unread.
+  if (f.hello.status != tls::ClientHello::Status::complete)
+    return Refusal{403, Outcome::deny, {}, "sni",
+                   "the TLS ClientHello cannot be read (" +
+                       (f.hello.reason.empty() ? std::string("incomplete") : f.hello.reason) +
+                       "), so its server name cannot be checked against " + host.name + ", " + std::string(as),
+                   {}};
+  if (auto why = fronting(f.hello, host.name, as); !why.empty())
+    return Refusal{403, Outcome::deny, {}, "sni", std::move(why), {}};
+  return std::nullopt;
 }
 
 std::string fronting(const tls::ClientHello& hello, const std::string& name, std::string_view as) {
@@ -56,6 +108,13 @@ struct Reading : std::enable_shared_from_this<Reading> {
           std::function<void(FirstFlight)> then)
       : socket(s), timer(t), header_timeout(timeout), must_send(agent_first), done(std::move(then)) {}
 
+  // Bytes the agent sent before its destination was answered (SOCKS optimistic data, a
+  // hello pipelined after CONNECT) are judged like any first message.
+  void begin() {
+    if (flight.bytes.empty()) return read();
+    judge();
+  }
+
   void read() {
     const bool silent = flight.bytes.empty() && !must_send;
     timer.expires_after(silent ? kClientFirstWait : header_timeout);
@@ -89,12 +148,17 @@ struct Reading : std::enable_shared_from_this<Reading> {
     using enum FirstFlight::Kind;
     const bool full = flight.bytes.size() >= tls::kMaxHelloBytes;
     if (flight.kind == unknown) flight.kind = sniff_first_flight(flight.bytes);
+    if (flight.kind == unknown && full) {
+      flight.error = "the connection sent " + std::to_string(flight.bytes.size()) + " bytes that start no message";
+      return finish();
+    }
     if (flight.kind == unknown) return read();
     if (flight.kind == tls) {
       flight.hello = tls::read_client_hello(
           std::span(reinterpret_cast<const std::uint8_t*>(flight.bytes.data()), flight.bytes.size()));
       if (flight.hello.status == tls::ClientHello::Status::need_more && !full) return read();
     } else if (flight.kind == http) {
+      flight.bytes.erase(0, leading_line_ends(flight.bytes));  // no reader downstream needs them
       flight.head_complete = flight.bytes.find("\r\n\r\n") != std::string::npos;
       if (!flight.head_complete && !full) return read();
     }
@@ -121,8 +185,10 @@ struct Reading : std::enable_shared_from_this<Reading> {
 }  // namespace
 
 void read_first_flight(asio::ip::tcp::socket& s, asio::steady_timer& timer, std::chrono::milliseconds header_timeout,
-                       bool must_send, std::function<void(FirstFlight)> done) {
-  std::make_shared<Reading>(s, timer, header_timeout, must_send, std::move(done))->read();
+                       bool must_send, std::function<void(FirstFlight)> done, std::string already) {
+  auto r = std::make_shared<Reading>(s, timer, header_timeout, must_send, std::move(done));
+  r->flight.bytes = std::move(already);
+  r->begin();
 }
 
 }  // namespace netbox::proxy

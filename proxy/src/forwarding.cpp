@@ -250,10 +250,13 @@ void ClientSession::start_tunnel(tcp::socket upstream) {
   stream_.expires_never();
   std::string early(static_cast<const char*>(buffer_.data().data()), buffer_.size());
   buffer_.consume(buffer_.size());
+  boost::system::error_code ec;
+  const auto port = upstream.remote_endpoint(ec).port();
   exchange_.client_slot = std::move(slot_);  // the agent's connection lives on in the tunnel
   exchange_.settle();  // dialled: whatever happens next, the tunnel was allowed
   auto t = std::make_shared<Tunnel>(impl_, stream_.release_socket(), std::move(upstream), std::move(early),
                                     std::move(exchange_), profile_->limits.idle_timeout);
+  t->verify_first_flight(host_, port, profile_->limits.header_timeout);  // domain fronting, as every door
   t->start();
 }
 

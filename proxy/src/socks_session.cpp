@@ -213,33 +213,28 @@ void SocksSession::on_dialed(DialResult r) {
   exchange_.dialled(r.endpoint.address().to_string());
   dialled_.emplace(std::move(r));
   stream_.expires_never();
-  // Bytes the agent sent right after its request, before any reply (optimistic data), are
-  // not sniffed: they go first through a tunnel.
-  if (have_ > 0) {
-    FirstFlight f;
-    f.kind = FirstFlight::Kind::raw;
-    f.bytes.assign(reinterpret_cast<const char*>(in_.data()), have_);
-    have_ = 0;
-    return send_succeeded(std::move(f));
-  }
-  send_succeeded(std::nullopt);
+  // Bytes the agent sent right after its request, before any reply (optimistic data),
+  // are the start of its first message: sniffed and checked like one.
+  std::string early(reinterpret_cast<const char*>(in_.data()), have_);
+  have_ = 0;
+  send_succeeded(std::move(early));
 }
 
 // "Succeeded", then the agent's first message says what it speaks (first_flight.hpp).
-void SocksSession::send_succeeded(std::optional<FirstFlight> known) {
+void SocksSession::send_succeeded(std::string early) {
   out_ = socks::reply(socks::Reply::succeeded);
   asio::async_write(stream_.socket(), asio::buffer(out_),
-                    [self = shared_from_this(), known = std::move(known)](boost::system::error_code ec,
+                    [self = shared_from_this(), early = std::move(early)](boost::system::error_code ec,
                                                                           std::size_t) mutable {
                       if (ec) {
                         self->exchange_.finish(std::nullopt, "answering the SOCKS request failed: " + ec.message(),
                                                true);
                         return self->close();
                       }
-                      if (known) return self->on_first_flight(std::move(*known));
                       read_first_flight(self->stream_.socket(), self->timer_, self->profile_->limits.header_timeout,
                                         agent_must_speak_first(self->port_, false),
-                                        [self](FirstFlight f) { self->on_first_flight(std::move(f)); });
+                                        [self](FirstFlight f) { self->on_first_flight(std::move(f)); },
+                                        std::move(early));
                     });
 }
 
@@ -260,9 +255,10 @@ void SocksSession::on_first_flight(FirstFlight f) {
         ->start();
   }
   std::string refusal_rule, refusal_reason;
-  if (f.kind == FirstFlight::Kind::tls && !host_.is_ip())
-    refusal_reason = fronting(f.hello, host_.name, "the name the SOCKS request asked for");
-  if (!refusal_reason.empty()) refusal_rule = "sni";
+  if (auto no = check_first_flight(f, host_, "the name the SOCKS request asked for")) {
+    refusal_rule = std::move(no->rule);
+    refusal_reason = std::move(no->reason);
+  }
   // As for CONNECT: a blind tunnel to a host some rule names would carry requests no rule
   // could check (an inspected host never gets here).
   if (auto v = decide_blind_tunnel(*profile_, host_.name, port_); refusal_rule.empty() && v.refusal) {

@@ -56,7 +56,7 @@ class SocksSession : public std::enable_shared_from_this<SocksSession> {
   void connect_upstream();
   void on_dialed(DialResult r);
   void start_inspection();
-  void send_succeeded(std::optional<FirstFlight> known);
+  void send_succeeded(std::string early);  // early: bytes the agent sent before the reply
   void on_first_flight(FirstFlight f);
   // Writes two bytes of the handshake, then goes on (step) or closes.
   void send_handshake(std::array<std::uint8_t, 2> bytes, bool then_close);

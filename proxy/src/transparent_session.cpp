@@ -34,26 +34,6 @@ namespace asio = boost::asio;
 namespace ip = boost::asio::ip;
 using tcp = ip::tcp;
 
-namespace {
-
-// The Host headers' values in a request head, as sent.
-std::vector<std::string_view> host_values(std::string_view head) {
-  std::vector<std::string_view> hosts;
-  std::size_t at = 0;
-  while ((at = head.find("\r\n", at)) != std::string_view::npos) {
-    at += 2;
-    if (head.size() - at < 5) break;
-    std::string name(head.substr(at, 5));
-    for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    if (name != "host:") continue;
-    const auto end = head.find("\r\n", at);
-    hosts.push_back(head.substr(at + 5, end - at - 5));
-  }
-  return hosts;
-}
-
-}  // namespace
-
 TransparentSession::TransparentSession(ProxyRuntime& rt, Worker& w, tcp::socket s, ClientSlot slot)
     : rt_(rt),
       worker_(w),
@@ -122,26 +102,13 @@ void TransparentSession::start() {
 
 void TransparentSession::judge_first_flight(FirstFlight f) {
   flight_ = f.kind;
-  early_ = std::move(f.bytes);
   if (!f.error.empty())
     return refuse({403, Outcome::error, {}, "request", "the connection sent no complete first message in time", {}},
                   std::move(f.error));
-  if (flight_ == Flight::tls) {
-    // Not TLS after all, or without SNI, or ECH (its SNI is only the public name): decided
-    // on the mapped name. An SNI naming another host is domain fronting.
-    if (!name_.empty())
-      if (auto why = fronting(f.hello, host_.name, "the name this address was looked up as"); !why.empty())
-        return refuse({403, Outcome::deny, {}, "sni", std::move(why), {}});
-    return admit();
-  }
-  if (flight_ != Flight::http) return admit();
-  const auto end = early_.find("\r\n\r\n");
-  if (!f.head_complete)
-    return refuse({431, Outcome::error, {}, "request", "the request head is longer than 16 KiB", {}});
-  // Only a name is checked: a literal has no other name to disagree with.
-  if (!name_.empty())
-    if (auto no = check_host_headers(host_values(std::string_view(early_).substr(0, end + 2)), host_.name))
-      return refuse(*no);
+  // Fronting: a TLS hello or a Host header naming another host than the one this
+  // address was looked up as (a literal is checked for a whole head only).
+  if (auto no = check_first_flight(f, host_, "the name this address was looked up as")) return refuse(*no);
+  early_ = std::move(f.bytes);
   admit();
 }
 

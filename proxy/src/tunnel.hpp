@@ -8,13 +8,17 @@
 // back as soon as it has drained everything and the source has nothing more to read.
 // Ten thousand idle tunnels then cost a few KiB and two fds each, not 128 KiB and six.
 #include "exchange.hpp"
+#include "first_flight.hpp"
 #include "proxy_runtime.hpp"
+
+#include "netbox/policy/host.hpp"
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace netbox::proxy {
@@ -32,8 +36,18 @@ class Tunnel : public std::enable_shared_from_this<Tunnel> {
   // announce: answer "200 Connection Established" first (CONNECT); a captured
   // connection (transparent) gets nothing but the upstream's bytes.
   void start(bool announce = true);
+  // Before start(), for a CONNECT: once "200" is sent, the agent's first message (with
+  // the early data) is read and checked against `host` (check_first_flight: a hello or
+  // Host header naming another host is domain fronting) before a byte goes upstream.
+  void verify_first_flight(policy::Host host, std::uint16_t port, std::chrono::milliseconds header_timeout);
 
  private:
+  struct FlightCheck {
+    policy::Host host;
+    std::uint16_t port = 0;
+    std::chrono::milliseconds header_timeout{};
+  };
+  void on_first_flight(FirstFlight f);
   struct Half {
     boost::asio::ip::tcp::socket* from = nullptr;
     boost::asio::ip::tcp::socket* to = nullptr;
@@ -74,6 +88,9 @@ class Tunnel : public std::enable_shared_from_this<Tunnel> {
   std::chrono::steady_clock::time_point last_activity_;
   Half up_;    // agent -> upstream
   Half down_;  // upstream -> agent
+  std::optional<FlightCheck> check_;
+  boost::asio::steady_timer flight_timer_;  // the first flight's read only
+  unsigned status_ = 200;                   // the row's: 403 for a first flight refused
   std::string error_;
   bool finished_ = false;
   bool use_splice_ = false;

@@ -51,9 +51,11 @@ ClientHello failed(Status s, std::string reason) {
   return h;
 }
 
-// RFC 6066: one host_name, DNS letters, digits, '-', '_' and '.' (no trailing dot, no
-// IP literal). Upper case is folded; anything else makes the hello malformed, so no
-// byte of an agent's choosing reaches a log or a certificate through the SNI.
+// RFC 6066: one host_name, DNS letters, digits, '-', '_' and '.' (no IP literal). Upper
+// case is folded and one final dot dropped ("evil." is the name evil, as for a Host
+// header), so the name is compared as servers read it; anything else makes the hello
+// malformed, so no byte of an agent's choosing reaches a log or a certificate through
+// the SNI.
 bool take_server_name(std::span<const std::uint8_t> ext, ClientHello& h) {
   Reader r(ext);
   auto list = r.vec(2);
@@ -73,6 +75,7 @@ bool take_server_name(std::span<const std::uint8_t> ext, ClientHello& h) {
       if (!((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-' || ch == '_' || ch == '.')) return false;
       h.server_name.push_back(ch);
     }
+    if (h.server_name.size() > 1 && h.server_name.back() == '.') h.server_name.pop_back();
     if (h.server_name.front() == '.' || h.server_name.back() == '.') return false;
   }
   return seen;

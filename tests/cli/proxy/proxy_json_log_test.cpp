@@ -40,7 +40,7 @@ class ProxyJsonLogTest : public ::testing::Test {
         "internal": {"allow": ["127.0.0.1/32"]}, "resolve": {"upstream.test": ["127.0.0.1"]}})");
     db = dir.path() / "audit.db";
     proxy = std::make_unique<BackgroundProcess>(
-        proxy_command(policy, port, db, {"--log-format", "json", "--admin", "127.0.0.1:0"}), dir.path() / "proxy.log");
+        proxy_command(policy, port, db, {"--log-format", "json", "--admin", "127.0.0.1:0", "--admin-insecure"}), dir.path() / "proxy.log");
     ASSERT_TRUE(wait_for_port(port)) << proxy->log();
   }
   std::string curl(const std::string& host, const std::string& path) const {

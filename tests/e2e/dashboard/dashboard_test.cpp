@@ -44,7 +44,7 @@ TEST(DashboardPage, ShowsLiveTrafficInChartAndTablesWithoutOutsideRequests) {
   const auto db = dir.path() / "audit.db";
   BackgroundProcess proxy({netbox_binary().string(), "proxy", "--policy", policy.string(), "--listen",
                            "127.0.0.1:" + std::to_string(proxy_port), "--audit-db", db.string(), "--admin",
-                           "127.0.0.1:" + std::to_string(admin_port)},
+                           "127.0.0.1:" + std::to_string(admin_port), "--admin-insecure"},
                           dir.path() / "proxy.log");
   ASSERT_TRUE(wait_for_port(proxy_port)) << proxy.log();
   ASSERT_TRUE(wait_for_port(admin_port)) << proxy.log();

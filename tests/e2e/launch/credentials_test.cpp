@@ -144,7 +144,7 @@ TEST(LaunchCredentials, ASharedProxyGetsTheSecretOverItsControlSocket) {
   CredentialLaunch s;
   const std::string admin = "127.0.0.1:" + std::to_string(free_port());
   SharedProxy proxy(s.shared, s.policy,
-                    {"--ca-dir", (s.dir.path() / "ca").string(), "--upstream-ca", s.tls.ca_pem().string(), "--admin", admin});
+                    {"--ca-dir", (s.dir.path() / "ca").string(), "--upstream-ca", s.tls.ca_pem().string(), "--admin", admin, "--admin-insecure"});
   ASSERT_TRUE(proxy.ready()) << proxy.err();
   test::RunResult r;
   {

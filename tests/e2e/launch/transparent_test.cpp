@@ -325,6 +325,50 @@ TEST(LaunchTransparent, PausingBeforeTheRequestOnPort80DoesNotSkipTheHostCheck) 
   expect_nothing_left(subnet);
 }
 
+// The captured door's share of FrontingDoorsTest (tests/integration/proxy): from inside a
+// launch, one empty line before a request with another Host on port 80 (was relayed
+// unread), a ClientHello naming another host with a final dot, and one that cannot be
+// read (two server names; both were "malformed" and let through) are refused with a row
+// each, before anything is dialled (issue 22, item 6).
+TEST(LaunchTransparent, FrontingDressedUpIsRefusedOnTheCapturedDoor) {
+  NETBOX_REQUIRE_ROOT();
+  const auto subnet = test_subnet(137);
+  test::TempDir dir;
+  auto policy = dir.write("policy.json", R"({"version": 1, "allow": ["allowed.test"], "ports": [80, 443],
+      "internal": {"allow": ["127.0.0.1/32"]}, "resolve": {"allowed.test": ["127.0.0.1"]}})");
+  const auto db = dir.path() / "a.db";
+  const std::string script =
+      "import socket, struct\n"
+      "def hello(*names):\n"
+      "    ext = b''\n"
+      "    for n in names:\n"
+      "        n = n.encode()\n"
+      "        ext += struct.pack('!HHHBH', 0, len(n) + 5, len(n) + 3, 0, len(n)) + n\n"
+      "    body = struct.pack('!H', 0x0303) + b'\\xab' * 32 + b'\\x00' + struct.pack('!HH', 2, 0x1301)\n"
+      "    body += b'\\x01\\x00' + struct.pack('!H', len(ext)) + ext\n"
+      "    msg = b'\\x01' + len(body).to_bytes(3, 'big') + body\n"
+      "    return b'\\x16\\x03\\x01' + struct.pack('!H', len(msg)) + msg\n"
+      "for name, port, data in [('crlf', 80, b'\\r\\nGET / HTTP/1.1\\r\\nHost: evil.test\\r\\n\\r\\n'),\n"
+      "                         ('dot', 443, hello('evil.test.')),\n"
+      "                         ('unreadable', 443, hello('allowed.test', 'evil.test'))]:\n"
+      "    s = socket.create_connection(('allowed.test', port))\n"
+      "    s.sendall(data)\n"
+      "    try:\n"
+      "        got = s.recv(4096).split(b'\\r\\n')[0].decode() or 'closed'\n"
+      "    except ConnectionResetError:\n"
+      "        got = 'reset'\n"
+      "    print(name, got)\n";
+  auto r = launch(subnet, {"--policy", policy.string(), "--audit-db", db.string(), "--", kPython, "-c", script});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("crlf HTTP/1.1 403")) << r.out << r.err;
+  const auto rows = query(db, "SELECT kind, port, decision, rule FROM requests ORDER BY id");
+  EXPECT_EQ(rows, (std::vector<std::vector<std::string>>{{"transparent", "80", "deny", "host"},
+                                                         {"transparent", "443", "deny", "sni"},
+                                                         {"transparent", "443", "deny", "sni"}}))
+      << r.out << r.err;
+  expect_nothing_left(subnet);
+}
+
 // Runtimes that resolve and connect on their own: Node's fetch ignores the proxy variables
 // (before Node 24) and is captured; the JVM reads JAVA_TOOL_OPTIONS and uses the proxy.
 TEST(LaunchTransparent, NodeFetchAndJavaHttpClientWorkWithNoConfiguration) {

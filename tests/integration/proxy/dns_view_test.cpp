@@ -361,6 +361,48 @@ TEST_F(DnsViewTest, AFullAuditQueueHoldsCapturedConnectionsBackAndLosesNoRow) {
   for (int fd : held) ::close(fd);
 }
 
+// A network entry alone (the issue's 10.0.0.0/8; loopback here, where the upstream is) let
+// the proxy look up any name the agent asked for: the name, data in its labels, reached
+// the resolver and whoever runs its domain. By default such a name is refused by the DNS
+// view and by the proxy before any lookup (issue 22, item 8).
+class UnlistedNameTest : public DnsViewTest {
+ protected:
+  void SetUp() override {
+    dns = std::make_unique<Dnsmasq>(std::vector<std::string>{"--log-queries", "--address=/example.test/127.0.0.1"});
+  }
+  std::string url() const { return "http://secret-data.example.test:" + std::to_string(upstream.port()) + "/"; }
+};
+
+TEST_F(UnlistedNameTest, WithOnlyANetworkAllowANameNoEntryListsNeverReachesTheResolver) {
+  start(R"("allow": ["127.0.0.0/8"])");
+  EXPECT_EQ(ask_udp(query("secret-data.example.test", 1)).rcode, 3);
+  auto r = proxy_get(port, url());
+  EXPECT_EQ(r.status, 403) << r.body;
+  EXPECT_THAT(r.body, ::testing::HasSubstr("resolve_unlisted_names"));
+  // A pinned name needs no lookup: the network entry decides its address.
+  EXPECT_EQ(proxy_get(port, upstream_url("/")).status, 200);
+  server->detach_agent(*attached, {});
+  EXPECT_EQ(dns->log().find("secret-data"), std::string::npos) << dns->log();
+  bool dns_row = false, proxy_row = false;
+  for (const auto& row : rows()) {
+    if (row.host != "secret-data.example.test") continue;
+    EXPECT_EQ(row.decision, "deny");
+    EXPECT_EQ(row.rule, "resolve_unlisted_names");
+    (row.kind == "dns" ? dns_row : proxy_row) = true;
+  }
+  EXPECT_TRUE(dns_row);
+  EXPECT_TRUE(proxy_row);
+}
+
+TEST_F(UnlistedNameTest, ThePolicysOptInResolvesIt) {
+  start(R"("allow": ["127.0.0.0/8"], "resolve_unlisted_names": true)");
+  EXPECT_EQ(ask_udp(query("secret-data.example.test", 1)).rcode, 0);
+  auto r = proxy_get(port, url());
+  EXPECT_EQ(r.status, 200) << r.body;
+  EXPECT_TRUE(eventually_true([&] { return dns->log().find("secret-data.example.test") != std::string::npos; }))
+      << dns->log();
+}
+
 // With an IPv6 link (AgentAttachment::ipv6), AAAA comes from the agent's IPv6 pool, denied
 // names stay NXDOMAIN, and IPv6 pools are checked like IPv4 ones: inside the IPv6
 // synthetic range, never overlapping another agent's.

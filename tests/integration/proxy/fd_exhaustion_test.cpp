@@ -55,7 +55,7 @@ TEST(FdExhaustion, OneAgentCannotHoldEveryConnectionAndAnotherIsStillAnswered) {
   // leave), so 32 per agent (a quarter).
   BackgroundProcess proxy(with_fd_limit(512, proxy_command(dir.write("policy.json", policy_json(upstream.port())),
                                                            port, dir.path() / "audit.db",
-                                                           {"--admin", "127.0.0.1:" + std::to_string(admin)})),
+                                                           {"--admin", "127.0.0.1:" + std::to_string(admin), "--admin-insecure"})),
                           dir.path() / "proxy.log");
   ASSERT_TRUE(wait_for_port(port)) << proxy.log();
   ASSERT_TRUE(wait_for_port(admin)) << proxy.log();

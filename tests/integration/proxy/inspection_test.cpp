@@ -253,18 +253,28 @@ TEST_F(InspectionTest, ANonInspectedHostStillTunnelsBlindly) {
   auto j = nlohmann::json::parse(policy(R"("allow": ["upstream.test", "blind.test"],
       "resolve": {"upstream.test": ["127.0.0.1"], "blind.test": ["127.0.0.1"]})"));
   start_proxy(j.dump());
-  // The upstream's own certificate is for upstream.test: a blind tunnel shows it to curl
-  // as is, so curl trusting the upstream's CA (not netbox's) and asking for upstream.test
-  // through blind.test's tunnel succeeds end to end.
-  auto r = curl_with_status({"-x", "http://127.0.0.1:" + std::to_string(port), "--cacert", tls_upstream.ca_pem().string(),
-                "--connect-to",
-                "upstream.test:" + std::to_string(tls_upstream.port()) + ":blind.test:" +
-                    std::to_string(tls_upstream.port()),
-                https_url("/blind")});
+  // The upstream's own certificate (for upstream.test) reaches curl as is: -k, since the
+  // hello names blind.test, the tunnel's host. Nothing inside is seen: one row.
+  auto r = curl_with_status({"-x", "http://127.0.0.1:" + std::to_string(port), "-k",
+                             "https://blind.test:" + std::to_string(tls_upstream.port()) + "/blind"});
   EXPECT_EQ(status_of(r), 200) << r.err;
   auto all = rows();
   ASSERT_EQ(all.size(), 1u) << "a blind tunnel has one row: nothing inside is seen";
   EXPECT_EQ(all[0].host, "blind.test");
+  EXPECT_EQ(all[0].decision, "allow");
+  // Asking for upstream.test (inspected) through blind.test's tunnel was domain fronting
+  // past inspection; the CONNECT's first flight is checked now (issue 22, item 6).
+  auto fronted = curl_with_status({"-x", "http://127.0.0.1:" + std::to_string(port), "--cacert",
+                                   tls_upstream.ca_pem().string(), "--connect-to",
+                                   "upstream.test:" + std::to_string(tls_upstream.port()) + ":blind.test:" +
+                                       std::to_string(tls_upstream.port()),
+                                   https_url("/blind")});
+  EXPECT_NE(status_of(fronted), 200);
+  all = rows();
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[1].host, "blind.test");
+  EXPECT_EQ(all[1].decision, "deny");
+  EXPECT_EQ(all[1].rule, "sni");
 }
 
 TEST_F(InspectionTest, NotTlsInsideAnInspectedTunnelIsRefusedWithAReason) {

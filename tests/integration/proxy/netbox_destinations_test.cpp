@@ -237,7 +237,7 @@ TEST_F(ProxyTest, AnotherNetboxProxyOnThisHostIsNeverADestination) {
   const auto other_admin = free_port();
   const auto other_policy = dir.write("other.json", loopback_policy({upstream.port()}));
   BackgroundProcess other(proxy_command(other_policy, other_port, dir.path() / "other.db",
-                                        {"--admin", "127.0.0.1:" + std::to_string(other_admin)}),
+                                        {"--admin", "127.0.0.1:" + std::to_string(other_admin), "--admin-insecure"}),
                           dir.path() / "other.log");
   ASSERT_TRUE(wait_for_port(other_port)) << other.log();
   ASSERT_TRUE(wait_for_port(other_admin)) << other.log();

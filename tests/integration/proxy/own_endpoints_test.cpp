@@ -57,7 +57,7 @@ TEST(OwnEndpoints, TheAdminEndpointCannotBeReachedThroughTheProxy) {
   const auto admin = free_port();
   const auto policy = dir.write("policy.json", loopback_policy({admin}));
   const auto db = dir.path() / "audit.db";
-  BackgroundProcess proxy(proxy_command(policy, port, db, {"--admin", "127.0.0.1:" + std::to_string(admin)}),
+  BackgroundProcess proxy(proxy_command(policy, port, db, {"--admin", "127.0.0.1:" + std::to_string(admin), "--admin-insecure"}),
                           dir.path() / "proxy.log");
   ASSERT_TRUE(wait_for_port(port)) << proxy.log();
   ASSERT_TRUE(wait_for_port(admin)) << proxy.log();
@@ -125,7 +125,7 @@ TEST(OwnEndpoints, TheAdminEndpointCannotBeReachedAtAnUnspecifiedAddressInReport
   const auto admin = free_port();
   const auto policy = dir.write("policy.json", unspecified_policy("report", {admin, port}));
   BackgroundProcess proxy(proxy_command(policy, port, dir.path() / "audit.db",
-                                        {"--admin", "127.0.0.1:" + std::to_string(admin)}),
+                                        {"--admin", "127.0.0.1:" + std::to_string(admin), "--admin-insecure"}),
                           dir.path() / "proxy.log");
   ASSERT_TRUE(wait_for_port(port)) << proxy.log();
   ASSERT_TRUE(wait_for_port(admin)) << proxy.log();

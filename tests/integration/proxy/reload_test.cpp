@@ -2,6 +2,8 @@
 // one is refused with its reason recorded, and the old policy keeps deciding.
 #include "proxy_fixture.hpp"
 
+#include <sys/stat.h>
+
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -142,6 +144,44 @@ TEST_F(WatchedPolicyTest, ABadSaveIsRefusedAndTheOldPolicyStays) {
   EXPECT_EQ(proxy_get(port, upstream_url("/")).status, 200);
   EXPECT_EQ(events().back().kind, "policy_reload_failed");
   EXPECT_EQ(server->counters().policy_reloads_ok, 0u);
+}
+
+// Any local user could widen a running proxy's policy by editing a file that became
+// world-writable, or by renaming their own file over it in a folder open to them: a
+// reload of such a file is refused with an event and the old policy keeps deciding
+// (issue 22, item 16).
+TEST_F(WatchedPolicyTest, AFileOthersMayWriteIsNotReloaded) {
+  ASSERT_EQ(::chmod(policy_path.c_str(), 0666), 0);
+  dir.write("policy.json", allowing(R"("upstream.test", "later.test")"));  // "another user's" edit
+  EXPECT_TRUE(eventually([&] { return server->counters().policy_reloads_failed >= 1; }));
+  EXPECT_EQ(proxy_get(port, later_url()).status, 403) << "a world-writable policy was reloaded";
+  EXPECT_EQ(server->counters().policy_reloads_ok, 0u);
+  auto ev = events();
+  ASSERT_FALSE(ev.empty());
+  EXPECT_EQ(ev.back().kind, "policy_reload_failed");
+  EXPECT_NE(ev.back().message.find("mode 0666 lets every local user change it"), std::string::npos)
+      << ev.back().message;
+  // Made safe again, the same content loads.
+  ASSERT_EQ(::chmod(policy_path.c_str(), 0644), 0);
+  EXPECT_TRUE(eventually([&] { return server->counters().policy_reloads_ok == 1; }));
+  EXPECT_EQ(proxy_get(port, later_url()).status, 200);
+}
+
+TEST_F(WatchedPolicyTest, AFileInAFolderOthersMayWriteIsNotReloaded) {
+  const auto folder = policy_path.parent_path();
+  ASSERT_EQ(::chmod(folder.c_str(), 0777), 0);  // no sticky bit: anyone may rename over the file
+  const auto tmp = dir.write(".swap", allowing(R"("upstream.test", "later.test")"));
+  std::filesystem::rename(tmp, policy_path);
+  EXPECT_TRUE(eventually([&] { return server->counters().policy_reloads_failed >= 1; }));
+  EXPECT_EQ(proxy_get(port, later_url()).status, 403);
+  EXPECT_NE(events().back().message.find("lets other users rename another file over it"), std::string::npos)
+      << events().back().message;
+  // With the sticky bit (as /tmp), others cannot replace a file they do not own.
+  ASSERT_EQ(::chmod(folder.c_str(), 01777), 0);
+  dir.write("policy.json", allowing(R"("upstream.test", "later.test")"));
+  EXPECT_TRUE(eventually([&] { return server->counters().policy_reloads_ok == 1; }));
+  EXPECT_EQ(proxy_get(port, later_url()).status, 200);
+  ::chmod(folder.c_str(), 0700);
 }
 
 // The audit store often sits beside the policy: its steady writes must not hold a reload off.

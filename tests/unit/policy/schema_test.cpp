@@ -31,8 +31,8 @@ std::set<std::string> keys(const json& properties) {
 TEST(Schema, TopLevelKeysAreTheLoadersKeys) {
   auto s = schema();
   EXPECT_EQ(keys(s["properties"]), (std::set<std::string>{"$schema", "version", "mode", "allow", "deny", "ports",
-                                                           "internal", "resolve", "limits", "sandbox", "inspect",
-                                                           "rules", "credentials", "agents"}));
+                                                           "internal", "resolve", "resolve_unlisted_names", "limits",
+                                                           "sandbox", "inspect", "rules", "credentials", "agents"}));
   EXPECT_EQ(s["additionalProperties"], false);
   // Every key the schema names is one the loader takes.
   for (const auto& k : keys(s["properties"])) {
@@ -42,6 +42,7 @@ TEST(Schema, TopLevelKeysAreTheLoadersKeys) {
     if (k == "allow" || k == "deny" || k == "ports" || k == "inspect" || k == "rules" || k == "credentials")
       doc[k] = json::array();
     if (k == "mode") doc[k] = "enforce";
+    if (k == "resolve_unlisted_names") doc[k] = s["properties"][k]["default"];
     EXPECT_NO_THROW(parse_policy(doc.dump(), "schema")) << k;
   }
 }

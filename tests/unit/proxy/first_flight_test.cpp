@@ -66,5 +66,44 @@ TEST(FirstFlight, TheHostCheckWantsExactlyOneHostHeaderNamingTheAdmittedName) {
   }
 }
 
+// Issue 22, item 6: one CRLF before a request made it "another protocol", relayed unread.
+TEST(FirstFlight, EmptyLinesBeforeARequestLineAreSkipped) {
+  EXPECT_EQ(sniff_first_flight("\r\nGET / HTTP/1.1\r\n"), http);
+  EXPECT_EQ(sniff_first_flight("\r\n\r\n\nPOST / HTTP/1.1\r\n"), http);
+  EXPECT_EQ(sniff_first_flight("\r\n"), unknown) << "only empty lines so far: wait for more";
+}
+
+FirstFlight flight(FirstFlight::Kind kind, std::string bytes) {
+  FirstFlight f;
+  f.kind = kind;
+  f.bytes = std::move(bytes);
+  f.head_complete = f.bytes.find("\r\n\r\n") != std::string::npos;
+  return f;
+}
+
+// The one check every door runs (issue 22, item 6): a hello that cannot be read is
+// refused when there is a name to compare, never let through.
+TEST(FirstFlight, TheCheckRefusesAnUnreadableHelloAndAnotherHost) {
+  const auto name = *policy::parse_host("allowed.test").host;
+  auto f = flight(tls, "\x16\x03\x01");
+  f.hello.status = tls::ClientHello::Status::malformed;
+  f.hello.reason = "bad server_name";
+  auto no = check_first_flight(f, name, "the name");
+  ASSERT_TRUE(no);
+  EXPECT_EQ(no->rule, "sni");
+  EXPECT_NE(no->reason.find("cannot be read (bad server_name)"), std::string::npos) << no->reason;
+  EXPECT_FALSE(check_first_flight(f, *policy::parse_host("127.0.0.1").host, "the address"))
+      << "a literal has no name to compare";
+  f.hello.status = tls::ClientHello::Status::complete;
+  f.hello.server_name = "allowed.test";
+  EXPECT_FALSE(check_first_flight(f, name, "the name"));
+  auto other = check_first_flight(flight(http, "GET / HTTP/1.1\r\nHost: evil.test\r\n\r\n"), name, "the name");
+  ASSERT_TRUE(other);
+  EXPECT_EQ(other->rule, "host");
+  EXPECT_FALSE(check_first_flight(flight(http, "GET / HTTP/1.1\r\nHost: allowed.test\r\n\r\n"), name, "n"));
+  EXPECT_EQ(check_first_flight(flight(http, "GET / HTTP/1.1\r\nHost: a"), name, "n")->status, 431u);
+  EXPECT_FALSE(check_first_flight(flight(raw, "SSH-2.0-x\r\n"), name, "n"));
+}
+
 }  // namespace
 }  // namespace netbox::proxy

@@ -153,9 +153,9 @@ TEST(ClientHello, AmbiguousOrHostileHellosAreMalformedNotGuessed) {
   two.data[0] = 0;
   two.data[1] = static_cast<std::uint8_t>(two.data.size() - 2);
   EXPECT_EQ(read_client_hello(hand_hello({two})).status, Status::malformed);
-  // Bytes no host name has: a NUL, a space, a trailing dot, non-ASCII.
-  for (std::string bad : {std::string("a.test\0evil", 11), std::string("a test"), std::string("a.test."),
-                          std::string("caf\xc3\xa9.test")}) {
+  // Bytes no host name has: a NUL, a space, two final dots, non-ASCII.
+  for (std::string bad : {std::string("a.test\0evil", 11), std::string("a test"), std::string("a.test.."),
+                          std::string("."), std::string("caf\xc3\xa9.test")}) {
     ClientHello h = read_client_hello(hand_hello({sni_extension(bad)}));
     EXPECT_EQ(h.status, Status::malformed) << bad;
     EXPECT_TRUE(h.server_name.empty() || h.status == Status::malformed);
@@ -168,6 +168,14 @@ TEST(ClientHello, AmbiguousOrHostileHellosAreMalformedNotGuessed) {
   Bytes mixed = hand_hello({sni_extension("mixed.example.test")}, 20);
   mixed[25] = 23;
   EXPECT_EQ(read_client_hello(mixed).status, Status::malformed);
+}
+
+// One final dot names the same host (issue 22, item 6: "evil." was malformed, and a
+// malformed hello was let through): it is dropped, so the name is compared.
+TEST(ClientHello, AFinalDotIsNormalisedAway) {
+  ClientHello h = read_client_hello(hand_hello({sni_extension("Evil.Test.")}));
+  EXPECT_EQ(h.status, Status::complete);
+  EXPECT_EQ(h.server_name, "evil.test");
 }
 
 TEST(ClientHello, AnAnnouncedGiantIsRefusedAtOnceNotAwaited) {

@@ -27,6 +27,14 @@ Decision decide_name(const Profile& profile, const Host& host, uint16_t port);
 // grants nothing: every connection is decided again, in full, by the steps below.
 Decision decide_dns_name(const Profile& profile, const std::string& name);
 
+// Step 1b, for a name `by_name` let through only pending its addresses (no allow entry
+// lists it; a network entry may allow where it resolves to): the lookup itself would send
+// the name, and whatever data the agent encoded in it, to the resolver and on to whoever
+// runs the name's domain. Refused (rule resolve_unlisted_names) unless the policy pins the
+// name in `resolve` or sets "resolve_unlisted_names": true. nullopt: go on.
+std::optional<Decision> unlisted_lookup_refused(const Policy& policy, const Profile& profile, const Decision& by_name,
+                                                const std::string& name);
+
 // Step 2, for every address the name resolved to (or the literal): deny rules on
 // addresses, internal ranges unless in internal.allow, then the allow list (a name
 // that matched an allow rule, or an address inside an allowed network).

@@ -109,6 +109,11 @@ struct Profile {
   std::vector<Rule> inspect;
   std::vector<RequestRule> rules;
   std::vector<Credential> credentials;
+  // The top-level key resolve_unlisted_names, the same in every profile: whether a name
+  // no allow entry lists, let through by a network entry, may be looked up. Off, such a
+  // name never reaches a resolver: the lookup alone carries the name (and whatever data
+  // it encodes) to whoever runs its domain's servers.
+  bool resolve_unlisted_names = false;
   // For agents.NAME: the keys it names (in file order of the schema: mode, allow, deny,
   // ports, internal, limits, sandbox, inspect, rules, credentials); empty for the top level.
   std::vector<std::string> overrides;

@@ -1,0 +1,158 @@
+// Domain fronting through every door of the proxy, as a hostile client (issue 22, item
+// 6): one table of first messages naming another host than the one the connection was
+// admitted for, each sent through HTTP CONNECT (after the 200, and pipelined with the
+// CONNECT) and SOCKS5 (after the reply, and as optimistic data before it). Every one is
+// refused with a deny row naming the rule, and the upstream gets no request. The captured
+// door runs the same check (check_first_flight); its tests from inside `netbox launch`
+// are LaunchTransparent.* in tests/e2e/launch/transparent_test.cpp.
+#include "proxy_fixture.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace netbox::test {
+namespace {
+
+namespace ip = boost::asio::ip;
+
+std::string bytes(std::initializer_list<int> b) {
+  std::string s;
+  for (int c : b) s.push_back(static_cast<char>(c));
+  return s;
+}
+
+void put16(std::string& b, std::size_t v) {
+  b.push_back(static_cast<char>(v >> 8));
+  b.push_back(static_cast<char>(v & 0xff));
+}
+
+// A TLS 1.3-shaped ClientHello with one server_name extension per name given.
+std::string client_hello(const std::vector<std::string>& names) {
+  std::string exts;
+  for (const auto& name : names) {
+    put16(exts, 0);  // server_name
+    put16(exts, name.size() + 5);
+    put16(exts, name.size() + 3);
+    exts.push_back(0);
+    put16(exts, name.size());
+    exts += name;
+  }
+  std::string body;
+  put16(body, 0x0303);
+  body.append(32, '\xab');
+  body.push_back(0);
+  put16(body, 2);
+  put16(body, 0x1301);
+  body += bytes({1, 0});
+  put16(body, exts.size());
+  body += exts;
+  std::string msg = bytes({1, 0}) ;
+  put16(msg, body.size());
+  msg += body;
+  std::string record = bytes({22, 3, 1});
+  put16(record, msg.size());
+  return record + msg;
+}
+
+struct Flight {
+  const char* what;
+  std::string bytes;
+  const char* rule;
+};
+
+std::vector<Flight> fronting_flights() {
+  return {
+      {"a TLS server name of another host", client_hello({"evil.test"}), "sni"},
+      {"a TLS server name of another host with a final dot", client_hello({"evil.test."}), "sni"},
+      {"a ClientHello that cannot be read (two server names)", client_hello({"upstream.test", "evil.test"}), "sni"},
+      {"plain HTTP with another Host", "GET / HTTP/1.1\r\nHost: evil.test\r\nConnection: close\r\n\r\n", "host"},
+      {"plain HTTP with another Host after an empty line",
+       "\r\nGET / HTTP/1.1\r\nHost: evil.test\r\nConnection: close\r\n\r\n", "host"},
+  };
+}
+
+std::string connect_name(const std::string& name, std::uint16_t port) {
+  return bytes({5, 1, 0, 3, static_cast<int>(name.size())}) + name + bytes({port >> 8, port & 0xff});
+}
+
+class FrontingDoorsTest : public ProxyTest {
+ protected:
+  void SetUp() override {
+    start_proxy(base_policy());
+    socks_port = server->add_listener({ip::make_address("127.0.0.1"), 0}, proxy::ListenerKind::socks).port();
+  }
+  std::string connect_head() const {
+    const auto authority = "upstream.test:" + std::to_string(upstream.port());
+    return "CONNECT " + authority + " HTTP/1.1\r\nHost: " + authority + "\r\n\r\n";
+  }
+  // Each door, given the first flight; true when the proxy then ended the connection.
+  bool through_connect(const std::string& flight, bool pipelined) {
+    ProxyConnection c(port);
+    auto r = c.send(connect_head() + (pipelined ? flight : ""), true);
+    EXPECT_EQ(r.status, 200);
+    if (!pipelined) c.write(flight);
+    return c.closed_within(std::chrono::seconds(20));
+  }
+  bool through_socks(const std::string& flight, bool optimistic) {
+    ProxyConnection c(socks_port);
+    c.write(bytes({5, 1, 0}));
+    EXPECT_EQ(c.read_exactly(2), bytes({5, 0}));
+    c.write(connect_name("upstream.test", upstream.port()) + (optimistic ? flight : ""));
+    EXPECT_EQ(c.read_exactly(10)[1], 0) << "the SOCKS request itself is allowed";
+    if (!optimistic) c.write(flight);
+    return c.closed_within(std::chrono::seconds(20));
+  }
+  // The last connection's rows: one of them refuses with `rule`; none carried a byte up.
+  void expect_refused(const std::string& door, const Flight& f) {
+    const auto all = rows();
+    ASSERT_FALSE(all.empty()) << door << ": " << f.what;
+    bool refused = false;
+    for (std::size_t i = seen; i < all.size(); ++i) {
+      refused = refused || (all[i].decision == "deny" && all[i].rule == f.rule);
+      EXPECT_EQ(all[i].bytes_up, 0) << door << ": " << f.what << " relayed " << all[i].bytes_up << " bytes";
+    }
+    EXPECT_TRUE(refused) << door << ": " << f.what << " was not refused with rule " << f.rule << "; last row "
+                         << all.back().decision << " " << all.back().rule << " " << all.back().reason;
+    seen = all.size();
+    EXPECT_EQ(upstream.requests(), 0u) << door << ": " << f.what << " reached the upstream";
+  }
+
+  unsigned short socks_port = 0;
+  std::size_t seen = 0;
+};
+
+TEST_F(FrontingDoorsTest, EveryFrontingFirstFlightIsRefusedThroughEveryDoor) {
+  for (const auto& f : fronting_flights()) {
+    EXPECT_TRUE(through_connect(f.bytes, false)) << f.what;
+    expect_refused("CONNECT", f);
+    EXPECT_TRUE(through_connect(f.bytes, true)) << f.what;
+    expect_refused("CONNECT, pipelined", f);
+    EXPECT_TRUE(through_socks(f.bytes, false)) << f.what;
+    expect_refused("SOCKS5", f);
+    EXPECT_TRUE(through_socks(f.bytes, true)) << f.what;
+    expect_refused("SOCKS5, optimistic data", f);
+  }
+}
+
+// The same doors let the honest first flights through: a Host or server name naming the
+// host (a final dot included), so the check refuses fronting, not traffic.
+TEST_F(FrontingDoorsTest, AFirstFlightNamingTheHostGoesThrough) {
+  const std::string get = "GET /ok HTTP/1.1\r\nHost: upstream.test.\r\nConnection: close\r\n\r\n";
+  ProxyConnection c(port);
+  ASSERT_EQ(c.send(connect_head() + get, true).status, 200);
+  EXPECT_EQ(c.read_exactly(12), "HTTP/1.1 200");
+  ProxyConnection s(socks_port);
+  s.write(bytes({5, 1, 0}));
+  ASSERT_EQ(s.read_exactly(2), bytes({5, 0}));
+  s.write(connect_name("upstream.test", upstream.port()) + get);
+  ASSERT_EQ(s.read_exactly(10)[1], 0);
+  EXPECT_EQ(s.read_exactly(12), "HTTP/1.1 200");
+  EXPECT_EQ(upstream.requests(), 2u);
+  for (const auto& row : rows()) EXPECT_EQ(row.decision, "allow") << row.rule << " " << row.reason;
+}
+
+}  // namespace
+}  // namespace netbox::test
