@@ -41,7 +41,9 @@ curl -sS --max-time 5 --noproxy "*" http://127.0.0.1:18080/ || true
 echo "== netbox launch: a confined agent (sh + curl) =="
 # The agent's project is a folder of its own: never this clone, which holds the policy it
 # must not be able to rewrite (netbox refuses a policy inside the agent's workdir).
-# Run as root, the agent is a uid of its own: the project is made writable for it.
+# Run as root, the agent is a uid of its own: the project is made writable for it (and
+# mktemp's 0700 folder above it passable).
+chmod 0755 "$work"
 mkdir -p -m 0777 "$work/project"
 "$netbox" launch --policy "$PWD/examples/demo-policy.json" --audit-db "$db" --name demo-agent \
   --workdir "$work/project" -- sh -c "$agent_script"
