@@ -26,33 +26,6 @@ bool contains_folded(std::string_view text, std::string_view needle) {
                      [](char a, char b) { return lower(a) == lower(b); }) != text.end();
 }
 
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  c = lower(c);
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  return -1;
-}
-
-// One round of %XX decoding; false when there was nothing to decode.
-bool percent_decode(std::string& s) {
-  std::string out;
-  bool changed = false;
-  out.reserve(s.size());
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '%' && i + 2 < s.size()) {
-      const int hi = hex_value(s[i + 1]), lo = hex_value(s[i + 2]);
-      if (hi >= 0 && lo >= 0) {
-        out += static_cast<char>(hi * 16 + lo);
-        i += 2;
-        changed = true;
-        continue;
-      }
-    }
-    out += s[i];
-  }
-  if (changed) s = std::move(out);
-  return changed;
-}
 
 std::string formatted(const AgentCredential& c) {
   std::string value = c.format;

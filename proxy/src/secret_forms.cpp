@@ -15,26 +15,6 @@ int hex_value(char c) {
   return -1;
 }
 
-// One round of %XX decoding; false when there was nothing to decode.
-bool percent_decode(std::string& s) {
-  std::string out;
-  bool changed = false;
-  out.reserve(s.size());
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '%' && i + 2 < s.size()) {
-      const int hi = hex_value(s[i + 1]), lo = hex_value(s[i + 2]);
-      if (hi >= 0 && lo >= 0) {
-        out += static_cast<char>(hi * 16 + lo);
-        i += 2;
-        changed = true;
-        continue;
-      }
-    }
-    out += s[i];
-  }
-  if (changed) s = std::move(out);
-  return changed;
-}
 
 void append_utf8(std::string& out, std::uint32_t cp) {
   if (cp < 0x80) {
@@ -115,6 +95,26 @@ std::string base64(std::string_view bytes) {
 }
 
 }  // namespace
+
+bool percent_decode(std::string& s) {
+  std::string out;
+  bool changed = false;
+  out.reserve(s.size());
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '%' && i + 2 < s.size()) {
+      const int hi = hex_value(s[i + 1]), lo = hex_value(s[i + 2]);
+      if (hi >= 0 && lo >= 0) {
+        out += static_cast<char>(hi * 16 + lo);
+        i += 2;
+        changed = true;
+        continue;
+      }
+    }
+    out += s[i];
+  }
+  if (changed) s = std::move(out);
+  return changed;
+}
 
 // The secret after 0, 1 or 2 bytes of anything: the base64 characters that depend only on
 // the secret's own bits (the first group's leading ones, and the last partial group's

@@ -12,6 +12,10 @@
 
 namespace netbox::proxy {
 
+// One round of %XX decoding (either case) in place; false when there was nothing to decode.
+// The tripwire reads the agent's requests with it, the answer scan the upstream's answers.
+bool percent_decode(std::string& s);
+
 class SecretForms {
  public:
   explicit SecretForms(std::string_view secret);
