@@ -56,6 +56,16 @@ std::optional<Refusal> check_first_flight(const FirstFlight& f, const policy::Ho
     const auto end = f.bytes.find("\r\n\r\n");
     if (!f.head_complete || end == std::string::npos)
       return Refusal{431, Outcome::error, {}, "request", "the request head is longer than 16 KiB", {}};
+    // The target must be a path: a server takes the authority of an absolute-form target
+    // over the Host header (RFC 9112, 3.2.2), so "GET http://evil/" with the right Host would
+    // front through a tunnel admitted for another name (found by a review of issue 22).
+    const std::string_view line = std::string_view(f.bytes).substr(leading_line_ends(f.bytes));
+    const auto sp = line.find(' ');
+    if (sp != std::string_view::npos && sp + 1 < line.size() && line[sp + 1] != '/' && line.substr(sp + 1, 2) != "* ")
+      return Refusal{403, Outcome::deny, {}, "host",
+                     "the request names its target in absolute form; inside a connection admitted for " +
+                         host.name + " only a path is taken",
+                     {}};
     // Only a name is checked: a literal has no other name to disagree with.
     if (host.is_ip()) return std::nullopt;
     return check_host_headers(host_values(std::string_view(f.bytes).substr(0, end + 2)), host.name);
@@ -75,11 +85,15 @@ std::optional<Refusal> check_first_flight(const FirstFlight& f, const policy::Ho
 }
 
 std::string fronting(const tls::ClientHello& hello, const std::string& name, std::string_view as) {
-  if (hello.status != tls::ClientHello::Status::complete || hello.server_name.empty() ||
-      hello.encrypted_client_hello || hello.server_name == name)
+  // An Encrypted Client Hello extension changes nothing: a server that does not do ECH
+  // ignores it and serves the outer name, so the outer name must be the admitted one too
+  // (any bytes in extension 0xfe0d, GREASE included, once let a fronted hello through).
+  // Real ECH, whose outer name is a provider's public one, needs the HTTPS record the DNS
+  // view never answers, so clients inside do not use it.
+  if (hello.status != tls::ClientHello::Status::complete || hello.server_name.empty() || hello.server_name == name)
     return {};
-  return "the TLS server name " + hello.server_name + " is not " + name + ", " + std::string(as) +
-         " (domain fronting)";
+  return "the TLS server name " + hello.server_name + " is not " + name + ", " + std::string(as) + " (domain fronting" +
+         (hello.encrypted_client_hello ? "; an Encrypted Client Hello's outer name must be it too)" : ")");
 }
 
 std::optional<Refusal> check_host_headers(const std::vector<std::string_view>& values, const std::string& name) {

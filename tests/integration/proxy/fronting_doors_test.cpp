@@ -29,9 +29,15 @@ void put16(std::string& b, std::size_t v) {
   b.push_back(static_cast<char>(v & 0xff));
 }
 
-// A TLS 1.3-shaped ClientHello with one server_name extension per name given.
-std::string client_hello(const std::vector<std::string>& names) {
+// A TLS 1.3-shaped ClientHello with one server_name extension per name given, and an
+// Encrypted Client Hello extension (0xfe0d, GREASE-like bytes) when `ech`.
+std::string client_hello(const std::vector<std::string>& names, bool ech = false) {
   std::string exts;
+  if (ech) {
+    put16(exts, 0xfe0d);
+    put16(exts, 8);
+    exts.append(8, '\x5a');
+  }
   for (const auto& name : names) {
     put16(exts, 0);  // server_name
     put16(exts, name.size() + 5);
@@ -68,6 +74,9 @@ std::vector<Flight> fronting_flights() {
       {"a TLS server name of another host", client_hello({"evil.test"}), "sni"},
       {"a TLS server name of another host with a final dot", client_hello({"evil.test."}), "sni"},
       {"a ClientHello that cannot be read (two server names)", client_hello({"upstream.test", "evil.test"}), "sni"},
+      {"a TLS server name of another host beside an Encrypted Client Hello extension",
+       client_hello({"evil.test"}, true), "sni"},
+
       {"plain HTTP with another Host", "GET / HTTP/1.1\r\nHost: evil.test\r\nConnection: close\r\n\r\n", "host"},
       {"plain HTTP with another Host after an empty line",
        "\r\nGET / HTTP/1.1\r\nHost: evil.test\r\nConnection: close\r\n\r\n", "host"},
@@ -139,6 +148,19 @@ TEST_F(FrontingDoorsTest, EveryFrontingFirstFlightIsRefusedThroughEveryDoor) {
 
 // The same doors let the honest first flights through: a Host or server name naming the
 // host (a final dot included), so the check refuses fronting, not traffic.
+// A server takes an absolute-form target's authority over the Host header: through a
+// CONNECT tunnel (whose first request is read, not decided like the captured and SOCKS5
+// doors' requests, which refuse any target but a path), "GET http://evil.test/" with the
+// admitted Host is fronting too (found by a review of issue 22).
+TEST_F(FrontingDoorsTest, AnAbsoluteFormTargetThroughATunnelIsRefused) {
+  const Flight f{"plain HTTP in absolute form naming another host, with the admitted Host",
+                 "GET http://evil.test/ HTTP/1.1\r\nHost: upstream.test\r\nConnection: close\r\n\r\n", "host"};
+  for (bool pipelined : {false, true}) {
+    EXPECT_TRUE(through_connect(f.bytes, pipelined)) << f.what;
+    expect_refused(pipelined ? "CONNECT, pipelined" : "CONNECT", f);
+  }
+}
+
 TEST_F(FrontingDoorsTest, AFirstFlightNamingTheHostGoesThrough) {
   const std::string get = "GET /ok HTTP/1.1\r\nHost: upstream.test.\r\nConnection: close\r\n\r\n";
   ProxyConnection c(port);
