@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 namespace netbox::policy {
@@ -17,13 +19,28 @@ std::string mode_text(mode_t mode) {
   return out;
 }
 
+// Run through sudo, root works for the user who ran it (the user `netbox launch` runs the
+// agent as by default): that user's files are theirs to trust, as their own are when they
+// run netbox without sudo. Only root reads the variable: whoever sets it for root is root.
+std::optional<unsigned> sudo_id(const char* var) {
+  if (::getuid() != 0) return std::nullopt;
+  const char* text = std::getenv(var);
+  unsigned id = 0;
+  if (!text || !*text) return std::nullopt;
+  const auto [end, ec] = std::from_chars(text, text + std::strlen(text), id);
+  if (ec != std::errc() || *end != '\0') return std::nullopt;
+  return id;
+}
+
 bool trusted_owner(uid_t uid, const FileTrust& trust) {
   return std::find(trust.owners.begin(), trust.owners.end(), uid) != trust.owners.end();
 }
 
 // Group write is someone else's write unless the group is root's or the invoker's own.
 bool foreign_group_write(const struct stat& st) {
-  return (st.st_mode & S_IWGRP) && st.st_gid != 0 && st.st_gid != ::getgid() && st.st_gid != ::getegid();
+  static const std::optional<unsigned> sudo_gid = sudo_id("SUDO_GID");
+  return (st.st_mode & S_IWGRP) && st.st_gid != 0 && st.st_gid != ::getgid() && st.st_gid != ::getegid() &&
+         !(sudo_gid && st.st_gid == *sudo_gid);
 }
 
 std::string owners_text(const FileTrust& trust) {
@@ -54,7 +71,11 @@ std::optional<std::string> folder_problem(const std::filesystem::path& path, con
 
 }  // namespace
 
-std::vector<uid_t> invoking_owners() { return {0, ::getuid(), ::geteuid()}; }
+std::vector<uid_t> invoking_owners() {
+  std::vector<uid_t> owners{0, ::getuid(), ::geteuid()};
+  if (const auto sudo_uid = sudo_id("SUDO_UID")) owners.push_back(*sudo_uid);
+  return owners;
+}
 
 std::optional<std::string> untrusted_because(int fd, const std::filesystem::path& path, const FileTrust& trust) {
   struct stat st {};

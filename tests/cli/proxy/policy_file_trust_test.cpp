@@ -69,5 +69,26 @@ TEST_F(PolicyFileTrustTest, APolicyOfOursInAStickyFolderIsAccepted) {
   ::chmod(dir.path().c_str(), 0700);
 }
 
+// `sudo netbox launch --policy ../policy.json` from a user's own folder (the README's way
+// from an account): root works for the sudo caller, whose files are trusted as root's are
+// (found by a review: they were refused as another user's). Anyone else's stay refused.
+TEST_F(PolicyFileTrustTest, ThePolicyOfTheUserWhoRanSudoIsAccepted) {
+  constexpr uid_t kCaller = 4242;
+  ASSERT_EQ(::chown(policy.c_str(), kCaller, kCaller), 0);
+  ASSERT_EQ(::chown(dir.path().c_str(), kCaller, kCaller), 0);
+  ::chmod(policy.c_str(), 0664);  // a user-private group under umask 002
+  const std::vector<std::string> check{netbox_binary().string(), "policy", "check", policy.string()};
+  auto as_caller = check;
+  as_caller.insert(as_caller.begin(), {"env", "SUDO_UID=4242", "SUDO_GID=4242"});
+  auto r = run(as_caller, std::chrono::seconds(30));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  auto other = check;
+  other.insert(other.begin(), {"env", "SUDO_UID=4343", "SUDO_GID=4343"});
+  r = run(other, std::chrono::seconds(30));
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("owned by uid 4242"), std::string::npos) << r.err;
+  ::chown(dir.path().c_str(), 0, 0);
+}
+
 }  // namespace
 }  // namespace netbox::test

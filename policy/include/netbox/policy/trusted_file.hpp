@@ -23,8 +23,8 @@ struct FileTrust {
   std::string why;     // a clause: "whoever may write it decides what the proxy lets through"
 };
 
-// Root and the invoking user (real and effective uid): the owners a file may have when
-// whoever runs netbox trusts it.
+// Root, the invoking user (real and effective uid) and, run as root through sudo, the
+// user who ran sudo (SUDO_UID): the owners a file may have when whoever runs netbox trusts it.
 std::vector<uid_t> invoking_owners();
 
 // The problem with the open file `fd` (which `path` named), or nullopt when it is safe,
