@@ -212,7 +212,9 @@ Policy load_policy_file(const std::filesystem::path& file) {
     ~Fd() {
       if (fd >= 0) ::close(fd);
     }
-  } const file_fd{::open(file.c_str(), O_RDONLY | O_CLOEXEC)};
+    // O_NONBLOCK: a FIFO planted at the path must not block the load (or a reload); it is
+    // refused below as no regular file.
+  } const file_fd{::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK)};
   const int fd = file_fd.fd;
   if (fd < 0) throw PolicyError(name, 0, 0, "", std::string("cannot open policy file: ") + std::strerror(errno));
   const FileTrust trust{.owners = invoking_owners(),

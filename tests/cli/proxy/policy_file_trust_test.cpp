@@ -69,6 +69,15 @@ TEST_F(PolicyFileTrustTest, APolicyOfOursInAStickyFolderIsAccepted) {
   ::chmod(dir.path().c_str(), 0700);
 }
 
+// A FIFO planted at the path would have blocked the load (and every reload) in open().
+TEST_F(PolicyFileTrustTest, AFifoIsRefusedNotWaitedOn) {
+  const auto fifo = dir.path() / "fifo.json";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
+  auto r = run_netbox({"policy", "check", fifo.string()}, std::chrono::seconds(20));
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("not a regular file"), std::string::npos) << r.err;
+}
+
 // `sudo netbox launch --policy ../policy.json` from a user's own folder (the README's way
 // from an account): root works for the sudo caller, whose files are trusted as root's are
 // (found by a review: they were refused as another user's). Anyone else's stay refused.
