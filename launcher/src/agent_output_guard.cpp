@@ -1,6 +1,7 @@
 #include "netbox/launcher/agent_output_guard.hpp"
 
 #include <cctype>
+#include <utility>
 
 namespace netbox::launcher {
 namespace {
@@ -71,6 +72,11 @@ std::string AgentOutputGuard::filter(std::string_view in) {
   for (char c : in) {
     // A carriage return starts the line over on a terminal: judged again.
     const bool ends_line = c == '\n' || c == '\r';
+    // A backspace or an escape sequence can move the cursor back over what the line
+    // showed ("x\bnetbox ...", "x ESC[1G netbox ..."): what follows is judged like a
+    // line's start (found by a review: only line ends restarted the judging).
+    const bool moves_back = c == '\b' || c == '\x1b';
+    if (!at_line_start_ && moves_back) at_line_start_ = true;
     if (!at_line_start_) {
       out += c;
       if (ends_line) at_line_start_ = true;
@@ -96,6 +102,10 @@ std::string AgentOutputGuard::filter(std::string_view in) {
 
 std::string AgentOutputGuard::flush() {
   if (held_.empty()) return {};
+  // Nothing visible held (a screen update's closing escape sequence): nothing to forge, so
+  // it goes out as it is and the judging goes on, instead of a marker in a full-screen
+  // agent's frame.
+  if (visible_start(held_) == std::string_view::npos) return std::exchange(held_, {});
   std::string out = std::string(kAgentLineMarker) + held_;
   held_.clear();
   at_line_start_ = false;

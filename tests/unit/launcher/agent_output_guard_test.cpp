@@ -21,6 +21,20 @@ TEST(AgentOutputGuard, LinesShapedLikeNetboxsAreMarkedOthersPassAsTheyAre) {
   EXPECT_EQ(through(g, {"\x1b[1;31m  \x1b]0;t\x07netbox\n"}), "agent| \x1b[1;31m  \x1b]0;t\x07netbox\n");
 }
 
+// A cursor moved back mid-line (backspace, or an escape sequence such as ESC[1G) lets the
+// text after it overwrite the line's start on a terminal: it is judged as a start too.
+TEST(AgentOutputGuard, TextAfterTheCursorMovesBackIsJudgedLikeALinesStart) {
+  AgentOutputGuard g;
+  EXPECT_EQ(through(g, {"x\bnetbox launch: refused\n"}), "xagent| \bnetbox launch: refused\n");
+  EXPECT_EQ(through(g, {"x\x1b[1Gnetbox launch: refused\n"}), "xagent| \x1b[1Gnetbox launch: refused\n");
+  EXPECT_EQ(through(g, {"ok \x1b[32mdone\x1b[0m\n"}), "ok \x1b[32mdone\x1b[0m\n") << "colours stay as they are";
+  // A frame that ends on an escape sequence is flushed as it is: nothing visible to forge.
+  AgentOutputGuard tui;
+  EXPECT_EQ(tui.filter("frame\x1b[?25h"), "frame");
+  EXPECT_EQ(tui.flush(), "\x1b[?25h");
+  EXPECT_EQ(tui.filter("netbox: x\n"), "agent| netbox: x\n") << "and what comes next is judged";
+}
+
 TEST(AgentOutputGuard, AStartSplitAcrossReadsIsHeldUntilDecidedAndMarkedWhenCutShort) {
   AgentOutputGuard g;
   EXPECT_EQ(g.filter("ne"), "");
