@@ -5,8 +5,10 @@
 #include "netbox/launcher/rlimits.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <functional>
+#include <optional>
 
 namespace netbox::launcher {
 namespace {
@@ -102,6 +104,36 @@ bool is_real_dir(const fs::path& p) {
   return fs::is_directory(fs::symlink_status(p, ec));
 }
 
+// core.hooksPath of a git config file, as written (relative to the work tree), when set.
+std::optional<fs::path> hooks_path(const fs::path& config) {
+  std::ifstream in(config);
+  std::string line;
+  bool core = false;
+  std::optional<fs::path> found;
+  auto lower = [](std::string t) {
+    for (char& c : t) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return t;
+  };
+  auto trim = [](std::string t) {
+    const auto b = t.find_first_not_of(" \t"), e = t.find_last_not_of(" \t\r");
+    return b == std::string::npos ? std::string() : t.substr(b, e - b + 1);
+  };
+  while (std::getline(in, line)) {
+    line = trim(line);
+    if (line.empty() || line[0] == '#' || line[0] == ';') continue;
+    if (line[0] == '[') {
+      core = lower(trim(line.substr(1, line.find(']') - 1))) == "core";
+      continue;
+    }
+    const auto eq = line.find('=');
+    if (!core || eq == std::string::npos || lower(trim(line.substr(0, eq))) != "hookspath") continue;
+    std::string value = trim(line.substr(eq + 1));
+    if (value.size() >= 2 && value.front() == '"' && value.back() == '"') value = value.substr(1, value.size() - 2);
+    if (!value.empty()) found = fs::path(value);  // the last one wins, as for git
+  }
+  return found;
+}
+
 // Files of a writable folder that the host runs on its own when a developer works there
 // (issue 22, 14): git's hooks, config and attributes (which name filters and diff
 // drivers) of the repository and of every submodule's git folder, direnv's .envrc and
@@ -136,7 +168,19 @@ void protect_host_executed(const fs::path& shown, const fs::path& source, std::v
       it.disable_recursion_pending();
     }
   };
-  if (is_real_dir(source / ".git")) git_folder(".git", 0);
+  if (is_real_dir(source / ".git")) {
+    git_folder(".git", 0);
+    // Hooks somewhere else (core.hooksPath: husky's .husky/_ is ignored by git, so git diff
+    // never shows it) run all the same: bound read-only too, made when missing.
+    if (auto hooks = hooks_path(source / ".git/config"); hooks && hooks->is_relative() &&
+        !hooks->lexically_normal().string().starts_with(".."))
+      read_only(hooks->lexically_normal(), true);
+  } else if (path_exists(source / ".git")) {
+    // A linked worktree's or a submodule checkout's .git is a file naming the git folder:
+    // bound read-only, so that it cannot be swapped for a folder of the agent's whose
+    // config (core.fsmonitor) the host's next git status would run.
+    read_only(".git", false);
+  }
   for (const char* rel : {".envrc", ".direnv", ".vscode"}) read_only(rel, false);
 }
 

@@ -42,6 +42,10 @@ fs::path make_project(const HostDir& host) {
   fs::create_directories(p / ".git/modules/sub/hooks");
   std::ofstream(p / ".git/modules/sub/HEAD") << "ref: refs/heads/main\n";
   std::ofstream(p / ".git/modules/sub/config") << "[core]\n";
+  // Hooks kept elsewhere, as husky does (.husky/_, which git ignores).
+  fs::create_directories(p / ".husky/_");
+  std::ofstream(p / ".husky/_/h") << "#!/bin/sh\n";
+  git({"config", "core.hooksPath", ".husky/_"});
   git({"add", "file.txt"});
   git({"-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "one"});
   return p;
@@ -57,6 +61,7 @@ try envrc sh -c 'echo "touch /pwned" > .envrc'
 try vscode sh -c 'echo "{\"tasks\":[]}" > .vscode/tasks.json'
 try subhook sh -c 'echo "touch /pwned" > .git/modules/sub/hooks/post-checkout'
 try subconfig sh -c 'echo "[core]" >> .git/modules/sub/config'
+try hookspath sh -c 'echo "touch /pwned" >> .husky/_/h'
 [ -n "$KEEP_GIT" ] || try swapgit sh -c 'mv .git .git-old'
 try rmconfig sh -c 'rm -f .git/config'
 echo two > file.txt
@@ -78,15 +83,15 @@ TEST(LaunchHostExecuted, TheAgentCannotPlantWhatTheHostRunsButCanCommit) {
   auto explain = launch(subnet, explain_args);
   ASSERT_EQ(explain.exit_code, 0) << explain.err;
   for (const char* listed : {"/.git/config", "/.git/hooks", "/.git/info", "/.envrc", "/.vscode",
-                             "/.git/modules/sub/hooks", "/.git/modules/sub/config"})
+                             "/.git/modules/sub/hooks", "/.git/modules/sub/config", "/.husky/_"})
     EXPECT_THAT(explain.out, HasSubstr(p.string() + listed + " (run by the host")) << listed;
 
   auto args = base;
   args.insert(args.end(), {"--", kSh, "-c", kAttack});
   auto r = launch(subnet, args);
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  for (const char* what : {"hook", "config", "attributes", "envrc", "vscode", "subhook", "subconfig", "swapgit",
-                           "rmconfig"})
+  for (const char* what : {"hook", "config", "attributes", "envrc", "vscode", "subhook", "subconfig", "hookspath",
+                           "swapgit", "rmconfig"})
     EXPECT_THAT(r.out, HasSubstr(std::string("NO ") + what + "\n")) << r.out;
   EXPECT_THAT(r.out, HasSubstr("OK commit\n"));
   EXPECT_FALSE(fs::exists(p / ".git/hooks/pre-commit"));
@@ -115,6 +120,28 @@ TEST(LaunchHostExecuted, TheAgentCannotPlantWhatTheHostRunsButCanCommit) {
   for (const char* what : {"hook", "config", "attributes", "envrc", "vscode", "subhook"})
     EXPECT_THAT(w.out, HasSubstr(std::string("OK ") + what + "\n")) << w.out;
   EXPECT_TRUE(fs::exists(p / ".git/hooks/pre-commit"));
+  expect_nothing_left(subnet);
+}
+
+// A linked worktree's .git is a file naming its git folder: swapped for a folder of the
+// agent's, its config (core.fsmonitor) would run at the host's next git status. Bound
+// read-only, it cannot be (found by a review of issue 22's first version).
+TEST(LaunchHostExecuted, ALinkedWorktreesGitFileCannotBeSwapped) {
+  NETBOX_REQUIRE_ROOT();
+  const auto subnet = test_subnet(128);
+  HostDir host;
+  const fs::path p = make_project(host);
+  const fs::path wt = host.path() / "worktree";
+  ASSERT_EQ(test::run({"git", "-C", p.string(), "worktree", "add", "-q", wt.string()}).exit_code, 0);
+  const std::string git_file = slurp(wt / ".git");
+  ASSERT_THAT(git_file, HasSubstr("gitdir:"));
+  test::TempDir db;
+  auto r = launch(subnet, {"--audit-db", (db.path() / "a.db").string(), "--user", "root", "--workdir", wt.string(),
+                           "--", kSh, "-c",
+                           "if (rm -f .git && mkdir .git) 2>/dev/null; then echo SWAPPED; else echo KEPT; fi"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("KEPT"));
+  EXPECT_EQ(slurp(wt / ".git"), git_file);
   expect_nothing_left(subnet);
 }
 
