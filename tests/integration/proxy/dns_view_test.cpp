@@ -136,8 +136,10 @@ Reply ask_tcp(const std::vector<std::uint8_t>& q) {
   return r;
 }
 
+// Up to 20 s: a wait, not a timing claim (the sanitizer build under a loaded CI machine
+// once needed more than 5 s for a held store's rows to land).
 bool eventually_true(const std::function<bool()>& pred) {
-  for (int i = 0; i < 200; ++i) {
+  for (int i = 0; i < 800; ++i) {
     if (pred()) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(25));
   }
