@@ -26,27 +26,6 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-// A plain HTTP server on [::1]: prints its port, answers every request with one body.
-const char* kUpstreamOnIpv6Loopback = R"PY(
-import socket
-s = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
-s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind(("::1", 0))
-s.listen(16)
-print(s.getsockname()[1], flush=True)
-while True:
-    c, _ = s.accept()
-    data = b""
-    while b"\r\n\r\n" not in data:
-        d = c.recv(4096)
-        if not d:
-            break
-        data += d
-    body = b"hello over ipv6\n"
-    c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\nConnection: close\r\n\r\n" % len(body) + body)
-    c.close()
-)PY";
-
 // A host service on every IPv6 address ([::]), as a database or admin port would be.
 class HostIpv6Listener {
  public:
@@ -116,12 +95,9 @@ attempt("udp6", udp)
 // takes the agent's IPv6 link over its control socket), and what each recorded.
 void expect_ipv6_captured_and_decided(const Subnet& subnet, bool shared) {
   test::TempDir dir;
-  Background upstream({kPython, "-c", kUpstreamOnIpv6Loopback}, dir.path(), "upstream");
-  std::uint16_t port = 0;
-  ASSERT_TRUE(eventually([&] {
-    std::istringstream in(upstream.out());
-    return static_cast<bool>(in >> port);
-  })) << upstream.err();
+  Ipv6LoopbackUpstream upstream(dir.path());
+  const std::uint16_t port = upstream.port();
+  ASSERT_NE(port, 0) << upstream.err();
   HostIpv6Listener host_service;
   auto policy = dir.write("policy.json", ipv6_policy(port, host_service.port()));
   auto db = dir.path() / "a.db";

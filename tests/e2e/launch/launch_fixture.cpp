@@ -229,6 +229,38 @@ int SharedProxy::stop() {
   return proxy_.wait();
 }
 
+namespace {
+
+const char* kIpv6LoopbackServer = R"PY(
+import socket
+s = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("::1", 0))
+s.listen(16)
+print(s.getsockname()[1], flush=True)
+while True:
+    c, _ = s.accept()
+    data = b""
+    while b"\r\n\r\n" not in data:
+        d = c.recv(4096)
+        if not d:
+            break
+        data += d
+    body = b"hello over ipv6\n"
+    c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\nConnection: close\r\n\r\n" % len(body) + body)
+    c.close()
+)PY";
+
+}  // namespace
+
+Ipv6LoopbackUpstream::Ipv6LoopbackUpstream(const fs::path& out_dir)
+    : server_({kPython, "-c", kIpv6LoopbackServer}, out_dir, "ipv6-upstream") {
+  eventually([&] {
+    std::istringstream in(server_.out());
+    return static_cast<bool>(in >> port_);
+  });
+}
+
 bool eventually(const std::function<bool()>& pred, std::chrono::milliseconds limit) {
   const auto end = std::chrono::steady_clock::now() + limit;
   while (std::chrono::steady_clock::now() < end) {

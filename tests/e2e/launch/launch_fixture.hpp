@@ -147,6 +147,20 @@ bool host_table_exists(const Subnet& subnet);
 
 
 inline const char* kPython = "/usr/bin/python3";
+
+// A plain HTTP server on [::1] (python3, in the background) answering every request with
+// "hello over ipv6\n"; for the tests of the agent's IPv6 link.
+class Ipv6LoopbackUpstream {
+ public:
+  explicit Ipv6LoopbackUpstream(const std::filesystem::path& out_dir);
+  std::uint16_t port() const { return port_; }  // 0 when it did not start
+  std::string err() const { return server_.err(); }
+  static constexpr const char* kBody = "hello over ipv6\n";
+
+ private:
+  Background server_;
+  std::uint16_t port_ = 0;
+};
 inline const char* kCurl = "/usr/bin/curl";
 inline const char* kSh = "/bin/sh";
 

@@ -19,21 +19,6 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-// A plain HTTP server on [::1]: prints its port, answers every request with one body.
-const char* kUpstreamOnIpv6Loopback = R"PY(
-import socket
-s = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
-s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind(("::1", 0))
-s.listen(16)
-print(s.getsockname()[1], flush=True)
-while True:
-    c, _ = s.accept()
-    c.recv(4096)
-    c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nConnection: close\r\n\r\nok\n")
-    c.close()
-)PY";
-
 // allowed.test on the upstream's port is allowed at the top level only: agents.restricted
 // keeps the name (its DNS view answers it) but allows port 80 alone.
 std::string policy(std::uint16_t port) {
@@ -85,12 +70,9 @@ if ll:
 
 void expect_link_local_source_refused(const Subnet& subnet, bool shared) {
   test::TempDir dir;
-  Background upstream({kPython, "-c", kUpstreamOnIpv6Loopback}, dir.path(), "upstream");
-  std::uint16_t port = 0;
-  ASSERT_TRUE(eventually([&] {
-    std::istringstream in(upstream.out());
-    return static_cast<bool>(in >> port);
-  })) << upstream.err();
+  Ipv6LoopbackUpstream upstream(dir.path());
+  const std::uint16_t port = upstream.port();
+  ASSERT_NE(port, 0) << upstream.err();
   auto policy_file = dir.write("policy.json", policy(port));
   auto db = dir.path() / "a.db";
   HostDir host;
