@@ -82,8 +82,7 @@ HiddenPaths plan_hidden_paths(const NetboxFiles& files, const std::vector<fs::pa
   // `sharing`: when the folder is needed, it is covered all the same and its other
   // entries shown again (a mount on the file itself goes when the host replaces the file
   // by a rename, which editors and configuration tools do); else each file is covered.
-  auto hide_with_folder = [&](const fs::path& file, std::initializer_list<std::string_view> companions, bool sharing) {
-    const fs::path path = canonical_or_lexical(file);
+  auto hide_resolved = [&](const fs::path& path, std::initializer_list<std::string_view> companions, bool sharing) {
     if (already_hidden(path, bound, home)) return;
     const fs::path folder = path.parent_path();
     // Covering the folder of a file shown in its place would take what is bound there
@@ -103,6 +102,18 @@ HiddenPaths plan_hidden_paths(const NetboxFiles& files, const std::vector<fs::pa
     }
     file_list.push_back(path);
     for (auto suffix : companions) file_list.push_back(fs::path(path.string() + std::string(suffix)));
+  };
+  // The file where it is, and, when the path given reaches it through a symlink (a
+  // Kubernetes ConfigMap's policy.json -> ..data/policy.json, whose ..data the host swaps
+  // for a new ..TIMESTAMP folder beside the old), the folder the path names too: the next
+  // version appears there, not beside the file the path resolves to today.
+  auto hide_with_folder = [&](const fs::path& file, std::initializer_list<std::string_view> companions, bool sharing) {
+    const fs::path resolved = canonical_or_lexical(file);
+    hide_resolved(resolved, companions, sharing);
+    std::error_code ec;
+    fs::path given = fs::absolute(file, ec).lexically_normal();
+    if (!ec && given != resolved && given.parent_path() != resolved.parent_path())
+      hide_resolved(canonical_or_lexical(given.parent_path()) / given.filename(), companions, sharing);
   };
   // SQLite never renames its database: covered file by file where its folder is needed
   // (the default location is the current directory).

@@ -50,6 +50,41 @@ TEST(LaunchHiddenRename, APolicyReplacedByRenameOnTheHostIsNeverReadable) {
   expect_nothing_left(subnet);
 }
 
+// A Kubernetes ConfigMap's layout: policy.json -> ..data/policy.json, ..data -> ..v1; the
+// host publishes a new version as ..v2 and swaps ..data. Covering the folder the path
+// resolved to (..v1) left ..v2 in sight (found by a review of issue 22's first version):
+// the folder the path names is covered too.
+TEST(LaunchHiddenRename, APolicyBehindASymlinkSwappedOnTheHostIsNeverReadable) {
+  NETBOX_REQUIRE_ROOT();
+  const auto subnet = test_subnet(129);
+  HostDir host;
+  const fs::path project = host.folder("project");
+  const fs::path conf = host.folder("conf");
+  host.folder("conf/..v1");
+  host.file("conf/..v1/policy.json", R"({"version": 1, "allow": ["first-version.test"]})");
+  fs::create_directory_symlink("..v1", conf / "..data");
+  fs::create_symlink("..data/policy.json", conf / "policy.json");
+  test::TempDir db;
+  const std::string agent = "touch ready; until [ -e swapped ]; do :; done; cat " + (conf / "..v2/policy.json").string() +
+                            " " + (conf / "policy.json").string() + " 2>&1; ls -a " + conf.string() + " 2>&1; echo end";
+  Background launched({test::netbox_binary().string(), "launch", "--subnet", subnet.cidr, "--audit-db",
+                       (db.path() / "a.db").string(), "--user", "root", "--policy", (conf / "policy.json").string(),
+                       "--workdir", project.string(), "--", kSh, "-c", agent},
+                      db.path(), "launch");
+  ASSERT_TRUE(eventually([&] { return fs::exists(project / "ready"); })) << launched.err();
+  // As kubelet publishes a new version: a new folder, then ..data swapped by a rename.
+  host.folder("conf/..v2");
+  host.file("conf/..v2/policy.json", R"({"version": 1, "allow": ["second-version.test"]})");
+  fs::create_directory_symlink("..v2", conf / "..data_tmp");
+  fs::rename(conf / "..data_tmp", conf / "..data");
+  std::ofstream(project / "swapped") << "x";
+  EXPECT_EQ(launched.wait(), 0) << launched.err();
+  const std::string out = launched.out();
+  EXPECT_THAT(out, HasSubstr("end"));
+  EXPECT_THAT(out, Not(HasSubstr("version"))) << "the agent read a policy:\n" << out;
+  expect_nothing_left(subnet);
+}
+
 TEST(LaunchHiddenRename, APolicyTheAgentCouldReplaceIsRefused) {
   NETBOX_REQUIRE_ROOT();
   const auto subnet = test_subnet(139);
