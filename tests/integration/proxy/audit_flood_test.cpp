@@ -10,7 +10,7 @@
 // Real sockets, real TLS with a test CA, a real SQLite store and a real log file, the
 // credentials tests' setup.
 #include "low_fd_proxy.hpp"
-#include "proxy_fixture.hpp"
+#include "credentials_fixture.hpp"
 
 #include "support/curl.hpp"
 #include "support/sqlite_query.hpp"
@@ -32,8 +32,6 @@
 
 namespace netbox::test {
 namespace {
-
-constexpr const char* kPlaceholder = "nbx-openai-00112233445566778899aabbccddeeff";
 
 // Writes every request back to back on one connection while reading the answers; the
 // number of answers whose status line is `status`.
@@ -75,50 +73,14 @@ std::string file_text(const std::filesystem::path& p) {
   return s.str();
 }
 
-class AuditFloodTest : public ProxyTest {
+class AuditFloodTest : public CredentialsFixture {
  protected:
-  AuditFloodTest() : tls_upstream("upstream.test") {
-    auto ca = tls::CertificateAuthority::create(dir.path() / "ca");
-    ca_pem = dir.path() / "netbox-ca.pem";
-    std::ofstream(ca_pem) << ca.certificate_pem();
-    log_path = dir.path() / "proxy.log";
-    log_fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-    configure = [this](proxy::ProxyOptions& o) {
-      o.ca_dir = dir.path() / "ca";
-      o.upstream_ca = tls_upstream.ca_pem();
-      o.log_fd = log_fd;
-      tune(o);
-    };
-  }
-  ~AuditFloodTest() override {
-    if (log_fd >= 0) ::close(log_fd);
-  }
-  // As CredentialsTest: upstream.test holds the credential, other.test does not.
-  void start() {
-    auto j = nlohmann::json::parse(base_policy());
-    j["allow"] = {"upstream.test", "other.test"};
-    j["resolve"]["other.test"] = {"127.0.0.1"};
-    j["ports"] = {tls_upstream.port(), upstream.port()};
-    j["inspect"] = {"upstream.test", "other.test"};
-    j["credentials"] = nlohmann::json::parse(R"([{"name": "openai", "hosts": ["upstream.test"],
-      "header": "Authorization", "format": "Bearer {secret}", "secret_env": "OPENAI_API_KEY"}])");
-    start_proxy(j.dump());
-    proxy::AgentAttachment a;
-    a.addr = boost::asio::ip::make_address("127.0.0.1");
-    a.name = "coder";
-    a.credentials.push_back({"openai", kPlaceholder, proxy::Secret("sk-live-never-seen")});
-    server->attach_agent(a);
-  }
   std::string request(const std::string& header) const {
     return "GET http://other.test:" + std::to_string(upstream.port()) + "/x HTTP/1.1\r\nHost: other.test\r\n" + header +
            ": " + kPlaceholder + "\r\n\r\n";
   }
   std::int64_t number(const std::string& sql) { return std::stoll(query_column(db_path, sql).at(0)); }
 
-  std::function<void(proxy::ProxyOptions&)> tune = [](proxy::ProxyOptions&) {};
-  TlsUpstreamServer tls_upstream;
-  std::filesystem::path ca_pem, log_path;
-  int log_fd = -1;
 };
 
 TEST_F(AuditFloodTest, AFloodOfPlaceholderRequestsCostsBoundedRowsAndLinesAndEveryOneIsCounted) {

@@ -4,7 +4,7 @@
 // its way anywhere else (403 and an exfiltration_attempt event). Real curl, a real TLS
 // upstream on loopback with a test CA, a plain upstream, real SQLite and a real log file;
 // the secret is looked for in every byte of the store and of the log.
-#include "proxy_fixture.hpp"
+#include "credentials_fixture.hpp"
 
 #include "support/curl.hpp"
 #include "support/process.hpp"
@@ -32,8 +32,6 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-constexpr const char* kSecret = "sk-live-5ecret-value-never-in-the-namespace";
-constexpr const char* kPlaceholder = "nbx-openai-00112233445566778899aabbccddeeff";
 
 std::string file_bytes(const std::filesystem::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -42,42 +40,10 @@ std::string file_bytes(const std::filesystem::path& p) {
   return s.str();
 }
 
-class CredentialsTest : public ProxyTest {
+class CredentialsTest : public CredentialsFixture {
  protected:
-  CredentialsTest() : tls_upstream("upstream.test") {
-    auto ca = tls::CertificateAuthority::create(dir.path() / "ca");
-    ca_pem = dir.path() / "netbox-ca.pem";
-    std::ofstream(ca_pem) << ca.certificate_pem();
-    log_path = dir.path() / "proxy.log";
-    log_fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-    configure = [this](proxy::ProxyOptions& o) {
-      o.ca_dir = dir.path() / "ca";
-      o.upstream_ca = tls_upstream.ca_pem();
-      o.log_fd = log_fd;
-      o.log_requests = proxy::LogRequests::all;
-    };
-  }
-  ~CredentialsTest() override {
-    if (log_fd >= 0) ::close(log_fd);
-  }
-
-  // upstream.test (inspected, the credential's host), other.test (allowed, inspected
-  // too, not the credential's) and plain.test (allowed, not inspected), all on 127.0.0.1.
-  void start() {
-    auto j = nlohmann::json::parse(base_policy());
-    j["allow"] = {"upstream.test", "other.test", "plain.test"};
-    j["resolve"]["other.test"] = {"127.0.0.1"};
-    j["resolve"]["plain.test"] = {"127.0.0.1"};
-    j["ports"] = {tls_upstream.port(), upstream.port()};
-    j["inspect"] = {"upstream.test", "other.test"};
-    j["credentials"] = nlohmann::json::parse(R"([{"name": "openai", "hosts": ["upstream.test"],
-      "header": "Authorization", "format": "Bearer {secret}", "secret_env": "OPENAI_API_KEY"}])");
-    start_proxy(j.dump());
-    proxy::AgentAttachment a;
-    a.addr = boost::asio::ip::make_address("127.0.0.1");
-    a.name = "coder";
-    a.credentials.push_back({"openai", kPlaceholder, proxy::Secret(kSecret)});
-    server->attach_agent(a);
+  CredentialsTest() {
+    tune = [](proxy::ProxyOptions& o) { o.log_requests = proxy::LogRequests::all; };
   }
   RunResult curl(std::vector<std::string> args) const {
     args.insert(args.begin(), {"-x", "http://127.0.0.1:" + std::to_string(port), "--cacert", ca_pem.string()});
@@ -103,9 +69,6 @@ class CredentialsTest : public ProxyTest {
     }
   }
 
-  TlsUpstreamServer tls_upstream;
-  std::filesystem::path ca_pem, log_path;
-  int log_fd = -1;
 };
 
 TEST_F(CredentialsTest, TheUpstreamSeesTheSecretWhereTheAgentSentThePlaceholderOrNothing) {
