@@ -274,11 +274,11 @@ std::vector<std::uint8_t> DnsView::answer(std::span<const std::uint8_t> message,
   policy::Decision d;
   auto host = policy::parse_host(q.name);
   if (!host || host.host->is_ip())
-    d = policy::Decision{policy::Verdict::deny, "",
-                         q.name + " is not a host name the DNS view answers (" +
-                             (host ? std::string("an address needs no lookup") : host.error.message) + ")"};
+    d = policy::Decision::refused("", q.name + " is not a host name the DNS view answers (" +
+                                          (host ? std::string("an address needs no lookup") : host.error.message) +
+                                          ")");
   else if (auto r = identity.tripwire ? identity.tripwire->check_host_name(host.host->name) : std::nullopt)
-    d = policy::Decision{policy::Verdict::deny, r->rule, r->reason};  // a placeholder asked for by name
+    d = policy::Decision::refused(r->rule, r->reason);  // a placeholder asked for by name
   else {
     d = policy::decide_dns_name(profile, host.host->name);
     // A name the connection could not be resolved for is refused now, with that reason.
@@ -288,13 +288,13 @@ std::vector<std::uint8_t> DnsView::answer(std::span<const std::uint8_t> message,
   const auto now = dns::SyntheticPool::Clock::now();
   const std::string decision(policy::to_string(d.verdict));
   rt_.counters.count_request(label, "dns", decision);
-  if (d.verdict != policy::Verdict::allow) {
+  if (!d.plain_allow()) {
     std::lock_guard lock(mu_);
     if (rows_.window_over(now))
       if (auto n = rows_.take_suppressed(); !n.empty()) write_summary(identity, n);
     if (rows_.take(q.name, now)) write_row(identity, peer, q, decision, d.rule, d.reason);
   }
-  if (d.verdict == policy::Verdict::deny) return dns::empty_answer(q, dns::Rcode::nxdomain);
+  if (!d.lets_through()) return dns::empty_answer(q, dns::Rcode::nxdomain);
 
   // Other types of an answered name, and AAAA when the agent's link has no IPv6: NOERROR
   // without records (the name exists; clients go on with what the link has).

@@ -7,7 +7,7 @@
 #include "first_flight.hpp"
 #include "head_writer.hpp"
 #include "headers.hpp"
-#include "request_rules.hpp"
+#include "policy_answer.hpp"
 #include "tunnel.hpp"
 
 #include "netbox/audit/printable.hpp"
@@ -315,29 +315,21 @@ void ClientSession::act_on(AdmissionResult result) {
            });
 }
 
-// The host is let through; `rules` may still refuse the request (request_rules.hpp). A
-// request they let through goes with the canonical path they matched.
+// The host is let through; the policy still decides the request (`rules`) or the
+// tunnel (policy/decide_request.hpp). A request goes with the canonical path it matched.
 std::optional<Refused> ClientSession::apply_request_rules(Admitted& yes) {
-  auto v = is_connect() ? decide_blind_tunnel(*profile_, host_.name, target_.port)
-                        : decide_request_rules(*profile_, host_.name, target_.port, req_.method_string(),
-                                               target_.path_and_query);
-  if (v.refusal) {
-    Refused no{std::move(*v.refusal), {}, {}, yes.endpoints.front().address().to_string(), {}};
-    no.rule = no.refusal.rule;
-    no.reason = no.refusal.reason;
-    return no;
+  const policy::Admitted at{host_.name, target_.port, yes.decision};
+  if (is_connect()) {
+    auto t = policy::decide_tunnel(*profile_, at, policy::Carried::opaque);
+    return take_decision(yes, std::move(t.decision), t.status);
   }
-  // The row cites the request's rule, unless the host decision already is a report.
-  if (!v.decision.rule.empty() && (v.decision.verdict != policy::Verdict::allow || yes.outcome == Outcome::allow)) {
-    yes.outcome = outcome_of(v.decision.verdict);
-    yes.decision = std::move(v.decision);
-  }
-  if (!v.path_and_query.empty()) {
-    target_.path_and_query = std::move(v.path_and_query);
-    target_.path = std::move(v.path);
+  auto r = policy::decide_request(*profile_, at, req_.method_string(), target_.path_and_query);
+  if (!r.refused() && !r.path.empty()) {
+    target_.path_and_query = std::move(r.path_and_query);
+    target_.path = std::move(r.path);
     exchange_.target(host_.name, target_.port, target_.path);
   }
-  return std::nullopt;
+  return take_decision(yes, std::move(r.decision), r.status);
 }
 
 void ClientSession::refuse_unaudited(std::string why) {

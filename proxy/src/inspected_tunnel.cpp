@@ -5,7 +5,7 @@
 #include "head_writer.hpp"
 #include "headers.hpp"
 #include "request_head.hpp"
-#include "request_rules.hpp"
+#include "policy_answer.hpp"
 #include "target.hpp"
 
 #include "netbox/tls/client_hello.hpp"
@@ -111,29 +111,26 @@ void InspectedTunnel::check_hello() {
   const auto hello = tls::read_client_hello(
       {reinterpret_cast<const std::uint8_t*>(hello_.data()), hello_.size()});
   const std::string where = authority(scope_.host.name, scope_.port);
+  auto asked = server_name_asked(hello);
   switch (hello.status) {
     case tls::ClientHello::Status::need_more:
-      if (hello_.size() > tls::kMaxHelloBytes)
-        return refuse_tunnel(Outcome::deny, "the TLS ClientHello is longer than netbox reads");
-      return read_hello();
+      if (hello_.size() <= tls::kMaxHelloBytes) return read_hello();
+      asked.problem = "longer than netbox reads";
+      break;
     case tls::ClientHello::Status::not_tls:
-      return refuse_tunnel(Outcome::deny, "netbox inspects " + where +
-                                              ": only TLS carrying HTTP/1.1 goes through this tunnel, and what "
-                                              "the agent sent is not TLS");
+      return refuse_tunnel(Outcome::deny, "inspect",
+                           "netbox inspects " + where +
+                               ": only TLS carrying HTTP/1.1 goes through this tunnel, and what the agent sent is "
+                               "not TLS");
     case tls::ClientHello::Status::malformed:
-      return refuse_tunnel(Outcome::deny, "netbox inspects " + where + ": the TLS ClientHello is malformed (" +
-                                              hello.reason + ")");
     case tls::ClientHello::Status::complete:
       break;
   }
   // The name the agent's TLS asks for must be the one the policy decided on; another
   // would reach a different service behind the same front (domain fronting).
-  const bool nameless_ok = scope_.host.is_ip() || scope_.name_from_address;
-  if (hello.server_name != scope_.host.name && !(nameless_ok && hello.server_name.empty())) {
-    const std::string sni = hello.server_name.empty() ? "no server name" : "'" + hello.server_name + "'";
-    return refuse_tunnel(Outcome::deny, "domain fronting: the TLS ClientHello asks for " + sni +
-                                            ", not the admitted host " + scope_.host.name);
-  }
+  const auto name = policy::check_server_name(scope_.host, scope_.name_from_address, asked, policy::TlsEnd::netbox,
+                                              "the host this connection was admitted for");
+  if (!name.lets_through()) return refuse_tunnel(outcome_of(name.verdict), name.rule, name.reason);
   leaf_ = impl_.inspector->leaf(scope_.host.name);
   try {
     tls_.emplace(std::move(client_), impl_.inspector->agent_context().native_handle(), hello_);
@@ -149,10 +146,10 @@ void InspectedTunnel::check_hello() {
       [self = shared_from_this()](boost::system::error_code ec, std::size_t) { self->on_handshake(ec); });
 }
 
-void InspectedTunnel::refuse_tunnel(Outcome outcome, std::string reason) {
-  tunnel_.overrule(outcome, "inspect", reason);
+void InspectedTunnel::refuse_tunnel(Outcome outcome, const std::string& rule, std::string reason) {
+  tunnel_.overrule(outcome, rule, reason);
   auto res = std::make_shared<Response>(
-      make_refusal({403, outcome, "CONNECT " + authority(scope_.host.name, scope_.port), "inspect", reason, {}}, 11,
+      make_refusal({403, outcome, "CONNECT " + authority(scope_.host.name, scope_.port), rule, reason, {}}, 11,
                    false));
   tunnel_status_ = 403;
   http::async_write(client_, *res, [self = shared_from_this(), res, reason](beast::error_code, std::size_t) {
@@ -307,29 +304,24 @@ void InspectedTunnel::on_request(beast::error_code ec) {
       return refuse_request(std::move(*r));
     }
   }
-  auto v = decide_request_rules(*scope_.profile, scope_.host.name, scope_.port, req.method_string(), target);
-  if (v.refusal) {
-    Refused no{*v.refusal, v.refusal->rule, v.refusal->reason, scope_.endpoints.front().address().to_string(), {}};
-    inner_.refused(no);
-    auto r = std::move(*v.refusal);
-    r.what = what();
-    return refuse_request(std::move(r));
-  }
   Admitted a;
   a.outcome = scope_.outcome;
   a.decision = scope_.decision;
-  if (!v.decision.rule.empty() && (v.decision.verdict != policy::Verdict::allow || a.outcome == Outcome::allow)) {
-    a.outcome = outcome_of(v.decision.verdict);
-    a.decision = std::move(v.decision);
-  }
   a.endpoints = scope_.endpoints;
-  if (!v.path_and_query.empty()) inner_.target(scope_.host.name, scope_.port, v.path);
+  auto v = policy::decide_request(*scope_.profile, {scope_.host.name, scope_.port, scope_.decision},
+                                  req.method_string(), target);
+  if (!v.refused() && !v.path.empty()) inner_.target(scope_.host.name, scope_.port, v.path);
+  if (auto no = take_decision(a, std::move(v.decision), v.status)) {
+    inner_.refused(*no);
+    no->refusal.what = what();
+    return refuse_request(std::move(no->refusal));
+  }
   if (!inner_.admitted(a)) {
     keep_alive_ = false;
     return refuse_request({503, Outcome::error, what(), "audit",
                            "the audit store did not accept the record of this request", {}});
   }
-  forward(v.path_and_query.empty() ? std::string(target) : std::move(v.path_and_query));
+  forward(std::move(v.path_and_query));
 }
 
 void InspectedTunnel::forward(std::string path_and_query) {

@@ -74,7 +74,7 @@ class InspectedTunnel : public std::enable_shared_from_this<InspectedTunnel> {
   void on_hello_bytes(boost::system::error_code ec, std::size_t n);
   void check_hello();
   // The tunnel is refused before TLS: a plain-HTTP answer, then close; the row says why.
-  void refuse_tunnel(Outcome outcome, std::string reason);
+  void refuse_tunnel(Outcome outcome, const std::string& rule, std::string reason);
   void on_handshake(boost::system::error_code ec);
   void read_request();
   void on_request(boost::beast::error_code ec);

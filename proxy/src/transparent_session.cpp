@@ -16,7 +16,7 @@
 #include "http_session.hpp"
 #include "inspected_tunnel.hpp"
 #include "original_destination.hpp"
-#include "request_rules.hpp"
+#include "policy_answer.hpp"
 #include "tunnel.hpp"
 
 #include <boost/asio/dispatch.hpp>
@@ -125,13 +125,11 @@ void TransparentSession::act_on(AdmissionResult result) {
   auto& yes = std::get<Admitted>(result);
   // As for CONNECT: a blind tunnel to a host some rule names would carry requests no
   // rule could check; an inspected host's requests, and plain HTTP's, are decided inside.
-  if (auto v = decide_blind_tunnel(*profile_, host_.name, original_.port());
-      flight_ != Flight::http && v.refusal) {
-    Refused no{std::move(*v.refusal), {}, {}, yes.endpoints.front().address().to_string(), {}};
-    no.rule = no.refusal.rule;
-    no.reason = no.refusal.reason;
-    exchange_.refused(no);
-    return refuse(no.refusal);
+  auto t = policy::decide_tunnel(*profile_, {host_.name, original_.port(), yes.decision},
+                                 flight_ == Flight::http ? policy::Carried::plain_http : policy::Carried::opaque);
+  if (auto no = take_decision(yes, std::move(t.decision), t.status)) {
+    exchange_.refused(*no);
+    return refuse(no->refusal);
   }
   decided_outcome_ = yes.outcome;
   decided_ = yes.decision;
