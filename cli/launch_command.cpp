@@ -4,7 +4,6 @@
 #include "flag_table.hpp"
 
 #include "netbox/audit/location.hpp"
-#include "netbox/launcher/duration.hpp"
 #include "netbox/launcher/launch.hpp"
 
 #include <iostream>
@@ -18,8 +17,8 @@ namespace {
 
 struct LaunchArgs {
   launcher::LaunchOptions o;
-  std::optional<std::string> timeout;
-  std::string grace = "5";
+  std::optional<std::chrono::milliseconds> timeout;
+  std::optional<std::chrono::milliseconds> grace;
 };
 
 void bind(FlagTable& f, LaunchArgs& a) {
@@ -61,13 +60,13 @@ void bind(FlagTable& f, LaunchArgs& a) {
       ->check(CLI::IsMember({"text", "json"}));
   f.option("--env", o.env, "Set KEY=VALUE in the agent's environment (repeatable)");
   f.option("--keep-env", o.keep_env, "Pass the launcher's KEY on to the agent (repeatable)");
-  f.option("--timeout", a.timeout,
-           "How long the agent may run before it gets SIGTERM (then SIGKILL): seconds, or "
-           "30s, 15m, 1h ...; ending it so exits 124");
-  f.option("--kill-grace", a.grace, "Time between the timeout's SIGTERM and SIGKILL (seconds, or 500ms, 10s ...)")
-      ->default_str("5");
+  f.duration("--timeout", a.timeout,
+             "How long the agent may run before it gets SIGTERM (then SIGKILL): a DURATION such as 90 (seconds), "
+             "30s, 15m or 1h30m; ending it so exits 124");
+  f.duration("--kill-grace", a.grace, "Time between the timeout's SIGTERM and SIGKILL, a DURATION (500ms, 10s ...)")
+      ->default_str("5s");
   f.option("--rlimit-as", o.rlimits.as, "Address-space limit, SIZE such as 4G or 512M (default 16G)");
-  f.option("--rlimit-cpu", o.rlimits.cpu, "CPU seconds (default unlimited)");
+  f.option("--rlimit-cpu", o.rlimits.cpu, "CPU time, a DURATION such as 90 (seconds), 30m or 1h30m (default unlimited)");
   f.option("--rlimit-nofile", o.rlimits.nofile, "Open files (default 4096)");
   f.option("--rlimit-nproc", o.rlimits.nproc,
            "Processes of the agent's user, counted across the whole machine (default 1024; --pids is the agent's own cap)");
@@ -87,21 +86,13 @@ void bind(FlagTable& f, LaunchArgs& a) {
   f.option("command", o.command, "COMMAND [ARG...] (after --)")->required();
 }
 
-// Seconds from "30", "500ms", "15m" ...; UsageError names the flag.
-double seconds(const char* flag, const std::string& text) {
-  const auto s = launcher::parse_seconds(text);
-  if (!s)
-    throw UsageError(std::string(flag) + " '" + text + "': expected seconds or a duration such as 500ms, 30s, 15m, 1h");
-  return *s;
-}
-
 int run_launch(LaunchArgs& a, const FlagTable& flags) {
   auto& o = a.o;
   try {
     o.tmp_size_given = flags.given("--tmp-size");
     o.network_given = flags.given("--network");
-    if (a.timeout) o.timeout_seconds = seconds("--timeout", *a.timeout);
-    o.kill_grace = std::chrono::milliseconds(static_cast<long long>(seconds("--kill-grace", a.grace) * 1000));
+    if (a.timeout) o.timeout_seconds = static_cast<double>(a.timeout->count()) / 1000;
+    if (a.grace) o.kill_grace = *a.grace;
   } catch (const UsageError& e) {
     return usage_error(flags.command(), e.what());
   }

@@ -5,6 +5,10 @@
 #include "load_sandbox.hpp"
 #include "rule_entry.hpp"
 
+#include "netbox/policy/duration.hpp"
+
+#include <utility>
+
 namespace netbox::policy::detail {
 namespace {
 
@@ -77,20 +81,50 @@ uint64_t positive(const LoadContext& ctx, const nlohmann::json& v, const std::st
   return static_cast<uint64_t>(n);
 }
 
+// A duration key ("idle_timeout": "5m"): the one grammar of netbox/policy/duration.hpp, or
+// a number of seconds, as the flags take it; positive and at most the _ms keys' largest.
+std::chrono::milliseconds positive_duration(const LoadContext& ctx, const nlohmann::json& v,
+                                            const std::string& pointer) {
+  if (!v.is_string() && !v.is_number())
+    ctx.fail(pointer, "must be a duration such as \"30s\" or \"1h30m\", not " + json_kind(v));
+  const std::string text = v.is_string() ? v.get<std::string>() : v.dump();
+  const auto d = try_parse_duration(text);
+  if (!d) ctx.fail(pointer, "'" + text + "' is not a duration: " + d.why + " (" + std::string(kDurationExamples) + ")");
+  if (d.value.count() <= 0) ctx.fail(pointer, "must be longer than 0, not " + v.dump());
+  if (d.value.count() > 2147483647) ctx.fail(pointer, "must be at most 2147483647 ms (about 24 days), not " + v.dump());
+  return d.value;
+}
+
 void read_limits(const LoadContext& ctx, const nlohmann::json& j, const std::string& pointer, Limits& limits) {
   ctx.expect_object(j, pointer);
   ctx.check_keys(j, pointer,
                  {"max_connections", "max_connections_per_agent", "max_connections_per_host",
-                  "connect_timeout_ms", "dial_budget_ms", "idle_timeout_ms", "header_timeout_ms"});
+                  "connect_timeout_ms", "dial_budget_ms", "idle_timeout_ms", "header_timeout_ms", "connect_timeout",
+                  "dial_budget", "idle_timeout", "header_timeout"});
+  // Each time is a duration key ("idle_timeout": "5m") or its older whole-milliseconds twin.
+  static constexpr std::pair<std::string_view, std::chrono::milliseconds Limits::*> kTimes[] = {
+      {"connect_timeout", &Limits::connect_timeout},
+      {"dial_budget", &Limits::dial_budget},
+      {"idle_timeout", &Limits::idle_timeout},
+      {"header_timeout", &Limits::header_timeout}};
   for (const auto& [key, v] : j.items()) ctx.keep_going([&, &key = key, &v = v] {
-    uint64_t n = positive(ctx, v, child(pointer, key));
+    const std::string p = child(pointer, key);
+    for (const auto& [name, member] : kTimes) {
+      if (key == name) {
+        if (j.contains(std::string(name) + "_ms"))
+          ctx.fail(p, "give " + std::string(name) + " or " + std::string(name) + "_ms, not both", true);
+        limits.*member = positive_duration(ctx, v, p);
+        return;
+      }
+      if (key == std::string(name) + "_ms") {
+        limits.*member = std::chrono::milliseconds(positive(ctx, v, p));
+        return;
+      }
+    }
+    uint64_t n = positive(ctx, v, p);
     if (key == "max_connections") limits.max_connections = n;
     else if (key == "max_connections_per_agent") limits.max_connections_per_agent = n;
     else if (key == "max_connections_per_host") limits.max_connections_per_host = n;
-    else if (key == "connect_timeout_ms") limits.connect_timeout = std::chrono::milliseconds(n);
-    else if (key == "dial_budget_ms") limits.dial_budget = std::chrono::milliseconds(n);
-    else if (key == "idle_timeout_ms") limits.idle_timeout = std::chrono::milliseconds(n);
-    else if (key == "header_timeout_ms") limits.header_timeout = std::chrono::milliseconds(n);
   });
 }
 

@@ -54,7 +54,8 @@ TEST(Schema, AgentKeysAndLimitKeysMatch) {
                                    "credentials"}));
   EXPECT_EQ(keys(s["$defs"]["limits"]["properties"]),
             (std::set<std::string>{"max_connections", "max_connections_per_agent", "max_connections_per_host",
-                                   "connect_timeout_ms", "dial_budget_ms", "idle_timeout_ms", "header_timeout_ms"}));
+                                   "connect_timeout_ms", "dial_budget_ms", "idle_timeout_ms", "header_timeout_ms",
+                                   "connect_timeout", "dial_budget", "idle_timeout", "header_timeout"}));
 }
 
 TEST(Schema, DefaultsMatchTheDefaultPolicy) {
