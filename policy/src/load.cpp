@@ -80,16 +80,17 @@ void read_agents(const detail::LoadContext& ctx, const nlohmann::json& j, const 
       if (value.contains(top_only))
         ctx.fail(detail::child(p, top_only), std::string("'") + top_only + "' is only allowed at the top level", true);
     ctx.check_keys(value, p,
-                   {"mode", "allow", "deny", "ports", "internal", "limits", "sandbox", "inspect", "rules", "credentials"});
+                   {"mode", "allow", "include", "deny", "ports", "internal", "limits", "sandbox", "inspect", "rules",
+                    "credentials"});
     Profile profile = policy.base;
     detail::read_profile_keys(ctx, value, p, "agents." + name + ".", profile);
     profile.overrides.clear();
     for (const char* key :
-         {"mode", "allow", "deny", "ports", "internal", "limits", "sandbox", "inspect", "rules", "credentials"})
+         {"mode", "allow", "include", "deny", "ports", "internal", "limits", "sandbox", "inspect", "rules", "credentials"})
       if (value.contains(key)) profile.overrides.emplace_back(key);
     // Only where the agent changed what the check reads: the top level's own mistakes
     // are reported once, at the top level.
-    if (value.contains("allow") || value.contains("inspect") || value.contains("rules") || value.contains("credentials"))
+    if (value.contains("allow") || value.contains("include") || value.contains("inspect") || value.contains("rules") || value.contains("credentials"))
       detail::check_inspection(ctx, profile, p);
     policy.agents.emplace(name, std::move(profile));
   });
@@ -127,7 +128,7 @@ Policy parse_policy(std::string_view text, const std::string& source_name) {
   // From here on a mistake is recorded and loading goes on, so that every mistake in the
   // file is reported at once; nothing of a file with any mistake is returned.
   ctx.check_keys(doc, "",
-                 {"$schema", "version", "mode", "allow", "deny", "ports", "internal", "resolve", "resolve_unlisted_names",
+                 {"$schema", "version", "mode", "allow", "include", "deny", "ports", "internal", "resolve", "resolve_unlisted_names",
                   "limits", "sandbox", "inspect", "rules", "credentials", "agents"});
 
   Policy policy;

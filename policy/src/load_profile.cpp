@@ -1,11 +1,13 @@
 #include "load_profile.hpp"
 
 #include "cidr_parse.hpp"
+#include "host_sets.hpp"
 #include "load_inspection.hpp"
 #include "load_sandbox.hpp"
 #include "rule_entry.hpp"
 
 #include "netbox/policy/duration.hpp"
+#include "netbox/policy/near_miss.hpp"
 
 #include <utility>
 
@@ -128,6 +130,35 @@ void read_limits(const LoadContext& ctx, const nlohmann::json& j, const std::str
   });
 }
 
+// "include": ["@python", "@github"]: the hosts of shipped sets (host_sets.cpp), allowed
+// as if listed under allow. Each rule cites "include @python" and its place in the set.
+std::vector<Rule> read_include(const LoadContext& ctx, const nlohmann::json& j, const std::string& pointer,
+                               const std::string& list_prefix) {
+  ctx.expect_array(j, pointer);
+  std::vector<Rule> rules;
+  for (std::size_t i = 0; i < j.size(); ++i) ctx.keep_going([&] {
+    const std::string p = child(pointer, i);
+    const std::string& name = ctx.expect_string(j[i], p);
+    const HostSet* set = find_host_set(name);
+    if (set == nullptr) {
+      std::vector<std::string_view> names;
+      std::string list;
+      for (const auto& s : host_sets()) names.push_back(s.name), list += (list.empty() ? "" : ", ") + std::string(s.name);
+      const std::string best = closest_name(name, names);
+      ctx.fail(p, "no host set '" + name + "'" + (best.empty() ? "" : " (did you mean " + best + "?)") +
+                      "; the sets are " + list + (name.starts_with("@") ? "" : " (list hosts under allow)"));
+    }
+    for (std::size_t h = 0; h < set->hosts.size(); ++h) {
+      auto r = parse_rule_entry(std::string(set->hosts[h]), RuleList::allow);
+      Rule rule = std::get<Rule>(std::move(r));  // the shipped sets are checked by a unit test
+      rule.list = list_prefix + "include " + name;
+      rule.index = h;
+      rules.push_back(std::move(rule));
+    }
+  });
+  return rules;
+}
+
 Mode read_mode(const LoadContext& ctx, const nlohmann::json& j, const std::string& pointer) {
   const std::string& s = ctx.expect_string(j, pointer);
   if (s == "enforce") return Mode::enforce;
@@ -145,6 +176,11 @@ void read_profile_keys(const LoadContext& ctx, const nlohmann::json& object, con
   if (auto it = object.find("allow"); it != object.end())
     ctx.keep_going([&] {
       profile.allow = read_rules(ctx, *it, child(pointer, "allow"), list_prefix + "allow", RuleList::allow);
+    });
+  if (auto it = object.find("include"); it != object.end())
+    ctx.keep_going([&] {
+      auto included = read_include(ctx, *it, child(pointer, "include"), list_prefix);
+      profile.allow.insert(profile.allow.end(), included.begin(), included.end());
     });
   if (auto it = object.find("deny"); it != object.end())
     ctx.keep_going([&] {

@@ -112,6 +112,32 @@ TEST(Load, LimitTimesTakeTheDurationGrammar) {
               "not both");
 }
 
+// "include" allows the hosts of a shipped set, as if listed under allow, in the profile
+// that names it; an unknown set is named with the sets there are.
+TEST(Load, IncludeAllowsAShippedHostSet) {
+  const auto p = parse_policy(R"({"version": 1, "allow": ["example.com"], "include": ["@python"],
+                                  "agents": {"coder": {"include": ["@npm"]}, "bare": {"allow": ["x.example"]}}})",
+                              "p.json");
+  const auto has = [](const Profile& profile, const std::string& host) {
+    return std::any_of(profile.allow.begin(), profile.allow.end(), [&](const Rule& r) { return r.written == host; });
+  };
+  EXPECT_TRUE(has(p.base, "example.com"));
+  EXPECT_TRUE(has(p.base, "pypi.org"));
+  EXPECT_TRUE(has(p.base, "files.pythonhosted.org"));
+  EXPECT_FALSE(has(p.base, "registry.npmjs.org"));
+  EXPECT_TRUE(has(p.profile_for("coder"), "registry.npmjs.org"));
+  EXPECT_TRUE(has(p.profile_for("coder"), "pypi.org")) << "an agent's include adds to the allow it inherits";
+  EXPECT_FALSE(has(p.profile_for("bare"), "pypi.org")) << "an agent's own allow replaces the top level's";
+  expect_fail(R"({"version": 1, "include": ["@pyton"]})", "/include/0", "no host set '@pyton' (did you mean @python?)");
+  expect_fail(R"({"version": 1, "include": ["pypi.org"]})", "/include/0", "list hosts under allow");
+}
+
+// Every shipped set parses as allow entries (read_include relies on it).
+TEST(Load, EveryShippedHostSetLoads) {
+  for (const char* set : {"@anthropic", "@openai", "@gemini", "@python", "@npm", "@github", "@gitlab", "@crates", "@go"})
+    EXPECT_NO_THROW(parse_policy(std::string(R"({"version": 1, "include": [")") + set + R"("]})", "p.json")) << set;
+}
+
 TEST(Load, DigestIsSha256OfTheBytes) {
   auto p = parse_policy("{\"version\": 1}\n", "p.json");
   // sha256sum of the same 15 bytes
