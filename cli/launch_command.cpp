@@ -2,11 +2,19 @@
 // way out is the netbox proxy (see docs/launch.md).
 #include "commands.hpp"
 #include "flag_table.hpp"
+#include "launch_defaults.hpp"
+#include "presets.hpp"
 
 #include "netbox/audit/location.hpp"
 #include "netbox/launcher/launch.hpp"
 
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
 #include <iostream>
+#include <string_view>
+#include <vector>
 #include <memory>
 #include <optional>
 #include <string>
@@ -19,11 +27,18 @@ struct LaunchArgs {
   launcher::LaunchOptions o;
   std::optional<std::chrono::milliseconds> timeout;
   std::optional<std::chrono::milliseconds> grace;
+  std::optional<std::string> preset;
 };
 
 void bind(FlagTable& f, LaunchArgs& a) {
   auto& o = a.o;
-  f.option("--policy", o.policy_file, "Policy file for the embedded proxy (default: allow nothing)");
+  std::vector<std::string> preset_names;
+  for (const auto& p : presets()) preset_names.emplace_back(p.name);
+  f.option("--preset", a.preset,
+           "Run a coding agent with its shipped settings: claude, codex, aider or gemini (its folders in HOME, its "
+           "variables, its policy unless --policy)")
+      ->check(CLI::IsMember(preset_names));
+  f.option("--policy", o.policy_file, "Policy file for the embedded proxy (default: allow nothing, or the --preset's)");
   f.option("--agent,--name", o.name, "Agent name in the audit log (default: the command's name and a short id)");
   f.option("--profile", o.profile,
            "The policy's agents.PROFILE entry to decide with (default: the entry named like the agent, else the top level)");
@@ -86,9 +101,38 @@ void bind(FlagTable& f, LaunchArgs& a) {
   f.option("command", o.command, "COMMAND [ARG...] (after --)")->required();
 }
 
-int run_launch(LaunchArgs& a, const FlagTable& flags) {
+// Where a command the agent could not find is on the host, and the flags that would show
+// it: the host's PATH, then where installers put agents in the user's HOME.
+std::string not_found_hint(const std::string& command, const InvokingUser& user) {
+  if (command.find('/') != std::string::npos) return {};
+  std::vector<std::string> dirs;
+  if (const char* path = std::getenv("PATH"))
+    for (std::string_view rest = path; !rest.empty();) {
+      const auto colon = rest.find(':');
+      dirs.emplace_back(rest.substr(0, colon));
+      rest = colon == std::string_view::npos ? std::string_view() : rest.substr(colon + 1);
+    }
+  if (!user.home.empty())
+    for (const char* d : {"/.local/bin", "/bin", "/.npm-global/bin", "/.cargo/bin", "/go/bin"}) dirs.push_back(user.home + d);
+  for (const auto& dir : dirs) {
+    std::error_code ec;
+    const auto candidate = std::filesystem::path(dir.empty() ? "." : dir) / command;
+    if (!std::filesystem::is_regular_file(candidate, ec) || ::access(candidate.c_str(), X_OK) != 0) continue;
+    std::string hint = "; on the host it is " + candidate.string() + ", which the agent does not see: give --ro " + dir +
+                       " --env PATH=" + dir + ":/usr/local/bin:/usr/bin:/bin";
+    if (const Preset* p = find_preset(command)) hint += ", or --preset " + std::string(p->name);
+    return hint;
+  }
+  return {};
+}
+
+int run_launch(LaunchArgs& a, FlagTable& flags) {
   auto& o = a.o;
   try {
+    // The files' keys for the flags not given, then the preset's below them all.
+    const InvokingUser user = invoking_user();
+    apply_launch_files(flags, user);
+    if (a.preset) apply_preset(*a.preset, user, o);
     o.tmp_size_given = flags.given("--tmp-size");
     o.network_given = flags.given("--network");
     if (a.timeout) o.timeout_seconds = static_cast<double>(a.timeout->count()) / 1000;
@@ -99,7 +143,9 @@ int run_launch(LaunchArgs& a, const FlagTable& flags) {
   try {
     return launcher::launch(o);
   } catch (const launcher::LaunchError& e) {
-    std::cerr << "netbox launch: " << e.what() << "\n";
+    const std::string hint = e.exit_code() == launcher::kExitNotFound ? not_found_hint(o.command.front(), invoking_user())
+                                                                      : std::string();
+    std::cerr << "netbox launch: " << e.what() << hint << "\n";
     return e.exit_code();
   } catch (const std::exception& e) {
     std::cerr << "netbox launch: " << e.what() << "\n";

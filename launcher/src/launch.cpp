@@ -74,9 +74,11 @@ std::string command_line(const std::vector<std::string>& command) {
 }
 
 std::optional<policy::Policy> load_policy(const LaunchOptions& o) {
-  if (!o.policy_file) return o.proxy_control ? std::nullopt : std::optional(policy::default_policy());
+  if (!o.policy_file && !o.policy_text)
+    return o.proxy_control ? std::nullopt : std::optional(policy::default_policy());
   try {
-    auto p = policy::load_policy_file(*o.policy_file);
+    auto p = o.policy_file ? policy::load_policy_file(*o.policy_file)
+                           : policy::parse_policy(o.policy_text->second, o.policy_text->first);
     // The embedded proxy would refuse it after the banner; say so before anything runs.
     if (!o.proxy_control) proxy::check_enforceable(p, o.ca_dir.has_value());
     return p;
@@ -363,6 +365,9 @@ int launch(const LaunchOptions& flags) {
   spec.seccomp = seccomp.compile();
   spec.hostname = hostname_for(name);
   spec.mounts = mounts;
+  // A user whose home is not shown (nobody's /nonexistent, a system folder) gets the
+  // agent's own fresh /tmp as HOME: programs that write ~/.cache or ~/.config work.
+  if (spec.mounts.home.empty()) spec.user.home = "/tmp";
   spec.mounts.trust = std::move(trust);
   if (lease.uid) {
     // The uid of its own this launch leased; its HOME tmpfs is its own too.

@@ -69,7 +69,9 @@ SandboxReport describe_launch(const LaunchOptions& o, const std::string& name, c
   r.user = describe_user(who);
   r.network = "own namespace; its only route is the proxy (" +
               (o.proxy_control ? "running, control " + o.proxy_control->string()
-                               : "embedded, policy " + (o.policy_file ? o.policy_file->string() : "deny all") +
+                               : "embedded, policy " + (o.policy_file   ? o.policy_file->string()
+                                                        : o.policy_text ? o.policy_text->first
+                                                                        : "deny all") +
                                      ", audit " + (audit_db ? audit_db->string() : std::string("the default"))) +
               ")" +
               (o.network == "transparent"

@@ -1,5 +1,6 @@
 // The CLI contract every subcommand shares: --help, --version, usage errors exit 2.
 #include "support/process.hpp"
+#include "support/temp_dir.hpp"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -144,5 +145,15 @@ TEST(Cli, EveryDurationFlagTakesTheSameGrammar) {
     // "1h30m" parses: whatever fails next (no store, no policy) is not the duration.
     auto good = run_netbox(with(args, "1h30m"));
     EXPECT_EQ(good.err.find("1h30m"), std::string::npos) << flag << "\n" << good.err;
+  }
+}
+
+// Every shipped preset loads (its launch keys and its policy, with its includes).
+TEST(Cli, EveryPresetLoads) {
+  netbox::test::TempDir work;
+  for (const char* preset : {"claude", "codex", "aider", "gemini"}) {
+    auto r = run_netbox({"launch", "--preset", preset, "--explain", "--workdir", work.path().string(), "--", preset});
+    EXPECT_EQ(r.exit_code, 0) << preset << "\n" << r.err;
+    EXPECT_NE(r.out.find(std::string("policy preset ") + preset), std::string::npos) << r.out;
   }
 }

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace netbox::launcher {
@@ -26,6 +27,9 @@ struct CgroupFlags {
 
 struct LaunchOptions {
   std::optional<std::filesystem::path> policy_file;
+  // A policy given as text (a --preset's), used when no policy_file is: its name in
+  // messages ("preset claude") and its JSON.
+  std::optional<std::pair<std::string, std::string>> policy_text;
   std::string name;                                   // empty: command basename + short id
   std::string profile;                                // the policy's agents.PROFILE entry; empty: see docs
   std::optional<std::filesystem::path> proxy_control; // unset: embedded proxy
