@@ -68,9 +68,10 @@ void bind(FlagTable& f, LaunchArgs& a) {
   f.option("--allow-degraded", o.allow_degraded,
            "Run even if LAYER (workdir, ro, rw, workdir-quota, cgroup) cannot be applied (repeatable)");
   f.flag("--explain", o.explain, "Print the layers the agent would run under, and run nothing");
-  f.flag("-q,--quiet", o.quiet, "No proxy log lines on stderr (by default: the refused and failed requests)");
+  f.flag("-q,--quiet", o.quiet,
+         "Nothing on the terminal but the agent's output (by default: the banner, the refused requests, a summary at exit)");
   f.option("--log-file", o.log_file,
-           "Append every proxy log line (allowed requests too) to FILE, created 0600, instead of stderr");
+           "Append every line of the embedded proxy (its lifecycle, every request) to FILE, created 0600");
   f.option("--format", o.explain_format, "With --explain: text (default) or json (what the agents row stores)")
       ->check(CLI::IsMember({"text", "json"}));
   f.option("--env", o.env, "Set KEY=VALUE in the agent's environment (repeatable)");

@@ -13,6 +13,7 @@
 #include "netbox/launcher/nft_rules.hpp"
 #include "netbox/launcher/credential_secrets.hpp"
 #include "netbox/launcher/policy_sandbox.hpp"
+#include "netbox/launcher/proxy_log_relay.hpp"
 #include "netbox/launcher/privileges.hpp"
 #include "netbox/launcher/proxy_link.hpp"
 #include "netbox/launcher/rlimits.hpp"
@@ -56,15 +57,6 @@ std::string default_name(const std::string& command) {
   char id[8];
   std::snprintf(id, sizeof id, "%06x", rd() & 0xffffffU);
   return base + "-" + id;
-}
-
-std::string shell_quote(const std::string& arg) {
-  if (!arg.empty() && arg.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%") ==
-                          std::string::npos)
-    return arg;
-  std::string out = "'";
-  for (char c : arg) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
 }
 
 std::string command_line(const std::vector<std::string>& command) {
@@ -187,6 +179,7 @@ policy::Cidr shared_proxy_pool(const Lease& lease) {
 }  // namespace
 
 int launch(const LaunchOptions& flags) {
+  const auto started = std::chrono::steady_clock::now();
   // The launcher reads the credential secrets (and runs the embedded proxy): no core file,
   // no ptrace or /proc/PID/mem by a process of the same user without CAP_SYS_PTRACE.
   // netbox-init, cloned from it, inherits this; the agent's exec resets it for the agent.
@@ -327,14 +320,14 @@ int launch(const LaunchOptions& flags) {
   ScopeExit close_log([&] {
     if (log_fd >= 0) ::close(log_fd);
   });
-  EmbeddedLog log;
-  log.quiet = o.quiet;
   if (o.log_file) {
     log_fd = ::open(o.log_file->c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (log_fd < 0) throw LaunchError(kExitUsage, "--log-file " + *o.log_file + ": " + std::strerror(errno));
-    log.fd = log_fd;
-    log.all_requests = true;
   }
+  // Every line of the embedded proxy to --log-file, only refusals to the terminal (none
+  // with --quiet), the requests counted for the summary; see proxy_log_relay.hpp.
+  ProxyLogRelay relay(log_fd, o.quiet);
+  EmbeddedLog log{.fd = relay.write_fd(), .all_requests = true, .quiet = false, .json = true};
   std::unique_ptr<ProxyLink> link = o.proxy_control ? make_control_client(*o.proxy_control)
                                                       : make_embedded_proxy(*policy, o.audit_db, pool_cidr, log, {o.ca_dir, o.upstream_ca});
 
@@ -390,7 +383,7 @@ int launch(const LaunchOptions& flags) {
   spec.cwd = agent_cwd;
   spec.commit_workdir = o.commit;
   spec.hidden = own_hidden;
-  std::cerr << render_banner(report) << std::flush;
+  if (!o.quiet) std::cerr << render_banner(report) << std::flush;
   // Declared before the child: on an error the child is killed and reaped first, and
   // only then is what it wrote copied out.
   AgentStdio stdio = AgentStdio::open();
@@ -476,6 +469,15 @@ int launch(const LaunchOptions& flags) {
   network.start();
   stdio.finish();
   link->detach(outcome);
+  link.reset();  // the embedded proxy's last lines are in the relay
+  relay.finish();
+  if (!o.quiet) {
+    LaunchSummary summary{name, outcome.exit_status, outcome.timed_out,
+                          std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started),
+                          std::nullopt, o.proxy_control ? own.proxy_audit_db : audit_db};
+    if (!o.proxy_control) summary.allowed_refused = std::pair{relay.allowed(), relay.refused()};
+    std::cerr << render_summary(summary) << std::flush;
+  }
   return outcome.timed_out ? kExitTimeout : outcome.exit_status;
 }
 

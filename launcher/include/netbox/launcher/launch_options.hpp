@@ -60,8 +60,8 @@ struct LaunchOptions {
   bool writable_hooks = false;                        // git hooks/config, .envrc, .vscode writable
   std::vector<std::string> allow_degraded;            // LAYER names (degraded_layers.hpp)
   bool explain = false;                               // print the layers, run nothing
-  // The embedded proxy's log: by default only refusals and failures on stderr; --quiet
-  // none; --log-file every line into FILE (0600) and none on stderr.
+  // The terminal: by default the banner, the refusals and a summary at exit; --quiet
+  // none. --log-file: every line of the embedded proxy into FILE (0600); see ProxyLogRelay.
   bool quiet = false;
   std::optional<std::string> log_file;
   std::string explain_format = "text";                // text | json (the agents row's `sandbox`)
