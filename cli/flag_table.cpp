@@ -19,12 +19,12 @@ CLI::Validator FlagTable::not_negative() {
 }
 
 CLI::Option* FlagTable::duration(const std::string& names, std::optional<std::chrono::milliseconds>& value,
-                                 const std::string& help) {
+                                 const std::string& help, policy::BareNumber bare) {
   auto* option = cmd_.add_option_function<std::string>(
-      names, [&value](const std::string& text) { value = policy::parse_duration(text); }, help);
+      names, [&value, bare](const std::string& text) { value = policy::parse_duration(text, bare); }, help);
   option->check(CLI::Validator(
-      [](std::string& text) {
-        const auto d = policy::try_parse_duration(text);
+      [bare](std::string& text) {
+        const auto d = policy::try_parse_duration(text, bare);
         return d ? std::string() : "'" + text + "' is not a duration: " + d.why + " (" +
                                        std::string(policy::kDurationExamples) + ")";
       },

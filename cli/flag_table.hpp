@@ -9,6 +9,8 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json_fwd.hpp>
 
+#include "netbox/policy/duration.hpp"
+
 namespace netbox::policy {
 class JsonFile;
 }
@@ -47,7 +49,7 @@ class FlagTable {
   // A length of time in the one grammar (netbox/policy/duration.hpp): "90", "1h30m", ...;
   // in a config file a string or a number of seconds. Unset unless given.
   CLI::Option* duration(const std::string& names, std::optional<std::chrono::milliseconds>& value,
-                        const std::string& help);
+                        const std::string& help, policy::BareNumber bare = policy::BareNumber::seconds);
 
   // Whether the flag got a value, from the command line or the config file.
   bool given(const std::string& flag) const;

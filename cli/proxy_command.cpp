@@ -219,7 +219,8 @@ void add_proxy_command(CLI::App& app, int& rc) {
            "Audit rows held in memory while the store cannot write; past them new requests get 503 (default 16384)");
   f.duration("--audit-retention", a.audit_retention,
            "Prune rows older than this DURATION (30d, 12h, 1w ...) at start and hourly, in small batches beside the "
-           "inserts; each run is an audit_prune event (default: keep everything)");
+           "inserts; each run is an audit_prune event (default: keep everything)",
+             policy::BareNumber::refused);
   f.duration("--audit-shutdown-wait", a.audit_shutdown_wait,
            "How long (a DURATION; default 10s) shutdown waits for a failing audit store to take the rows it holds");
   f.flag("--audit-sync", a.audit_sync,

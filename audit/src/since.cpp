@@ -18,9 +18,9 @@ struct DurationParse {
   std::string why;  // empty when it parsed
 };
 
-DurationParse duration_of(std::string_view text) {
+DurationParse duration_of(std::string_view text, policy::BareNumber bare) {
   // The one grammar of durations (policy/duration.hpp), the same as every other flag's.
-  const auto d = policy::try_parse_duration(text);
+  const auto d = policy::try_parse_duration(text, bare);
   if (!d) return {{}, d.why};
   return {std::chrono::duration_cast<std::chrono::seconds>(d.value), {}};
 }
@@ -28,7 +28,8 @@ DurationParse duration_of(std::string_view text) {
 }  // namespace
 
 std::chrono::seconds parse_duration(std::string_view text) {
-  const DurationParse d = duration_of(text);
+  // What goes is older than this: "30" meant as 30d must not remove everything.
+  const DurationParse d = duration_of(text, policy::BareNumber::refused);
   if (!d.why.empty())
     throw std::invalid_argument("'" + std::string(text) + "' is not a duration: " + d.why +
                                 " (" + std::string(policy::kDurationExamples) + ")");
@@ -37,7 +38,7 @@ std::chrono::seconds parse_duration(std::string_view text) {
 
 Clock::time_point parse_since(std::string_view text, Clock::time_point now) {
   if (auto tp = detail::parse_iso8601(text)) return *tp;
-  const DurationParse d = duration_of(text);
+  const DurationParse d = duration_of(text, policy::BareNumber::seconds);
   if (d.why.empty()) return now - d.seconds;
   throw std::invalid_argument("'" + std::string(text) + "' is not a time: " + d.why +
                               ", and not an ISO-8601 timestamp (use 30s, 15m, 1h30m, 2d, 1w or a timestamp like "

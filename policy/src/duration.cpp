@@ -38,7 +38,7 @@ std::optional<double> number_at(std::string_view text, std::size_t& at) {
 
 }  // namespace
 
-DurationParse try_parse_duration(std::string_view text) {
+DurationParse try_parse_duration(std::string_view text, BareNumber bare) {
   if (text.empty()) return {{}, "it is empty"};
   std::size_t at = 0;
   double total = 0;
@@ -52,6 +52,9 @@ DurationParse try_parse_duration(std::string_view text) {
     }
     if (at == text.size()) {
       if (start != 0) return {{}, "no unit after " + std::string(text.substr(start))};
+      if (bare == BareNumber::refused)
+        return {{}, "a number without a unit is refused here (write " + std::string(text) + "s or " +
+                        std::string(text) + "d)"};
       total = *n * 1e3;  // a bare number is seconds
       break;
     }
@@ -73,8 +76,8 @@ DurationParse try_parse_duration(std::string_view text) {
   return {std::chrono::milliseconds(static_cast<long long>(total)), {}};
 }
 
-std::chrono::milliseconds parse_duration(std::string_view text) {
-  const DurationParse d = try_parse_duration(text);
+std::chrono::milliseconds parse_duration(std::string_view text, BareNumber bare) {
+  const DurationParse d = try_parse_duration(text, bare);
   if (!d) throw std::invalid_argument("'" + std::string(text) + "' is not a duration: " + d.why + " (" +
                                       std::string(kDurationExamples) + ")");
   return d.value;

@@ -52,6 +52,15 @@ TEST(Duration, AnythingElseIsRefusedWithAReason) {
   }
 }
 
+// Where a slip destroys rows (prune --older-than, --audit-retention), "30" meant as 30d
+// is refused instead of read as 30 seconds.
+TEST(Duration, ABareNumberCanBeRefused) {
+  const auto d = try_parse_duration("30", BareNumber::refused);
+  EXPECT_FALSE(d);
+  EXPECT_NE(d.why.find("write 30s or 30d"), std::string::npos) << d.why;
+  EXPECT_EQ(try_parse_duration("30d", BareNumber::refused).value, std::chrono::hours(720));
+}
+
 TEST(Duration, TheThrowingFormNamesTheTextAndTheGrammar) {
   try {
     parse_duration("5x");

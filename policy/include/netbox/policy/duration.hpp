@@ -22,13 +22,17 @@ struct DurationParse {
   explicit operator bool() const { return why.empty(); }
 };
 
+// What a NUMBER without a unit means: seconds, or a mistake where a slip would destroy
+// something (audit prune --older-than 30, meant as 30d, would remove almost every row).
+enum class BareNumber { seconds, refused };
+
 // Truncated to whole milliseconds.
-DurationParse try_parse_duration(std::string_view text);
+DurationParse try_parse_duration(std::string_view text, BareNumber bare = BareNumber::seconds);
 
 // What every message about a bad duration ends with.
 inline constexpr std::string_view kDurationExamples = "use 90 (seconds), 500ms, 30s, 15m, 1h30m, 2d or 1w";
 
 // Throws std::invalid_argument: "'5x' is not a duration: WHY (use ...)".
-std::chrono::milliseconds parse_duration(std::string_view text);
+std::chrono::milliseconds parse_duration(std::string_view text, BareNumber bare = BareNumber::seconds);
 
 }  // namespace netbox::policy
