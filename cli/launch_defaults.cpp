@@ -4,6 +4,7 @@
 #include "presets.hpp"
 
 #include "netbox/policy/json_file.hpp"
+#include "netbox/tls/certificate_authority.hpp"
 
 #include <pwd.h>
 #include <unistd.h>
@@ -41,6 +42,31 @@ std::vector<std::string> strings_of(const nlohmann::json& object, const char* ke
   if (auto it = object.find(key); it != object.end())
     for (const auto& v : *it) out.push_back(v.get<std::string>());
   return out;
+}
+
+// The preset's API key kept from the agent: with a netbox CA (--ca-dir, else `netbox ca
+// init`'s default folder) and the key set in the launcher's environment, the policy
+// inspects the API host and injects the key; the agent's variable holds a placeholder.
+// Without either, the key reaches the agent as --keep-env passes it.
+void add_credential(const nlohmann::json& c, nlohmann::json& policy, launcher::LaunchOptions& o) {
+  std::string variable;
+  for (const auto& name : c.at("env")) {
+    const char* value = std::getenv(name.get<std::string>().c_str());
+    if (value != nullptr && *value != '\0') {
+      variable = name.get<std::string>();
+      break;
+    }
+  }
+  const std::filesystem::path ca = o.ca_dir.value_or(tls::kDefaultCaDir);
+  std::error_code ec;
+  if (variable.empty() || !std::filesystem::exists(ca / "ca.key", ec)) return;
+  policy["inspect"] = c.at("hosts");
+  policy["credentials"] = nlohmann::json::array({{{"name", c.at("name")},
+                                                  {"hosts", c.at("hosts")},
+                                                  {"header", c.at("header")},
+                                                  {"format", c.at("format")},
+                                                  {"secret_env", variable}}});
+  o.ca_dir = ca;
 }
 
 }  // namespace
@@ -88,8 +114,12 @@ void apply_preset(const std::string& name, const InvokingUser& user, launcher::L
   for (auto& e : strings_of(launch, "env")) env.push_back(expand_home(e, user.home));
   before(o.env, env);
   before(o.keep_env, strings_of(launch, "keep-env"));
-  if (!o.policy_file && !o.proxy_control)
-    o.policy_text = std::pair{file.source(), file.json().at("policy").dump()};
+  if (!o.policy_file && !o.proxy_control) {
+    nlohmann::json policy = file.json().at("policy");
+    if (auto credential = file.json().find("credential"); credential != file.json().end())
+      add_credential(*credential, policy, o);
+    o.policy_text = std::pair{file.source(), policy.dump()};
+  }
   // Arguments the agent needs inside netbox (Codex: its own sandbox off), after its name.
   const auto args = strings_of(file.json(), "args");
   if (!args.empty() && !o.command.empty() &&

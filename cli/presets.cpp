@@ -18,6 +18,11 @@ const std::vector<Preset>& presets() {
     // The API key (unless it signs in) and a gateway's address, where Claude Code reads them.
     "keep-env": ["ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL"]
   },
+  // With a netbox CA (--ca-dir, or `netbox ca init`'s default folder) and the key set,
+  // the key stays with the launcher: the agent holds a placeholder, the proxy inspects
+  // the API host and puts the key in.
+  "credential": {"name": "anthropic", "env": ["ANTHROPIC_API_KEY"], "hosts": ["api.anthropic.com"],
+                 "header": "x-api-key", "format": "{secret}"},
   "policy": {"version": 1, "include": ["@anthropic", "@npm", "@python", "@github"]}
 })"},
       {"codex", "codex", R"({
@@ -34,6 +39,8 @@ const std::vector<Preset>& presets() {
   // netbox's seccomp profile refuses them, so every command would fail. netbox is the
   // sandbox here (filesystem view, network, seccomp), so Codex's own is turned off.
   "args": ["-c", "sandbox_mode=\"danger-full-access\""],
+  "credential": {"name": "openai", "env": ["CODEX_API_KEY", "OPENAI_API_KEY"], "hosts": ["api.openai.com"],
+                 "header": "Authorization", "format": "Bearer {secret}"},
   "policy": {"version": 1, "include": ["@openai", "@npm", "@python", "@github"]}
 })"},
       {"aider", "aider", R"({
@@ -59,6 +66,8 @@ const std::vector<Preset>& presets() {
     // The API key (unless it signs in with Google) where Gemini CLI reads it.
     "keep-env": ["GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_CLOUD_PROJECT"]
   },
+  "credential": {"name": "gemini", "env": ["GEMINI_API_KEY", "GOOGLE_API_KEY"],
+                 "hosts": ["generativelanguage.googleapis.com"], "header": "x-goog-api-key", "format": "{secret}"},
   "policy": {"version": 1, "include": ["@gemini", "@npm", "@python", "@github"]}
 })"},
   };

@@ -12,7 +12,8 @@ struct Preset {
   std::string_view command;  // the agent's executable ("claude"); `args` go after it
   // A JSON object: "launch" (keys as in launch.json; "~/" is the invoking user's HOME,
   // paths in ro/rw that do not exist are left out), "policy" (a policy, used when no
-  // --policy is given) and "args" (put after the command when it is `command`).
+  // --policy is given), "args" (put after the command when it is `command`) and
+  // "credential" (with a CA and the key set: the API host inspected, the key injected).
   std::string_view json;
 };
 

@@ -7,6 +7,8 @@
 
 #include "support/sqlite_query.hpp"
 
+#include "netbox/tls/certificate_authority.hpp"
+
 #include <gmock/gmock.h>
 #include <sys/stat.h>
 
@@ -92,6 +94,30 @@ TEST(LaunchPreset, ClaudeRunsAStandInInstalledUnderHomeWithNoOtherFlag) {
   EXPECT_FALSE(fs::exists(a.home / ".cache")) << "HOME is a tmpfs: the agent's cache stays inside";
   EXPECT_EQ(test::query_column(a.db, "SELECT host || ' ' || decision FROM requests"),
             std::vector<std::string>{"api.anthropic.com allow"});
+  expect_nothing_left(subnet);
+}
+
+// With a netbox CA and the key in the launcher's environment, the preset's policy inspects
+// the API host and injects the key: the agent holds only a placeholder.
+TEST(LaunchPreset, WithACaTheAgentHoldsAPlaceholderNotTheKey) {
+  NETBOX_REQUIRE_ROOT();
+  const auto subnet = test_subnet(89);
+  AgentHome a;
+  write_file(a.home / ".local/bin/claude", "#!/bin/sh\necho \"key=$ANTHROPIC_API_KEY\"\n", fs::perms(0755));
+  const auto ca_dir = a.db_dir.path() / "ca";
+  tls::CertificateAuthority::create(ca_dir);
+  a.launch_json(R"({"subnet": ")" + subnet.cidr + R"(", "audit-db": ")" + a.db + R"(", "workdir": ")" +
+                a.project.string() + R"(", "ca-dir": ")" + ca_dir.string() + R"("})");
+  a.own_all();
+  const std::string secret = "sk-ant-e2e-the-agent-must-never-see-this";
+  std::vector<std::string> argv = {"env", "ANTHROPIC_API_KEY=" + secret, "SUDO_UID=" + std::to_string(a.user.uid()),
+                                   "SUDO_GID=" + std::to_string(a.user.gid()), "SUDO_USER=" + a.user.name(),
+                                   test::netbox_binary().string(), "launch", "--preset", "claude", "--", "claude"};
+  const auto r = test::run(argv);
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("key=")) << r.err;
+  EXPECT_THAT(r.out, ::testing::Not(HasSubstr(secret)));
+  EXPECT_THAT(r.out, ::testing::Not(HasSubstr("key=\n"))) << "the agent got no placeholder";
   expect_nothing_left(subnet);
 }
 
