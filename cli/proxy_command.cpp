@@ -42,8 +42,8 @@ struct ProxyArgs {
   std::string audit_db;  // empty: audit::default_db_path()
   std::size_t audit_queue = 65536;
   std::size_t audit_hold = 16384;
-  double audit_shutdown_wait = 10;
-  std::string audit_retention;
+  std::optional<std::chrono::milliseconds> audit_shutdown_wait;
+  std::optional<std::chrono::milliseconds> audit_retention;
   std::vector<std::string> dns;
   unsigned threads = 0;
   std::string control;
@@ -84,18 +84,10 @@ proxy::ProxyOptions to_options(const ProxyArgs& a, const FlagTable& flags) {
     o.dns_servers.emplace_back(ep.address(), ep.port());
   }
   if (a.audit_queue == 0) throw UsageError(flags.source("--audit-queue") + ": expected a positive number of rows");
-  if (!(a.audit_shutdown_wait >= 0))
-    throw UsageError(flags.source("--audit-shutdown-wait") + ": expected a non-negative number of seconds");
   o.audit_queue = a.audit_queue;
   o.audit_hold = a.audit_hold;
-  o.audit_shutdown_wait = std::chrono::milliseconds(static_cast<long long>(a.audit_shutdown_wait * 1000));
-  if (!a.audit_retention.empty()) {
-    try {
-      o.audit_retention = audit::parse_duration(a.audit_retention);
-    } catch (const std::invalid_argument& e) {
-      throw UsageError(flags.source("--audit-retention") + " " + e.what());
-    }
-  }
+  o.audit_shutdown_wait = a.audit_shutdown_wait.value_or(std::chrono::seconds(10));
+  if (a.audit_retention) o.audit_retention = std::chrono::duration_cast<std::chrono::seconds>(*a.audit_retention);
   o.threads = a.threads;
   o.audit_sync = a.audit_sync;
   if (!a.ca_dir.empty()) o.ca_dir = a.ca_dir;
@@ -225,11 +217,12 @@ void add_proxy_command(CLI::App& app, int& rc) {
            "Audit rows queued before clients are read no further until the writer catches up (default 65536)");
   f.option("--audit-hold", a.audit_hold,
            "Audit rows held in memory while the store cannot write; past them new requests get 503 (default 16384)");
-  f.option("--audit-retention", a.audit_retention,
-           "Prune rows older than this (30d, 12h, ...) at start and hourly, in small batches beside the "
-           "inserts; each run is an audit_prune event (default: keep everything)");
-  f.option("--audit-shutdown-wait", a.audit_shutdown_wait,
-           "Seconds shutdown waits for a failing audit store to take the rows it holds (default 10)");
+  f.duration("--audit-retention", a.audit_retention,
+           "Prune rows older than this DURATION (30d, 12h, 1w ...) at start and hourly, in small batches beside the "
+           "inserts; each run is an audit_prune event (default: keep everything)",
+             policy::BareNumber::refused);
+  f.duration("--audit-shutdown-wait", a.audit_shutdown_wait,
+           "How long (a DURATION; default 10s) shutdown waits for a failing audit store to take the rows it holds");
   f.flag("--audit-sync", a.audit_sync,
          "Strict audit: forward a request only after its decision row is durable (synchronous=FULL)");
   f.option("--ca-dir", a.ca_dir,

@@ -58,6 +58,7 @@ class EmbeddedProxy final : public ProxyLink {
       options.threads = 2;  // one agent's traffic; the machine belongs to the agent
       options.shutdown_grace = std::chrono::milliseconds(1000);
       options.log_fd = log_.fd;
+      if (log_.json) options.log_format = proxy::LogFormat::json;
       options.log_requests = log_.quiet          ? proxy::LogRequests::none
                              : log_.all_requests ? proxy::LogRequests::all
                                                  : proxy::LogRequests::refusals;

@@ -13,6 +13,7 @@
 #include "netbox/launcher/nft_rules.hpp"
 #include "netbox/launcher/credential_secrets.hpp"
 #include "netbox/launcher/policy_sandbox.hpp"
+#include "netbox/launcher/proxy_log_relay.hpp"
 #include "netbox/launcher/privileges.hpp"
 #include "netbox/launcher/proxy_link.hpp"
 #include "netbox/launcher/rlimits.hpp"
@@ -58,15 +59,6 @@ std::string default_name(const std::string& command) {
   return base + "-" + id;
 }
 
-std::string shell_quote(const std::string& arg) {
-  if (!arg.empty() && arg.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%") ==
-                          std::string::npos)
-    return arg;
-  std::string out = "'";
-  for (char c : arg) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
 std::string command_line(const std::vector<std::string>& command) {
   std::string out;
   for (const auto& a : command) out += (out.empty() ? "" : " ") + shell_quote(a);
@@ -74,9 +66,11 @@ std::string command_line(const std::vector<std::string>& command) {
 }
 
 std::optional<policy::Policy> load_policy(const LaunchOptions& o) {
-  if (!o.policy_file) return o.proxy_control ? std::nullopt : std::optional(policy::default_policy());
+  if (!o.policy_file && !o.policy_text)
+    return o.proxy_control ? std::nullopt : std::optional(policy::default_policy());
   try {
-    auto p = policy::load_policy_file(*o.policy_file);
+    auto p = o.policy_file ? policy::load_policy_file(*o.policy_file)
+                           : policy::parse_policy(o.policy_text->second, o.policy_text->first);
     // The embedded proxy would refuse it after the banner; say so before anything runs.
     if (!o.proxy_control) proxy::check_enforceable(p, o.ca_dir.has_value());
     return p;
@@ -185,6 +179,7 @@ policy::Cidr shared_proxy_pool(const Lease& lease) {
 }  // namespace
 
 int launch(const LaunchOptions& flags) {
+  const auto started = std::chrono::steady_clock::now();
   // The launcher reads the credential secrets (and runs the embedded proxy): no core file,
   // no ptrace or /proc/PID/mem by a process of the same user without CAP_SYS_PTRACE.
   // netbox-init, cloned from it, inherits this; the agent's exec resets it for the agent.
@@ -325,14 +320,14 @@ int launch(const LaunchOptions& flags) {
   ScopeExit close_log([&] {
     if (log_fd >= 0) ::close(log_fd);
   });
-  EmbeddedLog log;
-  log.quiet = o.quiet;
   if (o.log_file) {
     log_fd = ::open(o.log_file->c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (log_fd < 0) throw LaunchError(kExitUsage, "--log-file " + *o.log_file + ": " + std::strerror(errno));
-    log.fd = log_fd;
-    log.all_requests = true;
   }
+  // Every line of the embedded proxy to --log-file, only refusals to the terminal (none
+  // with --quiet), the requests counted for the summary; see proxy_log_relay.hpp.
+  ProxyLogRelay relay(log_fd, o.quiet);
+  EmbeddedLog log{.fd = relay.write_fd(), .all_requests = true, .quiet = false, .json = true};
   std::unique_ptr<ProxyLink> link = o.proxy_control ? make_control_client(*o.proxy_control)
                                                       : make_embedded_proxy(*policy, o.audit_db, pool_cidr, log, {o.ca_dir, o.upstream_ca});
 
@@ -363,6 +358,9 @@ int launch(const LaunchOptions& flags) {
   spec.seccomp = seccomp.compile();
   spec.hostname = hostname_for(name);
   spec.mounts = mounts;
+  // A user whose home is not shown (nobody's /nonexistent, a system folder) gets the
+  // agent's own fresh /tmp as HOME: programs that write ~/.cache or ~/.config work.
+  if (spec.mounts.home.empty()) spec.user.home = "/tmp";
   spec.mounts.trust = std::move(trust);
   if (lease.uid) {
     // The uid of its own this launch leased; its HOME tmpfs is its own too.
@@ -385,7 +383,7 @@ int launch(const LaunchOptions& flags) {
   spec.cwd = agent_cwd;
   spec.commit_workdir = o.commit;
   spec.hidden = own_hidden;
-  std::cerr << render_banner(report) << std::flush;
+  if (!o.quiet) std::cerr << render_banner(report) << std::flush;
   // Declared before the child: on an error the child is killed and reaped first, and
   // only then is what it wrote copied out.
   AgentStdio stdio = AgentStdio::open();
@@ -471,6 +469,15 @@ int launch(const LaunchOptions& flags) {
   network.start();
   stdio.finish();
   link->detach(outcome);
+  link.reset();  // the embedded proxy's last lines are in the relay
+  relay.finish();
+  if (!o.quiet) {
+    LaunchSummary summary{name, outcome.exit_status, outcome.timed_out,
+                          std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started),
+                          std::nullopt, o.proxy_control ? own.proxy_audit_db : audit_db};
+    if (!o.proxy_control) summary.allowed_refused = std::pair{relay.allowed(), relay.refused()};
+    std::cerr << render_summary(summary) << std::flush;
+  }
   return outcome.timed_out ? kExitTimeout : outcome.exit_status;
 }
 

@@ -158,7 +158,7 @@ TEST(LaunchLifecycle, BadInputIsRefusedWithExit2NamingIt) {
   for (const char* flag : {"--timeout", "--kill-grace"}) {
     auto duration = launch(subnet, {flag, "1y", "--", "true"});
     EXPECT_EQ(duration.exit_code, 2) << flag;
-    EXPECT_THAT(duration.err, HasSubstr(std::string(flag) + " '1y'"));
+    EXPECT_THAT(duration.err, HasSubstr(std::string(flag) + ": '1y' is not a duration"));
   }
 
   auto env = launch(subnet, {"--env", "NOEQUALS", "--", "true"});

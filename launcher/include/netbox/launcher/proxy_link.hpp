@@ -65,6 +65,7 @@ struct EmbeddedLog {
   int fd = 2;
   bool all_requests = false;  // else only refusals and failures
   bool quiet = false;         // no request lines at all
+  bool json = false;          // JSON lines (for a ProxyLogRelay to read), else text
 };
 // `subnet` is the launch's --subnet pool: no request through this proxy may reach it.
 // TLS inspection by the embedded proxy: the netbox CA (--ca-dir) and extra trust anchors
