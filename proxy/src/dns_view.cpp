@@ -327,6 +327,7 @@ void DnsView::write_row(const AgentIdentity& who, const std::string& peer, const
   r.duration_ms = 0;
   if (!rt_.writer->insert_complete(r))
     rt_.log.write("audit_error", {{"message", "audit store refused a dns row"}, {"host", r.host}});
+  rt_.export_row(r);
   rt_.log.write(LogLevel::warn, "dns_refused", {{"agent", r.agent}, {"host", r.host}, {"rule", r.rule}, {"reason", r.reason}});
 }
 
@@ -343,6 +344,7 @@ void DnsView::write_summary(const AgentIdentity& who, const DnsRefusalRows::Supp
     r.reason = std::move(reason);
     r.duration_ms = 0;
     rt_.writer->insert_complete(r);
+    rt_.export_row(r);
   };
   for (const auto& [name, n] : suppressed.repeats)
     summary(name, n, std::to_string(n) + " more refused DNS queries of this name in the minute of its first row " +

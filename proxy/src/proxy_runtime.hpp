@@ -93,6 +93,10 @@ struct ProxyRuntime {
   // (`fields`) is limited per agent by agent_log_limit. Never unbounded, however fast it comes.
   void agent_event(std::string kind, const std::string& agent, std::string particulars, std::string message,
                    std::string detail, LogFields fields);
+  // A row as it is complete (or written whole), to the SIEM export if there is one; never waits.
+  void export_row(const audit::AuditRecord& row) {
+    if (options.exporter) options.exporter->row(row);
+  }
   // Server's, for the control socket too (agent_attach.cpp).
   // `counted_as`: AgentIdentity::counted_as (the agent's IPv4 address, for its IPv6 one).
   void register_agent(const boost::asio::ip::address& addr, std::string agent, std::string profile,

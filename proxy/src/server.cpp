@@ -157,6 +157,7 @@ void ProxyRuntime::agent_event(std::string kind, const std::string& agent, std::
   e.fold_key = std::move(particulars);
   e.message = std::move(message);
   e.detail = std::move(detail);
+  if (options.exporter) options.exporter->event(e);
   writer->event(std::move(e));
 }
 
@@ -479,6 +480,7 @@ void Server::log(LogLevel level, std::string_view event, LogFields fields) { imp
 CountersSnapshot Server::counters() const {
   auto s = impl_->counters.snapshot();
   s.audit_queue_depth = impl_->writer->stats().queue_depth;
+  if (impl_->options.exporter) s.exports = impl_->options.exporter->stats();
   s.audit_healthy = impl_->writer->healthy();
   s.policy_digest = impl_->current_policy()->digest;
   s.policy_loaded_at = impl_->policy_loaded_at.load();
