@@ -1,5 +1,6 @@
 #include "netbox/launcher/launch.hpp"
 
+#include "netbox/launcher/agent_link.hpp"
 #include "netbox/launcher/agent_stdio.hpp"
 #include "netbox/launcher/agent_trust.hpp"
 #include "netbox/launcher/agent_user_choice.hpp"
@@ -176,6 +177,19 @@ policy::Cidr shared_proxy_pool(const Lease& lease) {
   return {boost::asio::ip::address_v4(mine.address), static_cast<unsigned>(mine.prefix)};
 }
 
+// The veth to a running proxy: its host side numbered (and IPv6 on it with `link6`) and up.
+void wire_veth(const Lease& lease, const std::string& agent_ifname, pid_t child, const std::optional<Ipv6Link>& link6) {
+  create_veth_pair(lease.veth, agent_ifname, child);
+  if (link6) {
+    host_side_ipv6_passive(lease.veth);
+    add_ipv6_address(lease.veth, link6->host_addr, link6->prefix);
+  } else {
+    disable_ipv6(lease.veth);
+  }
+  add_ipv4_address(lease.veth, lease.host_addr, lease.prefix);
+  set_link_up(lease.veth);
+}
+
 }  // namespace
 
 int launch(const LaunchOptions& flags) {
@@ -334,14 +348,18 @@ int launch(const LaunchOptions& flags) {
   // Before any thread exists (the embedded proxy's come later), so that only the
   // supervisor ever sees these signals.
   block_supervised_signals();
-  LaunchNetwork network(allocate_lease(*pool, o.state_dir, getpid(), who.own_uid));
+  // The embedded proxy reaches the agent through sockets made in its namespace (agent_link.hpp):
+  // no veth, no host rules; its lease holds only the agent's uid and names its cgroup.
+  const bool socket_link = !o.proxy_control;
+  LaunchNetwork network(allocate_lease(*pool, o.state_dir, getpid(), who.own_uid), !socket_link);
   const Lease& lease = network.lease();
   // Made and limited before the child exists: a limit that cannot be had stops here.
   // Removed (whatever is left in it killed) on every path after the child is reaped.
   AgentCgroup cgroup(cgroup_plan, "netbox-" + lease.veth + "-" + std::to_string(getpid()), o.state_dir);
 
   ChildSpec spec;
-  spec.host_addr = lease.host_addr;
+  spec.socket_link = socket_link;
+  spec.host_addr = socket_link ? kLinkProxyAddress : lease.host_addr;
   spec.agent_addr = lease.agent_addr;
   spec.prefix = lease.prefix;
   spec.command = o.command;
@@ -370,7 +388,8 @@ int launch(const LaunchOptions& flags) {
   }
   spec.dns_view = dns_view;
   // IPv6 inside the namespace comes with the DNS view (its AAAA answers and capture).
-  const std::optional<Ipv6Link> link6 = dns_view ? std::optional(ipv6_link_for(lease)) : std::nullopt;
+  const std::optional<Ipv6Link> link6 =
+      dns_view && !socket_link ? std::optional(ipv6_link_for(lease)) : std::nullopt;
   if (link6) {
     spec.host_addr6 = link6->host_addr;
     spec.agent_addr6 = link6->agent_addr;
@@ -379,7 +398,8 @@ int launch(const LaunchOptions& flags) {
   if (dns_view)
     spec.mounts.resolv_conf = "# netbox: the DNS view of this agent's policy (netbox launch --network transparent).\n"
                               "# Allowed names resolve to synthetic addresses; denied names do not exist.\n"
-                              "nameserver " + lease.host_addr + "\noptions attempts:2 timeout:2\n";
+                              "nameserver " + (socket_link ? std::string(kLinkDnsAddress) : lease.host_addr) +
+                              "\noptions attempts:2 timeout:2\n";
   spec.cwd = agent_cwd;
   spec.commit_workdir = o.commit;
   spec.hidden = own_hidden;
@@ -398,16 +418,10 @@ int launch(const LaunchOptions& flags) {
   // The proxy prepares on its own thread while the veth is wired (threads are fine
   // now that the child is cloned); joined before anything needs the proxy.
   std::jthread preparing([&link] { link->prepare(); });
+  AgentLink sockets;
   try {
-    create_veth_pair(lease.veth, spec.agent_ifname, child.pid());
-    if (link6) {
-      host_side_ipv6_passive(lease.veth);
-      add_ipv6_address(lease.veth, link6->host_addr, link6->prefix);
-    } else {
-      disable_ipv6(lease.veth);
-    }
-    add_ipv4_address(lease.veth, lease.host_addr, lease.prefix);
-    set_link_up(lease.veth);
+    if (socket_link) sockets = AgentLink::make(child.pid(), dns_view);
+    else wire_veth(lease, spec.agent_ifname, child.pid(), link6);
   } catch (const std::runtime_error& e) {
     throw LaunchError(kExitLauncherFailure, e.what());
   }
@@ -415,10 +429,14 @@ int launch(const LaunchOptions& flags) {
 
   preparing.join();
 
-  AgentIdentity identity{name, profile, lease.agent_addr, lease.host_addr, child.pid(), command_line(o.command),
-                         policy ? policy->digest : std::string(), render_report_json(report), std::nullopt, {}, {}, std::nullopt, {}};
+  AgentIdentity identity{name, profile, socket_link ? std::string() : lease.agent_addr,
+                         socket_link ? std::string(kLinkProxyAddress) : lease.host_addr, child.pid(),
+                         command_line(o.command), policy ? policy->digest : std::string(), render_report_json(report),
+                         std::nullopt, {}, {}, std::nullopt, {}, std::nullopt};
+  if (socket_link) identity.sockets = sockets.sockets();
   // The embedded proxy has this agent only; a running one gets a pool of its own per agent.
   if (dns_view) identity.dns_pool = o.proxy_control ? shared_proxy_pool(lease) : kSyntheticPool;
+  if (dns_view && socket_link) identity.dns_pool6 = kSyntheticPool6;
   if (link6) {
     identity.agent_addr6 = link6->agent_addr;
     identity.host_addr6 = link6->host_addr;
@@ -427,6 +445,10 @@ int launch(const LaunchOptions& flags) {
   identity.credentials = std::move(credentials.secrets);
   ProxyPorts ports = link->attach(identity);
   ports.capture = link->capture_port();
+  if (socket_link) {
+    ports = sockets.ports();
+    sockets = AgentLink();  // the proxy holds its own copies; nothing else keeps the namespace
+  }
   AgentOutcome failed;
   failed.exit_status = kExitLauncherFailure;
   ScopeExit detach_on_error([&] { link->detach(failed); });
@@ -434,8 +456,9 @@ int launch(const LaunchOptions& flags) {
   // on release(), after these are in place.
   child.send_ports(ports);
   try {
-    install_host_rules(lease.veth, {lease.agent_addr, lease.host_addr, spec.agent_addr6, spec.host_addr6}, ports,
-                       dns_view);
+    if (!socket_link)
+      install_host_rules(lease.veth, {lease.agent_addr, lease.host_addr, spec.agent_addr6, spec.host_addr6}, ports,
+                         dns_view);
   } catch (const std::runtime_error& e) {
     throw LaunchError(kExitLauncherFailure, e.what());
   }
@@ -466,7 +489,7 @@ int launch(const LaunchOptions& flags) {
   // proxy records the exit. The lease is released only after both (LaunchNetwork's
   // destructor), so a next launch never gets this /30 while a proxy may still listen
   // on its address.
-  network.start();
+  if (!socket_link) network.start();
   stdio.finish();
   link->detach(outcome);
   link.reset();  // the embedded proxy's last lines are in the relay

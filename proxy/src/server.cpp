@@ -6,6 +6,7 @@
 #include "inspector.hpp"
 
 #include "accept_loop.hpp"
+#include "client_identity.hpp"
 #include "control_socket.hpp"
 #include "fd_limit.hpp"
 #include "http_session.hpp"
@@ -274,7 +275,7 @@ void ProxyRuntime::accept_loop(Worker& w, std::shared_ptr<tcp::acceptor> acc, Li
 void ProxyRuntime::take_connection(Worker& w, tcp::socket s, ListenerKind kind) {
   boost::system::error_code peer_ec;
   const auto peer = s.remote_endpoint(peer_ec);
-  auto slot = client_slots->acquire(agents.lookup(peer.address()).slot_address(peer.address()));
+  auto slot = acquire_client_slot(*this, s, peer.address());
   if (!slot.slot) {
     counters.client_connections_refused.fetch_add(1);
     if (refused_log.note())
