@@ -3,6 +3,7 @@
 #include "migrations.hpp"
 #include "netbox/audit/query.hpp"
 #include "netbox/audit/schema.hpp"
+#include "netbox/audit/store_address.hpp"
 
 #include <chrono>
 #include <cstdio>
@@ -17,6 +18,8 @@ constexpr const char* kPartitionLock = "SELECT pg_advisory_xact_lock(7346102)";
 constexpr const char* kPruneLock = "SELECT pg_advisory_xact_lock(7346103)";
 
 std::unique_ptr<PgConn> connect(const std::string& address) {
+  // Every message below names the address: one with a password is refused before any.
+  check_postgresql_address(address, "the audit store's address");
   try {
     return std::make_unique<PgConn>(address);
   } catch (const PgError& e) {
