@@ -315,7 +315,6 @@ CREATE INDEX requests_agent_ts ON requests (agent, ts);
 CREATE INDEX requests_decision_ts ON requests (decision, ts);
 CREATE INDEX requests_host ON requests (host);
 CREATE INDEX requests_parent ON requests (parent_id) WHERE parent_id IS NOT NULL;
-CREATE INDEX requests_id ON requests (id);
 
 CREATE TABLE agents (
   id             bigint PRIMARY KEY,

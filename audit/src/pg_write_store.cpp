@@ -27,6 +27,12 @@ void field(std::string& out, std::string_view text) {
   else append_copy_text(out, text);
   out += '\t';
 }
+// A NOT NULL column: empty text stays empty text, as SQLite stores it (a malformed request
+// may have no host); \N there would make the server refuse the whole batch.
+void required(std::string& out, std::string_view text) {
+  append_copy_text(out, text);
+  out += '\t';
+}
 void field(std::string& out, std::optional<std::int64_t> n) {
   if (n) out += std::to_string(*n);
   else out += "\\N";
@@ -114,16 +120,16 @@ class PgWriteStore final : public WriteStore {
     days_.insert(ts.substr(0, 10));
     std::string& out = requests_;
     field(out, id);
-    field(out, ts);
-    field(out, r.agent);
+    required(out, ts);
+    required(out, r.agent);
     field(out, r.client_addr);
-    field(out, r.kind);
+    required(out, r.kind);
     field(out, r.method);
-    field(out, r.host);
+    required(out, r.host);
     field(out, std::int64_t{r.port});
     field(out, r.path);
     field(out, c && !c->resolved_addr.empty() ? c->resolved_addr : r.resolved_addr);
-    field(out, c && !c->decision.empty() ? c->decision : r.decision);
+    required(out, c && !c->decision.empty() ? c->decision : r.decision);
     field(out, c && !c->rule.empty() ? c->rule : r.rule);
     field(out, c && !c->reason.empty() ? c->reason : r.reason);
     const auto status = c ? c->status : r.status;

@@ -62,6 +62,10 @@ PostgresServer::PostgresServer(bool durable) : bin_(postgres_bin()), durable_(du
     std::ofstream(passfile) << "*:*:*:" << user_ << ":" << password_ << "\n";
   }
   ::chmod(passfile.c_str(), 0600);
+  if (const char* before = std::getenv("PGPASSFILE")) {
+    had_passfile_ = true;
+    previous_passfile_ = before;
+  }
   ::setenv("PGPASSFILE", passfile.c_str(), 1);
   port_ = free_port();
   start();
@@ -73,6 +77,9 @@ PostgresServer::~PostgresServer() {
       as_owner({(bin_ / "pg_ctl").string(), "-D", (dir_ / "data").string(), "stop", "-m", "immediate", "-w"});
   } catch (...) {
   }
+  // A server that outlives this one (a suite's shared one) finds its own passfile again.
+  if (had_passfile_) ::setenv("PGPASSFILE", previous_passfile_.c_str(), 1);
+  else ::unsetenv("PGPASSFILE");
   std::error_code ec;
   std::filesystem::remove_all(dir_, ec);
 }

@@ -41,6 +41,8 @@ class PostgresServer {
 
   std::filesystem::path dir_;
   std::filesystem::path bin_;
+  std::string previous_passfile_;  // PGPASSFILE before this server's, restored at its end
+  bool had_passfile_ = false;
   std::string user_ = "netbox_test";
   std::string password_;
   unsigned short port_ = 0;
