@@ -8,6 +8,7 @@
 #include "netbox/audit/prune.hpp"
 #include "netbox/audit/query.hpp"
 #include "netbox/audit/schema.hpp"
+#include "netbox/audit/store_address.hpp"
 
 #include <chrono>
 #include <filesystem>
@@ -33,8 +34,8 @@ struct AuditArgs {
 // come before or after the word "summary".
 void add_filters(FlagTable& cmd, AuditArgs& a) {
   cmd.option("--audit-db,--db", a.db,
-             "Audit database to read (default: where netbox proxy and launch write it, /var/lib/netbox/audit.db "
-             "as root, else $XDG_STATE_HOME/netbox/audit.db)");
+             "Audit database to read: a file or postgresql://USER@HOST:PORT/DB (default: where netbox proxy and "
+             "launch write it, /var/lib/netbox/audit.db as root, else $XDG_STATE_HOME/netbox/audit.db)");
   cmd.option("--agent", a.agent, "Only requests of this agent");
   cmd.option("--decision", a.decision, "Only this decision: allow, report, deny, cap or error");
   cmd.option("--host", a.host, "Only hosts matching this glob, e.g. '*.example.com' (case-sensitive)");
@@ -70,6 +71,9 @@ audit::Filter to_filter(const AuditArgs& a) {
 }
 
 void require_db(const std::string& db) {
+  // A server: the reader says if it cannot be reached; a password in the address is refused
+  // (it would be in `ps`) without being repeated.
+  if (audit::is_postgresql(db)) return audit::check_postgresql_address(db, "--db");
   std::error_code ec;
   if (!std::filesystem::exists(db, ec)) throw UsageError("no audit database at " + db + "; pass --db");
 }

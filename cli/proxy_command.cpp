@@ -46,6 +46,7 @@ struct ProxyArgs {
   std::size_t audit_hold = 16384;
   std::optional<std::chrono::milliseconds> audit_shutdown_wait;
   std::optional<std::chrono::milliseconds> audit_retention;
+  std::string proxy_id;  // empty: the host name
   std::vector<std::string> dns;
   unsigned threads = 0;
   std::string control;
@@ -93,6 +94,7 @@ proxy::ProxyOptions to_options(const ProxyArgs& a, const FlagTable& flags) {
   if (a.audit_retention) o.audit_retention = std::chrono::duration_cast<std::chrono::seconds>(*a.audit_retention);
   o.threads = a.threads;
   o.audit_sync = a.audit_sync;
+  if (!a.proxy_id.empty()) o.proxy_id = a.proxy_id;
   if (!a.ca_dir.empty()) o.ca_dir = a.ca_dir;
   if (!a.upstream_ca.empty()) {
     if (a.ca_dir.empty()) throw UsageError(flags.source("--upstream-ca") + " needs --ca-dir DIR (TLS inspection)");
@@ -263,8 +265,10 @@ void add_proxy_command(CLI::App& app, int& rc) {
   f.option("--policy", a.policy, "Policy file (JSON, version 1); reloaded on SIGHUP and when it changes (required)");
   f.option("--listen", a.listen, "Listen address ADDR:PORT, repeatable (default 127.0.0.1:3128; port 0 picks one)");
   f.option("--audit-db", a.audit_db,
-           "SQLite audit database (default: /var/lib/netbox/audit.db as root, else "
-           "$XDG_STATE_HOME/netbox/audit.db); its directory must be writable by its owner only");
+           "Audit store: an SQLite file (default: /var/lib/netbox/audit.db as root, else "
+           "$XDG_STATE_HOME/netbox/audit.db; its directory must be writable by its owner only) or a PostgreSQL "
+           "server, postgresql://USER@HOST:PORT/DB (the password from PGPASSFILE or PGPASSWORD, never here)");
+  f.option("--proxy-id", a.proxy_id, "Name stored with every audit row this proxy writes (default: the host name)");
   f.option("--audit-queue", a.audit_queue,
            "Audit rows queued before clients are read no further until the writer catches up (default 65536)");
   f.option("--audit-hold", a.audit_hold,
@@ -276,7 +280,8 @@ void add_proxy_command(CLI::App& app, int& rc) {
   f.duration("--audit-shutdown-wait", a.audit_shutdown_wait,
            "How long (a DURATION; default 10s) shutdown waits for a failing audit store to take the rows it holds");
   f.flag("--audit-sync", a.audit_sync,
-         "Strict audit: forward a request only after its decision row is durable (synchronous=FULL)");
+         "Strict audit: forward a request only after its decision row is durable (SQLite synchronous=FULL; "
+         "PostgreSQL: committed on the server)");
   f.option("--ca-dir", a.ca_dir,
            "The netbox CA's folder (`netbox ca init`), for TLS inspection of the hosts a policy's inspect names "
            "(default: none; a policy with inspect is then refused)");

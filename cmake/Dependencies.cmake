@@ -17,6 +17,8 @@ pkg_check_modules(NFTABLES REQUIRED IMPORTED_TARGET libnftables)
 pkg_check_modules(MNL REQUIRED IMPORTED_TARGET libmnl)
 pkg_check_modules(LIBCAP REQUIRED IMPORTED_TARGET libcap)
 pkg_check_modules(RE2 REQUIRED IMPORTED_TARGET re2)
+# libpq, PostgreSQL's own C client, for the PostgreSQL audit store (docs/audit.md).
+pkg_check_modules(LIBPQ REQUIRED IMPORTED_TARGET libpq)
 
 # The netbox executable allocates with jemalloc: per request the proxy makes and frees
 # dozens of small objects on two io threads, the audit writer frees them in batches on its

@@ -10,7 +10,7 @@ mode=${1:-all}
 case "$mode" in all|build) ;; *) echo "install-deps: unknown mode '$mode' (all or build)" >&2; exit 2;; esac
 PKGS=(
   build-essential cmake ninja-build pkg-config git ccache
-  libboost1.81-dev libssl-dev libc-ares-dev libsqlite3-dev sqlite3
+  libboost1.81-dev libssl-dev libc-ares-dev libsqlite3-dev sqlite3 libpq-dev
   nlohmann-json3-dev libseccomp-dev libidn2-dev
   libcli11-dev libnftables-dev libmnl-dev libcap-dev libjemalloc-dev libre2-dev zlib1g-dev
   iproute2 nftables curl python3 procps
@@ -18,6 +18,7 @@ PKGS=(
 if [ "$mode" = all ]; then
   PKGS+=(
     libgtest-dev libgmock-dev json-schema-test-suite dnsmasq-base nginx-light python3-requests
+    postgresql
     chromium fonts-dejavu-core
     man-db systemd util-linux
   )

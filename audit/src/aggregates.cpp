@@ -8,9 +8,8 @@
 namespace netbox::audit {
 namespace {
 
-using detail::Statement;
 
-std::uint64_t count_column(const Statement& s, int column) { return static_cast<std::uint64_t>(s.column_int(column)); }
+std::uint64_t count_column(const detail::Row& s, int column) { return static_cast<std::uint64_t>(s.column_int(column)); }
 
 }  // namespace
 
@@ -21,10 +20,11 @@ std::uint64_t count_of(const DecisionCounts& counts, std::string_view decision) 
 }
 
 Totals totals(const std::filesystem::path& db, const Filter& filter) {
-  const auto where = detail::where_clause(filter);
+  detail::Reader reader(db);
+  const auto where = reader.where(filter);
   Totals t;
-  detail::Reader(db).each("SELECT decision, SUM(count), SUM(bytes_up), SUM(bytes_down) FROM requests", where,
-                          " GROUP BY decision ORDER BY decision", 0, [&t](const Statement& s) {
+  reader.each("SELECT decision, SUM(count), SUM(bytes_up), SUM(bytes_down) FROM requests", where,
+                          " GROUP BY decision ORDER BY decision", 0, [&t](const detail::Row& s) {
         t.decisions.push_back({s.column_text(0), count_column(s, 1)});
         t.requests += count_column(s, 1);
         t.bytes_up += count_column(s, 2);
@@ -36,18 +36,17 @@ Totals totals(const std::filesystem::path& db, const Filter& filter) {
 std::vector<DeniedHost> top_denied(const std::filesystem::path& db, const Filter& filter) {
   Filter denied = filter;
   denied.decision = "deny";
-  const auto where = detail::where_clause(denied);
   detail::Reader reader(db);
+  const auto where = reader.where(denied);
   std::vector<DeniedHost> hosts;
   reader.each("SELECT host, SUM(count) AS n FROM requests", where, " GROUP BY host ORDER BY n DESC, host", filter.limit,
-              [&hosts](const Statement& s) { hosts.push_back({s.column_text(0), count_column(s, 1), {}}); });
+              [&hosts](const detail::Row& s) { hosts.push_back({s.column_text(0), count_column(s, 1), {}}); });
   for (auto& host : hosts) {
     auto of_host = where;
     of_host.add("host = ?", host.host);
-    // With one max() in the query SQLite takes the bare `rule` from the row holding that
-    // maximum, so each reason comes with the rule of its latest denial.
-    reader.each("SELECT reason, rule, SUM(count) AS n, MAX(ts) AS last FROM requests", of_host,
-                " GROUP BY reason ORDER BY n DESC, last DESC", kReasonsPerDeniedHost, [&host](const Statement& s) {
+    // Each reason comes with the rule of its latest denial.
+    reader.each("SELECT reason, " + reader.latest("rule") + ", SUM(count) AS n, MAX(ts) AS last FROM requests", of_host,
+                " GROUP BY reason ORDER BY n DESC, last DESC", kReasonsPerDeniedHost, [&host](const detail::Row& s) {
                   host.reasons.push_back(
                       {s.column_text(0), s.column_text(1), count_column(s, 2), detail::stored_time(s.column_text(3))});
                 });
@@ -56,13 +55,14 @@ std::vector<DeniedHost> top_denied(const std::filesystem::path& db, const Filter
 }
 
 std::vector<AgentActivity> agent_activity(const std::filesystem::path& db, const Filter& filter) {
-  const auto where = detail::where_clause(filter);
+  detail::Reader reader(db);
+  const auto where = reader.where(filter);
   std::vector<AgentActivity> agents;
   // Per agent and decision, folded into one entry per agent here: the order by last seen
   // needs the whole agent, so the limit applies after.
-  detail::Reader(db).each(
+  reader.each(
       "SELECT agent, decision, SUM(count), SUM(bytes_up), SUM(bytes_down), MAX(ts) FROM requests", where,
-      " GROUP BY agent, decision ORDER BY agent, decision", 0, [&agents](const Statement& s) {
+      " GROUP BY agent, decision ORDER BY agent, decision", 0, [&agents](const detail::Row& s) {
         auto agent = s.column_text(0);
         if (agents.empty() || agents.back().agent != agent) agents.push_back({std::move(agent), {}, 0, 0, 0, {}});
         auto& a = agents.back();

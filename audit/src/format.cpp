@@ -66,6 +66,8 @@ ordered_json request_json(const AuditRecord& r) {
   o["count"] = r.count;  // requests this row stands for (refusals folded into one row)
   // A request inside an inspected TLS tunnel: the tunnel's row id.
   o["parent_id"] = r.parent_id ? ordered_json(r.parent_id) : ordered_json(nullptr);
+  // The proxy that wrote the row (several may share a store); null for rows before schema 7.
+  o["proxy_id"] = text_or_null(r.proxy_id);
   return o;
 }
 

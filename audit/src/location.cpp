@@ -1,4 +1,5 @@
 #include "netbox/audit/location.hpp"
+#include "netbox/audit/store_address.hpp"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -80,6 +81,8 @@ void prepare_default_location(const fs::path& db, std::string_view flag) {
 
 void check_db_location(const fs::path& db, std::string_view flag, const std::optional<fs::path>& agent_workdir) {
   if (db.empty()) refuse(flag, db, "an empty path");
+  // A server's address: no file here to check, only that it carries no password.
+  if (is_postgresql(db.native())) return check_postgresql_address(db.native(), flag);
   std::error_code ec;
   const fs::path absolute = fs::absolute(db, ec).lexically_normal();
   const fs::path dir = absolute.parent_path();

@@ -214,13 +214,145 @@ ALTER TABLE events ADD COLUMN count INTEGER NOT NULL DEFAULT 1;
 CREATE INDEX events_kind_ts ON events (kind, ts);
 )sql";
 
+// The views, in SQL both backends read alike (CASE instead of SQLite's boolean arithmetic),
+// so a security team's queries work on either store.
+constexpr const char* kViews = R"sql(
+CREATE VIEW denied_by_host AS
+  SELECT host,
+         SUM(count)            AS denied,
+         COUNT(DISTINCT agent) AS agents,
+         MIN(ts)               AS first_seen,
+         MAX(ts)               AS last_seen
+  FROM requests WHERE decision = 'deny'
+  GROUP BY host ORDER BY denied DESC, host;
+
+CREATE VIEW agent_activity AS
+  SELECT agent,
+         SUM(count)                                              AS requests,
+         SUM(CASE WHEN decision = 'allow' THEN count ELSE 0 END)  AS allowed,
+         SUM(CASE WHEN decision = 'deny' THEN count ELSE 0 END)   AS denied,
+         SUM(CASE WHEN decision = 'report' THEN count ELSE 0 END) AS reported,
+         SUM(CASE WHEN decision = 'cap' THEN count ELSE 0 END)    AS capped,
+         SUM(CASE WHEN decision = 'error' THEN count ELSE 0 END)  AS failed,
+         COUNT(DISTINCT host)                                    AS hosts,
+         SUM(bytes_up)                                           AS bytes_up,
+         SUM(bytes_down)                                         AS bytes_down,
+         MIN(ts)                                                 AS first_seen,
+         MAX(ts)                                                 AS last_seen
+  FROM requests GROUP BY agent ORDER BY agent;
+
+CREATE VIEW hourly_traffic AS
+  SELECT substr(ts, 1, 13) || ':00Z'                             AS hour,
+         SUM(count)                                              AS requests,
+         SUM(CASE WHEN decision = 'allow' THEN count ELSE 0 END)  AS allowed,
+         SUM(CASE WHEN decision = 'deny' THEN count ELSE 0 END)   AS denied,
+         SUM(CASE WHEN decision = 'report' THEN count ELSE 0 END) AS reported,
+         SUM(CASE WHEN decision = 'cap' THEN count ELSE 0 END)    AS capped,
+         SUM(CASE WHEN decision = 'error' THEN count ELSE 0 END)  AS failed,
+         SUM(bytes_up)                                           AS bytes_up,
+         SUM(bytes_down)                                         AS bytes_down
+  FROM requests GROUP BY substr(ts, 1, 13) ORDER BY hour;
+
+CREATE VIEW inspected_requests AS
+  SELECT r.id, r.ts, r.agent, r.method, r.host, r.port, r.path, r.decision, r.rule, r.reason, r.status,
+         r.bytes_up, r.bytes_down, r.duration_ms, r.error,
+         t.id AS tunnel_id, t.ts AS tunnel_ts, t.client_addr AS tunnel_client_addr
+  FROM requests r JOIN requests t ON t.id = r.parent_id
+  ORDER BY r.id;
+)sql";
+
+// Version 7: proxy_id on every row, the proxy that wrote it (its host name unless
+// --proxy-id says otherwise), so many proxies can share one store; the views as both
+// backends read them. NULL for older rows.
+constexpr const char* kV7 = R"sql(
+ALTER TABLE requests ADD COLUMN proxy_id TEXT;
+ALTER TABLE events ADD COLUMN proxy_id TEXT;
+ALTER TABLE agents ADD COLUMN proxy_id TEXT;
+DROP VIEW IF EXISTS denied_by_host;
+DROP VIEW IF EXISTS agent_activity;
+DROP VIEW IF EXISTS hourly_traffic;
+DROP VIEW IF EXISTS inspected_requests;
+)sql";
+
+// PostgreSQL's baseline, version 7 as a whole: the same tables and columns as SQLite's
+// (text timestamps in the same format, so the readers' SQL is one), with
+// - text compared bytewise (COLLATE "C") as SQLite does, whatever the server's locale;
+// - requests partitioned by day on ts (range partitions requests_pYYYYMMDD, created by
+//   the writer as days begin), so retention drops a day at once; the key is (id, ts) as
+//   PostgreSQL requires the partition column in it, and parent_id has no foreign key;
+// - ids from one sequence (netbox_row_ids) for every table, which each writer takes in
+//   blocks of 1,024 (INCREMENT BY): unique across the proxies writing the store, and
+//   increasing in the order each proxy wrote its rows.
+constexpr const char* kPgV7 = R"sql(
+CREATE TABLE netbox_schema (version integer NOT NULL);
+CREATE SEQUENCE netbox_row_ids INCREMENT BY 1024;
+CREATE TABLE requests (
+  id            bigint  NOT NULL,
+  ts            text    COLLATE "C" NOT NULL,
+  agent         text    COLLATE "C" NOT NULL,
+  client_addr   text    COLLATE "C",
+  kind          text    COLLATE "C" NOT NULL,
+  method        text    COLLATE "C",
+  host          text    COLLATE "C" NOT NULL,
+  port          integer NOT NULL,
+  path          text    COLLATE "C",
+  resolved_addr text    COLLATE "C",
+  decision      text    COLLATE "C" NOT NULL,
+  rule          text    COLLATE "C",
+  reason        text    COLLATE "C",
+  status        integer,
+  bytes_up      bigint  NOT NULL DEFAULT 0,
+  bytes_down    bigint  NOT NULL DEFAULT 0,
+  duration_ms   bigint,
+  error         text    COLLATE "C",
+  count         bigint  NOT NULL DEFAULT 1,
+  parent_id     bigint,
+  proxy_id      text    COLLATE "C",
+  PRIMARY KEY (id, ts)
+) PARTITION BY RANGE (ts);
+CREATE INDEX requests_ts ON requests (ts);
+CREATE INDEX requests_agent_ts ON requests (agent, ts);
+CREATE INDEX requests_decision_ts ON requests (decision, ts);
+CREATE INDEX requests_host ON requests (host);
+CREATE INDEX requests_parent ON requests (parent_id) WHERE parent_id IS NOT NULL;
+
+CREATE TABLE agents (
+  id             bigint PRIMARY KEY,
+  name           text   COLLATE "C" NOT NULL,
+  pid            bigint NOT NULL,
+  command_line   text   COLLATE "C",
+  policy_digest  text   COLLATE "C",
+  address        text   COLLATE "C",
+  started        text   COLLATE "C",
+  ended          text   COLLATE "C",
+  exit_status    integer,
+  resource_usage text   COLLATE "C",
+  sandbox        text   COLLATE "C",
+  proxy_id       text   COLLATE "C"
+);
+CREATE INDEX agents_name_pid ON agents (name, pid);
+
+CREATE TABLE events (
+  id       bigint PRIMARY KEY,
+  ts       text   COLLATE "C" NOT NULL,
+  kind     text   COLLATE "C" NOT NULL,
+  message  text   COLLATE "C" NOT NULL,
+  detail   text   COLLATE "C",
+  count    bigint NOT NULL DEFAULT 1,
+  proxy_id text   COLLATE "C"
+);
+CREATE INDEX events_ts ON events (ts);
+CREATE INDEX events_kind_ts ON events (kind, ts);
+)sql";
+
 constexpr Migration kMigrations[] = {
-    {1, kV1},
-    {2, kV2},
-    {3, kV3},
-    {4, kV4},
-    {5, kV5},
-    {6, kV6},
+    {1, kV1, nullptr, false},
+    {2, kV2, nullptr, false},
+    {3, kV3, nullptr, false},
+    {4, kV4, nullptr, false},
+    {5, kV5, nullptr, false},
+    {6, kV6, nullptr, false},
+    {7, kV7, kPgV7, true},
 };
 
 static_assert(sizeof kMigrations / sizeof kMigrations[0] == kSchemaVersion,
@@ -229,5 +361,7 @@ static_assert(sizeof kMigrations / sizeof kMigrations[0] == kSchemaVersion,
 }  // namespace
 
 std::span<const Migration> migrations() { return kMigrations; }
+
+const char* views_sql() { return kViews; }
 
 }  // namespace netbox::audit::detail

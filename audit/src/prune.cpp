@@ -2,7 +2,9 @@
 
 #include "netbox/audit/query.hpp"
 #include "netbox/audit/schema.hpp"
+#include "netbox/audit/store_address.hpp"
 #include "sqlite.hpp"
+#include "write_store.hpp"
 
 #include <string>
 
@@ -49,7 +51,44 @@ PruneCounts prune_batch(sqlite3* db, Clock::time_point cutoff, Clock::time_point
   return n;
 }
 
+namespace {
+
+std::string prune_message(const PruneCounts& total, Clock::time_point cutoff) {
+  return "pruned " + std::to_string(total.requests) + " requests, " + std::to_string(total.events) + " events and " +
+         std::to_string(total.agents) + " agents from before " + format_timestamp(cutoff);
+}
+
+std::string prune_detail(const PruneCounts& total, Clock::time_point cutoff, bool vacuum) {
+  return "{\"requests\":" + std::to_string(total.requests) + ",\"events\":" + std::to_string(total.events) +
+         ",\"agents\":" + std::to_string(total.agents) + ",\"before\":\"" + format_timestamp(cutoff) +
+         "\",\"vacuum\":" + (vacuum ? "true" : "false") + "}";
+}
+
+// PostgreSQL: the same batches through the store's own writer, whose event carries the
+// counts. VACUUM is left to the server's autovacuum (a dropped day gives its space back at once).
+PruneCounts prune_postgresql(const std::filesystem::path& path, Clock::time_point cutoff) {
+  WriterOptions options;
+  options.db_path = path;
+  const auto store = detail::open_write_store(options);
+  const auto now = Clock::now();
+  PruneCounts total;
+  for (;;) {
+    const PruneCounts n = store->prune_batch(cutoff, now, 2000);
+    total.requests += n.requests;
+    total.events += n.events;
+    total.agents += n.agents;
+    if (n.total() < 2000) break;
+  }
+  store->begin();
+  store->insert_event(Event{Clock::now(), "audit_prune", prune_message(total, cutoff), prune_detail(total, cutoff, false)});
+  store->commit();
+  return total;
+}
+
+}  // namespace
+
 PruneCounts prune(const std::filesystem::path& path, Clock::time_point cutoff, bool vacuum) {
+  if (is_postgresql(path.native())) return prune_postgresql(path, cutoff);
   detail::Db db(open_for_writing(path, false));
   constexpr std::uint64_t kBatch = 2000;  // a few ms per transaction: a live writer hardly waits
   const auto now = Clock::now();
@@ -63,11 +102,8 @@ PruneCounts prune(const std::filesystem::path& path, Clock::time_point cutoff, b
   }
   detail::Statement event(db.get(), "INSERT INTO events (ts, kind, message, detail) VALUES (?1, 'audit_prune', ?2, ?3)");
   event.bind(1, format_timestamp(Clock::now()));
-  event.bind(2, "pruned " + std::to_string(total.requests) + " requests, " + std::to_string(total.events) +
-                    " events and " + std::to_string(total.agents) + " agents from before " + format_timestamp(cutoff));
-  event.bind(3, "{\"requests\":" + std::to_string(total.requests) + ",\"events\":" + std::to_string(total.events) +
-                    ",\"agents\":" + std::to_string(total.agents) + ",\"before\":\"" + format_timestamp(cutoff) +
-                    "\",\"vacuum\":" + (vacuum ? "true" : "false") + "}");
+  event.bind(2, prune_message(total, cutoff));
+  event.bind(3, prune_detail(total, cutoff, vacuum));
   event.step();
   if (vacuum) {
     detail::exec(db.get(), "VACUUM");

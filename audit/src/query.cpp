@@ -10,7 +10,6 @@
 namespace netbox::audit {
 namespace {
 
-using detail::Statement;
 
 }  // namespace
 
@@ -24,12 +23,13 @@ std::string parse_decision(std::string_view text) {
 }
 
 std::vector<AuditRecord> query_requests(const std::filesystem::path& db, const Filter& filter) {
-  const auto where = detail::where_clause(filter);
+  detail::Reader reader(db);
+  const auto where = reader.where(filter);
   std::vector<AuditRecord> rows;
-  detail::Reader(db).each(
+  reader.each(
       "SELECT id, ts, agent, client_addr, kind, method, host, port, path, resolved_addr, decision, rule, "
-      "reason, status, bytes_up, bytes_down, duration_ms, error, count, parent_id FROM requests",
-      where, " ORDER BY ts DESC, id DESC", filter.limit, [&rows](const Statement& s) {
+      "reason, status, bytes_up, bytes_down, duration_ms, error, count, parent_id, proxy_id FROM requests",
+      where, " ORDER BY ts DESC, id DESC", filter.limit, [&rows](const detail::Row& s) {
         AuditRecord r;
         r.id = s.column_int(0);
         r.ts = detail::stored_time(s.column_text(1));
@@ -51,20 +51,23 @@ std::vector<AuditRecord> query_requests(const std::filesystem::path& db, const F
         r.error = s.column_text(17);
         r.count = static_cast<std::uint64_t>(s.column_int(18));
         if (!s.is_null(19)) r.parent_id = s.column_int(19);
+        r.proxy_id = s.column_text(20);
         rows.push_back(std::move(r));
       });
   return rows;
 }
 
 std::vector<SummaryRow> summarize(const std::filesystem::path& db, const Filter& filter) {
-  const auto where = detail::where_clause(filter);
+  detail::Reader reader(db);
+  const auto where = reader.where(filter);
   std::vector<SummaryRow> rows;
   // The busiest agent/host pairs first; the limit keeps the top ones.
-  detail::Reader(db).each(
-      "SELECT agent, host, SUM((decision = 'allow') * count), SUM((decision = 'deny') * count), "
-      "SUM((decision = 'report') * count), SUM((decision = 'cap') * count), SUM((decision = 'error') * count), "
+  reader.each(
+      "SELECT agent, host, SUM(CASE WHEN decision = 'allow' THEN count ELSE 0 END), "
+      "SUM(CASE WHEN decision = 'deny' THEN count ELSE 0 END), SUM(CASE WHEN decision = 'report' THEN count ELSE 0 END), "
+      "SUM(CASE WHEN decision = 'cap' THEN count ELSE 0 END), SUM(CASE WHEN decision = 'error' THEN count ELSE 0 END), "
       "SUM(bytes_up), SUM(bytes_down) FROM requests",
-      where, " GROUP BY agent, host ORDER BY SUM(count) DESC, agent, host", filter.limit, [&rows](const Statement& s) {
+      where, " GROUP BY agent, host ORDER BY SUM(count) DESC, agent, host", filter.limit, [&rows](const detail::Row& s) {
         SummaryRow r;
         r.agent = s.column_text(0);
         r.host = s.column_text(1);

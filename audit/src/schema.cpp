@@ -101,6 +101,7 @@ void migrate(sqlite3* db, const std::filesystem::path& path) {
                                  " is an SQLite database but not a netbox audit database "
                                  "(it has tables and no netbox schema version)");
         detail::exec(db, step.sql);
+        if (step.views) detail::exec(db, detail::views_sql());
         detail::exec(db, ("PRAGMA user_version = " + std::to_string(step.version)).c_str());
       }
       detail::exec(db, "COMMIT");

@@ -1,6 +1,8 @@
 #pragma once
 // Thin RAII over the SQLite C API, private to the audit module: errors become
 // exceptions that carry the SQLite result code, statements are prepared once.
+#include "row.hpp"
+
 #include <sqlite3.h>
 
 #include <cstdint>
@@ -30,7 +32,7 @@ using Db = std::unique_ptr<sqlite3, DbCloser>;
 // Runs one or more statements that return no rows we need.
 void exec(sqlite3* db, const char* sql);
 
-class Statement {
+class Statement final : public Row {
  public:
   Statement(sqlite3* db, std::string_view sql);
   ~Statement();
@@ -55,9 +57,9 @@ class Statement {
   // Ready for the next use: resets and clears the bindings.
   void reset();
 
-  bool is_null(int column) const;
-  std::int64_t column_int(int column) const;
-  std::string column_text(int column) const;  // "" for NULL
+  bool is_null(int column) const override;
+  std::int64_t column_int(int column) const override;
+  std::string column_text(int column) const override;  // "" for NULL
 
  private:
   sqlite3* db_;

@@ -3,13 +3,13 @@
 #include "netbox/audit/schema.hpp"
 #include "netbox/audit/stored_text.hpp"
 #include "refusal_folder.hpp"
-#include "sqlite.hpp"
-#include "writer_statements.hpp"
+#include "write_store.hpp"
 
 #include "netbox/audit/prune.hpp"
 
 #include <nlohmann/json.hpp>
 #include <pthread.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -24,6 +24,13 @@
 #include <vector>
 
 namespace netbox::audit {
+
+std::string default_proxy_id() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof name - 1) != 0) return {};
+  return name;
+}
+
 namespace {
 
 using SteadyClock = std::chrono::steady_clock;
@@ -64,31 +71,16 @@ using Callbacks = std::vector<std::pair<std::function<void(bool)>, bool>>;
 
 Clock::time_point now_if_unset(Clock::time_point tp) { return tp == Clock::time_point{} ? Clock::now() : tp; }
 
-// `netbox launch` opens and closes the store once per agent, and by default the last
-// connection to close checkpoints the WAL into the database (two fdatasyncs) and deletes
-// it, so the next open recreates it (one more fdatasync, of the directory): ~25 ms of a
-// launch. Closing without that checkpoint keeps exactly the documented bound (commits
-// under synchronous=NORMAL are safe from a process crash; only a power loss may take the
-// last ones; synchronous=FULL syncs each commit anyway); a later writer checkpoints the
-// log as it grows (wal_autocheckpoint), and readers read through the log meanwhile.
-void keep_wal_on_close(sqlite3* db) {
-  int on = 1;
-  sqlite3_file_control(db, "main", SQLITE_FCNTL_PERSIST_WAL, &on);
-  sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
-}
-
 }  // namespace
 
 struct Writer::Impl {
   explicit Impl(WriterOptions opts)
       : options(std::move(opts)),
-        db(open_for_writing(options.db_path, options.synchronous_full, options.busy_timeout)),
-        statements(db.get()),
+        store(detail::open_write_store(options)),
         folder(detail::kRefusalWindow, options.fold_after, options.agent_refusal_rows),
         event_folder(detail::kEventWindow, options.event_fold_after, options.agent_event_rows) {
     options.max_batch = std::max<std::size_t>(options.max_batch, 1);
     options.queue_capacity = std::max<std::size_t>(options.queue_capacity, 1);
-    keep_wal_on_close(db.get());
     thread = std::thread([this] { run(); });
   }
 
@@ -390,13 +382,12 @@ struct Writer::Impl {
     bool done = true;
     try {
       const auto now = Clock::now();
-      const PruneCounts n = prune_batch(db.get(), now - options.retention, now, kPruneBatch);
+      const PruneCounts n = store->prune_batch(now - options.retention, now, kPruneBatch);
       pruning.requests += n.requests;
       pruning.events += n.events;
       pruning.agents += n.agents;
       done = n.total() < kPruneBatch;
-      if (done && pruning.total() > 0)
-        statements.insert_event(Event{Clock::now(), "audit_prune",
+      if (done && pruning.total() > 0) write_alone(Event{Clock::now(), "audit_prune",
                                       "retention: pruned " + std::to_string(pruning.requests) + " requests, " +
                                           std::to_string(pruning.events) + " events and " +
                                           std::to_string(pruning.agents) + " agents older than " +
@@ -413,6 +404,18 @@ struct Writer::Impl {
     counters.pruned += pruning.total();
     pruning = {};
     next_prune = SteadyClock::now() + options.retention_interval;
+  }
+
+  // Writer thread, no lock: an event of the writer's own, in a transaction of its own.
+  void write_alone(const Event& e) {
+    try {
+      store->begin();
+      store->insert_event(e);
+      store->commit();
+    } catch (...) {
+      store->abandon();
+      throw;
+    }
   }
 
   // Caller holds `mu`. Moves queued items into the batch, at most max_batch rows in all.
@@ -441,13 +444,13 @@ struct Writer::Impl {
     if (held_rows == 0 && !failing_since) return true;
     pair_completions();
     try {
-      statements.begin();
+      store->begin();
       if (failing_since) record_recovery();
       for (const Item& item : batch) std::visit([this](const auto& x) { write(x); }, item);
-      statements.commit();
+      store->commit();
       return true;
     } catch (const std::exception& e) {
-      statements.abandon();
+      store->abandon();
       note_failure(e.what());
       return false;
     }
@@ -482,7 +485,7 @@ struct Writer::Impl {
     const Completion* final_values = nullptr;
     if (x.handle != kNoRow)
       if (auto it = paired.find(x.handle); it != paired.end()) final_values = it->second;
-    const std::int64_t rowid = statements.insert_request(x.record, final_values, rowid_of_open(x.record.parent));
+    const std::int64_t rowid = store->insert_request(x.record, final_values, rowid_of_open(x.record.parent));
     if (x.handle != kNoRow) batch_rowids[x.handle] = rowid;  // also when written final: parents
     if (final_values) completed.insert(x.handle);
     else if (x.handle != kNoRow) tentative_rowids[x.handle] = rowid;
@@ -494,7 +497,7 @@ struct Writer::Impl {
     std::int64_t rowid = 0;
     if (auto it = tentative_rowids.find(x.handle); it != tentative_rowids.end()) rowid = it->second;
     else if (auto jt = rowids.find(x.handle); jt != rowids.end()) rowid = jt->second;
-    if (rowid == 0 || completed.contains(x.handle) || !statements.complete_request(rowid, x.completion)) {
+    if (rowid == 0 || completed.contains(x.handle) || !store->complete_request(rowid, x.completion)) {
       ++batch_unknown_completions;
       return;
     }
@@ -504,19 +507,19 @@ struct Writer::Impl {
   void write(const Event& x) {
     Event e = x;
     e.ts = now_if_unset(e.ts);
-    statements.insert_event(e);
+    store->insert_event(e);
   }
 
   void write(const AgentRecord& x) {
     AgentRecord a = x;
     a.started = now_if_unset(a.started);
-    statements.insert_agent(a);
+    store->insert_agent(a);
   }
 
   void write(const AgentExit& x) {
     AgentExit a = x;
     a.ended = now_if_unset(a.ended);
-    statements.agent_exited(a);
+    store->agent_exited(a);
   }
 
   void write(const FlushItem&) {}
@@ -538,13 +541,13 @@ struct Writer::Impl {
                                 {"error", first_error},
                                 {"held_while_failing", options.held_while_failing},
                                 {"refused", refused}};
-    statements.insert_event(Event{*failing_since, "audit_error", message,
+    store->insert_event(Event{*failing_since, "audit_error", message,
                                   error_detail.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)});
     nlohmann::json recovered_detail{{"path", options.db_path.string()},
                                     {"failed_attempts", failed_attempts},
                                     {"held_rows", held_rows},
                                     {"refused", refused}};
-    statements.insert_event(Event{Clock::now(), "audit_recovered",
+    store->insert_event(Event{Clock::now(), "audit_recovered",
                                   "audit store writes again after " + std::to_string(failed_attempts) +
                                       " failed attempts; no rows were lost",
                                   recovered_detail.dump()});
@@ -645,8 +648,7 @@ struct Writer::Impl {
   }
 
   WriterOptions options;
-  detail::Db db;
-  detail::WriterStatements statements;
+  std::unique_ptr<detail::WriteStore> store;
   detail::RefusalFolder folder;  // under `mu`
   detail::EventFolder event_folder;  // under `mu`
   std::vector<AuditRecord> due_folds;  // scratch, under `mu`

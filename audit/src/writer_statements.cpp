@@ -13,31 +13,32 @@ void run(Statement& statement) {
 
 }  // namespace
 
-WriterStatements::WriterStatements(sqlite3* db)
+WriterStatements::WriterStatements(sqlite3* db, std::string proxy_id)
     : db_(db),
+      proxy_id_(std::move(proxy_id)),
       begin_(db, "BEGIN IMMEDIATE"),
       commit_(db, "COMMIT"),
       rollback_(db, "ROLLBACK"),
       insert_request_(db,
                       "INSERT INTO requests (ts, agent, client_addr, kind, method, host, port, path, "
                       "resolved_addr, decision, rule, reason, status, bytes_up, bytes_down, duration_ms, error, count, "
-                      "parent_id) "
-                      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)"),
+                      "parent_id, proxy_id) "
+                      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)"),
       complete_request_(db,
                         "UPDATE requests SET status = ?1, bytes_up = ?2, bytes_down = ?3, duration_ms = ?4, "
                         "error = ?5, resolved_addr = COALESCE(?6, resolved_addr), decision = COALESCE(?8, decision), "
                         "rule = COALESCE(?9, rule), reason = COALESCE(?10, reason) WHERE id = ?7"),
-      insert_event_(db, "INSERT INTO events (ts, kind, message, detail, count) VALUES (?1, ?2, ?3, ?4, ?5)"),
+      insert_event_(db, "INSERT INTO events (ts, kind, message, detail, count, proxy_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"),
       insert_agent_(db,
-                    "INSERT INTO agents (name, pid, command_line, policy_digest, address, started, sandbox) "
-                    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"),
+                    "INSERT INTO agents (name, pid, command_line, policy_digest, address, started, sandbox, proxy_id) "
+                    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"),
       update_agent_exit_(db,
                          "UPDATE agents SET ended = ?3, exit_status = ?4, resource_usage = ?5 WHERE id = "
                          "(SELECT id FROM agents WHERE name = ?1 AND pid = ?2 AND ended IS NULL "
                          "ORDER BY id DESC LIMIT 1)"),
       insert_agent_exit_(db,
-                         "INSERT INTO agents (name, pid, ended, exit_status, resource_usage) "
-                         "VALUES (?1, ?2, ?3, ?4, ?5)") {}
+                         "INSERT INTO agents (name, pid, ended, exit_status, resource_usage, proxy_id) "
+                         "VALUES (?1, ?2, ?3, ?4, ?5, ?6)") {}
 
 void WriterStatements::begin() { run(begin_); }
 
@@ -83,6 +84,7 @@ std::int64_t WriterStatements::insert_request(const AuditRecord& r, const Comple
   s.bind_view_or_null(17, c ? c->error : r.error);
   s.bind(18, static_cast<std::int64_t>(r.count));
   if (parent_id != 0) s.bind(19, parent_id);
+  s.bind_view_or_null(20, proxy_id_);
   run(s);
   return sqlite3_last_insert_rowid(db_);
 }
@@ -110,6 +112,7 @@ void WriterStatements::insert_event(const Event& e) {
   s.bind(3, e.message);
   s.bind_text_or_null(4, e.detail);
   s.bind(5, static_cast<std::int64_t>(e.count));
+  s.bind_view_or_null(6, proxy_id_);
   run(s);
 }
 
@@ -122,6 +125,7 @@ void WriterStatements::insert_agent(const AgentRecord& a) {
   s.bind_text_or_null(5, a.address);
   s.bind(6, format_timestamp(a.started));
   s.bind_text_or_null(7, a.sandbox);
+  s.bind_view_or_null(8, proxy_id_);
   run(s);
 }
 
@@ -139,6 +143,7 @@ void WriterStatements::agent_exited(const AgentExit& x) {
   // No start was recorded (the start row was refused, or another process launched it):
   // keep the exit anyway rather than lose it.
   bind_exit(insert_agent_exit_);
+  insert_agent_exit_.bind_view_or_null(6, proxy_id_);
   run(insert_agent_exit_);
 }
 

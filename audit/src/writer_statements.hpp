@@ -4,12 +4,14 @@
 #include "sqlite.hpp"
 
 #include <cstdint>
+#include <string>
 
 namespace netbox::audit::detail {
 
 class WriterStatements {
  public:
-  explicit WriterStatements(sqlite3* db);
+  // Every row written carries `proxy_id` (NULL when empty).
+  WriterStatements(sqlite3* db, std::string proxy_id);
 
   void begin();
   void commit();
@@ -29,6 +31,7 @@ class WriterStatements {
 
  private:
   sqlite3* db_;
+  std::string proxy_id_;
   Statement begin_, commit_, rollback_;
   Statement insert_request_, complete_request_;
   Statement insert_event_;

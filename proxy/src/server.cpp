@@ -111,6 +111,7 @@ ProxyRuntime::ProxyRuntime(ProxyOptions opts)
   note_policy_loaded();
   audit::WriterOptions wo;
   wo.db_path = options.audit_db;
+  if (!options.proxy_id.empty()) wo.proxy_id = options.proxy_id;
   wo.synchronous_full = options.audit_sync;
   wo.queue_capacity = options.audit_queue;
   wo.held_while_failing = options.audit_hold;

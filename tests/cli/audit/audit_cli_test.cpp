@@ -123,7 +123,8 @@ TEST_F(AuditCli, JsonHasEveryColumn) {
   EXPECT_EQ(j[0]["client_addr"], "10.213.0.2:41234");
   EXPECT_EQ(j[0]["count"], 1);
   EXPECT_TRUE(j[0]["parent_id"].is_null());
-  EXPECT_EQ(j[0].size(), 20u);
+  EXPECT_TRUE(j[0]["proxy_id"].is_string()) << "the writer's proxy_id, the host name by default";
+  EXPECT_EQ(j[0].size(), 21u);
 }
 
 TEST_F(AuditCli, AuditDbIsTheSameFlagAsEverywhereElse) {

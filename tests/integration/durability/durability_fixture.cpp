@@ -1,7 +1,6 @@
 #include "durability_fixture.hpp"
 
 #include "support/process.hpp"
-#include "support/proxy_client.hpp"
 #include "support/sqlite_query.hpp"
 
 namespace netbox::test {
@@ -24,39 +23,18 @@ std::string DurabilityTest::url(const std::string& path) const {
 }
 
 void DurabilityTest::start_load(unsigned clients) {
-  loading_ = true;
-  for (unsigned i = 0; i < clients; ++i) clients_.emplace_back([this, i] { client_loop(i); });
+  load_ = std::make_unique<ProxyLoad>(port, url(""), "d", clients);
 }
 
 void DurabilityTest::stop_load() {
-  loading_ = false;
-  for (auto& t : clients_) t.join();
-  clients_.clear();
+  if (!load_) return;
+  load_->stop();
+  answered_ = load_->answered();
+  load_.reset();
 }
 
-std::map<std::string, DurabilityTest::Clock::time_point> DurabilityTest::answered() const {
-  std::lock_guard lk(mu_);
-  return answered_;
-}
-
-void DurabilityTest::client_loop(unsigned id) {
-  unsigned n = 0;
-  while (loading_) {
-    try {
-      ProxyConnection conn(port, std::chrono::seconds(5));
-      while (loading_) {
-        const std::string path = "/load/" + std::to_string(id) + "-" + std::to_string(n++);
-        auto r = conn.send("GET " + url(path) + " HTTP/1.1\r\nHost: upstream.test\r\n\r\n");
-        if (r.status == 0) break;  // the proxy is gone or closed: reconnect while loading
-        if (r.status == 200) {
-          std::lock_guard lk(mu_);
-          answered_.emplace(path, Clock::now());
-        }
-      }
-    } catch (const std::exception&) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));  // refused: it was killed
-    }
-  }
+std::map<std::string, ProxyLoad::Clock::time_point> DurabilityTest::answered() const {
+  return load_ ? load_->answered() : answered_;
 }
 
 std::vector<std::string> DurabilityTest::row_paths() const {

@@ -2,6 +2,7 @@
 // `netbox proxy` as a real process (so it can be killed with SIGKILL) in front of a real
 // upstream, with clients that record which requests were answered and when.
 #include "support/background_process.hpp"
+#include "support/proxy_load.hpp"
 #include "support/temp_dir.hpp"
 #include "support/upstream_server.hpp"
 
@@ -31,7 +32,7 @@ class DurabilityTest : public ::testing::Test {
   // recorded with the time it arrived.
   void start_load(unsigned clients);
   void stop_load();
-  std::map<std::string, Clock::time_point> answered() const;
+  std::map<std::string, ProxyLoad::Clock::time_point> answered() const;
 
   // Paths of the request rows in the database (read after the proxy is gone).
   std::vector<std::string> row_paths() const;
@@ -43,12 +44,8 @@ class DurabilityTest : public ::testing::Test {
   unsigned short port = 0;
 
  private:
-  void client_loop(unsigned id);
-
-  std::atomic<bool> loading_{false};
-  std::vector<std::thread> clients_;
-  mutable std::mutex mu_;
-  std::map<std::string, Clock::time_point> answered_;
+  std::unique_ptr<ProxyLoad> load_;
+  std::map<std::string, ProxyLoad::Clock::time_point> answered_;  // kept from the last load
 };
 
 }  // namespace netbox::test

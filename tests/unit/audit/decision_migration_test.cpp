@@ -67,10 +67,12 @@ TEST(AuditDecisions, VersionThreeRowsAreMovedToCapAndErrorWhereTheirStatusTells)
                            ")"),
                 SQLITE_OK)
           << probe.last_error();
-    // Nor had it schema 5's parent_id (its view and index first), or schema 6's events.count.
+    // Nor had it schema 5's parent_id (its view and index first), schema 6's events.count,
+    // or schema 7's proxy_id.
     ASSERT_EQ(probe.exec("DROP VIEW inspected_requests; DROP INDEX requests_parent; "
                          "ALTER TABLE requests DROP COLUMN parent_id; DROP INDEX events_kind_ts; "
-                         "ALTER TABLE events DROP COLUMN count"),
+                         "ALTER TABLE events DROP COLUMN count; ALTER TABLE requests DROP COLUMN proxy_id; "
+                         "ALTER TABLE events DROP COLUMN proxy_id; ALTER TABLE agents DROP COLUMN proxy_id"),
               SQLITE_OK)
         << probe.last_error();
     ASSERT_EQ(probe.exec("PRAGMA user_version = 3"), SQLITE_OK);

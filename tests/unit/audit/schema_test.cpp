@@ -61,11 +61,11 @@ TEST(AuditSchema, NewFileGetsEveryTableIndexAndViewInWalMode) {
   EXPECT_EQ(columns(probe, "requests"),
             (std::set<std::string>{"id", "ts", "agent", "client_addr", "kind", "method", "host", "port", "path",
                                    "resolved_addr", "decision", "rule", "reason", "status", "bytes_up",
-                                   "bytes_down", "duration_ms", "error", "count", "parent_id"}));
+                                   "bytes_down", "duration_ms", "error", "count", "parent_id", "proxy_id"}));
   EXPECT_EQ(columns(probe, "agents"),
             (std::set<std::string>{"id", "name", "pid", "command_line", "policy_digest", "address", "started",
-                                   "ended", "exit_status", "resource_usage", "sandbox"}));
-  EXPECT_EQ(columns(probe, "events"), (std::set<std::string>{"id", "ts", "kind", "message", "detail", "count"}));
+                                   "ended", "exit_status", "resource_usage", "sandbox", "proxy_id"}));
+  EXPECT_EQ(columns(probe, "events"), (std::set<std::string>{"id", "ts", "kind", "message", "detail", "count", "proxy_id"}));
   const auto views = names(probe, "view");
   EXPECT_EQ(views, (std::set<std::string>{"denied_by_host", "agent_activity", "hourly_traffic", "inspected_requests"}));
   const auto indexes = names(probe, "index");

@@ -37,6 +37,7 @@ struct AuditRecord {
   // as that row's id in parent_id. 0: none.
   std::uint64_t parent = 0;
   std::int64_t parent_id = 0;     // read back: the tunnel row's id (0: none)
+  std::string proxy_id;           // read back: the proxy that wrote the row (the writer sets it)
 };
 
 // What is known when a connection or request ends.

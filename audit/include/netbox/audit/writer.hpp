@@ -18,8 +18,14 @@
 
 namespace netbox::audit {
 
+// The machine's host name: the default proxy_id of the rows a writer stores.
+std::string default_proxy_id();
+
 struct WriterOptions {
+  // An SQLite file, or a PostgreSQL server's address (postgresql://..., store_address.hpp).
   std::filesystem::path db_path = "netbox-audit.db";
+  // Stored with every row (requests, events, agents): which proxy wrote it. Empty: NULL.
+  std::string proxy_id = default_proxy_id();
   std::size_t queue_capacity = 65536;               // rows queued before has_room() turns false
   // Rows accepted past queue_capacity before insert() refuses: callers that honour
   // has_room() overshoot by at most one row each, so this only stops one that does not.
@@ -41,7 +47,9 @@ struct WriterOptions {
   std::uint32_t agent_event_rows = 32;
   std::size_t max_batch = 4096;                     // rows per transaction at most
   std::chrono::milliseconds flush_interval{50};     // longest a queued row waits to commit
-  bool synchronous_full = false;                    // PRAGMA synchronous=FULL instead of NORMAL
+  // SQLite: PRAGMA synchronous=FULL instead of NORMAL; PostgreSQL: synchronous_commit on
+  // instead of off (a commit is then on the server's disk before the writer reports it).
+  bool synchronous_full = false;
   std::chrono::milliseconds busy_timeout{5000};     // a write waits this long for another process's lock
   std::chrono::milliseconds shutdown_grace{10000};  // how long the destructor retries a failing store
   // Retention: rows older than this are pruned (audit/prune.hpp) by the writer thread at

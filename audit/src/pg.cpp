@@ -1,0 +1,156 @@
+#include "pg.hpp"
+
+#include <array>
+
+namespace netbox::audit::detail {
+
+PgConn::PgConn(std::string address) : address_(std::move(address)) { connect(); }
+
+PgConn::~PgConn() {
+  if (conn_) PQfinish(conn_);
+}
+
+void PgConn::connect() {
+  // Later keywords override earlier ones, and the address (expanded from "dbname") may set
+  // its own connect_timeout; the encoding is ours, since the writer sends UTF-8.
+  const std::array<const char*, 5> keys{"connect_timeout", "application_name", "dbname", "client_encoding", nullptr};
+  const std::array<const char*, 5> values{"5", "netbox", address_.c_str(), "UTF8", nullptr};
+  conn_ = PQconnectdbParams(keys.data(), values.data(), 1);
+  if (!conn_) throw PgError("cannot connect to PostgreSQL: out of memory");
+  if (PQstatus(conn_) != CONNECTION_OK) {
+    std::string why = PQerrorMessage(conn_);
+    while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
+    PQfinish(conn_);
+    conn_ = nullptr;
+    throw PgError("cannot connect to PostgreSQL: " + why);
+  }
+}
+
+bool PgConn::connected() const { return conn_ && PQstatus(conn_) == CONNECTION_OK; }
+
+void PgConn::reconnect() {
+  if (conn_) PQfinish(conn_);
+  conn_ = nullptr;
+  connect();
+}
+
+void PgConn::rollback() noexcept {
+  if (connected() && PQtransactionStatus(conn_) != PQTRANS_IDLE) PQclear(PQexec(conn_, "ROLLBACK"));
+}
+
+void PgConn::fail(std::string_view context, const PGresult* result) {
+  std::string why = result ? PQresultErrorMessage(result) : "";
+  if (why.empty() && conn_) why = PQerrorMessage(conn_);
+  while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
+  throw PgError(std::string(context) + ": " + why);
+}
+
+void PgConn::exec(const std::string& sql) {
+  if (!conn_) fail("no connection to PostgreSQL");
+  PgResult r(PQexec(conn_, sql.c_str()));
+  const auto status = PQresultStatus(r.get());
+  if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) fail("PostgreSQL", r.get());
+}
+
+PgResult PgConn::query(const std::string& sql, const PgParams& params) {
+  if (!conn_) fail("no connection to PostgreSQL");
+  std::vector<const char*> values;
+  values.reserve(params.size());
+  for (const auto& p : params) values.push_back(p ? p->c_str() : nullptr);
+  PgResult r(PQexecParams(conn_, sql.c_str(), static_cast<int>(values.size()), nullptr, values.data(), nullptr,
+                          nullptr, 0));
+  const auto status = PQresultStatus(r.get());
+  if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) fail("PostgreSQL", r.get());
+  return r;
+}
+
+void PgConn::copy_in(const std::string& copy_sql, const std::string& data) {
+  if (!conn_) fail("no connection to PostgreSQL");
+  {
+    PgResult r(PQexec(conn_, copy_sql.c_str()));
+    if (PQresultStatus(r.get()) != PGRES_COPY_IN) fail("PostgreSQL", r.get());
+  }
+  if (PQputCopyData(conn_, data.data(), static_cast<int>(data.size())) != 1 || PQputCopyEnd(conn_, nullptr) != 1)
+    fail("sending rows to PostgreSQL");
+  for (;;) {
+    PgResult r(PQgetResult(conn_));
+    if (!r) break;
+    if (PQresultStatus(r.get()) != PGRES_COMMAND_OK) {
+      while (PgResult rest{PQgetResult(conn_)}) {
+      }
+      fail("PostgreSQL", r.get());
+    }
+  }
+}
+
+namespace {
+
+// The length of the UTF-8 sequence at `s` (1-4), or 0 when it is not one PostgreSQL
+// accepts (overlong forms, surrogates and values past U+10FFFF are refused as SQLite's
+// readers would show them: byte by byte).
+std::size_t utf8_length(std::string_view s) {
+  const auto b = [&](std::size_t i) { return static_cast<unsigned char>(s[i]); };
+  const auto cont = [&](std::size_t i) { return i < s.size() && (b(i) & 0xC0) == 0x80; };
+  const unsigned char c = b(0);
+  if (c >= 0x01 && c < 0x80) return 1;
+  if (c >= 0xC2 && c <= 0xDF) return cont(1) ? 2 : 0;
+  if (c >= 0xE0 && c <= 0xEF) {
+    if (!cont(1) || !cont(2)) return 0;
+    if (c == 0xE0 && b(1) < 0xA0) return 0;
+    if (c == 0xED && b(1) >= 0xA0) return 0;
+    return 3;
+  }
+  if (c >= 0xF0 && c <= 0xF4) {
+    if (!cont(1) || !cont(2) || !cont(3)) return 0;
+    if (c == 0xF0 && b(1) < 0x90) return 0;
+    if (c == 0xF4 && b(1) >= 0x90) return 0;
+    return 4;
+  }
+  return 0;
+}
+
+template <class Put>
+void each_safe_piece(std::string_view text, Put&& put) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  while (!text.empty()) {
+    const std::size_t n = utf8_length(text);
+    if (n == 0) {
+      const auto c = static_cast<unsigned char>(text[0]);
+      const char escaped[4] = {'\\', 'x', kHex[c >> 4], kHex[c & 15]};
+      put(std::string_view(escaped, 4), true);
+      text.remove_prefix(1);
+    } else {
+      put(text.substr(0, n), false);
+      text.remove_prefix(n);
+    }
+  }
+}
+
+}  // namespace
+
+void append_copy_text(std::string& out, std::string_view text) {
+  each_safe_piece(text, [&out](std::string_view piece, bool) {
+    for (const char c : piece) {
+      switch (c) {
+        case '\\': out += "\\\\"; break;
+        case '\n': out += "\\n"; break;
+        case '\r': out += "\\r"; break;
+        case '\t': out += "\\t"; break;
+        default: out += c;
+      }
+    }
+  });
+}
+
+std::string pg_text(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  each_safe_piece(text, [&out](std::string_view piece, bool) { out += piece; });
+  return out;
+}
+
+std::string pg_value(const PGresult* r, int row, int column) {
+  return std::string(PQgetvalue(r, row, column), static_cast<std::size_t>(PQgetlength(r, row, column)));
+}
+
+}  // namespace netbox::audit::detail

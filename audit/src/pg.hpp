@@ -1,0 +1,71 @@
+#pragma once
+// Thin RAII over libpq, private to the audit module: one connection, errors as exceptions
+// whose message is the server's (never the connection string: it may name a service file
+// or a user, and netbox refuses one with a password in it, see store_address.hpp).
+#include <libpq-fe.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace netbox::audit::detail {
+
+class PgError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct PgResultFree {
+  void operator()(PGresult* r) const { PQclear(r); }
+};
+using PgResult = std::unique_ptr<PGresult, PgResultFree>;
+
+// Parameters are text (or NULL); PostgreSQL infers their types from the statement.
+using PgParams = std::vector<std::optional<std::string>>;
+
+class PgConn {
+ public:
+  // Connects (connect_timeout 5 s unless the address sets one, client_encoding UTF8).
+  // Throws PgError with libpq's message.
+  explicit PgConn(std::string address);
+  ~PgConn();
+  PgConn(const PgConn&) = delete;
+  PgConn& operator=(const PgConn&) = delete;
+
+  bool connected() const;
+  // Drops the connection and makes a new one; throws PgError if that fails.
+  void reconnect();
+
+  // Ends an open transaction, if the connection still has one; never throws.
+  void rollback() noexcept;
+
+  // One or more statements without parameters and without results we need.
+  void exec(const std::string& sql);
+  // One statement with $1.. parameters; returns its rows (or none).
+  PgResult query(const std::string& sql, const PgParams& params = {});
+  // COPY ... FROM STDIN with `data` in COPY's text format.
+  void copy_in(const std::string& copy_sql, const std::string& data);
+
+ private:
+  void connect();
+  [[noreturn]] void fail(std::string_view context, const PGresult* result = nullptr);
+
+  std::string address_;
+  PGconn* conn_ = nullptr;
+};
+
+// Appends `text` to a COPY text-format field. Bytes PostgreSQL's UTF-8 text cannot hold
+// (a NUL, a byte that is not UTF-8) are stored as the four characters \xNN, as `netbox
+// audit` shows them anyway: an agent's bytes must never make the store refuse a batch.
+void append_copy_text(std::string& out, std::string_view text);
+// The same replacement without COPY's escaping, for a parameter.
+std::string pg_text(std::string_view text);
+
+// One field of a result row.
+std::string pg_value(const PGresult* r, int row, int column);
+
+}  // namespace netbox::audit::detail

@@ -1,0 +1,262 @@
+// The PostgreSQL store. A batch is collected in memory and sent at commit() in one
+// transaction: request rows with one COPY, completions with one COPY and one UPDATE, so a
+// batch of thousands of rows costs a handful of round trips. Row ids come from the shared
+// sequence in blocks (unique across proxies); a batch written again after a failure gets
+// the same ids in the same order, and then goes through a staging table with ON CONFLICT
+// DO NOTHING, so a batch whose commit did happen although its answer was lost (the server
+// stopped at that moment) adds no row twice.
+#include "netbox/audit/query.hpp"
+#include "pg_schema.hpp"
+#include "write_store.hpp"
+
+#include <set>
+#include <variant>
+#include <vector>
+
+namespace netbox::audit::detail {
+namespace {
+
+constexpr std::int64_t kIdBlock = 1024;  // the sequence's INCREMENT BY (migrations.cpp)
+
+constexpr const char* kRequestColumns =
+    "(id, ts, agent, client_addr, kind, method, host, port, path, resolved_addr, decision, rule, reason, status, "
+    "bytes_up, bytes_down, duration_ms, error, count, parent_id, proxy_id)";
+
+void field(std::string& out, std::string_view text) {
+  if (text.empty()) out += "\\N";
+  else append_copy_text(out, text);
+  out += '\t';
+}
+// A NOT NULL column: empty text stays empty text, as SQLite stores it (a malformed request
+// may have no host); \N there would make the server refuse the whole batch.
+void required(std::string& out, std::string_view text) {
+  append_copy_text(out, text);
+  out += '\t';
+}
+void field(std::string& out, std::optional<std::int64_t> n) {
+  if (n) out += std::to_string(*n);
+  else out += "\\N";
+  out += '\t';
+}
+void end_row(std::string& out) { out.back() = '\n'; }
+
+std::optional<std::string> text_or_null(std::string_view text) {
+  if (text.empty()) return std::nullopt;
+  return pg_text(text);
+}
+
+struct AgentStart {
+  std::int64_t id;
+  AgentRecord agent;
+};
+struct AgentEnd {
+  std::int64_t id;  // used only when no start row is found
+  AgentExit exit;
+};
+
+class PgWriteStore final : public WriteStore {
+ public:
+  explicit PgWriteStore(const WriterOptions& o)
+      : address_(o.db_path.native()),
+        proxy_id_(o.proxy_id),
+        sync_(o.synchronous_full),
+        conn_(open_postgresql_for_writing(address_)) {
+    set_up_session();
+  }
+
+  void begin() override {
+    if (!conn_->connected()) {
+      conn_->reconnect();
+      set_up_session();
+    }
+    requests_.clear();
+    completions_.clear();
+    events_.clear();
+    agents_.clear();
+    days_.clear();
+    reuse_ = 0;
+  }
+
+  void commit() override {
+    conn_->exec("BEGIN");
+    for (const auto& day : days_)
+      if (!known_days_.contains(day)) ensure_day_partition(*conn_, day);
+    if (!requests_.empty()) {
+      // A retry may repeat rows a lost commit already stored; a first attempt cannot.
+      if (retry_) {
+        conn_->copy_in(std::string("COPY requests_in ") + kRequestColumns + " FROM STDIN", requests_);
+        conn_->exec("INSERT INTO requests SELECT * FROM requests_in ON CONFLICT DO NOTHING");
+      } else {
+        conn_->copy_in(std::string("COPY requests ") + kRequestColumns + " FROM STDIN", requests_);
+      }
+    }
+    if (!completions_.empty()) {
+      conn_->copy_in("COPY completions_in FROM STDIN", completions_);
+      conn_->exec(
+          "UPDATE requests r SET status = c.status, bytes_up = c.bytes_up, bytes_down = c.bytes_down, "
+          "duration_ms = c.duration_ms, error = c.error, resolved_addr = COALESCE(c.resolved_addr, r.resolved_addr), "
+          "decision = COALESCE(c.decision, r.decision), rule = COALESCE(c.rule, r.rule), "
+          "reason = COALESCE(c.reason, r.reason) FROM completions_in c WHERE r.id = c.id");
+    }
+    for (const auto& e : events_) write_event(e.first, e.second);
+    for (const auto& a : agents_) std::visit([this](const auto& x) { write_agent(x); }, a);
+    conn_->exec("COMMIT");
+    known_days_.insert(days_.begin(), days_.end());
+    attempt_ids_.clear();
+    reuse_ = 0;
+    retry_ = false;
+  }
+
+  void abandon() override {
+    conn_->rollback();
+    // The same items come again, in the same order: they get the same ids.
+    reuse_ = 0;
+    retry_ = true;
+  }
+
+  std::int64_t insert_request(const AuditRecord& r, const Completion* c, std::int64_t parent_id) override {
+    const std::int64_t id = take_id();
+    const std::string ts = format_timestamp(r.ts);
+    days_.insert(ts.substr(0, 10));
+    std::string& out = requests_;
+    field(out, id);
+    required(out, ts);
+    required(out, r.agent);
+    field(out, r.client_addr);
+    required(out, r.kind);
+    field(out, r.method);
+    required(out, r.host);
+    field(out, std::int64_t{r.port});
+    field(out, r.path);
+    field(out, c && !c->resolved_addr.empty() ? c->resolved_addr : r.resolved_addr);
+    required(out, c && !c->decision.empty() ? c->decision : r.decision);
+    field(out, c && !c->rule.empty() ? c->rule : r.rule);
+    field(out, c && !c->reason.empty() ? c->reason : r.reason);
+    const auto status = c ? c->status : r.status;
+    field(out, status ? std::optional<std::int64_t>(*status) : std::nullopt);
+    field(out, static_cast<std::int64_t>(c ? c->bytes_up : r.bytes_up));
+    field(out, static_cast<std::int64_t>(c ? c->bytes_down : r.bytes_down));
+    field(out, c ? std::optional<std::int64_t>(c->duration_ms) : r.duration_ms);
+    field(out, c ? c->error : r.error);
+    field(out, static_cast<std::int64_t>(r.count));
+    field(out, parent_id ? std::optional<std::int64_t>(parent_id) : std::nullopt);
+    field(out, proxy_id_);
+    end_row(out);
+    return id;
+  }
+
+  bool complete_request(std::int64_t id, const Completion& c) override {
+    std::string& out = completions_;
+    field(out, id);
+    field(out, c.status ? std::optional<std::int64_t>(*c.status) : std::nullopt);
+    field(out, static_cast<std::int64_t>(c.bytes_up));
+    field(out, static_cast<std::int64_t>(c.bytes_down));
+    field(out, c.duration_ms);
+    field(out, c.error);
+    field(out, c.resolved_addr);
+    field(out, c.decision);
+    field(out, c.rule);
+    field(out, c.reason);
+    end_row(out);
+    return true;
+  }
+
+  void insert_event(const Event& e) override { events_.emplace_back(take_id(), e); }
+  void insert_agent(const AgentRecord& a) override { agents_.emplace_back(AgentStart{take_id(), a}); }
+  void agent_exited(const AgentExit& x) override { agents_.emplace_back(AgentEnd{take_id(), x}); }
+
+  PruneCounts prune_batch(Clock::time_point cutoff, Clock::time_point now, std::uint64_t limit) override {
+    if (!conn_->connected()) {
+      conn_->reconnect();
+      set_up_session();
+    }
+    return pg_prune_batch(*conn_, cutoff, now, limit);
+  }
+
+ private:
+  void set_up_session() {
+    // Without --audit-sync a commit returns before the server's WAL flush, as SQLite's
+    // synchronous=NORMAL: a crash of the proxy loses nothing committed, a crash of the
+    // server's machine may lose the last commits.
+    conn_->exec(std::string("SET synchronous_commit = ") + (sync_ ? "on" : "off"));
+    conn_->exec("CREATE TEMP TABLE IF NOT EXISTS requests_in (LIKE requests INCLUDING DEFAULTS) ON COMMIT DELETE ROWS");
+    conn_->exec(
+        "CREATE TEMP TABLE IF NOT EXISTS completions_in (id bigint, status integer, bytes_up bigint, bytes_down bigint, "
+        "duration_ms bigint, error text, resolved_addr text, decision text, rule text, reason text) "
+        "ON COMMIT DELETE ROWS");
+  }
+
+  std::int64_t take_id() {
+    if (reuse_ < attempt_ids_.size()) return attempt_ids_[reuse_++];
+    if (next_id_ == block_end_) {
+      auto r = conn_->query("SELECT nextval('netbox_row_ids')");
+      next_id_ = std::stoll(pg_value(r.get(), 0, 0));
+      block_end_ = next_id_ + kIdBlock;
+    }
+    attempt_ids_.push_back(next_id_);
+    ++reuse_;
+    return next_id_++;
+  }
+
+  void write_event(std::int64_t id, const Event& e) {
+    conn_->query(
+        "INSERT INTO events (id, ts, kind, message, detail, count, proxy_id) VALUES ($1, $2, $3, $4, $5, $6, $7) "
+        "ON CONFLICT DO NOTHING",
+        {std::to_string(id), format_timestamp(e.ts), pg_text(e.kind), pg_text(e.message), text_or_null(e.detail),
+         std::to_string(e.count), text_or_null(proxy_id_)});
+  }
+
+  void write_agent(const AgentStart& s) {
+    const auto& a = s.agent;
+    conn_->query(
+        "INSERT INTO agents (id, name, pid, command_line, policy_digest, address, started, sandbox, proxy_id) "
+        "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT DO NOTHING",
+        {std::to_string(s.id), pg_text(a.name), std::to_string(a.pid), text_or_null(a.command_line),
+         text_or_null(a.policy_digest), text_or_null(a.address), format_timestamp(a.started), text_or_null(a.sandbox),
+         text_or_null(proxy_id_)});
+  }
+
+  void write_agent(const AgentEnd& e) {
+    const auto& x = e.exit;
+    const std::optional<std::string> status =
+        x.exit_status ? std::optional<std::string>(std::to_string(*x.exit_status)) : std::nullopt;
+    auto r = conn_->query(
+        "UPDATE agents SET ended = $3, exit_status = $4, resource_usage = $5 WHERE id = "
+        "(SELECT id FROM agents WHERE name = $1 AND pid = $2 AND ended IS NULL ORDER BY id DESC LIMIT 1)",
+        {pg_text(x.name), std::to_string(x.pid), format_timestamp(x.ended), status, text_or_null(x.resource_usage)});
+    if (std::string_view(PQcmdTuples(r.get())) != "0") return;
+    // No start was recorded: keep the exit anyway rather than lose it.
+    conn_->query(
+        "INSERT INTO agents (id, name, pid, ended, exit_status, resource_usage, proxy_id) "
+        "VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING",
+        {std::to_string(e.id), pg_text(x.name), std::to_string(x.pid), format_timestamp(x.ended), status,
+         text_or_null(x.resource_usage), text_or_null(proxy_id_)});
+  }
+
+  std::string address_;
+  std::string proxy_id_;
+  bool sync_;
+  std::unique_ptr<PgConn> conn_;
+
+  // The open batch.
+  std::string requests_;     // COPY text
+  std::string completions_;  // COPY text
+  std::vector<std::pair<std::int64_t, Event>> events_;
+  std::vector<std::variant<AgentStart, AgentEnd>> agents_;
+  std::set<std::string> days_;
+
+  std::set<std::string> known_days_;  // partitions this writer made sure of
+  std::vector<std::int64_t> attempt_ids_;  // ids handed out since the last commit, in order
+  std::size_t reuse_ = 0;                  // how many of them this attempt has taken again
+  bool retry_ = false;                     // the open batch failed once already
+  std::int64_t next_id_ = 0;
+  std::int64_t block_end_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<WriteStore> open_postgresql_write_store(const WriterOptions& options) {
+  return std::make_unique<PgWriteStore>(options);
+}
+
+}  // namespace netbox::audit::detail

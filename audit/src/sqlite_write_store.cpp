@@ -1,0 +1,61 @@
+// The SQLite store: one connection in WAL mode, the prepared statements of WriterStatements.
+#include "netbox/audit/schema.hpp"
+#include "netbox/audit/store_address.hpp"
+#include "sqlite.hpp"
+#include "write_store.hpp"
+#include "writer_statements.hpp"
+
+namespace netbox::audit::detail {
+namespace {
+
+// `netbox launch` opens and closes the store once per agent, and by default the last
+// connection to close checkpoints the WAL into the database (two fdatasyncs) and deletes
+// it, so the next open recreates it (one more fdatasync, of the directory): ~25 ms of a
+// launch. Closing without that checkpoint keeps exactly the documented bound (commits
+// under synchronous=NORMAL are safe from a process crash; only a power loss may take the
+// last ones; synchronous=FULL syncs each commit anyway); a later writer checkpoints the
+// log as it grows (wal_autocheckpoint), and readers read through the log meanwhile.
+void keep_wal_on_close(sqlite3* db) {
+  int on = 1;
+  sqlite3_file_control(db, "main", SQLITE_FCNTL_PERSIST_WAL, &on);
+  sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
+}
+
+class SqliteWriteStore final : public WriteStore {
+ public:
+  explicit SqliteWriteStore(const WriterOptions& o)
+      : db_(open_for_writing(o.db_path, o.synchronous_full, o.busy_timeout)), statements_(db_.get(), o.proxy_id) {
+    keep_wal_on_close(db_.get());
+  }
+
+  void begin() override { statements_.begin(); }
+  void commit() override { statements_.commit(); }
+  void abandon() override { statements_.abandon(); }
+  std::int64_t insert_request(const AuditRecord& r, const Completion* c, std::int64_t parent_id) override {
+    return statements_.insert_request(r, c, parent_id);
+  }
+  bool complete_request(std::int64_t id, const Completion& c) override { return statements_.complete_request(id, c); }
+  void insert_event(const Event& e) override { statements_.insert_event(e); }
+  void insert_agent(const AgentRecord& a) override { statements_.insert_agent(a); }
+  void agent_exited(const AgentExit& x) override { statements_.agent_exited(x); }
+  PruneCounts prune_batch(Clock::time_point cutoff, Clock::time_point now, std::uint64_t limit) override {
+    return audit::prune_batch(db_.get(), cutoff, now, limit);
+  }
+
+ private:
+  Db db_;
+  WriterStatements statements_;
+};
+
+}  // namespace
+
+std::unique_ptr<WriteStore> open_sqlite_write_store(const WriterOptions& options) {
+  return std::make_unique<SqliteWriteStore>(options);
+}
+
+std::unique_ptr<WriteStore> open_write_store(const WriterOptions& options) {
+  if (is_postgresql(options.db_path.native())) return open_postgresql_write_store(options);
+  return open_sqlite_write_store(options);
+}
+
+}  // namespace netbox::audit::detail

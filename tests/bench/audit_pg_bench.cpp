@@ -1,0 +1,139 @@
+// B5 against PostgreSQL: request rows per second one writer (one proxy's) commits to a local
+// server when producers push as fast as they can (insert at decision time, complete at
+// close), rows lost (the server's count against the rows produced), and the delay from
+// enqueue to commit. The delay is read without touching the writer's batching: a sampler
+// records every 2 ms how many rows were queued and how many committed; row k's delay is
+// when the committed count reached k minus when the queued count did.
+// Usage: audit_pg_bench ROWS [PRODUCERS]   (starts its own server, fsync on, and removes it)
+#include "netbox/audit/writer.hpp"
+#include "support/postgres_server.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using Steady = std::chrono::steady_clock;
+
+netbox::audit::AuditRecord sample_record(std::uint64_t i) {
+  netbox::audit::AuditRecord r;
+  r.ts = netbox::audit::Clock::now();
+  r.agent = "bench";
+  r.client_addr = "127.0.0.1:" + std::to_string(40000 + i % 20000);
+  r.kind = "http";
+  r.method = "GET";
+  r.host = "127.0.0.1";
+  r.port = 8080;
+  r.path = "/small";
+  r.resolved_addr = "127.0.0.1";
+  r.decision = "allow";
+  r.rule = "allow[0] 127.0.0.1";
+  r.reason = "127.0.0.1 matches allow[0] 127.0.0.1";
+  return r;
+}
+
+std::string loadavg() {
+  std::ifstream in("/proc/loadavg");
+  std::string a, b, c;
+  in >> a >> b >> c;
+  return a + " " + b + " " + c;
+}
+
+struct Sample {
+  Steady::time_point at;
+  std::uint64_t queued;
+  std::uint64_t committed;
+};
+
+// The time the series first reached `k` (linear in the samples; they are few thousand).
+Steady::time_point reached(const std::vector<Sample>& s, std::uint64_t k, bool committed) {
+  for (const auto& x : s)
+    if ((committed ? x.committed : x.queued) >= k) return x.at;
+  return s.back().at;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: audit_pg_bench ROWS [PRODUCERS]\n");
+    return 2;
+  }
+  const std::uint64_t rows = std::strtoull(argv[1], nullptr, 10);
+  const unsigned producers = argc > 2 ? static_cast<unsigned>(std::atoi(argv[2])) : 2;
+  if (rows == 0 || producers == 0) return 2;
+  netbox::test::PostgresServer server(/*durable=*/true);
+  const std::string url = server.create_database("bench");
+  const std::string load_before = loadavg();
+
+  netbox::audit::WriterOptions opts;
+  opts.db_path = url;
+  std::atomic<std::uint64_t> queued{0};
+  std::atomic<bool> done{false};
+  std::vector<Sample> samples;
+  double seconds = 0;
+  netbox::audit::WriterStats final_stats;
+  {
+    netbox::audit::Writer writer(opts);
+    const auto t0 = Steady::now();
+    std::thread sampler([&] {
+      while (!done.load()) {
+        samples.push_back({Steady::now(), queued.load(), writer.stats().rows_written});
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      }
+    });
+    std::vector<std::thread> threads;
+    for (unsigned p = 0; p < producers; ++p) {
+      threads.emplace_back([&, p] {
+        for (std::uint64_t i = p; i < rows; i += producers) {
+          // A full queue is back pressure: wait for room as the proxy's doors do.
+          while (!writer.has_room()) std::this_thread::yield();
+          netbox::audit::RowHandle h = writer.insert(sample_record(i));
+          if (h == netbox::audit::kNoRow) continue;  // never while the store works: counted as lost below
+          queued.fetch_add(1);
+          netbox::audit::Completion c;
+          c.status = 200;
+          c.bytes_down = 100;
+          c.duration_ms = 1;
+          writer.complete(h, c);
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+    writer.flush();
+    seconds = std::chrono::duration<double>(Steady::now() - t0).count();
+    samples.push_back({Steady::now(), queued.load(), writer.stats().rows_written});
+    done.store(true);
+    sampler.join();
+    final_stats = writer.stats();
+  }
+  const std::string load_after = loadavg();
+
+  std::vector<double> delays;
+  for (std::uint64_t k = 1; k <= rows; k += std::max<std::uint64_t>(1, rows / 2000))
+    delays.push_back(std::chrono::duration<double, std::milli>(reached(samples, k, true) - reached(samples, k, false)).count());
+  std::sort(delays.begin(), delays.end());
+  const auto pct = [&](double p) { return delays[std::min(delays.size() - 1, static_cast<std::size_t>(p * static_cast<double>(delays.size())))]; };
+
+  const std::uint64_t counted = std::stoull(server.query_column("bench", "SELECT count(*) FROM requests")[0]);
+  const std::uint64_t completed =
+      std::stoull(server.query_column("bench", "SELECT count(*) FROM requests WHERE status = 200")[0]);
+  const std::uint64_t distinct = std::stoull(server.query_column("bench", "SELECT count(DISTINCT id) FROM requests")[0]);
+  std::printf(
+      "{\"rows\":%llu,\"counted\":%llu,\"completed\":%llu,\"distinct_ids\":%llu,\"lost\":%llu,\"seconds\":%.3f,"
+      "\"rows_per_s\":%.1f,\"enqueue_to_commit_ms_p50\":%.1f,\"enqueue_to_commit_ms_p99\":%.1f,\"batches\":%llu,"
+      "\"write_errors\":%llu,\"loadavg_before\":\"%s\",\"loadavg_after\":\"%s\"}\n",
+      static_cast<unsigned long long>(rows), static_cast<unsigned long long>(counted),
+      static_cast<unsigned long long>(completed), static_cast<unsigned long long>(distinct),
+      static_cast<unsigned long long>(rows > counted ? rows - counted : 0), seconds,
+      static_cast<double>(counted) / seconds, pct(0.5), pct(0.99), static_cast<unsigned long long>(final_stats.batches),
+      static_cast<unsigned long long>(final_stats.write_errors), load_before.c_str(), load_after.c_str());
+  return counted == rows && completed == rows && distinct == rows ? 0 : 1;
+}

@@ -1,0 +1,194 @@
+// Proxies writing one PostgreSQL audit store (docs/audit.md, "PostgreSQL"): a real server
+// from Debian's package, real `netbox proxy` processes, real clients. Every forwarded
+// request has exactly one row, whatever happens to the proxies or the server, and the
+// database password shows up nowhere.
+#include "support/background_process.hpp"
+#include "support/postgres_server.hpp"
+#include "support/process.hpp"
+#include "support/proxy_load.hpp"
+#include "support/temp_dir.hpp"
+#include "support/upstream_server.hpp"
+
+#include <gtest/gtest.h>
+
+#include <csignal>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <set>
+#include <sstream>
+
+namespace netbox::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+struct RunningProxy {
+  unsigned short port = 0;
+  std::unique_ptr<BackgroundProcess> process;
+};
+
+class PostgresFleet : public ::testing::Test {
+ protected:
+  RunningProxy start_proxy(const std::string& db, const std::string& id, std::vector<std::string> extra = {}) {
+    RunningProxy p;
+    p.port = free_port();
+    const auto policy = dir.write("policy.json", R"({"version": 1, "allow": ["upstream.test"], "ports": [)" +
+                                                     std::to_string(upstream.port()) +
+                                                     R"(], "internal": {"allow": ["127.0.0.1/32"]},
+      "resolve": {"upstream.test": ["127.0.0.1"]}})");
+    extra.insert(extra.end(), {"--proxy-id", id, "--log-format", "json"});
+    p.process = std::make_unique<BackgroundProcess>(proxy_command(policy, p.port, db, extra),
+                                                    dir.path() / ("proxy-" + id + ".log"));
+    EXPECT_TRUE(wait_for_port(p.port)) << p.process->log();
+    return p;
+  }
+
+  std::string url_base() const { return "http://upstream.test:" + std::to_string(upstream.port()); }
+
+  // path -> (id, proxy_id) of every request row; a path seen twice fails the test.
+  std::map<std::string, std::pair<long long, std::string>> rows(const std::string& database) {
+    std::map<std::string, std::pair<long long, std::string>> out;
+    for (const auto& r : server.query(database, "SELECT path, id, proxy_id FROM requests ORDER BY id")) {
+      const bool fresh = out.emplace(r[0], std::make_pair(std::stoll(r[1]), r[2])).second;
+      EXPECT_TRUE(fresh) << "a request recorded twice: " << r[0];
+    }
+    return out;
+  }
+
+  // Per proxy and client, rows are in the order the client sent its requests: ids increase
+  // with the request number N of /load/TAG-CLIENT-N.
+  static void expect_in_order(const std::map<std::string, std::pair<long long, std::string>>& rows) {
+    std::map<std::string, std::vector<std::pair<long long, long long>>> streams;  // tag-client -> (n, id)
+    for (const auto& [path, row] : rows) {
+      const auto dash = path.rfind('-');
+      streams[row.second + path.substr(0, dash)].emplace_back(std::stoll(path.substr(dash + 1)), row.first);
+    }
+    for (auto& [stream, v] : streams) {
+      std::sort(v.begin(), v.end());
+      for (std::size_t i = 1; i < v.size(); ++i)
+        EXPECT_LT(v[i - 1].second, v[i].second) << stream << ": request " << v[i].first << " has a lower id than "
+                                                << v[i - 1].first;
+    }
+  }
+
+  PostgresServer server;
+  TempDir dir;
+  UpstreamServer upstream;
+};
+
+TEST_F(PostgresFleet, TwoProxiesWriteOneDatabaseEveryRequestOnceWithIdsUniqueAcrossThem) {
+  const auto db = server.create_database("two");
+  auto a = start_proxy(db, "proxy-a");
+  auto b = start_proxy(db, "proxy-b");
+  {
+    ProxyLoad la(a.port, url_base(), "a", 3, 400);
+    ProxyLoad lb(b.port, url_base(), "b", 3, 400);
+    la.stop();
+    lb.stop();
+    EXPECT_EQ(la.answered_count(), 1200u);
+    EXPECT_EQ(lb.answered_count(), 1200u);
+  }
+  EXPECT_EQ(a.process->stop(SIGTERM), 0) << a.process->log();  // drains its writer
+  EXPECT_EQ(b.process->stop(SIGTERM), 0) << b.process->log();
+  const auto got = rows("two");
+  EXPECT_EQ(got.size(), 2400u);
+  EXPECT_EQ(server.query_column("two", "SELECT COUNT(*) FROM requests")[0], "2400");
+  EXPECT_EQ(server.query_column("two", "SELECT COUNT(DISTINCT id) FROM requests")[0], "2400");
+  EXPECT_EQ(server.query_column("two", "SELECT string_agg(proxy_id || '=' || n, ',' ORDER BY proxy_id) FROM "
+                                       "(SELECT proxy_id, COUNT(*) AS n FROM requests GROUP BY proxy_id) c")[0],
+            "proxy-a=1200,proxy-b=1200");
+  for (const auto& [path, row] : got) EXPECT_EQ(path.substr(6, 1), row.second.substr(6, 1)) << path;
+  expect_in_order(got);
+  // Each proxy's policy load is an event of its own, named by the proxy.
+  EXPECT_EQ(server.query_column("two", "SELECT COUNT(DISTINCT proxy_id) FROM events WHERE kind = 'policy_load'")[0],
+            "2");
+}
+
+TEST_F(PostgresFleet, KillNineWithAuditSyncLosesNoRowOfAForwardedRequest) {
+  const auto db = server.create_database("sync");
+  auto p = start_proxy(db, "proxy-s", {"--audit-sync"});
+  ProxyLoad load(p.port, url_base(), "s", 4);
+  load.wait_until_answered(800, 60s);
+  EXPECT_EQ(p.process->stop(SIGKILL), 128 + SIGKILL);
+  load.stop();
+  const auto answered = load.answered();
+  ASSERT_GE(answered.size(), 800u) << p.process->log();
+  const auto got = rows("sync");
+  std::size_t lost = 0;
+  for (const auto& [path, when] : answered) lost += got.contains(path) ? 0 : 1;
+  EXPECT_EQ(lost, 0u) << "of " << answered.size() << " forwarded requests";
+}
+
+TEST_F(PostgresFleet, ServerStoppedFiveSecondsUnderLoadEveryRowArrivesOnceAndInOrder) {
+  const auto db = server.create_database("outage");
+  auto p = start_proxy(db, "proxy-o");
+  ProxyLoad load(p.port, url_base(), "o", 4);
+  load.wait_until_answered(500, 60s);
+  server.stop();
+  std::this_thread::sleep_for(5s);
+  server.start();
+  const std::size_t before = load.answered_count();
+  load.wait_until_answered(before + 500, 60s);
+  load.stop();
+  EXPECT_EQ(p.process->stop(SIGTERM), 0) << p.process->log();
+  const auto answered = load.answered();
+  const auto got = rows("outage");
+  std::size_t lost = 0;
+  for (const auto& [path, when] : answered) lost += got.contains(path) ? 0 : 1;
+  EXPECT_EQ(lost, 0u) << "of " << answered.size() << " answered requests\n" << p.process->log();
+  for (const auto& [path, row] : got) EXPECT_TRUE(path.starts_with("/load/o-")) << path;
+  expect_in_order(got);
+  // The outage is on record once the server is back.
+  EXPECT_EQ(server.query_column("outage", "SELECT COUNT(*) FROM events WHERE kind = 'audit_recovered'")[0], "1");
+}
+
+std::string file_text(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+TEST_F(PostgresFleet, ThePasswordIsInNoCommandLineLogOrRow) {
+  const auto db = server.create_database("secret");
+  // On the command line it is refused before anything connects, and the refusal does not repeat it.
+  const auto with_password = "postgresql://" + server.user() + ":" + server.password() + "@127.0.0.1:" +
+                             std::to_string(server.port()) + "/secret";
+  for (const auto& address : {with_password, server.url("secret") + "?password=" + server.password()}) {
+    const auto r = run_netbox({"proxy", "--policy", dir.write("p.json", R"({"version": 1})").string(), "--listen",
+                               "127.0.0.1:0", "--audit-db", address});
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find("PGPASSFILE"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find(server.password()), std::string::npos) << r.err;
+    const auto audit = run_netbox({"audit", "--db", address});
+    EXPECT_EQ(audit.exit_code, 2) << audit.err;
+    EXPECT_EQ(audit.err.find(server.password()), std::string::npos) << audit.err;
+  }
+  // From PGPASSFILE it works, and shows nowhere: not in ps, not in the proxy's log, not in any row.
+  auto p = start_proxy(db, "proxy-p");
+  {
+    ProxyLoad load(p.port, url_base(), "p", 2, 50);
+    load.stop();
+    EXPECT_EQ(load.answered_count(), 100u);
+  }
+  const auto ps = run({"ps", "-eo", "pid,args", "-ww"});
+  EXPECT_NE(ps.out.find(db), std::string::npos) << "ps shows the proxy's address";
+  EXPECT_EQ(ps.out.find(server.password()), std::string::npos);
+  EXPECT_EQ(file_text("/proc/" + std::to_string(p.process->pid()) + "/cmdline").find(server.password()),
+            std::string::npos);
+  EXPECT_EQ(p.process->stop(SIGTERM), 0);
+  EXPECT_EQ(p.process->log().find(server.password()), std::string::npos);
+  for (const char* table : {"requests", "events", "agents"})
+    EXPECT_EQ(server.query_column("secret", std::string("SELECT COUNT(*) FROM ") + table + " t WHERE t::text LIKE '%" +
+                                                server.password() + "%'")[0],
+              "0")
+        << table;
+  EXPECT_EQ(server.query_column("secret", "SELECT COUNT(*) FROM requests")[0], "100");
+  const auto listed = run_netbox({"audit", "--db", db, "--limit", "0", "--format", "json"});
+  EXPECT_EQ(listed.exit_code, 0) << listed.err;
+  EXPECT_EQ(listed.out.find(server.password()), std::string::npos);
+}
+
+}  // namespace
+}  // namespace netbox::test
