@@ -23,6 +23,7 @@
 #include "netbox/launcher/subnet_pool.hpp"
 #include "netbox/launcher/supervisor.hpp"
 #include "netbox/launcher/veth.hpp"
+#include "netbox/audit/store_address.hpp"
 #include "netbox/audit/location.hpp"
 #include "netbox/policy/load.hpp"
 #include "netbox/proxy/agent_name.hpp"
@@ -212,6 +213,13 @@ int launch(const LaunchOptions& flags) {
   // The agent's working directory (--workdir or the policy's, else the launcher's own) is
   // the agent's: a database there is the agent's to read and lock. The default location
   // is made and checked by the embedded proxy.
+  // The launcher hides the store's file from the agent and makes its folder: a server
+  // address has neither, so a launch writes to a file, or to a proxy that writes to the
+  // server (--proxy-control).
+  if (audit::is_postgresql(o.audit_db.string()))
+    throw LaunchError(kExitUsage, "--audit-db postgresql://...: netbox launch writes its own audit to an SQLite file; to audit into "
+                                      "PostgreSQL, run `netbox proxy --audit-db postgresql://... --control SOCKET` "
+                                      "and launch with --proxy-control SOCKET");
   if (!o.audit_db.empty() && !o.proxy_control) {
     try {
       const auto agent_dir = o.workdir ? std::filesystem::absolute(*o.workdir) : std::filesystem::current_path();

@@ -164,6 +164,14 @@ TEST(LaunchLifecycle, BadInputIsRefusedWithExit2NamingIt) {
   auto env = launch(subnet, {"--env", "NOEQUALS", "--", "true"});
   EXPECT_EQ(env.exit_code, 2);
   EXPECT_THAT(env.err, HasSubstr("--env 'NOEQUALS'"));
+
+  // A server address is not a file the launcher can hide or make: refused, naming the
+  // way that works, and never echoing a password the address may hold.
+  auto pg = test::run_netbox({"launch", "--audit-db", "postgresql://netbox:hunter2@127.0.0.1:1/audit", "--", "true"});
+  EXPECT_EQ(pg.exit_code, 2);
+  EXPECT_THAT(pg.err, HasSubstr("--audit-db postgresql://..."));
+  EXPECT_THAT(pg.err, HasSubstr("--proxy-control"));
+  EXPECT_THAT(pg.err, Not(HasSubstr("hunter2")));
   expect_nothing_left(subnet);
 }
 
