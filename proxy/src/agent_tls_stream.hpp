@@ -16,6 +16,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/ssl/error.hpp>
 #include <boost/asio/write.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>
@@ -30,8 +31,9 @@ namespace netbox::proxy {
 
 class AgentTlsStream {
  public:
-  using executor_type = boost::asio::ip::tcp::socket::executor_type;
+  using executor_type = boost::beast::tcp_stream::executor_type;
   using lowest_layer_type = boost::asio::ip::tcp::socket;
+  using next_layer_type = boost::beast::tcp_stream;
 
   // Throws std::runtime_error when OpenSSL cannot allocate the session.
   AgentTlsStream(boost::asio::ip::tcp::socket socket, SSL_CTX* ctx, std::string_view early);
@@ -40,7 +42,10 @@ class AgentTlsStream {
   AgentTlsStream& operator=(const AgentTlsStream&) = delete;
 
   executor_type get_executor() { return socket_.get_executor(); }
-  lowest_layer_type& lowest_layer() { return socket_; }
+  lowest_layer_type& lowest_layer() { return socket_.socket(); }
+  // The timed stream below: its expires_after() bounds each operation (a timeout ends one
+  // with beast::error::timeout), as on a plain connection (beast::get_lowest_layer).
+  next_layer_type& next_layer() { return socket_; }
   SSL* native_handle() { return ssl_; }
 
   template <class Token>
@@ -173,7 +178,7 @@ class AgentTlsStream {
         Op<Action>{*this, action, Op<Action>::Phase::start, false, false, {}, 0}, token, socket_);
   }
 
-  boost::asio::ip::tcp::socket socket_;
+  boost::beast::tcp_stream socket_;
   SSL* ssl_ = nullptr;
   BIO* in_ = nullptr;   // owned by ssl_
   BIO* out_bio_ = nullptr;  // owned by ssl_

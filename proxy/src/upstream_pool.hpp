@@ -19,6 +19,7 @@
 // same name, address, port and trust store; no plain key equals a TLS key.
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl/stream.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
 
 #include <chrono>
 #include <cstddef>
@@ -34,7 +35,7 @@ namespace netbox::proxy {
 
 class UpstreamPool {
  public:
-  using TlsStream = boost::asio::ssl::stream<boost::asio::ip::tcp::socket>;
+  using TlsStream = boost::asio::ssl::stream<boost::beast::tcp_stream>;  // timed like a plain connection
   using Connection = std::variant<std::monostate, boost::asio::ip::tcp::socket, std::unique_ptr<TlsStream>>;
 
   // As many as one io thread has requests in flight to one upstream under load: a pool
