@@ -99,6 +99,7 @@ void AgentTlsStream::trim() {
     SSL_set0_wbio(ssl_, out_bio_);
   }
   if (out_.capacity() > kKeptBio) std::string().swap(out_);
+  if (gather_.capacity() > kKeptBio) std::string().swap(gather_);
 }
 
 }  // namespace netbox::proxy
