@@ -8,9 +8,11 @@ install(FILES ${PROJECT_SOURCE_DIR}/packaging/completions/netbox.bash
 install(FILES ${PROJECT_SOURCE_DIR}/packaging/completions/_netbox
         DESTINATION ${CMAKE_INSTALL_DATADIR}/zsh/vendor-completions)
 
-# The service's policy and config: /etc/netbox/{policy,proxy}.json for a /usr install (the
-# .deb, whose postinst creates them from the shipped templates in share/netbox/),
-# PREFIX/etc/netbox/{policy,proxy}.json for any other prefix (created here when missing).
+# The service's policy and config: /etc/netbox/{policy,proxy}.json for a /usr install (in
+# the .deb they are conffiles: dpkg keeps the administrator's edits on upgrade and asks
+# before replacing them), PREFIX/etc/netbox/{policy,proxy}.json for any other prefix;
+# created only when missing, never over an existing one. (file(INSTALL) puts DESTDIR in
+# front of its destination itself; EXISTS needs it spelled.)
 # The config names the policy, and the unit the installed binary and the config, so both
 # are written at install time for the prefix given then (`cmake --install --prefix P`
 # included). Nothing is installed to an absolute path.
@@ -28,15 +30,13 @@ install(CODE "
   set(_share \"\$ENV{DESTDIR}\${_prefix}/${CMAKE_INSTALL_DATADIR}/netbox\")
   message(STATUS \"Installing: \${_share}/proxy.json\")
   configure_file(\"${PROJECT_SOURCE_DIR}/packaging/proxy.json.in\" \"\${_share}/proxy.json\" @ONLY)
-  if(NOT _prefix STREQUAL \"/usr\")
-    if(NOT EXISTS \"\$ENV{DESTDIR}\${NETBOX_POLICY}\")
-      file(INSTALL \"${PROJECT_SOURCE_DIR}/packaging/policy.json\" DESTINATION \"\$ENV{DESTDIR}\${_etc}\"
-           FILE_PERMISSIONS OWNER_READ OWNER_WRITE GROUP_READ)
-    endif()
-    if(NOT EXISTS \"\$ENV{DESTDIR}\${NETBOX_CONFIG}\")
-      file(INSTALL \"\${_share}/proxy.json\" DESTINATION \"\$ENV{DESTDIR}\${_etc}\"
-           FILE_PERMISSIONS OWNER_READ OWNER_WRITE GROUP_READ)
-    endif()
+  if(NOT EXISTS \"\$ENV{DESTDIR}\${NETBOX_POLICY}\")
+    file(INSTALL \"${PROJECT_SOURCE_DIR}/packaging/policy.json\" DESTINATION \"\${_etc}\"
+         FILE_PERMISSIONS OWNER_READ OWNER_WRITE GROUP_READ)
+  endif()
+  if(NOT EXISTS \"\$ENV{DESTDIR}\${NETBOX_CONFIG}\")
+    file(INSTALL \"\${_share}/proxy.json\" DESTINATION \"\${_etc}\"
+         FILE_PERMISSIONS OWNER_READ OWNER_WRITE GROUP_READ)
   endif()
   set(_unit \"\$ENV{DESTDIR}\${_prefix}/lib/systemd/system/netbox-proxy.service\")
   message(STATUS \"Installing: \${_unit}\")
@@ -47,10 +47,13 @@ install(FILES ${PROJECT_SOURCE_DIR}/policy/schema/netbox-policy.schema.json DEST
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/examples/ DESTINATION ${CMAKE_INSTALL_DATADIR}/netbox/examples)
 install(FILES ${PROJECT_SOURCE_DIR}/dashboards/grafana/netbox.json ${PROJECT_SOURCE_DIR}/dashboards/grafana/provisioning.yaml
         DESTINATION ${CMAKE_INSTALL_DATADIR}/netbox/grafana)
+install(FILES ${PROJECT_SOURCE_DIR}/dashboards/prometheus/netbox-alerts.yml
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/netbox/prometheus)
 install(FILES ${PROJECT_SOURCE_DIR}/README.md ${PROJECT_SOURCE_DIR}/SECURITY.md ${PROJECT_SOURCE_DIR}/CHANGELOG.md
         DESTINATION ${CMAKE_INSTALL_DOCDIR})
 install(FILES ${PROJECT_SOURCE_DIR}/LICENSE DESTINATION ${CMAKE_INSTALL_DOCDIR} RENAME copyright)
-install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs FILES_MATCHING PATTERN "*.md")
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs FILES_MATCHING PATTERN "*.md"
+        PATTERN "*.png")
 
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME netbox)
@@ -66,9 +69,16 @@ set(CPACK_DEBIAN_PACKAGE_LICENSE Apache-2.0)
 # binary links; adduser makes the netbox group in postinst.
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_DEPENDS "adduser")
+# The proxy verifies upstream certificates (inspected hosts) against the system's trust
+# store: without it every inspected host fails verification, which is safe but useless.
+set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "ca-certificates")
 set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA
+    ${PROJECT_SOURCE_DIR}/packaging/debian/conffiles
     ${PROJECT_SOURCE_DIR}/packaging/debian/postinst
     ${PROJECT_SOURCE_DIR}/packaging/debian/postrm)
+# Debian's layout inside the staged tree: docs and the man page compressed, the changelog
+# as changelog.gz (packaging/debian/compress_docs.cmake).
+set(CPACK_PRE_BUILD_SCRIPTS ${PROJECT_SOURCE_DIR}/packaging/debian/compress_docs.cmake)
 set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
 set(CPACK_STRIP_FILES ON)
 include(CPack)

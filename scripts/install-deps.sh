@@ -41,3 +41,17 @@ if ((${#missing[@]})); then
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
+# promtool checks the shipped Prometheus alert rules (tests). Only the tool is taken from
+# Debian's prometheus package, unpacked rather than installed: installing it would start a
+# Prometheus server on port 9090 of the machine.
+if [ "$mode" = all ] && ! command -v promtool >/dev/null 2>&1; then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "install-deps: promtool is missing; run as root to install it" >&2
+    exit 1
+  fi
+  tmp=$(mktemp -d)
+  (cd "$tmp" && apt-get download -qq prometheus 2>/dev/null) || { apt-get update -qq && (cd "$tmp" && apt-get download -qq prometheus); }
+  dpkg-deb --fsys-tarfile "$tmp"/prometheus_*.deb | tar -x -C "$tmp" ./usr/bin/promtool
+  install -m 0755 "$tmp/usr/bin/promtool" /usr/local/bin/promtool
+  rm -rf "$tmp"
+fi

@@ -5,6 +5,8 @@
 
 #include "netbox/audit/decision.hpp"
 
+#include <algorithm>
+
 namespace netbox::dashboards {
 namespace {
 
@@ -14,6 +16,24 @@ void seconds_histogram(Exposition& e, std::string_view name, std::string_view he
   bounds.reserve(h.bounds_ms.size());
   for (double ms : h.bounds_ms) bounds.push_back(ms / 1000.0);
   e.histogram(name, help, {}, bounds, h.counts, h.sum_ms / 1000.0);
+}
+
+// Every kind netbox knows from 0 (an alert on increase() needs the series before the first
+// event), then any other kind counted.
+void add_agent_events(Exposition& e, const std::vector<proxy::EventCount>& counted) {
+  constexpr std::string_view kHelp =
+      "Events an agent caused, by kind (exfiltration_attempt: a credential's placeholder sent to a host that is "
+      "not the credential's).";
+  const auto count_of = [&](std::string_view kind) -> std::uint64_t {
+    for (const auto& ev : counted)
+      if (ev.kind == kind) return ev.count;
+    return 0;
+  };
+  for (const auto kind : proxy::kAgentEventKinds)
+    e.counter("netbox_agent_events_total", kHelp, {{"event", std::string(kind)}}, static_cast<double>(count_of(kind)));
+  for (const auto& ev : counted)
+    if (std::ranges::find(proxy::kAgentEventKinds, std::string_view(ev.kind)) == std::end(proxy::kAgentEventKinds))
+      e.counter("netbox_agent_events_total", kHelp, {{"event", ev.kind}}, static_cast<double>(ev.count));
 }
 
 }  // namespace
@@ -30,6 +50,7 @@ std::string render_metrics(const proxy::CountersSnapshot& c, const audit::Writer
   for (const auto& r : c.requests)
     e.counter("netbox_requests_total", kRequests, {{"agent", r.agent}, {"decision", r.decision}, {"kind", r.kind}},
               static_cast<double>(r.count));
+  add_agent_events(e, c.agent_events);
   e.gauge("netbox_active_connections", "Agent connections open now.", {}, static_cast<double>(c.active_connections));
   e.gauge("netbox_active_tunnels", "CONNECT tunnels relaying now.", {}, static_cast<double>(c.active_tunnels));
   e.counter("netbox_bytes_total", "Bytes relayed, by direction (up: agent to upstream).", {{"direction", "up"}},

@@ -36,12 +36,20 @@ void Counters::count_request(const std::string& agent, const std::string& kind, 
   ++requests_[std::tuple<std::string, std::string, std::string>{label, kind, std::string(decision)}];
 }
 
+void Counters::count_agent_event(std::string_view kind) {
+  std::lock_guard lock(mu_);
+  auto it = agent_events_.find(kind);
+  if (it == agent_events_.end()) it = agent_events_.emplace(std::string(kind), 0).first;
+  ++it->second;
+}
+
 CountersSnapshot Counters::snapshot() const {
   CountersSnapshot s;
   {
     std::lock_guard lock(mu_);
     for (const auto& [key, n] : requests_)
       s.requests.push_back({std::get<0>(key), std::get<1>(key), std::get<2>(key), n});
+    for (const auto& [kind, n] : agent_events_) s.agent_events.push_back({kind, n});
   }
   s.active_connections = active_connections.load();
   s.active_tunnels = active_tunnels.load();

@@ -33,6 +33,9 @@ class Counters {
   // `agent` is the metric label (see MetricsAgentLabel), not necessarily the name; past
   // kMaxAgentLabels distinct values it is counted as "other".
   void count_request(const std::string& agent, const std::string& kind, std::string_view decision);
+  // An event an agent caused (exfiltration_attempt, ...): `kind` is one of netbox's own
+  // event names, never the agent's text, so the label set stays bounded.
+  void count_agent_event(std::string_view kind);
 
   std::atomic<std::uint64_t> active_connections{0};
   std::atomic<std::uint64_t> active_tunnels{0};
@@ -59,6 +62,7 @@ class Counters {
   // key is only copied the first time an (agent, kind, decision) appears.
   std::map<std::tuple<std::string, std::string, std::string>, std::uint64_t, std::less<>> requests_;
   std::set<std::string, std::less<>> agent_labels_;
+  std::map<std::string, std::uint64_t, std::less<>> agent_events_;
 };
 
 }  // namespace netbox::proxy

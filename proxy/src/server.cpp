@@ -143,6 +143,7 @@ void ProxyRuntime::event(std::string kind, std::string message, std::string deta
 
 void ProxyRuntime::agent_event(std::string kind, const std::string& agent, std::string particulars,
                                std::string message, std::string detail, LogFields fields) {
+  counters.count_agent_event(kind);
   const auto held_back = agent_log_limit.admit(agent, kind + '\0' + particulars, std::chrono::steady_clock::now());
   if (held_back) {
     std::vector<LogField> line(fields.begin(), fields.end());

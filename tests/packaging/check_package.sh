@@ -19,7 +19,7 @@ cmake --install "$dir" --prefix "$prefix" >/dev/null
 for f in bin/netbox share/man/man1/netbox.1 share/bash-completion/completions/netbox \
          share/zsh/vendor-completions/_netbox lib/systemd/system/netbox-proxy.service \
          etc/netbox/policy.json etc/netbox/proxy.json share/netbox/proxy.json share/netbox/netbox-policy.schema.json share/netbox/examples/agent-policy.json \
-         share/netbox/grafana/netbox.json share/netbox/policy.json share/doc/netbox/copyright share/doc/netbox/docs/architecture.md; do
+         share/netbox/grafana/netbox.json share/netbox/prometheus/netbox-alerts.yml share/netbox/policy.json share/doc/netbox/copyright share/doc/netbox/docs/architecture.md; do
   [ -e "$prefix/$f" ] || fail "cmake --install did not install $f"
 done
 "$prefix/bin/netbox" --version | grep -q '^netbox ' || fail "the installed binary does not run"
@@ -50,7 +50,21 @@ for lib in libc6 libsqlite3-0 libseccomp2 libnftables1 libssl3 libc-ares2 libidn
   echo "$depends" | grep -q "$lib" || fail "Depends lacks $lib: $depends"
 done
 ! echo "$depends" | grep -q -- '-dev' || fail "Depends names a -dev package: $depends"
-! dpkg-deb -c "$deb" | grep -qv ' ./usr/' || fail "the .deb installs outside /usr: $(dpkg-deb -c "$deb" | grep -v ' ./usr/')"
+outside=$(dpkg-deb -c "$deb" | grep -vE ' \./(usr/|etc/netbox/(policy|proxy)\.json$|etc/(netbox/)?$)' || true)
+[ -z "$outside" ] || fail "the .deb installs outside /usr and its two conffiles: $outside"
+echo "$info" | grep -q '^ Recommends: .*ca-certificates' || fail "Recommends lacks ca-certificates: $info"
+[ "$(dpkg-deb -f "$deb" Package)" = netbox ] || fail "the package is not named netbox"
+conffiles=$(dpkg-deb --ctrl-tarfile "$deb" | tar -xO ./conffiles)
+[ "$conffiles" = "$(printf '/etc/netbox/policy.json\n/etc/netbox/proxy.json')" ] ||
+  fail "the conffiles are not the policy and the config: $conffiles"
+# Debian's layout: the changelog as changelog.gz, docs and the man page compressed (gzip -n:
+# no time stamp), the copyright file and the screenshot as they are.
+contents=$(dpkg-deb -c "$deb")
+for f in usr/share/doc/netbox/changelog.gz usr/share/doc/netbox/docs/architecture.md.gz \
+         usr/share/doc/netbox/docs/dashboard.png usr/share/doc/netbox/copyright usr/share/man/man1/netbox.1.gz; do
+  echo "$contents" | grep -q " \./$f\$" || fail "the .deb lacks $f"
+done
+! echo "$contents" | grep -qE '/usr/share/(doc/netbox|man)/.*\.md$' || fail "the .deb ships an uncompressed doc"
 
 # 3. Installed with apt as a user would; the unit passes systemd-analyze verify.
 was_installed=0
@@ -64,7 +78,18 @@ getent group netbox >/dev/null || fail "postinst made no netbox group"
 for f in policy.json proxy.json; do
   [ "$(stat -c '%a %U %G' /etc/netbox/$f)" = "640 root netbox" ] ||
     fail "/etc/netbox/$f is $(stat -c '%a %U %G' /etc/netbox/$f)"
+  dpkg-query -W -f='${Conffiles}\n' netbox | grep -q "/etc/netbox/$f " || fail "dpkg does not keep /etc/netbox/$f as a conffile"
 done
+# An administrator's edit survives a reinstall (as it does an upgrade): dpkg keeps a changed conffile.
+if [ "$was_installed" = 0 ]; then
+  printf '{"version": 1, "mode": "enforce", "allow": ["kept.example"]}\n' > /etc/netbox/policy.json
+  /usr/bin/netbox policy check /etc/netbox/policy.json >/dev/null || fail "the edited policy does not load"
+  DEBIAN_FRONTEND=noninteractive apt-get install --reinstall -y -qq "$deb" >/dev/null || fail "apt-get install --reinstall $deb"
+  grep -q kept.example /etc/netbox/policy.json || fail "a reinstall replaced the administrator's /etc/netbox/policy.json"
+  [ "$(stat -c '%a %U %G' /etc/netbox/policy.json)" = "640 root netbox" ] ||
+    fail "after a reinstall /etc/netbox/policy.json is $(stat -c '%a %U %G' /etc/netbox/policy.json)"
+fi
+zcat /usr/share/doc/netbox/changelog.gz | grep -q '^# ' || fail "/usr/share/doc/netbox/changelog.gz is not the changelog"
 state=$(mktemp -d /tmp/netbox-state-XXXXXX)
 timeout -s TERM 3 /usr/bin/netbox proxy --listen 127.0.0.1:0 --audit-db "$state/audit.db" --control "$state/proxy.sock" \
   2>"$state/log" || [ $? = 124 ] || fail "the proxy does not start on /etc/netbox/proxy.json: $(cat "$state/log")"

@@ -212,6 +212,11 @@ TEST_F(CredentialsTest, ThePlaceholderSentToAnotherHostIsRefusedAndRecorded) {
       EXPECT_EQ(r.status, 403);
     }
   EXPECT_EQ(denied, 5);
+  // /metrics counts each attempt, which the shipped NetboxExfiltrationAttempt alert reads.
+  std::uint64_t counted = 0;
+  for (const auto& e : server->counters().agent_events)
+    if (e.kind == "exfiltration_attempt") counted = e.count;
+  EXPECT_EQ(counted, 5u);
   stop_proxy();
   EXPECT_THAT(file_bytes(log_path), HasSubstr("exfiltration_attempt"));
   expect_secret_nowhere();

@@ -136,6 +136,41 @@ TEST(GrafanaDashboard, ParsesAndEveryQueryNamesAnExportedMetric) {
   EXPECT_GE(queries, 8);
 }
 
+// An alert on increase() never fires on a series' first sample, so the exfiltration series
+// must exist, at 0, before the first attempt; later attempts move it.
+TEST(ProxyMetrics, AgentEventsArePublishedFromZeroAndCounted) {
+  auto text = dashboards::render_metrics({}, {});
+  EXPECT_NE(text.find("netbox_agent_events_total{event=\"exfiltration_attempt\"} 0\n"), std::string::npos) << text;
+  proxy::CountersSnapshot c;
+  c.agent_events = {{"exfiltration_attempt", 3}};
+  text = dashboards::render_metrics(c, {});
+  EXPECT_NE(text.find("netbox_agent_events_total{event=\"exfiltration_attempt\"} 3\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find("netbox_agent_events_total{event=\"exfiltration_attempt\"} 0\n"), std::string::npos) << text;
+}
+
+// The shipped alert rules read only series a proxy exports (a renamed metric would leave an
+// alert that can never fire, and promtool cannot know).
+TEST(AlertRules, EveryExpressionNamesAnExportedMetric) {
+  std::ifstream f(test::source_dir() / "dashboards/prometheus/netbox-alerts.yml");
+  ASSERT_TRUE(f) << "dashboards/prometheus/netbox-alerts.yml is missing";
+  const auto exported = families(dashboards::render_metrics({}, {}));
+  std::regex expr_line("^\\s*expr:\\s*(.*)$");
+  std::regex metric("netbox_[a-z_]+");
+  int rules = 0;
+  std::string line;
+  while (std::getline(f, line)) {
+    std::smatch m;
+    if (!std::regex_match(line, m, expr_line)) continue;
+    ++rules;
+    const std::string expr = m[1];
+    int named = 0;
+    for (auto it = std::sregex_iterator(expr.begin(), expr.end(), metric); it != std::sregex_iterator(); ++it, ++named)
+      EXPECT_TRUE(exported.count(it->str())) << expr << ": " << it->str() << " is not exported";
+    EXPECT_GT(named, 0) << expr;
+  }
+  EXPECT_GE(rules, 4);
+}
+
 // Grafana's file provisioning does not fill in an import's __inputs: the data source must be
 // a template variable, and every query must follow the job and instance chosen, so one
 // Grafana can watch several proxies.

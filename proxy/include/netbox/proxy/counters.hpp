@@ -3,6 +3,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace netbox::proxy {
@@ -25,8 +26,18 @@ struct RequestCount {
   std::uint64_t count = 0;
 };
 
+struct EventCount {
+  std::string kind;  // exfiltration_attempt, ...
+  std::uint64_t count = 0;
+};
+
+// The events an agent can cause: /metrics publishes each from 0, so that an alert on its
+// increase has a series before the first one happens.
+inline constexpr std::string_view kAgentEventKinds[] = {"exfiltration_attempt"};
+
 struct CountersSnapshot {
   std::vector<RequestCount> requests;
+  std::vector<EventCount> agent_events;  // the kinds counted so far
   std::uint64_t active_connections = 0;  // agent connections open now
   std::uint64_t active_tunnels = 0;      // CONNECT tunnels relaying now
   std::uint64_t bytes_up = 0;            // agent -> upstream, bodies and tunnel bytes
