@@ -78,13 +78,7 @@ void ResponseRelay<Client, Upstream>::on_header(beast::error_code ec) {
   if (!codings.empty() && req_.version < 11)
     return fail(502, "the upstream's response has the transfer coding '" + codings +
                          "', which an HTTP/1.0 request cannot receive");
-  if (req_.redaction) {
-    auto why = req_.redaction->check_head(res.reason(), res);
-    if (why.empty() && !codings.empty())
-      why = "the upstream's answer has the transfer coding '" + codings +
-            "', which netbox cannot search for the credential that went into the request";
-    if (!why.empty()) return fail(502, std::move(why));
-  }
+  if (auto why = unsearchable(codings); !why.empty()) return fail(502, std::move(why));
   std::optional<std::uint64_t> length;
   if (had_length && !(req_.redaction && !bodiless)) {
     if (const auto n = parser_->content_length()) length = *n;
@@ -114,6 +108,19 @@ void ResponseRelay<Client, Upstream>::on_header(beast::error_code ec) {
     return read_piece();
   }
   send_piece(nullptr, 0);  // the head at once (a stream's first bytes may be a while), or the whole bodiless answer
+}
+
+// An answer to a request a credential went into: why its head cannot go to the agent
+// (a secret in it, a coding the search cannot read), else empty.
+template <class Client, class Upstream>
+std::string ResponseRelay<Client, Upstream>::unsearchable(const std::string& codings) const {
+  if (!req_.redaction) return {};
+  const auto& res = parser_->get();
+  auto why = req_.redaction->check_head(res.reason(), res);
+  if (why.empty() && !codings.empty())
+    why = "the upstream's answer has the transfer coding '" + codings +
+          "', which netbox cannot search for the credential that went into the request";
+  return why;
 }
 
 template <class Client, class Upstream>

@@ -70,6 +70,7 @@ class ResponseRelay {
  private:
   void read_header();
   void on_header(boost::beast::error_code ec);
+  std::string unsearchable(const std::string& codings) const;
   void read_piece();
   void piece_read(boost::beast::error_code ec);
   void send_piece(const char* data, std::size_t got);
