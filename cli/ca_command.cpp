@@ -5,6 +5,8 @@
 
 #include "netbox/tls/certificate_authority.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <iostream>
 #include <memory>
 
@@ -14,6 +16,7 @@ namespace {
 struct CaArgs {
   std::string dir = tls::kDefaultCaDir;
   bool pem = false;
+  std::string format = "text";
 };
 
 void describe(const tls::CertificateAuthority& ca, const std::string& dir) {
@@ -61,9 +64,22 @@ void add_ca_command(CLI::App& app, int& rc) {
   auto show_cmd = std::make_shared<Bound<CaArgs>>(*show);
   show_cmd->flags.option("--dir", show_cmd->args.dir, "Folder of ca.key and ca.crt")->capture_default_str();
   show_cmd->flags.flag("--pem", show_cmd->args.pem, "Print only the certificate in PEM (for a trust bundle)");
+  show_cmd->flags.option("--format", show_cmd->args.format, "Output: text or json (the same fields, and the PEM)")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
   show->callback([&rc, show, show_cmd] {
     run(*show, rc, [&] {
       auto loaded = tls::CertificateAuthority::load(show_cmd->args.dir);
+      if (show_cmd->args.format == "json" && !show_cmd->args.pem) {
+        const nlohmann::ordered_json j = {{"dir", show_cmd->args.dir},
+                                          {"subject", loaded.subject()},
+                                          {"sha256_fingerprint", loaded.fingerprint_sha256()},
+                                          {"valid_until", loaded.not_after()},
+                                          {"certificate", show_cmd->args.dir + "/ca.crt"},
+                                          {"pem", loaded.certificate_pem()}};
+        std::cout << j.dump() << "\n";
+        return;
+      }
       if (!show_cmd->args.pem) {
         std::cout << "netbox CA in " << show_cmd->args.dir << "\n";
         describe(loaded, show_cmd->args.dir);

@@ -1,8 +1,6 @@
 #include "config_file.hpp"
 
-#include "netbox/policy/trusted_file.hpp"
-
-#include <nlohmann/json.hpp>
+#include "netbox/policy/json_file.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -10,7 +8,6 @@
 
 #include <cerrno>
 #include <cstring>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -39,37 +36,26 @@ std::string read_all(int fd, const std::string& path) {
 
 }  // namespace
 
-bool apply_config_file(FlagTable& flags, const std::string& path, bool required) {
+bool apply_config_file(FlagTable& flags, const std::string& path, bool required, const std::vector<uid_t>& owners) {
   const Fd file{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
   if (file.fd < 0) {
     // The default file of a package is root:netbox 0640: another user runs without it.
     if (!required && (errno == ENOENT || (errno == EACCES && ::geteuid() != 0))) return false;
     throw UsageError(path + ": cannot open: " + std::strerror(errno));
   }
-  // Run as root, the file must be root's and writable by no one else (its folder too).
+  // Run as root, the file must be its owners' and writable by no one else (its folder too).
   if (::geteuid() == 0) {
-    const policy::FileTrust trust{.owners = {0},
+    const policy::FileTrust trust{.owners = owners,
                                   .own_group_may_write = false,
-                                  .why = "whoever may write it decides what the proxy lets through"};
+                                  .why = "whoever may write it decides what netbox lets through"};
     if (auto problem = policy::untrusted_because(file.fd, path, trust)) throw UsageError(path + ": " + *problem);
   }
-  // A key given twice would silently take its last value: the first one is refused.
-  std::vector<std::set<std::string>> keys;  // the keys seen in each object being read
-  const auto refuse_repeats = [&](int, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
-    using Event = nlohmann::json::parse_event_t;
-    if (event == Event::object_start) keys.emplace_back();
-    else if (event == Event::object_end) keys.pop_back();
-    else if (event == Event::key && !keys.back().insert(parsed.get<std::string>()).second)
-      throw UsageError(path + ": key " + parsed.get<std::string>() + " is given twice");
-    return true;
-  };
-  nlohmann::json json;
   try {
-    json = nlohmann::json::parse(read_all(file.fd, path), refuse_repeats);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw UsageError(path + ": not JSON: " + e.what());
+    const policy::JsonFile json(read_all(file.fd, path), path);
+    flags.apply_config(json);
+  } catch (const policy::PolicyError& e) {
+    throw UsageError(e.what());  // "FILE:LINE:COLUMN: invalid JSON: ..."
   }
-  flags.apply_config(json, path);
   return true;
 }
 

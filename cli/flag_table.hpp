@@ -9,6 +9,13 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json_fwd.hpp>
 
+#include "netbox/policy/duration.hpp"
+
+namespace netbox::policy {
+class JsonFile;
+}
+
+#include <chrono>
 #include <concepts>
 #include <map>
 #include <optional>
@@ -39,22 +46,27 @@ class FlagTable {
   CLI::Option* flag(const std::string& names, bool& value, const std::string& help) {
     return add(cmd_.add_flag(names, value, help), Kind::boolean);
   }
+  // A length of time in the one grammar (netbox/policy/duration.hpp): "90", "1h30m", ...;
+  // in a config file a string or a number of seconds. Unset unless given.
+  CLI::Option* duration(const std::string& names, std::optional<std::chrono::milliseconds>& value,
+                        const std::string& help, policy::BareNumber bare = policy::BareNumber::seconds);
 
   // Whether the flag got a value, from the command line or the config file.
   bool given(const std::string& flag) const;
-  // What names a value in a message: "--listen", or "FILE: key listen" when the config
-  // file gave it.
+  // What names a value in a message: "--listen", or "FILE:LINE:COLUMN: key listen" when
+  // a config file gave it.
   std::string source(const std::string& flag) const;
 
-  // Gives every flag not on the command line the value of its key in `object`. Throws
-  // UsageError naming `file` and the key for an unknown key, a value of the wrong JSON
-  // type, or one the flag's checks refuse.
-  void apply_config(const nlohmann::json& object, const std::string& file);
+  // Gives every flag not yet given (on the command line, or by a file applied before)
+  // the value of its key in `file`'s object. Throws UsageError naming the file, line,
+  // column and key ("proxy.json:3:14: key threads: ...") for an unknown key, a value of
+  // the wrong JSON type, or one the flag's checks refuse.
+  void apply_config(const policy::JsonFile& file);
 
   CLI::App& command() const { return cmd_; }
 
  private:
-  enum class Kind { text, integer, number, boolean, list };
+  enum class Kind { text, integer, number, boolean, list, duration };
   struct Entry {
     std::string key;  // the first long name without its dashes
     CLI::Option* option;
@@ -72,11 +84,12 @@ class FlagTable {
   CLI::Option* add(CLI::Option* option, Kind kind);
   static CLI::Validator not_negative();
   const Entry* find(std::string_view key) const;
+  std::string near_key(const std::string& key) const;  // " (did you mean KEY?)" or empty
   const Entry& entry(const std::string& flag) const;
 
   CLI::App& cmd_;
   std::vector<Entry> entries_;
-  std::map<std::string, std::string> from_file_;  // flag -> the file that gave it
+  std::map<std::string, std::string> from_file_;  // flag -> "FILE:LINE:COLUMN: key KEY" that gave it
 };
 
 // A subcommand's arguments and the table that binds them, kept alive by its callback.

@@ -2,12 +2,19 @@
 // way out is the netbox proxy (see docs/launch.md).
 #include "commands.hpp"
 #include "flag_table.hpp"
+#include "launch_defaults.hpp"
+#include "presets.hpp"
 
 #include "netbox/audit/location.hpp"
-#include "netbox/launcher/duration.hpp"
 #include "netbox/launcher/launch.hpp"
 
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
 #include <iostream>
+#include <string_view>
+#include <vector>
 #include <memory>
 #include <optional>
 #include <string>
@@ -18,13 +25,20 @@ namespace {
 
 struct LaunchArgs {
   launcher::LaunchOptions o;
-  std::optional<std::string> timeout;
-  std::string grace = "5";
+  std::optional<std::chrono::milliseconds> timeout;
+  std::optional<std::chrono::milliseconds> grace;
+  std::optional<std::string> preset;
 };
 
 void bind(FlagTable& f, LaunchArgs& a) {
   auto& o = a.o;
-  f.option("--policy", o.policy_file, "Policy file for the embedded proxy (default: allow nothing)");
+  std::vector<std::string> preset_names;
+  for (const auto& p : presets()) preset_names.emplace_back(p.name);
+  f.option("--preset", a.preset,
+           "Run a coding agent with its shipped settings: claude, codex, aider or gemini (its folders in HOME, its "
+           "variables, its policy unless --policy)")
+      ->check(CLI::IsMember(preset_names));
+  f.option("--policy", o.policy_file, "Policy file for the embedded proxy (default: allow nothing, or the --preset's)");
   f.option("--agent,--name", o.name, "Agent name in the audit log (default: the command's name and a short id)");
   f.option("--profile", o.profile,
            "The policy's agents.PROFILE entry to decide with (default: the entry named like the agent, else the top level)");
@@ -54,20 +68,21 @@ void bind(FlagTable& f, LaunchArgs& a) {
   f.option("--allow-degraded", o.allow_degraded,
            "Run even if LAYER (workdir, ro, rw, workdir-quota, cgroup) cannot be applied (repeatable)");
   f.flag("--explain", o.explain, "Print the layers the agent would run under, and run nothing");
-  f.flag("-q,--quiet", o.quiet, "No proxy log lines on stderr (by default: the refused and failed requests)");
+  f.flag("-q,--quiet", o.quiet,
+         "Nothing on the terminal but the agent's output (by default: the banner, the refused requests, a summary at exit)");
   f.option("--log-file", o.log_file,
-           "Append every proxy log line (allowed requests too) to FILE, created 0600, instead of stderr");
+           "Append every line of the embedded proxy (its lifecycle, every request) to FILE, created 0600");
   f.option("--format", o.explain_format, "With --explain: text (default) or json (what the agents row stores)")
       ->check(CLI::IsMember({"text", "json"}));
   f.option("--env", o.env, "Set KEY=VALUE in the agent's environment (repeatable)");
   f.option("--keep-env", o.keep_env, "Pass the launcher's KEY on to the agent (repeatable)");
-  f.option("--timeout", a.timeout,
-           "How long the agent may run before it gets SIGTERM (then SIGKILL): seconds, or "
-           "30s, 15m, 1h ...; ending it so exits 124");
-  f.option("--kill-grace", a.grace, "Time between the timeout's SIGTERM and SIGKILL (seconds, or 500ms, 10s ...)")
-      ->default_str("5");
+  f.duration("--timeout", a.timeout,
+             "How long the agent may run before it gets SIGTERM (then SIGKILL): a DURATION such as 90 (seconds), "
+             "30s, 15m or 1h30m; ending it so exits 124");
+  f.duration("--kill-grace", a.grace, "Time between the timeout's SIGTERM and SIGKILL, a DURATION (500ms, 10s ...)")
+      ->default_str("5s");
   f.option("--rlimit-as", o.rlimits.as, "Address-space limit, SIZE such as 4G or 512M (default 16G)");
-  f.option("--rlimit-cpu", o.rlimits.cpu, "CPU seconds (default unlimited)");
+  f.option("--rlimit-cpu", o.rlimits.cpu, "CPU time, a DURATION such as 90 (seconds), 30m or 1h30m (default unlimited)");
   f.option("--rlimit-nofile", o.rlimits.nofile, "Open files (default 4096)");
   f.option("--rlimit-nproc", o.rlimits.nproc,
            "Processes of the agent's user, counted across the whole machine (default 1024; --pids is the agent's own cap)");
@@ -87,28 +102,51 @@ void bind(FlagTable& f, LaunchArgs& a) {
   f.option("command", o.command, "COMMAND [ARG...] (after --)")->required();
 }
 
-// Seconds from "30", "500ms", "15m" ...; UsageError names the flag.
-double seconds(const char* flag, const std::string& text) {
-  const auto s = launcher::parse_seconds(text);
-  if (!s)
-    throw UsageError(std::string(flag) + " '" + text + "': expected seconds or a duration such as 500ms, 30s, 15m, 1h");
-  return *s;
+// Where a command the agent could not find is on the host, and the flags that would show
+// it: the host's PATH, then where installers put agents in the user's HOME.
+std::string not_found_hint(const std::string& command, const InvokingUser& user) {
+  if (command.find('/') != std::string::npos) return {};
+  std::vector<std::string> dirs;
+  if (const char* path = std::getenv("PATH"))
+    for (std::string_view rest = path; !rest.empty();) {
+      const auto colon = rest.find(':');
+      dirs.emplace_back(rest.substr(0, colon));
+      rest = colon == std::string_view::npos ? std::string_view() : rest.substr(colon + 1);
+    }
+  if (!user.home.empty())
+    for (const char* d : {"/.local/bin", "/bin", "/.npm-global/bin", "/.cargo/bin", "/go/bin"}) dirs.push_back(user.home + d);
+  for (const auto& dir : dirs) {
+    std::error_code ec;
+    const auto candidate = std::filesystem::path(dir.empty() ? "." : dir) / command;
+    if (!std::filesystem::is_regular_file(candidate, ec) || ::access(candidate.c_str(), X_OK) != 0) continue;
+    std::string hint = "; on the host it is " + candidate.string() + ", which the agent does not see: give --ro " + dir +
+                       " --env PATH=" + dir + ":/usr/local/bin:/usr/bin:/bin";
+    if (const Preset* p = find_preset(command)) hint += ", or --preset " + std::string(p->name);
+    return hint;
+  }
+  return {};
 }
 
-int run_launch(LaunchArgs& a, const FlagTable& flags) {
+int run_launch(LaunchArgs& a, FlagTable& flags) {
   auto& o = a.o;
   try {
+    // The files' keys for the flags not given, then the preset's below them all.
+    const InvokingUser user = invoking_user();
+    apply_launch_files(flags, user);
+    if (a.preset) apply_preset(*a.preset, user, o);
     o.tmp_size_given = flags.given("--tmp-size");
     o.network_given = flags.given("--network");
-    if (a.timeout) o.timeout_seconds = seconds("--timeout", *a.timeout);
-    o.kill_grace = std::chrono::milliseconds(static_cast<long long>(seconds("--kill-grace", a.grace) * 1000));
+    if (a.timeout) o.timeout_seconds = static_cast<double>(a.timeout->count()) / 1000;
+    if (a.grace) o.kill_grace = *a.grace;
   } catch (const UsageError& e) {
     return usage_error(flags.command(), e.what());
   }
   try {
     return launcher::launch(o);
   } catch (const launcher::LaunchError& e) {
-    std::cerr << "netbox launch: " << e.what() << "\n";
+    const std::string hint = e.exit_code() == launcher::kExitNotFound ? not_found_hint(o.command.front(), invoking_user())
+                                                                      : std::string();
+    std::cerr << "netbox launch: " << e.what() << hint << "\n";
     return e.exit_code();
   } catch (const std::exception& e) {
     std::cerr << "netbox launch: " << e.what() << "\n";

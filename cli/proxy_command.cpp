@@ -9,6 +9,7 @@
 #include "netbox/audit/location.hpp"
 #include "netbox/audit/query.hpp"
 #include "netbox/dashboards/proxy_admin.hpp"
+#include "netbox/export/exporter.hpp"
 #include "netbox/policy/load.hpp"
 #include "netbox/proxy/endpoint.hpp"
 #include "netbox/proxy/server.hpp"
@@ -20,6 +21,7 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -42,8 +44,8 @@ struct ProxyArgs {
   std::string audit_db;  // empty: audit::default_db_path()
   std::size_t audit_queue = 65536;
   std::size_t audit_hold = 16384;
-  double audit_shutdown_wait = 10;
-  std::string audit_retention;
+  std::optional<std::chrono::milliseconds> audit_shutdown_wait;
+  std::optional<std::chrono::milliseconds> audit_retention;
   std::vector<std::string> dns;
   unsigned threads = 0;
   std::string control;
@@ -58,6 +60,7 @@ struct ProxyArgs {
   std::vector<std::string> subnets;  // empty: the launcher's default pool
   std::size_t max_client_connections = 0;
   std::size_t max_client_connections_per_agent = 0;
+  std::vector<std::string> exports;  // --export SINK, repeatable
 };
 
 // ADDR:PORT of a flag or config key (proxy::parse_endpoint); UsageError names where it came from.
@@ -84,18 +87,10 @@ proxy::ProxyOptions to_options(const ProxyArgs& a, const FlagTable& flags) {
     o.dns_servers.emplace_back(ep.address(), ep.port());
   }
   if (a.audit_queue == 0) throw UsageError(flags.source("--audit-queue") + ": expected a positive number of rows");
-  if (!(a.audit_shutdown_wait >= 0))
-    throw UsageError(flags.source("--audit-shutdown-wait") + ": expected a non-negative number of seconds");
   o.audit_queue = a.audit_queue;
   o.audit_hold = a.audit_hold;
-  o.audit_shutdown_wait = std::chrono::milliseconds(static_cast<long long>(a.audit_shutdown_wait * 1000));
-  if (!a.audit_retention.empty()) {
-    try {
-      o.audit_retention = audit::parse_duration(a.audit_retention);
-    } catch (const std::invalid_argument& e) {
-      throw UsageError(flags.source("--audit-retention") + " " + e.what());
-    }
-  }
+  o.audit_shutdown_wait = a.audit_shutdown_wait.value_or(std::chrono::seconds(10));
+  if (a.audit_retention) o.audit_retention = std::chrono::duration_cast<std::chrono::seconds>(*a.audit_retention);
   o.threads = a.threads;
   o.audit_sync = a.audit_sync;
   if (!a.ca_dir.empty()) o.ca_dir = a.ca_dir;
@@ -134,6 +129,33 @@ proxy::ProxyOptions to_options(const ProxyArgs& a, const FlagTable& flags) {
   return o;
 }
 
+// The --export sinks, each checked and opened before anything else starts: a bad value, or
+// a file that cannot be created, is a usage error naming the flag and the value.
+std::shared_ptr<siem::Exporter> start_export(const ProxyArgs& a, const FlagTable& flags) {
+  if (a.exports.empty()) return nullptr;
+  std::vector<siem::SinkSpec> sinks;
+  for (const auto& text : a.exports) {
+    try {
+      sinks.push_back(siem::parse_sink(text));
+      if (sinks.back().kind == siem::SinkSpec::Kind::ocsf_jsonl)  // the audit store's checks
+        audit::check_db_location(sinks.back().path, flags.source("--export") + " " + text);
+    } catch (const audit::DatabaseRejected& e) {
+      throw UsageError(e.what());
+    } catch (const std::exception& e) {
+      throw UsageError(flags.source("--export") + " " + e.what());
+    }
+  }
+  siem::ExporterOptions options;
+  options.product.version = version();
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) == 0) options.product.proxy_id = host;
+  try {
+    return std::make_shared<siem::Exporter>(std::move(sinks), std::move(options));
+  } catch (const std::exception& e) {
+    throw UsageError(flags.source("--export") + " " + e.what());
+  }
+}
+
 int run_proxy(const ProxyArgs& a, FlagTable& flags) {
   // It holds the agents' credential secrets (from their launchers) and the CA key: no
   // core file, and no ptrace or /proc/PID/mem reading by a process of the same user
@@ -166,6 +188,13 @@ int run_proxy(const ProxyArgs& a, FlagTable& flags) {
   }
 
   const auto audit_db = o.audit_db;
+  try {
+    o.exporter = start_export(a, flags);
+  } catch (const UsageError& e) {
+    std::cerr << "netbox proxy: " << e.what() << "\n";
+    return 2;
+  }
+  const auto exporter = o.exporter;  // outlives the server, so rows of its shutdown are exported
   std::unique_ptr<proxy::Server> server;
   std::unique_ptr<dashboards::AdminServer> admin;
   try {
@@ -190,12 +219,27 @@ int run_proxy(const ProxyArgs& a, FlagTable& flags) {
   }
 
   asio::io_context ioc;
+  // SIGHUP also reloads the policy (the Server's own handler); here it reopens export files
+  // that logrotate moved.
+  asio::signal_set hangup(ioc, SIGHUP);
+  std::function<void()> on_hangup;
+  if (exporter) {
+    on_hangup = [&] {
+      hangup.async_wait([&](boost::system::error_code ec, int) {
+        if (ec) return;
+        exporter->reopen();
+        on_hangup();
+      });
+    };
+    on_hangup();
+  }
   asio::signal_set signals(ioc, SIGINT, SIGTERM);
   signals.async_wait([&](boost::system::error_code ec, int) {
     if (ec) return;
     notify_service_manager("STOPPING=1");
     // stop() waits out the grace period; run it off this thread's handler chain.
     server->stop();
+    hangup.cancel();
   });
   // Listeners are bound and the store is open: a Type=notify unit may start its clients.
   notify_service_manager("READY=1\nSTATUS=proxying");
@@ -225,11 +269,12 @@ void add_proxy_command(CLI::App& app, int& rc) {
            "Audit rows queued before clients are read no further until the writer catches up (default 65536)");
   f.option("--audit-hold", a.audit_hold,
            "Audit rows held in memory while the store cannot write; past them new requests get 503 (default 16384)");
-  f.option("--audit-retention", a.audit_retention,
-           "Prune rows older than this (30d, 12h, ...) at start and hourly, in small batches beside the "
-           "inserts; each run is an audit_prune event (default: keep everything)");
-  f.option("--audit-shutdown-wait", a.audit_shutdown_wait,
-           "Seconds shutdown waits for a failing audit store to take the rows it holds (default 10)");
+  f.duration("--audit-retention", a.audit_retention,
+           "Prune rows older than this DURATION (30d, 12h, 1w ...) at start and hourly, in small batches beside the "
+           "inserts; each run is an audit_prune event (default: keep everything)",
+             policy::BareNumber::refused);
+  f.duration("--audit-shutdown-wait", a.audit_shutdown_wait,
+           "How long (a DURATION; default 10s) shutdown waits for a failing audit store to take the rows it holds");
   f.flag("--audit-sync", a.audit_sync,
          "Strict audit: forward a request only after its decision row is durable (synchronous=FULL)");
   f.option("--ca-dir", a.ca_dir,
@@ -262,6 +307,10 @@ void add_proxy_command(CLI::App& app, int& rc) {
            "or --admin-insecure");
   f.flag("--admin-insecure", a.admin_insecure,
          "Serve --admin with no token: the audit and metrics to anyone who can reach it (off by default)");
+  f.option("--export", a.exports,
+           "Export completed audit rows and agent events as OCSF records, repeatable: ocsf-jsonl:PATH (a file, "
+           "one record a line, created like the audit store and reopened on SIGHUP) or otlp-http://HOST:PORT "
+           "(OTLP/HTTP JSON logs to HOST:PORT/v1/logs); bounded, never slows the proxy, drops are counted");
   sub->callback([cmd, &rc] { rc = run_proxy(cmd->args, cmd->flags); });
 }
 

@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace netbox::cli {
 
@@ -18,6 +19,10 @@ struct UsageError : std::runtime_error {
 
 // "netbox", "netbox proxy", "netbox audit prune": the command `cmd` is.
 std::string command_path(const CLI::App& cmd);
+
+// " (did you mean --policy?)" when `given` (up to a '=') is a near miss of one of
+// `names`; else empty.
+std::string near_miss(std::string_view given, const std::vector<std::string>& names);
 
 // Prints "netbox proxy: MESSAGE" and "Run 'netbox proxy --help' for usage." on stderr;
 // returns kExitUsage.

@@ -97,6 +97,13 @@ std::string render_metrics(const proxy::CountersSnapshot& c, const audit::Writer
           {{"digest", c.policy_digest}}, 1);
   e.gauge("netbox_policy_loaded_timestamp_seconds", "When the policy in force was loaded (start or last good reload).",
           {}, c.policy_loaded_at);
+  for (const auto& x : c.exports) {
+    e.counter("netbox_export_records_total", "OCSF records written or accepted by an --export sink, by sink.",
+              {{"sink", x.sink}}, static_cast<double>(x.exported));
+    e.counter("netbox_export_dropped_total",
+              "OCSF records an --export sink lost (queue or buffer full, receiver failing, write failed), by sink.",
+              {{"sink", x.sink}}, static_cast<double>(x.dropped));
+  }
   add_process_metrics(e);
   return e.text();
 }

@@ -172,6 +172,8 @@ CgroupPlan plan_cgroup(const CgroupLimits& limits, bool allow_degraded, const st
   plan.parents = v1_has;
   // CPU time is accounted by cpuacct, where mounted.
   if (auto dir = own_cgroup_dir(entries, mounts, "cpuacct")) plan.parents["cpuacct"] = *dir;
+  // The guardian's freeze needs the freezer hierarchy, where mounted.
+  if (auto dir = own_cgroup_dir(entries, mounts, "freezer")) plan.parents["freezer"] = *dir;
   if (!plan.parents.empty()) plan.version = CgroupVersion::v1;
   if (auto it = plan.parents.find("memory"); it != plan.parents.end()) {
     std::error_code ec;
@@ -282,7 +284,7 @@ AgentCgroup::AgentCgroup(const CgroupPlan& plan, const std::string& name, const 
     if (std::find(dirs_.begin(), dirs_.end(), dir) == dirs_.end()) {
       if (::mkdir(dir.c_str(), 0755) != 0) {
         const int err = errno;
-        if (controller != "cpuacct")  // accounting only: its absence limits nothing
+        if (controller != "cpuacct" && controller != "freezer")  // their absence limits nothing
           fail(flag_for(controller, limits) + ": cannot create the cgroup " + dir.string() + ": " + std::strerror(err));
         continue;
       }
@@ -301,6 +303,8 @@ AgentCgroup::AgentCgroup(const CgroupPlan& plan, const std::string& name, const 
 
 AgentCgroup::~AgentCgroup() {
   if (attaching_.joinable()) attaching_.join();
+  // A frozen agent dies only once thawed (v1), whichever hierarchy is cleaned first.
+  for (const auto& d : dirs_) thaw_cgroup(d);
   bool all_gone = true;
   for (const auto& d : dirs_) {
     auto error = remove_cgroup(d, version_);
@@ -378,6 +382,9 @@ void collect_cgroup_garbage(const fs::path& state_dir, std::vector<std::string>&
     if (rec.is_object() && rec.contains("dirs") && rec["dirs"].is_array()) {
       const auto version = rec.value("version", "") == "v2" ? CgroupVersion::v2 : CgroupVersion::v1;
       for (const auto& d : rec["dirs"])
+        if (d.is_string() && is_agent_cgroup_name(fs::path(d.get<std::string>()).filename().string()))
+          thaw_cgroup(d.get<std::string>());
+      for (const auto& d : rec["dirs"])
         if (d.is_string())
           all_gone &= remove_one(d.get<std::string>(), version,
                                  " (launcher pid " + std::to_string(rec.value("pid", 0)) + " is gone)");
@@ -390,7 +397,8 @@ void collect_cgroup_garbage(const fs::path& state_dir, std::vector<std::string>&
   const auto entries = parse_proc_cgroup(slurp("/proc/self/cgroup"));
   const auto mounts = parse_cgroup_mounts(slurp("/proc/self/mountinfo"));
   std::vector<std::pair<fs::path, CgroupVersion>> parents;
-  for (const char* c : {"memory", "cpu", "cpuacct", "pids"})
+  // The freezer first: a frozen agent's processes die only once it is thawed.
+  for (const char* c : {"freezer", "memory", "cpu", "cpuacct", "pids"})
     if (auto d = own_cgroup_dir(entries, mounts, c)) parents.emplace_back(*d, CgroupVersion::v1);
   if (auto d = own_cgroup_dir(entries, mounts, "")) parents.emplace_back(*d, CgroupVersion::v2);
   if (auto m = unified_mount(mounts)) parents.emplace_back(*m / "netbox.slice", CgroupVersion::v2);

@@ -46,7 +46,20 @@ std::optional<std::uint64_t> to_number(std::string_view text) {
   return v;
 }
 
-std::vector<pid_t> procs(const std::filesystem::path& dir) {
+}  // namespace
+
+void thaw_cgroup(const std::filesystem::path& dir) noexcept {
+  std::error_code ec;
+  for (const auto& [file, value] : {std::pair{"freezer.state", "THAWED"}, std::pair{"cgroup.freeze", "0"}}) {
+    if (!std::filesystem::exists(dir / file, ec)) continue;
+    try {
+      write_cgroup_file(dir / file, value);
+    } catch (const std::exception&) {
+    }
+  }
+}
+
+std::vector<pid_t> cgroup_procs(const std::filesystem::path& dir) {
   std::vector<pid_t> out;
   std::ifstream in(dir / "cgroup.procs");
   for (long pid; in >> pid;)
@@ -54,7 +67,27 @@ std::vector<pid_t> procs(const std::filesystem::path& dir) {
   return out;
 }
 
-}  // namespace
+bool kill_cgroup(const std::filesystem::path& dir, CgroupVersion version, std::chrono::steady_clock::time_point deadline) {
+  // v2 kills the whole subtree at once where the kernel has cgroup.kill (5.14+);
+  // otherwise each process listed is killed until none is left (a fork racing the kill
+  // shows up in the next listing).
+  std::error_code ec;
+  if (version == CgroupVersion::v2 && std::filesystem::exists(dir / "cgroup.kill", ec)) {
+    try {
+      write_cgroup_file(dir / "cgroup.kill", "1");
+    } catch (const std::exception&) {
+    }
+  }
+  for (;;) {
+    const auto pids = cgroup_procs(dir);
+    if (pids.empty()) return true;
+    for (pid_t pid : pids) ::kill(pid, SIGKILL);
+    thaw_cgroup(dir);  // after the signal: a thawed task must not run on before it dies
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    // Killed processes leave the cgroup only once the kernel has torn them down.
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+}
 
 std::optional<std::uint64_t> cgroup_number(const std::filesystem::path& file) {
   auto text = read_cgroup_file(file);
@@ -79,18 +112,9 @@ std::string remove_cgroup(const std::filesystem::path& dir, CgroupVersion versio
   try {
     std::error_code ec;
     if (!std::filesystem::exists(dir, ec)) return {};
-    // v2 kills the whole subtree at once where the kernel has cgroup.kill (5.14+);
-    // otherwise each process listed is killed until none is left (a fork racing the
-    // kill shows up in the next listing).
-    if (version == CgroupVersion::v2 && std::filesystem::exists(dir / "cgroup.kill", ec)) {
-      try {
-        write_cgroup_file(dir / "cgroup.kill", "1");
-      } catch (const std::exception&) {
-      }
-    }
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
     for (;;) {
-      for (pid_t pid : procs(dir)) ::kill(pid, SIGKILL);
+      kill_cgroup(dir, version, std::chrono::steady_clock::now());
       if (::rmdir(dir.c_str()) == 0 || errno == ENOENT) return {};
       int err = errno;
       if (err != EBUSY || std::chrono::steady_clock::now() >= deadline)

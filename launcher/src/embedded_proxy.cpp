@@ -17,20 +17,6 @@ namespace {
 
 namespace ip = boost::asio::ip;
 
-constexpr std::uint16_t kPreferredPort = 3128;
-constexpr std::uint16_t kPreferredSocksPort = 1080;
-
-// 3128 is what people expect to see in HTTP_PROXY (1080 in ALL_PROXY); another wildcard
-// listener on the host may hold it, and then any free port does.
-std::uint16_t pick_port(const ip::address& addr, std::uint16_t preferred) {
-  boost::asio::io_context io;
-  ip::tcp::acceptor probe(io);
-  boost::system::error_code ec;
-  probe.open(addr.is_v4() ? ip::tcp::v4() : ip::tcp::v6(), ec);
-  if (!ec) probe.bind({addr, preferred}, ec);
-  return ec ? 0 : preferred;
-}
-
 class EmbeddedProxy final : public ProxyLink {
  public:
   EmbeddedProxy(policy::Policy policy, std::filesystem::path audit_db, policy::Cidr subnet, EmbeddedLog log,
@@ -58,6 +44,7 @@ class EmbeddedProxy final : public ProxyLink {
       options.threads = 2;  // one agent's traffic; the machine belongs to the agent
       options.shutdown_grace = std::chrono::milliseconds(1000);
       options.log_fd = log_.fd;
+      if (log_.json) options.log_format = proxy::LogFormat::json;
       options.log_requests = log_.quiet          ? proxy::LogRequests::none
                              : log_.all_requests ? proxy::LogRequests::all
                                                  : proxy::LogRequests::refusals;
@@ -90,31 +77,21 @@ class EmbeddedProxy final : public ProxyLink {
         if (prepare_code_ == kExitUsage) throw LaunchError(kExitUsage, prepare_error_);
         throw std::runtime_error(prepare_error_);
       }
-      const auto host = ip::make_address(agent.host_addr);
       proxy::AgentAttachment attachment;
-      attachment.addr = ip::make_address(agent.agent_addr);
       attachment.name = agent.name;
       attachment.profile = agent.profile;
-      attachment.listen = ip::tcp::endpoint(host, pick_port(host, kPreferredPort));
-      attachment.socks_listen = ip::tcp::endpoint(host, pick_port(host, kPreferredSocksPort));
-      attachment.launch = proxy::AgentLaunch{agent.pid, agent.command_line, agent.agent_addr, agent.policy_digest,
-                                             agent.sandbox};
+      attachment.sockets = agent.sockets;
+      attachment.launch = proxy::AgentLaunch{agent.pid, agent.command_line, "", agent.policy_digest, agent.sandbox};
       attachment.dns_pool = agent.dns_pool;
-      if (agent.dns_pool6)
-        attachment.ipv6 = proxy::AgentAttachment::Ipv6Link{ip::make_address(agent.agent_addr6),
-                                                           ip::make_address(agent.host_addr6), *agent.dns_pool6};
+      attachment.dns_pool6 = agent.dns_pool6;
       attachment.credentials = agent.credentials;
       attached_ = server_->attach_agent(attachment);
-      return {attached_->listener->port(), attached_->socks_listener->port()};
+      return {};  // the ports are the sockets' (AgentLink::ports)
     } catch (const LaunchError&) {
       throw;
     } catch (const std::exception& e) {
       throw LaunchError(kExitLauncherFailure, std::string("starting the embedded proxy failed: ") + e.what());
     }
-  }
-
-  std::uint16_t capture_port() const override {
-    return attached_ && attached_->transparent ? attached_->transparent->port() : 0;
   }
 
   void detach(const AgentOutcome& outcome) noexcept override {

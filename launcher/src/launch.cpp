@@ -1,5 +1,6 @@
 #include "netbox/launcher/launch.hpp"
 
+#include "netbox/launcher/agent_link.hpp"
 #include "netbox/launcher/agent_stdio.hpp"
 #include "netbox/launcher/agent_trust.hpp"
 #include "netbox/launcher/agent_user_choice.hpp"
@@ -13,6 +14,7 @@
 #include "netbox/launcher/nft_rules.hpp"
 #include "netbox/launcher/credential_secrets.hpp"
 #include "netbox/launcher/policy_sandbox.hpp"
+#include "netbox/launcher/proxy_log_relay.hpp"
 #include "netbox/launcher/privileges.hpp"
 #include "netbox/launcher/proxy_link.hpp"
 #include "netbox/launcher/rlimits.hpp"
@@ -58,15 +60,6 @@ std::string default_name(const std::string& command) {
   return base + "-" + id;
 }
 
-std::string shell_quote(const std::string& arg) {
-  if (!arg.empty() && arg.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%") ==
-                          std::string::npos)
-    return arg;
-  std::string out = "'";
-  for (char c : arg) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
 std::string command_line(const std::vector<std::string>& command) {
   std::string out;
   for (const auto& a : command) out += (out.empty() ? "" : " ") + shell_quote(a);
@@ -74,9 +67,11 @@ std::string command_line(const std::vector<std::string>& command) {
 }
 
 std::optional<policy::Policy> load_policy(const LaunchOptions& o) {
-  if (!o.policy_file) return o.proxy_control ? std::nullopt : std::optional(policy::default_policy());
+  if (!o.policy_file && !o.policy_text)
+    return o.proxy_control ? std::nullopt : std::optional(policy::default_policy());
   try {
-    auto p = policy::load_policy_file(*o.policy_file);
+    auto p = o.policy_file ? policy::load_policy_file(*o.policy_file)
+                           : policy::parse_policy(o.policy_text->second, o.policy_text->first);
     // The embedded proxy would refuse it after the banner; say so before anything runs.
     if (!o.proxy_control) proxy::check_enforceable(p, o.ca_dir.has_value());
     return p;
@@ -182,9 +177,23 @@ policy::Cidr shared_proxy_pool(const Lease& lease) {
   return {boost::asio::ip::address_v4(mine.address), static_cast<unsigned>(mine.prefix)};
 }
 
+// The veth to a running proxy: its host side numbered (and IPv6 on it with `link6`) and up.
+void wire_veth(const Lease& lease, const std::string& agent_ifname, pid_t child, const std::optional<Ipv6Link>& link6) {
+  create_veth_pair(lease.veth, agent_ifname, child);
+  if (link6) {
+    host_side_ipv6_passive(lease.veth);
+    add_ipv6_address(lease.veth, link6->host_addr, link6->prefix);
+  } else {
+    disable_ipv6(lease.veth);
+  }
+  add_ipv4_address(lease.veth, lease.host_addr, lease.prefix);
+  set_link_up(lease.veth);
+}
+
 }  // namespace
 
 int launch(const LaunchOptions& flags) {
+  const auto started = std::chrono::steady_clock::now();
   // The launcher reads the credential secrets (and runs the embedded proxy): no core file,
   // no ptrace or /proc/PID/mem by a process of the same user without CAP_SYS_PTRACE.
   // netbox-init, cloned from it, inherits this; the agent's exec resets it for the agent.
@@ -325,28 +334,32 @@ int launch(const LaunchOptions& flags) {
   ScopeExit close_log([&] {
     if (log_fd >= 0) ::close(log_fd);
   });
-  EmbeddedLog log;
-  log.quiet = o.quiet;
   if (o.log_file) {
     log_fd = ::open(o.log_file->c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (log_fd < 0) throw LaunchError(kExitUsage, "--log-file " + *o.log_file + ": " + std::strerror(errno));
-    log.fd = log_fd;
-    log.all_requests = true;
   }
+  // Every line of the embedded proxy to --log-file, only refusals to the terminal (none
+  // with --quiet), the requests counted for the summary; see proxy_log_relay.hpp.
+  ProxyLogRelay relay(log_fd, o.quiet);
+  EmbeddedLog log{.fd = relay.write_fd(), .all_requests = true, .quiet = false, .json = true};
   std::unique_ptr<ProxyLink> link = o.proxy_control ? make_control_client(*o.proxy_control)
                                                       : make_embedded_proxy(*policy, o.audit_db, pool_cidr, log, {o.ca_dir, o.upstream_ca});
 
   // Before any thread exists (the embedded proxy's come later), so that only the
   // supervisor ever sees these signals.
   block_supervised_signals();
-  LaunchNetwork network(allocate_lease(*pool, o.state_dir, getpid(), who.own_uid));
+  // The embedded proxy reaches the agent through sockets made in its namespace (agent_link.hpp):
+  // no veth, no host rules; its lease holds only the agent's uid and names its cgroup.
+  const bool socket_link = !o.proxy_control;
+  LaunchNetwork network(allocate_lease(*pool, o.state_dir, getpid(), who.own_uid), !socket_link);
   const Lease& lease = network.lease();
   // Made and limited before the child exists: a limit that cannot be had stops here.
   // Removed (whatever is left in it killed) on every path after the child is reaped.
   AgentCgroup cgroup(cgroup_plan, "netbox-" + lease.veth + "-" + std::to_string(getpid()), o.state_dir);
 
   ChildSpec spec;
-  spec.host_addr = lease.host_addr;
+  spec.socket_link = socket_link;
+  spec.host_addr = socket_link ? kLinkProxyAddress : lease.host_addr;
   spec.agent_addr = lease.agent_addr;
   spec.prefix = lease.prefix;
   spec.command = o.command;
@@ -363,6 +376,9 @@ int launch(const LaunchOptions& flags) {
   spec.seccomp = seccomp.compile();
   spec.hostname = hostname_for(name);
   spec.mounts = mounts;
+  // A user whose home is not shown (nobody's /nonexistent, a system folder) gets the
+  // agent's own fresh /tmp as HOME: programs that write ~/.cache or ~/.config work.
+  if (spec.mounts.home.empty()) spec.user.home = "/tmp";
   spec.mounts.trust = std::move(trust);
   if (lease.uid) {
     // The uid of its own this launch leased; its HOME tmpfs is its own too.
@@ -372,7 +388,8 @@ int launch(const LaunchOptions& flags) {
   }
   spec.dns_view = dns_view;
   // IPv6 inside the namespace comes with the DNS view (its AAAA answers and capture).
-  const std::optional<Ipv6Link> link6 = dns_view ? std::optional(ipv6_link_for(lease)) : std::nullopt;
+  const std::optional<Ipv6Link> link6 =
+      dns_view && !socket_link ? std::optional(ipv6_link_for(lease)) : std::nullopt;
   if (link6) {
     spec.host_addr6 = link6->host_addr;
     spec.agent_addr6 = link6->agent_addr;
@@ -381,11 +398,12 @@ int launch(const LaunchOptions& flags) {
   if (dns_view)
     spec.mounts.resolv_conf = "# netbox: the DNS view of this agent's policy (netbox launch --network transparent).\n"
                               "# Allowed names resolve to synthetic addresses; denied names do not exist.\n"
-                              "nameserver " + lease.host_addr + "\noptions attempts:2 timeout:2\n";
+                              "nameserver " + (socket_link ? std::string(kLinkDnsAddress) : lease.host_addr) +
+                              "\noptions attempts:2 timeout:2\n";
   spec.cwd = agent_cwd;
   spec.commit_workdir = o.commit;
   spec.hidden = own_hidden;
-  std::cerr << render_banner(report) << std::flush;
+  if (!o.quiet) std::cerr << render_banner(report) << std::flush;
   // Declared before the child: on an error the child is killed and reaped first, and
   // only then is what it wrote copied out.
   AgentStdio stdio = AgentStdio::open();
@@ -400,16 +418,10 @@ int launch(const LaunchOptions& flags) {
   // The proxy prepares on its own thread while the veth is wired (threads are fine
   // now that the child is cloned); joined before anything needs the proxy.
   std::jthread preparing([&link] { link->prepare(); });
+  AgentLink sockets;
   try {
-    create_veth_pair(lease.veth, spec.agent_ifname, child.pid());
-    if (link6) {
-      host_side_ipv6_passive(lease.veth);
-      add_ipv6_address(lease.veth, link6->host_addr, link6->prefix);
-    } else {
-      disable_ipv6(lease.veth);
-    }
-    add_ipv4_address(lease.veth, lease.host_addr, lease.prefix);
-    set_link_up(lease.veth);
+    if (socket_link) sockets = AgentLink::make(child.pid(), dns_view);
+    else wire_veth(lease, spec.agent_ifname, child.pid(), link6);
   } catch (const std::runtime_error& e) {
     throw LaunchError(kExitLauncherFailure, e.what());
   }
@@ -417,10 +429,14 @@ int launch(const LaunchOptions& flags) {
 
   preparing.join();
 
-  AgentIdentity identity{name, profile, lease.agent_addr, lease.host_addr, child.pid(), command_line(o.command),
-                         policy ? policy->digest : std::string(), render_report_json(report), std::nullopt, {}, {}, std::nullopt, {}};
+  AgentIdentity identity{name, profile, socket_link ? std::string() : lease.agent_addr,
+                         socket_link ? std::string(kLinkProxyAddress) : lease.host_addr, child.pid(),
+                         command_line(o.command), policy ? policy->digest : std::string(), render_report_json(report),
+                         std::nullopt, {}, {}, std::nullopt, {}, std::nullopt};
+  if (socket_link) identity.sockets = sockets.sockets();
   // The embedded proxy has this agent only; a running one gets a pool of its own per agent.
   if (dns_view) identity.dns_pool = o.proxy_control ? shared_proxy_pool(lease) : kSyntheticPool;
+  if (dns_view && socket_link) identity.dns_pool6 = kSyntheticPool6;
   if (link6) {
     identity.agent_addr6 = link6->agent_addr;
     identity.host_addr6 = link6->host_addr;
@@ -429,6 +445,10 @@ int launch(const LaunchOptions& flags) {
   identity.credentials = std::move(credentials.secrets);
   ProxyPorts ports = link->attach(identity);
   ports.capture = link->capture_port();
+  if (socket_link) {
+    ports = sockets.ports();
+    sockets = AgentLink();  // the proxy holds its own copies; nothing else keeps the namespace
+  }
   AgentOutcome failed;
   failed.exit_status = kExitLauncherFailure;
   ScopeExit detach_on_error([&] { link->detach(failed); });
@@ -436,8 +456,9 @@ int launch(const LaunchOptions& flags) {
   // on release(), after these are in place.
   child.send_ports(ports);
   try {
-    install_host_rules(lease.veth, {lease.agent_addr, lease.host_addr, spec.agent_addr6, spec.host_addr6}, ports,
-                       dns_view);
+    if (!socket_link)
+      install_host_rules(lease.veth, {lease.agent_addr, lease.host_addr, spec.agent_addr6, spec.host_addr6}, ports,
+                         dns_view);
   } catch (const std::runtime_error& e) {
     throw LaunchError(kExitLauncherFailure, e.what());
   }
@@ -468,9 +489,18 @@ int launch(const LaunchOptions& flags) {
   // proxy records the exit. The lease is released only after both (LaunchNetwork's
   // destructor), so a next launch never gets this /30 while a proxy may still listen
   // on its address.
-  network.start();
+  if (!socket_link) network.start();
   stdio.finish();
   link->detach(outcome);
+  link.reset();  // the embedded proxy's last lines are in the relay
+  relay.finish();
+  if (!o.quiet) {
+    LaunchSummary summary{name, outcome.exit_status, outcome.timed_out,
+                          std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started),
+                          std::nullopt, o.proxy_control ? own.proxy_audit_db : audit_db};
+    if (!o.proxy_control) summary.allowed_refused = std::pair{relay.allowed(), relay.refused()};
+    std::cerr << render_summary(summary) << std::flush;
+  }
   return outcome.timed_out ? kExitTimeout : outcome.exit_status;
 }
 

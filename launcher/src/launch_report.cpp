@@ -69,7 +69,9 @@ SandboxReport describe_launch(const LaunchOptions& o, const std::string& name, c
   r.user = describe_user(who);
   r.network = "own namespace; its only route is the proxy (" +
               (o.proxy_control ? "running, control " + o.proxy_control->string()
-                               : "embedded, policy " + (o.policy_file ? o.policy_file->string() : "deny all") +
+                               : "embedded, policy " + (o.policy_file   ? o.policy_file->string()
+                                                        : o.policy_text ? o.policy_text->first
+                                                                        : "deny all") +
                                      ", audit " + (audit_db ? audit_db->string() : std::string("the default"))) +
               ")" +
               (o.network == "transparent"
@@ -92,6 +94,43 @@ SandboxReport describe_launch(const LaunchOptions& o, const std::string& name, c
                              "give --audit-db a path outside");
   }
   return r;
+}
+
+std::string shell_quote(const std::string& arg) {
+  if (!arg.empty() && arg.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%") ==
+                          std::string::npos)
+    return arg;
+  std::string out = "'";
+  for (char c : arg) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+namespace {
+
+// "850ms", "12s", "1m12s", "2h3m": the one duration grammar, as netbox reads it.
+std::string duration_text(std::chrono::milliseconds d) {
+  const long long ms = d.count();
+  if (ms < 1000) return std::to_string(ms) + "ms";
+  const long long s = ms / 1000, h = s / 3600, m = s % 3600 / 60, sec = s % 60;
+  if (h > 0) return std::to_string(h) + "h" + std::to_string(m) + "m";
+  if (m > 0) return std::to_string(m) + "m" + std::to_string(sec) + "s";
+  return std::to_string(sec) + "s";
+}
+
+}  // namespace
+
+std::string render_summary(const LaunchSummary& s) {
+  std::string line = "netbox launch: " + s.name + " " +
+                     (s.timed_out ? std::string("timed out") : "exited " + std::to_string(s.exit_status)) + " after " +
+                     duration_text(s.duration) + "; ";
+  if (s.allowed_refused)
+    line += std::to_string(s.allowed_refused->first) + " requests allowed, " +
+            std::to_string(s.allowed_refused->second) + " refused: ";
+  else
+    line += "its requests: ";
+  line += "netbox audit" + (s.audit_db ? " --db " + shell_quote(s.audit_db->string()) : std::string()) + " --agent " +
+          shell_quote(s.name);
+  return line + "\n";
 }
 
 }  // namespace netbox::launcher

@@ -147,6 +147,37 @@ void install_host_rules(const std::string& veth, const LinkAddresses& link, cons
   Nft().run(r.str(), "installing host rules for " + veth);
 }
 
+void install_link_rules(const ProxyPorts& ports, const std::string& dns_addr) {
+  std::ostringstream r;
+  r << "table inet netbox {\n";
+  if (ports.capture) {
+    // Every address is local (add_local_default_route): what is not loopback is captured,
+    // DNS to the view's sockets, any other TCP to the capture socket (SO_ORIGINAL_DST
+    // reads the address the agent dialled back from this namespace's conntrack).
+    r << "  chain capture {\n"
+         "    type nat hook output priority -100; policy accept;\n"
+         "    ip daddr 127.0.0.0/8 return\n"
+         "    ip6 daddr ::1 return\n"
+      << "    meta nfproto ipv4 meta l4proto { tcp, udp } th dport 53 dnat ip to " << dns_addr << ":53\n"
+      << "    meta l4proto tcp redirect to :" << ports.capture << "\n"
+      << "  }\n";
+  }
+  // Loopback only (after the capture, the proxy's sockets are loopback too), and the
+  // answers of the capture and DNS sockets, which go back to the address the agent dialled
+  // (every address is local here) until conntrack restores it; everything else is refused
+  // at once rather than left to time out: other UDP, ICMP, QUIC.
+  r << "  chain output {\n"
+       "    type filter hook output priority 0; policy drop;\n"
+       "    ip daddr 127.0.0.0/8 accept\n"
+       "    ip6 daddr ::1 accept\n"
+       "    ct direction reply accept\n"
+       "    meta l4proto tcp reject with tcp reset\n"
+       "    reject with icmpx type admin-prohibited\n"
+       "  }\n"
+       "}\n";
+  Nft().run(r.str(), "installing the agent's capture rules");
+}
+
 std::vector<std::string> list_host_tables() {
   std::string out = Nft().run("list tables inet", "listing tables");
   std::vector<std::string> names;

@@ -1,6 +1,7 @@
 #include "netbox/launcher/rlimits.hpp"
 
 #include "netbox/launcher/launch.hpp"
+#include "netbox/policy/duration.hpp"
 #include "netbox/policy/size.hpp"
 
 #include <cerrno>
@@ -27,26 +28,41 @@ std::optional<rlim_t> parse_size(const std::string& text) { return policy::parse
 
 std::optional<rlim_t> parse_count(const std::string& text) { return policy::parse_count(text); }
 
+// CPU time in the one duration grammar ("90", "30m", "1h30m"), rounded up to whole
+// seconds (RLIMIT_CPU's unit), or "unlimited".
+std::optional<rlim_t> cpu_seconds(const std::string& text) {
+  if (parse_count(text) == policy::kUnlimited) return policy::kUnlimited;
+  const auto d = policy::try_parse_duration(text);
+  if (!d) return std::nullopt;
+  return static_cast<rlim_t>((d.value.count() + 999) / 1000);
+}
+
 std::vector<RlimitSetting> agent_rlimits(const RlimitFlags& flags, bool pids_cgroup) {
-  auto pick = [](const std::optional<std::string>& flag, const char* flag_name, bool size,
+  enum class Grammar { size, count, duration };
+  auto pick = [](const std::optional<std::string>& flag, const char* flag_name, Grammar grammar,
                  std::optional<rlim_t> fallback) -> std::optional<rlim_t> {
     if (!flag) return fallback;
-    auto v = size ? parse_size(*flag) : parse_count(*flag);
+    auto v = grammar == Grammar::size ? parse_size(*flag) : grammar == Grammar::count ? parse_count(*flag)
+                                                                                       : cpu_seconds(*flag);
+    if (!v && grammar == Grammar::duration)
+      throw LaunchError(kExitUsage, std::string("--") + flag_name + " '" + *flag + "' is not a duration: " +
+                                        policy::try_parse_duration(*flag).why + " (" +
+                                        std::string(policy::kDurationExamples) + "), nor 'unlimited'");
     if (!v)
       throw LaunchError(kExitUsage, std::string("--") + flag_name + " '" + *flag + "': expected " +
-                                        (size ? "a size such as 512M, 4G or 'unlimited'"
-                                              : "a whole number or 'unlimited'"));
+                                        (grammar == Grammar::size ? "a size such as 512M, 4G or 'unlimited'"
+                                                                     : "a whole number or 'unlimited'"));
     return v;
   };
   std::vector<RlimitSetting> out;
   out.push_back({RLIMIT_CORE, 0, "core"});  // never core dumps: they may hold secrets
-  if (auto v = pick(flags.as, "rlimit-as", true, kDefaultAs)) out.push_back({RLIMIT_AS, *v, "as"});
-  if (auto v = pick(flags.cpu, "rlimit-cpu", false, std::nullopt)) out.push_back({RLIMIT_CPU, *v, "cpu"});
-  if (auto v = pick(flags.nofile, "rlimit-nofile", false, kDefaultNofile))
+  if (auto v = pick(flags.as, "rlimit-as", Grammar::size, kDefaultAs)) out.push_back({RLIMIT_AS, *v, "as"});
+  if (auto v = pick(flags.cpu, "rlimit-cpu", Grammar::duration, std::nullopt)) out.push_back({RLIMIT_CPU, *v, "cpu"});
+  if (auto v = pick(flags.nofile, "rlimit-nofile", Grammar::count, kDefaultNofile))
     out.push_back({RLIMIT_NOFILE, *v, "nofile"});
-  if (auto v = pick(flags.nproc, "rlimit-nproc", false, pids_cgroup ? RLIM_INFINITY : kDefaultNproc))
+  if (auto v = pick(flags.nproc, "rlimit-nproc", Grammar::count, pids_cgroup ? RLIM_INFINITY : kDefaultNproc))
     out.push_back({RLIMIT_NPROC, *v, "nproc"});
-  if (auto v = pick(flags.fsize, "rlimit-fsize", true, kDefaultFsize))
+  if (auto v = pick(flags.fsize, "rlimit-fsize", Grammar::size, kDefaultFsize))
     out.push_back({RLIMIT_FSIZE, *v, "fsize"});
   return out;
 }

@@ -174,6 +174,19 @@ void set_link_up(const std::string& ifname) {
   check(request(msg.get()), "bringing up " + ifname);
 }
 
+void add_local_default_route(int family) {
+  Message msg(RTM_NEWROUTE, NLM_F_CREATE | NLM_F_EXCL);
+  auto* rtm = msg.extra_header<rtmsg>();
+  rtm->rtm_family = static_cast<unsigned char>(family);
+  rtm->rtm_dst_len = 0;
+  rtm->rtm_table = RT_TABLE_MAIN;
+  rtm->rtm_protocol = RTPROT_BOOT;
+  rtm->rtm_scope = RT_SCOPE_HOST;
+  rtm->rtm_type = RTN_LOCAL;
+  mnl_attr_put_u32(msg.get(), RTA_OIF, index_of("lo"));
+  check(request(msg.get()), std::string("adding the local default route (") + (family == AF_INET ? "IPv4" : "IPv6") + ")");
+}
+
 void add_default_route(const std::string& ifname, const std::string& gateway) {
   add_default_route_via(ifname, raw_address(AF_INET, gateway), gateway);
 }

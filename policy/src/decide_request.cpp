@@ -3,6 +3,7 @@
 #include "netbox/policy/request_path.hpp"
 
 #include <algorithm>
+#include <utility>
 
 namespace netbox::policy {
 namespace {
@@ -22,10 +23,36 @@ Decision finish(const Profile& p, Decision d) {
   return d;
 }
 
+std::string rules_list(const Profile& profile) {
+  return profile.rules.empty() ? std::string("rules") : profile.rules.front().list;
+}
+
+// The row's decision once a rule decided (rule.rule not empty): the rule's, unless it
+// allows and the host decision is a report, which a rule's allow must not hide.
+Decision merged(const Decision& host, Decision rule) {
+  if (rule.rule.empty()) return host;
+  if (rule.verdict != Verdict::allow || host.verdict == Verdict::allow) return rule;
+  return host;
+}
+
+// A refusal of the rules, or in report mode the report of it (the host decision cannot
+// hide a report: merged keeps a rule's report).
+template <class Answer>
+Answer refused(const Profile& p, const Decision& host, unsigned status, std::string rule, std::string reason) {
+  Answer a;
+  a.decision = finish(p, Decision{Verdict::deny, std::move(rule), std::move(reason)});
+  if (a.decision.verdict == Verdict::deny) {
+    a.status = status;
+    return a;
+  }
+  a.decision = merged(host, std::move(a.decision));
+  return a;
+}
+
 }  // namespace
 
-Decision decide_request(const Profile& profile, const std::string& host, uint16_t port, std::string_view method,
-                        std::string_view path) {
+Decision match_rules(const Profile& profile, const std::string& host, uint16_t port, std::string_view method,
+                     std::string_view path) {
   bool named = false;
   for (const RequestRule& r : profile.rules) {
     if (!names(r.host, host, port)) continue;
@@ -37,7 +64,7 @@ Decision decide_request(const Profile& profile, const std::string& host, uint16_
                                         r.cite()});
   }
   if (!named) return Decision{Verdict::allow, "", ""};
-  const std::string list = profile.rules.empty() ? "rules" : profile.rules.front().list;
+  const std::string list = rules_list(profile);
   return finish(profile, Decision{Verdict::deny, list,
                                   "no entry of " + list + " allows " + std::string(method) + " " + std::string(path) +
                                       " on " + host + " (rules name this host, so what they do not allow is denied)"});
@@ -51,6 +78,66 @@ bool rules_name(const Profile& profile, const std::string& host, uint16_t port) 
 bool inspects(const Profile& profile, const std::string& host, uint16_t port) {
   return std::any_of(profile.inspect.begin(), profile.inspect.end(),
                      [&](const Rule& r) { return names(r, host, port); });
+}
+
+RequestDecision decide_request(const Profile& profile, const Admitted& admitted, std::string_view method,
+                               std::string_view path_and_query) {
+  if (!rules_name(profile, admitted.host, admitted.port))
+    return RequestDecision{admitted.decision, 0, std::string(path_and_query), {}};
+  const auto canonical = normalize_request_path(path_and_query);
+  if (!canonical.ok()) {
+    const std::string list = rules_list(profile);
+    auto r = refused<RequestDecision>(profile, admitted.decision, 400, list,
+                                      "the path is refused: " + canonical.refusal + "; " + list + " name " +
+                                          admitted.host + ", so its paths must have one meaning");
+    r.path_and_query = std::string(path_and_query);  // report mode: it goes as sent
+    return r;
+  }
+  RequestDecision r;
+  r.path = canonical.path;
+  r.path_and_query = canonical.has_query ? canonical.path + "?" + canonical.query : canonical.path;
+  r.decision = merged(admitted.decision, match_rules(profile, admitted.host, admitted.port, method, canonical.path));
+  if (r.decision.verdict == Verdict::deny) r.status = 403;
+  return r;
+}
+
+TunnelDecision decide_tunnel(const Profile& profile, const Admitted& admitted, Carried carried) {
+  if (inspects(profile, admitted.host, admitted.port)) return TunnelDecision{admitted.decision, 0, true};
+  if (carried == Carried::plain_http || !rules_name(profile, admitted.host, admitted.port))
+    return TunnelDecision{admitted.decision, 0, false};
+  const std::string list = rules_list(profile);
+  return refused<TunnelDecision>(
+      profile, admitted.decision, 403, list,
+      list + " name " + admitted.host + ":" + std::to_string(admitted.port) +
+          " but netbox does not inspect it, so the requests in a tunnel to it could not be checked; "
+          "add it to inspect (or remove its rules) to reach it over HTTPS");
+}
+
+Decision check_server_name(const Host& host, bool name_from_address, const ServerNameAsked& hello, TlsEnd end,
+                           std::string_view as) {
+  const Decision go{Verdict::allow, "", ""};
+  // A literal on a blind tunnel has no other name to disagree with.
+  if (end == TlsEnd::upstream && host.is_ip()) return go;
+  if (!hello.readable)
+    return Decision{Verdict::deny, "sni",
+                    "the TLS ClientHello cannot be read (" +
+                        (hello.problem.empty() ? std::string("incomplete") : std::string(hello.problem)) +
+                        "), so its server name cannot be checked against " + host.name + ", " + std::string(as)};
+  if (hello.server_name == host.name) return go;
+  // No name: the upstream is reached for `host` anyway. netbox's own TLS wants the name
+  // it was admitted for, unless that name only stands for an address.
+  if (hello.server_name.empty() && (end == TlsEnd::upstream || host.is_ip() || name_from_address)) return go;
+  // An Encrypted Client Hello extension changes nothing: a server that does not do ECH
+  // ignores it and serves the outer name, so the outer name must be the admitted one too
+  // (any bytes in extension 0xfe0d, GREASE included, once let a fronted hello through).
+  // Real ECH, whose outer name is a provider's public one, needs the HTTPS record the DNS
+  // view never answers, so clients inside do not use it.
+  const std::string asked =
+      hello.server_name.empty() ? std::string("no server name") : "the server name " + std::string(hello.server_name);
+  return Decision{Verdict::deny, "sni",
+                  "the TLS ClientHello asks for " + asked + ", not " + host.name + ", " + std::string(as) +
+                      " (domain fronting" +
+                      (hello.encrypted_client_hello ? "; an Encrypted Client Hello's outer name must be it too)" : ")")};
 }
 
 }  // namespace netbox::policy

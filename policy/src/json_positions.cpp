@@ -51,8 +51,21 @@ class Walker {
   }
 
  private:
+  // Whitespace and comments (// to the line's end, /* to */): nlohmann accepted them.
   void skip_ws() {
-    while (i_ < t_.size() && (t_[i_] == ' ' || t_[i_] == '\t' || t_[i_] == '\n' || t_[i_] == '\r')) ++i_;
+    for (;;) {
+      while (i_ < t_.size() && (t_[i_] == ' ' || t_[i_] == '\t' || t_[i_] == '\n' || t_[i_] == '\r')) ++i_;
+      if (i_ + 1 >= t_.size() || t_[i_] != '/') return;
+      if (t_[i_ + 1] == '/') {
+        const auto end = t_.find('\n', i_);
+        i_ = end == std::string_view::npos ? t_.size() : end;
+      } else if (t_[i_ + 1] == '*') {
+        const auto end = t_.find("*/", i_ + 2);
+        i_ = end == std::string_view::npos ? t_.size() : end + 2;
+      } else {
+        return;
+      }
+    }
   }
 
   // Returns the decoded string; i_ is left after the closing quote.
@@ -86,7 +99,7 @@ class Walker {
     else if (c == '"') string_token();
     else
       while (i_ < t_.size() && t_[i_] != ',' && t_[i_] != ']' && t_[i_] != '}' && t_[i_] != ' ' &&
-             t_[i_] != '\t' && t_[i_] != '\n' && t_[i_] != '\r')
+             t_[i_] != '\t' && t_[i_] != '\n' && t_[i_] != '\r' && t_[i_] != '/')
         ++i_;
   }
 

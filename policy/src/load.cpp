@@ -9,6 +9,7 @@
 #include "load_inspection.hpp"
 #include "load_profile.hpp"
 #include "netbox/policy/host.hpp"
+#include "netbox/policy/json_file.hpp"
 #include "netbox/policy/trusted_file.hpp"
 
 #include <fcntl.h>
@@ -28,29 +29,6 @@ std::string compose(const std::string& file, int line, int column, const std::st
   s += ": ";
   if (!path.empty()) s += path + ": ";
   return s + what;
-}
-
-// nlohmann's message without its "[json.exception...] parse error at line L, column C: "
-// prefix: we print our own position in the FILE:LINE:COL form.
-std::string parse_error_text(const nlohmann::json::parse_error& e) {
-  std::string w = e.what();
-  auto col = w.find("column ");
-  if (col != std::string::npos) {
-    auto colon = w.find(": ", col);
-    if (colon != std::string::npos) return w.substr(colon + 2);
-  }
-  auto colon = w.find("] ");
-  return colon == std::string::npos ? w : w.substr(colon + 2);
-}
-
-// nlohmann reports a number too large for a double ("1e400") as out_of_range 406, without
-// a position: "... number overflow parsing '1e400'". The first occurrence of that literal
-// is where parsing stopped (an earlier one would have stopped it there).
-std::size_t overflow_offset(std::string_view text, const std::string& message) {
-  auto open = message.find("parsing '");
-  auto close = message.rfind('\'');
-  if (open == std::string::npos || close <= open + 9) return std::string_view::npos;
-  return text.find(message.substr(open + 9, close - open - 9));
 }
 
 bool valid_agent_name(const std::string& name) {
@@ -102,16 +80,17 @@ void read_agents(const detail::LoadContext& ctx, const nlohmann::json& j, const 
       if (value.contains(top_only))
         ctx.fail(detail::child(p, top_only), std::string("'") + top_only + "' is only allowed at the top level", true);
     ctx.check_keys(value, p,
-                   {"mode", "allow", "deny", "ports", "internal", "limits", "sandbox", "inspect", "rules", "credentials"});
+                   {"mode", "allow", "include", "deny", "ports", "internal", "limits", "sandbox", "inspect", "rules",
+                    "credentials"});
     Profile profile = policy.base;
     detail::read_profile_keys(ctx, value, p, "agents." + name + ".", profile);
     profile.overrides.clear();
     for (const char* key :
-         {"mode", "allow", "deny", "ports", "internal", "limits", "sandbox", "inspect", "rules", "credentials"})
+         {"mode", "allow", "include", "deny", "ports", "internal", "limits", "sandbox", "inspect", "rules", "credentials"})
       if (value.contains(key)) profile.overrides.emplace_back(key);
     // Only where the agent changed what the check reads: the top level's own mistakes
     // are reported once, at the top level.
-    if (value.contains("allow") || value.contains("inspect") || value.contains("rules") || value.contains("credentials"))
+    if (value.contains("allow") || value.contains("include") || value.contains("inspect") || value.contains("rules") || value.contains("credentials"))
       detail::check_inspection(ctx, profile, p);
     policy.agents.emplace(name, std::move(profile));
   });
@@ -140,32 +119,16 @@ Policy parse_policy(std::string_view text, const std::string& source_name) {
   detail::LoadContext ctx;
   ctx.source = source_name;
 
-  nlohmann::json doc;
-  try {
-    doc = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    std::size_t offset = e.byte > 0 ? e.byte - 1 : 0;
-    auto lc = detail::line_column_at(text, offset);
-    throw PolicyError(source_name, lc.line, lc.column, "", "invalid JSON: " + parse_error_text(e));
-  } catch (const nlohmann::json::exception& e) {
-    std::string w = e.what();
-    auto bracket = w.find("] ");
-    std::string message = bracket == std::string::npos ? w : w.substr(bracket + 2);
-    auto offset = overflow_offset(text, message);
-    if (offset == std::string_view::npos) throw PolicyError(source_name, 0, 0, "", "invalid JSON: " + message);
-    auto lc = detail::line_column_at(text, offset);
-    throw PolicyError(source_name, lc.line, lc.column, "", "invalid JSON: " + message);
-  }
-  if (auto problem = ctx.positions.build(text)) {
-    auto lc = detail::line_column_at(text, problem->offset);
-    throw PolicyError(source_name, lc.line, lc.column, problem->pointer, problem->message);
-  }
+  // Comments allowed, a key given twice refused; positions for every message.
+  const JsonFile file(std::string(text), source_name);
+  ctx.positions = file.positions();
+  const nlohmann::json& doc = file.json();
 
   if (!doc.is_object()) ctx.fail("", "a policy must be a JSON object, not " + detail::json_kind(doc));
   // From here on a mistake is recorded and loading goes on, so that every mistake in the
   // file is reported at once; nothing of a file with any mistake is returned.
   ctx.check_keys(doc, "",
-                 {"$schema", "version", "mode", "allow", "deny", "ports", "internal", "resolve", "resolve_unlisted_names",
+                 {"$schema", "version", "mode", "allow", "include", "deny", "ports", "internal", "resolve", "resolve_unlisted_names",
                   "limits", "sandbox", "inspect", "rules", "credentials", "agents"});
 
   Policy policy;

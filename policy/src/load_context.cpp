@@ -1,28 +1,11 @@
 #include "load_context.hpp"
 
+#include "netbox/policy/near_miss.hpp"
+
 #include <algorithm>
 #include <vector>
 
 namespace netbox::policy::detail {
-namespace {
-
-std::size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diag = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      std::size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diag = up;
-    }
-  }
-  return row[b.size()];
-}
-
-}  // namespace
-
 std::string json_kind(const nlohmann::json& j) {
   switch (j.type()) {
     case nlohmann::json::value_t::object: return "an object";
@@ -63,17 +46,9 @@ void LoadContext::check_keys(const nlohmann::json& object, const std::string& po
   for (const auto& [key, value] : object.items()) {
     if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
     std::string msg = "unknown key '" + key + "'";
-    std::string_view best;
-    std::size_t best_d = 3;
-    for (auto a : allowed) {
-      std::size_t d = edit_distance(key, a);
-      if (d < best_d) {
-        best_d = d;
-        best = a;
-      }
-    }
+    const std::string best = closest_name(key, std::vector<std::string_view>(allowed));
     if (!best.empty()) {
-      msg += "; did you mean '" + std::string(best) + "'?";
+      msg += "; did you mean '" + best + "'?";
     } else {
       msg += "; expected one of:";
       bool first = true;

@@ -1,9 +1,15 @@
 #include "load_profile.hpp"
 
 #include "cidr_parse.hpp"
+#include "host_sets.hpp"
 #include "load_inspection.hpp"
 #include "load_sandbox.hpp"
 #include "rule_entry.hpp"
+
+#include "netbox/policy/duration.hpp"
+#include "netbox/policy/near_miss.hpp"
+
+#include <utility>
 
 namespace netbox::policy::detail {
 namespace {
@@ -77,21 +83,80 @@ uint64_t positive(const LoadContext& ctx, const nlohmann::json& v, const std::st
   return static_cast<uint64_t>(n);
 }
 
+// A duration key ("idle_timeout": "5m"): the one grammar of netbox/policy/duration.hpp, or
+// a number of seconds, as the flags take it; positive and at most the _ms keys' largest.
+std::chrono::milliseconds positive_duration(const LoadContext& ctx, const nlohmann::json& v,
+                                            const std::string& pointer) {
+  if (!v.is_string() && !v.is_number())
+    ctx.fail(pointer, "must be a duration such as \"30s\" or \"1h30m\", not " + json_kind(v));
+  const std::string text = v.is_string() ? v.get<std::string>() : v.dump();
+  const auto d = try_parse_duration(text);
+  if (!d) ctx.fail(pointer, "'" + text + "' is not a duration: " + d.why + " (" + std::string(kDurationExamples) + ")");
+  if (d.value.count() <= 0) ctx.fail(pointer, "must be longer than 0, not " + v.dump());
+  if (d.value.count() > 2147483647) ctx.fail(pointer, "must be at most 2147483647 ms (about 24 days), not " + v.dump());
+  return d.value;
+}
+
 void read_limits(const LoadContext& ctx, const nlohmann::json& j, const std::string& pointer, Limits& limits) {
   ctx.expect_object(j, pointer);
   ctx.check_keys(j, pointer,
                  {"max_connections", "max_connections_per_agent", "max_connections_per_host",
-                  "connect_timeout_ms", "dial_budget_ms", "idle_timeout_ms", "header_timeout_ms"});
+                  "connect_timeout_ms", "dial_budget_ms", "idle_timeout_ms", "header_timeout_ms", "connect_timeout",
+                  "dial_budget", "idle_timeout", "header_timeout"});
+  // Each time is a duration key ("idle_timeout": "5m") or its older whole-milliseconds twin.
+  static constexpr std::pair<std::string_view, std::chrono::milliseconds Limits::*> kTimes[] = {
+      {"connect_timeout", &Limits::connect_timeout},
+      {"dial_budget", &Limits::dial_budget},
+      {"idle_timeout", &Limits::idle_timeout},
+      {"header_timeout", &Limits::header_timeout}};
   for (const auto& [key, v] : j.items()) ctx.keep_going([&, &key = key, &v = v] {
-    uint64_t n = positive(ctx, v, child(pointer, key));
+    const std::string p = child(pointer, key);
+    for (const auto& [name, member] : kTimes) {
+      if (key == name) {
+        if (j.contains(std::string(name) + "_ms"))
+          ctx.fail(p, "give " + std::string(name) + " or " + std::string(name) + "_ms, not both", true);
+        limits.*member = positive_duration(ctx, v, p);
+        return;
+      }
+      if (key == std::string(name) + "_ms") {
+        limits.*member = std::chrono::milliseconds(positive(ctx, v, p));
+        return;
+      }
+    }
+    uint64_t n = positive(ctx, v, p);
     if (key == "max_connections") limits.max_connections = n;
     else if (key == "max_connections_per_agent") limits.max_connections_per_agent = n;
     else if (key == "max_connections_per_host") limits.max_connections_per_host = n;
-    else if (key == "connect_timeout_ms") limits.connect_timeout = std::chrono::milliseconds(n);
-    else if (key == "dial_budget_ms") limits.dial_budget = std::chrono::milliseconds(n);
-    else if (key == "idle_timeout_ms") limits.idle_timeout = std::chrono::milliseconds(n);
-    else if (key == "header_timeout_ms") limits.header_timeout = std::chrono::milliseconds(n);
   });
+}
+
+// "include": ["@python", "@github"]: the hosts of shipped sets (host_sets.cpp), allowed
+// as if listed under allow. Each rule cites "include @python" and its place in the set.
+std::vector<Rule> read_include(const LoadContext& ctx, const nlohmann::json& j, const std::string& pointer,
+                               const std::string& list_prefix) {
+  ctx.expect_array(j, pointer);
+  std::vector<Rule> rules;
+  for (std::size_t i = 0; i < j.size(); ++i) ctx.keep_going([&] {
+    const std::string p = child(pointer, i);
+    const std::string& name = ctx.expect_string(j[i], p);
+    const HostSet* set = find_host_set(name);
+    if (set == nullptr) {
+      std::vector<std::string_view> names;
+      std::string list;
+      for (const auto& s : host_sets()) names.push_back(s.name), list += (list.empty() ? "" : ", ") + std::string(s.name);
+      const std::string best = closest_name(name, names);
+      ctx.fail(p, "no host set '" + name + "'" + (best.empty() ? "" : " (did you mean " + best + "?)") +
+                      "; the sets are " + list + (name.starts_with("@") ? "" : " (list hosts under allow)"));
+    }
+    for (std::size_t h = 0; h < set->hosts.size(); ++h) {
+      auto r = parse_rule_entry(std::string(set->hosts[h]), RuleList::allow);
+      Rule rule = std::get<Rule>(std::move(r));  // the shipped sets are checked by a unit test
+      rule.list = list_prefix + "include " + name;
+      rule.index = h;
+      rules.push_back(std::move(rule));
+    }
+  });
+  return rules;
 }
 
 Mode read_mode(const LoadContext& ctx, const nlohmann::json& j, const std::string& pointer) {
@@ -111,6 +176,11 @@ void read_profile_keys(const LoadContext& ctx, const nlohmann::json& object, con
   if (auto it = object.find("allow"); it != object.end())
     ctx.keep_going([&] {
       profile.allow = read_rules(ctx, *it, child(pointer, "allow"), list_prefix + "allow", RuleList::allow);
+    });
+  if (auto it = object.find("include"); it != object.end())
+    ctx.keep_going([&] {
+      auto included = read_include(ctx, *it, child(pointer, "include"), list_prefix);
+      profile.allow.insert(profile.allow.end(), included.begin(), included.end());
     });
   if (auto it = object.find("deny"); it != object.end())
     ctx.keep_going([&] {

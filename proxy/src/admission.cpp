@@ -17,11 +17,11 @@ std::optional<AdmissionResult> Admission::begin(const policy::Host& host, std::u
   if (tripwire_)
     if (auto r = tripwire_->check_host_name(host_.name)) return refused(std::move(*r));
   name_ = policy::decide_name(*profile_, host_, port_);
-  if (!name_.lets_through()) return refused({403, Outcome::deny, {}, name_.rule, name_.reason, {}});
+  if (!name_.lets_through()) return refused({403, outcome_of(name_.verdict), {}, name_.rule, name_.reason, {}});
   if (host_.is_ip()) return decide({&*host_.ip, 1});
   if (auto it = policy_->pins.find(host_.name); it != policy_->pins.end()) return decide(it->second);
   if (auto d = policy::unlisted_lookup_refused(*policy_, *profile_, name_, host_.name)) {
-    if (!d->lets_through()) return refused({403, Outcome::deny, {}, d->rule, d->reason, {}});
+    if (!d->lets_through()) return refused({403, outcome_of(d->verdict), {}, d->rule, d->reason, {}});
     name_ = std::move(*d);  // report mode: looked up, recorded as what enforce would refuse
   }
   return std::nullopt;
@@ -49,7 +49,8 @@ AdmissionResult Admission::decide(std::span<const boost::asio::ip::address> addr
                                       });
   const std::string shown = d.shown ? d.shown->to_string() : std::string();
   if (d.allowed.empty())
-    return refused({403, Outcome::deny, {}, std::move(d.decision.rule), std::move(d.decision.reason), {}}, shown);
+    return refused({403, outcome_of(d.decision.verdict), {}, std::move(d.decision.rule), std::move(d.decision.reason), {}},
+                   shown);
 
   auto cap = caps_.acquire(agent_, host_.name, canonical_address(d.allowed.front()).to_string(), policy_->base.limits,
                            profile_->limits);

@@ -6,13 +6,21 @@
 #include "netbox/proxy/agent_name.hpp"
 #include "netbox/proxy/endpoint.hpp"
 
+#include "agent_sockets.hpp"
 #include "credentials.hpp"
 #include "own_endpoints.hpp"
 #include "proxy_runtime.hpp"
 #include "transparent_session.hpp"
 
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/post.hpp>
+
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <set>
 #include <stdexcept>
+#include <utility>
 
 namespace netbox::proxy {
 
@@ -184,16 +192,179 @@ void stop_dns_view(ProxyRuntime& core, const boost::asio::ip::address& agent,
   for (auto& capture : captures) capture->stop();
 }
 
+// Closes a listener of an agent's namespace on its own io thread.
+void close_acceptor(const std::shared_ptr<boost::asio::ip::tcp::acceptor>& acc) {
+  boost::asio::dispatch(acc->get_executor(), [acc] {
+    boost::system::error_code ignored;
+    acc->close(ignored);
+  });
+}
+
+void stop_link(ProxyRuntime::AgentLink& link) {
+  for (auto& acc : link.acceptors) close_acceptor(acc);
+  for (auto& capture : link.captures) capture->stop();
+  link = {};
+}
+
+// Closes on scope exit what was adopted and not yet handed to an owner.
+struct AdoptedFds {
+  std::vector<int> fds;
+  ~AdoptedFds() {
+    for (int fd : fds)
+      if (fd >= 0) ::close(fd);
+  }
+  int take(std::size_t i) { return std::exchange(fds[i], -1); }
+};
+
+// The agent's sockets, checked and duplicated: http, socks, capture, then udp and tcp DNS.
+struct AdoptedSockets {
+  AdoptedFds fds;
+  std::size_t http = 0, socks = 0, capture = 0;  // how many of each, in that order
+  bool dns = false;
+  std::uint64_t netns = 0;
+};
+AdoptedSockets adopt_sockets(const AgentSockets& in, std::uint64_t own_netns, bool dns) {
+  AdoptedSockets out;
+  auto adopt = [&](int fd, int type, const char* what) {
+    out.fds.fds.push_back(adopt_agent_socket(fd, type, own_netns, out.netns, what));
+  };
+  for (int fd : in.http) adopt(fd, SOCK_STREAM, "HTTP proxy");
+  for (int fd : in.socks) adopt(fd, SOCK_STREAM, "SOCKS5");
+  for (int fd : in.capture) adopt(fd, SOCK_STREAM, "capture");
+  out.http = in.http.size();
+  out.socks = in.socks.size();
+  out.capture = in.capture.size();
+  if (dns) {
+    adopt(in.dns_udp, SOCK_DGRAM, "DNS (UDP)");
+    adopt(in.dns_tcp, SOCK_STREAM, "DNS (TCP)");
+    out.dns = true;
+  }
+  return out;
+}
+
 }  // namespace
+
+std::shared_ptr<boost::asio::ip::tcp::acceptor> ProxyRuntime::adopt_listener(int fd, ListenerKind kind) {
+  Worker& w = *workers[next_adopting.fetch_add(1) % workers.size()];
+  auto acc = std::make_shared<boost::asio::ip::tcp::acceptor>(w.ioc);
+  boost::system::error_code ec;
+  acc->assign(socket_family(fd) == AF_INET6 ? boost::asio::ip::tcp::v6() : boost::asio::ip::tcp::v4(), fd, ec);
+  if (ec) {
+    ::close(fd);
+    throw std::runtime_error("the agent's listener: " + ec.message());
+  }
+  boost::asio::post(w.ioc, [this, &w, acc, kind] { accept_loop(w, acc, kind); });
+  return acc;
+}
+
+AttachedAgent ProxyRuntime::attach_by_sockets(const AgentAttachment& wanted) {
+  AgentAttachment a = wanted;  // its pools may move (place_pools)
+  if (auto problem = agent_name_problem(a.name); !problem.empty()) throw std::invalid_argument("\"agent\" " + problem);
+  if (!a.profile.empty() && !current_policy()->agents.contains(a.profile))
+    throw std::invalid_argument(profile_missing(a.profile, a.name));
+  const AgentSockets& in = *a.sockets;
+  if (in.http.empty()) throw std::invalid_argument("an agent known by its sockets needs its HTTP listener");
+  if (a.dns_pool && (in.dns_udp < 0 || in.dns_tcp < 0 || in.capture.empty()))
+    throw std::invalid_argument("a DNS view needs the agent's DNS and capture sockets");
+  if (a.dns_pool6 && !a.dns_pool) throw std::invalid_argument("an IPv6 synthetic pool needs the DNS view (\"dns_pool\")");
+  AdoptedSockets adopted = adopt_sockets(in, agents.own_netns(), a.dns_pool.has_value());
+  const auto key = netns_key(adopted.netns);
+  a.addr = key;  // keys its entries, view and slots; no peer ever has it
+  if (a.dns_pool6) a.ipv6 = AgentAttachment::Ipv6Link{key, key, *a.dns_pool6};
+  if (agents.find(key)) throw std::invalid_argument("the agent's namespace is already attached to this proxy");
+  if (a.dns_pool) {
+    std::lock_guard lock(dns_mu);
+    if (auto why = place_pools(a, options, dns_views); !why.empty()) throw std::invalid_argument(why);
+  }
+
+  AttachedAgent attached;
+  attached.addr = key;
+  attached.name = a.name;
+  attached.netns = adopted.netns;
+  AgentLink link;
+  std::shared_ptr<DnsView> view;
+  bool registered = false;
+  try {
+    std::size_t i = adopted.http + adopted.socks;
+    for (; i < adopted.http + adopted.socks + adopted.capture; ++i)
+      link.captures.push_back(std::make_shared<TransparentListener>(*this, *workers.front(), adopted.fds.take(i)));
+    if (adopted.dns) {
+      const int udp = adopted.fds.take(i);
+      view = std::make_shared<DnsView>(*this, workers.front()->ioc, udp, adopted.fds.take(i + 1), key, *a.dns_pool,
+                                       a.ipv6 ? std::optional(a.ipv6->pool) : std::nullopt);
+    }
+    register_agent(key, a.name, a.profile, a.credentials, key, adopted.netns);  // the profile again, under the reload lock
+    registered = true;
+    if (view) {
+      std::lock_guard lock(dns_mu);
+      // Again under the lock that inserts: another launcher may have attached meanwhile.
+      if (auto why = pools_problem(a, options, dns_views); !why.empty()) throw std::invalid_argument(why);
+      dns_views[key] = view;
+      transparent_listeners[key] = link.captures.front();
+      attached.dns_view = true;
+      attached.dns_pool = a.dns_pool;
+      if (a.ipv6) attached.dns_pool6 = a.ipv6->pool;
+    }
+    for (std::size_t h = 0; h < adopted.http + adopted.socks; ++h)
+      link.acceptors.push_back(adopt_listener(adopted.fds.take(h), h < adopted.http ? ListenerKind::http : ListenerKind::socks));
+  } catch (...) {
+    if (attached.dns_view) stop_dns_view(*this, key, std::nullopt);
+    if (registered) agents.remove(key);
+    stop_link(link);
+    throw;
+  }
+  if (view) view->start();
+  for (auto& capture : link.captures) capture->start();
+  {
+    std::lock_guard lock(dns_mu);
+    agent_links[key] = std::move(link);
+  }
+  if (a.launch) {
+    audit::AgentRecord rec;
+    rec.name = a.name;
+    rec.pid = a.launch->pid;
+    rec.command_line = a.launch->command_line;
+    rec.address = a.launch->address;
+    rec.policy_digest = a.launch->policy_digest.empty() ? current_policy()->digest : a.launch->policy_digest;
+    rec.sandbox = a.launch->sandbox;
+    rec.started = audit::Clock::now();
+    attached.pid = rec.pid;
+    attached.row_opened = true;
+    writer->agent_started(std::move(rec));
+  }
+  log.write("agent_registered", {{"agent", a.name},
+                                 {"link", "sockets"},
+                                 {"profile", a.profile},
+                                 {"dns_pool", attached.dns_pool ? attached.dns_pool->to_string() : ""},
+                                 {"dns_pool6", attached.dns_pool6 ? attached.dns_pool6->to_string() : ""}});
+  return attached;
+}
+
+void ProxyRuntime::detach_by_sockets(const AttachedAgent& agent) noexcept {
+  AgentLink link;
+  {
+    std::lock_guard lock(dns_mu);
+    if (auto it = agent_links.find(agent.addr); it != agent_links.end()) {
+      link = std::move(it->second);
+      agent_links.erase(it);
+    }
+  }
+  if (agent.dns_view) stop_dns_view(*this, agent.addr, std::nullopt);
+  stop_link(link);
+  agents.remove(agent.addr);
+}
 
 void ProxyRuntime::stop_dns_views() {
   std::map<boost::asio::ip::address, std::shared_ptr<DnsView>> views;
   std::map<boost::asio::ip::address, std::shared_ptr<TransparentListener>> captures;
+  std::map<boost::asio::ip::address, AgentLink> links;
   {
     std::lock_guard lock(dns_mu);
     views.swap(dns_views);
     captures.swap(transparent_listeners);
+    links.swap(agent_links);
   }
+  for (auto& [key, link] : links) stop_link(link);
   // An agent with IPv6 has its view under both addresses: stopped once.
   std::set<DnsView*> stopped;
   for (auto& [addr, view] : views)
@@ -208,6 +379,7 @@ std::shared_ptr<DnsView> ProxyRuntime::dns_view_of(const boost::asio::ip::addres
 }
 
 AttachedAgent ProxyRuntime::attach_agent(const AgentAttachment& wanted) {
+  if (wanted.sockets) return attach_by_sockets(wanted);
   auto& core = *this;
   AgentAttachment a = wanted;  // its pools may move (place_pools)
   require_plain_address("addr", a.addr, false);
@@ -338,7 +510,8 @@ AttachedAgent ProxyRuntime::attach_agent(const AgentAttachment& wanted) {
 void ProxyRuntime::detach_agent(const AttachedAgent& agent, const AgentEnd& end) noexcept {
   auto& core = *this;
   try {
-    if (agent.dns_view) stop_dns_view(core, agent.addr, agent.addr6);
+    if (agent.netns) detach_by_sockets(agent);
+    if (agent.dns_view && !agent.netns) stop_dns_view(core, agent.addr, agent.addr6);
     unlink_listeners(core.agents, agent);
     core.agents.remove(agent.addr);
     if (agent.addr6) core.agents.remove(*agent.addr6);
@@ -361,7 +534,7 @@ void ProxyRuntime::detach_agent(const AttachedAgent& agent, const AgentEnd& end)
 
 void ProxyRuntime::register_agent(const boost::asio::ip::address& addr, std::string agent, std::string profile,
                                   std::vector<CredentialSecret> credentials,
-                                  const boost::asio::ip::address& counted_as) {
+                                  const boost::asio::ip::address& counted_as, std::uint64_t netns) {
   // An unknown profile would be decided with the top level: refused, never widened. Under
   // the reload lock, so a reload cannot drop the profile between the check and the add.
   std::lock_guard lock(reload_mu);
@@ -375,7 +548,8 @@ void ProxyRuntime::register_agent(const boost::asio::ip::address& addr, std::str
   auto bound = bind_credentials(p, std::move(credentials));
   std::shared_ptr<const Tripwire> tripwire;
   if (!bound.empty()) tripwire = std::make_shared<const Tripwire>(*this, agent, std::move(bound));
-  agents.add(addr, AgentIdentity{std::move(agent), std::move(profile), std::move(tripwire), canonical_address(counted_as)});
+  agents.add(addr, AgentIdentity{std::move(agent), std::move(profile), std::move(tripwire), canonical_address(counted_as),
+                                 netns});
 }
 
 }  // namespace netbox::proxy

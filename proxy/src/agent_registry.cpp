@@ -1,5 +1,8 @@
 #include "agent_registry.hpp"
 
+#include <sys/socket.h>
+#include <unistd.h>
+
 namespace netbox::proxy {
 
 boost::asio::ip::address canonical_address(const boost::asio::ip::address& a) {
@@ -8,13 +11,36 @@ boost::asio::ip::address canonical_address(const boost::asio::ip::address& a) {
   return a;
 }
 
+boost::asio::ip::address netns_key(std::uint64_t cookie) {
+  boost::asio::ip::address_v6::bytes_type b{0xfd, 0x00, 0x6e, 0x62, 0x6e, 0x73};
+  for (int i = 0; i < 8; ++i) b[15 - i] = static_cast<unsigned char>(cookie >> (8 * i));
+  return boost::asio::ip::address_v6(b);
+}
+
 namespace {
 boost::asio::ip::tcp::endpoint canonical_endpoint(const boost::asio::ip::tcp::endpoint& ep) {
   return {canonical_address(ep.address()), ep.port()};
 }
 }  // namespace
 
-AgentRegistry::AgentRegistry() : map_(std::make_shared<const Map>()), links_(std::make_shared<const Links>()) {}
+std::uint64_t netns_cookie(int fd) {
+  std::uint64_t cookie = 0;
+  socklen_t len = sizeof cookie;
+  if (::getsockopt(fd, SOL_SOCKET, SO_NETNS_COOKIE, &cookie, &len) != 0) return 0;
+  return cookie;
+}
+
+namespace {
+std::uint64_t own_netns_cookie() {
+  const int fd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  const std::uint64_t cookie = fd < 0 ? 0 : netns_cookie(fd);
+  if (fd >= 0) ::close(fd);
+  return cookie;
+}
+}  // namespace
+
+AgentRegistry::AgentRegistry()
+    : own_netns_(own_netns_cookie()), map_(std::make_shared<const Map>()), links_(std::make_shared<const Links>()) {}
 
 AgentIdentity AgentRegistry::lookup(const boost::asio::ip::address& addr) const {
   return find(addr).value_or(AgentIdentity{});
@@ -52,7 +78,11 @@ void AgentRegistry::remove_link(const boost::asio::ip::tcp::endpoint& local) {
 }
 
 std::optional<AgentIdentity> AgentRegistry::identify(const boost::asio::ip::tcp::endpoint& local,
-                                                     const boost::asio::ip::address& peer) const {
+                                                     const boost::asio::ip::address& peer,
+                                                     std::uint64_t netns) const {
+  // A socket in another namespace than the proxy's is an agent's (the launcher made it
+  // there; only that namespace reaches it): that agent's, or nobody's once it has left.
+  if (netns != 0 && netns != own_netns_) return find(netns_key(netns));
   const auto links = links_.load();
   auto link = links->find(canonical_endpoint(local));
   if (link == links->end()) return lookup(peer);

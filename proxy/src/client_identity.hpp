@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "agent_registry.hpp"
+#include "client_slots.hpp"
 
 namespace netbox::proxy {
 
@@ -18,6 +19,11 @@ struct ProxyRuntime;
 // its addresses could not be read). Such a connection is nobody's: it is never decided,
 // and never recorded as `anonymous`.
 std::optional<AgentIdentity> identify_client(ProxyRuntime& rt, boost::asio::ip::tcp::socket& s, std::string_view door);
+
+// The client slot of a connection just accepted on `s` from `peer` (ClientSlots): per agent,
+// an agent known by its sockets under its key (netns_key), any other under its address.
+ClientSlotResult acquire_client_slot(ProxyRuntime& rt, boost::asio::ip::tcp::socket& s,
+                                     const boost::asio::ip::address& peer);
 
 // Counts a packet or connection from a foreign source on an agent's own listener and logs
 // it (`foreign_source_refused`, once a second at most, with the count since the last line).

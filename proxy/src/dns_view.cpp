@@ -1,5 +1,7 @@
 #include "dns_view.hpp"
 
+#include "agent_sockets.hpp"
+
 #include "client_identity.hpp"
 #include "accept_loop.hpp"
 #include "audit_room.hpp"
@@ -186,7 +188,37 @@ DnsView::DnsView(ProxyRuntime& rt, asio::io_context& ioc, ip::address host, ip::
   }
 }
 
+DnsView::DnsView(ProxyRuntime& rt, asio::io_context& ioc, int udp_fd, int tcp_fd, ip::address agent,
+                 const policy::Cidr& pool, const std::optional<policy::Cidr>& pool6)
+    : rt_(rt),
+      ioc_(ioc),
+      agent_addr_(agent),
+      own_sockets_(true),
+      udp_(ioc),
+      tcp_(ioc),
+      udp_buffer_(kMaxMessage),
+      pool_(pool_first(pool), pool_size(pool), kRetain),
+      pool_range_(pool),
+      pool6_range_(pool6) {
+  if (pool6) pool6_.emplace(pool_first(*pool6), pool_size(*pool6), kRetain);
+  boost::system::error_code ec;
+  const bool v6 = socket_family(udp_fd) == AF_INET6;
+  udp_.assign(v6 ? ip::udp::v6() : ip::udp::v4(), udp_fd, ec);
+  if (ec) ::close(udp_fd);
+  const bool tcp_v6 = socket_family(tcp_fd) == AF_INET6;
+  boost::system::error_code tcp_ec;
+  tcp_.assign(tcp_v6 ? ip::tcp::v6() : ip::tcp::v4(), tcp_fd, tcp_ec);
+  if (tcp_ec) ::close(tcp_fd);
+  if (ec || tcp_ec) throw std::runtime_error("the agent's DNS sockets: " + (ec ? ec : tcp_ec).message());
+  udp_.non_blocking(true, ec);
+  host_ = udp_.local_endpoint(ec).address();
+}
+
 DnsView::~DnsView() = default;
+
+bool DnsView::from_agent(const ip::address& peer) const {
+  return own_sockets_ || canonical_address(peer) == canonical_address(agent_addr_);
+}
 
 void DnsView::start() {
   asio::post(ioc_, [self = shared_from_this()] {
@@ -226,8 +258,7 @@ void DnsView::receive() {
                           [self = shared_from_this()](boost::system::error_code ec, std::size_t n) {
                             if (ec == asio::error::operation_aborted || !self->udp_.is_open()) return;
                             // Only the agent itself asks here; anything else on the link is ignored.
-                            if (!ec && canonical_address(self->udp_peer_.address()) ==
-                                           canonical_address(self->agent_addr_)) {
+                            if (!ec && self->from_agent(self->udp_peer_.address())) {
                               const auto peer = self->udp_peer_;
                               auto reply = self->answer(std::span(self->udp_buffer_.data(), n),
                                                         peer.address().to_string() + ":" + std::to_string(peer.port()));
@@ -246,7 +277,7 @@ void DnsView::accept() {
     boost::system::error_code rec;
     const auto peer = s.remote_endpoint(rec);
     if (rec) return;
-    if (canonical_address(peer.address()) != canonical_address(agent_addr_)) {
+    if (!from_agent(peer.address())) {
       refuse_foreign(peer.address(), peer.port());
     } else if (tcp_clients_ < kMaxTcpConnections) {
       ++tcp_clients_;
@@ -274,11 +305,11 @@ std::vector<std::uint8_t> DnsView::answer(std::span<const std::uint8_t> message,
   policy::Decision d;
   auto host = policy::parse_host(q.name);
   if (!host || host.host->is_ip())
-    d = policy::Decision{policy::Verdict::deny, "",
-                         q.name + " is not a host name the DNS view answers (" +
-                             (host ? std::string("an address needs no lookup") : host.error.message) + ")"};
+    d = policy::Decision::refused("", q.name + " is not a host name the DNS view answers (" +
+                                          (host ? std::string("an address needs no lookup") : host.error.message) +
+                                          ")");
   else if (auto r = identity.tripwire ? identity.tripwire->check_host_name(host.host->name) : std::nullopt)
-    d = policy::Decision{policy::Verdict::deny, r->rule, r->reason};  // a placeholder asked for by name
+    d = policy::Decision::refused(r->rule, r->reason);  // a placeholder asked for by name
   else {
     d = policy::decide_dns_name(profile, host.host->name);
     // A name the connection could not be resolved for is refused now, with that reason.
@@ -288,13 +319,13 @@ std::vector<std::uint8_t> DnsView::answer(std::span<const std::uint8_t> message,
   const auto now = dns::SyntheticPool::Clock::now();
   const std::string decision(policy::to_string(d.verdict));
   rt_.counters.count_request(label, "dns", decision);
-  if (d.verdict != policy::Verdict::allow) {
+  if (!d.plain_allow()) {
     std::lock_guard lock(mu_);
     if (rows_.window_over(now))
       if (auto n = rows_.take_suppressed(); !n.empty()) write_summary(identity, n);
     if (rows_.take(q.name, now)) write_row(identity, peer, q, decision, d.rule, d.reason);
   }
-  if (d.verdict == policy::Verdict::deny) return dns::empty_answer(q, dns::Rcode::nxdomain);
+  if (!d.lets_through()) return dns::empty_answer(q, dns::Rcode::nxdomain);
 
   // Other types of an answered name, and AAAA when the agent's link has no IPv6: NOERROR
   // without records (the name exists; clients go on with what the link has).
@@ -327,6 +358,7 @@ void DnsView::write_row(const AgentIdentity& who, const std::string& peer, const
   r.duration_ms = 0;
   if (!rt_.writer->insert_complete(r))
     rt_.log.write("audit_error", {{"message", "audit store refused a dns row"}, {"host", r.host}});
+  rt_.export_row(r);
   rt_.log.write(LogLevel::warn, "dns_refused", {{"agent", r.agent}, {"host", r.host}, {"rule", r.rule}, {"reason", r.reason}});
 }
 
@@ -343,6 +375,7 @@ void DnsView::write_summary(const AgentIdentity& who, const DnsRefusalRows::Supp
     r.reason = std::move(reason);
     r.duration_ms = 0;
     rt_.writer->insert_complete(r);
+    rt_.export_row(r);
   };
   for (const auto& [name, n] : suppressed.repeats)
     summary(name, n, std::to_string(n) + " more refused DNS queries of this name in the minute of its first row " +

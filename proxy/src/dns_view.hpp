@@ -68,6 +68,11 @@ class DnsView : public std::enable_shared_from_this<DnsView> {
   DnsView(ProxyRuntime& rt, boost::asio::io_context& ioc, boost::asio::ip::address host,
           boost::asio::ip::address agent_addr, const policy::Cidr& pool,
           const std::optional<policy::Cidr>& pool6 = std::nullopt);
+  // On the UDP and TCP sockets made in the agent's own namespace (AgentSockets), taken over
+  // (closed with the view): every query there is the agent's, known by its key `agent`
+  // (netns_key), whatever address it comes from. Throws when they cannot be used.
+  DnsView(ProxyRuntime& rt, boost::asio::io_context& ioc, int udp_fd, int tcp_fd, boost::asio::ip::address agent,
+          const policy::Cidr& pool, const std::optional<policy::Cidr>& pool6 = std::nullopt);
   ~DnsView();
   void start();
   // Closes the sockets (on their io thread) and writes the pending summary row.
@@ -90,6 +95,8 @@ class DnsView : public std::enable_shared_from_this<DnsView> {
   void receive();
   void accept();
   AgentIdentity who() const;
+  // Whether a query or connection from `peer` is the agent's.
+  bool from_agent(const boost::asio::ip::address& peer) const;
   // A query or connection from an address other than the agent's: counted and logged.
   void refuse_foreign(const boost::asio::ip::address& peer, std::uint16_t port);
   void write_row(const AgentIdentity& who, const std::string& peer, const dns::Query& q, const std::string& decision,
@@ -102,6 +109,7 @@ class DnsView : public std::enable_shared_from_this<DnsView> {
   boost::asio::io_context& ioc_;
   boost::asio::ip::address host_;
   boost::asio::ip::address agent_addr_;
+  bool own_sockets_ = false;  // in the agent's namespace: every peer is the agent
   boost::asio::ip::udp::socket udp_;
   boost::asio::ip::tcp::acceptor tcp_;
   std::vector<std::uint8_t> udp_buffer_;

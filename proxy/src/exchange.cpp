@@ -128,6 +128,7 @@ void Exchange::refuse(const Refusal& r, std::string error) {
   impl_->counters.count_request(metric_label_, rec.kind, rec.decision);
   if (!impl_->writer->insert_complete(rec))
     rec.error += rec.error.empty() ? "audit store refused the row" : "; audit store refused the row";
+  impl_->export_row(rec);
   log_request(*impl_, rec, r.outcome);
 }
 
@@ -178,6 +179,7 @@ void Exchange::finish(std::optional<int> status, std::string error, bool failed)
   impl_->counters.bytes_up.fetch_add(bytes_up);
   impl_->counters.bytes_down.fetch_add(bytes_down);
   impl_->counters.active_exchanges.fetch_sub(1);
+  impl_->export_row(record_);
   log_request(*impl_, record_, outcome_);
 }
 

@@ -1,5 +1,7 @@
 #include "first_flight.hpp"
 
+#include "policy_answer.hpp"
+
 #include <algorithm>
 #include <array>
 #include <cctype>
@@ -70,30 +72,10 @@ std::optional<Refusal> check_first_flight(const FirstFlight& f, const policy::Ho
     if (host.is_ip()) return std::nullopt;
     return check_host_headers(host_values(std::string_view(f.bytes).substr(0, end + 2)), host.name);
   }
-  if (f.kind != tls || host.is_ip()) return std::nullopt;
-  // A hello that cannot be read may name any host to a server that reads it otherwise:
-  // with a name to compare, it is refused, never let through unread.
-  if (f.hello.status != tls::ClientHello::Status::complete)
-    return Refusal{403, Outcome::deny, {}, "sni",
-                   "the TLS ClientHello cannot be read (" +
-                       (f.hello.reason.empty() ? std::string("incomplete") : f.hello.reason) +
-                       "), so its server name cannot be checked against " + host.name + ", " + std::string(as),
-                   {}};
-  if (auto why = fronting(f.hello, host.name, as); !why.empty())
-    return Refusal{403, Outcome::deny, {}, "sni", std::move(why), {}};
-  return std::nullopt;
-}
-
-std::string fronting(const tls::ClientHello& hello, const std::string& name, std::string_view as) {
-  // An Encrypted Client Hello extension changes nothing: a server that does not do ECH
-  // ignores it and serves the outer name, so the outer name must be the admitted one too
-  // (any bytes in extension 0xfe0d, GREASE included, once let a fronted hello through).
-  // Real ECH, whose outer name is a provider's public one, needs the HTTPS record the DNS
-  // view never answers, so clients inside do not use it.
-  if (hello.status != tls::ClientHello::Status::complete || hello.server_name.empty() || hello.server_name == name)
-    return {};
-  return "the TLS server name " + hello.server_name + " is not " + name + ", " + std::string(as) + " (domain fronting" +
-         (hello.encrypted_client_hello ? "; an Encrypted Client Hello's outer name must be it too)" : ")");
+  if (f.kind != tls) return std::nullopt;
+  const auto name = policy::check_server_name(host, false, server_name_asked(f.hello), policy::TlsEnd::upstream, as);
+  if (name.lets_through()) return std::nullopt;
+  return refusal_of(name, 403);
 }
 
 std::optional<Refusal> check_host_headers(const std::vector<std::string_view>& values, const std::string& name) {

@@ -46,19 +46,14 @@ inline bool agent_must_speak_first(std::uint16_t port, bool inspected) {
   return inspected || port == 80 || port == 443;
 }
 
-// Why a ClientHello is refused as domain fronting: its server name is not `name` (`as`
-// says what `name` is). Empty when it may go on: the names agree, or the hello has no
-// server name, or ECH (whose outer name is only the public one): decided on `name`.
-std::string fronting(const tls::ClientHello& hello, const std::string& name, std::string_view as);
-
 // The Host check of a plain-HTTP request on a connection whose destination is a name:
 // exactly one Host header (`values`, as sent), naming `name` (compared lower-case, without
 // a port or a final dot): otherwise 400, or 403 (rule `host`) for another name.
 std::optional<Refusal> check_host_headers(const std::vector<std::string_view>& values, const std::string& name);
 
 // The fronting check every door runs on the first message of a connection admitted for
-// `host` (`as` says what the name is to the agent): a TLS hello must name `host` (or no
-// name, or ECH) and be readable; a plain-HTTP head must be whole and its one Host header
+// `host` (`as` says what the name is to the agent): a TLS hello goes to the policy's
+// check_server_name (it must be readable and ask for `host` or no name); a plain-HTTP head must be whole and its one Host header
 // name `host` (check_host_headers). A literal host is checked for a whole head only.
 // nullopt: the connection may go on.
 std::optional<Refusal> check_first_flight(const FirstFlight& f, const policy::Host& host, std::string_view as);

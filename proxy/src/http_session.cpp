@@ -11,7 +11,7 @@
 #include "first_flight.hpp"
 #include "head_writer.hpp"
 #include "headers.hpp"
-#include "request_rules.hpp"
+#include "policy_answer.hpp"
 #include "tunnel.hpp"
 
 #include "netbox/audit/printable.hpp"

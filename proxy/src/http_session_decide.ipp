@@ -106,32 +106,24 @@ void HttpSession<Stream>::act_on(AdmissionResult result) {
            });
 }
 
-// The host is let through; `rules` may still refuse the request (request_rules.hpp). A
-// request they let through goes with the canonical path they matched.
+// The host is let through; the policy still decides the request (`rules`) or the
+// tunnel (policy/decide_request.hpp). A request goes with the canonical path it matched.
 template <class Stream>
 std::optional<Refused> HttpSession<Stream>::apply_request_rules(Admitted& yes) {
   const auto& profile = *link_.profile;
   auto& target = rq_.target;
-  auto v = is_connect() ? decide_blind_tunnel(profile, rq_.host.name, target.port)
-                        : decide_request_rules(profile, rq_.host.name, target.port, rq_.req.method_string(),
-                                               target.path_and_query);
-  if (v.refusal) {
-    Refused no{std::move(*v.refusal), {}, {}, yes.endpoints.front().address().to_string(), {}};
-    no.rule = no.refusal.rule;
-    no.reason = no.refusal.reason;
-    return no;
+  const policy::Admitted at{rq_.host.name, target.port, yes.decision};
+  if (is_connect()) {
+    auto t = policy::decide_tunnel(profile, at, policy::Carried::opaque);
+    return take_decision(yes, std::move(t.decision), t.status);
   }
-  // The row cites the request's rule, unless the host decision already is a report.
-  if (!v.decision.rule.empty() && (v.decision.verdict != policy::Verdict::allow || yes.outcome == Outcome::allow)) {
-    yes.outcome = outcome_of(v.decision.verdict);
-    yes.decision = std::move(v.decision);
-  }
-  if (!v.path_and_query.empty()) {
-    target.path_and_query = std::move(v.path_and_query);
-    target.path = std::move(v.path);
+  auto r = policy::decide_request(profile, at, rq_.req.method_string(), target.path_and_query);
+  if (!r.refused() && !r.path.empty()) {
+    target.path_and_query = std::move(r.path_and_query);
+    target.path = std::move(r.path);
     exchange_.target(rq_.host.name, target.port, target.path);
   }
-  return std::nullopt;
+  return take_decision(yes, std::move(r.decision), r.status);
 }
 
 }  // namespace netbox::proxy

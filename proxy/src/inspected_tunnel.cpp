@@ -1,6 +1,7 @@
 #include "inspected_tunnel.hpp"
 
 #include "http_session.hpp"
+#include "policy_answer.hpp"
 #include "target.hpp"
 
 #include "netbox/tls/client_hello.hpp"
@@ -75,29 +76,26 @@ void InspectedTunnel::check_hello() {
   const auto hello = tls::read_client_hello(
       {reinterpret_cast<const std::uint8_t*>(hello_.data()), hello_.size()});
   const std::string where = authority(scope_.host.name, scope_.port);
+  auto asked = server_name_asked(hello);
   switch (hello.status) {
     case tls::ClientHello::Status::need_more:
-      if (hello_.size() > tls::kMaxHelloBytes)
-        return refuse_tunnel(Outcome::deny, "the TLS ClientHello is longer than netbox reads");
-      return read_hello();
+      if (hello_.size() <= tls::kMaxHelloBytes) return read_hello();
+      asked.problem = "longer than netbox reads";
+      break;
     case tls::ClientHello::Status::not_tls:
-      return refuse_tunnel(Outcome::deny, "netbox inspects " + where +
-                                              ": only TLS carrying HTTP/1.1 goes through this tunnel, and what "
-                                              "the agent sent is not TLS");
+      return refuse_tunnel(Outcome::deny, "inspect",
+                           "netbox inspects " + where +
+                               ": only TLS carrying HTTP/1.1 goes through this tunnel, and what the agent sent is "
+                               "not TLS");
     case tls::ClientHello::Status::malformed:
-      return refuse_tunnel(Outcome::deny, "netbox inspects " + where + ": the TLS ClientHello is malformed (" +
-                                              hello.reason + ")");
     case tls::ClientHello::Status::complete:
       break;
   }
   // The name the agent's TLS asks for must be the one the policy decided on; another
   // would reach a different service behind the same front (domain fronting).
-  const bool nameless_ok = scope_.host.is_ip() || scope_.name_from_address;
-  if (hello.server_name != scope_.host.name && !(nameless_ok && hello.server_name.empty())) {
-    const std::string sni = hello.server_name.empty() ? "no server name" : "'" + hello.server_name + "'";
-    return refuse_tunnel(Outcome::deny, "domain fronting: the TLS ClientHello asks for " + sni +
-                                            ", not the admitted host " + scope_.host.name);
-  }
+  const auto name = policy::check_server_name(scope_.host, scope_.name_from_address, asked, policy::TlsEnd::netbox,
+                                              "the host this connection was admitted for");
+  if (!name.lets_through()) return refuse_tunnel(outcome_of(name.verdict), name.rule, name.reason);
   start_handshake();
 }
 
@@ -117,10 +115,10 @@ void InspectedTunnel::start_handshake() {
       [self = shared_from_this()](boost::system::error_code ec, std::size_t) { self->on_handshake(ec); });
 }
 
-void InspectedTunnel::refuse_tunnel(Outcome outcome, std::string reason) {
-  tunnel_.overrule(outcome, "inspect", reason);
+void InspectedTunnel::refuse_tunnel(Outcome outcome, const std::string& rule, std::string reason) {
+  tunnel_.overrule(outcome, rule, reason);
   auto res = std::make_shared<boost::beast::http::response<boost::beast::http::string_body>>(
-      make_refusal({403, outcome, "CONNECT " + authority(scope_.host.name, scope_.port), "inspect", reason, {}}, 11,
+      make_refusal({403, outcome, "CONNECT " + authority(scope_.host.name, scope_.port), rule, reason, {}}, 11,
                    false));
   tunnel_status_ = 403;
   http::async_write(client_, *res, [self = shared_from_this(), res, reason](beast::error_code, std::size_t) {

@@ -93,12 +93,22 @@ struct ProxyRuntime {
   // (`fields`) is limited per agent by agent_log_limit. Never unbounded, however fast it comes.
   void agent_event(std::string kind, const std::string& agent, std::string particulars, std::string message,
                    std::string detail, LogFields fields);
+  // A row as it is complete (or written whole), to the SIEM export if there is one; never waits.
+  void export_row(const audit::AuditRecord& row) {
+    if (options.exporter) options.exporter->row(row);
+  }
   // Server's, for the control socket too (agent_attach.cpp).
   // `counted_as`: AgentIdentity::counted_as (the agent's IPv4 address, for its IPv6 one).
   void register_agent(const boost::asio::ip::address& addr, std::string agent, std::string profile,
                       std::vector<CredentialSecret> credentials = {},
-                      const boost::asio::ip::address& counted_as = {});
+                      const boost::asio::ip::address& counted_as = {}, std::uint64_t netns = 0);
   AttachedAgent attach_agent(const AgentAttachment& attachment);
+  // attach_agent for an agent known by its sockets (AgentAttachment::sockets; agent_link.cpp).
+  AttachedAgent attach_by_sockets(const AgentAttachment& attachment);
+  void detach_by_sockets(const AttachedAgent& agent) noexcept;
+  // A listening socket of an agent's namespace, taken over (closed with the acceptor): it
+  // accepts on one io thread, its sessions are that agent's (client_identity.hpp).
+  std::shared_ptr<boost::asio::ip::tcp::acceptor> adopt_listener(int fd, ListenerKind kind);
   void detach_agent(const AttachedAgent& agent, const AgentEnd& end) noexcept;
 
   PolicyPtr current_policy() const { return policy.load(); }
@@ -166,6 +176,14 @@ struct ProxyRuntime {
   std::map<boost::asio::ip::address, std::shared_ptr<DnsView>> dns_views;
   std::map<boost::asio::ip::address, std::shared_ptr<TransparentListener>> transparent_listeners;
   std::shared_ptr<DnsView> dns_view_of(const boost::asio::ip::address& agent) const;
+  // The listeners of the agents known by their sockets, by their key (netns_key); their
+  // views and capture listeners are in the two maps above under the same key.
+  struct AgentLink {
+    std::vector<std::shared_ptr<boost::asio::ip::tcp::acceptor>> acceptors;
+    std::vector<std::shared_ptr<TransparentListener>> captures;  // the IPv4 one is also in transparent_listeners
+  };
+  std::map<boost::asio::ip::address, AgentLink> agent_links;
+  std::atomic<std::size_t> next_adopting{0};  // which worker the next adopted listener runs on
   // Closes every agent's DNS view and capture listener on its io thread (at stop, while
   // the threads still run, so no handler of theirs outlives its io_context).
   void stop_dns_views();

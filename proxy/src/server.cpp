@@ -6,6 +6,7 @@
 #include "inspector.hpp"
 
 #include "accept_loop.hpp"
+#include "client_identity.hpp"
 #include "control_socket.hpp"
 #include "fd_limit.hpp"
 #include "http_session.hpp"
@@ -157,6 +158,7 @@ void ProxyRuntime::agent_event(std::string kind, const std::string& agent, std::
   e.fold_key = std::move(particulars);
   e.message = std::move(message);
   e.detail = std::move(detail);
+  if (options.exporter) options.exporter->event(e);
   writer->event(std::move(e));
 }
 
@@ -273,7 +275,7 @@ void ProxyRuntime::accept_loop(Worker& w, std::shared_ptr<tcp::acceptor> acc, Li
 void ProxyRuntime::take_connection(Worker& w, tcp::socket s, ListenerKind kind) {
   boost::system::error_code peer_ec;
   const auto peer = s.remote_endpoint(peer_ec);
-  auto slot = client_slots->acquire(agents.lookup(peer.address()).slot_address(peer.address()));
+  auto slot = acquire_client_slot(*this, s, peer.address());
   if (!slot.slot) {
     counters.client_connections_refused.fetch_add(1);
     if (refused_log.note())
@@ -479,6 +481,7 @@ void Server::log(LogLevel level, std::string_view event, LogFields fields) { imp
 CountersSnapshot Server::counters() const {
   auto s = impl_->counters.snapshot();
   s.audit_queue_depth = impl_->writer->stats().queue_depth;
+  if (impl_->options.exporter) s.exports = impl_->options.exporter->stats();
   s.audit_healthy = impl_->writer->healthy();
   s.policy_digest = impl_->current_policy()->digest;
   s.policy_loaded_at = impl_->policy_loaded_at.load();

@@ -5,7 +5,7 @@
 #include "audit_room.hpp"
 #include "http_session.hpp"
 #include "inspected_tunnel.hpp"
-#include "request_rules.hpp"
+#include "policy_answer.hpp"
 #include "target.hpp"
 #include "tunnel.hpp"
 
@@ -37,14 +37,9 @@ SocksSession::SocksSession(ProxyRuntime& impl, Worker& worker, tcp::socket socke
 SocksSession::~SocksSession() { impl_.counters.active_connections.fetch_sub(1); }
 
 socks::Reply SocksSession::reply_for(Outcome outcome) {
-  switch (outcome) {
-    case Outcome::deny:
-    case Outcome::cap: return socks::Reply::not_allowed;
-    case Outcome::allow:
-    case Outcome::report:
-    case Outcome::error: break;
-  }
-  return socks::Reply::general_failure;
+  // A refusal by the policy or a limit is "not allowed"; anything else failed.
+  return outcome == Outcome::deny || outcome == Outcome::cap ? socks::Reply::not_allowed
+                                                             : socks::Reply::general_failure;
 }
 
 socks::Reply SocksSession::reply_for(DialFailure failure) {
@@ -200,7 +195,8 @@ void SocksSession::act_on(AdmissionResult result) {
 }
 
 void SocksSession::connect_upstream() {
-  if (policy::inspects(*profile_, host_.name, port_)) return start_inspection();
+  if (policy::decide_tunnel(*profile_, {host_.name, port_, decided_}, policy::Carried::opaque).inspect)
+    return start_inspection();
   dial_admitted(impl_, worker_, allowed_, profile_->limits,
                 [self = shared_from_this()](DialResult r) { self->on_dialed(std::move(r)); });
 }
@@ -254,24 +250,21 @@ void SocksSession::on_first_flight(FirstFlight f) {
                                            std::move(fixed))
         ->start();
   }
-  std::string refusal_rule, refusal_reason;
-  if (auto no = check_first_flight(f, host_, "the name the SOCKS request asked for")) {
-    refusal_rule = std::move(no->rule);
-    refusal_reason = std::move(no->reason);
-  }
   // As for CONNECT: a blind tunnel to a host some rule names would carry requests no rule
   // could check (an inspected host never gets here).
-  if (auto v = decide_blind_tunnel(*profile_, host_.name, port_); refusal_rule.empty() && v.refusal) {
-    refusal_rule = v.refusal->rule;
-    refusal_reason = v.refusal->reason;
-  }
-  if (!refusal_rule.empty()) {
-    exchange_.overrule(Outcome::deny, refusal_rule, refusal_reason);
-    exchange_.finish(403, refusal_reason);
+  auto no = check_first_flight(f, host_, "the name the SOCKS request asked for");
+  auto tunnel = policy::decide_tunnel(*profile_, {host_.name, port_, decided_}, policy::Carried::opaque);
+  if (!no && tunnel.refused()) no = refusal_of(tunnel.decision, tunnel.status);
+  if (no) {
+    exchange_.overrule(no->outcome, no->rule, no->reason);
+    exchange_.finish(no->status, no->reason);
     boost::system::error_code ignored;
     stream_.socket().set_option(asio::socket_base::linger(true, 0), ignored);
     return stream_.close();
   }
+  // Report mode: the row shows what the rules would have refused, as a CONNECT's does.
+  if (tunnel.decision.rule != decided_.rule)
+    exchange_.overrule(outcome_of(tunnel.decision.verdict), tunnel.decision.rule, tunnel.decision.reason);
   exchange_.client_slot = std::move(slot_);
   exchange_.settle();
   auto t = std::make_shared<Tunnel>(impl_, stream_.release_socket(), std::move(dialled_->socket), std::move(f.bytes),

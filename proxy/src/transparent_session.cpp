@@ -9,6 +9,7 @@
 #include "netbox/policy/decide_request.hpp"
 
 #include "accept_loop.hpp"
+#include "agent_sockets.hpp"
 #include "audit_room.hpp"
 #include "admission_steps.hpp"
 #include "client_identity.hpp"
@@ -16,7 +17,7 @@
 #include "http_session.hpp"
 #include "inspected_tunnel.hpp"
 #include "original_destination.hpp"
-#include "request_rules.hpp"
+#include "policy_answer.hpp"
 #include "tunnel.hpp"
 
 #include <boost/asio/dispatch.hpp>
@@ -70,7 +71,7 @@ void TransparentSession::start() {
   exchange_.kind("transparent");
 
   const auto dst = original_destination(client_);
-  view_ = rt_.dns_view_of(peer.address());
+  view_ = rt_.dns_view_of(who_.netns ? netns_key(who_.netns) : peer.address());
   if (!dst) {
     exchange_.target("", 0, {});
     return refuse({403, Outcome::error, {}, "request", "the connection's original destination is unknown", {}});
@@ -125,13 +126,11 @@ void TransparentSession::act_on(AdmissionResult result) {
   auto& yes = std::get<Admitted>(result);
   // As for CONNECT: a blind tunnel to a host some rule names would carry requests no
   // rule could check; an inspected host's requests, and plain HTTP's, are decided inside.
-  if (auto v = decide_blind_tunnel(*profile_, host_.name, original_.port());
-      flight_ != Flight::http && v.refusal) {
-    Refused no{std::move(*v.refusal), {}, {}, yes.endpoints.front().address().to_string(), {}};
-    no.rule = no.refusal.rule;
-    no.reason = no.refusal.reason;
-    exchange_.refused(no);
-    return refuse(no.refusal);
+  auto t = policy::decide_tunnel(*profile_, {host_.name, original_.port(), yes.decision},
+                                 flight_ == Flight::http ? policy::Carried::plain_http : policy::Carried::opaque);
+  if (auto no = take_decision(yes, std::move(t.decision), t.status)) {
+    exchange_.refused(*no);
+    return refuse(no->refusal);
   }
   decided_outcome_ = yes.outcome;
   decided_ = yes.decision;
@@ -232,6 +231,17 @@ TransparentListener::TransparentListener(ProxyRuntime& rt, Worker& w, const ip::
                              e.code().message());
   }
   rt_.protect(bound_);  // never a destination, like every listener
+  protected_ = true;
+}
+
+TransparentListener::TransparentListener(ProxyRuntime& rt, Worker& w, int fd) : rt_(rt), worker_(w), acceptor_(w.ioc) {
+  try {
+    acceptor_.assign(socket_family(fd) == AF_INET6 ? tcp::v6() : tcp::v4(), fd);
+    bound_ = acceptor_.local_endpoint();
+  } catch (const boost::system::system_error& e) {
+    ::close(fd);
+    throw std::runtime_error("the agent's capture socket: " + e.code().message());
+  }
 }
 
 void TransparentListener::start() {
@@ -239,8 +249,10 @@ void TransparentListener::start() {
 }
 
 void TransparentListener::stop() {
-  rt_.own.remove(bound_);
-  rt_.publish_endpoints();
+  if (protected_) {
+    rt_.own.remove(bound_);
+    rt_.publish_endpoints();
+  }
   // At once on its own thread (see DnsView::stop), else posted there.
   asio::dispatch(worker_.ioc, [self = shared_from_this()] {
     boost::system::error_code ignored;
@@ -252,7 +264,7 @@ void TransparentListener::accept() {
   accept_with_backoff(rt_, acceptor_, "capture", shared_from_this(), [this](tcp::socket s) {
     boost::system::error_code peer_ec;
     const auto peer = s.remote_endpoint(peer_ec);
-    auto slot = rt_.client_slots->acquire(rt_.agents.lookup(peer.address()).slot_address(peer.address()));
+    auto slot = acquire_client_slot(rt_, s, peer.address());
     if (peer_ec || !slot.slot) {
       rt_.counters.client_connections_refused.fetch_add(1);
       boost::system::error_code ignored;

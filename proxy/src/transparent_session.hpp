@@ -84,6 +84,10 @@ class TransparentListener : public std::enable_shared_from_this<TransparentListe
  public:
   // Port 0 picks one. Throws naming the address.
   TransparentListener(ProxyRuntime& rt, Worker& w, const boost::asio::ip::address& host, unsigned short port = 0);
+  // On a listening socket made in the agent's namespace (AgentSockets::capture), taken
+  // over (closed with the listener). Not protected as a destination: nothing outside that
+  // namespace reaches it. Throws when `fd` is no listening TCP socket.
+  TransparentListener(ProxyRuntime& rt, Worker& w, int fd);
   const boost::asio::ip::tcp::endpoint& endpoint() const { return bound_; }
   void start();
   void stop();
@@ -96,6 +100,7 @@ class TransparentListener : public std::enable_shared_from_this<TransparentListe
   std::size_t next_worker_ = 0;  // touched on worker_'s thread only
   boost::asio::ip::tcp::acceptor acceptor_;
   boost::asio::ip::tcp::endpoint bound_;
+  bool protected_ = false;  // bound_ is among the proxy's own endpoints
 };
 
 }  // namespace netbox::proxy

@@ -289,7 +289,7 @@ void Tunnel::on_first_flight(FirstFlight f) {
     return finish();
   }
   if (auto no = check_first_flight(f, check.host, "the host the CONNECT request named")) {
-    exchange_.overrule(Outcome::deny, no->rule, no->reason);
+    exchange_.overrule(no->outcome, no->rule, no->reason);
     status_ = no->status;
     error_ = no->reason;
     boost::system::error_code ignored;

@@ -3,6 +3,7 @@
 #include "support/temp_dir.hpp"
 
 #include <gmock/gmock.h>
+#include <nlohmann/json.hpp>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -41,6 +42,12 @@ TEST(CaCli, InitMakesACaThatOpensslReadsAsOneAndShowPrintsIt) {
   EXPECT_THAT(shown.out, HasSubstr(fingerprint));
   EXPECT_THAT(shown.out, HasSubstr("-----BEGIN CERTIFICATE-----"));
   EXPECT_THAT(shown.out + made.out, ::testing::Not(HasSubstr("PRIVATE KEY")));
+  // --format json: the same fields, for scripts.
+  auto json = run_netbox({"ca", "show", "--dir", dir, "--format", "json"});
+  EXPECT_EQ(json.exit_code, 0) << json.err;
+  const auto shown_json = nlohmann::json::parse(json.out);
+  EXPECT_EQ(shown_json.at("sha256_fingerprint"), fingerprint);
+  EXPECT_THAT(shown_json.at("pem").get<std::string>(), HasSubstr("-----BEGIN CERTIFICATE-----"));
   // The key is the owner's alone and parses as an EC P-256 key.
   struct stat st {};
   ASSERT_EQ(::stat((fs::path(dir) / "ca.key").c_str(), &st), 0);

@@ -8,6 +8,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -93,36 +95,65 @@ TEST_F(ProxyConfigTest, AMissingConfigFileNamedWithTheFlagExitsTwo) {
 TEST_F(ProxyConfigTest, EachMistakeInTheFileExitsTwoNamingTheFileAndKey) {
   const auto pol = write_policy().string();
   const auto file = (dir.path() / "proxy.json").string();
+  // Each mistake is named at FILE:LINE:COLUMN, where `at` (the first occurrence of that text
+  // in the file) stands, as the policy's are; "" for a mistake of the file as a whole.
   struct Case {
     std::string text;
+    std::string at;
     std::string message;
   };
+  const std::string p = R"({"policy": ")" + pol + R"(", )";
   const std::vector<Case> cases = {
-      {R"({"policy": ")" + pol + R"(", "thread": 2})", file + ": unknown key 'thread'"},
-      {R"({"policy": ")" + pol + R"(", "threads": "2"})", file + ": key threads: expected a whole number, not \"2\""},
-      {R"({"policy": ")" + pol + R"(", "threads": 2.5})", file + ": key threads: expected a whole number, not 2.5"},
-      {R"({"policy": ")" + pol + R"(", "audit-sync": "yes"})", file + ": key audit-sync: expected true or false"},
-      {R"({"policy": ")" + pol + R"(", "listen": [3128]})", file + ": key listen: expected a string or a non-empty list"},
-      {R"({"policy": ")" + pol + R"(", "policy-file": "x"})", file + ": unknown key 'policy-file'"},
-      {R"({"policy": ")" + pol + R"(", "threads": 1000})", file + ": key threads: Value 1000 not in range"},
-      {R"({"policy": ")" + pol + R"(", "log-format": "xml"})", file + ": key log-format: xml not in {text,json}"},
-      {R"({"policy": ")" + pol + R"(", "audit-queue": -1})", file + ": key audit-queue: "},
-      {R"({"policy": ")" + pol + R"(", "listen": "localhost:80"})", file + ": key listen 'localhost:80': 'localhost' is not an IP address"},
-      {R"({"policy": ")" + pol + R"(", "dns-server": ["1.1.1.1:53", "dns"]})", file + ": key dns-server 'dns': no port"},
-      {R"({"policy": ")" + pol + R"(", "subnet": "10.0.0.0/99"})", file + ": key subnet 10.0.0.0/99: expected a network"},
-      {R"({"policy": ")" + pol + R"(", "audit-retention": "forever"})", file + ": key audit-retention "},
-      {R"({"policy": ")" + pol + R"(", "admin-token-file": "/t"})", file + ": key admin-token-file needs --admin"},
-      {R"({"listen": "127.0.0.1:0"})", "--policy is required (or the key policy in " + file + ")"},
-      {R"(["--policy", "x"])", file + ": expected a JSON object"},
-      {R"({"policy": )", file + ": not JSON: "},
-      {R"({"policy": ")" + pol + R"(", "threads": 2, "threads": 3})", file + ": key threads is given twice"},
+      {p + R"("thread": 2})", R"("thread")", "unknown key 'thread' (did you mean threads?)"},
+      {p + R"("threads": "2"})", R"("2")", "key threads: expected a whole number, not \"2\""},
+      {p + R"("threads": 2.5})", "2.5", "key threads: expected a whole number, not 2.5"},
+      {p + R"("audit-sync": "yes"})", R"("yes")", "key audit-sync: expected true or false"},
+      {p + R"("listen": [3128]})", "[3128]", "key listen: expected a string or a non-empty list"},
+      {p + R"("policy-file": "x"})", R"("policy-file")", "unknown key 'policy-file'"},
+      {p + R"("threads": 1000})", "1000", "key threads: Value 1000 not in range"},
+      {p + R"("log-format": "xml"})", R"("xml")", "key log-format: xml not in {text,json}"},
+      {p + R"("audit-queue": -1})", "-1", "key audit-queue: "},
+      {p + R"("listen": "localhost:80"})", R"("listen")", "key listen 'localhost:80': 'localhost' is not an IP address"},
+      {p + R"("dns-server": ["1.1.1.1:53", "dns"]})", R"("dns-server")", "key dns-server 'dns': no port"},
+      {p + R"("subnet": "10.0.0.0/99"})", R"("subnet")", "key subnet 10.0.0.0/99: expected a network"},
+      {p + R"("audit-retention": "forever"})", R"("forever")", "key audit-retention: 'forever' is not a duration"},
+      {p + R"("audit-retention": "1h2h"})", R"("1h2h")", "key audit-retention: '1h2h' is not a duration: the unit h"},
+      {p + R"("admin-token-file": "/t"})", R"("admin-token-file")", "key admin-token-file needs --admin"},
+      {p + R"("threads": 2, "threads": 3})", R"("threads": 3)", "/threads: key 'threads' appears twice"},
+      {p + "\n  // a comment\n  \"thred\": 2}", R"("thred")", "unknown key 'thred'"},
+      {R"({"policy": )", "", ":1:12: invalid JSON: "},
+      {R"({"listen": "127.0.0.1:0"})", "", "--policy is required (or the key policy in " + file + ")"},
   };
   for (const auto& c : cases) {
     auto r = refused(c.text);
     EXPECT_EQ(r.exit_code, 2) << c.text << "\n" << r.err;
-    EXPECT_EQ(r.err.rfind("netbox proxy: " + c.message, 0), 0U) << c.text << "\n" << r.err;
+    std::string where = file;
+    if (!c.at.empty()) {
+      const auto at = c.text.find(c.at);
+      ASSERT_NE(at, std::string::npos) << c.at;
+      const auto newline = c.text.rfind('\n', at);
+      const auto line = 1 + std::count(c.text.begin(), c.text.begin() + static_cast<long>(at), '\n');
+      const auto column = newline == std::string::npos ? at + 1 : at - newline;
+      where += ":" + std::to_string(line) + ":" + std::to_string(column) + ": ";
+    } else if (c.message.starts_with(":")) {
+      where += "";
+    } else {
+      where = "";
+    }
+    EXPECT_EQ(r.err.rfind("netbox proxy: " + where + c.message, 0), 0U) << c.text << "\n" << r.err;
     EXPECT_NE(r.err.find("Run 'netbox proxy --help' for usage."), std::string::npos) << r.err;
   }
+  auto whole = refused(R"(["--policy", "x"])");
+  EXPECT_EQ(whole.err.rfind("netbox proxy: " + file + ":1:1: expected a JSON object", 0), 0U) << whole.err;
+}
+
+// Comments are allowed, as in a policy: a key can say why it is set.
+TEST_F(ProxyConfigTest, CommentsAreAllowed) {
+  auto r = refused("// the proxy's settings\n{\"policy\": \"" + write_policy().string() +
+                   "\", /* why: one thread is enough here */ \"threads\": 1,\n \"audit-retention\": \"1h30m\", \"nope\": 1}");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find(":3:"), std::string::npos) << "the comments were read, the mistake placed after them\n" << r.err;
+  EXPECT_NE(r.err.find("unknown key 'nope'"), std::string::npos) << r.err;
 }
 
 TEST_F(ProxyConfigTest, AFlagGivenDoesNotExcuseAWrongKey) {

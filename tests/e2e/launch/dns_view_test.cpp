@@ -92,7 +92,7 @@ TEST(LaunchDnsView, ProxyVarsLeavesTheAgentWithoutAResolver) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("allowed=2"));
   EXPECT_THAT(r.out, Not(HasSubstr("198.18.")));
-  EXPECT_THAT(r.out, HasSubstr("java=-Dhttp.proxyHost=" + subnet.addr_prefix));
+  EXPECT_THAT(r.out, HasSubstr("java=-Dhttp.proxyHost=127.0.0.1 "));
   auto bad = launch(subnet, {"--network", "socks", "--", kSh, "-c", "true"});
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_THAT(bad.err, HasSubstr("--network 'socks': expected transparent or proxy-vars"));

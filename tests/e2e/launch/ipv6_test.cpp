@@ -63,12 +63,16 @@ std::string ipv6_policy(std::uint16_t upstream_port, std::uint16_t host_service_
 })";
 }
 
-// The host side's IPv6 address is the agent's own minus one (a /126 of the launch's).
+// The host's IPv6 address to attack: given (the embedded proxy's agent has no link, so one
+// of the host's own), else the host side of the veth, the agent's own minus one (a /126).
 const char* kAgentScript = R"PY(
 import errno, socket, sys
 port = int(sys.argv[1])
-mine = [l.split()[0] for l in open("/proc/net/if_inet6") if l.split()[5] == "eth0" and not l.startswith("fe80")][0]
-host = socket.inet_ntop(socket.AF_INET6, (int(mine, 16) - 1).to_bytes(16, "big"))
+if len(sys.argv) > 2:
+    host = sys.argv[2]
+else:
+    mine = [l.split()[0] for l in open("/proc/net/if_inet6") if l.split()[5] == "eth0" and not l.startswith("fe80")][0]
+    host = socket.inet_ntop(socket.AF_INET6, (int(mine, 16) - 1).to_bytes(16, "big"))
 print("host6", host)
 def attempt(what, fn):
     try:
@@ -110,13 +114,18 @@ void expect_ipv6_captured_and_decided(const Subnet& subnet, bool shared) {
     args = {"--proxy-control", proxy->socket().string(), "--name", "ipv6-shared"};
   }
   const std::string p = std::to_string(port);
+  std::string host6_arg;  // the embedded proxy's agent: one of the host's IPv6 addresses
+  if (!shared)
+    for (const auto& a : host_addresses())
+      if (a.find(':') != std::string::npos && host6_arg.empty()) host6_arg = a;
+  if (!shared && host6_arg.empty()) GTEST_SKIP() << "the host has no IPv6 address but loopback and link-local";
   const std::string curl = std::string(kCurl) + " -sS -6 --noproxy '*' ";
   args.insert(args.end(), {"--", kSh, "-c",
                            "getent ahosts allowed.test; echo ahosts=$?; getent ahosts denied.test; echo denied=$?; " +
                                curl + "http://allowed.test:" + p + "/; echo curl=$?; " + curl +
                                "-o /dev/null -w 'unmapped=%{http_code}\\n' 'http://[2001:2::5]:" + p + "/'; " + curl +
                                "-o /dev/null -w 'ula=%{http_code}\\n' 'http://[fd00::1]/'; " + kPython + " -c \"$1\" " +
-                               std::to_string(host_service.port()),
+                               std::to_string(host_service.port()) + " " + host6_arg,
                            "sh", kAgentScript});
   auto r = launch(subnet, args);
   EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -125,7 +134,9 @@ void expect_ipv6_captured_and_decided(const Subnet& subnet, bool shared) {
   EXPECT_THAT(r.out, HasSubstr("198.18.")) << "and the A answer still";
   EXPECT_THAT(r.out, HasSubstr("denied=2"));  // getent: not found (NXDOMAIN)
   EXPECT_THAT(r.out, HasSubstr("hello over ipv6\ncurl=0")) << r.out << r.err;
-  EXPECT_THAT(r.out, HasSubstr("unmapped=403"));
+  // Refused (the row below says so): a 403, or over loopback a reset that may beat curl's
+  // connect() to its result.
+  EXPECT_THAT(r.out, ::testing::ContainsRegex("unmapped=(403|000)"));
   EXPECT_THAT(r.out, HasSubstr("ula=403"));
   EXPECT_THAT(r.out, Not(HasSubstr("hostsvc data")));
   EXPECT_THAT(r.out, Not(HasSubstr("timeout")));

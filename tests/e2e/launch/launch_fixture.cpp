@@ -1,5 +1,8 @@
 #include "launch_fixture.hpp"
 
+#include <ifaddrs.h>
+#include <netdb.h>
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -132,6 +135,23 @@ Subnet test_subnet(int index) {
   std::snprintf(veth, sizeof veth, "nbx0ad5%02x", third);
   s.veth_prefix = veth;
   return s;
+}
+
+std::vector<std::string> host_addresses() {
+  std::vector<std::string> out;
+  ifaddrs* list = nullptr;
+  if (::getifaddrs(&list) != 0) return out;
+  for (auto* a = list; a; a = a->ifa_next) {
+    if (!a->ifa_addr || (a->ifa_addr->sa_family != AF_INET && a->ifa_addr->sa_family != AF_INET6)) continue;
+    char text[NI_MAXHOST];
+    const socklen_t len = a->ifa_addr->sa_family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
+    if (::getnameinfo(a->ifa_addr, len, text, sizeof text, nullptr, 0, NI_NUMERICHOST) != 0) continue;
+    const std::string s = text;
+    if (s == "127.0.0.1" || s == "::1" || s.find('%') != std::string::npos || s.starts_with("fe80")) continue;
+    out.push_back(s);
+  }
+  ::freeifaddrs(list);
+  return out;
 }
 
 bool lease_exists(const Subnet& subnet) {

@@ -143,6 +143,8 @@ class SharedProxy {
 // Polls until `pred` holds (bounded); returns whether it did.
 bool eventually(const std::function<bool()>& pred, std::chrono::milliseconds limit = std::chrono::seconds(30));
 bool lease_exists(const Subnet& subnet);
+// Every IPv4 and IPv6 address of the host's interfaces but loopback and link-local ones.
+std::vector<std::string> host_addresses();
 bool host_table_exists(const Subnet& subnet);
 
 

@@ -2,13 +2,13 @@
 // source. The agent binds its own IPv6 link-local address (no privilege needed) and
 // connects to a port its profile denies and the top level allows: the host side must
 // refuse it at once, and the proxy must record no `anonymous` row (it would have been
-// decided with the top-level policy). Through the embedded and a shared proxy.
+// decided with the top-level policy). Through a shared proxy: the embedded proxy's agent
+// has no link at all (sockets in its namespace, socket_link_test.cpp).
 #include "launch_fixture.hpp"
 
 #include "support/sqlite_query.hpp"
 #include "support/temp_dir.hpp"
 
-#include <optional>
 #include <sstream>
 
 #include <gmock/gmock.h>
@@ -68,7 +68,7 @@ if ll:
     attempt("linklocal", lambda: get(ll[0]))
 )PY";
 
-void expect_link_local_source_refused(const Subnet& subnet, bool shared) {
+void expect_link_local_source_refused(const Subnet& subnet) {
   test::TempDir dir;
   Ipv6LoopbackUpstream upstream(dir.path());
   const std::uint16_t port = upstream.port();
@@ -76,13 +76,9 @@ void expect_link_local_source_refused(const Subnet& subnet, bool shared) {
   auto policy_file = dir.write("policy.json", policy(port));
   auto db = dir.path() / "a.db";
   HostDir host;
-  std::optional<SharedProxy> proxy;
-  std::vector<std::string> args{"--policy", policy_file.string(), "--audit-db", db.string()};
-  if (shared) {
-    proxy.emplace(host, policy_file);
-    ASSERT_TRUE(proxy->ready()) << proxy->err();
-    args = {"--proxy-control", proxy->socket().string()};
-  }
+  SharedProxy proxy(host, policy_file);
+  ASSERT_TRUE(proxy.ready()) << proxy.err();
+  std::vector<std::string> args{"--proxy-control", proxy.socket().string()};
   args.insert(args.end(), {"--name", "link-source", "--profile", "restricted", "--", kPython, "-c", kAgentScript,
                            std::to_string(port)});
   auto r = launch(subnet, args);
@@ -92,23 +88,16 @@ void expect_link_local_source_refused(const Subnet& subnet, bool shared) {
   // Refused at once (reset), neither answered nor left to time out.
   EXPECT_THAT(r.out, ::testing::ContainsRegex("linklocal (EACCES|ECONNREFUSED|ECONNRESET)")) << r.out << r.err;
   EXPECT_THAT(r.out, Not(HasSubstr("linklocal HTTP"))) << r.out;
-  if (shared) {
-    EXPECT_EQ(proxy->stop(), 0) << proxy->err();
-    db = proxy->store();
-  }
+  EXPECT_EQ(proxy.stop(), 0) << proxy.err();
+  db = proxy.store();
   const auto agents = test::query(db, "SELECT DISTINCT agent FROM requests");
   EXPECT_EQ(agents, (std::vector<std::vector<std::string>>{{"link-source"}})) << r.err;
   expect_nothing_left(subnet);
 }
 
-TEST(LaunchLinkSource, AnUnregisteredSourceOnTheAgentsLinkIsRefusedNeverAnonymous) {
-  NETBOX_REQUIRE_ROOT();
-  expect_link_local_source_refused(test_subnet(131), false);
-}
-
 TEST(LaunchLinkSource, AnUnregisteredSourceIsRefusedWithASharedProxyToo) {
   NETBOX_REQUIRE_ROOT();
-  expect_link_local_source_refused(test_subnet(132), true);
+  expect_link_local_source_refused(test_subnet(132));
 }
 
 }  // namespace

@@ -24,19 +24,22 @@ TEST_P(NetboxAddresses, AHostServiceOnTheWildcardAddressIsNotReachableThroughThe
   const std::string port = std::to_string(host_service.port());
   auto policy = dir.write("policy.json", R"({"version": 1, "mode": ")" + mode + R"(", "allow": ["10.0.0.0/8"],
       "ports": [)" + port + R"(], "internal": {"allow": ["10.0.0.0/8"]}})");
-  auto db = dir.path() / "audit.db";
-  // The host side of the veth is the proxy's address, in $http_proxy.
+  // A running proxy's agent has a veth (the embedded proxy's has none: socket_link_test.cpp);
+  // its host side is the proxy's address, in $http_proxy.
+  HostDir host;
+  SharedProxy proxy(host, policy);
+  ASSERT_TRUE(proxy.ready()) << proxy.err();
   const std::string script = "h=${http_proxy#http://}; h=${h%%:*}; echo host=$h; " + std::string(kCurl) +
                              " -sS -D - -o /dev/null http://$h:" + port + "/";
-  auto r = launch(subnet, {"--policy", policy.string(), "--audit-db", db.string(), "--name", "prober", "--", kSh,
-                           "-c", script});
+  auto r = launch(subnet, {"--proxy-control", proxy.socket().string(), "--name", "prober", "--", kSh, "-c", script});
   EXPECT_THAT(r.out, HasSubstr("host=" + subnet.addr_prefix)) << r.err;
   EXPECT_THAT(r.out, HasSubstr("403")) << r.out << r.err;
   EXPECT_THAT(r.out, HasSubstr("X-Netbox-Decision: deny"));
   EXPECT_THAT(r.out, HasSubstr("launch subnet"));
   EXPECT_THAT(r.out, Not(HasSubstr(" 200 ")));
   EXPECT_EQ(host_service.connections(), 0) << "the proxy connected the agent to a host service";
-  auto rows = query(db, "SELECT decision, rule FROM requests");
+  EXPECT_EQ(proxy.stop(), 0) << proxy.err();
+  auto rows = query(proxy.store(), "SELECT decision, rule FROM requests");
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_EQ(rows[0], (std::vector<std::string>{"deny", "netbox"}));
   expect_nothing_left(subnet);

@@ -39,8 +39,15 @@ TEST(LaunchProxyLog, ByDefaultOnlyRefusalsReachStderr) {
   auto r = launch(subnet, two_requests(upstream, {"--policy", policy.string(), "--audit-db",
                                                   (dir.path() / "a.db").string()}));
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_THAT(r.err, HasSubstr("/denied-one"));
+  EXPECT_THAT(r.err, HasSubstr("netbox: refused GET denied.test:" + std::to_string(upstream.port()) + "/denied-one: "));
   EXPECT_THAT(r.err, Not(HasSubstr("/allowed-one")));
+  // The proxy's lifecycle is no business of the terminal's (--log-file has it).
+  for (const char* lifecycle : {"listening", "connection_limits", "agent_registered", "listener_closed", "stopped"})
+    EXPECT_THAT(r.err, Not(HasSubstr(lifecycle))) << r.err;
+  // One line at exit: how it ended, the counts, and the command that lists them.
+  EXPECT_THAT(r.err, testing::ContainsRegex("netbox launch: sh-[0-9a-f]+ exited 0 after [0-9]+m?s; 1 requests allowed, 1 "
+                                            "refused: netbox audit --db " + (dir.path() / "a.db").string() +
+                                            " --agent sh-[0-9a-f]+\n$"));
   // Both are in the audit store whatever the log shows.
   EXPECT_EQ(query(dir.path() / "a.db", "SELECT path FROM requests ORDER BY id"),
             (std::vector<std::vector<std::string>>{{"/allowed-one"}, {"/denied-one"}}));
@@ -72,8 +79,11 @@ TEST(LaunchProxyLog, QuietSaysNothingAndLogFileGetsEveryLineOutOfTheAgentsReach)
                                 (dir.path() / "b.db").string(), "--", kSh, "-c", attack});
   EXPECT_EQ(logged.exit_code, 0) << logged.err;
   EXPECT_THAT(logged.out, Not(HasSubstr("AGENT-"))) << logged.out;
-  EXPECT_THAT(logged.err, Not(HasSubstr("-one")));
+  EXPECT_THAT(logged.err, HasSubstr("/denied-one")) << "the refusals reach the terminal with --log-file too";
+  EXPECT_THAT(logged.err, Not(HasSubstr("/allowed-one")));
+  EXPECT_THAT(logged.err, Not(HasSubstr("listening")));
   const std::string text = slurp(log);
+  EXPECT_THAT(text, HasSubstr(R"("event":"listening")")) << "the lifecycle lines go to the file";
   EXPECT_THAT(text, HasSubstr("/allowed-one"));
   EXPECT_THAT(text, HasSubstr("/denied-one"));
   EXPECT_THAT(text, Not(HasSubstr("forged")));
@@ -91,6 +101,47 @@ TEST(LaunchProxyLog, LogFlagsAreForTheEmbeddedProxyOnly) {
                            (dir.path() / "x.log").string(), "--", "/bin/true"});
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_THAT(r.err, HasSubstr("--log-file"));
+  expect_nothing_left(subnet);
+}
+
+// With -q the terminal shows the agent's output and nothing else: no banner, no proxy
+// line, no refusal, no summary. Driven through a pseudo-terminal, as a person runs it.
+TEST(LaunchProxyLog, QuietPrintsNothingButTheAgentsOutputOnATerminal) {
+  NETBOX_REQUIRE_ROOT();
+  const auto subnet = test_subnet(88);
+  HttpServer upstream;
+  test::TempDir dir;
+  HostDir host;
+  const auto work = host.folder("work");
+  ASSERT_EQ(::chown(work.c_str(), 65534, 65534), 0);  // --user nobody may write it: no warning
+  const auto policy = dir.write("policy.json", policy_json(upstream.port()));
+  const std::string port = std::to_string(upstream.port());
+  const std::string agent = "echo AGENT-SAYS-HELLO; " + std::string(kCurl) + " -s -o /dev/null http://allowed.test:" +
+                            port + "/a; " + kCurl + " -s -o /dev/null http://denied.test:" + port + "/d; echo AGENT-DONE";
+  const std::string driver = R"(
+import os, pty, sys
+pid, fd = pty.fork()
+if pid == 0:
+    os.execv(sys.argv[1], sys.argv[1:])
+buf = b""
+while True:
+    try:
+        d = os.read(fd, 4096)
+    except OSError:
+        break
+    if not d:
+        break
+    buf += d
+_, st = os.waitpid(pid, 0)
+sys.stdout.write(repr(buf.decode(errors="replace")) + "\n")
+print("exit", os.waitstatus_to_exitcode(st))
+)";
+  auto r = test::run({kPython, "-c", driver, test::netbox_binary().string(), "launch", "-q", "--subnet", subnet.cidr,
+                      "--user", "nobody", "--workdir", work.string(), "--policy", policy.string(), "--audit-db",
+                      (dir.path() / "a.db").string(), "--", kSh, "-c", agent});
+  EXPECT_EQ(r.out, "'AGENT-SAYS-HELLO\\r\\nAGENT-DONE\\r\\n'\nexit 0\n") << r.err;
+  EXPECT_EQ(query(dir.path() / "a.db", "SELECT path || ' ' || decision FROM requests ORDER BY id"),
+            (std::vector<std::vector<std::string>>{{"/a allow"}, {"/d deny"}}));
   expect_nothing_left(subnet);
 }
 

@@ -3,6 +3,7 @@
 // the sudo caller as the agent's user, fail-closed layers and --explain; each checked
 // from inside a real launch.
 #include "launch_fixture.hpp"
+#include "temp_user.hpp"
 
 #include <gmock/gmock.h>
 #include <nlohmann/json.hpp>
@@ -60,41 +61,11 @@ std::string leaked_mounts(const std::set<std::string>& before, const std::vector
   return leaked;
 }
 
-void chown_tree(const fs::path& top, uid_t uid, gid_t gid) {
-  ASSERT_EQ(::lchown(top.c_str(), uid, gid), 0);
-  for (const auto& e : fs::recursive_directory_iterator(top)) ASSERT_EQ(::lchown(e.path().c_str(), uid, gid), 0);
-}
-
-// A real, unprivileged user of this machine, made for one test and removed after.
-class TempUser {
- public:
-  explicit TempUser(const fs::path& home) : name_("nbxfs" + std::to_string(::getpid() % 1000000)) {
-    test::run({"userdel", name_});  // a leftover of a killed run
-    auto r = test::run({"useradd", "-M", "-U", "-d", home.string(), "-s", "/bin/sh", name_});
-    if (r.exit_code != 0) throw std::runtime_error("useradd: " + r.err);
-    struct passwd* pw = ::getpwnam(name_.c_str());
-    if (!pw) throw std::runtime_error("getpwnam " + name_);
-    uid_ = pw->pw_uid;
-    gid_ = pw->pw_gid;
-  }
-  ~TempUser() { test::run({"userdel", name_}); }
-  const std::string& name() const { return name_; }
-  uid_t uid() const { return uid_; }
-  gid_t gid() const { return gid_; }
-
- private:
-  std::string name_;
-  uid_t uid_ = 0;
-  gid_t gid_ = 0;
-};
-
-// `netbox launch` as if run through sudo by `user`.
+// `netbox launch --subnet ... ARGS` as if run through sudo by `user`.
 test::RunResult launch_as_sudo_caller(const TempUser& user, const Subnet& subnet, const std::vector<std::string>& args) {
-  std::vector<std::string> argv = {"env", "SUDO_UID=" + std::to_string(user.uid()), "SUDO_GID=" + std::to_string(user.gid()),
-                                   "SUDO_USER=" + user.name(), test::netbox_binary().string(), "launch", "--subnet",
-                                   subnet.cidr};
-  argv.insert(argv.end(), args.begin(), args.end());
-  return test::run(argv);
+  std::vector<std::string> all = {"--subnet", subnet.cidr};
+  all.insert(all.end(), args.begin(), args.end());
+  return launch_as_sudo_caller(user, all);
 }
 
 // Tries to create each path; prints "WROTE path" or "FAIL path ERRNO".

@@ -38,7 +38,7 @@ TEST(LaunchSocks, AllProxyIsTheSocks5ListenerAndReachesAnAllowedUpstream) {
   auto r = launch(subnet, {"--policy", policy.string(), "--audit-db", db.string(), "--", kSh, "-c",
                            through_all_proxy(upstream.port())});
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_THAT(r.out, HasSubstr("all_proxy=socks5h://" + subnet.addr_prefix));
+  EXPECT_THAT(r.out, HasSubstr("all_proxy=socks5h://127.0.0.1:1080"));
   EXPECT_THAT(r.out, HasSubstr(HttpServer::kBody));
   EXPECT_THAT(r.out, HasSubstr("denied_exit=97")) << "curl: the SOCKS5 proxy refused the connection";
   expect_socks_rows(db);

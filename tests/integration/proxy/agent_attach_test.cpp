@@ -6,7 +6,12 @@
 #include "netbox/audit/writer.hpp"
 #include "support/process.hpp"
 
+#include <arpa/inet.h>
+#include <gmock/gmock.h>
+#include <netinet/in.h>
 #include <sqlite3.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <thread>
 
@@ -180,4 +185,31 @@ TEST_F(AttachTest, ASocksListenerThatCannotBindLeavesNothingBehind) {
   EXPECT_EQ(agents_row("b7"), "");
 }
 
+}  // namespace netbox::test
+
+namespace netbox::test {
+namespace {
+
+// An agent known by its sockets (issue 24): a socket in the proxy's own network namespace
+// could be reached by anyone on the host and pass as the agent, so it is never taken.
+TEST_F(AttachTest, SocketsInTheProxysOwnNamespaceAreNeverAnAgentsIdentity) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(::listen(fd, 4), 0);
+  auto attachment = builder("impostor");
+  attachment.sockets = proxy::AgentSockets{{fd}, {}, {}, -1, -1};
+  try {
+    server->attach_agent(attachment);
+    ADD_FAILURE() << "a socket of the proxy's own namespace was taken as the agent's";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("not in a network namespace of the agent's own"));
+  }
+  EXPECT_EQ(agents_row("impostor"), "");
+  ::close(fd);
+}
+
+}  // namespace
 }  // namespace netbox::test

@@ -2,9 +2,10 @@
 // 6): one table of first messages naming another host than the one the connection was
 // admitted for, each sent through HTTP CONNECT (after the 200, and pipelined with the
 // CONNECT) and SOCKS5 (after the reply, and as optimistic data before it). Every one is
-// refused with a deny row naming the rule, and the upstream gets no request. The captured
-// door runs the same check (check_first_flight); its tests from inside `netbox launch`
-// are LaunchTransparent.* in tests/e2e/launch/transparent_test.cpp.
+// refused with a deny row naming the rule, and the upstream gets no request. One fronting
+// hello through every door (the captured and inspected ones included) is a case of the
+// door-conformance suite (door_conformance_test.cpp); this file keeps the variants of the
+// first message and the ways of sending it, which the check must refuse alike.
 #include "proxy_fixture.hpp"
 
 #include <gtest/gtest.h>

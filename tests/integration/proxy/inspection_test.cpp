@@ -229,26 +229,6 @@ TEST_F(InspectionTest, RulesApplyInsideTheTunnel) {
   EXPECT_EQ(all[3].rule, "rules");
 }
 
-TEST_F(InspectionTest, AServerNameOtherThanTheConnectHostIsDomainFronting) {
-  start_proxy(policy(R"("allow": ["upstream.test", "front.test"], "resolve": {"upstream.test": ["127.0.0.1"],
-                        "front.test": ["127.0.0.1"]})"));
-  // curl connects to front.test through a CONNECT to upstream.test: --connect-to keeps the
-  // TLS server name front.test while the proxy is asked for upstream.test.
-  auto r = curl({"--connect-to", "front.test:" + std::to_string(tls_upstream.port()) + ":upstream.test:" +
-                                     std::to_string(tls_upstream.port()),
-                 "https://front.test:" + std::to_string(tls_upstream.port()) + "/"});
-  EXPECT_NE(r.exit_code, 0) << r.out;
-  EXPECT_EQ(tls_upstream.requests(), 0u);
-  auto row = last_row();
-  EXPECT_EQ(row.kind, "connect");
-  EXPECT_EQ(row.host, "upstream.test");
-  EXPECT_EQ(row.decision, "deny");
-  EXPECT_EQ(row.rule, "inspect");
-  EXPECT_EQ(row.reason.rfind("domain fronting: ", 0), 0u) << row.reason;
-  EXPECT_NE(row.error.find("domain fronting"), std::string::npos) << row.error;
-  EXPECT_NE(row.error.find("front.test"), std::string::npos) << row.error;
-}
-
 TEST_F(InspectionTest, ANonInspectedHostStillTunnelsBlindly) {
   auto j = nlohmann::json::parse(policy(R"("allow": ["upstream.test", "blind.test"],
       "resolve": {"upstream.test": ["127.0.0.1"], "blind.test": ["127.0.0.1"]})"));

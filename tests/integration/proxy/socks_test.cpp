@@ -147,21 +147,6 @@ TEST_F(SocksTest, PlainHttpThroughSocksHasOneRowPerRequestAndRulesApplyToEach) {
             std::vector<std::string>{"5"});
 }
 
-TEST_F(SocksTest, ATlsServerNameOtherThanTheRequestedHostIsDomainFronting) {
-  start(R"("allow": ["upstream.test", "front.test"], "resolve": {"upstream.test": ["127.0.0.1"],
-           "front.test": ["127.0.0.1"]})");
-  auto r = curl({"--socks5-hostname", "127.0.0.1:" + std::to_string(socks_port), "-k", "--connect-to",
-                 "front.test:" + std::to_string(upstream.port()) + ":upstream.test:" + std::to_string(upstream.port()),
-                 "https://front.test:" + std::to_string(upstream.port()) + "/"});
-  EXPECT_NE(r.exit_code, 0);
-  const auto row = last_row();
-  EXPECT_EQ(row.kind, "socks");
-  EXPECT_EQ(row.host, "upstream.test");
-  EXPECT_EQ(row.decision, "deny");
-  EXPECT_EQ(row.rule, "sni");
-  EXPECT_NE(row.reason.find("domain fronting"), std::string::npos) << row.reason;
-}
-
 TEST_F(SocksTest, AnInternalAddressLiteralIsDeniedBeforeAnyDial) {
   start();
   const auto v6_loopback = bytes({5, 1, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 80});
@@ -243,24 +228,6 @@ TEST_F(SocksTest, AnUpstreamThatRefusesIsConnectionRefused) {
   EXPECT_EQ(row.kind, "socks");
   EXPECT_EQ(row.decision, "error");
   EXPECT_NE(row.error, "");
-}
-
-TEST_F(SocksTest, NothingIsConnectedWhileTheAuditStoreCannotWrite) {
-  audit_hold = 1;
-  start();
-  server->audit().flush();
-  // Another process holds the write lock: the writer's commits fail after its busy timeout.
-  StoreWriteLock lock(db_path);
-  ASSERT_TRUE(lock.held());
-  EXPECT_EQ(proxy_get(port, upstream_url("/during-lock")).status, 200);  // accepted into the queue
-  ASSERT_TRUE(audit_turns_unhealthy()) << "the audit writer never reported the lock";
-  {
-    ProxyConnection c(socks_port);
-    EXPECT_EQ(handshake(c, connect_name("upstream.test", upstream.port()))[1], 0x01)
-        << "a connection that cannot be audited is never made";
-    EXPECT_TRUE(c.closed_within(std::chrono::seconds(10)));
-  }
-  lock.release();
 }
 
 }  // namespace

@@ -149,19 +149,6 @@ TEST_F(TunnelTest, AnIdleTunnelHoldsNoRelayPipes) {
   EXPECT_EQ(c.send("GET /big?n=1000 HTTP/1.1\r\nHost: upstream.test\r\n\r\n").status, 200);
 }
 
-TEST_F(TunnelTest, ConnectToAPortNotInTheListIsDenied) {
-  start_proxy(base_policy());
-  auto r = proxy_connect(port, "upstream.test:22");
-  EXPECT_EQ(r.status, 403);
-  EXPECT_EQ(r.header("x-netbox-decision"), "deny");
-  EXPECT_NE(r.body.find("port 22"), std::string::npos) << r.body;
-  auto row = last_row();
-  EXPECT_EQ(row.kind, "connect");
-  EXPECT_EQ(row.decision, "deny");
-  EXPECT_EQ(row.rule, "ports");
-  EXPECT_EQ(row.port, 22);
-}
-
 TEST_F(TunnelTest, ConnectWithoutAPortIsMalformed) {
   start_proxy(base_policy());
   auto r = proxy_connect(port, "upstream.test");

@@ -246,5 +246,20 @@ TEST(CgroupV2Backend, AttachWritesThePidIntoCgroupProcs) {
   EXPECT_EQ(contents(dir / "cgroup.procs"), "4242");
 }
 
+
+// The kill switch and cleanup on v2: cgroup.kill takes the whole subtree at once, and a
+// frozen cgroup is thawed (cgroup.freeze 0) so that nothing is left pending in it.
+TEST(CgroupV2Backend, KillWritesCgroupKillAndThawsAFrozenCgroup) {
+  test::TempDir tmp;
+  const fs::path dir = tmp.path() / "netbox-nbx00000000-1";
+  put(dir / "cgroup.kill", "");
+  put(dir / "cgroup.freeze", "1\n");
+  put(dir / "cgroup.procs", "");
+  EXPECT_TRUE(kill_cgroup(dir, CgroupVersion::v2, std::chrono::steady_clock::now()));
+  EXPECT_EQ(contents(dir / "cgroup.kill"), "1");
+  thaw_cgroup(dir);
+  EXPECT_EQ(contents(dir / "cgroup.freeze"), "0");
+}
+
 }  // namespace
 }  // namespace netbox::launcher

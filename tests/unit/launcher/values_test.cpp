@@ -1,7 +1,6 @@
 // The launcher's pure parts: flag values, addresses, the agent's environment.
 #include "netbox/launcher/agent_trust.hpp"
 #include "netbox/launcher/environment.hpp"
-#include "netbox/launcher/duration.hpp"
 #include "netbox/launcher/launch.hpp"
 #include "netbox/launcher/rlimits.hpp"
 #include "netbox/launcher/subnet_pool.hpp"
@@ -226,16 +225,3 @@ TEST(AgentEnvironment, FlagsThatAreNotKeyValueAreUsageErrors) {
 
 }  // namespace
 }  // namespace netbox::launcher
-
-TEST(Duration, SecondsOrANumberWithAUnit) {
-  using netbox::launcher::parse_seconds;
-  EXPECT_EQ(parse_seconds("90"), 90.0);
-  EXPECT_EQ(parse_seconds("0.5"), 0.5);
-  EXPECT_EQ(parse_seconds("500ms"), 0.5);
-  EXPECT_EQ(parse_seconds("30s"), 30.0);
-  EXPECT_EQ(parse_seconds("15m"), 900.0);
-  EXPECT_EQ(parse_seconds("1h"), 3600.0);
-  EXPECT_EQ(parse_seconds("2d"), 172800.0);
-  for (const char* bad : {"", "s", "ms", "1x", "-1", "1 h", "1hh", "nan", "inf", "1e999", "h1"})
-    EXPECT_EQ(parse_seconds(bad), std::nullopt) << bad;
-}

@@ -63,34 +63,34 @@ TEST(Inspection, TheKeysLoadAtTheTopAndPerAgent) {
 TEST(Inspection, RulesDecideInOrderFirstMatchWinsAndANamedHostIsAnAllowList) {
   Policy p = parse_policy(kGithub, "p.json");
   const Profile& b = p.base;
-  EXPECT_EQ(decide_request(b, "api.github.com", 443, "GET", "/repos/acme/widget").verdict, Verdict::allow);
-  EXPECT_EQ(decide_request(b, "api.github.com", 443, "GET", "/repos/acme/widget").rule,
+  EXPECT_EQ(match_rules(b, "api.github.com", 443, "GET", "/repos/acme/widget").verdict, Verdict::allow);
+  EXPECT_EQ(match_rules(b, "api.github.com", 443, "GET", "/repos/acme/widget").rule,
             "rules[0] api.github.com GET,HEAD /repos/acme/*");
-  EXPECT_EQ(decide_request(b, "api.github.com", 443, "POST", "/repos/acme/widget/issues").verdict, Verdict::allow);
+  EXPECT_EQ(match_rules(b, "api.github.com", 443, "POST", "/repos/acme/widget/issues").verdict, Verdict::allow);
   // POST elsewhere, or a method no rule names: nothing allows it.
-  Decision push = decide_request(b, "api.github.com", 443, "POST", "/repos/acme/widget/git/refs");
+  Decision push = match_rules(b, "api.github.com", 443, "POST", "/repos/acme/widget/git/refs");
   EXPECT_EQ(push.verdict, Verdict::deny);
   EXPECT_THAT(push.reason, HasSubstr("no entry of rules allows POST /repos/acme/widget/git/refs on api.github.com"));
-  EXPECT_EQ(decide_request(b, "api.github.com", 443, "DELETE", "/repos/acme/widget").verdict, Verdict::deny);
-  EXPECT_EQ(decide_request(b, "api.github.com", 443, "GET", "/repos/other/x").verdict, Verdict::deny);
-  EXPECT_EQ(decide_request(b, "api.github.com", 443, "GET", "/repos/acme").verdict, Verdict::deny);
+  EXPECT_EQ(match_rules(b, "api.github.com", 443, "DELETE", "/repos/acme/widget").verdict, Verdict::deny);
+  EXPECT_EQ(match_rules(b, "api.github.com", 443, "GET", "/repos/other/x").verdict, Verdict::deny);
+  EXPECT_EQ(match_rules(b, "api.github.com", 443, "GET", "/repos/acme").verdict, Verdict::deny);
   // The first match wins: GET of the secret repo is allowed by rules[0] before rules[2]
   // is reached; a HEAD too. Order is the author's to choose, and it is kept.
-  EXPECT_EQ(decide_request(b, "api.github.com", 443, "GET", "/repos/acme/secret/x").rule,
+  EXPECT_EQ(match_rules(b, "api.github.com", 443, "GET", "/repos/acme/secret/x").rule,
             "rules[0] api.github.com GET,HEAD /repos/acme/*");
-  Decision put = decide_request(b, "api.github.com", 443, "PUT", "/repos/acme/secret/x");
+  Decision put = match_rules(b, "api.github.com", 443, "PUT", "/repos/acme/secret/x");
   EXPECT_EQ(put.verdict, Verdict::deny);
   EXPECT_EQ(put.rule, "rules[2] api.github.com /repos/acme/secret/*");
   EXPECT_THAT(put.reason, HasSubstr("PUT /repos/acme/secret/x on api.github.com is denied by rules[2]"));
   // A wildcard rule; and a host no rule names is left to the host decision.
-  EXPECT_EQ(decide_request(b, "api.openai.com", 443, "POST", "/v1/chat").verdict, Verdict::allow);
-  EXPECT_EQ(decide_request(b, "example.com", 443, "DELETE", "/anything").verdict, Verdict::allow);
-  EXPECT_EQ(decide_request(b, "example.com", 443, "DELETE", "/anything").rule, "");
+  EXPECT_EQ(match_rules(b, "api.openai.com", 443, "POST", "/v1/chat").verdict, Verdict::allow);
+  EXPECT_EQ(match_rules(b, "example.com", 443, "DELETE", "/anything").verdict, Verdict::allow);
+  EXPECT_EQ(match_rules(b, "example.com", 443, "DELETE", "/anything").rule, "");
   // Per agent, and report mode reports instead of refusing.
-  EXPECT_EQ(decide_request(p.profile_for("reader"), "api.github.com", 443, "GET", "/anything").verdict,
+  EXPECT_EQ(match_rules(p.profile_for("reader"), "api.github.com", 443, "GET", "/anything").verdict,
             Verdict::allow);
-  EXPECT_EQ(decide_request(p.profile_for("reader"), "api.github.com", 443, "HEAD", "/").verdict, Verdict::deny);
-  EXPECT_EQ(decide_request(p.profile_for("watcher"), "api.github.com", 443, "DELETE", "/x").verdict,
+  EXPECT_EQ(match_rules(p.profile_for("reader"), "api.github.com", 443, "HEAD", "/").verdict, Verdict::deny);
+  EXPECT_EQ(match_rules(p.profile_for("watcher"), "api.github.com", 443, "DELETE", "/x").verdict,
             Verdict::report);
 }
 

@@ -97,6 +97,47 @@ TEST(Load, HeaderTimeoutIsReadAndMergedPerAgent) {
   expect_fail(R"({"version": 1, "limits": {"header_timeout_ms": "5s"}})", "/limits/header_timeout_ms", "positive integer");
 }
 
+// The limits' times also take netbox's one duration grammar, under the names without _ms.
+TEST(Load, LimitTimesTakeTheDurationGrammar) {
+  auto p = parse_policy(R"({"version": 1, "limits": {"idle_timeout": "1h30m", "connect_timeout": "1.5s",
+                            "header_timeout": 20, "dial_budget": "500ms"}})",
+                        "p.json");
+  EXPECT_EQ(p.base.limits.idle_timeout, std::chrono::minutes(90));
+  EXPECT_EQ(p.base.limits.connect_timeout, std::chrono::milliseconds(1500));
+  EXPECT_EQ(p.base.limits.header_timeout, std::chrono::seconds(20));
+  EXPECT_EQ(p.base.limits.dial_budget, std::chrono::milliseconds(500));
+  expect_fail(R"({"version": 1, "limits": {"idle_timeout": "1h2h"}})", "/limits/idle_timeout", "the unit h is given twice");
+  expect_fail(R"({"version": 1, "limits": {"idle_timeout": "0s"}})", "/limits/idle_timeout", "longer than 0");
+  expect_fail(R"({"version": 1, "limits": {"idle_timeout": "5m", "idle_timeout_ms": 5}})", "/limits/idle_timeout",
+              "not both");
+}
+
+// "include" allows the hosts of a shipped set, as if listed under allow, in the profile
+// that names it; an unknown set is named with the sets there are.
+TEST(Load, IncludeAllowsAShippedHostSet) {
+  const auto p = parse_policy(R"({"version": 1, "allow": ["example.com"], "include": ["@python"],
+                                  "agents": {"coder": {"include": ["@npm"]}, "bare": {"allow": ["x.example"]}}})",
+                              "p.json");
+  const auto has = [](const Profile& profile, const std::string& host) {
+    return std::any_of(profile.allow.begin(), profile.allow.end(), [&](const Rule& r) { return r.written == host; });
+  };
+  EXPECT_TRUE(has(p.base, "example.com"));
+  EXPECT_TRUE(has(p.base, "pypi.org"));
+  EXPECT_TRUE(has(p.base, "files.pythonhosted.org"));
+  EXPECT_FALSE(has(p.base, "registry.npmjs.org"));
+  EXPECT_TRUE(has(p.profile_for("coder"), "registry.npmjs.org"));
+  EXPECT_TRUE(has(p.profile_for("coder"), "pypi.org")) << "an agent's include adds to the allow it inherits";
+  EXPECT_FALSE(has(p.profile_for("bare"), "pypi.org")) << "an agent's own allow replaces the top level's";
+  expect_fail(R"({"version": 1, "include": ["@pyton"]})", "/include/0", "no host set '@pyton' (did you mean @python?)");
+  expect_fail(R"({"version": 1, "include": ["pypi.org"]})", "/include/0", "list hosts under allow");
+}
+
+// Every shipped set parses as allow entries (read_include relies on it).
+TEST(Load, EveryShippedHostSetLoads) {
+  for (const char* set : {"@anthropic", "@openai", "@gemini", "@python", "@npm", "@github", "@gitlab", "@crates", "@go"})
+    EXPECT_NO_THROW(parse_policy(std::string(R"({"version": 1, "include": [")") + set + R"("]})", "p.json")) << set;
+}
+
 TEST(Load, DigestIsSha256OfTheBytes) {
   auto p = parse_policy("{\"version\": 1}\n", "p.json");
   // sha256sum of the same 15 bytes
@@ -114,7 +155,24 @@ TEST(Load, BadJsonNamesLineAndColumn) {
   auto empty = fail_of("");
   EXPECT_EQ(empty.line, 1);
   EXPECT_NE(empty.what.find("invalid JSON"), std::string::npos);
-  EXPECT_NE(fail_of("{\"version\": 1} // comment").what.find("invalid JSON"), std::string::npos);
+  EXPECT_NE(fail_of("{\"version\": 1} /* unclosed").what.find("invalid JSON"), std::string::npos);
+}
+
+// JSON with comments: an entry can say why it is there, and a mistake after a comment is
+// still named at its own line and column.
+TEST(Load, CommentsAreAllowedAndMistakesKeepTheirPosition) {
+  const auto p = parse_policy("// the agent's policy\n{\"version\": 1, /* block */\n"
+                              " \"allow\": [\"a.example\", // why: its API\n \"b.example\"]}",
+                              "p.json");
+  EXPECT_EQ(p.base.allow.size(), 2U);
+  auto f = fail_of("{\"version\": 1, // a comment with \"quotes\" and a ] bracket\n"
+                   " /* and */ \"allow\": [\"a.example\", /* x */ \"x*y\"]}");
+  EXPECT_EQ(f.path, "/allow/1") << f.what;
+  EXPECT_EQ(f.line, 2) << f.what;
+  EXPECT_EQ(f.column, 43) << f.what;
+  auto twice = fail_of("{\"version\": 1, // once\n \"version\": 1}");
+  EXPECT_EQ(twice.line, 2) << twice.what;
+  EXPECT_NE(twice.what.find("appears twice"), std::string::npos) << twice.what;
 }
 
 TEST(Load, ColumnsCountCharactersNotBytes) {

@@ -30,7 +30,7 @@ std::set<std::string> keys(const json& properties) {
 
 TEST(Schema, TopLevelKeysAreTheLoadersKeys) {
   auto s = schema();
-  EXPECT_EQ(keys(s["properties"]), (std::set<std::string>{"$schema", "version", "mode", "allow", "deny", "ports",
+  EXPECT_EQ(keys(s["properties"]), (std::set<std::string>{"$schema", "version", "mode", "allow", "include", "deny", "ports",
                                                            "internal", "resolve", "resolve_unlisted_names", "limits",
                                                            "sandbox", "inspect", "rules", "credentials", "agents"}));
   EXPECT_EQ(s["additionalProperties"], false);
@@ -39,7 +39,7 @@ TEST(Schema, TopLevelKeysAreTheLoadersKeys) {
     if (k == "version" || k == "$schema") continue;
     json doc = {{"version", 1}};
     doc[k] = s["$defs"].contains(k) && s["$defs"][k].contains("default") ? s["$defs"][k]["default"] : json::object();
-    if (k == "allow" || k == "deny" || k == "ports" || k == "inspect" || k == "rules" || k == "credentials")
+    if (k == "allow" || k == "include" || k == "deny" || k == "ports" || k == "inspect" || k == "rules" || k == "credentials")
       doc[k] = json::array();
     if (k == "mode") doc[k] = "enforce";
     if (k == "resolve_unlisted_names") doc[k] = s["properties"][k]["default"];
@@ -50,11 +50,12 @@ TEST(Schema, TopLevelKeysAreTheLoadersKeys) {
 TEST(Schema, AgentKeysAndLimitKeysMatch) {
   auto s = schema();
   EXPECT_EQ(keys(s["properties"]["agents"]["additionalProperties"]["properties"]),
-            (std::set<std::string>{"mode", "allow", "deny", "ports", "internal", "limits", "sandbox", "inspect", "rules",
-                                   "credentials"}));
+            (std::set<std::string>{"mode", "allow", "include", "deny", "ports", "internal", "limits", "sandbox", "inspect",
+                                   "rules", "credentials"}));
   EXPECT_EQ(keys(s["$defs"]["limits"]["properties"]),
             (std::set<std::string>{"max_connections", "max_connections_per_agent", "max_connections_per_host",
-                                   "connect_timeout_ms", "dial_budget_ms", "idle_timeout_ms", "header_timeout_ms"}));
+                                   "connect_timeout_ms", "dial_budget_ms", "idle_timeout_ms", "header_timeout_ms",
+                                   "connect_timeout", "dial_budget", "idle_timeout", "header_timeout"}));
 }
 
 TEST(Schema, DefaultsMatchTheDefaultPolicy) {

@@ -35,25 +35,29 @@ TEST(FirstFlight, OtherProtocolsAreRaw) {
   EXPECT_EQ(sniff_first_flight("ABCDEFGHIJKLMNOPQRS"), raw) << "no method is longer than 16 letters";
 }
 
-TEST(FirstFlight, FrontingIsAnotherServerNameInACompleteHello) {
-  tls::ClientHello h;
-  h.status = tls::ClientHello::Status::complete;
-  h.server_name = "allowed.test";
-  EXPECT_EQ(fronting(h, "allowed.test", "the name"), "");
-  h.server_name = "front.test";
-  EXPECT_EQ(fronting(h, "allowed.test", "the name"),
-            "the TLS server name front.test is not allowed.test, the name (domain fronting)");
-  // An ECH extension (GREASE or real) does not excuse the outer name: a server that does
-  // not do ECH serves it (found by a review: any bytes in extension 0xfe0d let this pass).
-  h.encrypted_client_hello = true;
-  EXPECT_EQ(fronting(h, "allowed.test", "the name"),
-            "the TLS server name front.test is not allowed.test, the name (domain fronting; an Encrypted Client "
-            "Hello's outer name must be it too)");
-  h.server_name = "allowed.test";
-  EXPECT_EQ(fronting(h, "allowed.test", "the name"), "") << "GREASE ECH with the admitted name passes";
-  h.encrypted_client_hello = false;
-  h.server_name.clear();
-  EXPECT_EQ(fronting(h, "allowed.test", "the name"), "") << "no name: decided on the admitted one";
+// The ClientHello's fields reach the policy's check_server_name as they were read (its
+// own cases are in tests/unit/policy/decide_request_test.cpp).
+TEST(FirstFlight, FrontingIsDecidedOnTheHelloAsRead) {
+  const auto name = *policy::parse_host("allowed.test").host;
+  FirstFlight f;
+  f.kind = tls;
+  f.hello.status = tls::ClientHello::Status::complete;
+  f.hello.server_name = "allowed.test";
+  EXPECT_FALSE(check_first_flight(f, name, "the name"));
+  f.hello.server_name = "front.test";
+  auto no = check_first_flight(f, name, "the name");
+  ASSERT_TRUE(no);
+  EXPECT_EQ(no->status, 403u);
+  EXPECT_EQ(no->outcome, Outcome::deny);
+  EXPECT_EQ(no->rule, "sni");
+  EXPECT_EQ(no->reason, "the TLS ClientHello asks for the server name front.test, not allowed.test, the name (domain "
+                        "fronting)");
+  f.hello.encrypted_client_hello = true;
+  no = check_first_flight(f, name, "the name");
+  ASSERT_TRUE(no);
+  EXPECT_NE(no->reason.find("an Encrypted Client Hello's outer name must be it too"), std::string::npos);
+  f.hello.server_name.clear();
+  EXPECT_FALSE(check_first_flight(f, name, "the name")) << "no name: decided on the admitted one";
 }
 
 TEST(FirstFlight, TheHostCheckWantsExactlyOneHostHeaderNamingTheAdmittedName) {

@@ -7,6 +7,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <cstdint>
 #include <exception>
 #include <filesystem>
@@ -94,6 +95,18 @@ class AgentCgroup {
   void finish_attach();
   CgroupUsage usage() const;
   const std::vector<std::filesystem::path>& dirs() const { return dirs_; }
+
+  // The guardian's freeze and kill switch (issue 25). A frozen agent runs no instruction
+  // until thawed (cgroup v2's cgroup.freeze; v1's freezer hierarchy, where mounted) and
+  // can still be killed. can_freeze() is false without either: freeze() then throws
+  // std::runtime_error saying so, never pretends.
+  bool can_freeze() const;
+  void freeze();  // returns once the kernel says every process is frozen (bounded: throws after 5 s)
+  void thaw();
+  bool frozen() const;
+  // SIGKILLs every process of the agent, frozen or not, and waits until the cgroup is
+  // empty, at most `wait`. True when it is: the agent is gone, not merely signalled.
+  bool kill_all(std::chrono::milliseconds wait);
 
  private:
   CgroupVersion version_ = CgroupVersion::none;

@@ -6,6 +6,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <filesystem>
 #include <set>
 #include <string>
@@ -25,6 +26,15 @@ void attach_to_cgroup(const std::filesystem::path& dir, pid_t pid);
 // SIGKILLs whatever is in the cgroup (cgroup.kill on v2 where the kernel has it), waits
 // until it is empty and removes the folder; bounded. Returns an error text or "".
 std::string remove_cgroup(const std::filesystem::path& dir, CgroupVersion version) noexcept;
+// Thaws the cgroup at `dir` if it has a freezer (v1 freezer.state, v2 cgroup.freeze);
+// errors are ignored: this is cleanup's first step.
+void thaw_cgroup(const std::filesystem::path& dir) noexcept;
+// The processes in the cgroup at `dir` now.
+std::vector<pid_t> cgroup_procs(const std::filesystem::path& dir);
+// SIGKILLs what is in the cgroup (cgroup.kill on v2 where the kernel has it), thawing it
+// where it is frozen (a frozen v1 task dies only once thawed), until it is empty or
+// `deadline`; true when empty.
+bool kill_cgroup(const std::filesystem::path& dir, CgroupVersion version, std::chrono::steady_clock::time_point deadline);
 
 namespace cgroup_v2 {
 // The controllers `dir`'s children can be given (its cgroup.controllers).

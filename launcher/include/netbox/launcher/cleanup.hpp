@@ -23,7 +23,9 @@ void remove_launch_network(const Lease& lease) noexcept;
 // whatever failed stays attributable to a (now dead) owner for `netbox gc`.
 class LaunchNetwork {
  public:
-  explicit LaunchNetwork(Lease lease) : lease_(std::move(lease)) {}
+  // `link`: a veth and a host table were made for it (a running proxy's agent); else the
+  // lease holds only the agent's uid and there is nothing of the network to remove.
+  LaunchNetwork(Lease lease, bool link) : lease_(std::move(lease)), removed_(!link) {}
   ~LaunchNetwork();
   LaunchNetwork(const LaunchNetwork&) = delete;
   LaunchNetwork& operator=(const LaunchNetwork&) = delete;

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace netbox::launcher {
@@ -26,6 +27,9 @@ struct CgroupFlags {
 
 struct LaunchOptions {
   std::optional<std::filesystem::path> policy_file;
+  // A policy given as text (a --preset's), used when no policy_file is: its name in
+  // messages ("preset claude") and its JSON.
+  std::optional<std::pair<std::string, std::string>> policy_text;
   std::string name;                                   // empty: command basename + short id
   std::string profile;                                // the policy's agents.PROFILE entry; empty: see docs
   std::optional<std::filesystem::path> proxy_control; // unset: embedded proxy
@@ -56,8 +60,8 @@ struct LaunchOptions {
   bool writable_hooks = false;                        // git hooks/config, .envrc, .vscode writable
   std::vector<std::string> allow_degraded;            // LAYER names (degraded_layers.hpp)
   bool explain = false;                               // print the layers, run nothing
-  // The embedded proxy's log: by default only refusals and failures on stderr; --quiet
-  // none; --log-file every line into FILE (0600) and none on stderr.
+  // The terminal: by default the banner, the refusals and a summary at exit; --quiet
+  // none. --log-file: every line of the embedded proxy into FILE (0600); see ProxyLogRelay.
   bool quiet = false;
   std::optional<std::string> log_file;
   std::string explain_format = "text";                // text | json (the agents row's `sandbox`)

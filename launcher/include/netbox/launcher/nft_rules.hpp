@@ -18,6 +18,12 @@ namespace netbox::launcher {
 void install_agent_rules(const std::string& proxy_addr, const ProxyPorts& ports, bool dns = false,
                          const std::string& proxy_addr6 = "");
 
+// Inside the agent's namespace when it reaches the proxy through sockets made there
+// (agent_link.hpp): output to loopback only; with `ports.capture`, every TCP connection to
+// another address is redirected to the capture socket and DNS (UDP and TCP port 53, IPv4)
+// to `dns_addr`:53, the DNS view's sockets; everything else is refused at once.
+void install_link_rules(const ProxyPorts& ports, const std::string& dns_addr);
+
 // On the host: table `inet netbox_<veth>` accepting from the veth only TCP to the proxy
 // address and ports (and with `dns` UDP and TCP port 53 on it), rejecting other input from
 // it and dropping its forwarding; with `ports.capture`, a prerouting chain DNATs every

@@ -1,11 +1,13 @@
 #pragma once
 // The agent's proxy: an embedded netbox::proxy::Server, or a running `netbox proxy`
-// reached over its control socket. Either way the launcher attaches the agent (a
-// listener on the host side of the veth plus the address -> name registration and
-// the `agents` row) and detaches it at exit.
+// reached over its control socket. Either way the launcher attaches the agent (the
+// embedded proxy: the sockets made in the agent's namespace, agent_link.hpp; a running
+// one: a listener on the host side of the veth plus the address -> name registration;
+// and the `agents` row) and detaches it at exit.
 #include "netbox/launcher/proxy_ports.hpp"
 #include "netbox/launcher/supervisor.hpp"
 #include "netbox/policy/policy.hpp"
+#include "netbox/proxy/agent_attachment.hpp"
 #include "netbox/proxy/credential_secret.hpp"
 
 #include <sys/types.h>
@@ -37,11 +39,16 @@ struct AgentIdentity {
   std::string host_addr6;
   std::optional<policy::Cidr> dns_pool6;
   std::vector<proxy::CredentialSecret> credentials;  // the profile's secrets (credential_secrets.hpp)
+  // Set: the agent reaches the proxy through these sockets in its namespace (agent_link.hpp),
+  // and has no address; the launcher keeps and closes them. Only the embedded proxy takes them.
+  std::optional<proxy::AgentSockets> sockets;
 };
 
 // The synthetic addresses the DNS view hands out: the benchmarking range (RFC 2544),
 // never a real destination. Per agent: each agent's proxy keeps its own mappings.
 inline const policy::Cidr kSyntheticPool{boost::asio::ip::make_address("198.18.0.0"), 15};
+// Its IPv6 twin for an agent on sockets (AAAA answers): a /80 of the IPv6 benchmarking range.
+inline const policy::Cidr kSyntheticPool6{boost::asio::ip::make_address("2001:2::"), 80};
 
 class ProxyLink {
  public:
@@ -50,8 +57,9 @@ class ProxyLink {
   // starts its threads). The launcher runs it on a thread while it wires the veth;
   // a failure is reported by attach. Must not be called before the child is cloned.
   virtual void prepare() {}
-  // Listens on the host address (HTTP, and SOCKS5 when the proxy offers it) and registers
-  // the agent; returns the ports. Throws LaunchError(125) when the proxy refuses.
+  // Takes the agent's sockets (AgentIdentity::sockets; the ports are theirs) or listens on
+  // the host address (HTTP, and SOCKS5 when the proxy offers it), and registers the agent;
+  // returns the ports it listens on. Throws LaunchError(125) when the proxy refuses.
   virtual ProxyPorts attach(const AgentIdentity& agent) = 0;
   // After attach: the port of the agent's transparent listener on host_addr, where its
   // namespace sends captured TCP connections; 0 when the proxy captures none.
@@ -65,6 +73,7 @@ struct EmbeddedLog {
   int fd = 2;
   bool all_requests = false;  // else only refusals and failures
   bool quiet = false;         // no request lines at all
+  bool json = false;          // JSON lines (for a ProxyLogRelay to read), else text
 };
 // `subnet` is the launch's --subnet pool: no request through this proxy may reach it.
 // TLS inspection by the embedded proxy: the netbox CA (--ca-dir) and extra trust anchors

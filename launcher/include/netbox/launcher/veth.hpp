@@ -21,6 +21,10 @@ void set_link_up(const std::string& ifname);
 // a connection to any address before the nat output hook sends it to the proxy.
 void add_default_route(const std::string& ifname, const std::string& gateway);
 void add_ipv6_default_route(const std::string& ifname, const std::string& gateway);
+// `local default dev lo` for AF_INET or AF_INET6: every address is this namespace's own, so
+// a connect() to any of them gets a route (and stays inside) for the nat output hook to
+// redirect it to the proxy's capture socket; no device leads anywhere.
+void add_local_default_route(int family);
 // Returns false when the link did not exist.
 bool delete_link(const std::string& ifname);
 bool link_exists(const std::string& ifname);

@@ -3,6 +3,7 @@
 // the proxy logs it and acts on it, it never re-derives a verdict.
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace netbox::policy {
 
@@ -24,6 +25,14 @@ struct Decision {
   std::string reason;
 
   bool lets_through() const { return verdict != Verdict::deny; }
+  // Let through with nothing to report: no row needs to explain it.
+  bool plain_allow() const { return verdict == Verdict::allow; }
+
+  // A refusal the policy's callers may pass on as it is (a name the DNS view cannot
+  // answer, a credential's placeholder): every mode refuses it.
+  static Decision refused(std::string rule, std::string reason) {
+    return Decision{Verdict::deny, std::move(rule), std::move(reason)};
+  }
 };
 
 }  // namespace netbox::policy

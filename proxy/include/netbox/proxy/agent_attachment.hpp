@@ -23,8 +23,21 @@ struct AgentLaunch {
   std::string sandbox;        // a JSON object as text: what it runs under; empty: none
 };
 
+// Listening sockets a launcher made inside the agent's own network namespace (issue 24),
+// as descriptors the attachment duplicates (the caller keeps and closes its own). Nothing
+// but that namespace can reach them, so a connection one of them accepts is the agent's:
+// its identity is the socket, never an address.
+struct AgentSockets {
+  std::vector<int> http;     // HTTP proxy listeners (127.0.0.1 and ::1)
+  std::vector<int> socks;    // SOCKS5 listeners, likewise; none: no SOCKS5
+  std::vector<int> capture;  // where the namespace's redirect sends captured TCP; none: no capture
+  int dns_udp = -1;          // the DNS view's sockets (with dns_pool)
+  int dns_tcp = -1;
+};
+
 struct AgentAttachment {
-  boost::asio::ip::address addr;  // the agent's client address
+  // The agent's client address (unused with `sockets`: an agent known by its sockets has none).
+  boost::asio::ip::address addr;
   std::string name;
   std::string profile;  // key of the policy's agents; empty: the top-level profile
   // A listener for the agent (the host side of its link); port 0 picks one. One already
@@ -52,6 +65,11 @@ struct AgentAttachment {
   // The secrets of its profile's `credentials`, read by the launcher, one per credential
   // (a profile with credentials is refused without them); the agent holds the placeholders.
   std::vector<CredentialSecret> credentials;
+  // Set: the agent is known by these sockets (its namespace's), not by addr, listen,
+  // socks_listen or ipv6, which are then ignored; dns_pool (and ipv6's pool) still apply.
+  std::optional<AgentSockets> sockets;
+  // With sockets: the synthetic IPv6 pool of its AAAA answers (none: no AAAA records).
+  std::optional<policy::Cidr> dns_pool6;
 };
 
 // What attach_agent did, for detach_agent to undo: a value the caller keeps.
@@ -76,6 +94,9 @@ struct AttachedAgent {
   // attached agent held them: then the next free blocks of their size.
   std::optional<policy::Cidr> dns_pool;
   std::optional<policy::Cidr> dns_pool6;
+  // Attached by its sockets (AgentAttachment::sockets): its network namespace's cookie
+  // (SO_NETNS_COOKIE), which keys its listeners, view and identity here. 0: by address.
+  std::uint64_t netns = 0;
 };
 
 // How the agent ended, for its agents row.

@@ -1,5 +1,7 @@
 #pragma once
 // A point-in-time copy of the proxy's counters, for the dashboards' /metrics and JSON API.
+#include "netbox/export/exporter.hpp"
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -57,6 +59,7 @@ struct CountersSnapshot {
   bool audit_healthy = true;
   std::string policy_digest;      // SHA-256 of the policy in force
   double policy_loaded_at = 0;    // when it was loaded, seconds since the Unix epoch
+  std::vector<siem::SinkStats> exports;  // per --export sink: records exported and dropped
 };
 
 }  // namespace netbox::proxy

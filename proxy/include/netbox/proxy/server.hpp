@@ -18,6 +18,7 @@
 #include <vector>
 
 namespace netbox::audit { class Writer; }
+namespace netbox::siem { class Exporter; }
 
 namespace netbox::proxy {
 
@@ -78,6 +79,9 @@ struct ProxyOptions {
   // Rows older than this are pruned hourly by the writer thread (0: keep everything).
   std::chrono::seconds audit_retention{0};
   bool audit_fold_refusals = true;  // repeated refusals of one agent into counted rows
+  // The SIEM export (`--export`, export/): every completed row and agent event is handed
+  // to it as well, without waiting. Null: none.
+  std::shared_ptr<siem::Exporter> exporter;
   // The launcher's subnet pools (`netbox launch --subnet`): the host side of every
   // launch's veth lives there, with its embedded proxy and whatever host service listens
   // on 0.0.0.0. No request through the proxy may reach an address in them (rule `netbox`).

@@ -1,0 +1,84 @@
+// The export's pure parts: what --export accepts, and the placeholder a field may not carry
+// into an export in any spelling.
+#include "netbox/export/ocsf.hpp"
+#include "netbox/export/placeholders.hpp"
+#include "netbox/export/sink_spec.hpp"
+
+#include <gmock/gmock.h>
+
+#include <stdexcept>
+#include <vector>
+
+namespace netbox::siem {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(SinkSpec, AcceptsTheTwoKinds) {
+  auto f = parse_sink("ocsf-jsonl:/var/log/netbox/ocsf.jsonl");
+  EXPECT_EQ(f.kind, SinkSpec::Kind::ocsf_jsonl);
+  EXPECT_EQ(f.path, "/var/log/netbox/ocsf.jsonl");
+  auto o = parse_sink("otlp-http://127.0.0.1:4318");
+  EXPECT_EQ(o.kind, SinkSpec::Kind::otlp_http);
+  EXPECT_EQ(o.host, "127.0.0.1");
+  EXPECT_EQ(o.port, 4318);
+  EXPECT_EQ(o.target, "/v1/logs");
+  auto v6 = parse_sink("otlp-http://[::1]:4318/custom/logs");
+  EXPECT_EQ(v6.host, "::1");
+  EXPECT_EQ(v6.target, "/custom/logs");
+}
+
+TEST(SinkSpec, RefusesWhatItCannotUseSayingWhy) {
+  for (const char* bad : {"ftp://127.0.0.1:21", "ocsf-jsonl:", "otlp-http://127.0.0.1", "otlp-http://:4318",
+                          "otlp-http://h:0", "otlp-http://h:65536", "otlp-http://h:12x", "otlp-https://h:4318",
+                          "otlp-http://[::1:4318", "otlp-http://h:4318/a b", "", "jsonl:/x"}) {
+    try {
+      parse_sink(bad);
+      ADD_FAILURE() << bad << " was accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_THAT(e.what(), HasSubstr(std::string("'") + bad + "'"));
+    }
+  }
+}
+
+TEST(Placeholders, AreWithheldInEverySpellingTheTripwireSeesThrough) {
+  const std::string p = "nbx-openai-00112233445566778899aabbccddeeff";
+  for (std::string text : std::vector<std::string>{"/k/" + p, "/k/NBX-OPENAI-00112233445566778899AABBCCDDEEFF",
+                           "/k/%6Ebx-openai-00112233445566778899aabbccddeeff",
+                           "/k/%256Ebx-openai-00112233445566778899aabbccddeeff",
+                           std::string("nbx-openai-0011223344556677.8899aabbccddeeff.other.test")}) {
+    EXPECT_TRUE(withhold_placeholder(text)) << text;
+    EXPECT_EQ(text.find("0011223344556677"), std::string::npos);
+  }
+  for (std::string text : std::vector<std::string>{"/v1/chat/completions", "nbx-docs.example.com", "/nbx-openai-0011"}) {
+    const auto before = text;
+    EXPECT_FALSE(withhold_placeholder(text));
+    EXPECT_EQ(text, before);
+  }
+}
+
+TEST(Ocsf, ARefusedRequestIsItsActivityAndADetectionFinding) {
+  audit::AuditRecord r;
+  r.kind = "http";
+  r.method = "POST";
+  r.host = "evil.test";
+  r.port = 80;
+  r.path = "/nbx-openai-00112233445566778899aabbccddeeff";
+  r.decision = "deny";
+  r.rule = "credentials.openai";
+  r.reason = "exfiltration attempt";
+  r.status = 403;
+  const auto records = ocsf_records(r, {"0.1.0", "host-a"}, "u-1");
+  ASSERT_EQ(records.size(), 2u);
+  EXPECT_EQ(records[0]["class_uid"], 4002);
+  EXPECT_EQ(records[0]["activity_id"], 6);
+  EXPECT_EQ(records[0]["type_uid"], 400206);
+  EXPECT_EQ(records[0]["action_id"], 2);
+  EXPECT_EQ(records[1]["class_uid"], 2004);
+  EXPECT_EQ(records[1]["finding_info"]["uid"], "u-1");
+  EXPECT_EQ(records[1]["finding_info"]["analytic"]["name"], "credentials.openai");
+  for (const auto& j : records) EXPECT_EQ(j.dump().find("00112233"), std::string::npos) << j.dump();
+}
+
+}  // namespace
+}  // namespace netbox::siem
