@@ -13,7 +13,7 @@
 // connections instead of holding descriptors every other agent needs.
 //
 // The pool holds plain TCP connections (forwarded HTTP) and verified TLS connections
-// (inspected HTTPS, upstream_tls.hpp) under the same bounds, since both cost a descriptor.
+// (inspected HTTPS, upstream_link.hpp) under the same bounds, since both cost a descriptor.
 // A TLS key adds the trust configuration the certificate was verified against to the
 // host it was verified for (its SNI too), so a TLS connection is only ever reused for the
 // same name, address, port and trust store; no plain key equals a TLS key.
