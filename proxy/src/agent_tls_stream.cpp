@@ -39,7 +39,7 @@ AgentTlsStream::AgentTlsStream(boost::asio::ip::tcp::socket socket, SSL_CTX* ctx
   if (!early.empty()) BIO_write(in_, early.data(), static_cast<int>(early.size()));
   // Reads happen only once the socket is readable; the socket itself never blocks.
   boost::system::error_code ignored;
-  socket_.non_blocking(true, ignored);
+  socket_.socket().non_blocking(true, ignored);
 }
 
 AgentTlsStream::~AgentTlsStream() { SSL_free(ssl_); }
@@ -81,7 +81,7 @@ void AgentTlsStream::feed(std::size_t n) {
   std::array<char, 17 * 1024> more;
   for (;;) {
     boost::system::error_code ec;
-    const std::size_t got = socket_.read_some(boost::asio::buffer(more), ec);
+    const std::size_t got = socket_.socket().read_some(boost::asio::buffer(more), ec);
     // would_block: all of it is in; an error or the end: the next read reports it.
     if (ec || got == 0) return;
     BIO_write(in_, more.data(), static_cast<int>(got));
@@ -99,6 +99,7 @@ void AgentTlsStream::trim() {
     SSL_set0_wbio(ssl_, out_bio_);
   }
   if (out_.capacity() > kKeptBio) std::string().swap(out_);
+  if (gather_.capacity() > kKeptBio) std::string().swap(gather_);
 }
 
 }  // namespace netbox::proxy

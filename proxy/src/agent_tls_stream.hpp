@@ -7,7 +7,7 @@
 // into it (and a larger input on into the stack) and from there into the engine's input
 // BIO; output goes from the engine's output BIO into a string that is written and cleared.
 // Both BIOs hold only what is in flight and are replaced when they grew past a record.
-// One operation at a time (the tunnel reads a request, then writes its answer).
+// One operation at a time (the request loop reads a request, then writes its answer).
 // `early` (the ClientHello netbox already read to check it) is the engine's first input.
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/buffer.hpp>
@@ -16,6 +16,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/ssl/error.hpp>
 #include <boost/asio/write.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>
@@ -25,22 +26,37 @@
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <utility>
 
 namespace netbox::proxy {
 
 class AgentTlsStream {
  public:
-  using executor_type = boost::asio::ip::tcp::socket::executor_type;
+  using executor_type = boost::beast::tcp_stream::executor_type;
   using lowest_layer_type = boost::asio::ip::tcp::socket;
+  using next_layer_type = boost::beast::tcp_stream;
 
   // Throws std::runtime_error when OpenSSL cannot allocate the session.
   AgentTlsStream(boost::asio::ip::tcp::socket socket, SSL_CTX* ctx, std::string_view early);
   ~AgentTlsStream();
+  // Only between operations (an inspected connection hands its stream to the request
+  // loop after the handshake).
+  AgentTlsStream(AgentTlsStream&& o) noexcept
+      : socket_(std::move(o.socket_)),
+        ssl_(std::exchange(o.ssl_, nullptr)),
+        in_(std::exchange(o.in_, nullptr)),
+        out_bio_(std::exchange(o.out_bio_, nullptr)),
+        out_(std::move(o.out_)) {}
+  AgentTlsStream& operator=(AgentTlsStream&&) = delete;
   AgentTlsStream(const AgentTlsStream&) = delete;
   AgentTlsStream& operator=(const AgentTlsStream&) = delete;
 
   executor_type get_executor() { return socket_.get_executor(); }
-  lowest_layer_type& lowest_layer() { return socket_; }
+  lowest_layer_type& lowest_layer() { return socket_.socket(); }
+  // The timed stream below: its expires_after() bounds each operation (a timeout ends one
+  // with beast::error::timeout), as on a plain connection (beast::get_lowest_layer).
+  next_layer_type& next_layer() { return socket_; }
   SSL* native_handle() { return ssl_; }
 
   template <class Token>
@@ -51,9 +67,11 @@ class AgentTlsStream {
   auto async_read_some(const MutableBuffers& buffers, Token&& token) {
     return run(Read{first(buffers)}, std::forward<Token>(token));
   }
+  // A gather write (head, body piece, chunk framing) goes as one TLS record: its buffers
+  // are joined (64 KiB at most) rather than written one record each.
   template <class ConstBuffers, class Token>
   auto async_write_some(const ConstBuffers& buffers, Token&& token) {
-    return run(Write{first(buffers)}, std::forward<Token>(token));
+    return run(Write{joined(buffers)}, std::forward<Token>(token));
   }
 
  private:
@@ -86,9 +104,24 @@ class AgentTlsStream {
 
   template <class Buffers>
   static auto first(const Buffers& buffers) {
+    using Buffer = std::conditional_t<boost::asio::is_mutable_buffer_sequence<Buffers>::value,
+                                      boost::asio::mutable_buffer, boost::asio::const_buffer>;
+    for (auto it = boost::asio::buffer_sequence_begin(buffers); it != boost::asio::buffer_sequence_end(buffers); ++it) {
+      Buffer b(*it);
+      if (b.size() != 0) return b;
+    }
+    return Buffer();
+  }
+
+  template <class Buffers>
+  boost::asio::const_buffer joined(const Buffers& buffers) {
+    std::size_t parts = 0;
     for (auto it = boost::asio::buffer_sequence_begin(buffers); it != boost::asio::buffer_sequence_end(buffers); ++it)
-      if (it->size() != 0) return *it;
-    return *boost::asio::buffer_sequence_begin(buffers);
+      parts += boost::asio::const_buffer(*it).size() != 0;
+    if (parts < 2) return first(buffers);
+    gather_.resize(std::min(boost::asio::buffer_size(buffers), kWriteSlice));
+    gather_.resize(boost::asio::buffer_copy(boost::asio::buffer(gather_), buffers));
+    return boost::asio::buffer(gather_);
   }
 
   // Interprets the engine's return value `r`; on failure sets `ec`.
@@ -173,11 +206,12 @@ class AgentTlsStream {
         Op<Action>{*this, action, Op<Action>::Phase::start, false, false, {}, 0}, token, socket_);
   }
 
-  boost::asio::ip::tcp::socket socket_;
+  boost::beast::tcp_stream socket_;
   SSL* ssl_ = nullptr;
   BIO* in_ = nullptr;   // owned by ssl_
   BIO* out_bio_ = nullptr;  // owned by ssl_
   std::string out_;     // being written to the socket
+  std::string gather_;  // a gather write's buffers, joined
   // What the socket is read into while the agent is idle: most requests fit, and it is
   // all a connection holds between them.
   std::array<char, 1024> in_chunk_;

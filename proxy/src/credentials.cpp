@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <map>
 #include <stdexcept>
 
@@ -26,6 +27,11 @@ bool contains_folded(std::string_view text, std::string_view needle) {
                      [](char a, char b) { return lower(a) == lower(b); }) != text.end();
 }
 
+
+std::string refused(const AgentCredential& c, const std::string& form, const std::string& where) {
+  return "the upstream's answer holds credential " + c.name + "'s secret (" + form + ") in " + where +
+         "; netbox does not pass it to the agent";
+}
 
 std::string formatted(const AgentCredential& c) {
   std::string value = c.format;
@@ -79,8 +85,40 @@ std::string inject_credentials(const AgentCredentials& credentials, const std::s
   return used;
 }
 
-std::string redact_answer(const AgentCredentials& credentials, const std::string& host, std::uint16_t port,
-                          std::string_view reason, const http::fields& fields, std::string& body) {
+HeldTail::HeldTail(std::string_view form_bytes, std::size_t cap) : cap_(cap) {
+  for (unsigned char c : form_bytes) in_form_[c] = true;
+}
+
+std::size_t HeldTail::of(std::string_view window) const {
+  if (cap_ == 0) return 0;
+  const std::size_t most = std::min(window.size(), cap_ - 1);
+  std::size_t n = 0;
+  while (n < most && in_form_[static_cast<unsigned char>(window[window.size() - 1 - n])]) ++n;
+  return n;
+}
+
+namespace {
+
+constexpr std::string_view kAlnum = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+
+}  // namespace
+
+AnswerRedaction::AnswerRedaction(const AgentCredentials& credentials, const std::string& host, std::uint16_t port) {
+  // The forms SecretForms finds: as sent, JSON escapes (\/, \uXXXX), up to three rounds of
+  // percent-encoding, base64 (standard or URL-safe), and these in turn escaped; none is
+  // longer than 24 bytes a byte of the secret.
+  std::string bytes = std::string(kAlnum) + "%\\/+=_-";
+  std::size_t cap = 0;
+  for (const auto& c : credentials) {
+    if (!c.listed_for(host, port)) continue;
+    credentials_.push_back(&c);
+    bytes += c.secret.reveal();
+    cap = std::max(cap, 24 * c.secret.reveal().size() + 16);
+  }
+  tail_ = HeldTail(bytes, cap);
+}
+
+std::string AnswerRedaction::check_head(std::string_view reason, const http::fields& fields) const {
   // A body coded so that a search cannot read it is refused, whatever it holds: netbox
   // asked for none (Accept-Encoding is removed from such requests).
   for (auto [it, end] = fields.equal_range(http::field::content_encoding); it != end; ++it)
@@ -88,27 +126,35 @@ std::string redact_answer(const AgentCredentials& credentials, const std::string
       if (!boost::beast::iequals(token, "identity"))
         return "the upstream's answer to a request carrying a credential is encoded (" + std::string(it->value()) +
                "), so netbox cannot check that it does not hold the secret";
-  for (const auto& c : credentials) {
-    if (!c.listed_for(host, port)) continue;
-    const SecretForms forms(c.secret.reveal());
-    const auto refuse = [&c](const std::string& form, const std::string& where) {
-      return "the upstream's answer holds credential " + c.name + "'s secret (" + form + ") in " + where +
-             "; netbox does not pass it to the agent";
-    };
-    if (auto form = forms.found_in(reason); !form.empty()) return refuse(form, "its status line");
+  for (const AgentCredential* c : credentials_) {
+    const SecretForms forms(c->secret.reveal());
+    if (auto form = forms.found_in(reason); !form.empty()) return refused(*c, form, "its status line");
     for (const auto& f : fields) {
-      if (auto form = forms.found_in(f.name_string()); !form.empty()) return refuse(form, "a header's name");
+      if (auto form = forms.found_in(f.name_string()); !form.empty()) return refused(*c, form, "a header's name");
       if (auto form = forms.found_in(f.value()); !form.empty())
-        return refuse(form, "its header (or trailer) " + std::string(f.name_string()));
+        return refused(*c, form, "its header (or trailer) " + std::string(f.name_string()));
     }
-    // As sent, the secret is replaced by the placeholder; a form that cannot be replaced
-    // in place refuses the answer.
-    const std::string_view secret = c.secret.reveal();
-    for (auto at = body.find(secret); at != std::string::npos; at = body.find(secret, at + c.placeholder.size()))
-      body.replace(at, secret.size(), c.placeholder);
-    if (auto form = forms.found_in(body); !form.empty()) return refuse(form, "its body");
   }
   return {};
+}
+
+std::string AnswerRedaction::redact(std::string& window) const {
+  for (const AgentCredential* c : credentials_) {
+    // As sent, the secret is replaced by the placeholder; a form that cannot be replaced
+    // in place refuses the answer.
+    const std::string_view secret = c->secret.reveal();
+    for (auto at = window.find(secret); at != std::string::npos; at = window.find(secret, at + c->placeholder.size()))
+      window.replace(at, secret.size(), c->placeholder);
+    if (auto form = SecretForms(secret).found_in(window); !form.empty()) return refused(*c, form, "its body");
+  }
+  return {};
+}
+
+std::string redact_answer(const AgentCredentials& credentials, const std::string& host, std::uint16_t port,
+                          std::string_view reason, const http::fields& fields, std::string& body) {
+  const AnswerRedaction r(credentials, host, port);
+  if (auto why = r.check_head(reason, fields); !why.empty()) return why;
+  return r.redact(body);
 }
 
 bool holds_placeholder(std::string_view text, std::string_view placeholder) {
@@ -167,6 +213,19 @@ std::optional<Refusal> Tripwire::check_body(const std::string& host, std::uint16
                                             std::string_view body) const {
   if (auto e = scan_body(credentials_, host, port, body)) return trip(*e, host);
   return std::nullopt;
+}
+
+HeldTail Tripwire::body_tail(const std::string& host, std::uint16_t port) const {
+  // holds_placeholder reads the placeholder in any ASCII case and through three rounds of
+  // percent-encoding ("%25256e" for "n"): seven bytes a byte at most.
+  std::string bytes = "%0123456789ABCDEFabcdef";
+  std::size_t cap = 0;
+  for (const auto& c : credentials_) {
+    if (c.listed_for(host, port)) continue;
+    for (char ch : c.placeholder) bytes += {lower(ch), static_cast<char>(std::toupper(static_cast<unsigned char>(ch)))};
+    cap = std::max(cap, 7 * c.placeholder.size());
+  }
+  return HeldTail(bytes, cap);
 }
 
 std::optional<Refusal> Tripwire::check_host_name(const std::string& host) const {

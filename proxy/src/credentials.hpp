@@ -5,7 +5,7 @@
 // - injection: an inspected request to a host listed for a credential gets the
 //   credential's header set to its format with the secret (inject_credentials);
 // - the tripwire: the placeholder the agent holds, seen on its way to any other host (a
-//   request's head or the first 64 KiB of its body, a CONNECT or SOCKS target, a DNS
+//   request's head or its body, scanned as it streams, a CONNECT or SOCKS target, a DNS
 //   name), is an exfiltration attempt: refused 403 and recorded as an event.
 // The guarantee is that the secret never enters the agent's namespace; the tripwire only
 // notices the placeholders it can see (not other encodings, nor what goes through a
@@ -18,6 +18,7 @@
 
 #include <boost/beast/http/fields.hpp>
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -67,6 +68,44 @@ std::string inject_credentials(const AgentCredentials& credentials, const std::s
 std::string redact_answer(const AgentCredentials& credentials, const std::string& host, std::uint16_t port,
                           std::string_view reason, const boost::beast::http::fields& fields, std::string& body);
 
+// A body scanned as it streams, piece by piece: the end of what arrived that the next
+// piece could complete into a form being looked for (a placeholder, a secret) is held back
+// until that piece comes, so a form split across two pieces is found before any of it
+// goes on. Held back: what follows the last byte no form contains (a newline ends every
+// server-sent event, so an event is not held), and never more than a form's longest
+// spelling (`cap`) less one byte.
+class HeldTail {
+ public:
+  HeldTail() = default;
+  // `form_bytes`: every byte a form may contain.
+  HeldTail(std::string_view form_bytes, std::size_t cap);
+  std::size_t of(std::string_view window) const;  // the bytes of the window's end to hold
+  bool empty() const { return cap_ == 0; }
+
+ private:
+  std::array<bool, 256> in_form_{};
+  std::size_t cap_ = 0;
+};
+
+// The answer to a request a secret went into, searched as redact_answer does, as it
+// streams: the head first (before any of it goes), then each window of the body (the
+// held tail of the last piece and the new one).
+class AnswerRedaction {
+ public:
+  AnswerRedaction(const AgentCredentials& credentials, const std::string& host, std::uint16_t port);
+  // Why the answer cannot be passed on (its encoding, a secret in the status line or a
+  // header), else empty.
+  std::string check_head(std::string_view reason, const boost::beast::http::fields& fields) const;
+  // Replaces the secret as sent with the placeholder; a form that cannot be replaced in
+  // place gives the reason to stop.
+  std::string redact(std::string& window) const;
+  const HeldTail& tail() const { return tail_; }
+
+ private:
+  std::vector<const AgentCredential*> credentials_;  // those listed for the host
+  HeldTail tail_;
+};
+
 // The scanner. `text` holds `placeholder`, ASCII case ignored, as sent or after up to
 // three rounds of percent-decoding (%6e%62%78, %256e...).
 bool holds_placeholder(std::string_view text, std::string_view placeholder);
@@ -94,7 +133,8 @@ std::optional<Exfiltration> scan_host_name(const AgentCredentials& credentials, 
 // this costs anything then.
 class Tripwire {
  public:
-  // At most this much of a request body is scanned (plain HTTP holds it back until then).
+  // At most this much is scanned at once: a body streams in windows of one piece
+  // (64 KiB, the held tail of the last piece included).
   static constexpr std::size_t kBodyScan = 64 * 1024;
 
   Tripwire(ProxyRuntime& rt, std::string agent, AgentCredentials credentials);
@@ -106,6 +146,9 @@ class Tripwire {
                                        const boost::beast::http::fields& fields, std::string_view target) const;
   std::optional<Refusal> check_body(const std::string& host, std::uint16_t port, std::string_view body) const;
   std::optional<Refusal> check_host_name(const std::string& host) const;
+  // What of a body piece going to host:port check_body must see again with the next
+  // piece (held back; the request relay scans each window, held tail and new piece).
+  HeldTail body_tail(const std::string& host, std::uint16_t port) const;
 
  private:
   Refusal trip(const Exfiltration& e, const std::string& host) const;

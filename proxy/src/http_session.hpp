@@ -1,27 +1,38 @@
 #pragma once
-// One agent connection: the client side of the request path. It reads request heads
-// (checked by RequestHeadCheck, then Beast's parser under the limits of request_head.hpp),
-// runs the keep-alive loop, writes refusals and closes or resets the connection
-// (http_session.cpp). Each request is decided on its head alone by Admission
-// (admission.hpp), whose only wait, a DNS lookup, the session runs; its row is the
-// Exchange's (exchange.hpp). An admitted request goes out over a pooled or dialled
-// upstream connection, its body relayed piece by piece (64 KiB at most in memory per
-// connection) and the answer relayed back by ResponseRelay (response_relay.hpp), or a
-// CONNECT becomes a Tunnel (forwarding.cpp). A refused request's body is never read, and
+// One agent connection carrying HTTP/1.1, plain or inside an inspected connection's TLS:
+// one request loop over both (Beast's advanced flex server is the model: one session
+// template over the two streams). It reads request heads (checked by RequestHeadCheck,
+// then Beast's parser under the limits of request_head.hpp), runs the keep-alive loop,
+// writes refusals and closes or resets the connection (http_session_heads.ipp). Each
+// request is decided on its head alone: by Admission (admission.hpp), whose only wait, a
+// DNS lookup, the session runs, or, on a connection whose destination was admitted once
+// (FixedDestination: a captured or SOCKS5 connection, an inspected one), by that
+// admission and `rules` (http_session_decide.ipp); its row is the Exchange's. An admitted
+// request goes out over a pooled or new upstream connection (plain, or TLS verified
+// against the trust store: upstream_link.hpp), its body relayed by RequestRelay and the
+// answer by ResponseRelay, both streaming (64 KiB at most in memory per connection); or a
+// CONNECT becomes a Tunnel or an InspectedTunnel, which hands the agent's TLS stream back
+// to this loop (http_session_forward.ipp). A refused request's body is never read, and
 // its connection is closed. The parts are members: no allocation per request for them.
+// An agent's credentials (credentials.hpp) go into requests to their hosts inside TLS,
+// and the answers are searched for the secret; their placeholders are looked for in
+// every request of every path (the tripwire).
 #include "netbox/policy/decide.hpp"
 #include "netbox/proxy/server.hpp"
 
 #include "admission.hpp"
 #include "agent_registry.hpp"
+#include "agent_tls_stream.hpp"
 #include "denial.hpp"
 #include "dialer.hpp"
 #include "exchange.hpp"
 #include "inspected_tunnel.hpp"
 #include "request_head.hpp"
+#include "request_relay.hpp"
 #include "response_relay.hpp"
 #include "proxy_runtime.hpp"
 #include "target.hpp"
+#include "upstream_link.hpp"
 
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
@@ -30,78 +41,124 @@
 #include <boost/beast/http/buffer_body.hpp>
 #include <boost/beast/http/string_body.hpp>
 
-#include <array>
 #include <memory>
 #include <optional>
+#include <type_traits>
 
 namespace netbox::proxy {
 
-// A captured or SOCKS5 connection that carries plain HTTP (transparent_session.hpp): its
-// destination was admitted once, as a connection, and it has that connection's row. Each
-// request inside is read, decided with `rules` and forwarded by the same loop as a
-// proxied request, to the admitted addresses; its row (kind `kind`) links to the
-// connection's. The target is origin-form and the Host header must name the admitted
-// host (unless it is an IP literal, which has no name to disagree with).
+// A connection whose destination was admitted once, as a connection, with that
+// connection's row: a captured or SOCKS5 one carrying plain HTTP (transparent_session.hpp),
+// or an inspected one (inspected_tunnel.hpp). Each request inside is read, decided with
+// `rules` and forwarded by the same loop as a proxied request, to the admitted
+// addresses; its row (kind `kind`) links to the connection's. The target is origin-form
+// and the Host header must name the admitted host (unless it is an IP literal, which has
+// no name to disagree with).
 struct FixedDestination {
-  std::string kind;    // "transparent" or "socks"
+  std::string kind;    // "transparent", "socks", or "http" inside an inspected connection
   InspectionScope scope;
   Exchange connection;
   std::string early;   // bytes already read from the agent
   std::optional<DialResult> dialled;  // an upstream connection already made, for the first request
 };
 
-class ClientSession : public std::enable_shared_from_this<ClientSession> {
+// What stays fixed for the life of the agent's connection.
+struct SessionLink {
+  boost::asio::ip::tcp::endpoint peer;
+  std::string peer_text;
+  AgentIdentity who;
+  PolicyPtr policy;
+  const policy::Profile* profile = nullptr;
+  std::string pool_scope;  // UpstreamPool::scope of this agent connection; empty: no pooling
+  std::optional<FixedDestination> fixed;
+  std::uint64_t requests = 0;  // heads read; the first one shows what an inspected connection carries
+};
+
+// The current request: one value, reset by one assignment when the next one begins
+// (Envoy's ActiveStream lifetime), so nothing of one request leaks into the next.
+struct ActiveRequest {
+  boost::beast::http::request_header<> req;
+  Target target;
+  policy::Host host;
+  std::vector<boost::asio::ip::tcp::endpoint> allowed;
+  Outcome decided_outcome = Outcome::allow;  // admission's, for an inspected tunnel
+  policy::Decision decided;
+  RequestHeadCheck head_check;
+  std::chrono::steady_clock::time_point head_deadline;  // first byte + header_timeout
+  std::string pool_key;
+  std::optional<AnswerRedaction> redaction;  // a credential went into it
+  std::size_t linger_left = 0;  // bytes linger_close still drops before closing
+  bool keep_alive = false;      // the agent's connection may carry another request
+  bool reused_upstream = false;
+  bool had_body = false;        // one was announced (Content-Length > 0 or chunked)
+  bool expect_continue = false;
+};
+
+template <class Stream>
+class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
  public:
-  static constexpr std::size_t kHeaderLimit = proxy::kHeaderLimit;
-  static constexpr std::uint64_t kRequestBodyLimit = proxy::kRequestBodyLimit;
+  static constexpr bool kTls = !std::is_same_v<Stream, boost::beast::tcp_stream>;
+  using Link = UpstreamLink<kTls>;
   static constexpr std::uint64_t kResponseBodyLimit = 1024ull * 1024 * 1024;
   // linger_close drops at most this much, for at most this long, then closes.
   static constexpr std::size_t kLingerBytes = 1024 * 1024;
   static constexpr std::chrono::seconds kLingerTime{2};
 
-  ClientSession(ProxyRuntime& impl, Worker& worker, boost::asio::ip::tcp::socket socket, ClientSlot slot);
-  ClientSession(ProxyRuntime& impl, Worker& worker, boost::asio::ip::tcp::socket socket, ClientSlot slot,
-                FixedDestination fixed);
-  ~ClientSession();
+  HttpSession(ProxyRuntime& impl, Worker& worker, boost::asio::ip::tcp::socket socket, ClientSlot slot,
+              std::optional<FixedDestination> fixed = std::nullopt)
+    requires(!kTls);
+  // An inspected connection after its handshake: its slot is the connection row's.
+  HttpSession(ProxyRuntime& impl, Worker& worker, Stream stream, FixedDestination fixed)
+    requires(kTls);
+  ~HttpSession();
   void start();
 
  private:
   using Request = boost::beast::http::request_header<>;
   using Response = boost::beast::http::response<boost::beast::http::string_body>;
 
+  // http_session_heads.ipp: reading heads, the keep-alive loop.
+  void bind_connection();
   void read_request();
   void read_head_bytes(bool first);
   void on_head_bytes(bool first, boost::beast::error_code ec, std::size_t bytes);
   void check_head();
   void refuse_head(const HeadProblem& p);  // 400/414/431 from RequestHeadCheck: nothing is forwarded
+  void take_head(boost::beast::error_code ec);  // the head is parsed (or failed): check it, then admit
+  void refuse_unparsed(boost::beast::error_code ec);
+  void refuse_not_http(std::string why);  // an inspected connection that does not carry HTTP/1.1
   void note_target(std::string_view target, bool connect);
   void note_request(bool connect, std::string_view method, bool escape = false);  // the row's method and kind
+  bool is_connect() const;
+  std::string what() const;
+
+  // http_session_decide.ipp: the decision.
+  void take_proxy_target();
   void take_fixed_target();  // a request on a FixedDestination connection
   bool tripped();            // the tripwire refused the request (answered and recorded)
-  void take_head(boost::beast::error_code ec);  // the head is parsed (or failed): check it, then admit
   void admit();
   void act_on(AdmissionResult result);  // refuse, or open the exchange and forward
   std::optional<Refused> apply_request_rules(Admitted& yes);  // `rules`, once the host is let through
+
+  // http_session_forward.ipp: the way out.
   void forward();  // after admit (and, with --audit-sync, once the row is durable)
-  void refuse_unaudited(std::string why);  // 503: the audit store did not take the row (open_row)
+  bool take_pooled();
   void connect_upstream();
-  void on_dialed(DialResult r);
+  void on_connected(UpstreamConnected<kTls> r);
   void send_upstream();
-  void send_continue();  // "100 Continue" to an agent that waits for it, once admitted
-  void read_request_piece();
-  void request_piece(boost::beast::error_code ec);
-  void send_request_piece(std::size_t got);
-  void on_upstream_written(boost::beast::error_code ec, std::size_t bytes);
+  void on_body_sent(RequestBodyResult r);
   void request_body_failed(boost::beast::error_code ec);
-  void refuse_body(Refusal r);
+  void upstream_write_failed(boost::beast::error_code ec);
   bool may_resend() const;
   void relay_response();
   void on_relayed(RelayResult r);
   void start_tunnel(boost::asio::ip::tcp::socket upstream);
   void start_inspection();  // an admitted CONNECT to an inspected host (inspected_tunnel.hpp)
 
-  // Answers without forwarding; the exchange writes (or completes, as error) the row.
+  // http_session_close.ipp: answers without forwarding; the exchange writes (or
+  // completes, as error) the row.
   void refuse(Refusal r, bool close, std::string error = {});
+  void refuse_unaudited(std::string why);  // 503: the audit store did not take the row (open_row)
   void upstream_failed(unsigned status, std::string error);
   void on_refusal_written(bool close, boost::beast::error_code ec);
   void close_client();
@@ -113,59 +170,30 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
   // After part of a response went out: reset the agent's connection, so that a response
   // cut short can never pass for a complete one (even one delimited by close).
   void abort_client();
-
   bool body_unread() const;        // an admitted or refused request's body is still in the socket
   std::string not_resent() const;  // why a request was not sent again, for a reason
-  bool is_connect() const;
-  std::string what() const;
 
   ProxyRuntime& impl_;
   Worker& worker_;
   ClientSlot slot_;  // this agent connection's place under the connection caps
-  boost::beast::tcp_stream stream_;
+  Stream stream_;
   boost::beast::flat_buffer buffer_;
   std::optional<StreamingRequestParser> parser_;
-  RequestHeadCheck head_check_;
-  std::chrono::steady_clock::time_point head_deadline_;  // first byte + header_timeout
-  boost::asio::ip::tcp::endpoint peer_;
-  std::string peer_text_;
-  AgentIdentity who_;
-  PolicyPtr policy_;
-  const policy::Profile* profile_ = nullptr;
-
-  // The current request.
-  Request req_;
-  Target target_;
-  policy::Host host_;
+  SessionLink link_;
   Admission admission_;
   Exchange exchange_;  // the current request's row
-  std::vector<boost::asio::ip::tcp::endpoint> allowed_;
-  Outcome decided_outcome_ = Outcome::allow;  // admission's, for an inspected tunnel
-  policy::Decision decided_;
-  bool client_keep_alive_ = false;
-  bool reused_upstream_ = false;
-  // The request body, relayed in pieces through pieces_ before the response is read.
-  bool request_had_body_ = false;  // one was announced (Content-Length > 0 or chunked)
-  bool body_started_ = false;      // some was taken from the agent: the request cannot be resent
-  bool body_chunked_ = false;      // it goes upstream chunked (the agent sent it chunked)
-  bool expect_continue_ = false;   // the agent waits for "100 Continue" before sending it
-  bool request_head_pending_ = false;  // the forwarded head is in out_, to go with the first piece
-  bool last_piece_up_ = false;
-  std::size_t piece_up_ = 0;
-  // For an agent with credentials, the first piece is filled (up to 64 KiB, or the whole
-  // body) before the head goes, so the tripwire sees it whole: what it holds so far.
-  std::size_t held_ = 0;       // body bytes in the piece being written upstream
-  std::size_t linger_left_ = 0;    // bytes linger_close still drops before closing
-  std::string pool_scope_;         // UpstreamPool::scope of this agent connection
-  std::string pool_key_;
-  std::optional<boost::beast::tcp_stream> upstream_;
-  // The request head and chunk framing on their way upstream (head_writer.hpp); kept
-  // across requests so its capacity is reused.
-  std::string out_;
-  PieceBuffer pieces_;   // body pieces, request then response
-  ResponseRelay relay_;  // the upstream's answer, to the agent
+  ActiveRequest rq_;
+  typename Link::Holder upstream_;
+  PieceBuffer pieces_;  // body pieces, request then response
+  RequestRelay<Stream, typename Link::Stream> body_;   // the agent's body, to the upstream
+  ResponseRelay<Stream, typename Link::Stream> relay_;  // the upstream's answer, to the agent
   std::shared_ptr<void> refusal_;  // keeps a refusal message alive while it is written
-  std::optional<FixedDestination> fixed_;
 };
+
+using ClientSession = HttpSession<boost::beast::tcp_stream>;
+using InspectedSession = HttpSession<AgentTlsStream>;
+
+extern template class HttpSession<boost::beast::tcp_stream>;
+extern template class HttpSession<AgentTlsStream>;
 
 }  // namespace netbox::proxy

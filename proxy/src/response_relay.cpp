@@ -3,9 +3,12 @@
 #include "head_writer.hpp"
 #include "headers.hpp"
 #include "request_head.hpp"
+#include "agent_tls_stream.hpp"
+#include "upstream_pool.hpp"
 
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/bind_handler.hpp>
+#include <boost/beast/core/stream_traits.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/read.hpp>
 
@@ -17,7 +20,8 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
 
-void ResponseRelay::start(beast::tcp_stream& upstream, const RelayedRequest& req, std::chrono::milliseconds idle_timeout,
+template <class Client, class Upstream>
+void ResponseRelay<Client, Upstream>::start(Upstream& upstream, const RelayedRequest& req, std::chrono::milliseconds idle_timeout,
                           std::uint64_t& bytes_down, std::shared_ptr<void> keep) {
   upstream_ = &upstream;
   req_ = req;
@@ -28,23 +32,26 @@ void ResponseRelay::start(beast::tcp_stream& upstream, const RelayedRequest& req
   result_.keep_alive = req.keep_alive;
   header_held_ = false;
   buffer_.clear();
+  window_.clear();
   read_header();
 }
 
 // Also after an interim answer (103 Early Hints ...): it is dropped and the final one
 // awaited, so it can never be taken for the answer to the next request on a pooled
 // connection.
-void ResponseRelay::read_header() {
+template <class Client, class Upstream>
+void ResponseRelay<Client, Upstream>::read_header() {
   parser_.emplace();
   parser_->header_limit(kHeaderLimit);
   parser_->body_limit(boost::none);
   if (req_.method == http::verb::head) parser_->skip(true);
-  upstream_->expires_after(idle_timeout_);
+  beast::get_lowest_layer(*upstream_).expires_after(idle_timeout_);
   http::async_read_header(*upstream_, buffer_, *parser_,
                           [this, keep = keep_](beast::error_code ec, std::size_t) { on_header(ec); });
 }
 
-void ResponseRelay::on_header(beast::error_code ec) {
+template <class Client, class Upstream>
+void ResponseRelay<Client, Upstream>::on_header(beast::error_code ec) {
   if (ec) {
     result_.unanswered = req_.reused_upstream && !parser_->got_some() && ec != beast::error::timeout;
     if (result_.unanswered && req_.may_resend) {  // the pooled connection had gone stale
@@ -71,13 +78,14 @@ void ResponseRelay::on_header(beast::error_code ec) {
   if (!codings.empty() && req_.version < 11)
     return fail(502, "the upstream's response has the transfer coding '" + codings +
                          "', which an HTTP/1.0 request cannot receive");
+  if (auto why = unsearchable(codings); !why.empty()) return fail(502, std::move(why));
   std::optional<std::uint64_t> length;
-  if (had_length) {
+  if (had_length && !(req_.redaction && !bodiless)) {
     if (const auto n = parser_->content_length()) length = *n;
   }
   strip_response_fields(res, length);
   res.version(req_.version);
-  if (!bodiless && !had_length) {
+  if (!bodiless && !length) {
     // Length unknown (chunked or until close): re-chunk for HTTP/1.1, close for 1.0.
     if (req_.version >= 11) res.chunked(true);
     else result_.keep_alive = false;
@@ -91,17 +99,33 @@ void ResponseRelay::on_header(beast::error_code ec) {
   // Room for whole pieces: each read_some then takes up to 64 KiB from the socket, not
   // the 512 bytes an empty buffer would ask for (one write to the agent per read).
   buffer_.reserve(PieceBuffer::kSize);
-  if (!bodiless && buffer_.size() > 0 && !parser_->is_done()) {
+  if (!bodiless && !parser_->is_done() && (buffer_.size() > 0 || req_.redaction)) {
     // Body bytes came with the header: parse them before answering, so a body whose
-    // framing is broken from the start (bad chunk size) gets a 502, not a cut-off 200.
+    // framing is broken from the start (bad chunk size) gets a 502, not a cut-off 200. An
+    // answer searched for a secret waits for its first piece, so that a secret there is
+    // refused rather than cut.
     header_held_ = true;
     return read_piece();
   }
-  send_piece(0);  // the head at once (a stream's first bytes may be a while), or the whole bodiless answer
+  send_piece(nullptr, 0);  // the head at once (a stream's first bytes may be a while), or the whole bodiless answer
 }
 
-void ResponseRelay::read_piece() {
-  if (parser_->is_done()) return send_piece(0);
+// An answer to a request a credential went into: why its head cannot go to the agent
+// (a secret in it, a coding the search cannot read), else empty.
+template <class Client, class Upstream>
+std::string ResponseRelay<Client, Upstream>::unsearchable(const std::string& codings) const {
+  if (!req_.redaction) return {};
+  const auto& res = parser_->get();
+  auto why = req_.redaction->check_head(res.reason(), res);
+  if (why.empty() && !codings.empty())
+    why = "the upstream's answer has the transfer coding '" + codings +
+          "', which netbox cannot search for the credential that went into the request";
+  return why;
+}
+
+template <class Client, class Upstream>
+void ResponseRelay<Client, Upstream>::read_piece() {
+  if (parser_->is_done()) return req_.redaction ? redact_piece(0) : send_piece(nullptr, 0);
   auto& body = parser_->get().body();
   body.data = pieces_.get();
   body.size = PieceBuffer::kSize;
@@ -114,14 +138,15 @@ void ResponseRelay::read_piece() {
     buffer_.consume(used);
     if (ec != http::error::need_more) return piece_read(ec);
   }
-  upstream_->expires_after(idle_timeout_);
+  beast::get_lowest_layer(*upstream_).expires_after(idle_timeout_);
   // read_some, not read: whatever arrived goes on at once. A whole read would hold a
   // trickling stream (server-sent events, tokens) until 64 KiB had gathered.
   http::async_read_some(*upstream_, buffer_, *parser_,
                         [this, keep = keep_](beast::error_code ec, std::size_t) { piece_read(ec); });
 }
 
-void ResponseRelay::piece_read(beast::error_code ec) {
+template <class Client, class Upstream>
+void ResponseRelay<Client, Upstream>::piece_read(beast::error_code ec) {
   if (ec == http::error::need_buffer) ec = {};
   if (ec) {
     const bool timeout = ec == beast::error::timeout;
@@ -138,44 +163,75 @@ void ResponseRelay::piece_read(beast::error_code ec) {
   // Only framing arrived (a chunk header): nothing to pass on yet, and an empty piece
   // must not be written, where it would read as the last chunk.
   if (got == 0 && !parser_->is_done()) return read_piece();
+  if (req_.redaction) return redact_piece(got);
   *bytes_down_ += got;
   result_.bytes += got;
-  send_piece(got);
+  send_piece(pieces_.get(), got);
+}
+
+// The held tail and the new piece are searched as one window; what the next piece could
+// complete into a form of the secret stays for it.
+template <class Client, class Upstream>
+void ResponseRelay<Client, Upstream>::redact_piece(std::size_t got) {
+  window_.append(pieces_.get(), got);
+  const bool last = parser_->is_done();
+  auto why = req_.redaction->redact(window_);
+  // A trailer is never relayed; one holding the secret still stops the answer.
+  if (why.empty() && last) why = req_.redaction->check_head({}, parser_->get());
+  if (!why.empty()) {
+    if (!header_held_) return finish(std::move(why));  // part of it went: cut
+    header_held_ = false;
+    return fail(502, std::move(why));
+  }
+  const std::size_t n = window_.size() - (last ? 0 : req_.redaction->tail().of(window_));
+  if (n == 0 && !last) return read_piece();
+  *bytes_down_ += n;
+  result_.bytes += n;
+  send_piece(window_.data(), n);
 }
 
 // One write to the agent: the head if it has not gone yet, `got` body bytes, and the
 // end of the body once the upstream's has ended.
-void ResponseRelay::send_piece(std::size_t got) {
+template <class Client, class Upstream>
+void ResponseRelay<Client, Upstream>::send_piece(const char* data, std::size_t got) {
   header_held_ = false;
+  sent_ = got;
   result_.started = true;
   last_piece_ = parser_->is_done();
   if (!head_pending_) out_.clear();
   head_pending_ = false;
   const auto tail = frame_piece(out_, chunked_, got, last_piece_);
-  const std::array<asio::const_buffer, 3> pieces{asio::buffer(out_), asio::buffer(pieces_.get(), got),
+  const std::array<asio::const_buffer, 3> pieces{asio::buffer(out_), asio::buffer(data, got),
                                                  asio::buffer(tail.data(), tail.size())};
-  client_.expires_after(idle_timeout_);
+  beast::get_lowest_layer(client_).expires_after(idle_timeout_);
   asio::async_write(client_, pieces, [this, keep = keep_](beast::error_code ec, std::size_t) { on_piece_written(ec); });
 }
 
-void ResponseRelay::on_piece_written(beast::error_code ec) {
+template <class Client, class Upstream>
+void ResponseRelay<Client, Upstream>::on_piece_written(beast::error_code ec) {
   if (ec) return finish("writing the response to the agent failed: " + ec.message());
+  if (req_.redaction) window_.erase(0, sent_);
   if (!last_piece_) return read_piece();
   finish({});
 }
 
-void ResponseRelay::fail(unsigned answer, std::string error) {
+template <class Client, class Upstream>
+void ResponseRelay<Client, Upstream>::fail(unsigned answer, std::string error) {
   counters_.upstream_errors.fetch_add(1);
   result_.answer = answer;
   finish(std::move(error));
 }
 
-void ResponseRelay::finish(std::string error) {
+template <class Client, class Upstream>
+void ResponseRelay<Client, Upstream>::finish(std::string error) {
   result_.error = std::move(error);
   result_.reusable = result_.error.empty() && upstream_keep_alive_ && parser_->is_done() && buffer_.size() == 0;
   parser_.reset();
   auto keep = std::move(keep_);  // the owner lives until done_ returns
   done_(std::move(result_));
 }
+
+template class ResponseRelay<beast::tcp_stream, beast::tcp_stream>;
+template class ResponseRelay<AgentTlsStream, UpstreamPool::TlsStream>;
 
 }  // namespace netbox::proxy

@@ -3,9 +3,15 @@
 // and made fit for the agent (headers.hpp), then its body in pieces as they arrive (a
 // download never sits in memory whole; a trickling stream goes on at once), re-chunked
 // when its length is unknown. It reports one RelayResult; what follows (pooling the
-// upstream connection, completing the row, the next request) is the session's.
+// upstream connection, completing the row, the next request) is the session's. One
+// template over the agent's stream and the upstream's (plain, or TLS inside an inspected
+// connection); each operation is timed on the tcp_stream below (beast::get_lowest_layer).
+// An answer to a request a credential went into (AnswerRedaction) has its head checked
+// before it goes and its body searched window by window, the held tail of one piece with
+// the next; it goes out chunked, since a replaced secret changes its length.
 #include "body_piece.hpp"
 #include "counters.hpp"
+#include "credentials.hpp"
 
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
@@ -45,36 +51,40 @@ struct RelayedRequest {
   bool keep_alive = false;
   bool reused_upstream = false;
   bool may_resend = false;  // sending it again cannot do twice what the agent asked once
+  const AnswerRedaction* redaction = nullptr;  // a credential went into the request
 };
 
+template <class Client, class Upstream>
 class ResponseRelay {
  public:
   using Done = std::function<void(RelayResult)>;
   // `done` is called once per start(), always from a completion handler.
-  ResponseRelay(boost::beast::tcp_stream& client, PieceBuffer& pieces, Counters& counters, Done done)
+  ResponseRelay(Client& client, PieceBuffer& pieces, Counters& counters, Done done)
       : client_(client), pieces_(pieces), counters_(counters), done_(std::move(done)) {}
 
   // `keep` holds the owner alive while a step is under way; `bytes_down` counts the body
   // bytes relayed, as they go (the exchange's, so a connection that dies mid-way records them).
-  void start(boost::beast::tcp_stream& upstream, const RelayedRequest& req, std::chrono::milliseconds idle_timeout,
+  void start(Upstream& upstream, const RelayedRequest& req, std::chrono::milliseconds idle_timeout,
              std::uint64_t& bytes_down, std::shared_ptr<void> keep);
 
  private:
   void read_header();
   void on_header(boost::beast::error_code ec);
+  std::string unsearchable(const std::string& codings) const;
   void read_piece();
   void piece_read(boost::beast::error_code ec);
-  void send_piece(std::size_t got);
+  void send_piece(const char* data, std::size_t got);
+  void redact_piece(std::size_t got);  // the window through AnswerRedaction, then on
   void on_piece_written(boost::beast::error_code ec);
   void fail(unsigned answer, std::string error);  // before anything went to the agent
   void finish(std::string error);
 
-  boost::beast::tcp_stream& client_;
+  Client& client_;
   PieceBuffer& pieces_;
   Counters& counters_;
   Done done_;
   // The relay under way.
-  boost::beast::tcp_stream* upstream_ = nullptr;
+  Upstream* upstream_ = nullptr;
   RelayedRequest req_;
   std::chrono::milliseconds idle_timeout_{0};
   std::uint64_t* bytes_down_ = nullptr;
@@ -84,6 +94,8 @@ class ResponseRelay {
   // The response head and chunk framing on their way out; kept across requests so its
   // capacity is reused.
   std::string out_;
+  std::string window_;  // with a redaction: the held tail and the new piece
+  std::size_t sent_ = 0;  // of window_, by the write under way
   RelayResult result_;
   bool head_pending_ = false;  // the response head is in out_ and has not been written
   bool chunked_ = false;       // the agent's response is re-chunked

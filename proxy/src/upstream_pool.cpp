@@ -67,7 +67,7 @@ bool still_usable(boost::asio::ip::tcp::socket& s) {
 bool still_usable(UpstreamPool::TlsStream& s) {
   SSL* ssl = s.native_handle();
   if (SSL_get_shutdown(ssl) != 0 || SSL_has_pending(ssl) || BIO_ctrl_pending(SSL_get_rbio(ssl)) != 0) return false;
-  return still_usable(s.next_layer());
+  return still_usable(s.next_layer().socket());
 }
 
 bool still_usable(UpstreamPool::Connection& c) {

@@ -13,12 +13,13 @@
 // connections instead of holding descriptors every other agent needs.
 //
 // The pool holds plain TCP connections (forwarded HTTP) and verified TLS connections
-// (inspected HTTPS, upstream_tls.hpp) under the same bounds, since both cost a descriptor.
+// (inspected HTTPS, upstream_link.hpp) under the same bounds, since both cost a descriptor.
 // A TLS key adds the trust configuration the certificate was verified against to the
 // host it was verified for (its SNI too), so a TLS connection is only ever reused for the
 // same name, address, port and trust store; no plain key equals a TLS key.
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl/stream.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
 
 #include <chrono>
 #include <cstddef>
@@ -34,7 +35,7 @@ namespace netbox::proxy {
 
 class UpstreamPool {
  public:
-  using TlsStream = boost::asio::ssl::stream<boost::asio::ip::tcp::socket>;
+  using TlsStream = boost::asio::ssl::stream<boost::beast::tcp_stream>;  // timed like a plain connection
   using Connection = std::variant<std::monostate, boost::asio::ip::tcp::socket, std::unique_ptr<TlsStream>>;
 
   // As many as one io thread has requests in flight to one upstream under load: a pool

@@ -106,9 +106,11 @@ void TlsUpstreamServer::handle(int fd, std::uint64_t id) {
   boost::beast::flat_buffer buf;
   bool abrupt = false;
   while (!ec && !stopping_) {
-    http::request<http::string_body> req;
-    http::read(stream, buf, req, ec);
+    http::request_parser<http::string_body> parser;
+    parser.body_limit(boost::none);  // uploads larger than Beast's default 8 MiB
+    http::read(stream, buf, parser, ec);
     if (ec) break;
+    auto req = parser.release();
     requests_.fetch_add(1);
     nlohmann::json j;
     j["method"] = std::string(req.method_string());

@@ -19,6 +19,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <vector>
 
 namespace netbox::test {
 
@@ -50,6 +51,7 @@ class CredentialsFixture : public ProxyTest {
     j["resolve"]["other.test"] = {"127.0.0.1"};
     j["resolve"]["plain.test"] = {"127.0.0.1"};
     j["ports"] = {tls_upstream.port(), upstream.port()};
+    for (auto p : more_ports) j["ports"].push_back(p);
     j["inspect"] = {"upstream.test", "other.test"};
     j["credentials"] = nlohmann::json::parse(R"([{"name": "openai", "hosts": ["upstream.test"],
       "header": "Authorization", "format": "Bearer {secret}", "secret_env": "OPENAI_API_KEY"}])");
@@ -62,6 +64,7 @@ class CredentialsFixture : public ProxyTest {
   }
 
   std::function<void(proxy::ProxyOptions&)> tune = [](proxy::ProxyOptions&) {};
+  std::vector<unsigned short> more_ports;  // allowed besides the two upstreams'; before start()
   TlsUpstreamServer tls_upstream;
   std::filesystem::path ca_pem, log_path;
   int log_fd = -1;

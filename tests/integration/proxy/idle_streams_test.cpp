@@ -104,8 +104,11 @@ TEST_F(IdleStreams, AnInspectedAnswerThatGoesSilentIsCutAtTheIdleTimeout) {
   tls_upstream.script([](const std::string&, const TlsUpstreamServer::Send& send) { go_silent(send); });
   start(upstream.port(), true);
   const auto r = curl({https_url()});
-  EXPECT_EQ(status_of(r), 504) << r.err << r.out;
-  EXPECT_THAT(body_of(r), HasSubstr("sent nothing for 400 ms"));
+  // Inspected answers stream as plain ones do (one request loop): the head and the first
+  // chunk went on at once; the silence cuts the rest.
+  EXPECT_NE(r.exit_code, 0) << "curl saw a cut answer";
+  EXPECT_THAT(r.out, HasSubstr("first"));
+  EXPECT_THAT(last_row().error, HasSubstr("stopped sending the body"));
 }
 
 TEST_F(IdleStreams, APlainAnswerStreamingLongerThanTheIdleTimeoutArrivesWhole) {

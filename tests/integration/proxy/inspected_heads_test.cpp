@@ -3,6 +3,7 @@
 // HTTP/1.0, obs-fold) is refused with 400 as on the plain door, and nothing reaches the
 // upstream; the agent-facing TLS offers AEAD suites only, in netbox's order. A raw
 // OpenSSL client after a real CONNECT, a real TLS upstream on loopback.
+#include "agent_tls.hpp"
 #include "proxy_fixture.hpp"
 
 #include "support/tls_upstream_server.hpp"
@@ -26,56 +27,6 @@ namespace netbox::test {
 namespace {
 
 using ::testing::HasSubstr;
-
-// An agent's TLS connection through a CONNECT to the proxy, with its own cipher choice.
-class AgentTls {
- public:
-  AgentTls(unsigned short proxy_port, const std::string& authority, const char* tls12_ciphers)
-      : ctx_(SSL_CTX_new(TLS_client_method()), SSL_CTX_free), tls_(nullptr, SSL_free) {
-    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    timeval tv{10, 0};
-    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    sockaddr_in sa{};
-    sa.sin_family = AF_INET;
-    sa.sin_port = htons(proxy_port);
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (::connect(fd_, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) return;
-    const std::string connect = "CONNECT " + authority + " HTTP/1.1\r\nHost: " + authority + "\r\n\r\n";
-    if (::write(fd_, connect.data(), connect.size()) != static_cast<ssize_t>(connect.size())) return;
-    std::string head;
-    for (char c; head.find("\r\n\r\n") == std::string::npos && ::read(fd_, &c, 1) == 1;) head += c;
-    if (head.rfind("HTTP/1.1 200", 0) != 0) return;
-    if (tls12_ciphers) {
-      SSL_CTX_set_max_proto_version(ctx_.get(), TLS1_2_VERSION);
-      SSL_CTX_set_cipher_list(ctx_.get(), tls12_ciphers);
-    }
-    tls_.reset(SSL_new(ctx_.get()));
-    SSL_set_fd(tls_.get(), fd_);
-    char server_name[] = "upstream.test";  // SSL_set_tlsext_host_name, without its C cast
-    SSL_ctrl(tls_.get(), SSL_CTRL_SET_TLSEXT_HOSTNAME, TLSEXT_NAMETYPE_host_name, server_name);
-    connected_ = SSL_connect(tls_.get()) == 1;
-  }
-  ~AgentTls() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  bool connected() const { return connected_; }
-  std::string cipher() const { return SSL_get_cipher_name(tls_.get()); }
-  // Sends `bytes`, then reads until the proxy closes or 64 KiB came.
-  std::string exchange(const std::string& bytes) {
-    SSL_write(tls_.get(), bytes.data(), static_cast<int>(bytes.size()));
-    std::string got;
-    char buf[4096];
-    for (int n; got.size() < 65536 && (n = SSL_read(tls_.get(), buf, sizeof buf)) > 0;)
-      got.append(buf, static_cast<std::size_t>(n));
-    return got;
-  }
-
- private:
-  std::unique_ptr<SSL_CTX, decltype(&SSL_CTX_free)> ctx_;
-  std::unique_ptr<SSL, decltype(&SSL_free)> tls_;
-  int fd_ = -1;
-  bool connected_ = false;
-};
 
 class InspectedHeads : public ProxyTest {
  protected:

@@ -1,0 +1,129 @@
+// Part of http_session.cpp: the decision on a request's head.
+namespace netbox::proxy {
+
+// A request to the proxy door: its absolute-form (or CONNECT) target names the host.
+template <class Stream>
+void HttpSession<Stream>::take_proxy_target() {
+  auto& target = rq_.target;
+  if (is_connect() && rq_.had_body) {
+    note_target(rq_.req.target(), true);
+    return refuse({400, Outcome::error, what(), "request", "a CONNECT request has no body", {}}, true);
+  }
+  target = is_connect() ? parse_connect_target(rq_.req.target()) : parse_absolute_target(rq_.req.target());
+  if (!target.error.empty()) {
+    exchange_.target(target.host, target.port, {});
+    return refuse({400, Outcome::error, what(), "request", target.error, {}}, true);
+  }
+  exchange_.target(target.host, target.port, target.path);
+  auto parsed = policy::parse_host(target.host);
+  if (!parsed) {
+    return refuse({400, Outcome::error, what(), "host", "the host '" + target.host + "' is not valid: " +
+                                                                 parsed.error.message, {}}, true);
+  }
+  rq_.host = *parsed.host;
+  exchange_.host(rq_.host.name);
+  if (tripped()) return;
+  admit();
+}
+
+// A credential's placeholder on its way to a host not listed for it (credentials.hpp).
+// Every HTTP request of every door passes here once its host is known: the proxy door's,
+// a captured connection's, a SOCKS5 one's and an inspected one's (a FixedDestination).
+template <class Stream>
+bool HttpSession<Stream>::tripped() {
+  if (!link_.who.tripwire || is_connect()) return false;
+  auto r = link_.who.tripwire->check_request(rq_.host.name, rq_.target.port, rq_.req, rq_.target.path_and_query);
+  if (!r) return false;
+  r->what = what();
+  refuse(std::move(*r), !rq_.keep_alive);
+  return true;
+}
+
+// The destination is the connection's: the target must be origin-form, the Host header
+// the admitted name. The connection's admission stands for each request (its addresses,
+// decision and cap slot); `rules` still decide each one, in act_on.
+template <class Stream>
+void HttpSession<Stream>::take_fixed_target() {
+  const auto& scope = link_.fixed->scope;
+  rq_.host = scope.host;
+  const auto& host = rq_.host;
+  const std::string_view target = rq_.req.target();
+  exchange_.target(host.name, scope.port, target.substr(0, target.find('?')), true);
+  exchange_.host(host.name);
+  if (is_connect() || target.empty() || target.front() != '/')
+    return refuse({400, Outcome::error, what(), "request",
+                   "this connection goes to " + authority(host.name, scope.port) +
+                       " already: requests on it have an origin-form target (\"/path\")",
+                   {}},
+                  true);
+  // A literal has no other name to disagree with.
+  if (!host.is_ip()) {
+    std::vector<std::string_view> values;
+    for (auto [it, end] = rq_.req.equal_range(http::field::host); it != end; ++it) values.push_back(it->value());
+    if (auto no = check_host_headers(values, host.name)) {
+      no->what = what();
+      return refuse(std::move(*no), true);
+    }
+  }
+  rq_.target = Target{host.name, scope.port, std::string(target), std::string(target.substr(0, target.find('?'))), {}};
+  if (tripped()) return;
+  Admitted yes;
+  yes.outcome = scope.outcome;
+  yes.decision = scope.decision;
+  yes.endpoints = scope.endpoints;
+  act_on(std::move(yes));
+}
+
+template <class Stream>
+void HttpSession<Stream>::admit() {
+  decide(admission_, worker_, impl_.counters, rq_.host, rq_.target.port,
+         [self = this->shared_from_this()](AdmissionResult r) { self->act_on(std::move(r)); });
+}
+
+template <class Stream>
+void HttpSession<Stream>::act_on(AdmissionResult result) {
+  if (auto* no = std::get_if<Refused>(&result)) {
+    exchange_.refused(*no);
+    no->refusal.what = what();
+    return refuse(std::move(no->refusal), !rq_.keep_alive, std::move(no->error));
+  }
+  auto& yes = std::get<Admitted>(result);
+  if (auto no = apply_request_rules(yes)) {
+    exchange_.refused(*no);
+    no->refusal.what = what();
+    return refuse(std::move(no->refusal), !rq_.keep_alive);
+  }
+  // An inspected tunnel's requests start from the CONNECT's decision.
+  if (is_connect()) {
+    rq_.decided_outcome = yes.outcome;
+    rq_.decided = yes.decision;
+  }
+  // From here on the row is open: a refusal completes it as error.
+  open_row(impl_, exchange_, yes, rq_.allowed, rq_.host.name, link_.who.agent, stream_.get_executor(),
+           [self = this->shared_from_this()](std::string unaudited) {
+             if (unaudited.empty()) return self->forward();
+             self->refuse_unaudited(std::move(unaudited));
+           });
+}
+
+// The host is let through; the policy still decides the request (`rules`) or the
+// tunnel (policy/decide_request.hpp). A request goes with the canonical path it matched.
+template <class Stream>
+std::optional<Refused> HttpSession<Stream>::apply_request_rules(Admitted& yes) {
+  const auto& profile = *link_.profile;
+  auto& target = rq_.target;
+  const policy::Admitted at{rq_.host.name, target.port, yes.decision};
+  if (is_connect()) {
+    auto t = policy::decide_tunnel(profile, at, policy::Carried::opaque);
+    return take_decision(yes, std::move(t.decision), t.status);
+  }
+  auto r = policy::decide_request(profile, at, rq_.req.method_string(), target.path_and_query);
+  if (!r.refused() && !r.path.empty()) {
+    target.path_and_query = std::move(r.path_and_query);
+    target.path = std::move(r.path);
+    exchange_.target(rq_.host.name, target.port, target.path);
+  }
+  return take_decision(yes, std::move(r.decision), r.status);
+}
+
+}  // namespace netbox::proxy

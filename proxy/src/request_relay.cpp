@@ -1,0 +1,142 @@
+#include "request_relay.hpp"
+
+#include "agent_tls_stream.hpp"
+#include "head_writer.hpp"
+#include "upstream_pool.hpp"
+
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/stream_traits.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/error.hpp>
+#include <boost/beast/http/read.hpp>
+
+#include <array>
+#include <cstring>
+
+namespace netbox::proxy {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+
+template <class Client, class Upstream>
+void RequestRelay<Client, Upstream>::start(Upstream& upstream, StreamingRequestParser& parser, const RequestBody& body,
+                                           std::chrono::milliseconds idle_timeout, std::uint64_t& bytes_up,
+                                           std::shared_ptr<void> keep) {
+  upstream_ = &upstream;
+  parser_ = &parser;
+  body_ = body;
+  tail_ = body.tripwire ? body.tripwire->body_tail(*body.host, body.port) : HeldTail{};
+  idle_timeout_ = idle_timeout;
+  bytes_up_ = &bytes_up;
+  keep_ = std::move(keep);
+  held_ = 0;
+  started_ = false;
+  head_pending_ = true;
+  if (!body.present) return send(0, true);
+  // The head goes with the first piece of the body, which is read only now.
+  if (body.expect_continue) return send_continue();
+  read_piece();
+}
+
+// The agent asked to hear whether its body is wanted before sending it: it is, now that
+// the request is admitted and an upstream connection is ready.
+template <class Client, class Upstream>
+void RequestRelay<Client, Upstream>::send_continue() {
+  static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+  beast::get_lowest_layer(client_).expires_after(idle_timeout_);
+  asio::async_write(client_, asio::buffer(kContinue.data(), kContinue.size()),
+                    [this, keep = keep_](beast::error_code ec, std::size_t) {
+                      if (ec) return finish({RequestBodyResult::Kind::agent_failed, ec, {}});
+                      read_piece();
+                    });
+}
+
+// Up to 64 KiB of the body into the piece buffer, after the held tail: first from what is
+// already in buffer_ (parsed here and now), then from the agent's stream.
+template <class Client, class Upstream>
+void RequestRelay<Client, Upstream>::read_piece() {
+  auto& body = parser_->get().body();
+  const std::size_t room = PieceBuffer::kSize - held_;
+  body.data = pieces_.get() + held_;
+  body.size = room;
+  if (buffer_.size() > 0) {
+    // As much as is here goes into one piece (many small chunks make one write); a piece
+    // with something in it goes on at once rather than wait for more.
+    beast::error_code ec;
+    do {
+      const std::size_t used = parser_->put(buffer_.data(), ec);
+      buffer_.consume(used);
+      if (used == 0 && !ec) ec = http::error::need_more;  // no progress: never spin
+    } while (!ec && !parser_->is_done() && buffer_.size() > 0 && body.size > 0);
+    if (ec == http::error::need_more && body.size < room) ec = {};
+    if (ec != http::error::need_more) return piece(ec);
+  }
+  beast::get_lowest_layer(client_).expires_after(idle_timeout_);
+  http::async_read_some(client_, buffer_, *parser_,
+                        [this, keep = keep_](beast::error_code ec, std::size_t) { piece(ec); });
+}
+
+template <class Client, class Upstream>
+void RequestRelay<Client, Upstream>::piece(beast::error_code ec) {
+  if (ec == http::error::need_buffer) ec = {};
+  if (ec) return finish({RequestBodyResult::Kind::agent_failed, ec, {}});
+  const std::size_t got = PieceBuffer::kSize - parser_->get().body().size;  // the held tail included
+  const bool last = parser_->is_done();
+  // Only framing arrived (a chunk header): nothing to pass on yet.
+  if (got == held_ && !last) return read_piece();
+  started_ = true;
+  // For an agent with credentials, the first piece is filled (64 KiB, or the whole body)
+  // before the head goes: nothing of a request whose first 64 KiB hold a placeholder
+  // reaches the upstream.
+  if (body_.tripwire && head_pending_ && !last && got < PieceBuffer::kSize) {
+    held_ = got;
+    return read_piece();
+  }
+  const std::string_view window(pieces_.get(), got);
+  if (body_.tripwire) {
+    if (auto r = body_.tripwire->check_body(*body_.host, body_.port, window))
+      return finish({RequestBodyResult::Kind::tripped, {}, std::move(r)});
+  }
+  const std::size_t n = got - (last ? 0 : tail_.of(window));
+  held_ = got - n;
+  if (n == 0 && !last) return read_piece();
+  send(n, last);
+}
+
+// One write to the upstream: the head if it has not gone yet, `n` body bytes (a chunk of
+// their own when the body goes chunked; an empty piece is never one, where it would read
+// as the last), and the end of the body once the agent's has ended.
+template <class Client, class Upstream>
+void RequestRelay<Client, Upstream>::send(std::size_t n, bool last) {
+  last_ = last;
+  sending_ = n;
+  if (!head_pending_) out_.clear();
+  head_pending_ = false;
+  const auto tail = body_.present ? frame_piece(out_, body_.chunked, n, last) : std::string_view{};
+  const std::array<asio::const_buffer, 3> pieces{asio::buffer(out_), asio::buffer(n > 0 ? pieces_.get() : nullptr, n),
+                                                 asio::buffer(tail.data(), tail.size())};
+  beast::get_lowest_layer(*upstream_).expires_after(idle_timeout_);
+  asio::async_write(*upstream_, pieces, [this, keep = keep_](beast::error_code ec, std::size_t) { on_written(ec); });
+}
+
+template <class Client, class Upstream>
+void RequestRelay<Client, Upstream>::on_written(beast::error_code ec) {
+  if (ec) return finish({RequestBodyResult::Kind::upstream_failed, ec, {}});
+  *bytes_up_ += sending_;
+  // The held tail moves to the front, where the next piece joins it.
+  if (held_ > 0) std::memmove(pieces_.get(), pieces_.get() + sending_, held_);
+  if (!last_) return read_piece();
+  finish({});
+}
+
+template <class Client, class Upstream>
+void RequestRelay<Client, Upstream>::finish(RequestBodyResult r) {
+  auto keep = std::move(keep_);  // the owner lives until done_ returns
+  done_(std::move(r));
+}
+
+template class RequestRelay<beast::tcp_stream, beast::tcp_stream>;
+template class RequestRelay<AgentTlsStream, UpstreamPool::TlsStream>;
+
+}  // namespace netbox::proxy
