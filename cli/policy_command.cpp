@@ -27,6 +27,7 @@ struct CheckOptions {
   std::string address;
   std::string expect;  // "", "allow" or "deny"
   std::string format = "text";
+  bool explain_profiles = false;  // --explain: every profile after merging
 };
 
 // One step of a decision: the name, then each address it resolves to.
@@ -147,7 +148,7 @@ int check(const CLI::App& cmd, const CheckOptions& o) {
   out["digest"] = pol.digest;
   if (o.host.empty()) {
     if (json) std::cout << out.dump(2) << "\n";
-    else std::cout << policy::summarize(pol);
+    else std::cout << policy::summarize(pol) << (o.explain_profiles ? "\n" + policy::explain_profiles(pol) : "");
     return 0;
   }
   Explanation e;
@@ -190,6 +191,8 @@ void add_policy_command(CLI::App& app, int& rc) {
   f.option("--expect", o.expect, "Exit 1 unless the decision for --host is this: allow or deny")
       ->check(CLI::IsMember({"allow", "deny"}))
       ->needs(host);
+  f.flag("--explain", o.explain_profiles,
+         "Also print every profile as it applies after merging: limits, budgets, destinations, guardian");
   f.option("--format", o.format, "Output: text or json (errors too: {\"ok\": false, \"errors\": [...]})")
       ->check(CLI::IsMember({"text", "json"}));
   chk->callback([cmd, chk, &rc] {

@@ -81,12 +81,13 @@ void read_agents(const detail::LoadContext& ctx, const nlohmann::json& j, const 
         ctx.fail(detail::child(p, top_only), std::string("'") + top_only + "' is only allowed at the top level", true);
     ctx.check_keys(value, p,
                    {"mode", "allow", "include", "deny", "ports", "internal", "limits", "sandbox", "inspect", "rules",
-                    "credentials"});
+                    "credentials", "guardian"});
     Profile profile = policy.base;
     detail::read_profile_keys(ctx, value, p, "agents." + name + ".", profile);
     profile.overrides.clear();
     for (const char* key :
-         {"mode", "allow", "include", "deny", "ports", "internal", "limits", "sandbox", "inspect", "rules", "credentials"})
+         {"mode", "allow", "include", "deny", "ports", "internal", "limits", "sandbox", "inspect", "rules", "credentials",
+          "guardian"})
       if (value.contains(key)) profile.overrides.emplace_back(key);
     // Only where the agent changed what the check reads: the top level's own mistakes
     // are reported once, at the top level.
@@ -129,7 +130,7 @@ Policy parse_policy(std::string_view text, const std::string& source_name) {
   // file is reported at once; nothing of a file with any mistake is returned.
   ctx.check_keys(doc, "",
                  {"$schema", "version", "mode", "allow", "include", "deny", "ports", "internal", "resolve", "resolve_unlisted_names",
-                  "limits", "sandbox", "inspect", "rules", "credentials", "agents"});
+                  "limits", "sandbox", "inspect", "rules", "credentials", "guardian", "agents"});
 
   Policy policy;
   policy.source = source_name;

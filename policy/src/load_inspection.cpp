@@ -7,7 +7,6 @@
 #include <set>
 
 namespace netbox::policy::detail {
-namespace {
 
 // A host entry as `allow` writes it, but a name: rules and credentials apply to what a
 // request names, never to an address range.
@@ -20,6 +19,8 @@ Rule host_entry(const LoadContext& ctx, const nlohmann::json& v, const std::stri
     ctx.fail(pointer, "must be a host name or *.suffix, not an address or network (\"" + s + "\")");
   return rule;
 }
+
+namespace {
 
 bool is_method_token(const std::string& m) {
   return !m.empty() && m.size() <= 20 && std::all_of(m.begin(), m.end(), [](char c) { return c >= 'A' && c <= 'Z'; });

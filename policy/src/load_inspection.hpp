@@ -8,6 +8,10 @@
 
 namespace netbox::policy::detail {
 
+// A host entry as `allow` writes it (exact or *.suffix, optionally :port), never an address
+// or network: rules, credentials and limits.destinations apply to what a request names.
+Rule host_entry(const LoadContext& ctx, const nlohmann::json& v, const std::string& pointer);
+
 std::vector<RequestRule> read_request_rules(const LoadContext& ctx, const nlohmann::json& j,
                                             const std::string& pointer, const std::string& list_name);
 std::vector<Credential> read_credentials(const LoadContext& ctx, const nlohmann::json& j, const std::string& pointer);

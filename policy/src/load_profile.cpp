@@ -2,11 +2,12 @@
 
 #include "cidr_parse.hpp"
 #include "host_sets.hpp"
+#include "load_guardian.hpp"
 #include "load_inspection.hpp"
+#include "load_limits.hpp"
 #include "load_sandbox.hpp"
 #include "rule_entry.hpp"
 
-#include "netbox/policy/duration.hpp"
 #include "netbox/policy/near_miss.hpp"
 
 #include <utility>
@@ -66,67 +67,6 @@ void read_internal(const LoadContext& ctx, const nlohmann::json& j, const std::s
     if (auto* err = std::get_if<std::string>(&c)) ctx.fail(p, "bad CIDR: " + *err);
     profile.internal_allow.push_back(std::get<Cidr>(c));
     profile.internal_allow_written.push_back(s);
-  });
-}
-
-uint64_t positive(const LoadContext& ctx, const nlohmann::json& v, const std::string& pointer) {
-  constexpr uint64_t kMax = 2147483647;
-  if (!v.is_number_integer()) ctx.fail(pointer, "must be a positive integer, not " + json_kind(v));
-  if (v.is_number_unsigned()) {
-    auto n = v.get<unsigned long long>();
-    if (n == 0) ctx.fail(pointer, "must be a positive integer, not 0");
-    if (n > kMax) ctx.fail(pointer, "must be at most " + std::to_string(kMax) + ", not " + v.dump());
-    return n;
-  }
-  auto n = v.get<long long>();
-  if (n <= 0) ctx.fail(pointer, "must be a positive integer, not " + v.dump());
-  return static_cast<uint64_t>(n);
-}
-
-// A duration key ("idle_timeout": "5m"): the one grammar of netbox/policy/duration.hpp, or
-// a number of seconds, as the flags take it; positive and at most the _ms keys' largest.
-std::chrono::milliseconds positive_duration(const LoadContext& ctx, const nlohmann::json& v,
-                                            const std::string& pointer) {
-  if (!v.is_string() && !v.is_number())
-    ctx.fail(pointer, "must be a duration such as \"30s\" or \"1h30m\", not " + json_kind(v));
-  const std::string text = v.is_string() ? v.get<std::string>() : v.dump();
-  const auto d = try_parse_duration(text);
-  if (!d) ctx.fail(pointer, "'" + text + "' is not a duration: " + d.why + " (" + std::string(kDurationExamples) + ")");
-  if (d.value.count() <= 0) ctx.fail(pointer, "must be longer than 0, not " + v.dump());
-  if (d.value.count() > 2147483647) ctx.fail(pointer, "must be at most 2147483647 ms (about 24 days), not " + v.dump());
-  return d.value;
-}
-
-void read_limits(const LoadContext& ctx, const nlohmann::json& j, const std::string& pointer, Limits& limits) {
-  ctx.expect_object(j, pointer);
-  ctx.check_keys(j, pointer,
-                 {"max_connections", "max_connections_per_agent", "max_connections_per_host",
-                  "connect_timeout_ms", "dial_budget_ms", "idle_timeout_ms", "header_timeout_ms", "connect_timeout",
-                  "dial_budget", "idle_timeout", "header_timeout"});
-  // Each time is a duration key ("idle_timeout": "5m") or its older whole-milliseconds twin.
-  static constexpr std::pair<std::string_view, std::chrono::milliseconds Limits::*> kTimes[] = {
-      {"connect_timeout", &Limits::connect_timeout},
-      {"dial_budget", &Limits::dial_budget},
-      {"idle_timeout", &Limits::idle_timeout},
-      {"header_timeout", &Limits::header_timeout}};
-  for (const auto& [key, v] : j.items()) ctx.keep_going([&, &key = key, &v = v] {
-    const std::string p = child(pointer, key);
-    for (const auto& [name, member] : kTimes) {
-      if (key == name) {
-        if (j.contains(std::string(name) + "_ms"))
-          ctx.fail(p, "give " + std::string(name) + " or " + std::string(name) + "_ms, not both", true);
-        limits.*member = positive_duration(ctx, v, p);
-        return;
-      }
-      if (key == std::string(name) + "_ms") {
-        limits.*member = std::chrono::milliseconds(positive(ctx, v, p));
-        return;
-      }
-    }
-    uint64_t n = positive(ctx, v, p);
-    if (key == "max_connections") limits.max_connections = n;
-    else if (key == "max_connections_per_agent") limits.max_connections_per_agent = n;
-    else if (key == "max_connections_per_host") limits.max_connections_per_host = n;
   });
 }
 
@@ -191,7 +131,7 @@ void read_profile_keys(const LoadContext& ctx, const nlohmann::json& object, con
   if (auto it = object.find("internal"); it != object.end())
     ctx.keep_going([&] { read_internal(ctx, *it, child(pointer, "internal"), profile); });
   if (auto it = object.find("limits"); it != object.end())
-    ctx.keep_going([&] { read_limits(ctx, *it, child(pointer, "limits"), profile.limits); });
+    ctx.keep_going([&] { read_limits(ctx, *it, child(pointer, "limits"), list_prefix, profile.limits); });
   if (auto it = object.find("sandbox"); it != object.end())
     ctx.keep_going([&] { read_sandbox(ctx, *it, child(pointer, "sandbox"), profile.sandbox); });
   if (auto it = object.find("inspect"); it != object.end())
@@ -203,6 +143,8 @@ void read_profile_keys(const LoadContext& ctx, const nlohmann::json& object, con
         [&] { profile.rules = read_request_rules(ctx, *it, child(pointer, "rules"), list_prefix + "rules"); });
   if (auto it = object.find("credentials"); it != object.end())
     ctx.keep_going([&] { profile.credentials = read_credentials(ctx, *it, child(pointer, "credentials")); });
+  if (auto it = object.find("guardian"); it != object.end())
+    ctx.keep_going([&] { read_guardian(ctx, *it, child(pointer, "guardian"), list_prefix, profile.guardian); });
 }
 
 }  // namespace netbox::policy::detail

@@ -5,8 +5,8 @@
 
 namespace netbox::policy::detail {
 
-// Reads those of allow, deny, ports, internal, limits, mode, sandbox that `object` has
-// into `profile`, replacing what was there (limits and sandbox merge key by key). `list_prefix` is
+// Reads those of allow, deny, ports, internal, limits, mode, sandbox, ..., guardian that `object` has
+// into `profile`, replacing what was there (limits, sandbox and guardian merge key by key). `list_prefix` is
 // "" for the top level and "agents.NAME." for an agent; rules cite it.
 void read_profile_keys(const LoadContext& ctx, const nlohmann::json& object, const std::string& pointer,
                        const std::string& list_prefix, Profile& profile);

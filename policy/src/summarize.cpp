@@ -1,5 +1,7 @@
 #include "netbox/policy/load.hpp"
 
+#include "describe_limits.hpp"
+
 #include <algorithm>
 #include <sstream>
 
@@ -52,7 +54,43 @@ std::string sandbox_text(const SandboxSettings& sb) {
   return s;
 }
 
+std::string limits_text(const Limits& l) {
+  return std::to_string(l.max_connections) + " connections, " + std::to_string(l.max_connections_per_agent) +
+         " per agent, " + std::to_string(l.max_connections_per_host) + " per host, connect timeout " +
+         std::to_string(l.connect_timeout.count()) + " ms, dial budget " +
+         std::to_string(l.effective_dial_budget().count()) + " ms, idle timeout " +
+         std::to_string(l.idle_timeout.count()) + " ms, header timeout " + std::to_string(l.header_timeout.count()) +
+         " ms";
+}
+
+// The budgets, destinations and guardian of a profile, each on its own line; `all`: the
+// guardian's content rules also when at their defaults.
+void limits_lines(std::ostringstream& o, const Profile& p, const std::string& indent, bool all) {
+  const std::string budgets = detail::budgets_text(p.limits);
+  if (!budgets.empty() || all)
+    o << indent << "budgets:        " << (budgets.empty() ? "(none)" : budgets)
+      << " (checked and recorded, not yet enforced: issue 25)\n";
+  for (const auto& d : p.limits.destinations) o << indent << "                " << detail::destination_text(d) << "\n";
+  const auto guardian = detail::guardian_lines(p.guardian, all);
+  for (std::size_t i = 0; i < guardian.size(); ++i)
+    o << indent << (i == 0 ? "guardian:       " : "                ") << guardian[i] << "\n";
+}
+
 }  // namespace
+
+std::string explain_profiles(const Policy& policy) {
+  std::ostringstream o;
+  auto one = [&](const std::string& title, const Profile& p) {
+    o << title << "\n";
+    o << "  mode:           " << mode_text(p.mode) << "\n";
+    o << "  limits:         " << limits_text(p.limits) << "\n";
+    limits_lines(o, p, "  ", true);
+  };
+  one("top level (anonymous, and agents without a profile)", policy.base);
+  for (const auto& [name, profile] : policy.agents)
+    one("agents." + name + " (overrides " + strings(profile.overrides) + ")", profile);
+  return o.str();
+}
 
 std::string summarize(const Policy& policy) {
   std::ostringstream o;
@@ -83,11 +121,10 @@ std::string summarize(const Policy& policy) {
                                      "entries allow addresses and pinned names)")
       << "\n";
   const Limits& l = b.limits;
-  o << "  limits:         " << l.max_connections << " connections, " << l.max_connections_per_agent << " per agent, "
-    << l.max_connections_per_host << " per host, connect timeout " << l.connect_timeout.count()
-    << " ms, dial budget " << l.effective_dial_budget().count() << " ms, idle timeout " << l.idle_timeout.count() << " ms, header timeout " << l.header_timeout.count()
-    << " ms\n";
+  o << "  limits:         " << limits_text(l) << "\n";
   o << "  sandbox:        " << sandbox_text(b.sandbox) << "\n";
+  // Budgets, rates and the guardian (issue 25): shown only where given.
+  limits_lines(o, b, "  ", false);
   // TLS inspection: shown only where used, so a policy without it reads as before.
   if (!b.inspect.empty())
     o << "  inspect:        " << b.inspect.size() << (b.inspect.size() == 1 ? " entry" : " entries") << ": "
@@ -117,6 +154,15 @@ std::string summarize(const Policy& policy) {
   for (const auto& [name, profile] : policy.agents)
     if (std::find(profile.overrides.begin(), profile.overrides.end(), "sandbox") != profile.overrides.end())
       o << "  agents." << name << ".sandbox: " << sandbox_text(profile.sandbox) << "\n";
+  // Likewise its budgets and guardian, merged with the top level's.
+  for (const auto& [name, profile] : policy.agents) {
+    const auto& ov = profile.overrides;
+    if (std::find(ov.begin(), ov.end(), "limits") == ov.end() && std::find(ov.begin(), ov.end(), "guardian") == ov.end())
+      continue;
+    std::ostringstream part;
+    limits_lines(part, profile, "    ", false);
+    if (!part.str().empty()) o << "  agents." << name << ":\n" << part.str();
+  }
   return o.str();
 }
 

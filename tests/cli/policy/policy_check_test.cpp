@@ -54,6 +54,26 @@ const BadCase kBadCases[] = {
      "positive integer"},
     {"bad_idna", "{\n  \"version\": 1,\n  \"allow\": [\"xn--zz.example\"]\n}\n", "3:13: /allow/0: ", "internationalised"},
     {"bad_ip_literal", "{\n  \"version\": 1,\n  \"allow\": [\"1.2.3.256\"]\n}\n", "3:13: /allow/0: ", "IPv4"},
+    // Budgets, rates and the guardian (issue 25 item 6).
+    {"budget_zero", "{\n  \"version\": 1,\n  \"limits\": {\"bytes_up\": 0}\n}\n", "3:26: /limits/bytes_up: ",
+     "a budget of 0 refuses everything"},
+    {"budget_negative", "{\n  \"version\": 1,\n  \"limits\": {\"bytes_up\": \"-64M\"}\n}\n", "3:26: /limits/bytes_up: ",
+     "must not be negative"},
+    {"rate_without_burst", "{\n  \"version\": 1,\n  \"limits\": {\"requests_per_minute\": 60}\n}\n",
+     "3:14: /limits/requests_per_minute: ", "needs a \"burst\""},
+    {"unknown_trigger",
+     "{\n  \"version\": 1,\n  \"guardian\": {\"rules\": [{\"on\": [\"reboot\"], \"action\": \"kill\"}]}\n}\n",
+     "3:34: /guardian/rules/0/on/0: ", "guardian.rules[0] trigger \"reboot\", column 1: unknown event 'reboot'"},
+    {"trigger_count_zero",
+     "{\n  \"version\": 1,\n  \"guardian\": {\"rules\": [{\"on\": [\"denied >= 0 in 60s\"], \"action\": \"kill\"}]}\n}\n",
+     "3:34: /guardian/rules/0/on/0: ", "column 11: the count must be at least 1"},
+    {"unknown_action",
+     "{\n  \"version\": 1,\n  \"guardian\": {\"rules\": [{\"on\": [\"denied\"], \"action\": \"stop\"}]}\n}\n",
+     "3:55: /guardian/rules/0/action: ", "unknown action \"stop\""},
+    {"webhook_not_http", "{\n  \"version\": 1,\n  \"guardian\": {\"webhook\": \"ftp://x/\"}\n}\n",
+     "3:27: /guardian/webhook: ", "must be an http:// or https:// URL"},
+    {"unknown_content_rule", "{\n  \"version\": 1,\n  \"guardian\": {\"content\": {\"jwt\": \"off\"}}\n}\n",
+     "3:28: /guardian/content/jwt: ", "unknown key 'jwt'"},
 };
 
 }  // namespace
@@ -224,4 +244,42 @@ TEST(PolicyCheck, JsonOutputForGoodBadAndExplainedPolicies) {
   EXPECT_EQ(bj["errors"][0]["path"], "/ports/0");
   EXPECT_EQ(bj["errors"][0]["line"], 3);
   EXPECT_EQ(bj["errors"][1]["path"], "/ports/1");
+}
+
+// Budgets, rates and the guardian are printed, per profile with --explain, and the digest
+// the audit log records changes with them.
+TEST(PolicyCheck, ShowsBudgetsAndGuardianAndExplainsEachProfile) {
+  TempDir dir;
+  const std::string text = R"({"version": 1,
+    "limits": {"bytes_up": "64M", "requests_per_minute": 60, "burst": 10,
+               "destinations": [{"host": "*.github.com", "bytes_up": "8M"}]},
+    "guardian": {"rules": [{"on": ["denied >= 20 in 60s"], "action": "kill"}], "webhook": "http://127.0.0.1:9000/hook"},
+    "agents": {"trial": {"guardian": {"content": {"secrets": "report"}}}}})";
+  auto file = dir.write("g.json", text);
+  auto r = run_netbox({"policy", "check", file.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("budgets:        bytes_up 64M, requests 60/min (burst 10), 1 destination"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("limits.destinations[0] *.github.com: bytes_up 8M"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("guardian:       guardian.rules[0] denied >= 20 in 60s -> kill"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("content: secrets report"), std::string::npos) << r.out;  // agents.trial, merged
+  EXPECT_EQ(r.out.find("top level (anonymous"), std::string::npos) << r.out;
+
+  auto x = run_netbox({"policy", "check", file.string(), "--explain"});
+  ASSERT_EQ(x.exit_code, 0) << x.err;
+  const auto trial = x.out.find("agents.trial (overrides guardian)\n");
+  ASSERT_NE(trial, std::string::npos) << x.out;
+  EXPECT_NE(x.out.find("top level (anonymous, and agents without a profile)\n"), std::string::npos) << x.out;
+  EXPECT_NE(x.out.find("content: secrets report (first 64K of a body), encoded_labels enforce", trial), std::string::npos)
+      << x.out;
+  EXPECT_NE(x.out.find("guardian.rules[0] denied >= 20 in 60s -> kill", trial), std::string::npos) << x.out;
+
+  auto digest = [&](const std::string& name, const std::string& body) {
+    auto j = run_netbox({"policy", "check", dir.write(name, body).string(), "--format", "json"});
+    EXPECT_EQ(j.exit_code, 0) << j.err;
+    return nlohmann::json::parse(j.out).value("digest", "");
+  };
+  std::string other = text;
+  other.replace(other.find("\"64M\""), 5, "\"65M\"");
+  EXPECT_NE(digest("a.json", text), digest("b.json", other));
 }

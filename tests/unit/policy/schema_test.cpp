@@ -32,7 +32,8 @@ TEST(Schema, TopLevelKeysAreTheLoadersKeys) {
   auto s = schema();
   EXPECT_EQ(keys(s["properties"]), (std::set<std::string>{"$schema", "version", "mode", "allow", "include", "deny", "ports",
                                                            "internal", "resolve", "resolve_unlisted_names", "limits",
-                                                           "sandbox", "inspect", "rules", "credentials", "agents"}));
+                                                           "sandbox", "inspect", "rules", "credentials", "guardian",
+                                                           "agents"}));
   EXPECT_EQ(s["additionalProperties"], false);
   // Every key the schema names is one the loader takes.
   for (const auto& k : keys(s["properties"])) {
@@ -51,11 +52,55 @@ TEST(Schema, AgentKeysAndLimitKeysMatch) {
   auto s = schema();
   EXPECT_EQ(keys(s["properties"]["agents"]["additionalProperties"]["properties"]),
             (std::set<std::string>{"mode", "allow", "include", "deny", "ports", "internal", "limits", "sandbox", "inspect",
-                                   "rules", "credentials"}));
+                                   "rules", "credentials", "guardian"}));
   EXPECT_EQ(keys(s["$defs"]["limits"]["properties"]),
             (std::set<std::string>{"max_connections", "max_connections_per_agent", "max_connections_per_host",
                                    "connect_timeout_ms", "dial_budget_ms", "idle_timeout_ms", "header_timeout_ms",
-                                   "connect_timeout", "dial_budget", "idle_timeout", "header_timeout"}));
+                                   "connect_timeout", "dial_budget", "idle_timeout", "header_timeout", "bytes_up",
+                                   "bytes_down", "requests_per_minute", "burst", "new_hosts_per_minute", "bandwidth_up",
+                                   "bandwidth_down", "destinations"}));
+}
+
+// The budget, rate and guardian keys the schema describes are the loader's, each loads
+// with a value of the kind the schema gives, and the schema's trigger pattern and the
+// loader agree on the examples.
+TEST(Schema, BudgetAndGuardianKeysMatch) {
+  auto s = schema();
+  const auto& limits = s["$defs"]["limits"]["properties"];
+  EXPECT_EQ(keys(limits["destinations"]["items"]["properties"]),
+            (std::set<std::string>{"host", "bytes_up", "bytes_down", "requests_per_minute", "burst"}));
+  const auto& g = s["$defs"]["guardian"]["properties"];
+  EXPECT_EQ(keys(g), (std::set<std::string>{"rules", "webhook", "content"}));
+  EXPECT_EQ(keys(g["rules"]["items"]["properties"]), (std::set<std::string>{"on", "action"}));
+  EXPECT_EQ(g["rules"]["items"]["properties"]["action"]["enum"], json({"kill", "freeze", "report"}));
+  EXPECT_EQ(keys(g["content"]["properties"]), (std::set<std::string>{"secrets", "body_window", "encoded_labels"}));
+  EXPECT_EQ(s["$defs"]["contentMode"]["enum"], json({"enforce", "report", "off"}));
+  // Every event the loader knows is in the schema's pattern, and only those.
+  const std::string pattern = g["rules"]["items"]["properties"]["on"]["items"]["pattern"];
+  std::string events;
+  for (auto e : guardian_event_names()) events += (events.empty() ? "" : "|") + std::string(e);
+  EXPECT_NE(pattern.find("^(" + events + ")"), std::string::npos) << pattern;
+  // Defaults: the schema's are the loader's.
+  const auto p = default_policy();
+  EXPECT_EQ(s["$defs"]["contentMode"]["default"], std::string(to_string(p.base.guardian.content.secrets)));
+  EXPECT_EQ(s["$defs"]["contentMode"]["default"], std::string(to_string(p.base.guardian.content.encoded_labels)));
+  EXPECT_EQ(g["content"]["properties"]["body_window"]["default"], "64K");
+  EXPECT_EQ(p.base.guardian.content.body_window, 64U * 1024);
+  json doc = {{"version", 1},
+              {"limits",
+               {{"bytes_up", "64M"}, {"bytes_down", 1048576}, {"requests_per_minute", 60}, {"burst", 10},
+                {"new_hosts_per_minute", 30}, {"bandwidth_up", "1M"}, {"bandwidth_down", "unlimited"},
+                {"destinations", {{{"host", "*.github.com"}, {"bytes_up", "64M"}, {"requests_per_minute", 60},
+                                   {"burst", 10}}}}}},
+              {"guardian",
+               {{"rules", {{{"on", {"denied >= 20 in 60s", "budget_exhausted"}}, {"action", "kill"}}}},
+                {"webhook", "http://127.0.0.1:9000/hook"},
+                {"content", {{"secrets", "report"}, {"body_window", "64K"}, {"encoded_labels", "off"}}}}}};
+  EXPECT_NO_THROW(parse_policy(doc.dump(), "schema"));
+  for (const auto& k : keys(limits)) {
+    if (k.ends_with("timeout") || k.ends_with("_ms") || k.starts_with("max_") || k == "dial_budget") continue;
+    EXPECT_TRUE(doc["limits"].contains(k)) << k;
+  }
 }
 
 TEST(Schema, DefaultsMatchTheDefaultPolicy) {

@@ -46,4 +46,8 @@ Policy default_policy();
 // A short human summary for `netbox policy check`.
 std::string summarize(const Policy& policy);
 
+// Every profile as it applies after merging (the top level, then each agents.NAME): mode,
+// limits, budgets, destinations and guardian, defaults included; `policy check --explain`.
+std::string explain_profiles(const Policy& policy);
+
 }  // namespace netbox::policy

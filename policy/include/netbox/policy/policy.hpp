@@ -1,6 +1,7 @@
 #pragma once
 // The policy model: what the JSON file (schema version 1) says, after validation.
 #include "netbox/policy/cidr.hpp"
+#include "netbox/policy/guardian_rules.hpp"
 
 #include <chrono>
 #include <cstdint>
@@ -58,6 +59,24 @@ struct Credential {
   std::string env;
 };
 
+// `requests_per_minute` with its explicit `burst`: a guardian::TokenBucket of `per_minute`
+// tokens every 60 s holding at most `burst`. Both >= 1 once loaded.
+struct RequestRate {
+  std::uint64_t per_minute = 0;
+  std::uint64_t burst = 0;
+  bool operator==(const RequestRate&) const = default;
+};
+
+// One entry of `limits.destinations`: budgets and a rate for the hosts `host` covers (exact
+// or *.suffix, optionally :port, as `allow` writes them). It names at least one of them.
+struct DestinationLimits {
+  Rule host;                              // list "limits.destinations" (or the agent's), index
+  std::optional<std::uint64_t> bytes_up;  // bytes, >= 1
+  std::optional<std::uint64_t> bytes_down;
+  std::optional<RequestRate> requests;
+  std::string cite() const;               // "limits.destinations[0] *.github.com"
+};
+
 struct Limits {
   std::size_t max_connections = 1024;
   std::size_t max_connections_per_agent = 128;
@@ -74,7 +93,32 @@ struct Limits {
   // which is how long a keep-alive agent may wait between requests: a client sending its
   // head one byte at a time (slowloris) is cut off here.
   std::chrono::milliseconds header_timeout{10000};
+
+  // Budgets and rates (issue 25); unset: none. Checked and recorded, not yet enforced.
+  // Bytes an agent may send (bytes_up) and receive (bytes_down) in one launch, every path
+  // counted (guardian::ByteBudget).
+  std::optional<std::uint64_t> bytes_up, bytes_down;
+  // requests_per_minute and burst, kept apart so an agent's `limits` can change one of
+  // them; once loaded both are set or neither is (see rate()).
+  std::optional<std::uint64_t> requests_per_minute, burst;
+  std::optional<RequestRate> rate() const {
+    if (!requests_per_minute || !burst) return std::nullopt;
+    return RequestRate{*requests_per_minute, *burst};
+  }
+  // Hosts never asked for before in this launch, per minute (a bucket of one minute's worth).
+  std::optional<std::uint64_t> new_hosts_per_minute;
+  // Bytes per second each way, shaped by pausing reads (a bucket of one second's worth).
+  std::optional<std::uint64_t> bandwidth_up, bandwidth_down;
+  // Per destination pattern, in file order (an agent's list replaces the top level's).
+  std::vector<DestinationLimits> destinations;
 };
+
+// The entries of `limits.destinations` that cover `host` (a normalised name) on `port`,
+// most specific first: exact names before wildcards, a longer *.suffix before a shorter
+// one, an entry with its own :port before one without, then file order. Every one of them
+// applies (each keeps its own budget and rate); the first is the one a refusal names.
+std::vector<const DestinationLimits*> destination_limits_for(const Limits& limits, const std::string& host,
+                                                             std::uint16_t port);
 
 // The `sandbox` key: `netbox launch` settings, as written (validated for shape and the
 // size grammar by the loader; the launcher checks the rest as it does its flags). Unset:
@@ -104,6 +148,9 @@ struct Profile {
   // Not used by decisions: what `netbox launch --policy` applies to the agent's sandbox.
   // An agent's entry replaces the top level's key by key.
   SandboxSettings sandbox;
+  // `guardian` (issue 25): rules over time, webhook, content rules. An agent's entry
+  // replaces the top level's key by key (content: key by key too).
+  GuardianSettings guardian;
   // TLS inspection (issue 16): hosts whose CONNECTs the proxy terminates, method/path
   // rules, and credentials injected into inspected requests.
   std::vector<Rule> inspect;
@@ -115,7 +162,7 @@ struct Profile {
   // it encodes) to whoever runs its domain's servers.
   bool resolve_unlisted_names = false;
   // For agents.NAME: the keys it names (in file order of the schema: mode, allow, deny,
-  // ports, internal, limits, sandbox, inspect, rules, credentials); empty for the top level.
+  // ports, internal, limits, sandbox, inspect, rules, credentials, guardian); empty for the top level.
   std::vector<std::string> overrides;
 };
 
