@@ -49,19 +49,29 @@ Answer refused(const Profile& p, const Decision& host, unsigned status, std::str
   return a;
 }
 
+// The first rule for this host that matches the request; `named` says whether any rule
+// names the host at all.
+const RequestRule* first_match(const Profile& profile, const std::string& host, uint16_t port,
+                               std::string_view method, std::string_view path, bool& named) {
+  named = false;
+  for (const RequestRule& r : profile.rules) {
+    if (!names(r.host, host, port)) continue;
+    named = true;
+    if (matches(r, method, path)) return &r;
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 Decision match_rules(const Profile& profile, const std::string& host, uint16_t port, std::string_view method,
                      std::string_view path) {
   bool named = false;
-  for (const RequestRule& r : profile.rules) {
-    if (!names(r.host, host, port)) continue;
-    named = true;
-    if (!matches(r, method, path)) continue;
-    if (r.allow) return Decision{Verdict::allow, r.cite(), ""};
-    return finish(profile, Decision{Verdict::deny, r.cite(),
+  if (const RequestRule* r = first_match(profile, host, port, method, path, named)) {
+    if (r->allow) return Decision{Verdict::allow, r->cite(), ""};
+    return finish(profile, Decision{Verdict::deny, r->cite(),
                                     std::string(method) + " " + std::string(path) + " on " + host + " is denied by " +
-                                        r.cite()});
+                                        r->cite()});
   }
   if (!named) return Decision{Verdict::allow, "", ""};
   const std::string list = rules_list(profile);
@@ -81,7 +91,7 @@ bool inspects(const Profile& profile, const std::string& host, uint16_t port) {
 }
 
 RequestDecision decide_request(const Profile& profile, const Admitted& admitted, std::string_view method,
-                               std::string_view path_and_query) {
+                               std::string_view path_and_query, BodyChecks bodies) {
   if (!rules_name(profile, admitted.host, admitted.port))
     return RequestDecision{admitted.decision, 0, std::string(path_and_query), {}};
   const auto canonical = normalize_request_path(path_and_query);
@@ -97,8 +107,27 @@ RequestDecision decide_request(const Profile& profile, const Admitted& admitted,
   r.path = canonical.path;
   r.path_and_query = canonical.has_query ? canonical.path + "?" + canonical.query : canonical.path;
   r.decision = merged(admitted.decision, match_rules(profile, admitted.host, admitted.port, method, canonical.path));
-  if (r.decision.verdict == Verdict::deny) r.status = 403;
-  return r;
+  if (r.decision.verdict == Verdict::deny) {
+    r.status = 403;
+    return r;
+  }
+  bool named = false;
+  const RequestRule* rule = first_match(profile, admitted.host, admitted.port, method, canonical.path, named);
+  if (!rule || !rule->allow || !rule->body) return r;
+  if (bodies == BodyChecks::caller_checks) {
+    r.body_rule = rule;
+    return r;
+  }
+  // A rule that allows only some bodies, on a path that cannot look at them: refused, not
+  // passed unchecked (a policy's author relies on what it says).
+  auto refusal = refused<RequestDecision>(
+      profile, admitted.decision, 403, rule->cite(),
+      std::string(method) + " " + canonical.path + " on " + admitted.host + " is allowed by " + rule->cite() +
+          " only for bodies its jsonrpc, body_schema or git part allows, and this proxy does not check request "
+          "bodies yet (issue 28), so it refuses the request rather than forward it unchecked");
+  refusal.path = r.path;
+  refusal.path_and_query = r.path_and_query;
+  return refusal;
 }
 
 TunnelDecision decide_tunnel(const Profile& profile, const Admitted& admitted, Carried carried) {

@@ -1,5 +1,6 @@
 #include "load_inspection.hpp"
 
+#include "load_body_rules.hpp"
 #include "netbox/policy/request_path.hpp"
 #include "rule_entry.hpp"
 
@@ -37,7 +38,7 @@ std::vector<std::string> string_list(const LoadContext& ctx, const nlohmann::jso
 
 RequestRule read_request_rule(const LoadContext& ctx, const nlohmann::json& j, const std::string& pointer) {
   ctx.expect_object(j, pointer);
-  ctx.check_keys(j, pointer, {"host", "methods", "paths", "action"});
+  ctx.check_keys(j, pointer, {"host", "methods", "paths", "action", "jsonrpc", "body_schema", "git", "body_window"});
   RequestRule rule;
   auto host = j.find("host");
   if (host == j.end()) ctx.fail(pointer, "a rule needs a \"host\"");
@@ -75,6 +76,7 @@ RequestRule read_request_rule(const LoadContext& ctx, const nlohmann::json& j, c
   if (a != "allow" && a != "deny")
     ctx.fail(child(pointer, "action"), "action must be \"allow\" or \"deny\", not \"" + a + "\"");
   rule.allow = a == "allow";
+  rule.body = read_body_rules(ctx, j, pointer, rule);
   return rule;
 }
 

@@ -136,12 +136,21 @@ TEST(Schema, SandboxKeysMatch) {
 // The inspection keys the schema describes are the loader's, and an example of each loads.
 TEST(Schema, InspectionKeysMatch) {
   auto s = schema();
-  EXPECT_EQ(keys(s["$defs"]["rules"]["items"]["properties"]), (std::set<std::string>{"host", "methods", "paths", "action"}));
+  EXPECT_EQ(keys(s["$defs"]["rules"]["items"]["properties"]),
+            (std::set<std::string>{"host", "methods", "paths", "action", "jsonrpc", "body_schema", "git", "body_window"}));
+  const json& rule = s["$defs"]["rules"]["items"]["properties"];
+  EXPECT_EQ(keys(rule["jsonrpc"]["properties"]), (std::set<std::string>{"methods", "tools"}));
+  EXPECT_EQ(keys(rule["git"]["properties"]), (std::set<std::string>{"push", "force", "delete"}));
   EXPECT_EQ(keys(s["$defs"]["credentials"]["items"]["properties"]),
             (std::set<std::string>{"name", "hosts", "header", "format", "secret_env", "secret_file", "env"}));
   json doc = json::parse(R"({"version": 1, "allow": ["api.github.com", "api.openai.com"],
     "inspect": ["api.github.com", "api.openai.com"],
-    "rules": [{"host": "api.github.com", "methods": ["GET"], "paths": ["/repos/acme/*"], "action": "allow"}],
+    "rules": [{"host": "api.github.com", "methods": ["GET"], "paths": ["/repos/acme/*"], "action": "allow"},
+              {"host": "api.github.com", "methods": ["POST"], "paths": ["/mcp"], "action": "allow", "body_window": "64k",
+               "jsonrpc": {"methods": ["tools/call"], "tools": {"search": {"arguments": {"type": "object"}}}},
+               "body_schema": {"type": "array"}},
+              {"host": "api.github.com", "methods": ["POST"], "paths": ["/acme/*/git-receive-pack"], "action": "allow",
+               "git": {"push": ["refs/heads/agent/*"], "force": false, "delete": false}}],
     "credentials": [{"name": "openai", "hosts": ["api.openai.com"], "header": "Authorization",
                      "format": "Bearer {secret}", "secret_file": "/etc/netbox/secrets/openai", "env": "OPENAI_API_KEY"}]})");
   EXPECT_NO_THROW(parse_policy(doc.dump(), "schema"));

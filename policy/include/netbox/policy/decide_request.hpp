@@ -52,11 +52,19 @@ struct RequestDecision {
   unsigned status = 0;         // 0: the request goes; 400 (path refused) or 403 (rules deny)
   std::string path_and_query;  // to forward: canonical when rules name the host, else as sent
   std::string path;            // canonical, for the row; empty when no rule names the host
+  // The rule that let the request through when it checks bodies (body_rules.hpp): the
+  // caller reads the body (up to body_window) and forwards only what check_body allows.
+  const RequestRule* body_rule = nullptr;
   bool refused() const { return status != 0; }
 };
 
+// Whether the caller checks bodies with check_body. A caller that does not (`unavailable`:
+// the proxy until issue 28 is done) gets a request that a rule with body checks would
+// allow refused, 403 (report mode: reported), never let through unchecked.
+enum class BodyChecks { unavailable, caller_checks };
+
 RequestDecision decide_request(const Profile& profile, const Admitted& admitted, std::string_view method,
-                               std::string_view path_and_query);
+                               std::string_view path_and_query, BodyChecks bodies = BodyChecks::unavailable);
 
 // What a tunnel carries, as far as the door knows when it asks.
 enum class Carried {

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -31,6 +32,8 @@ struct Rule {
   bool covers_name(const std::string& name) const;
 };
 
+struct BodyRules;  // body_rules.hpp: what the body of a request a rule allows must say
+
 // One entry of `rules`: which requests to a host are allowed, by method and path,
 // evaluated in order after the host decision (first match wins). Applies to plain HTTP
 // and to inspected HTTPS, where the proxy sees each request.
@@ -39,6 +42,9 @@ struct RequestRule {
   std::vector<std::string> methods;   // upper-case; empty: any method
   std::vector<std::string> paths;     // canonical path patterns (see request_path.hpp); empty: any
   bool allow = false;                 // "action": "allow" or "deny"
+  // `jsonrpc`, `body_schema`, `git`, `body_window` (issue 28); null: the body is not
+  // looked at. Shared and immutable: agents' profiles copy rules.
+  std::shared_ptr<const BodyRules> body;
   std::string list;                   // "rules" or "agents.NAME.rules"
   std::size_t index = 0;
   std::string cite() const;           // e.g. "rules[2] api.github.com GET,HEAD /repos/acme/*"
