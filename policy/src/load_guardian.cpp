@@ -93,7 +93,7 @@ void read_content(const LoadContext& ctx, const nlohmann::json& j, const std::st
     else if (key == "encoded_labels") c.encoded_labels = one_of<ContentMode>(ctx, v, p, "mode", kModes);
     else if (key == "body_window") {
       const auto n = byte_size(ctx, v, p, false);
-      if (*n > kMaxBodyWindow) ctx.fail(p, "must be at most 1M (what one search looks at), not " + v.dump());
+      if (*n > kMaxContentWindow) ctx.fail(p, "must be at most 1M (what one search looks at), not " + v.dump());
       c.body_window = *n;
     }
   });

@@ -209,7 +209,7 @@ TEST(Guardian, ContentRuleMistakesAreNamed) {
   expect_fail(with_guardian(R"({"content": {"body_window": "64Q"}})"), "/guardian/content/body_window",
               "must be a size");
   EXPECT_EQ(parse_policy(with_guardian(R"({"content": {"body_window": "1M"}})"), "p").base.guardian.content.body_window,
-            kMaxBodyWindow);
+            kMaxContentWindow);
 }
 
 // Every mistake of a guardian section is reported in one run, in file order.

@@ -72,7 +72,7 @@ enum class ContentMode { enforce, report, off };
 std::string_view to_string(ContentMode m);
 
 // The largest body_window: what content::find_secret looks at in one text.
-inline constexpr std::uint64_t kMaxBodyWindow = 1024 * 1024;
+inline constexpr std::uint64_t kMaxContentWindow = 1024 * 1024;
 
 struct ContentRules {
   ContentMode secrets = ContentMode::enforce;         // content/secret_formats.hpp find_secret
