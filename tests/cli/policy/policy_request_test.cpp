@@ -2,6 +2,7 @@
 // 27 and 28): the real binary on real files answers what the proxy decides for one request,
 // its body included (a JSON-RPC batch, a JSON body against a schema, a push made by real
 // git), exits 1 when it would be refused, and lists each host's rules with their body parts.
+#include "support/git_repo.hpp"
 #include "support/process.hpp"
 #include "support/temp_dir.hpp"
 
@@ -12,6 +13,7 @@
 
 using netbox::test::run;
 using netbox::test::run_netbox;
+using netbox::test::GitRepo;
 using netbox::test::TempDir;
 using ::testing::HasSubstr;
 using ::testing::Not;
@@ -141,39 +143,13 @@ TEST_F(PolicyRequest, WithoutABodyTheRuleThatChecksItIsNamed) {
 // lacks, as `git push` sends it over smart HTTP.
 class PolicyGitPush : public PolicyRequest {
  protected:
-  void SetUp() override {
-    PolicyRequest::SetUp();
-    git({"init", "-q", "-b", "main", repo()});
-    git({"config", "user.email", "agent@example.test"});
-    git({"config", "user.name", "agent"});
-  }
-  std::string repo() const { return (dir_.path() / "repo").string(); }
-  std::string git(std::vector<std::string> args, const std::string& input = {}) {
-    std::vector<std::string> argv{"git", "-C", repo()};
-    if (args.front() == "init") argv = {"git"};
-    argv.insert(argv.end(), args.begin(), args.end());
-    const auto r = run(argv, std::chrono::seconds(60), input);
-    EXPECT_EQ(r.exit_code, 0) << r.err;
-    return r.out;
-  }
-  std::string commit(const std::string& message) {
-    dir_.write("repo/file", message);
-    git({"add", "file"});
-    git({"commit", "-q", "-m", message});
-    std::string id = git({"rev-parse", "HEAD"});
-    id.pop_back();
-    return id;
-  }
+  std::string git(std::vector<std::string> args, const std::string& input = {}) { return repo_.git(std::move(args), input); }
+  std::string commit(const std::string& message) { return repo_.commit(message); }
   std::string push_body(const std::string& old_id, const std::string& new_id, const std::string& ref) {
-    const std::string command = old_id + " " + new_id + " " + ref + std::string(1, '\0') + "report-status side-band-64k\n";
-    char head[5];
-    std::snprintf(head, sizeof head, "%04zx", command.size() + 4);
-    std::string out = head + command + "0000";
-    if (new_id == kZero) return out;
-    return out + git({"pack-objects", "--stdout", "--revs", "-q", "--thin"},
-                     new_id + "\n" + (old_id == kZero ? "" : "^" + old_id + "\n"));
+    return repo_.push_body(old_id, new_id, ref);
   }
-  static inline const std::string kZero = std::string(40, '0');
+  static inline const std::string& kZero = GitRepo::kZero;
+  GitRepo repo_;
 };
 
 TEST_F(PolicyGitPush, OnlyTheAgentsBranchMayBePushed) {

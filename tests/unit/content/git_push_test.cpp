@@ -3,6 +3,7 @@
 #include "netbox/content/git_push.hpp"
 
 #include "support/process.hpp"
+#include "support/git_repo.hpp"
 #include "support/temp_dir.hpp"
 
 #include <gtest/gtest.h>
@@ -17,52 +18,15 @@ using test::run;
 
 class GitPushTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    git({"init", "-q", "-b", "main", repo()});
-    git({"config", "user.email", "agent@example.test"});
-    git({"config", "user.name", "agent"});
-  }
-
-  std::string repo() const { return (dir_.path() / "repo").string(); }
-
-  std::string git(std::vector<std::string> args, const std::string& input = {}) {
-    std::vector<std::string> argv{"git", "-C", repo()};
-    if (args.front() == "init") argv = {"git"};
-    argv.insert(argv.end(), args.begin(), args.end());
-    const auto r = run(argv, std::chrono::seconds(60), input);
-    EXPECT_EQ(r.exit_code, 0) << r.err;
-    return r.out;
-  }
-
+  std::string repo() const { return repo_.path(); }
+  std::string git(std::vector<std::string> args, const std::string& input = {}) { return repo_.git(std::move(args), input); }
   // A commit with a message long enough that git deltifies neighbours against each other.
-  std::string commit(const std::string& message) {
-    dir_.write("repo/file", message);
-    git({"add", "file"});
-    git({"commit", "-q", "-m", message + "\n\n" + std::string(4000, 'x')});
-    return rev("HEAD");
-  }
-
-  std::string rev(const std::string& name) {
-    std::string out = git({"rev-parse", name});
-    if (!out.empty() && out.back() == '\n') out.pop_back();
-    return out;
-  }
-
-  static std::string pkt(const std::string& payload) {
-    char head[5];
-    std::snprintf(head, sizeof head, "%04zx", payload.size() + 4);
-    return head + payload;
-  }
-
-  // The body `git push` sends for one update: the command, a flush, and the pack of what
-  // the server lacks (`new` without `old`), thin like send-pack's.
+  std::string commit(const std::string& message) { return repo_.commit(message, 4000); }
+  std::string rev(const std::string& name) { return repo_.rev(name); }
+  static std::string pkt(const std::string& payload) { return test::GitRepo::pkt(payload); }
   std::string body(const std::string& old_id, const std::string& new_id, const std::string& ref,
                    const std::vector<std::string>& pack_flags = {"--thin"}) {
-    std::string out = pkt(old_id + " " + new_id + " " + ref + std::string(1, '\0') + "report-status side-band-64k\n") + "0000";
-    if (new_id == kZero) return out;
-    std::vector<std::string> args{"pack-objects", "--stdout", "--revs", "-q"};
-    args.insert(args.end(), pack_flags.begin(), pack_flags.end());
-    return out + git(args, new_id + "\n" + (old_id == kZero ? "" : "^" + old_id + "\n"));
+    return repo_.push_body(old_id, new_id, ref, pack_flags);
   }
 
   GitPush read(const std::string& text) {
@@ -80,7 +44,8 @@ class GitPushTest : public ::testing::Test {
     return std::holds_alternative<GitPushRefusal>(r) ? std::get<GitPushRefusal>(r).reason : std::string();
   }
 
-  static inline const std::string kZero = std::string(40, '0');
+  static inline const std::string& kZero = test::GitRepo::kZero;
+  test::GitRepo repo_;
   test::TempDir dir_;
 };
 

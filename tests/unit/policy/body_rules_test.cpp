@@ -6,6 +6,7 @@
 #include "netbox/policy/decide_request.hpp"
 #include "netbox/policy/load.hpp"
 
+#include "support/git_repo.hpp"
 #include "support/process.hpp"
 #include "support/temp_dir.hpp"
 
@@ -253,43 +254,16 @@ TEST(BodyRules, MistakesAreRefusedNamingTheKeyWithLineAndColumn) {
 // lacks, as send-pack makes it (thin).
 class GitRule : public ::testing::Test {
  protected:
-  void SetUp() override {
-    git({"init", "-q", "-b", "main", repo()});
-    git({"config", "user.email", "agent@example.test"});
-    git({"config", "user.name", "agent"});
-  }
-  std::string repo() const { return (dir_.path() / "repo").string(); }
-  std::string git(std::vector<std::string> args, const std::string& input = {}) {
-    std::vector<std::string> argv{"git", "-C", repo()};
-    if (args.front() == "init") argv = {"git"};
-    argv.insert(argv.end(), args.begin(), args.end());
-    const auto r = test::run(argv, std::chrono::seconds(60), input);
-    EXPECT_EQ(r.exit_code, 0) << r.err;
-    return r.out;
-  }
-  std::string commit(const std::string& message) {
-    dir_.write("repo/file", message);
-    git({"add", "file"});
-    git({"commit", "-q", "-m", message});
-    std::string id = git({"rev-parse", "HEAD"});
-    id.pop_back();
-    return id;
-  }
-  static std::string pkt(const std::string& payload) {
-    char head[5];
-    std::snprintf(head, sizeof head, "%04zx", payload.size() + 4);
-    return head + payload;
-  }
+  std::string git(std::vector<std::string> args, const std::string& input = {}) { return repo_.git(std::move(args), input); }
+  std::string commit(const std::string& message) { return repo_.commit(message); }
+  static std::string pkt(const std::string& payload) { return test::GitRepo::pkt(payload); }
   std::string body(const std::string& old_id, const std::string& new_id, const std::string& ref) {
-    std::string out = pkt(old_id + " " + new_id + " " + ref + std::string(1, '\0') + "report-status side-band-64k\n") + "0000";
-    if (new_id == kZero) return out;
-    return out + git({"pack-objects", "--stdout", "--revs", "-q", "--thin"},
-                     new_id + "\n" + (old_id == kZero ? "" : "^" + old_id + "\n"));
+    return repo_.push_body(old_id, new_id, ref);
   }
   BodyCheck push(const std::string& text) { return check_body(rule(3), "application/x-git-receive-pack-request", text); }
 
-  static inline const std::string kZero = std::string(40, '0');
-  test::TempDir dir_;
+  static inline const std::string& kZero = test::GitRepo::kZero;
+  test::GitRepo repo_;
 };
 
 TEST_F(GitRule, APushToTheAgentsBranchPasses) {
