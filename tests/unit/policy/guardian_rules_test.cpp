@@ -2,31 +2,16 @@
 // webhook and content rules' settings, merging per agent, and every mistake named with its
 // key, its position and (for a trigger) the column inside the trigger.
 #include "netbox/policy/load.hpp"
+#include "policy_error.hpp"
 
 #include <gtest/gtest.h>
 
 using namespace netbox::policy;
+using netbox::policy_test::error_of;
+using netbox::policy_test::expect_fail;
 using namespace std::chrono_literals;
 
 namespace {
-
-PolicyError error_of(const std::string& json) {
-  try {
-    parse_policy(json, "p.json");
-  } catch (const PolicyError& e) {
-    return e;
-  }
-  ADD_FAILURE() << "accepted: " << json;
-  return PolicyError("", 0, 0, "", "");
-}
-
-void expect_fail(const std::string& json, const std::string& path, const std::string& fragment) {
-  const PolicyError e = error_of(json);
-  EXPECT_EQ(e.json_path(), path) << e.what();
-  EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << "wanted '" << fragment << "' in: " << e.what();
-  EXPECT_GT(e.line(), 0) << e.what();
-  EXPECT_GT(e.column(), 0) << e.what();
-}
 
 std::string with_guardian(const std::string& g) { return R"({"version": 1, "guardian": )" + g + "}"; }
 

@@ -2,33 +2,17 @@
 // with burst, new_hosts_per_minute, bandwidth_up/down and destinations; typed values,
 // merging per agent, matching order, and every mistake named with its key and position.
 #include "netbox/policy/load.hpp"
+#include "policy_error.hpp"
 
 #include <gtest/gtest.h>
 
 using namespace netbox::policy;
+using netbox::policy_test::error_of;
+using netbox::policy_test::expect_fail;
 
 namespace {
 
 constexpr std::uint64_t kMiB = 1024 * 1024;
-
-PolicyError error_of(const std::string& json) {
-  try {
-    parse_policy(json, "p.json");
-  } catch (const PolicyError& e) {
-    return e;
-  }
-  ADD_FAILURE() << "accepted: " << json;
-  return PolicyError("", 0, 0, "", "");
-}
-
-// The first problem is at `path`, has a line and column, and says `fragment`.
-void expect_fail(const std::string& json, const std::string& path, const std::string& fragment) {
-  const PolicyError e = error_of(json);
-  EXPECT_EQ(e.json_path(), path) << e.what();
-  EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << "wanted '" << fragment << "' in: " << e.what();
-  EXPECT_GT(e.line(), 0) << e.what();
-  EXPECT_GT(e.column(), 0) << e.what();
-}
 
 std::string with_limits(const std::string& limits) { return R"({"version": 1, "limits": )" + limits + "}"; }
 
