@@ -509,6 +509,12 @@ TEST_P(DoorConformance, EveryDoorAnswersTheCaseAlike) {
     ASSERT_TRUE(audit_turns_unhealthy()) << "the audit writer never reported the lock";
   }
   if (c.setup == Setup::out_of_descriptors) {
+#if defined(__SANITIZE_ADDRESS__)
+    // As in fd_exhaustion_test.cpp: UBSan checks a dynamic type by probing memory through
+    // a pipe of its own, and in a process with no descriptor left it reports a false
+    // "invalid vptr" and exits. The normal build runs this case on every door.
+    GTEST_SKIP() << "a sanitized proxy cannot run out of descriptors: UBSan needs a pipe to check types";
+#endif
     const auto errors = server->counters().accept_errors;
     before = [&] { fds = std::make_unique<DescriptorsUsedUp>(); };
     after = [&, errors] {
