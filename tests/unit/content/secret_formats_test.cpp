@@ -62,21 +62,30 @@ std::string percent_all(std::string_view s) {
   return out;
 }
 
-std::string base64(std::string_view s, bool url) {
-  const std::string_view alphabet = url ? "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
-                                        : "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+// `s` in an alphabet of 2^width characters, most significant bits first, the last group
+// padded with zero bits (base64 and base32 alike; padding characters are the caller's).
+std::string encode_bits(std::string_view s, std::string_view alphabet, int width) {
   std::string out;
   unsigned acc = 0;
   int bits = 0;
+  const unsigned mask = (1u << width) - 1;
   for (unsigned char c : s) {
     acc = (acc << 8) | c;
     bits += 8;
-    while (bits >= 6) {
-      bits -= 6;
-      out += alphabet[(acc >> bits) & 63];
+    while (bits >= width) {
+      bits -= width;
+      out += alphabet[(acc >> bits) & mask];
     }
   }
-  if (bits > 0) out += alphabet[(acc << (6 - bits)) & 63];
+  if (bits > 0) out += alphabet[(acc << (width - bits)) & mask];
+  return out;
+}
+
+std::string base64(std::string_view s, bool url) {
+  std::string out = encode_bits(s,
+                                url ? "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+                                    : "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/",
+                                6);
   while (!url && out.size() % 4) out += '=';
   return out;
 }
@@ -180,20 +189,8 @@ TEST(SecretFormatsTest, ScansAtMostItsBound) {
 
 TEST(EncodedLabelTest, LabelsThatCarryDataAreNamed) {
   const auto secret = "AKIA" + run_of(kUpperDigits, 16, 60);
-  std::string b32;  // base32 (lower case) of the key, as DNS exfiltration tools spell it
-  {
-    constexpr std::string_view a = "abcdefghijklmnopqrstuvwxyz234567";
-    unsigned acc = 0;
-    int bits = 0;
-    for (unsigned char c : secret) {
-      acc = (acc << 8) | c;
-      bits += 8;
-      while (bits >= 5) {
-        bits -= 5;
-        b32 += a[(acc >> bits) & 31];
-      }
-    }
-  }
+  // base32 (lower case) of the key, as DNS exfiltration tools spell it
+  const std::string b32 = encode_bits(secret, "abcdefghijklmnopqrstuvwxyz234567", 5);
   for (const std::string& host : std::vector<std::string>{hex(secret) + ".x.example.com", b32 + ".example.com", "cdn." + hex("0123456789ab") + ".example.net",
                                  "e2cd67cabbc6b435c1c2f2f8.tunnel.example.org", "ktj42xlcv4hvoh4je35vj4rzgvfeyrcw.example.com",
                                  "bkylbkshofjptkwfwidjo5eshnnryhww.example.com"}) {
