@@ -84,7 +84,10 @@ JsonRpcRules read_jsonrpc(const LoadContext& ctx, const nlohmann::json& j, const
     ctx.keep_going([&] {
       ctx.fail(tp, "tools are called with the method tools/call, which \"methods\" does not allow: add it there");
     });
-  for (const auto& [name, spec] : tools->items()) {
+  for (const auto& item : tools->items()) {
+    // Named, not a structured binding: clang before 16 cannot capture a binding in a lambda.
+    const std::string& name = item.key();
+    const nlohmann::json& spec = item.value();
     const std::string at = child(tp, name);
     ctx.keep_going([&] {
       ctx.expect_object(spec, at);

@@ -28,6 +28,7 @@ BackgroundProcess::BackgroundProcess(std::vector<std::string> argv, std::filesys
       dup2(fd, 2);
     }
     if (devnull >= 0) dup2(devnull, 0);
+    ::close_range(3, ~0U, 0);  // nothing else of the test's process (its sockets) goes with the child
     setpgid(0, 0);
     for (auto& [k, v] : extra_env) setenv(k.c_str(), v.c_str(), 1);
     std::vector<char*> args;

@@ -27,6 +27,10 @@ RunResult run(const std::vector<std::string>& argv, std::chrono::milliseconds ti
   posix_spawn_file_actions_adddup2(&fa, in_pipe[0], 0);
   posix_spawn_file_actions_adddup2(&fa, out_pipe[1], 1);
   posix_spawn_file_actions_adddup2(&fa, err_pipe[1], 2);
+  // Nothing else of this process goes with the child: an in-process proxy's or upstream's
+  // sockets (asio opens them without CLOEXEC) would stay open for the child's life, and a
+  // peer waiting for their close (a TLS upstream's close_notify) would hang with it.
+  posix_spawn_file_actions_addclosefrom_np(&fa, 3);
   std::vector<char*> args;
   for (auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
