@@ -5,21 +5,13 @@
 //  - a server name holds only lower-case host-name bytes, at most 253 of them;
 //  - every prefix of a complete hello asks for more, never for a verdict;
 //  - a malformed answer always says why.
+#include "fuzz_invariant.hpp"
 #include "netbox/tls/client_hello.hpp"
 
 #include <cstdio>
 #include <cstdlib>
 
-namespace {
-
-void check(bool ok, const char* what) {
-  if (!ok) {
-    std::fprintf(stderr, "invariant broken: %s\n", what);
-    std::abort();
-  }
-}
-
-}  // namespace
+using netbox::fuzz::check;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using netbox::tls::ClientHello;

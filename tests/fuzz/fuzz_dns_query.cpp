@@ -5,6 +5,7 @@
 //    are 1-63 bytes, so what reaches the policy and the audit is a plain name;
 //  - every answer keeps the query's id, is a response, and fits the client's UDP size;
 //  - a refusal always says why.
+#include "fuzz_invariant.hpp"
 #include "netbox/dns/message.hpp"
 
 #include <cstdio>
@@ -12,12 +13,7 @@
 
 namespace {
 
-void check(bool ok, const char* what) {
-  if (!ok) {
-    std::fprintf(stderr, "invariant broken: %s\n", what);
-    std::abort();
-  }
-}
+using netbox::fuzz::check;
 
 void check_answer(const std::vector<std::uint8_t>& a, const netbox::dns::Query& q) {
   check(a.size() >= 12, "an answer shorter than a header");

@@ -5,6 +5,7 @@
 //    or 64) and a ref under refs/;
 //  - a body that is read is whole: cutting its last byte, or its second half, is refused;
 //  - walking from any update's new commit ends, and a deletion is never a fast-forward.
+#include "fuzz_invariant.hpp"
 #include "netbox/content/git_push.hpp"
 
 #include <openssl/sha.h>
@@ -13,16 +14,7 @@
 #include <cstdlib>
 #include <string>
 
-namespace {
-
-void check(bool ok, const char* what) {
-  if (!ok) {
-    std::fprintf(stderr, "invariant broken: %s\n", what);
-    std::abort();
-  }
-}
-
-}  // namespace
+using netbox::fuzz::check;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace netbox::content;

@@ -6,22 +6,14 @@
 //  - every request and notification has a method; a tools/call names its tool; a
 //    response has no method;
 //  - the refusal answer is JSON-RPC 2.0 and serialises.
+#include "fuzz_invariant.hpp"
 #include "netbox/content/json_rpc.hpp"
 #include "netbox/content/strict_json.hpp"
 
 #include <cstdio>
 #include <cstdlib>
 
-namespace {
-
-void check(bool ok, const char* what) {
-  if (!ok) {
-    std::fprintf(stderr, "invariant broken: %s\n", what);
-    std::abort();
-  }
-}
-
-}  // namespace
+using netbox::fuzz::check;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace netbox::content;

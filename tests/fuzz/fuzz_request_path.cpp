@@ -6,6 +6,7 @@
 //  - no accepted path holds a byte a path may not, an encoded slash, backslash or NUL;
 //  - a refusal always says why and gives no path;
 //  - a canonical path matches itself as a pattern, and "/*" matches every path.
+#include "fuzz_invariant.hpp"
 #include "netbox/policy/request_path.hpp"
 
 #include <cstdio>
@@ -14,12 +15,7 @@
 
 namespace {
 
-void check(bool ok, const char* what) {
-  if (!ok) {
-    std::fprintf(stderr, "invariant broken: %s\n", what);
-    std::abort();
-  }
-}
+using netbox::fuzz::check;
 
 bool unreserved(char c) {
   return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.' ||

@@ -6,6 +6,7 @@
 //  - a secret found in a text is found in it again with anything appended (appending never
 //    hides one; the scan is bounded, so only below that bound);
 //  - an encoded label is a label of the name and says why.
+#include "fuzz_invariant.hpp"
 #include "netbox/content/secret_formats.hpp"
 
 #include <algorithm>
@@ -13,16 +14,7 @@
 #include <cstdlib>
 #include <string>
 
-namespace {
-
-void check(bool ok, const char* what) {
-  if (!ok) {
-    std::fprintf(stderr, "invariant broken: %s\n", what);
-    std::abort();
-  }
-}
-
-}  // namespace
+using netbox::fuzz::check;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace netbox::content;

@@ -7,6 +7,7 @@
 //  - a complete greeting chose no-auth or username/password, and only if offered;
 //  - a complete request is a CONNECT with a non-empty host; an IPv4/IPv6 host is an address;
 //  - a refused request answers 0x01, 0x07 or 0x08 and says why.
+#include "fuzz_invariant.hpp"
 #include "socks_request.hpp"
 
 #include <boost/asio/ip/address.hpp>
@@ -18,12 +19,7 @@ namespace {
 
 using namespace netbox::proxy::socks;
 
-void check(bool ok, const char* what) {
-  if (!ok) {
-    std::fprintf(stderr, "invariant broken: %s\n", what);
-    std::abort();
-  }
-}
+using netbox::fuzz::check;
 
 template <typename Read>
 void check_prefixes(std::span<const std::uint8_t> in, std::size_t used, Read read) {
