@@ -5,6 +5,7 @@
 // records every 2 ms how many rows were queued and how many committed; row k's delay is
 // when the committed count reached k minus when the queued count did.
 // Usage: audit_pg_bench ROWS [PRODUCERS]   (starts its own server, fsync on, and removes it)
+#include "bench_record.hpp"
 #include "netbox/audit/writer.hpp"
 #include "support/postgres_server.hpp"
 
@@ -22,22 +23,7 @@ namespace {
 
 using Steady = std::chrono::steady_clock;
 
-netbox::audit::AuditRecord sample_record(std::uint64_t i) {
-  netbox::audit::AuditRecord r;
-  r.ts = netbox::audit::Clock::now();
-  r.agent = "bench";
-  r.client_addr = "127.0.0.1:" + std::to_string(40000 + i % 20000);
-  r.kind = "http";
-  r.method = "GET";
-  r.host = "127.0.0.1";
-  r.port = 8080;
-  r.path = "/small";
-  r.resolved_addr = "127.0.0.1";
-  r.decision = "allow";
-  r.rule = "allow[0] 127.0.0.1";
-  r.reason = "127.0.0.1 matches allow[0] 127.0.0.1";
-  return r;
-}
+using netbox::bench::sample_record;
 
 std::string loadavg() {
   std::ifstream in("/proc/loadavg");

@@ -3,6 +3,7 @@
 // A full queue is back-pressure, not loss: the producer yields and retries, and the retries
 // are counted. Afterwards the row count must equal the rows produced, and integrity_check ok.
 // Usage: audit_writer_bench DB ROWS [PRODUCERS]
+#include "bench_record.hpp"
 #include "netbox/audit/writer.hpp"
 
 #include <sqlite3.h>
@@ -18,22 +19,7 @@
 
 namespace {
 
-netbox::audit::AuditRecord sample_record(std::uint64_t i) {
-  netbox::audit::AuditRecord r;
-  r.ts = netbox::audit::Clock::now();
-  r.agent = "bench";
-  r.client_addr = "127.0.0.1:" + std::to_string(40000 + i % 20000);
-  r.kind = "http";
-  r.method = "GET";
-  r.host = "127.0.0.1";
-  r.port = 8080;
-  r.path = "/small";
-  r.resolved_addr = "127.0.0.1";
-  r.decision = "allow";
-  r.rule = "allow[0] 127.0.0.1";
-  r.reason = "127.0.0.1 matches allow[0] 127.0.0.1";
-  return r;
-}
+using netbox::bench::sample_record;
 
 std::string query_text(sqlite3* db, const char* sql) {
   sqlite3_stmt* st = nullptr;
