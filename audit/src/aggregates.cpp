@@ -78,4 +78,20 @@ std::vector<AgentActivity> agent_activity(const std::filesystem::path& db, const
   return agents;
 }
 
+std::vector<TimelinePoint> timeline(const std::filesystem::path& db, const Filter& filter,
+                                    std::chrono::seconds bucket) {
+  bucket = std::max(bucket, std::chrono::seconds(1));
+  detail::Reader reader(db);
+  const auto where = reader.where(filter);
+  const std::string b = reader.ts_bucket(bucket);
+  std::vector<TimelinePoint> points;
+  reader.each("SELECT " + b + " AS bucket, decision, SUM(count) FROM requests", where,
+              " GROUP BY bucket, decision ORDER BY bucket, decision", 0, [&](const detail::Row& s) {
+                const Clock::time_point start{bucket * s.column_int(0)};
+                if (points.empty() || points.back().start != start) points.push_back({start, {}});
+                points.back().decisions.push_back({s.column_text(1), count_column(s, 2)});
+              });
+  return points;
+}
+
 }  // namespace netbox::audit

@@ -112,6 +112,13 @@ std::string Reader::latest(std::string_view column) const {
   return "(array_agg(" + std::string(column) + " ORDER BY ts DESC, id DESC))[1]";
 }
 
+std::string Reader::ts_bucket(std::chrono::seconds seconds) const {
+  // ts is stored as ISO-8601 text ("2026-11-22T04:15:41.123Z") by both backends.
+  const std::string n = std::to_string(std::max<std::int64_t>(1, seconds.count()));
+  if (!pg_) return "(CAST(strftime('%s', ts) AS INTEGER) / " + n + ")";
+  return "CAST(floor(extract(epoch FROM CAST(ts AS timestamptz)) / " + n + ") AS bigint)";
+}
+
 void Reader::each(std::string_view select, const Where& where, std::string_view rest, std::size_t limit,
                   const std::function<void(const Row&)>& row) {
   const std::string sql = std::string(select) + where.sql + std::string(rest) + " LIMIT ?";

@@ -8,6 +8,7 @@
 #include "row.hpp"
 #include "sqlite.hpp"
 
+#include <chrono>
 #include <filesystem>
 #include <functional>
 #include <memory>
@@ -40,6 +41,9 @@ class Reader {
   Where where(const Filter& filter) const;
   // An aggregate giving `column` of the group's row with the latest ts.
   std::string latest(std::string_view column) const;
+  // An integer expression: the row's ts in whole seconds since the epoch, divided by
+  // `seconds` (the row's bucket number).
+  std::string ts_bucket(std::chrono::seconds seconds) const;
 
   // Runs `select` + the WHERE clause + `rest` + " LIMIT ?" (`limit` 0: none) with the
   // WHERE parameters bound, and calls `row` on each result row.

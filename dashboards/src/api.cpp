@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cctype>
 #include <optional>
 
@@ -94,6 +95,21 @@ json agent_json(const audit::AgentActivity& a) {
           {"last_seen", audit::format_timestamp(a.last_seen)}};
 }
 
+// A round bucket length giving about kTimelineBuckets buckets over `window`: the chart
+// has a point per bucket whatever the window, and its x-axis reads in whole units.
+constexpr long kTimelineBuckets = 120;
+std::chrono::seconds bucket_for(std::chrono::seconds window) {
+  static constexpr long kRound[] = {5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 21600, 43200, 86400};
+  const long wanted = window.count() / kTimelineBuckets;
+  for (long r : kRound)
+    if (r >= wanted) return std::chrono::seconds(r);
+  return std::chrono::seconds(86400 * ((wanted + 86399) / 86400));
+}
+
+long long epoch_seconds(audit::Clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::seconds>(t.time_since_epoch()).count();
+}
+
 }  // namespace
 
 QueryParams parse_query(std::string_view query) {
@@ -153,6 +169,24 @@ std::string api_requests(const std::filesystem::path& db, const QueryParams& q) 
   auto filter = filter_from(q);
   filter.limit = limit_from(q);
   return audit::format_requests(audit::query_requests(db, filter), "json");
+}
+
+std::string api_timeline(const std::filesystem::path& db, const QueryParams& q, audit::Clock::time_point now) {
+  auto filter = filter_from(q);
+  if (!filter.since) filter.since = now - std::chrono::hours(1);
+  const auto window = std::chrono::duration_cast<std::chrono::seconds>(now - *filter.since);
+  const auto bucket = bucket_for(std::max(window, std::chrono::seconds(1)));
+  json points = json::array();
+  for (const auto& p : audit::timeline(db, filter, bucket)) {
+    json point = decisions_json(p.decisions);
+    point["t"] = epoch_seconds(p.start);
+    points.push_back(std::move(point));
+  }
+  return json{{"bucket_seconds", bucket.count()},
+              {"from", epoch_seconds(*filter.since)},
+              {"to", epoch_seconds(now)},
+              {"points", std::move(points)}}
+      .dump();
 }
 
 }  // namespace netbox::dashboards

@@ -1,16 +1,17 @@
 // The netbox dashboard: polls the admin JSON API of the proxy that served this page
-// (same origin only; the page makes no request to any other host) and redraws.
+// (same origin only; the page makes no request to any other host) and redraws. The chart
+// is drawn from the audit store for the chosen window (/api/timeline), so it shows what
+// happened before the page was opened; an agent's page is the same view for one agent
+// (#agent=NAME, linked from the agents table).
 "use strict";
 
 const POLL_MS = 2000;
-const WINDOW_S = 300;          // the chart keeps the last five minutes
 const DECISIONS = ["allow", "deny", "report", "cap", "error"];
 const COLORS = { allow: "#3fb27f", deny: "#e5534b", report: "#d4a72c", cap: "#b083f0", error: "#8595a7" };
 
 const $ = (id) => document.getElementById(id);
-const series = { t: [], allow: [], deny: [], report: [], cap: [], error: [] };
-let last = null;               // previous live counters, to turn totals into rates
 let chart = null;
+let timeline = { key: "", at: 0, bucket: 0 };  // the last timeline drawn: its filters, when, its bucket
 
 function filters() {
   const p = new URLSearchParams();
@@ -75,7 +76,7 @@ function makeChart() {
     height: 220,
     scales: { x: { time: true }, y: { range: (u, min, max) => [0, Math.max(1, max)] } },
     axes: [{ stroke: "#8595a7", grid: { stroke: "#26313d" } },
-           { stroke: "#8595a7", grid: { stroke: "#26313d" }, label: "req/s" }],
+           { stroke: "#8595a7", grid: { stroke: "#26313d" }, label: "requests" }],
     series: [{}].concat(DECISIONS.map((d) => ({ label: d, stroke: COLORS[d], width: 2,
                                                  fill: COLORS[d] + "22", points: { show: false } }))),
   };
@@ -83,30 +84,63 @@ function makeChart() {
   window.addEventListener("resize", () => chart.setSize({ width: el.clientWidth, height: 220 }));
 }
 
-function pushRates(live) {
-  const now = Date.now() / 1000;
-  if (last) {
-    const dt = Math.max(0.001, now - last.t);
-    series.t.push(now);
-    for (const d of DECISIONS) series[d].push(Math.max(0, ((live.requests[d] || 0) - (last.requests[d] || 0)) / dt));
-    while (series.t.length && series.t[0] < now - WINDOW_S) {
-      series.t.shift();
-      for (const d of DECISIONS) series[d].shift();
-    }
-    chart.setData([series.t, ...DECISIONS.map((d) => series[d])]);
+function fmtBucket(s) {
+  if (s % 86400 === 0) return `${s / 86400} d`;
+  if (s % 3600 === 0) return `${s / 3600} h`;
+  if (s % 60 === 0) return `${s / 60} min`;
+  return `${s} s`;
+}
+
+// The store's counts per bucket over the window, every bucket drawn (0 where the store has
+// no request). Fetched again once a bucket has had time to change, or when a filter did.
+async function refreshTimeline(q) {
+  const key = q.toString();
+  const every = Math.min(30000, Math.max(POLL_MS, (timeline.bucket * 1000) / 4));
+  if (key === timeline.key && Date.now() - timeline.at < every) return;
+  const tl = await getJSON(`/api/timeline?${q}`);
+  const b = tl.bucket_seconds;
+  const byStart = new Map(tl.points.map((p) => [p.t, p]));
+  const xs = [], ys = DECISIONS.map(() => []);
+  for (let t = Math.floor(tl.from / b) * b; t <= tl.to; t += b) {
+    const p = byStart.get(t) || {};
+    xs.push(t);
+    DECISIONS.forEach((d, i) => ys[i].push(p[d] || 0));
   }
-  last = { t: now, requests: { ...live.requests } };
+  chart.setData([xs, ...ys]);
+  $("chart-title").textContent = `Requests by decision, per ${fmtBucket(b)}`;
+  timeline = { key, at: Date.now(), bucket: b };
+}
+
+function addAgentOption(name) {
+  const sel = $("f-agent");
+  if ([...sel.options].some((o) => o.value === name)) return;
+  const o = document.createElement("option");
+  o.value = o.textContent = name;
+  sel.appendChild(o);
 }
 
 function refreshAgentOptions(agents) {
-  const sel = $("f-agent");
-  const have = new Set([...sel.options].map((o) => o.value));
-  for (const a of agents) {
-    if (have.has(a.agent)) continue;
-    const o = document.createElement("option");
-    o.value = o.textContent = a.agent;
-    sel.appendChild(o);
-  }
+  for (const a of agents) addAgentOption(a.agent);
+}
+
+function agentLink(name) {
+  const td = document.createElement("td");
+  const a = document.createElement("a");
+  a.href = `#agent=${encodeURIComponent(name)}`;
+  a.textContent = name;
+  td.appendChild(a);
+  return td;
+}
+
+// An agent's page: the whole view filtered to that agent, named in the heading, with the
+// way back; the address (#agent=NAME) can be shared.
+function showAgentPage() {
+  const m = /^#agent=(.+)$/.exec(location.hash);
+  const name = m ? decodeURIComponent(m[1]) : "";
+  if (name) addAgentOption(name);
+  $("f-agent").value = name;
+  $("agent-page").hidden = !name;
+  $("agent-name").textContent = name;
 }
 
 async function poll() {
@@ -124,11 +158,11 @@ async function poll() {
     $("t-report").textContent = t.report;
     $("t-active").textContent = summary.live.active_connections;
     $("t-bytes").textContent = `${fmtBytes(t.bytes_up)} / ${fmtBytes(t.bytes_down)}`;
-    pushRates(summary.live);
+    await refreshTimeline(q);
     fill("denied-hosts", summary.top_denied, (r) => [cell(r.host), cell(r.count, "num"), cell(reasons(r))],
          "no denials in this window");
     refreshAgentOptions(agents);
-    fill("agents", agents, (a) => [cell(a.agent), cell(a.requests, "num"), cell(a.denied, "num"),
+    fill("agents", agents, (a) => [agentLink(a.agent), cell(a.requests, "num"), cell(a.denied, "num"),
                                    cell(fmtBytes(a.bytes_up), "num"), cell(fmtBytes(a.bytes_down), "num"),
                                    cell(fmtTime(a.last_seen))], "no agents in this window");
     fill("denials", denials, (r) => [cell(fmtTime(r.ts)), cell(r.agent), cell(`${r.host}:${r.port}`), cell(r.rule),
@@ -146,6 +180,13 @@ async function poll() {
 }
 
 makeChart();
+showAgentPage();
+window.addEventListener("hashchange", () => { showAgentPage(); poll(); });
+$("f-agent").addEventListener("change", () => {
+  const name = $("f-agent").value;
+  history.replaceState(null, "", name ? `#agent=${encodeURIComponent(name)}` : location.pathname + location.search);
+  showAgentPage();
+});
 $("filters").addEventListener("change", poll);
 $("f-host").addEventListener("input", () => { clearTimeout(window._h); window._h = setTimeout(poll, 400); });
 poll();

@@ -36,9 +36,41 @@ const { chromium } = require("playwright-core");
     result.agents = await text("#agents tbody tr");
     result.denials = await text("#denials tbody tr");
     result.requests_table = await text("#requests tbody tr");
+    result.agent_page_at_first = await page.isVisible("#agent-page");
     result.chart_canvas = await page.$$eval("#chart canvas", (c) => c.length);
     result.chart_series = await page.$$eval("#chart .u-legend .u-series", (s) => s.map((e) => e.innerText.trim()));
     result.status = await page.textContent("#status");
+    // What the chart holds (its series' sums per decision) and what it shows: pixels of the
+    // deny line's colour on its canvas. The traffic came before the page opened, so only
+    // the store's timeline can have put it there.
+    result.chart_sums = await page.evaluate(() => {
+      const names = chart.series.slice(1).map((s) => s.label);
+      return Object.fromEntries(names.map((n, i) => [n, chart.data[i + 1].reduce((a, b) => a + b, 0)]));
+    });
+    result.chart_title = await page.textContent("#chart-title");
+    result.deny_pixels = await page.$eval("#chart canvas", (c) => {
+      const d = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
+      let n = 0;
+      for (let i = 0; i < d.length; i += 4)
+        if (Math.abs(d[i] - 0xe5) < 8 && Math.abs(d[i + 1] - 0x53) < 8 && Math.abs(d[i + 2] - 0x4b) < 8) n++;
+      return n;
+    });
+    // An agent's page, from its link in the agents table: the view narrowed to it.
+    await page.click("#agents tbody a");
+    await page.waitForTimeout(1500);
+    result.agent_page = {
+      hash: await page.evaluate(() => location.hash),
+      visible: await page.isVisible("#agent-page"),
+      name: await page.textContent("#agent-name"),
+      filter: await page.$eval("#f-agent", (s) => s.value),
+      requests: await text("#requests tbody tr"),
+    };
+    await page.goto(url + "#agent=nobody-here", { waitUntil: "load" });
+    await page.waitForTimeout(2500);
+    result.other_agent_page = { name: await page.textContent("#agent-name"), requests: await text("#requests tbody tr") };
+    await page.click("#agent-page a");
+    await page.waitForTimeout(1500);
+    result.back = { visible: await page.isVisible("#agent-page"), filter: await page.$eval("#f-agent", (s) => s.value) };
     // Filter by decision=deny and check the requests table follows.
     await page.selectOption("#f-decision", "deny");
     await page.waitForTimeout(1500);

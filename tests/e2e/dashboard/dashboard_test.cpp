@@ -76,6 +76,23 @@ TEST(DashboardPage, ShowsLiveTrafficInChartAndTablesWithoutOutsideRequests) {
   EXPECT_EQ(page["tiles"]["allow"], "3");
   EXPECT_EQ(page["tiles"]["deny"], "2");
   EXPECT_GE(page["chart_canvas"].get<int>(), 1);
+  // Drawn from the store: the page opened after the traffic, yet the chart holds it.
+  EXPECT_EQ(page["chart_sums"]["allow"], 3) << page["chart_sums"].dump();
+  EXPECT_EQ(page["chart_sums"]["deny"], 2) << page["chart_sums"].dump();
+  EXPECT_GT(page["deny_pixels"].get<int>(), 20) << "no deny line on the chart's canvas";
+  EXPECT_NE(page["chart_title"].get<std::string>().find("per 30 s"), std::string::npos) << page["chart_title"];
+  EXPECT_FALSE(page["agent_page_at_first"].get<bool>()) << "the page of all agents names one";
+  const auto& agent_page = page["agent_page"];
+  EXPECT_EQ(agent_page["hash"], "#agent=anonymous") << agent_page.dump();
+  EXPECT_TRUE(agent_page["visible"].get<bool>());
+  EXPECT_EQ(agent_page["name"], "anonymous");
+  EXPECT_EQ(agent_page["filter"], "anonymous");
+  EXPECT_NE(joined(agent_page["requests"]).find("app.netbox.test"), std::string::npos) << agent_page.dump();
+  EXPECT_EQ(page["other_agent_page"]["name"], "nobody-here");
+  EXPECT_EQ(joined(page["other_agent_page"]["requests"]).find("app.netbox.test"), std::string::npos)
+      << "another agent's page lists this agent's requests: " << page["other_agent_page"].dump();
+  EXPECT_FALSE(page["back"]["visible"].get<bool>());
+  EXPECT_EQ(page["back"]["filter"], "");
   EXPECT_NE(page["chart_series"].dump().find("deny"), std::string::npos) << page["chart_series"].dump();
   const auto denied_hosts = joined(page["denied_hosts"]);
   EXPECT_NE(denied_hosts.find("exfil.netbox.test"), std::string::npos) << denied_hosts;

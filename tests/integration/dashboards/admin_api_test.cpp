@@ -144,6 +144,34 @@ TEST_F(AdminApi, FoldedRefusalsCountOneEach) {
   EXPECT_EQ(total, 100);
 }
 
+// The chart's data: the store's requests in round buckets over the window, so a page
+// opened after the traffic still draws it. The rows of SetUp are all "now".
+TEST_F(AdminApi, TimelineCountsTheWindowsRequestsPerBucketAndFollowsTheFilters) {
+  start();
+  auto res = get(ep, "/api/timeline?since=1h");
+  ASSERT_EQ(res.result_int(), 200) << res.body();
+  auto j = json::parse(res.body());
+  EXPECT_EQ(j["bucket_seconds"], 30) << "an hour in about 120 round buckets";
+  EXPECT_NEAR(j["to"].get<double>() - j["from"].get<double>(), 3600, 5);
+  std::int64_t allow = 0, deny = 0;
+  for (const auto& p : j["points"]) {
+    EXPECT_EQ(p["t"].get<std::int64_t>() % 30, 0) << p;
+    EXPECT_GE(p["t"].get<std::int64_t>() + 30, j["from"].get<std::int64_t>()) << p;
+    allow += p["allow"].get<std::int64_t>();
+    deny += p["deny"].get<std::int64_t>();
+  }
+  EXPECT_EQ(allow, 2);
+  EXPECT_EQ(deny, 3);
+
+  j = json::parse(get(ep, "/api/timeline?since=1w&agent=analyst").body());
+  EXPECT_EQ(j["bucket_seconds"], 7200);
+  ASSERT_EQ(j["points"].size(), 1u) << j;
+  EXPECT_EQ(j["points"][0]["allow"], 0);
+  EXPECT_EQ(j["points"][0]["deny"], 2);
+  EXPECT_EQ(json::parse(get(ep, "/api/timeline").body())["bucket_seconds"], 30) << "the last hour by default";
+  EXPECT_EQ(get(ep, "/api/timeline?since=soon").result_int(), 400);
+}
+
 TEST_F(AdminApi, BadParametersAreRefusedWithTheirName) {
   start();
   auto res = get(ep, "/api/requests?decision=maybe");

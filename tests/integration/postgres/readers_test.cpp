@@ -167,6 +167,16 @@ std::string agents_text(const std::vector<audit::AgentActivity>& agents) {
   return s;
 }
 
+std::string timeline_text(const std::vector<audit::TimelinePoint>& points) {
+  std::string s;
+  for (const auto& p : points) {
+    s += audit::format_timestamp(p.start);
+    for (const auto& d : p.decisions) s += " " + d.decision + "=" + std::to_string(d.requests);
+    s += "\n";
+  }
+  return s;
+}
+
 class Readers : public ::testing::TestWithParam<Backend> {
  protected:
   const std::string& store() { return store_for(GetParam()); }
@@ -233,6 +243,9 @@ TEST(ReadersAcrossBackends, EveryReaderFilterAndFormatGivesTheSameAnswer) {
     EXPECT_EQ(totals_text(audit::totals(pg, f)), totals_text(audit::totals(lite, f))) << what;
     EXPECT_EQ(denied_text(audit::top_denied(pg, f)), denied_text(audit::top_denied(lite, f))) << what;
     EXPECT_EQ(agents_text(audit::agent_activity(pg, f)), agents_text(audit::agent_activity(lite, f))) << what;
+    for (const auto bucket : {std::chrono::seconds(1), std::chrono::seconds(7), std::chrono::seconds(3600)})
+      EXPECT_EQ(timeline_text(audit::timeline(pg, f, bucket)), timeline_text(audit::timeline(lite, f, bucket)))
+          << what << " bucket=" << bucket.count();
   }
 }
 

@@ -274,5 +274,35 @@ TEST(AuditDecisionFilter, NamesTheValueAndTheChoices) {
   EXPECT_THROW(parse_decision(""), std::invalid_argument);
 }
 
+// The chart's buckets: aligned to the epoch, each request (and each folded one) in the
+// bucket of its ts, per decision; empty buckets absent; the filter applies.
+TEST_F(AuditAggregates, ATimelineCountsEachDecisionInTheBucketOfItsTime) {
+  add_raw("flooder", "z.evil.example", "deny", 40, "2026-11-22T04:02:59.999Z");
+  const auto points = timeline(path, everything(), 10min);
+  ASSERT_EQ(points.size(), 2u);
+  EXPECT_EQ(points[0].start, kT0) << format_timestamp(points[0].start);
+  EXPECT_EQ(points[1].start, kT0 + 60min);
+  EXPECT_EQ(count_of(points[0].decisions, "allow"), 2u);
+  EXPECT_EQ(count_of(points[0].decisions, "deny"), 44u) << "four rows and one folded row of 40";
+  EXPECT_EQ(count_of(points[1].decisions, "report"), 1u);
+  EXPECT_EQ(count_of(points[1].decisions, "allow"), 1u);
+
+  const auto minutes = timeline(path, everything(), 1min);
+  ASSERT_EQ(minutes.size(), 8u) << "one bucket per minute that has a request";
+  EXPECT_EQ(minutes[2].start, kT0 + 2min);
+  EXPECT_EQ(count_of(minutes[2].decisions, "deny"), 41u);
+
+  Filter tester = everything();
+  tester.agent = "tester";
+  tester.since = kT0 + 4min;
+  const auto only = timeline(path, tester, 10min);
+  ASSERT_EQ(only.size(), 2u);
+  EXPECT_EQ(count_of(only[0].decisions, "deny"), 1u);
+  EXPECT_EQ(count_of(only[1].decisions, "allow"), 1u);
+  Filter hostile = everything();
+  hostile.agent = "x' OR '1'='1";
+  EXPECT_TRUE(timeline(path, hostile, 1min).empty());
+}
+
 }  // namespace
 }  // namespace netbox::audit

@@ -93,6 +93,15 @@ struct AgentActivity {
 // `limit` agents (0: all).
 std::vector<AgentActivity> agent_activity(const std::filesystem::path& db, const Filter& filter);
 
+// Requests matching the filter counted per decision in consecutive buckets of `bucket`
+// (aligned to the epoch, so two calls agree), oldest first; a bucket without a request is
+// absent. What the dashboard's chart draws for a window that began before the page opened.
+struct TimelinePoint {
+  Clock::time_point start;
+  DecisionCounts decisions;
+};
+std::vector<TimelinePoint> timeline(const std::filesystem::path& db, const Filter& filter, std::chrono::seconds bucket);
+
 // Renders rows as "table", "json" or "csv". Throws std::invalid_argument for another format.
 // In json a NULL column (for text: an empty one) is null.
 std::string format_requests(const std::vector<AuditRecord>& rows, std::string_view format);

@@ -1,5 +1,6 @@
 #pragma once
 // The admin JSON API: read-only queries over the audit database.
+#include "netbox/audit/record.hpp"
 #include "netbox/dashboards/admin_server.hpp"
 
 #include <filesystem>
@@ -26,6 +27,11 @@ std::string api_summary(const std::filesystem::path& db, const QueryParams& q, c
 std::string api_agents(const std::filesystem::path& db, const QueryParams& q);
 // /api/requests: rows, newest first; limit 100 by default, 1000 at most (0 asks for all: 1000).
 std::string api_requests(const std::filesystem::path& db, const QueryParams& q);
+
+// /api/timeline: requests per decision in buckets over the window `since` names (1h when
+// absent), about 120 buckets of a round length; bucket_seconds says which.
+std::string api_timeline(const std::filesystem::path& db, const QueryParams& q,
+                         audit::Clock::time_point now = audit::Clock::now());
 
 // Splits "a=1&b=x%20y" into decoded pairs.
 QueryParams parse_query(std::string_view query);
