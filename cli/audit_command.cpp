@@ -37,12 +37,17 @@ void add_filters(FlagTable& cmd, AuditArgs& a) {
              "Audit database to read: a file or postgresql://USER@HOST:PORT/DB (default: where netbox proxy and "
              "launch write it, /var/lib/netbox/audit.db as root, else $XDG_STATE_HOME/netbox/audit.db)");
   cmd.option("--agent", a.agent, "Only requests of this agent");
-  cmd.option("--decision", a.decision, "Only this decision: allow, report, deny, cap or error");
+  // The values in the type, {a,b}, as CLI11 shows a checked choice: the shell completions
+  // read them from there (the value itself is checked where the filter is built).
+  cmd.option("--decision", a.decision, "Only this decision: allow, report, deny, cap or error")
+      ->type_name("TEXT:{allow,report,deny,cap,error}");
   cmd.option("--host", a.host, "Only hosts matching this glob, e.g. '*.example.com' (case-sensitive)");
   cmd.option("--since", a.since, "Only newer requests: 30s, 15m, 2h, 1d, 1w or a timestamp (2026-11-22T04:00:00Z)");
   cmd.option("--limit", a.limit, "At most N rows, newest first (summary: the N busiest agent/host pairs); 0 for all")
       ->capture_default_str();
-  cmd.option("--format", a.format, "Output: table, json or csv")->capture_default_str();
+  cmd.option("--format", a.format, "Output: table, json or csv")
+      ->type_name("TEXT:{table,json,csv}")
+      ->capture_default_str();
 }
 
 audit::Filter to_filter(const AuditArgs& a) {

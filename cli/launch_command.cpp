@@ -97,6 +97,7 @@ void bind(FlagTable& f, LaunchArgs& a) {
   f.option("--network", o.network,
            "transparent (the DNS view of the policy inside the namespace, and the proxy variables) or proxy-vars "
            "(only the variables)")
+      ->type_name("TEXT:{transparent,proxy-vars}")
       ->default_str("transparent");
   f.option("--seccomp", o.seccomp, "default, off, or a Docker/OCI seccomp profile FILE")->default_str("default");
   f.option("command", o.command, "COMMAND [ARG...] (after --)")->required();

@@ -220,6 +220,9 @@ int check(const CLI::App& cmd, const CheckOptions& o) {
   }
   out["ok"] = true;
   out["digest"] = pol.digest;
+  // The profile names, for `--profile` and `--agent` (the shell completions read them here).
+  out["agents"] = nlohmann::json::array();
+  for (const auto& [name, profile] : pol.agents) out["agents"].push_back(name);
   // Said on every check of such a policy, so that nobody relies on the checks unknowingly.
   if (const auto cites = body_rule_citations(pol); !cites.empty()) {
     std::string list;
