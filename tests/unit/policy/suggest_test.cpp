@@ -8,6 +8,9 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
 namespace netbox::policy {
 namespace {
 
@@ -41,7 +44,10 @@ TEST(Suggest, AllowsInspectsAndRulesWhatWasLetThroughAndNothingRefused) {
   auto name = [&](const char* h, std::uint16_t port) { return decide_name(p.base, *parse_host(h).host, port).verdict; };
   EXPECT_EQ(name("pypi.org", 80), Verdict::allow);
   EXPECT_EQ(name("pypi.org", 443), Verdict::deny) << "only the port seen";
-  EXPECT_EQ(name("metadata.test", 80), Verdict::deny);
+  std::vector<std::string> allowed;
+  for (const auto& r : p.base.allow) allowed.push_back(r.written);
+  EXPECT_EQ(allowed, (std::vector<std::string>{"10.0.0.5:22", "api.github.com:443", "pypi.org:80"}))
+      << "nothing refused, no DNS lookup";
   EXPECT_TRUE(inspects(p.base, "api.github.com", 443));
   EXPECT_EQ(p.base.rules.size(), 1u);
   EXPECT_EQ(p.base.mode, Mode::enforce);
