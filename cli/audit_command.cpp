@@ -150,6 +150,7 @@ void add_audit_command(CLI::App& app, int& rc) {
   auto* prune = sub->add_subcommand("prune", "Remove requests, events and ended agents older than a duration "
                                              "(recorded as an audit_prune event); safe beside a live proxy");
   auto cmd = std::make_shared<Command>(*sub, *summary, *prune);
+  add_audit_tables_command(*sub, rc);
   add_filters(cmd->flags, cmd->args);
   add_filters(cmd->summary_flags, cmd->args);
   auto& p = cmd->prune_flags;
@@ -158,8 +159,10 @@ void add_audit_command(CLI::App& app, int& rc) {
   p.flag("--vacuum", cmd->prune_args.vacuum, "Then VACUUM and truncate the WAL so the file shrinks");
   prune->callback([&rc, cmd, prune] { rc = run_prune(*prune, cmd->prune_args); });
   // The parent's callback runs after its subcommand was parsed, so one place decides.
-  sub->callback([&rc, cmd, sub, summary, prune] {
-    if (!prune->parsed()) rc = run_audit(summary->parsed() ? *summary : *sub, cmd->args, summary->parsed());
+  sub->callback([&rc, cmd, sub, summary] {
+    for (const auto* parsed : sub->get_subcommands())
+      if (parsed != summary) return;  // prune, events, agents: each its own callback
+    rc = run_audit(summary->parsed() ? *summary : *sub, cmd->args, summary->parsed());
   });
 }
 

@@ -13,6 +13,10 @@ std::string_view version();
 std::string_view commit();
 
 void add_policy_command(CLI::App& app, int& rc);
+// `netbox policy suggest` (policy_suggest_command.cpp), under `policy`.
+void add_policy_suggest_command(CLI::App& policy, int& rc);
+// `netbox audit events` and `audit agents` (audit_tables_command.cpp), under `audit`.
+void add_audit_tables_command(CLI::App& audit, int& rc);
 void add_audit_command(CLI::App& app, int& rc);
 void add_proxy_command(CLI::App& app, int& rc);
 void add_launch_command(CLI::App& app, int& rc);

@@ -28,6 +28,7 @@ struct LaunchArgs {
   std::optional<std::chrono::milliseconds> timeout;
   std::optional<std::chrono::milliseconds> grace;
   std::optional<std::string> preset;
+  bool learn = false;
 };
 
 void bind(FlagTable& f, LaunchArgs& a) {
@@ -42,6 +43,12 @@ void bind(FlagTable& f, LaunchArgs& a) {
   f.option("--agent,--name", o.name, "Agent name in the audit log (default: the command's name and a short id)");
   f.option("--profile", o.profile,
            "The policy's agents.PROFILE entry to decide with (default: the entry named like the agent, else the top level)");
+  f.option("--mode", o.mode,
+           "enforce (refuse what the policy refuses) or report (let it through and record it as `report`, to learn "
+           "what the agent needs: `netbox policy suggest`); internal addresses and credential leaks stay refused")
+      ->check(CLI::IsMember({"enforce", "report"}))
+      ->default_str("enforce");
+  f.flag("--learn", a.learn, "The same as --mode report");
   f.option("--control,--proxy-control", o.proxy_control,
            "Control socket of a running `netbox proxy --control PATH` to register with");
   f.option("--audit-db", o.audit_db,
@@ -135,6 +142,11 @@ int run_launch(LaunchArgs& a, FlagTable& flags) {
     const InvokingUser user = invoking_user();
     apply_launch_files(flags, user);
     if (a.preset) apply_preset(*a.preset, user, o);
+    if (a.learn) {
+      if (flags.given("--mode") && o.mode != "report")
+        throw UsageError("--learn is --mode report; " + flags.source("--mode") + " says " + o.mode);
+      o.mode = "report";
+    }
     o.tmp_size_given = flags.given("--tmp-size");
     o.network_given = flags.given("--network");
     if (a.timeout) o.timeout_seconds = static_cast<double>(a.timeout->count()) / 1000;

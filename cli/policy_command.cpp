@@ -298,6 +298,7 @@ void add_policy_command(CLI::App& app, int& rc) {
          "host's rules with their jsonrpc, body_schema and git parts");
   f.option("--format", o.format, "Output: text or json (errors too: {\"ok\": false, \"errors\": [...]})")
       ->check(CLI::IsMember({"text", "json"}));
+  add_policy_suggest_command(*sub, rc);
   chk->callback([cmd, chk, &rc] {
     if (!cmd->args.agent.empty() && cmd->args.host.empty() && !cmd->args.explain) {
       rc = usage_error(*chk, "--agent needs --host or --explain");

@@ -76,6 +76,20 @@ std::string render_metrics(const proxy::CountersSnapshot& c, const audit::Writer
             static_cast<double>(c.foreign_sources_refused));
   e.counter("netbox_accept_errors_total", "Failed accepts (out of descriptors); accepting pauses 100 ms after each.",
             {}, static_cast<double>(c.accept_errors));
+  e.gauge("netbox_attached_agents", "Agents registered with the proxy now (launched, or registered by address).", {},
+          static_cast<double>(c.attached_agents));
+  // Every series from 0, so an alert on a failure's increase has one before the first.
+  constexpr std::string_view kTls =
+      "TLS inspection handshakes by side (agent: with netbox's leaf certificate; upstream: netbox with the "
+      "upstream) and result.";
+  constexpr std::string_view kAgentTls[] = {"ok", "failed"};
+  constexpr std::string_view kUpstreamTls[] = {"ok", "certificate_refused", "timeout", "failed"};
+  for (std::size_t i = 0; i < std::size(kAgentTls); ++i)
+    e.counter("netbox_tls_handshakes_total", kTls, {{"side", "agent"}, {"result", std::string(kAgentTls[i])}},
+              static_cast<double>(c.tls_agent[i]));
+  for (std::size_t i = 0; i < std::size(kUpstreamTls); ++i)
+    e.counter("netbox_tls_handshakes_total", kTls, {{"side", "upstream"}, {"result", std::string(kUpstreamTls[i])}},
+              static_cast<double>(c.tls_upstream[i]));
   constexpr std::string_view kReloads = "Policy reloads, by result.";
   e.counter("netbox_policy_reloads_total", kReloads, {{"result", "ok"}}, static_cast<double>(c.policy_reloads_ok));
   e.counter("netbox_policy_reloads_total", kReloads, {{"result", "failed"}},

@@ -115,6 +115,14 @@ LaunchCredentials launch_credentials(const LaunchOptions& o, const std::optional
   return read_credentials(it->second, "agents." + profile + ".credentials", env);
 }
 
+// --mode report: the profile the agent is decided with turns its refusals into reports
+// (policy::Mode::report; decide.cpp keeps internal addresses refused in it).
+void apply_mode(const LaunchOptions& o, policy::Policy& policy, const std::string& profile) {
+  if (o.mode != "report") return;
+  auto it = policy.agents.find(profile);
+  (it == policy.agents.end() ? policy.base : it->second).mode = policy::Mode::report;
+}
+
 // The profile's sandbox (an agent's entry already holds the top level's keys it does not name).
 const policy::SandboxSettings& sandbox_for(const policy::Policy& policy, const std::string& profile) {
   auto it = policy.agents.find(profile);
@@ -210,6 +218,14 @@ int launch(const LaunchOptions& flags) {
   const std::string name = flags.name.empty() ? default_name(flags.command.front()) : flags.name;
   const std::string profile = profile_for(flags, policy, name);
   const LaunchOptions o = policy ? with_policy_sandbox(flags, sandbox_for(*policy, profile)) : flags;
+  if (o.mode != "enforce" && o.mode != "report")
+    throw LaunchError(kExitUsage, "--mode '" + o.mode + "': expected enforce or report");
+  // A running proxy decides with its own policy, where an agents entry sets "mode".
+  if (o.mode == "report" && o.proxy_control)
+    throw LaunchError(kExitUsage, "--mode report: only for the embedded proxy; a running proxy decides with its own "
+                                  "policy: give the agent's entry \"mode\": \"report\" there (agents." +
+                                      (profile.empty() ? name : profile) + ".mode)");
+  if (policy) apply_mode(o, *policy, profile);
   // The agent's working directory (--workdir or the policy's, else the launcher's own) is
   // the agent's: a database there is the agent's to read and lock. The default location
   // is made and checked by the embedded proxy.
@@ -505,8 +521,11 @@ int launch(const LaunchOptions& flags) {
   if (!o.quiet) {
     LaunchSummary summary{name, outcome.exit_status, outcome.timed_out,
                           std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started),
-                          std::nullopt, o.proxy_control ? own.proxy_audit_db : audit_db};
-    if (!o.proxy_control) summary.allowed_refused = std::pair{relay.allowed(), relay.refused()};
+                          std::nullopt, o.proxy_control ? own.proxy_audit_db : audit_db, o.mode};
+    if (!o.proxy_control) {
+      summary.allowed_refused = std::pair{relay.allowed(), relay.refused()};
+      summary.reported = relay.reported();
+    }
     std::cerr << render_summary(summary) << std::flush;
   }
   return outcome.timed_out ? kExitTimeout : outcome.exit_status;

@@ -66,6 +66,7 @@ SandboxReport describe_launch(const LaunchOptions& o, const std::string& name, c
                               const std::optional<std::filesystem::path>& audit_db) {
   SandboxReport r;
   r.name = name;
+  r.mode = o.mode;
   r.user = describe_user(who);
   r.network = "own namespace; its only route is the proxy (" +
               (o.proxy_control ? "running, control " + o.proxy_control->string()
@@ -123,8 +124,10 @@ std::string render_summary(const LaunchSummary& s) {
   std::string line = "netbox launch: " + s.name + " " +
                      (s.timed_out ? std::string("timed out") : "exited " + std::to_string(s.exit_status)) + " after " +
                      duration_text(s.duration) + "; ";
+  if (s.mode == "report") line += "report mode: ";
   if (s.allowed_refused)
     line += std::to_string(s.allowed_refused->first) + " requests allowed, " +
+            (s.mode == "report" ? std::to_string(s.reported) + " reported (enforce mode would refuse them), " : "") +
             std::to_string(s.allowed_refused->second) + " refused: ";
   else
     line += "its requests: ";

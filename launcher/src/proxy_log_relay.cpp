@@ -33,12 +33,12 @@ std::string text_of(const nlohmann::json& j, const char* key) {
 
 // "netbox: refused GET denied.test:8080/path: why (deny 403)", with every byte the agent
 // chose (host, path) made harmless for the terminal.
-std::string refusal_line(const nlohmann::json& j) {
+std::string refusal_line(const nlohmann::json& j, const std::string& verb) {
   std::string what = text_of(j, "method");
   what += (what.empty() ? "" : " ") + text_of(j, "host") + ":" + text_of(j, "port") + text_of(j, "path");
   std::string why = text_of(j, "reason");
   if (const auto error = text_of(j, "error"); !error.empty()) why += (why.empty() ? "" : "; ") + error;
-  std::string line = "netbox: refused " + what + (why.empty() ? "" : ": " + why) + " (" + text_of(j, "decision");
+  std::string line = "netbox: " + verb + " " + what + (why.empty() ? "" : ": " + why) + " (" + text_of(j, "decision");
   if (const auto status = text_of(j, "status"); !status.empty()) line += " " + status;
   return audit::escape_controls(line + ")") + "\n";
 }
@@ -98,8 +98,10 @@ void ProxyLogRelay::line(const std::string& text) {
       ++allowed_;
       return;
     }
-    ++refused_;
-    if (!quiet_) write_all(2, refusal_line(j));
+    // Report mode: let through, and the person learns what enforcing would refuse.
+    const bool reported = text_of(j, "decision") == "report";
+    ++(reported ? reported_ : refused_);
+    if (!quiet_) write_all(2, refusal_line(j, reported ? "reported (enforce would refuse)" : "refused"));
   } else if ((level == "warn" || level == "error") && !quiet_) {
     // A refused connection, an exfiltration attempt, the proxy failing (its audit store):
     // the person's business too, not only the file's.

@@ -24,6 +24,10 @@ std::string render_report(const SandboxReport& r) {
   std::string out;
   auto line = [&](const char* key, const std::string& value) { out += std::string(key) + ": " + value + "\n"; };
   line("agent", r.name);
+  line("mode", r.mode == "report" ? "report: the policy's refusals are let through and recorded as report "
+                                    "(internal addresses, netbox's endpoints, domain fronting and credential leaks "
+                                    "stay refused)"
+                                  : r.mode);
   line("user", r.user);
   line("network", r.network);
   line("pid", r.pid);
@@ -59,6 +63,7 @@ std::string render_report_json(const SandboxReport& r) {
   nlohmann::json limits = nlohmann::json::object();
   for (const auto& [k, v] : r.cgroup_limits) limits[k] = v;
   nlohmann::json j = {{"agent", r.name},
+                      {"mode", r.mode},
                       {"user", r.user},
                       {"network", r.network},
                       {"pid", r.pid},
@@ -94,6 +99,7 @@ std::string render_banner(const SandboxReport& r) {
                     " read-only, " + std::to_string(r.hidden.size()) + " hidden paths; network via proxy; seccomp " +
                     r.seccomp;
   if (!r.cgroup_backend.empty()) out += "; cgroup " + r.cgroup_backend;
+  if (r.mode == "report") out += "; REPORT MODE: the policy's refusals are recorded, not enforced";
   if (!r.degraded.empty()) out += "; DEGRADED: " + joined(r.degraded, "");
   out += "\n";
   for (const auto& w : r.warnings) out += "netbox launch: warning: " + w + "\n";

@@ -170,8 +170,10 @@ Decision decide_address(const Profile& profile, const Host& host, uint16_t port,
         excepted = true;
         break;
       }
-    if (!excepted)
-      return finish(profile, deny("internal", subject() + " is internal (" + range + ") and not in internal.allow"));
+    // Not finish(): an internal address (cloud metadata, the host's own services) stays
+    // refused in report mode too. Report mode learns what an agent needs; a request to
+    // 169.254.169.254 let through to be learnt would already have leaked the credentials.
+    if (!excepted) return deny("internal", subject() + " is internal (" + range + ") and not in internal.allow");
   }
 
   const Rule* allowed_by = c.allowed_by;

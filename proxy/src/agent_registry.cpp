@@ -110,4 +110,10 @@ bool AgentRegistry::remove(const boost::asio::ip::address& addr) {
   return found;
 }
 
+std::size_t AgentRegistry::attached() const {
+  std::set<boost::asio::ip::address> agents;
+  for (const auto& [addr, who] : *map_.load()) agents.insert(who.slot_address(addr));
+  return agents.size();
+}
+
 }  // namespace netbox::proxy

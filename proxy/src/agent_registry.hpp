@@ -75,6 +75,9 @@ class AgentRegistry {
   // The registered agents whose profile `p` has no agents entry for, in words ("agent
   // a1 uses profile ci, which ..."); empty when every one has its profile.
   std::string profiles_missing_from(const policy::Policy& p) const;
+  // Agents registered now, each once (an agent with an IPv6 address too is one), for the
+  // netbox_attached_agents gauge.
+  std::size_t attached() const;
   // The proxy's own network namespace: sockets there are identified by address.
   std::uint64_t own_netns() const { return own_netns_; }
 

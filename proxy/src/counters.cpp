@@ -66,6 +66,8 @@ CountersSnapshot Counters::snapshot() const {
   s.client_connections_refused = client_connections_refused.load();
   s.accept_errors = accept_errors.load();
   s.foreign_sources_refused = foreign_sources_refused.load();
+  for (std::size_t i = 0; i < tls_agent_.size(); ++i) s.tls_agent[i] = tls_agent_[i].load();
+  for (std::size_t i = 0; i < tls_upstream_.size(); ++i) s.tls_upstream[i] = tls_upstream_[i].load();
   return s;
 }
 

@@ -51,6 +51,11 @@ class Counters {
   std::atomic<std::uint64_t> client_connections_refused{0};
   std::atomic<std::uint64_t> accept_errors{0};
   std::atomic<std::uint64_t> foreign_sources_refused{0};
+  // TLS inspection handshakes (CountersSnapshot::tls_agent, tls_upstream).
+  enum class AgentTls { ok, failed };
+  enum class UpstreamTls { ok, certificate_refused, timeout, failed };
+  void count_tls(AgentTls r) { ++tls_agent_[static_cast<int>(r)]; }
+  void count_tls(UpstreamTls r) { ++tls_upstream_[static_cast<int>(r)]; }
   LatencyHistogram dns_latency;
   LatencyHistogram connect_latency;
 
@@ -63,6 +68,8 @@ class Counters {
   std::map<std::tuple<std::string, std::string, std::string>, std::uint64_t, std::less<>> requests_;
   std::set<std::string, std::less<>> agent_labels_;
   std::map<std::string, std::uint64_t, std::less<>> agent_events_;
+  std::array<std::atomic<std::uint64_t>, 2> tls_agent_{};
+  std::array<std::atomic<std::uint64_t>, 4> tls_upstream_{};
 };
 
 }  // namespace netbox::proxy

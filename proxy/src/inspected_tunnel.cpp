@@ -128,6 +128,7 @@ void InspectedTunnel::refuse_tunnel(Outcome outcome, const std::string& rule, st
 
 // From here on the connection is the request loop's, as any plain HTTP one.
 void InspectedTunnel::on_handshake(boost::system::error_code ec) {
+  impl_.counters.count_tls(ec ? Counters::AgentTls::failed : Counters::AgentTls::ok);
   if (ec) return close("the TLS handshake with the agent failed: " + ec.message());
   closed_ = true;
   timer_.cancel();

@@ -484,6 +484,7 @@ CountersSnapshot Server::counters() const {
   s.audit_queue_depth = impl_->writer->stats().queue_depth;
   if (impl_->options.exporter) s.exports = impl_->options.exporter->stats();
   s.audit_healthy = impl_->writer->healthy();
+  s.attached_agents = impl_->agents.attached();
   s.policy_digest = impl_->current_policy()->digest;
   s.policy_loaded_at = impl_->policy_loaded_at.load();
   return s;

@@ -107,9 +107,17 @@ void connect_tls(ProxyRuntime& rt, Worker& worker, const std::vector<tcp::endpoi
     auto& s = *c.stream;
     beast::get_lowest_layer(s).expires_after(timeout);
     s.async_handshake(ssl::stream_base::client,
-                      [host, c = std::move(c), done = std::move(done)](boost::system::error_code ec) mutable {
-                        if (!ec) return done(std::move(c));
+                      [host, counters = &rt.counters, c = std::move(c),
+                       done = std::move(done)](boost::system::error_code ec) mutable {
+                        using R = Counters::UpstreamTls;
+                        if (!ec) {
+                          counters->count_tls(R::ok);
+                          return done(std::move(c));
+                        }
                         const long verify = SSL_get_verify_result(c.stream->native_handle());
+                        counters->count_tls(verify != X509_V_OK           ? R::certificate_refused
+                                            : ec == beast::error::timeout ? R::timeout
+                                                                          : R::failed);
                         if (verify != X509_V_OK) {
                           c.failure_status = 502;
                           c.error = "the upstream's certificate for " + host +

@@ -148,6 +148,24 @@ TEST(ProxyMetrics, AgentEventsArePublishedFromZeroAndCounted) {
   EXPECT_EQ(text.find("netbox_agent_events_total{event=\"exfiltration_attempt\"} 0\n"), std::string::npos) << text;
 }
 
+// The TLS inspection handshakes by side and result, and the attached agents, from 0.
+TEST(ProxyMetrics, TlsHandshakesAndAttachedAgentsArePublishedFromZero) {
+  auto text = dashboards::render_metrics({}, {});
+  for (const char* series : {"netbox_tls_handshakes_total{side=\"agent\",result=\"failed\"} 0\n",
+                             "netbox_tls_handshakes_total{side=\"upstream\",result=\"certificate_refused\"} 0\n",
+                             "netbox_attached_agents 0\n"})
+    EXPECT_NE(text.find(series), std::string::npos) << series << text;
+  proxy::CountersSnapshot c;
+  c.attached_agents = 2;
+  c.tls_agent[0] = 5;
+  c.tls_upstream[2] = 1;
+  text = dashboards::render_metrics(c, {});
+  EXPECT_NE(text.find("netbox_attached_agents 2\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("netbox_tls_handshakes_total{side=\"agent\",result=\"ok\"} 5\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("netbox_tls_handshakes_total{side=\"upstream\",result=\"timeout\"} 1\n"), std::string::npos)
+      << text;
+}
+
 // The shipped alert rules read only series a proxy exports (a renamed metric would leave an
 // alert that can never fire, and promtool cannot know).
 TEST(AlertRules, EveryExpressionNamesAnExportedMetric) {

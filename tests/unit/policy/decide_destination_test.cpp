@@ -47,11 +47,21 @@ TEST(DecideDestination, EveryAddressRefusedGivesTheFirstRefusalAndItsAddress) {
 }
 
 TEST(DecideDestination, AReportOnAnAddressWinsOverTheNamesAllow) {
-  const auto p = load(kReport);
-  const auto d = destination(p, "api.example.com", 443, {make_address("10.0.0.1")});
+  const auto p = load(R"({"version":1, "mode":"report", "allow":["api.example.com"], "deny":["203.0.113.0/24"],
+                          "ports":[443]})");
+  const auto d = destination(p, "api.example.com", 443, {make_address("203.0.113.1")});
   EXPECT_EQ(d.decision.verdict, Verdict::report);
+  EXPECT_EQ(d.decision.rule, "deny[0] 203.0.113.0/24");
+  EXPECT_EQ(d.allowed, (std::vector<address>{make_address("203.0.113.1")})) << "report mode lets it through";
+}
+
+// An internal address is no report: it stays refused in report mode (decide.cpp).
+TEST(DecideDestination, AnInternalAddressStaysRefusedInReportMode) {
+  const auto p = load(kReport);
+  const auto d = destination(p, "api.example.com", 443, {make_address("169.254.169.254")});
+  EXPECT_EQ(d.decision.verdict, Verdict::deny);
   EXPECT_EQ(d.decision.rule, "internal");
-  EXPECT_EQ(d.allowed, (std::vector<address>{make_address("10.0.0.1")})) << "report mode lets it through";
+  EXPECT_TRUE(d.allowed.empty());
 }
 
 TEST(DecideDestination, AReportOnTheNameWinsOverAnAddressAllow) {

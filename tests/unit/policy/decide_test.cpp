@@ -227,7 +227,7 @@ TEST(Decide, ReportModeTurnsEveryDenyIntoReportWithTheSameRuleAndReason) {
   auto rep = load(R"({"version":1, "mode":"report", "allow":["api.example.com"], "deny":["*.evil.example"]})");
   struct Case { const char* host; uint16_t port; };
   for (auto c : {Case{"example.org", 443}, Case{"api.example.com", 22}, Case{"a.evil.example", 443},
-                 Case{"10.0.0.5", 443}}) {
+                 Case{"203.0.113.5", 443}}) {
     auto d = name(rep, c.host, c.port);
     EXPECT_EQ(d.verdict, Verdict::report) << c.host;
     EXPECT_TRUE(d.lets_through());
@@ -235,7 +235,19 @@ TEST(Decide, ReportModeTurnsEveryDenyIntoReportWithTheSameRuleAndReason) {
     EXPECT_EQ(d.rule, name(enforce, c.host, c.port).rule) << c.host;
   }
   EXPECT_EQ(name(rep, "api.example.com", 443).verdict, Verdict::allow);
-  EXPECT_EQ(addr(rep, "api.example.com", 443, "10.0.0.1").verdict, Verdict::report);
+  EXPECT_EQ(addr(rep, "api.example.org", 443, "203.0.113.1").verdict, Verdict::report);
+}
+
+// Report mode learns what an agent needs; it never lets an internal address through
+// (cloud metadata, the host's services): those refusals hold as in enforce mode.
+TEST(Decide, ReportModeStillRefusesInternalAddresses) {
+  auto rep = load(R"({"version":1, "mode":"report", "allow":["api.example.com", "10.0.0.0/8"]})");
+  for (const char* a : {"169.254.169.254", "10.0.0.1", "127.0.0.1", "::ffff:169.254.169.254"}) {
+    auto d = addr(rep, "api.example.com", 443, a);
+    EXPECT_EQ(d.verdict, Verdict::deny) << a;
+    EXPECT_EQ(d.rule, "internal") << a;
+    EXPECT_EQ(addr(rep, a, 443, a).verdict, Verdict::deny) << a;
+  }
 }
 
 TEST(Decide, AgentProfileReplacesTheKeysItNames) {

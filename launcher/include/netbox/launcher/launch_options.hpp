@@ -32,6 +32,10 @@ struct LaunchOptions {
   std::optional<std::pair<std::string, std::string>> policy_text;
   std::string name;                                   // empty: command basename + short id
   std::string profile;                                // the policy's agents.PROFILE entry; empty: see docs
+  // enforce, or report (--mode report, --learn): the profile's policy refusals are let
+  // through and recorded as `report` (docs/launch.md); internal addresses, netbox's own
+  // endpoints, domain fronting and the credentials' tripwire stay refused.
+  std::string mode = "enforce";
   std::optional<std::filesystem::path> proxy_control; // unset: embedded proxy
   std::filesystem::path audit_db;                     // empty: audit::default_db_path(), made 0700
   std::optional<std::filesystem::path> ca_dir;        // the embedded proxy's CA (TLS inspection)

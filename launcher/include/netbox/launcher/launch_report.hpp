@@ -35,6 +35,8 @@ struct LaunchSummary {
   std::chrono::milliseconds duration{0};
   std::optional<std::pair<std::uint64_t, std::uint64_t>> allowed_refused;
   std::optional<std::filesystem::path> audit_db;  // nullopt: the default store
+  std::string mode = "enforce";                   // report: "report mode: ..." and the reported count
+  std::uint64_t reported = 0;                     // let through in report mode, refused under enforce
 };
 std::string render_summary(const LaunchSummary& s);
 

@@ -24,6 +24,7 @@ class ProxyLogRelay {
 
   std::uint64_t allowed() const { return allowed_; }
   std::uint64_t refused() const { return refused_; }
+  std::uint64_t reported() const { return reported_; }  // decision `report`: let through, refused under enforce
 
  private:
   void run();
@@ -35,6 +36,7 @@ class ProxyLogRelay {
   bool quiet_;
   std::uint64_t allowed_ = 0;  // written by the thread, read after finish()
   std::uint64_t refused_ = 0;
+  std::uint64_t reported_ = 0;
   std::thread thread_;
 };
 

@@ -10,6 +10,7 @@ namespace netbox::launcher {
 
 struct SandboxReport {
   std::string name;      // the agent's
+  std::string mode = "enforce";  // or report (--mode): the policy's refusals recorded, not enforced
   std::string user;      // "alice (uid 1000, gid 1000): the sudo caller (SUDO_UID)"
   std::string network;   // "own namespace; only route: the proxy (embedded, policy ...)"
   std::string pid = "own PID namespace, /proc with hidepid=2";

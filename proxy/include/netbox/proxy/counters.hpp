@@ -55,6 +55,11 @@ struct CountersSnapshot {
   std::uint64_t client_connections_refused = 0;  // agent connections over the connection caps
   std::uint64_t accept_errors = 0;       // accept failed (out of descriptors): accepting paused
   std::uint64_t foreign_sources_refused = 0;  // on an agent's own listener, from none of its addresses
+  std::uint64_t attached_agents = 0;     // agents registered now (launched or by address)
+  // TLS inspection handshakes, by side and result (kTlsResults' order): the agent's with
+  // netbox's leaf certificate, and netbox's with the upstream.
+  std::uint64_t tls_agent[2] = {};       // ok, failed
+  std::uint64_t tls_upstream[4] = {};    // ok, certificate_refused, timeout, failed
   std::size_t audit_queue_depth = 0;     // from the audit writer
   bool audit_healthy = true;
   std::string policy_digest;      // SHA-256 of the policy in force
