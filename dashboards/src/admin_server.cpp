@@ -122,6 +122,8 @@ struct AdminServer::Impl {
       if (path == "/api/summary") return reply(http::status::ok, "application/json", api_summary(opts.audit_db, query, live));
       if (path == "/api/agents") return reply(http::status::ok, "application/json", api_agents(opts.audit_db, query));
       if (path == "/api/requests") return reply(http::status::ok, "application/json", api_requests(opts.audit_db, query));
+      if (path == "/api/events") return reply(http::status::ok, "application/json", api_events(opts.audit_db, query));
+      if (path == "/api/launches") return reply(http::status::ok, "application/json", api_launches(opts.audit_db, query));
       if (path == "/api/timeline") return reply(http::status::ok, "application/json", api_timeline(opts.audit_db, query));
     } catch (const BadParameter& e) {
       return reply(http::status::bad_request, "application/json", json_error(e.what()));

@@ -3,6 +3,7 @@
 #include "netbox/dashboards/api.hpp"
 
 #include "netbox/audit/query.hpp"
+#include "netbox/audit/tables.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -93,6 +94,16 @@ json agent_json(const audit::AgentActivity& a) {
           {"bytes_up", a.bytes_up},
           {"bytes_down", a.bytes_down},
           {"last_seen", audit::format_timestamp(a.last_seen)}};
+}
+
+// kind, agent, since and limit, for the tables of events and launches.
+audit::TableFilter table_filter_from(const QueryParams& q, std::size_t limit) {
+  audit::TableFilter f;
+  f.kind = param(q, "kind");
+  f.agent = param(q, "agent");
+  if (auto s = param(q, "since")) f.since = checked("since", [&] { return audit::parse_since(*s); });
+  f.limit = limit;
+  return f;
 }
 
 // A round bucket length giving about kTimelineBuckets buckets over `window`: the chart
@@ -187,6 +198,14 @@ std::string api_timeline(const std::filesystem::path& db, const QueryParams& q, 
               {"to", epoch_seconds(now)},
               {"points", std::move(points)}}
       .dump();
+}
+
+std::string api_events(const std::filesystem::path& db, const QueryParams& q) {
+  return audit::format_events(audit::query_events(db, table_filter_from(q, limit_from(q))), "json");
+}
+
+std::string api_launches(const std::filesystem::path& db, const QueryParams& q) {
+  return audit::format_agents(audit::query_agents(db, table_filter_from(q, limit_from(q))), "json");
 }
 
 }  // namespace netbox::dashboards

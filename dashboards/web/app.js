@@ -146,11 +146,14 @@ function showAgentPage() {
 async function poll() {
   const q = filters();
   try {
-    const [summary, agents, requests, denials] = await Promise.all([
+    const agent = $("f-agent").value;
+    const [summary, agents, requests, denials, events, launches] = await Promise.all([
       getJSON(`/api/summary?${q}`),
       getJSON(`/api/agents?${q}`),
       getJSON(`/api/requests?${q}&limit=25`),
       getJSON(`/api/requests?${new URLSearchParams({ ...Object.fromEntries(q), decision: "deny" })}&limit=25`),
+      getJSON(`/api/events?${new URLSearchParams({ since: q.get("since") })}&limit=25`),
+      agent ? getJSON(`/api/launches?${new URLSearchParams({ agent })}&limit=10`) : Promise.resolve([]),
     ]);
     const t = summary.totals;
     $("t-allow").textContent = t.allow;
@@ -167,6 +170,13 @@ async function poll() {
                                    cell(fmtTime(a.last_seen))], "no agents in this window");
     fill("denials", denials, (r) => [cell(fmtTime(r.ts)), cell(r.agent), cell(`${r.host}:${r.port}`), cell(r.rule),
                                      cell(r.reason)], "no denials in this window");
+    fill("events", events, (e) => [cell(fmtTime(e.ts)), cell(e.kind), cell(e.count, "num"), cell(e.message)],
+         "no events in this window");
+    $("launches-panel").hidden = !agent;
+    if (agent)
+      fill("launches", launches, (l) => [cell(fmtTime(l.started)), cell(fmtTime(l.ended) || "running"), cell(l.mode),
+                                         cell(l.exit_status, "num"), cell(l.end_reason), cell(l.command_line)],
+           "no launch of this agent recorded");
     fill("requests", requests, (r) => [cell(fmtTime(r.ts)), cell(r.agent), cell(r.kind),
                                        cell(`${r.host}:${r.port}${r.path || ""}`), cell(r.decision, `d-${r.decision}`),
                                        cell(r.status), cell(`${fmtBytes(r.bytes_up)} / ${fmtBytes(r.bytes_down)}`, "num")],

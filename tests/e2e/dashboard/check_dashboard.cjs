@@ -36,6 +36,8 @@ const { chromium } = require("playwright-core");
     result.agents = await text("#agents tbody tr");
     result.denials = await text("#denials tbody tr");
     result.requests_table = await text("#requests tbody tr");
+    result.events = await text("#events tbody tr");
+    result.launches_at_first = await page.isVisible("#launches-panel");
     result.agent_page_at_first = await page.isVisible("#agent-page");
     result.chart_canvas = await page.$$eval("#chart canvas", (c) => c.length);
     result.chart_series = await page.$$eval("#chart .u-legend .u-series", (s) => s.map((e) => e.innerText.trim()));
@@ -64,6 +66,7 @@ const { chromium } = require("playwright-core");
       name: await page.textContent("#agent-name"),
       filter: await page.$eval("#f-agent", (s) => s.value),
       requests: await text("#requests tbody tr"),
+      launches: await text("#launches tbody tr"),
     };
     await page.goto(url + "#agent=nobody-here", { waitUntil: "load" });
     await page.waitForTimeout(2500);

@@ -82,6 +82,11 @@ TEST(DashboardPage, ShowsLiveTrafficInChartAndTablesWithoutOutsideRequests) {
   EXPECT_GT(page["deny_pixels"].get<int>(), 20) << "no deny line on the chart's canvas";
   EXPECT_NE(page["chart_title"].get<std::string>().find("per 30 s"), std::string::npos) << page["chart_title"];
   EXPECT_FALSE(page["agent_page_at_first"].get<bool>()) << "the page of all agents names one";
+  EXPECT_NE(joined(page["events"]).find("policy_load"), std::string::npos) << "the proxy's start: " << page["events"];
+  EXPECT_FALSE(page["launches_at_first"].get<bool>());
+  // anonymous is a client of the proxy, not a launch: its page says so rather than show none.
+  EXPECT_NE(joined(page["agent_page"]["launches"]).find("no launch of this agent recorded"), std::string::npos)
+      << page["agent_page"].dump();
   const auto& agent_page = page["agent_page"];
   EXPECT_EQ(agent_page["hash"], "#agent=anonymous") << agent_page.dump();
   EXPECT_TRUE(agent_page["visible"].get<bool>());

@@ -172,6 +172,41 @@ TEST_F(AdminApi, TimelineCountsTheWindowsRequestsPerBucketAndFollowsTheFilters) 
   EXPECT_EQ(get(ep, "/api/timeline?since=soon").result_int(), 400);
 }
 
+// The events panel and an agent's launches: the store's other tables, as `netbox audit
+// events` / `netbox audit agents --format json` print them, filtered.
+TEST_F(AdminApi, EventsAndAnAgentsLaunchesComeFromTheirTables) {
+  const auto now = audit::Clock::now();
+  writer->event({now - std::chrono::hours(3), "policy_loaded", "policy loaded", "{}"});
+  writer->event({now, "exfiltration_attempt", "a credential placeholder went to x.evil.test", "{}"});
+  writer->agent_started({"coder", 4242, "claude --print hi", "abc", "", now - std::chrono::minutes(5), "{\"mode\":\"report\"}"});
+  writer->agent_exited({"coder", 4242, now - std::chrono::minutes(1), 0, "{}"});
+  writer->agent_started({"analyst", 77, "python3 agent.py", "abc", "", now, ""});
+  writer->flush();
+  start();
+  auto res = get(ep, "/api/events?since=1h");
+  ASSERT_EQ(res.result_int(), 200) << res.body();
+  auto events = json::parse(res.body());
+  ASSERT_EQ(events.size(), 1u) << events;
+  EXPECT_EQ(events[0]["kind"], "exfiltration_attempt");
+  EXPECT_EQ(events[0]["count"], 1);
+  EXPECT_EQ(json::parse(get(ep, "/api/events?since=1d").body()).size(), 2u);
+  EXPECT_EQ(json::parse(get(ep, "/api/events?kind=policy_loaded").body()).size(), 1u);
+
+  auto launches = json::parse(get(ep, "/api/launches?agent=coder").body());
+  ASSERT_EQ(launches.size(), 1u) << launches;
+  EXPECT_EQ(launches[0]["name"], "coder");
+  EXPECT_EQ(launches[0]["command_line"], "claude --print hi");
+  EXPECT_EQ(launches[0]["mode"], "report");
+  EXPECT_EQ(launches[0]["exit_status"], 0);
+  EXPECT_FALSE(launches[0]["ended"].is_null());
+  auto all = json::parse(get(ep, "/api/launches").body());
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[0]["name"], "analyst") << "newest first";
+  EXPECT_TRUE(all[0]["ended"].is_null());
+  EXPECT_TRUE(json::parse(get(ep, "/api/launches?agent=x'%20OR%20'1'='1").body()).empty());
+  EXPECT_EQ(get(ep, "/api/events?since=tomorrowish").result_int(), 400);
+}
+
 TEST_F(AdminApi, BadParametersAreRefusedWithTheirName) {
   start();
   auto res = get(ep, "/api/requests?decision=maybe");

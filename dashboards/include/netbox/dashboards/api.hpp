@@ -33,6 +33,13 @@ std::string api_requests(const std::filesystem::path& db, const QueryParams& q);
 std::string api_timeline(const std::filesystem::path& db, const QueryParams& q,
                          audit::Clock::time_point now = audit::Clock::now());
 
+// /api/events: rows of `events`, newest first, as `netbox audit events --format json`
+// prints them; parameters kind, since, limit (as /api/requests').
+std::string api_events(const std::filesystem::path& db, const QueryParams& q);
+// /api/launches: rows of `agents` (one per launch or registration), newest first, as
+// `netbox audit agents --format json`; parameters agent, since (started), limit.
+std::string api_launches(const std::filesystem::path& db, const QueryParams& q);
+
 // Splits "a=1&b=x%20y" into decoded pairs.
 QueryParams parse_query(std::string_view query);
 
