@@ -106,8 +106,9 @@ void HttpSession<Stream>::on_body_sent(RequestBodyResult r) {
   switch (r.kind) {
     case Kind::sent:
       if (rq_.gate) {
+        // A body the check let go is a plain allow, or a report (report mode): the row says so.
         const auto& d = rq_.gate->result().decision;
-        if (d.verdict == policy::Verdict::report) exchange_.overrule(Outcome::report, d.rule, d.reason);
+        if (!d.plain_allow()) exchange_.overrule(outcome_of(d.verdict), d.rule, d.reason);
         exchange_.note_body(rq_.gate->calls());
       }
       return relay_response();
@@ -134,9 +135,9 @@ template <class Stream>
 void HttpSession<Stream>::body_refused() {
   upstream_.reset();
   const policy::BodyCheck& c = rq_.gate->result();
-  exchange_.overrule(Outcome::deny, c.decision.rule, c.decision.reason);
+  exchange_.overrule(outcome_of(c.decision.verdict), c.decision.rule, c.decision.reason);
   exchange_.note_body(rq_.gate->calls());
-  refuse({c.status, Outcome::deny, what(), c.decision.rule, c.decision.reason, {}}, !rq_.keep_alive);
+  refuse({c.status, outcome_of(c.decision.verdict), what(), c.decision.rule, c.decision.reason, {}}, !rq_.keep_alive);
 }
 
 // Reading the agent's body failed after the request was admitted. The upstream has part
