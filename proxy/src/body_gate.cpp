@@ -1,6 +1,7 @@
 #include "body_gate.hpp"
 
 #include "netbox/content/body_coding.hpp"
+#include "netbox/content/git_push.hpp"
 #include "netbox/content/json_rpc.hpp"
 
 namespace netbox::proxy {
@@ -32,7 +33,27 @@ std::string describe_calls(std::string_view body) {
     out += c.method;
     if (c.tool) out += " " + *c.tool;
   }
-  return out;
+  return out.empty() ? out : "the body's JSON-RPC calls: " + out;
+}
+
+// What the row says of a push: each ref update's ref and kind, from the command
+// pkt-lines alone (check_body reads the pack).
+std::string describe_push(std::string_view body) {
+  std::string out;
+  static const std::string kZero(40, '0');
+  for (int n = 0; n < 1000; ++n) {
+    const auto line = content::read_pkt_line(body);
+    if (line.kind != content::PktLine::Kind::data) break;
+    body.remove_prefix(line.used);
+    const std::string_view command = line.payload.substr(0, line.payload.find('\0'));
+    const auto a = command.find(' '), b = command.find(' ', a == std::string_view::npos ? a : a + 1);
+    if (b == std::string_view::npos) break;
+    std::string_view ref = command.substr(b + 1);
+    while (!ref.empty() && ref.back() == '\n') ref.remove_suffix(1);
+    const bool creates = command.substr(0, a) == kZero, deletes = command.substr(a + 1, b - a - 1) == kZero;
+    out += (out.empty() ? "" : ", ") + std::string(ref) + (creates ? " (create)" : deletes ? " (delete)" : "");
+  }
+  return out.empty() ? out : "the push's ref updates: " + out;
 }
 
 }  // namespace
@@ -57,6 +78,7 @@ const policy::BodyCheck& BodyGate::check(std::string_view body) {
     return result_ = policy::body_refused(*rule_, no->too_large ? 413 : 415, no->reason, mode_);
   const std::string& plain = std::get<std::string>(decoded);
   if (rule_->body->jsonrpc) calls_ = describe_calls(plain);
+  if (rule_->body->git) calls_ = describe_push(plain);
   return result_ = policy::check_body(*rule_, content_type_, plain, mode_);
 }
 

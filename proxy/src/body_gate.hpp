@@ -24,8 +24,9 @@ class BodyGate {
   // `body` as the agent sent it (after the transfer coding). Refused: status != 0.
   const policy::BodyCheck& check(std::string_view body);
   const policy::BodyCheck& result() const { return result_; }
-  // The JSON-RPC calls of a checked body, for the row ("tools/call search, notifications/initialized"): empty
-  // when the rule reads no JSON-RPC or the body had none.
+  // What a checked body asked for, for the row: its JSON-RPC calls ("the body's JSON-RPC
+  // calls: tools/call search, notifications/initialized") or a push's ref updates ("the
+  // push's ref updates: refs/heads/agent/x"); empty when the rule reads neither.
   const std::string& calls() const { return calls_; }
 
  private:

@@ -80,8 +80,7 @@ void Exchange::begin() {
 
 void Exchange::note_body(std::string_view calls) {
   if (calls.empty()) return;
-  record_.reason += (record_.reason.empty() ? "" : "; ") + std::string("the body's JSON-RPC calls: ") +
-                    audit::escape_controls(calls);
+  record_.reason += (record_.reason.empty() ? "" : "; ") + audit::escape_controls(calls);
   noted_ = true;
 }
 

@@ -70,7 +70,8 @@ class Exchange {
     record_.rule = std::move(rule);
     record_.reason = std::move(reason);
   }
-  // What a checked body said (its JSON-RPC methods and MCP tool names, issue 28), added to
+  // What a checked body said (its JSON-RPC methods and MCP tool names, or a push's refs:
+  // BodyGate::calls, issue 28), added to
   // the row's reason when it completes, whatever the outcome: the reason column is where
   // a row says what decided it.
   void note_body(std::string_view calls);

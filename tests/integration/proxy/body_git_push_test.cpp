@@ -84,9 +84,11 @@ TEST_F(GitPushTest, APushToAnAgentBranchGoesThrough) {
   auto r = push({"HEAD:refs/heads/agent/x"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_EQ(remote_rev("refs/heads/agent/x"), next);
+  EXPECT_THAT(last_row().reason, HasSubstr("the push's ref updates: refs/heads/agent/x"));
   auto created = push({"HEAD:refs/heads/agent/new"});
   ASSERT_EQ(created.exit_code, 0) << created.out << created.err;
   EXPECT_EQ(remote_rev("refs/heads/agent/new"), next);
+  EXPECT_THAT(last_row().reason, HasSubstr("the push's ref updates: refs/heads/agent/new (create)"));
 }
 
 TEST_F(GitPushTest, APushToMainIsRefusedWithTheReasonGitPrintsAndMainIsUnchanged) {
@@ -104,6 +106,7 @@ TEST_F(GitPushTest, ADeletionIsRefusedAndTheRefStays) {
   auto r = push({":refs/heads/agent/x"});
   EXPECT_NE(r.exit_code, 0) << r.out << r.err;
   EXPECT_THAT(r.out + r.err, HasSubstr("git.delete is false"));
+  EXPECT_THAT(last_row().reason, HasSubstr("the push's ref updates: refs/heads/agent/x (delete)"));
   EXPECT_EQ(remote_rev("refs/heads/agent/x"), base);
 }
 
