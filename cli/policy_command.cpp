@@ -223,14 +223,6 @@ int check(const CLI::App& cmd, const CheckOptions& o) {
   // The profile names, for `--profile` and `--agent` (the shell completions read them here).
   out["agents"] = nlohmann::json::array();
   for (const auto& [name, profile] : pol.agents) out["agents"].push_back(name);
-  // Said on every check of such a policy, so that nobody relies on the checks unknowingly.
-  if (const auto cites = body_rule_citations(pol); !cites.empty()) {
-    std::string list;
-    for (const auto& c : cites) list += (list.empty() ? "" : "; ") + c;
-    std::cerr << "netbox policy check: warning: the proxy does not check request bodies yet (issue 28); it refuses "
-                 "the requests these rules would allow for some bodies, rather than forward them unchecked: "
-              << list << "\n";
-  }
   if (o.explain) {
     if (json) out["rules"] = rules_listing_json(pol, o.agent);
     else print_rules_listing(std::cout, pol, o.agent);

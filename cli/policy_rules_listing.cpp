@@ -4,7 +4,6 @@
 #include "netbox/policy/decide_request.hpp"
 
 #include <algorithm>
-#include <set>
 
 namespace netbox::cli {
 namespace {
@@ -125,18 +124,6 @@ nlohmann::json rules_listing_json(const policy::Policy& pol, const std::string& 
     }
     out.push_back({{"profile", name}, {"hosts", hs}});
   }
-  return out;
-}
-
-std::vector<std::string> body_rule_citations(const policy::Policy& pol) {
-  std::vector<std::string> out;
-  std::set<std::string> seen;
-  auto add = [&](const policy::Profile& p) {
-    for (const auto& r : p.rules)
-      if (r.body && seen.insert(r.cite()).second) out.push_back(r.cite());
-  };
-  add(pol.base);
-  for (const auto& [name, p] : pol.agents) add(p);
   return out;
 }
 

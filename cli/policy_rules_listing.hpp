@@ -15,7 +15,4 @@ namespace netbox::cli {
 void print_rules_listing(std::ostream& out, const policy::Policy& pol, const std::string& agent);
 nlohmann::json rules_listing_json(const policy::Policy& pol, const std::string& agent);
 
-// The citations of every rule with body checks, in every profile (empty: none).
-std::vector<std::string> body_rule_citations(const policy::Policy& pol);
-
 }  // namespace netbox::cli

@@ -74,6 +74,9 @@ class Checker {
  public:
   Checker(const RequestRule& rule, Mode mode) : rule_(rule), body_(*rule.body), mode_(mode) {}
 
+  // A body the proxy could not hand over as the server will read it (its coding).
+  BodyCheck refuse_unread(unsigned status, std::string what) { return refuse({status, "", std::move(what)}, nullptr); }
+
   BodyCheck check(std::string_view content_type, std::string_view body) {
     if (body.size() > body_.window)
       return refuse({413, "",
@@ -210,6 +213,11 @@ std::size_t body_window(const RequestRule& rule) { return rule.body ? rule.body-
 BodyCheck check_body(const RequestRule& rule, std::string_view content_type, std::string_view body, Mode mode) {
   if (!rule.body) return BodyCheck{Decision{Verdict::allow, "", ""}, 0, "", "", ""};
   return Checker(rule, mode).check(content_type, body);
+}
+
+BodyCheck body_refused(const RequestRule& rule, unsigned status, std::string what, Mode mode) {
+  if (!rule.body) return BodyCheck{Decision{Verdict::allow, "", ""}, 0, "", "", ""};
+  return Checker(rule, mode).refuse_unread(status, std::move(what));
 }
 
 }  // namespace netbox::policy

@@ -123,8 +123,8 @@ RequestDecision decide_request(const Profile& profile, const Admitted& admitted,
   auto refusal = refused<RequestDecision>(
       profile, admitted.decision, 403, rule->cite(),
       std::string(method) + " " + canonical.path + " on " + admitted.host + " is allowed by " + rule->cite() +
-          " only for bodies its jsonrpc, body_schema or git part allows, and this proxy does not check request "
-          "bodies yet (issue 28), so it refuses the request rather than forward it unchecked");
+          " only for bodies its jsonrpc, body_schema or git part allows, and the way this request came does not "
+          "check request bodies, so it is refused rather than forwarded unchecked");
   refusal.path = r.path;
   refusal.path_and_query = r.path_and_query;
   return refusal;

@@ -55,7 +55,8 @@ Exchange::Exchange(Exchange&& o) noexcept
       open_(o.open_),
       finished_(o.finished_),
       counted_(o.counted_),
-      overruled_(o.overruled_) {
+      overruled_(o.overruled_),
+      noted_(o.noted_) {
   o.open_ = false;  // the row is this one's to complete
 }
 
@@ -73,8 +74,14 @@ void Exchange::begin() {
   record_.kind = "http";
   outcome_ = Outcome::allow;
   row_ = audit::kNoRow;
-  open_ = finished_ = counted_ = overruled_ = false;
+  open_ = finished_ = counted_ = overruled_ = noted_ = false;
   bytes_up = bytes_down = 0;
+}
+
+void Exchange::note_body(std::string_view calls) {
+  if (calls.empty()) return;
+  record_.reason += (record_.reason.empty() ? "" : "; ") + audit::escape_controls(calls);
+  noted_ = true;
 }
 
 void Exchange::request(bool connect, std::string_view method, bool escape) {
@@ -159,7 +166,7 @@ void Exchange::finish(std::optional<int> status, std::string error, bool failed)
   c.resolved_addr = record_.resolved_addr;
   c.error = error;
   if (failed || overruled_) c.decision = to_string(outcome_);  // the row was inserted with the admission's
-  if (overruled_) {
+  if (overruled_ || noted_) {
     c.rule = record_.rule;
     c.reason = record_.reason;
   }

@@ -70,6 +70,11 @@ class Exchange {
     record_.rule = std::move(rule);
     record_.reason = std::move(reason);
   }
+  // What a checked body said (its JSON-RPC methods and MCP tool names, or a push's refs:
+  // BodyGate::calls, issue 28), added to
+  // the row's reason when it completes, whatever the outcome: the reason column is where
+  // a row says what decided it.
+  void note_body(std::string_view calls);
   // An open exchange that ends without an answer (the connection or the proxy went away).
   void end();
   // The outcome can no longer change (a tunnel is established): counted now rather than
@@ -98,6 +103,7 @@ class Exchange {
   bool finished_ = false;
   bool counted_ = false;  // in netbox_requests_total
   bool overruled_ = false;
+  bool noted_ = false;  // note_body changed the reason
 };
 
 }  // namespace netbox::proxy

@@ -87,6 +87,8 @@ struct ActiveRequest {
   std::chrono::steady_clock::time_point head_deadline;  // first byte + header_timeout
   std::string pool_key;
   std::optional<AnswerRedaction> redaction;  // a credential went into it
+  const policy::RequestRule* body_rule = nullptr;  // the rule that let it through checks its body
+  std::optional<BodyGate> gate;                    // that check, while the body is relayed
   std::size_t linger_left = 0;  // bytes linger_close still drops before closing
   bool keep_alive = false;      // the agent's connection may carry another request
   bool reused_upstream = false;
@@ -147,6 +149,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
   void on_connected(UpstreamConnected<kTls> r);
   void send_upstream();
   void on_body_sent(RequestBodyResult r);
+  void body_refused();  // the body gate refused the body: nothing of the request went
   void request_body_failed(boost::beast::error_code ec);
   void upstream_write_failed(boost::beast::error_code ec);
   bool may_resend() const;

@@ -23,6 +23,13 @@ void HttpSession<Stream>::refuse(Refusal r, bool close, std::string error) {
   if (body_unread()) close = true;
   const unsigned version = rq_.req.version() ? rq_.req.version() : 11;
   auto res = std::make_shared<Response>(make_refusal(r, version, !close));
+  // A refused body is answered in the agent's protocol when its check says how (a
+  // JSON-RPC error with the ids of its calls, a git report), the X-Netbox headers kept.
+  if (rq_.gate && rq_.gate->result().refused() && !rq_.gate->result().answer.empty()) {
+    res->set(http::field::content_type, rq_.gate->result().content_type);
+    res->body() = rq_.gate->result().answer;
+    res->prepare_payload();
+  }
   exchange_.refuse(r, std::move(error));
   refusal_ = res;
   beast::get_lowest_layer(stream_).expires_after(std::chrono::seconds(30));

@@ -117,7 +117,11 @@ std::optional<Refused> HttpSession<Stream>::apply_request_rules(Admitted& yes) {
     auto t = policy::decide_tunnel(profile, at, policy::Carried::opaque);
     return take_decision(yes, std::move(t.decision), t.status);
   }
-  auto r = policy::decide_request(profile, at, rq_.req.method_string(), target.path_and_query);
+  // Every door reaches this loop, and the loop reads bodies: a rule's body checks are
+  // applied (RequestRelay holds the body for rq_.gate), never refused for want of them.
+  auto r = policy::decide_request(profile, at, rq_.req.method_string(), target.path_and_query,
+                                  policy::BodyChecks::caller_checks);
+  rq_.body_rule = r.body_rule;
   if (!r.refused() && !r.path.empty()) {
     target.path_and_query = std::move(r.path_and_query);
     target.path = std::move(r.path);

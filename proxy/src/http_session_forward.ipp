@@ -88,6 +88,10 @@ void HttpSession<Stream>::send_upstream() {
     body.host = &rq_.host.name;
     body.port = rq_.target.port;
   }
+  if (rq_.body_rule) {
+    rq_.gate.emplace(*rq_.body_rule, link_.profile->mode, req);
+    body.gate = &*rq_.gate;
+  }
   auto& head = body_.head();
   head.clear();
   append_forwarded_request(head, req, rq_.target.path_and_query, host_header(rq_.host.name, rq_.target.port, kTls ? 443 : 80),
@@ -101,7 +105,15 @@ void HttpSession<Stream>::on_body_sent(RequestBodyResult r) {
   using Kind = RequestBodyResult::Kind;
   switch (r.kind) {
     case Kind::sent:
+      if (rq_.gate) {
+        // A body the check let go is a plain allow, or a report (report mode): the row says so.
+        const auto& d = rq_.gate->result().decision;
+        if (!d.plain_allow()) exchange_.overrule(outcome_of(d.verdict), d.rule, d.reason);
+        exchange_.note_body(rq_.gate->calls());
+      }
       return relay_response();
+    case Kind::body_refused:
+      return body_refused();
     case Kind::agent_failed:
       return request_body_failed(r.ec);
     case Kind::upstream_failed:
@@ -114,6 +126,18 @@ void HttpSession<Stream>::on_body_sent(RequestBodyResult r) {
       r.refusal->what = what();
       return refuse(std::move(*r.refusal), true);
   }
+}
+
+// The row, open since admission, becomes the deny; the agent gets the check's answer in
+// its protocol (a JSON-RPC error with the ids of its calls, a git report git prints).
+// The upstream connection got nothing and is dropped.
+template <class Stream>
+void HttpSession<Stream>::body_refused() {
+  upstream_.reset();
+  const policy::BodyCheck& c = rq_.gate->result();
+  exchange_.overrule(outcome_of(c.decision.verdict), c.decision.rule, c.decision.reason);
+  exchange_.note_body(rq_.gate->calls());
+  refuse({c.status, outcome_of(c.decision.verdict), what(), c.decision.rule, c.decision.reason, {}}, !rq_.keep_alive);
 }
 
 // Reading the agent's body failed after the request was admitted. The upstream has part

@@ -33,7 +33,11 @@ void RequestRelay<Client, Upstream>::start(Upstream& upstream, StreamingRequestP
   held_ = 0;
   started_ = false;
   head_pending_ = true;
-  if (!body.present) return send(0, true);
+  whole_.clear();
+  if (!body.present) {
+    if (gate_refuses()) return;
+    return send(0, true, nullptr);
+  }
   // The head goes with the first piece of the body, which is read only now.
   if (body.expect_continue) return send_continue();
   read_piece();
@@ -86,6 +90,7 @@ void RequestRelay<Client, Upstream>::piece(beast::error_code ec) {
   // Only framing arrived (a chunk header): nothing to pass on yet.
   if (got == held_ && !last) return read_piece();
   started_ = true;
+  if (body_.gate) return hold(got, last);
   // For an agent with credentials, the first piece is filled (64 KiB, or the whole body)
   // before the head goes: nothing of a request whose first 64 KiB hold a placeholder
   // reaches the upstream.
@@ -101,20 +106,45 @@ void RequestRelay<Client, Upstream>::piece(beast::error_code ec) {
   const std::size_t n = got - (last ? 0 : tail_.of(window));
   held_ = got - n;
   if (n == 0 && !last) return read_piece();
-  send(n, last);
+  send(n, last, pieces_.get());
+}
+
+// Each piece joins the body held whole; a body past the window is refused as soon as it
+// is (its rest is never read), a complete one is checked, then sent in one write.
+template <class Client, class Upstream>
+void RequestRelay<Client, Upstream>::hold(std::size_t got, bool last) {
+  whole_.append(pieces_.get(), got);
+  held_ = 0;
+  if (!last && whole_.size() <= body_.gate->window()) return read_piece();
+  if (body_.tripwire) {
+    if (auto r = body_.tripwire->check_body(*body_.host, body_.port, whole_))
+      return finish({RequestBodyResult::Kind::tripped, {}, std::move(r)});
+  }
+  if (gate_refuses()) return;
+  // Report mode lets a body past the window go: what is held goes, the rest streams.
+  if (!last) body_.gate = nullptr;
+  send(whole_.size(), last, whole_.data());
+}
+
+// The gate's answer on what is held (the whole body, or more than the window of it).
+template <class Client, class Upstream>
+bool RequestRelay<Client, Upstream>::gate_refuses() {
+  if (!body_.gate || !body_.gate->check(whole_).refused()) return false;
+  finish({RequestBodyResult::Kind::body_refused, {}, {}});
+  return true;
 }
 
 // One write to the upstream: the head if it has not gone yet, `n` body bytes (a chunk of
 // their own when the body goes chunked; an empty piece is never one, where it would read
 // as the last), and the end of the body once the agent's has ended.
 template <class Client, class Upstream>
-void RequestRelay<Client, Upstream>::send(std::size_t n, bool last) {
+void RequestRelay<Client, Upstream>::send(std::size_t n, bool last, const char* data) {
   last_ = last;
   sending_ = n;
   if (!head_pending_) out_.clear();
   head_pending_ = false;
   const auto tail = body_.present ? frame_piece(out_, body_.chunked, n, last) : std::string_view{};
-  const std::array<asio::const_buffer, 3> pieces{asio::buffer(out_), asio::buffer(n > 0 ? pieces_.get() : nullptr, n),
+  const std::array<asio::const_buffer, 3> pieces{asio::buffer(out_), asio::buffer(n > 0 ? data : nullptr, n),
                                                  asio::buffer(tail.data(), tail.size())};
   beast::get_lowest_layer(*upstream_).expires_after(idle_timeout_);
   asio::async_write(*upstream_, pieces, [this, keep = keep_](beast::error_code ec, std::size_t) { on_written(ec); });
@@ -133,6 +163,7 @@ void RequestRelay<Client, Upstream>::on_written(beast::error_code ec) {
 template <class Client, class Upstream>
 void RequestRelay<Client, Upstream>::finish(RequestBodyResult r) {
   auto keep = std::move(keep_);  // the owner lives until done_ returns
+  if (whole_.capacity() > 0) std::string().swap(whole_);  // up to a window (16 MiB at most) is not kept
   done_(std::move(r));
 }
 

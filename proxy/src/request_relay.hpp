@@ -10,6 +10,11 @@
 // two pieces anywhere in the body, is seen whole. It reports one RequestBodyResult; what
 // follows (the answer, a refusal) is the session's. One template over the agent's stream
 // and the upstream's, like ResponseRelay.
+// A request whose rule checks bodies (a BodyGate) is the exception to streaming: its
+// pieces are gathered, up to the rule's body_window, and nothing goes upstream, not even
+// the head, until the gate has allowed the whole body; one byte past the window, and the
+// request is refused.
+#include "body_gate.hpp"
 #include "body_piece.hpp"
 #include "credentials.hpp"
 #include "request_head.hpp"
@@ -32,6 +37,7 @@ struct RequestBodyResult {
     agent_failed,     // reading the agent's body failed (`ec`): the upstream has part of a request
     upstream_failed,  // writing to the upstream failed (`ec`)
     tripped,          // the tripwire refused the body (`refusal`); nothing of it went
+    body_refused,     // the body gate refused it (its result()); nothing of the request went
   } kind = Kind::sent;
   boost::beast::error_code ec;
   std::optional<Refusal> refusal;
@@ -45,6 +51,7 @@ struct RequestBody {
   const Tripwire* tripwire = nullptr;  // scans it on its way to `host`:`port`
   const std::string* host = nullptr;
   std::uint16_t port = 0;
+  BodyGate* gate = nullptr;  // the body is held whole and checked before anything goes
 };
 
 template <class Client, class Upstream>
@@ -68,7 +75,9 @@ class RequestRelay {
   void send_continue();
   void read_piece();
   void piece(boost::beast::error_code ec);
-  void send(std::size_t n, bool last);
+  void hold(std::size_t got, bool last);  // a gated body: gather, then check the whole
+  bool gate_refuses();
+  void send(std::size_t n, bool last, const char* data);
   void on_written(boost::beast::error_code ec);
   void finish(RequestBodyResult r);
 
@@ -85,6 +94,7 @@ class RequestRelay {
   std::uint64_t* bytes_up_ = nullptr;
   std::shared_ptr<void> keep_;
   std::string out_;         // the head (first write only) and chunk framing
+  std::string whole_;       // a gated body, gathered until its gate decides
   std::size_t held_ = 0;    // bytes at the front of the piece buffer, kept from the last piece
   std::size_t sending_ = 0; // body bytes of the write under way
   bool head_pending_ = false;

@@ -189,15 +189,15 @@ TEST(BodyRules, ARuleWithoutBodyChecksAllowsAnyBody) {
   EXPECT_FALSE(check_body(rule(2), "", "anything").refused());
 }
 
-// Until the proxy reads bodies, a request a body rule would allow is refused, not let
-// through unchecked; a caller that checks bodies gets the rule to check them with.
+// A caller that cannot read bodies gets a request a body rule would allow refused, not
+// let through unchecked; a caller that checks bodies (the proxy) gets the rule to check them with.
 TEST(BodyRules, DecideRequestNeverLetsABodyRuleGoUnchecked) {
   const Decision host{Verdict::allow, "allow[0] tools.example.test", ""};
   const std::string name = "tools.example.test";
   const Admitted admitted{name, 443, host};
   const RequestDecision unchecked = decide_request(policy().base, admitted, "POST", "/mcp");
   EXPECT_EQ(unchecked.status, 403u);
-  EXPECT_THAT(unchecked.decision.reason, HasSubstr("does not check request bodies yet (issue 28)"));
+  EXPECT_THAT(unchecked.decision.reason, HasSubstr("does not check request bodies, so it is refused rather than forwarded unchecked"));
   const RequestDecision checked = decide_request(policy().base, admitted, "POST", "/mcp", BodyChecks::caller_checks);
   EXPECT_FALSE(checked.refused());
   EXPECT_EQ(checked.body_rule, &rule(0));

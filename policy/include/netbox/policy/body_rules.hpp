@@ -75,4 +75,10 @@ bool checks_body(const RequestRule& rule);
 BodyCheck check_body(const RequestRule& rule, std::string_view content_type, std::string_view body,
                      Mode mode = Mode::enforce);
 
+// The refusal of a body the caller could not read as the server will (a content coding
+// it does not decode, one that decodes past the window), in the form check_body answers
+// for `rule` (JSON-RPC error, git report, or the status alone): `what` is the reason
+// without the rule.
+BodyCheck body_refused(const RequestRule& rule, unsigned status, std::string what, Mode mode = Mode::enforce);
+
 }  // namespace netbox::policy

@@ -58,9 +58,9 @@ struct RequestDecision {
   bool refused() const { return status != 0; }
 };
 
-// Whether the caller checks bodies with check_body. A caller that does not (`unavailable`:
-// the proxy until issue 28 is done) gets a request that a rule with body checks would
-// allow refused, 403 (report mode: reported), never let through unchecked.
+// Whether the caller checks bodies with check_body (the proxy's HTTP loop does, on every
+// door). A caller that does not (`unavailable`) gets a request that a rule with body
+// checks would allow refused, 403 (report mode: reported), never let through unchecked.
 enum class BodyChecks { unavailable, caller_checks };
 
 RequestDecision decide_request(const Profile& profile, const Admitted& admitted, std::string_view method,
