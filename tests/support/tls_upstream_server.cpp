@@ -130,6 +130,7 @@ void TlsUpstreamServer::handle(int fd, std::uint64_t id) {
       std::lock_guard lock(echo_mu_);
       last_echo_ = body;
     }
+    // Any request with `Upgrade: websocket` makes the connection a WebSocket echo.
     if (boost::beast::websocket::is_upgrade(req)) {
       websocket_echo(stream, req);
       abrupt = true;  // the echo ended the TLS session (or the client did)

@@ -8,8 +8,7 @@
 // each). Hostile answers on request, by path: `/extra` is answered, then followed in the
 // same write by an answer nobody asked for; `/cut` gets a head promising more body than
 // comes before the connection closes; `/then-close` is answered with keep-alive, then the
-// connection is closed. A request with `Upgrade: websocket` makes the connection a
-// WebSocket echo (websocket_echo.hpp). A test may script a hostile answer of its own (script()). Every
+// connection is closed. A test may script a hostile answer of its own (script()). Every
 // wait is bounded.
 #include "support/temp_dir.hpp"
 

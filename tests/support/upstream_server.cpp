@@ -82,6 +82,7 @@ void UpstreamServer::serve(int fd) {
     auto req = parser.release();
     requests_.fetch_add(1);
     in_flight_.fetch_add(1);
+    // Any path asked with `Upgrade: websocket` is a WebSocket echo.
     if (beast::websocket::is_upgrade(req)) {
       websocket_echo(sock, req);
       in_flight_.fetch_sub(1);

@@ -9,7 +9,6 @@
 //   /stall         reads the request, never answers
 //   /close         reads the request, closes without answering
 //   /garbage       answers with bytes that are not HTTP
-// Any path asked with `Upgrade: websocket` is a WebSocket echo (websocket_echo.hpp).
 // It counts accepted connections, so tests can see keep-alive pooling.
 #include <atomic>
 #include <cstdint>
