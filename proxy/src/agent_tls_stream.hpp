@@ -70,6 +70,12 @@ class AgentTlsStream {
   auto async_read_some(const MutableBuffers& buffers, Token&& token) {
     return run(Read{first(buffers)}, std::forward<Token>(token));
   }
+  // Sends the close_notify that tells the agent the stream ended (not a truncation, which
+  // its TLS stack would answer with an alert). Runs beside a read, like a write.
+  template <class Token>
+  auto async_shutdown(Token&& token) {
+    return run(Shutdown{}, std::forward<Token>(token));
+  }
   // A gather write (head, body piece, chunk framing) goes as one TLS record: its buffers
   // are joined (64 KiB at most) rather than written one record each.
   template <class ConstBuffers, class Token>
@@ -104,6 +110,13 @@ class AgentTlsStream {
     }
   };
   static constexpr std::size_t kWriteSlice = 64 * 1024;
+  struct Shutdown {
+    int operator()(SSL* s, std::size_t& n) const {
+      n = 0;
+      const int r = SSL_shutdown(s);
+      return r == 0 ? 1 : r;  // 0: ours is sent, the agent's not yet read (nor awaited)
+    }
+  };
 
   template <class Buffers>
   static auto first(const Buffers& buffers) {
@@ -147,7 +160,7 @@ class AgentTlsStream {
   // bytes to be on the socket before completing (so a slow agent holds back its sender).
   template <class Action>
   struct Op {
-    static constexpr bool kWrites = std::is_same_v<Action, Write>;
+    static constexpr bool kWrites = std::is_same_v<Action, Write> || std::is_same_v<Action, Shutdown>;
     AgentTlsStream& s;
     Action action;
     enum class Phase { start, wrote, readable, gated, posted } phase = Phase::start;

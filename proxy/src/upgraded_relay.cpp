@@ -8,6 +8,8 @@
 #include <boost/beast/core/stream_traits.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 
+#include <type_traits>
+
 namespace netbox::proxy {
 
 namespace asio = boost::asio;
@@ -72,13 +74,25 @@ void UpgradedRelay<Client, Upstream>::half_done(Half& h, To& to, beast::error_co
   // A TLS stream's end is the peer's close_notify or its truncation: both end the direction.
   const bool ended = ec == asio::error::eof || ec == asio::ssl::error::stream_truncated;
   if (ended) {
-    // Half-close: the other side may still have things to say.
-    beast::error_code ignored;
-    beast::get_lowest_layer(to).socket().shutdown(tcp::socket::shutdown_send, ignored);
+    end_sending(to);  // half-close: the other side may still have things to say
   } else if (ec != asio::error::operation_aborted) {
     stop(std::string(side) + " side: " + ec.message());
   }
   if (up_.done && down_.done) finish();
+}
+
+template <class Client, class Upstream>
+template <class To>
+void UpgradedRelay<Client, Upstream>::end_sending(To& to) {
+  const auto half_close = [&to] {
+    beast::error_code ignored;
+    beast::get_lowest_layer(to).socket().shutdown(tcp::socket::shutdown_send, ignored);
+  };
+  if constexpr (std::is_same_v<To, AgentTlsStream>) {
+    // The write side is free: this direction wrote its last piece before reading the end.
+    return to.async_shutdown([keep = keep_, half_close](beast::error_code, std::size_t) { half_close(); });
+  }
+  half_close();
 }
 
 template <class Client, class Upstream>

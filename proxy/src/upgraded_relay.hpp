@@ -7,7 +7,8 @@
 // once for this). Each direction reads and then writes, one piece at a time, so a slow
 // reader holds back its sender (no queue grows); a direction gets its buffer only once the
 // relay starts, and an HTTP connection that never upgrades holds none. The end of one
-// direction half-closes the other side's socket; the relay ends when both have ended, or
+// direction half-closes the other side's socket (after a close_notify to an agent inside
+// TLS, whose stack would answer a bare end with an alert); the relay ends when both have ended, or
 // at once on an error or the idle limit. The bytes are counted into the request's row as
 // they go.
 #include <boost/asio/steady_timer.hpp>
@@ -48,6 +49,8 @@ class UpgradedRelay {
   void write(Half& h, From& from, To& to, const char* data, std::size_t n);
   template <class To>
   void half_done(Half& h, To& to, boost::beast::error_code ec, const char* side);
+  template <class To>
+  void end_sending(To& to);  // the other side's direction ended: tell `to` no more comes
   void arm_idle();
   void stop(std::string why);  // closes both sockets: what is under way ends with an error
   void finish();
