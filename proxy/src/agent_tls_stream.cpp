@@ -98,8 +98,8 @@ void AgentTlsStream::trim() {
     out_bio_ = fresh_bio();
     SSL_set0_wbio(ssl_, out_bio_);
   }
-  if (out_.capacity() > kKeptBio) std::string().swap(out_);
-  if (gather_.capacity() > kKeptBio) std::string().swap(gather_);
+  if (!writing_ && out_.capacity() > kKeptBio) std::string().swap(out_);
+  if (!write_op_ && gather_.capacity() > kKeptBio) std::string().swap(gather_);
 }
 
 }  // namespace netbox::proxy

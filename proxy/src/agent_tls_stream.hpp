@@ -7,7 +7,8 @@
 // into it (and a larger input on into the stack) and from there into the engine's input
 // BIO; output goes from the engine's output BIO into a string that is written and cleared.
 // Both BIOs hold only what is in flight and are replaced when they grew past a record.
-// One operation at a time (the request loop reads a request, then writes its answer).
+// The request loop runs one operation at a time (it reads a request, then writes its
+// answer); a WebSocket relay runs one read and one write at once (Op says how).
 // `early` (the ClientHello netbox already read to check it) is the engine's first input.
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/buffer.hpp>
@@ -15,6 +16,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/ssl/error.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 
@@ -24,6 +26,7 @@
 #include <algorithm>
 #include <array>
 #include <cstddef>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -67,6 +70,12 @@ class AgentTlsStream {
   auto async_read_some(const MutableBuffers& buffers, Token&& token) {
     return run(Read{first(buffers)}, std::forward<Token>(token));
   }
+  // Sends the close_notify that tells the agent the stream ended (not a truncation, which
+  // its TLS stack would answer with an alert). Runs beside a read, like a write.
+  template <class Token>
+  auto async_shutdown(Token&& token) {
+    return run(Shutdown{}, std::forward<Token>(token));
+  }
   // A gather write (head, body piece, chunk framing) goes as one TLS record: its buffers
   // are joined (64 KiB at most) rather than written one record each.
   template <class ConstBuffers, class Token>
@@ -101,6 +110,13 @@ class AgentTlsStream {
     }
   };
   static constexpr std::size_t kWriteSlice = 64 * 1024;
+  struct Shutdown {
+    int operator()(SSL* s, std::size_t& n) const {
+      n = 0;
+      const int r = SSL_shutdown(s);
+      return r == 0 ? 1 : r;  // 0: ours is sent, the agent's not yet read (nor awaited)
+    }
+  };
 
   template <class Buffers>
   static auto first(const Buffers& buffers) {
@@ -134,13 +150,22 @@ class AgentTlsStream {
   // Frees the BIOs' buffers that grew past a record, while nothing is in them.
   void trim();
 
+  // One operation (handshake, read or write) over the engine. At most one read and one
+  // write may be under way at once (the WebSocket relay, upgraded_relay.hpp), interleaved
+  // on the socket's one thread: the engine's calls never overlap, but both may need the
+  // socket. So the socket has one reader (reading_) and one writer (writing_) at a time;
+  // an operation that needs the side another holds waits on gate_ until it is free. A read
+  // that leaves output (an alert, a key update) while a write is under way leaves it in
+  // the output BIO, which that write drains before it completes; a write waits for its own
+  // bytes to be on the socket before completing (so a slow agent holds back its sender).
   template <class Action>
   struct Op {
+    static constexpr bool kWrites = std::is_same_v<Action, Write> || std::is_same_v<Action, Shutdown>;
     AgentTlsStream& s;
     Action action;
-    enum class Phase { start, wrote, readable, posted } phase = Phase::start;
+    enum class Phase { start, wrote, readable, gated, posted } phase = Phase::start;
     bool suspended = false;  // the handler may be invoked directly (not from the initiator)
-    bool finished = false;   // the engine's step is over; out_ is flushed first
+    bool finished = false;   // the engine's step is over; its output is flushed first
     boost::system::error_code result;
     std::size_t n = 0;
 
@@ -148,49 +173,86 @@ class AgentTlsStream {
     void operator()(Self& self, boost::system::error_code ec = {}, std::size_t bytes = 0) {
       switch (phase) {
         case Phase::start:
+          if constexpr (kWrites) s.write_op_ = true;
           break;
         case Phase::posted:
           return self.complete(result, n);
         case Phase::wrote:
+          s.writing_ = false;
           s.out_.clear();
           if (s.out_.capacity() > kWriteSlice) std::string().swap(s.out_);
+          s.wake();
           // A failed handshake's reason outlives the failure to send its alert.
-          if (finished) return complete(self, result ? result : ec, result ? 0 : n);
+          if (finished && (result || ec)) return complete(self, result ? result : ec, 0);
           if (ec) return complete(self, ec, 0);
+          if (finished) return flush(self);  // what else came meanwhile (another operation's)
           break;
         case Phase::readable:
+          s.reading_ = false;
+          s.wake();
           if (ec) {
             // The agent's side closed without a TLS close_notify, as asio's stream reports it.
             return complete(self, ec == boost::asio::error::eof ? boost::asio::ssl::error::stream_truncated : ec, 0);
           }
           s.feed(bytes);
           break;
+        case Phase::gated:
+          if (finished) return flush(self);
+          break;
       }
+      step(self);
+    }
+
+    template <class Self>
+    void step(Self& self) {
       ERR_clear_error();
       std::size_t got = 0;
       const int r = action(s.ssl_, got);
-      const Step step = s.classify(r, result);
-      if (step == Step::want_input && !s.take_output()) {
+      if (s.classify(r, result) == Step::want_input) {
+        // A handshake flight goes out before its answer is awaited.
+        if (s.output_pending() && !s.writing_) return send(self);
+        if (s.reading_) return wait(self);
         s.trim();
+        s.reading_ = true;
         phase = Phase::readable;
         suspended = true;
         return s.socket_.async_read_some(boost::asio::buffer(s.in_chunk_), std::move(self));
       }
-      if (step != Step::want_input) {
-        finished = true;
-        n = got;
+      finished = true;
+      n = got;
+      flush(self);
+    }
+
+    // Alerts, handshake messages, tickets and a write's records go out before it completes.
+    template <class Self>
+    void flush(Self& self) {
+      if (!s.output_pending()) return complete(self, result, n);
+      if (s.writing_) {
+        if constexpr (kWrites) return wait(self);
+        return complete(self, result, n);  // the write under way drains it
       }
-      // Alerts, handshake messages and tickets go out before the step completes.
-      if (!s.out_.empty() || s.take_output()) {
-        phase = Phase::wrote;
-        suspended = true;
-        return boost::asio::async_write(s.socket_, boost::asio::buffer(s.out_), std::move(self));
-      }
-      return complete(self, result, n);
+      send(self);
+    }
+
+    template <class Self>
+    void send(Self& self) {
+      s.writing_ = true;
+      s.take_output();
+      phase = Phase::wrote;
+      suspended = true;
+      boost::asio::async_write(s.socket_, boost::asio::buffer(s.out_), std::move(self));
+    }
+
+    template <class Self>
+    void wait(Self& self) {
+      phase = Phase::gated;
+      suspended = true;
+      s.gate().async_wait(std::move(self));
     }
 
     template <class Self>
     void complete(Self& self, boost::system::error_code ec, std::size_t bytes) {
+      if constexpr (kWrites) s.write_op_ = false;
       if (suspended) return self.complete(ec, bytes);
       // Never from inside the initiating call.
       result = ec;
@@ -206,12 +268,31 @@ class AgentTlsStream {
         Op<Action>{*this, action, Op<Action>::Phase::start, false, false, {}, 0}, token, socket_);
   }
 
+  bool output_pending() const { return BIO_ctrl_pending(out_bio_) > 0; }
+  // Created the first time two operations want the same side of the socket (rare: a read
+  // leaving an alert or a key update while a write is on its way); never expires.
+  boost::asio::steady_timer& gate() {
+    if (!gate_) {
+      gate_ = std::make_unique<boost::asio::steady_timer>(socket_.get_executor());
+      gate_->expires_at(boost::asio::steady_timer::time_point::max());
+    }
+    return *gate_;
+  }
+  // The side an operation waited for is free: every waiting operation looks again.
+  void wake() {
+    if (gate_) gate_->cancel();
+  }
+
   boost::beast::tcp_stream socket_;
   SSL* ssl_ = nullptr;
   BIO* in_ = nullptr;   // owned by ssl_
   BIO* out_bio_ = nullptr;  // owned by ssl_
   std::string out_;     // being written to the socket
   std::string gather_;  // a gather write's buffers, joined
+  std::unique_ptr<boost::asio::steady_timer> gate_;  // see Op
+  bool reading_ = false;   // an operation reads the socket
+  bool writing_ = false;   // an operation writes out_ to the socket
+  bool write_op_ = false;  // a write is under way (its slice may point into gather_)
   // What the socket is read into while the agent is idle: most requests fit, and it is
   // all a connection holds between them.
   std::array<char, 1024> in_chunk_;

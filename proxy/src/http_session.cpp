@@ -13,6 +13,7 @@
 #include "headers.hpp"
 #include "policy_answer.hpp"
 #include "tunnel.hpp"
+#include "upgraded_request.hpp"
 
 #include "netbox/audit/printable.hpp"
 #include "netbox/policy/decide_request.hpp"
@@ -45,7 +46,8 @@ HttpSession<Stream>::HttpSession(ProxyRuntime& impl, Worker& worker, tcp::socket
       admission_(impl.own, impl.caps, impl.counters),
       exchange_(impl),
       body_(stream_, buffer_, pieces_, [this](RequestBodyResult r) { on_body_sent(std::move(r)); }),
-      relay_(stream_, pieces_, impl.counters, [this](RelayResult r) { on_relayed(std::move(r)); }) {
+      relay_(stream_, pieces_, impl.counters, [this](RelayResult r) { on_relayed(std::move(r)); }),
+      upgraded_(stream_, [this](std::string error) { on_upgraded_end(std::move(error)); }) {
   if (fixed) link_.fixed.emplace(std::move(*fixed));
   impl_.counters.active_connections.fetch_add(1);
 }
@@ -59,7 +61,8 @@ HttpSession<Stream>::HttpSession(ProxyRuntime& impl, Worker& worker, Stream stre
       admission_(impl.own, impl.caps, impl.counters),
       exchange_(impl),
       body_(stream_, buffer_, pieces_, [this](RequestBodyResult r) { on_body_sent(std::move(r)); }),
-      relay_(stream_, pieces_, impl.counters, [this](RelayResult r) { on_relayed(std::move(r)); }) {
+      relay_(stream_, pieces_, impl.counters, [this](RelayResult r) { on_relayed(std::move(r)); }),
+      upgraded_(stream_, [this](std::string error) { on_upgraded_end(std::move(error)); }) {
   link_.fixed.emplace(std::move(fixed));
   impl_.counters.active_connections.fetch_add(1);
 }

@@ -12,7 +12,9 @@
 // against the trust store: upstream_link.hpp), its body relayed by RequestRelay and the
 // answer by ResponseRelay, both streaming (64 KiB at most in memory per connection); or a
 // CONNECT becomes a Tunnel or an InspectedTunnel, which hands the agent's TLS stream back
-// to this loop (http_session_forward.ipp). A refused request's body is never read, and
+// to this loop (http_session_forward.ipp); or a WebSocket handshake answered 101 turns the
+// connection into an UpgradedRelay, its bytes counted in the handshake's row (any other
+// Upgrade is refused: upgraded_request.hpp). A refused request's body is never read, and
 // its connection is closed. The parts are members: no allocation per request for them.
 // An agent's credentials (credentials.hpp) go into requests to their hosts inside TLS,
 // and the answers are searched for the secret; their placeholders are looked for in
@@ -32,6 +34,7 @@
 #include "response_relay.hpp"
 #include "proxy_runtime.hpp"
 #include "target.hpp"
+#include "upgraded_relay.hpp"
 #include "upstream_link.hpp"
 
 #include <boost/beast/core/flat_buffer.hpp>
@@ -94,6 +97,7 @@ struct ActiveRequest {
   bool reused_upstream = false;
   bool had_body = false;        // one was announced (Content-Length > 0 or chunked)
   bool expect_continue = false;
+  bool upgrade = false;         // a WebSocket handshake: a 101 switches the connection to a relay
 };
 
 template <class Stream>
@@ -125,6 +129,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
   void read_head_bytes(bool first);
   void on_head_bytes(bool first, boost::beast::error_code ec, std::size_t bytes);
   void check_head();
+  void head_timed_out();  // header_timeout_ms passed before the head was whole
   void refuse_head(const HeadProblem& p);  // 400/414/431 from RequestHeadCheck: nothing is forwarded
   void take_head(boost::beast::error_code ec);  // the head is parsed (or failed): check it, then admit
   void refuse_unparsed(boost::beast::error_code ec);
@@ -138,6 +143,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
   void take_proxy_target();
   void take_fixed_target();  // a request on a FixedDestination connection
   bool tripped();            // the tripwire refused the request (answered and recorded)
+  bool refused_upgrade();    // an Upgrade netbox does not carry was refused (upgraded_request.hpp)
   void admit();
   void act_on(AdmissionResult result);  // refuse, or open the exchange and forward
   std::optional<Refused> apply_request_rules(Admitted& yes);  // `rules`, once the host is let through
@@ -156,6 +162,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
   void relay_response();
   void on_relayed(RelayResult r);
   void start_tunnel(boost::asio::ip::tcp::socket upstream);
+  void start_upgraded();  // the upstream's 101 went to the agent: bytes both ways (upgraded_relay.hpp)
+  void on_upgraded_end(std::string error);
   void start_inspection();  // an admitted CONNECT to an inspected host (inspected_tunnel.hpp)
 
   // http_session_close.ipp: answers without forwarding; the exchange writes (or
@@ -190,6 +198,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
   PieceBuffer pieces_;  // body pieces, request then response
   RequestRelay<Stream, typename Link::Stream> body_;   // the agent's body, to the upstream
   ResponseRelay<Stream, typename Link::Stream> relay_;  // the upstream's answer, to the agent
+  UpgradedRelay<Stream, typename Link::Stream> upgraded_;  // after a 101 to a WebSocket upgrade
   std::shared_ptr<void> refusal_;  // keeps a refusal message alive while it is written
 };
 

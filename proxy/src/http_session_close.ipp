@@ -19,6 +19,7 @@ void HttpSession<Stream>::upstream_failed(unsigned status, std::string error) {
 template <class Stream>
 void HttpSession<Stream>::refuse(Refusal r, bool close, std::string error) {
   if (is_connect()) close = true;  // a refused CONNECT never becomes a tunnel
+  if (rq_.upgrade) close = true;   // nor a refused WebSocket handshake a relay: the agent sees it end
   // A body that was not read cannot be skipped without reading it: the connection ends.
   if (body_unread()) close = true;
   const unsigned version = rq_.req.version() ? rq_.req.version() : 11;

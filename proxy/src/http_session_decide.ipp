@@ -22,7 +22,7 @@ void HttpSession<Stream>::take_proxy_target() {
   }
   rq_.host = *parsed.host;
   exchange_.host(rq_.host.name);
-  if (tripped()) return;
+  if (refused_upgrade() || tripped()) return;
   admit();
 }
 
@@ -36,6 +36,20 @@ bool HttpSession<Stream>::tripped() {
   if (!r) return false;
   r->what = what();
   refuse(std::move(*r), !rq_.keep_alive);
+  return true;
+}
+
+// An Upgrade is carried only to a WebSocket (then the request is decided as any other);
+// any other one is refused here, on every door, rather than stripped into a request the
+// agent did not send. A CONNECT names no protocol to switch to: its Upgrade is dropped.
+template <class Stream>
+bool HttpSession<Stream>::refused_upgrade() {
+  if (is_connect()) return false;
+  auto up = check_upgrade(rq_.req, rq_.had_body);
+  rq_.upgrade = up.ask == UpgradeAsk::websocket;
+  if (!up.refused) return false;
+  up.refused->what = what();
+  refuse(std::move(*up.refused), true);
   return true;
 }
 
@@ -66,7 +80,7 @@ void HttpSession<Stream>::take_fixed_target() {
     }
   }
   rq_.target = Target{host.name, scope.port, std::string(target), std::string(target.substr(0, target.find('?'))), {}};
-  if (tripped()) return;
+  if (refused_upgrade() || tripped()) return;
   Admitted yes;
   yes.outcome = scope.outcome;
   yes.decision = scope.decision;

@@ -96,6 +96,7 @@ void HttpSession<Stream>::send_upstream() {
   head.clear();
   append_forwarded_request(head, req, rq_.target.path_and_query, host_header(rq_.host.name, rq_.target.port, kTls ? 443 : 80),
                            framing);
+  if (rq_.upgrade) head.insert(head.size() - 2, kUpgradeFields);  // before the blank line
   body_.start(*upstream_, *parser_, body, link_.profile->limits.idle_timeout, exchange_.bytes_up,
               this->shared_from_this());
 }
@@ -147,6 +148,11 @@ void HttpSession<Stream>::request_body_failed(beast::error_code ec) {
   reset_upstream(upstream_);
   if (ec == http::error::body_limit)
     return refuse({413, Outcome::error, what(), "request", "the request body is larger than 64 MiB", {}}, true);
+  if (ec == beast::error::timeout && body_.below_min_rate())
+    return refuse({408, Outcome::error, what(), "request",
+                   "the request body arrived slower than " + std::to_string(body_.kMinBodyRate) +
+                       " bytes/s on average once limits.idle_timeout_ms had passed: netbox ends a body that trickles",
+                   {}}, true);
   if (ec == beast::error::timeout)
     return refuse({408, Outcome::error, what(), "request",
                    "the request body stopped arriving for " +
@@ -182,7 +188,7 @@ template <class Stream>
 void HttpSession<Stream>::relay_response() {
   relay_.start(*upstream_,
                {rq_.req.method(), rq_.req.version(), rq_.keep_alive, rq_.reused_upstream, may_resend(),
-                rq_.redaction ? &*rq_.redaction : nullptr},
+                rq_.redaction ? &*rq_.redaction : nullptr, rq_.upgrade},
                link_.profile->limits.idle_timeout, exchange_.bytes_down, this->shared_from_this());
 }
 
@@ -199,6 +205,7 @@ void HttpSession<Stream>::on_relayed(RelayResult r) {
     if (r.unanswered) r.error += not_resent();
     return upstream_failed(r.answer, std::move(r.error));
   }
+  if (r.upgraded) return start_upgraded();
   rq_.keep_alive = r.keep_alive;
   // After a body the upstream may have left unread (a GET's, or any before an error
   // answer), the connection may still hold it, to be read as the next request: closed.
@@ -210,6 +217,26 @@ void HttpSession<Stream>::on_relayed(RelayResult r) {
   if (!clean && r.started) return abort_client();
   if (!clean || !rq_.keep_alive) return close_client();
   read_request();
+}
+
+// The 101 went to the agent: from here on the connection carries WebSocket frames both
+// ways, relayed unread, until one side ends it or it idles; the handshake's row gets the
+// bytes and is completed with its 101 then.
+template <class Stream>
+void HttpSession<Stream>::start_upgraded() {
+  std::string to_upstream(static_cast<const char*>(buffer_.data().data()), buffer_.size());
+  buffer_.clear();
+  buffer_.shrink_to_fit();
+  parser_.reset();
+  upgraded_.start(*upstream_, relay_.take_early(), std::move(to_upstream), link_.profile->limits.idle_timeout,
+                  exchange_.bytes_up, exchange_.bytes_down, this->shared_from_this());
+}
+
+template <class Stream>
+void HttpSession<Stream>::on_upgraded_end(std::string error) {
+  upstream_.reset();
+  exchange_.finish(101, std::move(error));
+  close_client();
 }
 
 template <class Stream>

@@ -34,16 +34,36 @@ template <class Stream>
 void HttpSession<Stream>::on_head_bytes(bool first, beast::error_code ec, std::size_t bytes) {
   if (ec) {
     // Nothing to answer: the agent went away, stayed idle, or did not finish its head in
-    // time (the timed-out stream is closed already).
-    if (ec == beast::error::timeout && !first)
-      impl_.log.write("header_timeout", {{"client", link_.peer_text},
-                                         {"agent", link_.who.agent},
-                                         {"received", std::to_string(buffer_.size())}});
+    // time (the timed-out stream is closed already: the row says why).
+    if (ec == beast::error::timeout && !first) return head_timed_out();
     return close_client();
   }
   buffer_.commit(bytes);
   if (first) rq_.head_deadline = std::chrono::steady_clock::now() + link_.profile->limits.header_timeout;
   check_head();
+}
+
+// A head that kept trickling past header_timeout_ms from its first byte, however short
+// the pauses between its bytes: the connection is closed (the stream's timer closed it),
+// and a row says what was read of it and why it ended.
+template <class Stream>
+void HttpSession<Stream>::head_timed_out() {
+  impl_.log.write("header_timeout", {{"client", link_.peer_text},
+                                     {"agent", link_.who.agent},
+                                     {"received", std::to_string(buffer_.size())}});
+  exchange_.begin();
+  const auto& check = rq_.head_check;
+  const bool connect = check.method() == "CONNECT";
+  note_request(connect, check.method(), true);
+  note_target(check.target(), connect);
+  const auto limit = std::to_string(link_.profile->limits.header_timeout.count());
+  exchange_.refuse({408, Outcome::error, {}, "limits.header_timeout_ms",
+                    "the request head did not arrive whole within " + limit +
+                        " ms of its first byte (limits.header_timeout_ms): netbox bounds a head's total time, not "
+                        "only the pauses between its bytes",
+                    {}},
+                   "header timeout after " + std::to_string(buffer_.size()) + " bytes");
+  close_client();
 }
 
 template <class Stream>

@@ -10,6 +10,7 @@
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/read.hpp>
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 
@@ -34,6 +35,8 @@ void RequestRelay<Client, Upstream>::start(Upstream& upstream, StreamingRequestP
   started_ = false;
   head_pending_ = true;
   whole_.clear();
+  began_ = std::chrono::steady_clock::now();
+  received_ = 0;
   if (!body.present) {
     if (gate_refuses()) return;
     return send(0, true, nullptr);
@@ -76,7 +79,10 @@ void RequestRelay<Client, Upstream>::read_piece() {
     if (ec == http::error::need_more && body.size < room) ec = {};
     if (ec != http::error::need_more) return piece(ec);
   }
-  beast::get_lowest_layer(client_).expires_after(idle_timeout_);
+  // Whichever comes first: idle_timeout of silence, or the body's average rate falling
+  // below kMinBodyRate (a slow drip whose every pause is short).
+  beast::get_lowest_layer(client_).expires_at(
+      std::min(std::chrono::steady_clock::now() + idle_timeout_, rate_deadline()));
   http::async_read_some(client_, buffer_, *parser_,
                         [this, keep = keep_](beast::error_code ec, std::size_t) { piece(ec); });
 }
@@ -86,6 +92,7 @@ void RequestRelay<Client, Upstream>::piece(beast::error_code ec) {
   if (ec == http::error::need_buffer) ec = {};
   if (ec) return finish({RequestBodyResult::Kind::agent_failed, ec, {}});
   const std::size_t got = PieceBuffer::kSize - parser_->get().body().size;  // the held tail included
+  received_ += got - held_;
   const bool last = parser_->is_done();
   // Only framing arrived (a chunk header): nothing to pass on yet.
   if (got == held_ && !last) return read_piece();
@@ -158,6 +165,11 @@ void RequestRelay<Client, Upstream>::on_written(beast::error_code ec) {
   if (held_ > 0) std::memmove(pieces_.get(), pieces_.get() + sending_, held_);
   if (!last_) return read_piece();
   finish({});
+}
+
+template <class Client, class Upstream>
+std::chrono::steady_clock::time_point RequestRelay<Client, Upstream>::rate_deadline() const {
+  return began_ + idle_timeout_ + std::chrono::microseconds(received_ * 1'000'000 / kMinBodyRate);
 }
 
 template <class Client, class Upstream>

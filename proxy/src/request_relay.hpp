@@ -67,6 +67,12 @@ class RequestRelay {
   std::string& head() { return out_; }
   // Some of the body was taken from the agent: the request cannot be sent again.
   bool started() const { return started_; }
+  // A body must keep this average rate once idle_timeout has passed since its head
+  // (docs/proxy.md): one trickling a byte at a time, each within idle_timeout of the
+  // last, would otherwise hold its connection and upstream for ever.
+  static constexpr std::uint64_t kMinBodyRate = 1024;  // bytes per second
+  // Whether the body fell below kMinBodyRate (why its read timed out).
+  bool below_min_rate() const { return std::chrono::steady_clock::now() >= rate_deadline(); }
 
   void start(Upstream& upstream, StreamingRequestParser& parser, const RequestBody& body,
              std::chrono::milliseconds idle_timeout, std::uint64_t& bytes_up, std::shared_ptr<void> keep);
@@ -80,6 +86,7 @@ class RequestRelay {
   void send(std::size_t n, bool last, const char* data);
   void on_written(boost::beast::error_code ec);
   void finish(RequestBodyResult r);
+  std::chrono::steady_clock::time_point rate_deadline() const;  // when the body falls below kMinBodyRate
 
   Client& client_;
   boost::beast::flat_buffer& buffer_;
@@ -97,6 +104,8 @@ class RequestRelay {
   std::string whole_;       // a gated body, gathered until its gate decides
   std::size_t held_ = 0;    // bytes at the front of the piece buffer, kept from the last piece
   std::size_t sending_ = 0; // body bytes of the write under way
+  std::chrono::steady_clock::time_point began_;  // the body's relay started
+  std::uint64_t received_ = 0;  // body bytes read from the agent so far
   bool head_pending_ = false;
   bool last_ = false;
   bool started_ = false;

@@ -4,6 +4,7 @@
 #include "headers.hpp"
 #include "request_head.hpp"
 #include "agent_tls_stream.hpp"
+#include "upgraded_request.hpp"
 #include "upstream_pool.hpp"
 
 #include <boost/asio/write.hpp>
@@ -66,8 +67,11 @@ void ResponseRelay<Client, Upstream>::on_header(beast::error_code ec) {
   }
   auto& res = parser_->get();
   result_.status = static_cast<int>(res.result_int());
-  if (result_.status == 101)  // Upgrade was stripped from the request: a broken upstream
+  if (result_.status == 101) {
+    if (req_.upgrade) return switch_protocols();
+    // Only a WebSocket's Upgrade is forwarded: a 101 to anything else is a broken upstream.
     return fail(502, "the upstream switched protocols (101) although no upgrade was asked for");
+  }
   if (result_.status / 100 == 1) return read_header();
   upstream_keep_alive_ = res.keep_alive() && res.version() == 11;
   const bool bodiless = req_.method == http::verb::head || result_.status == 204 || result_.status == 304;
@@ -108,6 +112,39 @@ void ResponseRelay<Client, Upstream>::on_header(beast::error_code ec) {
     return read_piece();
   }
   send_piece(nullptr, 0);  // the head at once (a stream's first bytes may be a while), or the whole bodiless answer
+}
+
+// The upstream took the WebSocket upgrade: its 101 goes to the agent with the upgrade's
+// two hop-by-hop fields (and its Sec-WebSocket-* ones), and the relay ends with the
+// connection switched. A credential went into the upgrade request: the 101's head is
+// searched as any answer's; the frames after it are not (docs/security.md).
+template <class Client, class Upstream>
+void ResponseRelay<Client, Upstream>::switch_protocols() {
+  auto& res = parser_->get();
+  if (!switches_to_websocket(res))
+    return fail(502, "the upstream answered 101 to a WebSocket upgrade without switching to websocket");
+  if (auto why = unsearchable({}); !why.empty()) return fail(502, std::move(why));
+  strip_response_fields(res, std::nullopt);
+  res.erase(http::field::content_length);
+  res.version(11);
+  res.set(http::field::connection, "Upgrade");
+  res.set(http::field::upgrade, "websocket");
+  result_.upgraded = true;
+  result_.keep_alive = false;
+  upstream_keep_alive_ = false;
+  chunked_ = false;
+  out_.clear();
+  append_response_head(out_, res);
+  head_pending_ = true;
+  send_piece(nullptr, 0);  // a 101 has no body: the head is the last piece
+}
+
+template <class Client, class Upstream>
+std::string ResponseRelay<Client, Upstream>::take_early() {
+  std::string out(static_cast<const char*>(buffer_.data().data()), buffer_.size());
+  buffer_.clear();
+  buffer_.shrink_to_fit();
+  return out;
 }
 
 // An answer to a request a credential went into: why its head cannot go to the agent

@@ -42,6 +42,9 @@ struct RelayResult {
   bool started = false;    // some of the response reached the agent: an error cuts it
   bool keep_alive = false; // the agent's connection may carry another request
   bool reusable = false;   // the upstream connection ended clean and may be pooled
+  // The upstream switched to the WebSocket the request asked for: its 101 went to the
+  // agent, and the connection becomes an UpgradedRelay (take_early: what came after it).
+  bool upgraded = false;
 };
 
 // What the relay needs to know of the request.
@@ -52,6 +55,7 @@ struct RelayedRequest {
   bool reused_upstream = false;
   bool may_resend = false;  // sending it again cannot do twice what the agent asked once
   const AnswerRedaction* redaction = nullptr;  // a credential went into the request
+  bool upgrade = false;     // it asked for a WebSocket: a 101 may answer it
 };
 
 template <class Client, class Upstream>
@@ -66,11 +70,14 @@ class ResponseRelay {
   // bytes relayed, as they go (the exchange's, so a connection that dies mid-way records them).
   void start(Upstream& upstream, const RelayedRequest& req, std::chrono::milliseconds idle_timeout,
              std::uint64_t& bytes_down, std::shared_ptr<void> keep);
+  // After an upgraded result: the upstream's bytes read past its 101 head, for the agent.
+  std::string take_early();
 
  private:
   void read_header();
   void on_header(boost::beast::error_code ec);
   std::string unsearchable(const std::string& codings) const;
+  void switch_protocols();  // a 101 to a WebSocket upgrade: its head to the agent, then done
   void read_piece();
   void piece_read(boost::beast::error_code ec);
   void send_piece(const char* data, std::size_t got);

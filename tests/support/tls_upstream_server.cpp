@@ -8,7 +8,11 @@
 #include <boost/asio/ssl.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/websocket/rfc6455.hpp>
+#include <boost/beast/websocket/ssl.hpp>
 #include <nlohmann/json.hpp>
+
+#include "support/websocket_echo.hpp"
 
 #include <openssl/x509.h>
 #include <sys/socket.h>
@@ -125,6 +129,12 @@ void TlsUpstreamServer::handle(int fd, std::uint64_t id) {
     {
       std::lock_guard lock(echo_mu_);
       last_echo_ = body;
+    }
+    // Any request with `Upgrade: websocket` makes the connection a WebSocket echo.
+    if (boost::beast::websocket::is_upgrade(req)) {
+      websocket_echo(stream, req);
+      abrupt = true;  // the echo ended the TLS session (or the client did)
+      break;
     }
     if (script_) {
       script_(body, [&stream](std::string_view bytes) {

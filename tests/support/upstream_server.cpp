@@ -4,7 +4,10 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/websocket/rfc6455.hpp>
 #include <nlohmann/json.hpp>
+
+#include "support/websocket_echo.hpp"
 
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -79,6 +82,12 @@ void UpstreamServer::serve(int fd) {
     auto req = parser.release();
     requests_.fetch_add(1);
     in_flight_.fetch_add(1);
+    // Any path asked with `Upgrade: websocket` is a WebSocket echo.
+    if (beast::websocket::is_upgrade(req)) {
+      websocket_echo(sock, req);
+      in_flight_.fetch_sub(1);
+      break;
+    }
     const std::string target(req.target());
     const std::string path = target.substr(0, target.find('?'));
     http::response<http::string_body> res{http::status::ok, req.version()};

@@ -17,6 +17,7 @@
 #include "netbox/audit/writer.hpp"
 #include "netbox/proxy/counters.hpp"
 #include "support/process.hpp"
+#include "support/websocket_frames.hpp"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -85,6 +86,7 @@ struct Case {
   std::string server_name{};  // a TLS hello naming this instead of a request (fronting)
   Setup setup = Setup::none;
   bool report_mode = false;   // the policy's mode is report: what enforce would refuse goes, reported
+  bool websocket = false;     // the request is a WebSocket handshake; once answered 101, a message is echoed
   // The expected answer. Empty decision: let through to the upstream, every row `allow`.
   // Otherwise one of the attempt's rows has this decision, a rule starting with `rule` and
   // a reason holding `reason`; the upstream gets nothing. (store_blocked: see the test.)
@@ -135,10 +137,21 @@ std::vector<Case> cases() {
       // Refused (503, a SOCKS failure, a reset) and no row: the store takes none.
       {.name = "AuditStoreBlocked", .host = "upstream.test", .setup = Setup::store_blocked},
       {.name = "OutOfDescriptors", .host = "upstream.test", .setup = Setup::out_of_descriptors},
-      // --- WebSocket rows go here (issue 23 item 2, from the httploop branch): an allowed
-      // `Upgrade: websocket` answered 101 and relayed both ways with its bytes in the row,
-      // and one refused by the tripwire on its upgrade request. The lead adds them after
-      // merging; until then no WebSocket row is listed, rather than a skipped one.
+      // A WebSocket: decided as any request, and once the upstream answers 101 its frames
+      // go both ways, counted in the handshake's row. A blind CONNECT tunnel carries it
+      // unread (its row is the tunnel's).
+      {.name = "WebSocket", .host = "upstream.test", .websocket = true},
+      {.name = "WebSocketRuleRefusal", .host = "ruled.test", .path = "/no", .websocket = true, .decision = "deny",
+       .rule = "rules", .reason = "ruled.test", .status = 403},
+      {.name = "WebSocketTripwire", .host = "upstream.test", .headers = placeholder, .websocket = true,
+       .decision = "deny", .rule = "credentials.openai", .reason = "upstream.test", .status = 403,
+       .not_through = {Door::connect}},
+      // Any other upgrade is refused with a reason, not stripped into a plain request (a
+      // blind CONNECT tunnel cannot see it: the upstream answers it as it likes).
+      {.name = "H2cUpgradeRefused", .host = "upstream.test",
+       .headers = "Upgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQAAP__\r\nConnection: Upgrade, HTTP2-Settings\r\n",
+       .decision = "error", .rule = "upgrade", .reason = "netbox relays HTTP/1.1 only", .status = 501,
+       .not_through = {Door::connect}},
   };
 }
 
@@ -207,22 +220,31 @@ class AgentSocket {
   }
   std::string read_exactly(std::size_t n) {
     std::string out(n, '\0');
-    const auto got = ::recv(fd_, out.data(), n, MSG_WAITALL);
-    out.resize(got > 0 ? static_cast<std::size_t>(got) : 0);
+    std::size_t got = 0;
+    while (got < n) {
+      const auto r = receive(out.data() + got, n - got);
+      if (r <= 0) break;
+      got += static_cast<std::size_t>(r);
+    }
+    out.resize(got);
     return out;
   }
   // Up to the end of a response head (a CONNECT's answer), byte by byte: nothing after it is taken.
   std::string read_head() {
     std::string head;
     char c;
-    while (head.find("\r\n\r\n") == std::string::npos && ::recv(fd_, &c, 1, 0) == 1) head.push_back(c);
+    while (head.find("\r\n\r\n") == std::string::npos && receive(&c, 1) == 1) head.push_back(c);
     return head;
+  }
+  long receive(char* into, std::size_t n) {
+    if (tls_) return SSL_read(tls_, into, static_cast<int>(n));
+    return static_cast<long>(::recv(fd_, into, n, 0));
   }
   std::string read_to_end() {
     std::string out;
     char buf[4096];
     for (;;) {
-      const int n = tls_ ? SSL_read(tls_, buf, sizeof buf) : static_cast<int>(::recv(fd_, buf, sizeof buf, 0));
+      const auto n = receive(buf, sizeof buf);
       if (n <= 0) break;
       out.append(buf, static_cast<std::size_t>(n));
     }
@@ -379,7 +401,11 @@ class DoorConformance : public CredentialsFixture, public ::testing::WithParamIn
     return d == Door::inspected && !c.inspected_host.empty() ? c.inspected_host : c.host;
   }
   static std::string request(const Case& c, const std::string& host) {
-    return "GET " + c.path + " HTTP/1.1\r\nHost: " + host + "\r\n" + c.headers + "Connection: close\r\n\r\n";
+    return "GET " + c.path + " HTTP/1.1\r\nHost: " + host + "\r\n" + c.headers + ending(c);
+  }
+  // A WebSocket handshake's fields end it (RFC 6455 4.1), or Connection: close.
+  static std::string ending(const Case& c) {
+    return c.websocket ? std::string(kWebSocketHandshake) : "Connection: close\r\n\r\n";
   }
 
   // What the agent got: the HTTP answer's status (0: none, the connection was reset or
@@ -388,7 +414,8 @@ class DoorConformance : public CredentialsFixture, public ::testing::WithParamIn
     int status = 0;
     int socks_reply = -1;
     std::string decision;  // its X-Netbox-Decision, when netbox answered
-    static Answer of(const std::string& response) { return {status_of(response), -1, decision_header(response)}; }
+    bool echoed = false;   // a WebSocket's message came back
+    static Answer of(const std::string& response) { return {status_of(response), -1, decision_header(response), false}; }
   };
 
   // The attempt through `d`. `before` runs once the agent's socket exists, before it
@@ -416,8 +443,8 @@ class DoorConformance : public CredentialsFixture, public ::testing::WithParamIn
     switch (d) {
       case Door::http_forward:
         s.write("GET http://" + authority + c.path + " HTTP/1.1\r\nHost: " + authority + "\r\n" + c.headers +
-                "Connection: close\r\n\r\n");
-        return Answer::of(s.read_to_end());
+                ending(c));
+        return answer_of(s, c);
       case Door::connect:
       case Door::inspected: {
         s.write("CONNECT " + authority + " HTTP/1.1\r\nHost: " + authority + "\r\n\r\n");
@@ -436,7 +463,7 @@ class DoorConformance : public CredentialsFixture, public ::testing::WithParamIn
         s.write(req);
         const auto reply = s.read_exactly(10);
         if (reply.size() != 10) return {};
-        if (reply[1] != 0) return {0, reply[1], {}};
+        if (reply[1] != 0) return {0, reply[1], {}, false};
         break;
       }
       case Door::captured: break;
@@ -447,7 +474,29 @@ class DoorConformance : public CredentialsFixture, public ::testing::WithParamIn
       if (!s.start_tls(name, ca_pem)) return {};
     }
     s.write(request(c, host));
-    return Answer::of(s.read_to_end());
+    return answer_of(s, c);
+  }
+
+  // The answer to the request just sent; for a WebSocket answered 101, messages sent
+  // and their echoes read back (masked as a client's must be), then a close.
+  static Answer answer_of(AgentSocket& s, const Case& c) {
+    if (!c.websocket) return Answer::of(s.read_to_end());
+    const auto head = s.read_head();
+    if (status_of(head) != 101) return Answer::of(head + s.read_to_end());
+    Answer a = Answer::of(head);
+    // Many messages in one write, their echoes read only after: the relay reads the agent
+    // while it writes to it (inside TLS on the inspected door, both at once on one engine).
+    std::string frames, echoes;
+    for (int i = 0; i < 64; ++i) {
+      const std::string message = "message " + std::to_string(i) + " " + std::string(90, 'w');
+      frames += client_text_frame(message);
+      echoes += server_text_frame(message);
+    }
+    s.write(frames);
+    a.echoed = s.read_exactly(echoes.size()) == echoes;
+    s.write(client_close_frame());
+    s.read_to_end();  // the upstream's close, then the end of the connection
+    return a;
   }
 
   std::vector<AuditRow> rows_but_dns() {
@@ -558,12 +607,20 @@ TEST_P(DoorConformance, EveryDoorAnswersTheCaseAlike) {
   EXPECT_TRUE(std::any_of(mine.begin(), mine.end(), [&](const AuditRow& r) { return r.kind == kind_of(door); }))
       << "no " << kind_of(door) << " row among" << describe(mine);
   if (c.decision.empty()) {
-    EXPECT_EQ(status, 200);
+    EXPECT_EQ(status, c.websocket ? 101 : 200) << describe(mine);
     EXPECT_EQ(upstream_requests(), upstream_before + 1);
     ASSERT_FALSE(mine.empty());
     for (const auto& r : mine) {
       EXPECT_EQ(r.decision, "allow") << describe(mine);
       EXPECT_EQ(r.agent, "conformer");
+    }
+    if (c.websocket) {
+      EXPECT_TRUE(answer.echoed) << "the message did not come back through " << name_of(door);
+      // The row that carried it: the handshake's, with its 101 (a blind tunnel's: its 200).
+      const int carried = door == Door::connect ? 200 : 101;
+      EXPECT_TRUE(std::any_of(mine.begin(), mine.end(), [&](const AuditRow& r) {
+        return r.status == carried && r.bytes_up > 0 && r.bytes_down > 0 && r.error.empty();
+      })) << "no row " << carried << " with bytes both ways among" << describe(mine);
     }
     return;
   }
