@@ -106,6 +106,34 @@ TEST(LaunchSharedSocketLink, TwoAgentsOnOneProxyAreToldApartBySocket) {
             (std::vector<std::vector<std::string>>{{"agent-a", "0"}, {"agent-b", "0"}}));
 }
 
+// A launcher killed with SIGKILL: its agent dies with it (parent-death signal), the proxy
+// sees the control connection close and detaches it (the slot ends its row), and
+// `netbox gc` removes the lease and cgroup it left.
+TEST(LaunchSharedSocketLink, AKilledLaunchersAgentIsDetachedAndGcCleansTheRest) {
+  NETBOX_REQUIRE_ROOT();
+  const auto subnet = test_subnet(99);
+  HostDir host;
+  test::TempDir dir;
+  SharedProxy proxy(host, dir.write("policy.json", policy_json(8080)));
+  ASSERT_TRUE(proxy.ready()) << proxy.err();
+  Background launcher({test::netbox_binary().string(), "launch", "--subnet", subnet.cidr, "--proxy-control",
+                       proxy.socket().string(), "--name", "victim", "--", kSh, "-c", "echo ready; exec sleep 60"},
+                      host.path(), "victim");
+  ASSERT_TRUE(eventually([&] { return launcher.out().find("ready") != std::string::npos; })) << launcher.err();
+  ASSERT_TRUE(lease_exists(subnet));
+  ::kill(launcher.pid(), SIGKILL);
+  EXPECT_EQ(launcher.wait(), 137);
+  EXPECT_TRUE(eventually([&] { return proxy.err().find("agent_unregistered agent=victim") != std::string::npos; }))
+      << proxy.err();
+  auto gc = test::run_netbox({"gc"});
+  EXPECT_EQ(gc.exit_code, 0) << gc.err;
+  expect_nothing_left(subnet);
+  EXPECT_FALSE(lease_exists(subnet));
+  EXPECT_EQ(proxy.stop(), 0) << proxy.err();
+  EXPECT_EQ(query(proxy.store(), "SELECT name, ended IS NOT NULL FROM agents"),
+            (std::vector<std::vector<std::string>>{{"victim", "1"}}));
+}
+
 // --- a hostile control client -------------------------------------------------------
 
 int connect_control(const fs::path& path) {
