@@ -92,6 +92,12 @@ void make_inside(proxy::AgentSockets& s, ProxyPorts& ports, bool capture) {
     s.dns_tcp = open_socket(kLinkDnsAddress, 53, SOCK_STREAM);
     add_local_default_route(AF_INET);
     add_local_default_route(AF_INET6);
+    // getaddrinfo(AF_INET or AF_INET6, AI_ADDRCONFIG) (getent ahostsv4, many resolvers)
+    // answers nothing in a namespace whose only addresses are 127.0.0.1 and ::1: glibc
+    // counts those as no address at all. One more of each on lo, both purely local (the
+    // IPv6 one in netbox's own range, which the proxy refuses as a destination).
+    add_ipv4_address("lo", kLinkDnsAddress, 32);
+    add_ipv6_address("lo", kLinkLocalAddress6, 128);
   }
   install_link_rules(ports, kLinkDnsAddress);
 }

@@ -332,23 +332,10 @@ void setup_step(std::string& error, Step&& step) {
   // EOF here means the launcher gave up (or died) before the network was ready.
   char linked = 0;
   if (read_full(go_fd, &linked, 1) != 1 || linked != kLinkReady) _exit(kExitLauncherFailure);
-  if (!spec.socket_link) setup_step(error, [&] {
-    add_ipv4_address(spec.agent_ifname, spec.agent_addr, spec.prefix);
-    if (!spec.agent_addr6.empty()) add_ipv6_address(spec.agent_ifname, spec.agent_addr6, spec.prefix6);
-    set_link_up(spec.agent_ifname);
-  });
   ProxyPorts ports;
   if (read_full(go_fd, &ports, sizeof ports) != sizeof ports) _exit(kExitLauncherFailure);
   // The proxy has its audit database open by now, so its -wal and -shm exist too.
-  setup_step(error, [&] {
-    if (!spec.socket_link) {
-      install_agent_rules(spec.host_addr, ports, spec.dns_view, spec.host_addr6);
-      // Routed only once the rules that capture and filter it are in.
-      if (ports.capture) add_default_route(spec.agent_ifname, spec.host_addr);
-      if (ports.capture && !spec.host_addr6.empty()) add_ipv6_default_route(spec.agent_ifname, spec.host_addr6);
-    }
-    hide_paths(spec.hidden);
-  });
+  setup_step(error, [&] { hide_paths(spec.hidden); });
   // The agent must not run before the host's rules are in place: the launcher says so.
   char go = 0;
   if (read_full(go_fd, &go, 1) != 1 || go != kHostRulesIn) _exit(kExitLauncherFailure);

@@ -1,10 +1,10 @@
-// A running `netbox proxy --control PATH`, reached over its Unix socket (JSON lines).
+// A running `netbox proxy --control PATH`, reached over its Unix socket (JSON lines): the
+// agent's sockets, made in its namespace, go with its registration (SCM_RIGHTS).
 // The connection stays open for the agent's lifetime: if the launcher dies, the
 // proxy sees it close and unregisters the agent by itself.
 #include "netbox/launcher/launch.hpp"
 #include "netbox/launcher/proxy_link.hpp"
 #include "netbox/proxy/control_protocol.hpp"
-#include "netbox/proxy/endpoint.hpp"
 
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <cstring>
 #include <iostream>
+#include <vector>
 
 namespace netbox::launcher {
 namespace {
@@ -24,64 +25,40 @@ class ControlClient final : public ProxyLink {
     if (fd_ >= 0) ::close(fd_);
   }
 
-  ProxyPorts attach(const AgentIdentity& agent) override {
+  void attach(const AgentIdentity& agent) override {
     agent_ = agent;
     connect_socket();
-    proxy::control::Register req;
-    req.addr = agent.agent_addr;
-    req.agent = agent.name;
-    req.profile = agent.profile;
-    req.listen = agent.host_addr + ":3128";
-    req.socks_listen = agent.host_addr + ":0";  // any free port: ALL_PROXY names it
-    if (agent.dns_pool) req.dns_pool = agent.dns_pool->to_string();
-    if (agent.dns_pool6)
-      req.ipv6 = proxy::control::Register::Ipv6{agent.agent_addr6, agent.host_addr6, agent.dns_pool6->to_string()};
-    // Without --policy the proxy records the digest of the policy it runs (an empty one).
-    req.launch = proxy::AgentLaunch{agent.pid, agent.command_line, agent.agent_addr, agent.policy_digest, agent.sandbox};
-    req.credentials = agent.credentials;
-    const auto reply = exchange(req);
-    if (!reply.ok)
-      throw LaunchError(kExitLauncherFailure, "the proxy at " + path_.string() + " refused the agent: " + reply.error);
-    const std::string listen = reply.listen.empty() ? req.listen : reply.listen;
-    // Registered from here on: a launch that stops now unregisters first, so the proxy
-    // closes the agent's row with the launch's exit status instead of leaving it open.
-    AgentOutcome refused;
-    refused.exit_status = kExitLauncherFailure;
-    try {
-      return ports_from(reply, listen, agent);
-    } catch (const LaunchError&) {
-      detach(refused);
-      throw;
-    } catch (const std::invalid_argument& e) {
-      detach(refused);
-      throw LaunchError(kExitLauncherFailure,
-                        "the proxy at " + path_.string() + " answered an unusable listen address " + e.what());
-    }
+    attach_sockets(agent);
   }
 
-  // The agent's ports from the proxy's answer to its registration; throws LaunchError for a
-  // proxy that lacks what the launch needs, std::invalid_argument for an unusable address.
-  ProxyPorts ports_from(const proxy::control::Reply& reply, const std::string& listen, const AgentIdentity& agent) {
-    ProxyPorts ports;
-    ports.http = proxy::parse_endpoint(listen, proxy::PortZero::refused).port();
-    // A proxy from before SOCKS5 answers none: the agent then has the HTTP listener only.
-    if (!reply.socks_listen.empty())
-      ports.socks = proxy::parse_endpoint(reply.socks_listen, proxy::PortZero::refused).port();
-    if (agent.dns_pool) {
-      // The agent's resolv.conf names the proxy: one that serves no DNS view (from before
-      // the shared view) would leave it without names, so that launch stops here.
-      if (reply.capture.empty())
-        throw LaunchError(kExitLauncherFailure, "the proxy at " + path_.string() +
-                                                    " serves no DNS view (an older netbox?); use --network proxy-vars");
-      capture_ = proxy::parse_endpoint(reply.capture, proxy::PortZero::refused).port();
-      // The agent's IPv6 connections are DNATed to the same port on the host's IPv6
-      // address: a proxy that took no IPv6 link would leave them refused, unexplained.
-      if (agent.dns_pool6 && (reply.capture6.empty() ||
-                              proxy::parse_endpoint(reply.capture6, proxy::PortZero::refused).port() != capture_))
-        throw LaunchError(kExitLauncherFailure, "the proxy at " + path_.string() +
-                                                    " took no IPv6 link for the agent (an older netbox?); use --network proxy-vars");
+  // The agent's sockets go to the proxy with its registration (SCM_RIGHTS): it serves them
+  // as the embedded proxy does, knows the agent by them, and answers the key to unregister.
+  void attach_sockets(const AgentIdentity& agent) {
+    if (!agent.sockets) throw LaunchError(kExitLauncherFailure, "the agent has no sockets for the proxy");
+    const proxy::AgentSockets& s = *agent.sockets;
+    proxy::control::Register req;
+    req.agent = agent.name;
+    req.profile = agent.profile;
+    req.sockets = proxy::control::Register::Sockets{static_cast<int>(s.http.size()), static_cast<int>(s.socks.size()),
+                                                    static_cast<int>(s.capture.size()), agent.dns_pool.has_value()};
+    if (agent.dns_pool) req.dns_pool = agent.dns_pool->to_string();
+    if (agent.dns_pool6) req.dns_pool6 = agent.dns_pool6->to_string();
+    req.launch = proxy::AgentLaunch{agent.pid, agent.command_line, "", agent.policy_digest, agent.sandbox};
+    req.credentials = agent.credentials;
+    std::vector<int> fds;
+    for (const auto* list : {&s.http, &s.socks, &s.capture}) fds.insert(fds.end(), list->begin(), list->end());
+    if (agent.dns_pool) fds.insert(fds.end(), {s.dns_udp, s.dns_tcp});
+    const auto reply = exchange(req, fds);
+    if (!reply.ok)
+      throw LaunchError(kExitLauncherFailure, "the proxy at " + path_.string() + " refused the agent: " + reply.error);
+    key_ = reply.addr;
+    if (key_.empty()) {
+      AgentOutcome refused;
+      refused.exit_status = kExitLauncherFailure;
+      detach(refused);
+      throw LaunchError(kExitLauncherFailure, "the proxy at " + path_.string() +
+                                                  " took the agent's sockets but named no key to unregister it (an older netbox?)");
     }
-    return ports;
   }
 
   // The files of the proxy's own that the agent must not read (its policy and audit
@@ -101,13 +78,11 @@ class ControlClient final : public ProxyLink {
     return out;
   }
 
-  std::uint16_t capture_port() const override { return capture_; }
-
   void detach(const AgentOutcome& outcome) noexcept override {
     if (fd_ < 0) return;
     try {
       const auto reply =
-          exchange(proxy::control::Unregister{agent_.agent_addr, outcome.exit_status, outcome.resource_usage_json()});
+          exchange(proxy::control::Unregister{key_, outcome.exit_status, outcome.resource_usage_json()});
       if (!reply.ok) std::cerr << "netbox launch: the proxy did not unregister the agent: " << reply.error << "\n";
     } catch (const std::exception& e) {
       std::cerr << "netbox launch: unregistering the agent: " << e.what() << "\n";
@@ -131,10 +106,12 @@ class ControlClient final : public ProxyLink {
     ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   }
 
-  proxy::control::Reply exchange(const proxy::control::Request& req) {
+  // `fds` go with the line's first bytes (SCM_RIGHTS); the proxy duplicates what it keeps.
+  proxy::control::Reply exchange(const proxy::control::Request& req, const std::vector<int>& fds = {}) {
     const std::string line = proxy::control::to_line(req);
     for (std::size_t off = 0; off < line.size();) {
-      ssize_t n = ::send(fd_, line.data() + off, line.size() - off, MSG_NOSIGNAL);
+      ssize_t n = off == 0 && !fds.empty() ? send_with_fds(line, fds)
+                                           : ::send(fd_, line.data() + off, line.size() - off, MSG_NOSIGNAL);
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0)
         throw LaunchError(kExitLauncherFailure, "--proxy-control " + path_.string() + ": send: " + std::strerror(errno));
@@ -165,11 +142,27 @@ class ControlClient final : public ProxyLink {
     }
   }
 
+  ssize_t send_with_fds(const std::string& line, const std::vector<int>& fds) {
+    std::vector<char> control(CMSG_SPACE(sizeof(int) * fds.size()));
+    iovec iov{const_cast<char*>(line.data()), line.size()};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.data();
+    msg.msg_controllen = control.size();
+    cmsghdr* c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
+    std::memcpy(CMSG_DATA(c), fds.data(), sizeof(int) * fds.size());
+    return ::sendmsg(fd_, &msg, MSG_NOSIGNAL);
+  }
+
   std::filesystem::path path_;
+  std::string key_;  // registered by sockets: what the proxy keys the agent by
   int fd_ = -1;
   std::string buffer_;
   AgentIdentity agent_;
-  std::uint16_t capture_ = 0;
 };
 
 }  // namespace

@@ -70,7 +70,7 @@ class EmbeddedProxy final : public ProxyLink {
     }
   }
 
-  ProxyPorts attach(const AgentIdentity& agent) override {
+  void attach(const AgentIdentity& agent) override {
     try {
       if (!server_ && prepare_error_.empty()) prepare();
       if (!prepare_error_.empty()) {
@@ -86,7 +86,6 @@ class EmbeddedProxy final : public ProxyLink {
       attachment.dns_pool6 = agent.dns_pool6;
       attachment.credentials = agent.credentials;
       attached_ = server_->attach_agent(attachment);
-      return {};  // the ports are the sockets' (AgentLink::ports)
     } catch (const LaunchError&) {
       throw;
     } catch (const std::exception& e) {

@@ -11,7 +11,6 @@
 #include "netbox/launcher/filesystem_view.hpp"
 #include "netbox/launcher/hidden_paths.hpp"
 #include "netbox/launcher/launch_report.hpp"
-#include "netbox/launcher/nft_rules.hpp"
 #include "netbox/launcher/credential_secrets.hpp"
 #include "netbox/launcher/policy_sandbox.hpp"
 #include "netbox/launcher/proxy_log_relay.hpp"
@@ -22,7 +21,6 @@
 #include "netbox/launcher/seccomp_profile.hpp"
 #include "netbox/launcher/subnet_pool.hpp"
 #include "netbox/launcher/supervisor.hpp"
-#include "netbox/launcher/veth.hpp"
 #include "netbox/audit/store_address.hpp"
 #include "netbox/audit/location.hpp"
 #include "netbox/policy/load.hpp"
@@ -164,39 +162,11 @@ void ignore_job_control_and_sigpipe() {
   for (int sig : {SIGTTOU, SIGTTIN, SIGTSTP, SIGPIPE}) ::signal(sig, SIG_IGN);
 }
 
-// Without IPv6 on the link (--network proxy-vars, or a running proxy) the agent reaches the
-// host side only over IPv4; link-local IPv6 on the veth would be one more address to
-// police, so it is switched off. Per interface only: gone with the veth.
-void disable_ipv6(const std::string& ifname) {
-  std::ofstream("/proc/sys/net/ipv6/conf/" + ifname + "/disable_ipv6") << "1\n";
-}
-
-// With IPv6 on the link, the host side takes nothing from the agent's namespace but its
-// neighbour answers: no router advertisements, no addresses of its own making. Per
-// interface only, before the link is up; gone with the veth.
-void host_side_ipv6_passive(const std::string& ifname) {
-  for (const char* key : {"accept_ra", "autoconf"})
-    std::ofstream("/proc/sys/net/ipv6/conf/" + ifname + "/" + key) << "0\n";
-}
-
 // A running proxy's agents each need a synthetic pool of their own (it refuses overlaps).
 policy::Cidr shared_proxy_pool(const Lease& lease) {
   const Ipv4Network range{kSyntheticPool.base.to_v4().to_uint(), static_cast<int>(kSyntheticPool.prefix)};
   const Ipv4Network mine = synthetic_pool_for(lease, range);
   return {boost::asio::ip::address_v4(mine.address), static_cast<unsigned>(mine.prefix)};
-}
-
-// The veth to a running proxy: its host side numbered (and IPv6 on it with `link6`) and up.
-void wire_veth(const Lease& lease, const std::string& agent_ifname, pid_t child, const std::optional<Ipv6Link>& link6) {
-  create_veth_pair(lease.veth, agent_ifname, child);
-  if (link6) {
-    host_side_ipv6_passive(lease.veth);
-    add_ipv6_address(lease.veth, link6->host_addr, link6->prefix);
-  } else {
-    disable_ipv6(lease.veth);
-  }
-  add_ipv4_address(lease.veth, lease.host_addr, lease.prefix);
-  set_link_up(lease.veth);
 }
 
 }  // namespace
@@ -372,20 +342,17 @@ int launch(const LaunchOptions& flags) {
   // Before any thread exists (the embedded proxy's come later), so that only the
   // supervisor ever sees these signals.
   block_supervised_signals();
-  // The embedded proxy reaches the agent through sockets made in its namespace (agent_link.hpp):
-  // no veth, no host rules; its lease holds only the agent's uid and names its cgroup.
-  const bool socket_link = !o.proxy_control;
-  LaunchNetwork network(allocate_lease(*pool, o.state_dir, getpid(), who.own_uid), !socket_link);
+  // The proxy, embedded or running, reaches the agent through sockets made in its namespace
+  // (agent_link.hpp): no veth, no host rules; the lease holds the agent's uid and numbers
+  // its cgroup and, with a running proxy, its synthetic pools.
+  LaunchNetwork network(allocate_lease(*pool, o.state_dir, getpid(), who.own_uid), false);
   const Lease& lease = network.lease();
   // Made and limited before the child exists: a limit that cannot be had stops here.
   // Removed (whatever is left in it killed) on every path after the child is reaped.
   AgentCgroup cgroup(cgroup_plan, "netbox-" + lease.veth + "-" + std::to_string(getpid()), o.state_dir);
 
   ChildSpec spec;
-  spec.socket_link = socket_link;
-  spec.host_addr = socket_link ? kLinkProxyAddress : lease.host_addr;
-  spec.agent_addr = lease.agent_addr;
-  spec.prefix = lease.prefix;
+  spec.host_addr = kLinkProxyAddress;
   spec.command = o.command;
   spec.user = user;
   spec.launcher_env = launcher_env;
@@ -411,18 +378,10 @@ int launch(const LaunchOptions& flags) {
     report.user = describe_launch_uid(who, *lease.uid);
   }
   spec.dns_view = dns_view;
-  // IPv6 inside the namespace comes with the DNS view (its AAAA answers and capture).
-  const std::optional<Ipv6Link> link6 =
-      dns_view && !socket_link ? std::optional(ipv6_link_for(lease)) : std::nullopt;
-  if (link6) {
-    spec.host_addr6 = link6->host_addr;
-    spec.agent_addr6 = link6->agent_addr;
-    spec.prefix6 = link6->prefix;
-  }
   if (dns_view)
     spec.mounts.resolv_conf = "# netbox: the DNS view of this agent's policy (netbox launch --network transparent).\n"
                               "# Allowed names resolve to synthetic addresses; denied names do not exist.\n"
-                              "nameserver " + (socket_link ? std::string(kLinkDnsAddress) : lease.host_addr) +
+                              "nameserver " + std::string(kLinkDnsAddress) +
                               "\noptions attempts:2 timeout:2\n";
   spec.cwd = agent_cwd;
   spec.commit_workdir = o.commit;
@@ -439,13 +398,12 @@ int launch(const LaunchOptions& flags) {
   cgroup.start_attach(child.pid());
   stdio.start();
 
-  // The proxy prepares on its own thread while the veth is wired (threads are fine
+  // The proxy prepares on its own thread while the sockets are made (threads are fine
   // now that the child is cloned); joined before anything needs the proxy.
   std::jthread preparing([&link] { link->prepare(); });
   AgentLink sockets;
   try {
-    if (socket_link) sockets = AgentLink::make(child.pid(), dns_view);
-    else wire_veth(lease, spec.agent_ifname, child.pid(), link6);
+    sockets = AgentLink::make(child.pid(), dns_view);
   } catch (const std::runtime_error& e) {
     throw LaunchError(kExitLauncherFailure, e.what());
   }
@@ -453,39 +411,25 @@ int launch(const LaunchOptions& flags) {
 
   preparing.join();
 
-  AgentIdentity identity{name, profile, socket_link ? std::string() : lease.agent_addr,
-                         socket_link ? std::string(kLinkProxyAddress) : lease.host_addr, child.pid(),
+  AgentIdentity identity{name, profile, std::string(), std::string(kLinkProxyAddress), child.pid(),
                          command_line(o.command), policy ? policy->digest : std::string(), render_report_json(report),
                          std::nullopt, {}, {}, std::nullopt, {}, std::nullopt};
-  if (socket_link) identity.sockets = sockets.sockets();
-  // The embedded proxy has this agent only; a running one gets a pool of its own per agent.
+  identity.sockets = sockets.sockets();
+  // The embedded proxy has this agent only; a running one gets pools of its own per agent
+  // (numbered by the lease, so launches at once propose different ones).
   if (dns_view) identity.dns_pool = o.proxy_control ? shared_proxy_pool(lease) : kSyntheticPool;
-  if (dns_view && socket_link) identity.dns_pool6 = kSyntheticPool6;
-  if (link6) {
-    identity.agent_addr6 = link6->agent_addr;
-    identity.host_addr6 = link6->host_addr;
-    identity.dns_pool6 = policy::Cidr::parse(link6->synthetic_pool);
-  }
+  if (dns_view)
+    identity.dns_pool6 = o.proxy_control ? policy::Cidr::parse(ipv6_link_for(lease).synthetic_pool) : kSyntheticPool6;
   identity.credentials = std::move(credentials.secrets);
-  ProxyPorts ports = link->attach(identity);
-  ports.capture = link->capture_port();
-  if (socket_link) {
-    ports = sockets.ports();
-    sockets = AgentLink();  // the proxy holds its own copies; nothing else keeps the namespace
-  }
+  link->attach(identity);
+  const ProxyPorts ports = sockets.ports();
+  sockets = AgentLink();  // the proxy holds its own copies; nothing else keeps the namespace
   AgentOutcome failed;
   failed.exit_status = kExitLauncherFailure;
   ScopeExit detach_on_error([&] { link->detach(failed); });
-  // The child installs its own rules while the host's go in; it forks the agent only
-  // on release(), after these are in place.
+  // The child hides netbox's files now that the proxy has them open; it forks the agent
+  // only on release().
   child.send_ports(ports);
-  try {
-    if (!socket_link)
-      install_host_rules(lease.veth, {lease.agent_addr, lease.host_addr, spec.agent_addr6, spec.host_addr6}, ports,
-                         dns_view);
-  } catch (const std::runtime_error& e) {
-    throw LaunchError(kExitLauncherFailure, e.what());
-  }
   cgroup.finish_attach();
   child.release();
   try {
@@ -509,11 +453,8 @@ int launch(const LaunchOptions& flags) {
     if (auto line = oom_report(usage, cgroup_plan.limits, outcome.exit_status); !line.empty())
       std::fprintf(stderr, "%s\n", line.c_str());
   }
-  // The agent is gone: its network comes down while its last output is copied and the
-  // proxy records the exit. The lease is released only after both (LaunchNetwork's
-  // destructor), so a next launch never gets this /30 while a proxy may still listen
-  // on its address.
-  if (!socket_link) network.start();
+  // The agent is gone: its namespace is the kernel's to take down (nothing here waits for
+  // that); its last output is copied and the proxy records the exit.
   stdio.finish();
   link->detach(outcome);
   link.reset();  // the embedded proxy's last lines are in the relay

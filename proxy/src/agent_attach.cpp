@@ -6,6 +6,8 @@
 #include "netbox/proxy/agent_name.hpp"
 #include "netbox/proxy/endpoint.hpp"
 
+#include "agent_pools.hpp"
+#include "agent_slot.hpp"
 #include "agent_sockets.hpp"
 #include "credentials.hpp"
 #include "own_endpoints.hpp"
@@ -42,84 +44,6 @@ void require_in_pool(const char* key, const boost::asio::ip::address& addr, cons
                               " is outside this proxy's launch subnet pool (" + nets +
                               "), so its requests could reach it; start the launcher with a --subnet inside the "
                               "proxy's --subnet");
-}
-
-using Views = std::map<boost::asio::ip::address, std::shared_ptr<DnsView>>;
-
-// A pool outside the proxy's synthetic range could be a real destination. Empty: inside.
-std::string range_problem(const policy::Cidr& pool, const policy::Cidr& range) {
-  if (pool.base.is_v4() != range.base.is_v4() || pool.prefix < range.prefix || !range.contains(pool.base))
-    return (pool.base.is_v4() ? "\"dns_pool\" " : "the IPv6 synthetic pool ") + pool.to_string() +
-           " lies outside this proxy's synthetic range " + range.to_string();
-  if (pool.base.is_v6() && pool.prefix > 120)
-    return "the IPv6 synthetic pool " + pool.to_string() + " is too small (a /120 at the least)";
-  return {};
-}
-
-// A pool overlapping another agent's would make an address stand for two mappings. Empty:
-// it overlaps none. Under dns_mu.
-std::string overlap_problem(const policy::Cidr& pool, const Views& views) {
-  for (const auto& [agent, view] : views) {
-    const auto& other = pool.base.is_v4() ? std::optional(view->pool()) : view->pool6();
-    if (other && (other->contains(pool.base) || pool.contains(other->base)))
-      return (pool.base.is_v4() ? "\"dns_pool\" " : "the IPv6 synthetic pool ") + pool.to_string() + " overlaps " +
-             other->to_string() + ", the synthetic pool of agent " + agent.to_string() + " attached to this proxy";
-  }
-  return {};
-}
-
-// A pool the size of `wanted` that overlaps no attached agent's: `wanted` itself, else the
-// first free block after it (wrapping). A launcher's pool says where it would like to be;
-// launches sharing a proxy may propose the same one (their /30s numbered alike), and the
-// later one takes the next free block rather than fail. Nullopt: none free among the
-// blocks looked at (bounded: each attached pool blocks a few at most). Under dns_mu.
-std::optional<policy::Cidr> free_pool(const policy::Cidr& wanted, const policy::Cidr& range, const Views& views) {
-  auto candidate = wanted;
-  for (std::size_t tries = 0; tries < 64 + 4 * views.size(); ++tries) {
-    if (overlap_problem(candidate, views).empty()) return candidate;
-    const auto next = candidate.next();  // wrapping to the range's start past its end
-    candidate = next && range.contains(next->base) ? *next : policy::Cidr{range.base, candidate.prefix};
-  }
-  return std::nullopt;
-}
-
-// An agent's addresses key its view: one that already keys another agent's is refused
-// (last writer winning would hand that agent's connections to this one). Under dns_mu.
-std::string taken_problem(const AgentAttachment& a, const Views& views) {
-  for (const auto* addr : {&a.addr, a.ipv6 ? &a.ipv6->agent : nullptr})
-    if (addr && views.contains(canonical_address(*addr)))
-      return addr->to_string() + " already has the DNS view of another agent attached to this proxy";
-  return {};
-}
-
-// What no choice of pools mends: an address already keying a view, a pool outside the
-// synthetic range. Under dns_mu; empty: none.
-std::string fixed_problem(const AgentAttachment& a, const ProxyOptions& o, const Views& views) {
-  auto why = taken_problem(a, views);
-  if (why.empty()) why = range_problem(*a.dns_pool, o.synthetic_range);
-  if (why.empty() && a.ipv6) why = range_problem(a.ipv6->pool, o.synthetic_range6);
-  return why;
-}
-
-// The checks of a view to be added, its pools as they are, under dns_mu; empty: none.
-std::string pools_problem(const AgentAttachment& a, const ProxyOptions& o, const Views& views) {
-  auto why = fixed_problem(a, o, views);
-  if (why.empty()) why = overlap_problem(*a.dns_pool, views);
-  if (why.empty() && a.ipv6) why = overlap_problem(a.ipv6->pool, views);
-  return why;
-}
-
-// `a` given pools that overlap no attached agent's (free_pool), or the reason it cannot
-// be. Under dns_mu.
-std::string place_pools(AgentAttachment& a, const ProxyOptions& o, const Views& views) {
-  if (auto why = fixed_problem(a, o, views); !why.empty()) return why;
-  for (auto* pool : {&*a.dns_pool, a.ipv6 ? &a.ipv6->pool : nullptr}) {
-    if (!pool) continue;
-    auto free = free_pool(*pool, pool->base.is_v4() ? o.synthetic_range : o.synthetic_range6, views);
-    if (!free) return overlap_problem(*pool, views) + ", and no free block of its size was found";
-    *pool = *free;
-  }
-  return {};
 }
 
 // An agent's address is a plain one: an IPv4-mapped or IPv4-compatible IPv6 form of an
@@ -192,56 +116,6 @@ void stop_dns_view(ProxyRuntime& core, const boost::asio::ip::address& agent,
   for (auto& capture : captures) capture->stop();
 }
 
-// Closes a listener of an agent's namespace on its own io thread.
-void close_acceptor(const std::shared_ptr<boost::asio::ip::tcp::acceptor>& acc) {
-  boost::asio::dispatch(acc->get_executor(), [acc] {
-    boost::system::error_code ignored;
-    acc->close(ignored);
-  });
-}
-
-void stop_link(ProxyRuntime::AgentLink& link) {
-  for (auto& acc : link.acceptors) close_acceptor(acc);
-  for (auto& capture : link.captures) capture->stop();
-  link = {};
-}
-
-// Closes on scope exit what was adopted and not yet handed to an owner.
-struct AdoptedFds {
-  std::vector<int> fds;
-  ~AdoptedFds() {
-    for (int fd : fds)
-      if (fd >= 0) ::close(fd);
-  }
-  int take(std::size_t i) { return std::exchange(fds[i], -1); }
-};
-
-// The agent's sockets, checked and duplicated: http, socks, capture, then udp and tcp DNS.
-struct AdoptedSockets {
-  AdoptedFds fds;
-  std::size_t http = 0, socks = 0, capture = 0;  // how many of each, in that order
-  bool dns = false;
-  std::uint64_t netns = 0;
-};
-AdoptedSockets adopt_sockets(const AgentSockets& in, std::uint64_t own_netns, bool dns) {
-  AdoptedSockets out;
-  auto adopt = [&](int fd, int type, const char* what) {
-    out.fds.fds.push_back(adopt_agent_socket(fd, type, own_netns, out.netns, what));
-  };
-  for (int fd : in.http) adopt(fd, SOCK_STREAM, "HTTP proxy");
-  for (int fd : in.socks) adopt(fd, SOCK_STREAM, "SOCKS5");
-  for (int fd : in.capture) adopt(fd, SOCK_STREAM, "capture");
-  out.http = in.http.size();
-  out.socks = in.socks.size();
-  out.capture = in.capture.size();
-  if (dns) {
-    adopt(in.dns_udp, SOCK_DGRAM, "DNS (UDP)");
-    adopt(in.dns_tcp, SOCK_STREAM, "DNS (TCP)");
-    out.dns = true;
-  }
-  return out;
-}
-
 }  // namespace
 
 std::shared_ptr<boost::asio::ip::tcp::acceptor> ProxyRuntime::adopt_listener(int fd, ListenerKind kind) {
@@ -257,114 +131,42 @@ std::shared_ptr<boost::asio::ip::tcp::acceptor> ProxyRuntime::adopt_listener(int
   return acc;
 }
 
-AttachedAgent ProxyRuntime::attach_by_sockets(const AgentAttachment& wanted) {
-  AgentAttachment a = wanted;  // its pools may move (place_pools)
-  if (auto problem = agent_name_problem(a.name); !problem.empty()) throw std::invalid_argument("\"agent\" " + problem);
-  if (!a.profile.empty() && !current_policy()->agents.contains(a.profile))
-    throw std::invalid_argument(profile_missing(a.profile, a.name));
-  const AgentSockets& in = *a.sockets;
-  if (in.http.empty()) throw std::invalid_argument("an agent known by its sockets needs its HTTP listener");
-  if (a.dns_pool && (in.dns_udp < 0 || in.dns_tcp < 0 || in.capture.empty()))
-    throw std::invalid_argument("a DNS view needs the agent's DNS and capture sockets");
-  if (a.dns_pool6 && !a.dns_pool) throw std::invalid_argument("an IPv6 synthetic pool needs the DNS view (\"dns_pool\")");
-  AdoptedSockets adopted = adopt_sockets(in, agents.own_netns(), a.dns_pool.has_value());
-  const auto key = netns_key(adopted.netns);
-  a.addr = key;  // keys its entries, view and slots; no peer ever has it
-  if (a.dns_pool6) a.ipv6 = AgentAttachment::Ipv6Link{key, key, *a.dns_pool6};
-  if (agents.find(key)) throw std::invalid_argument("the agent's namespace is already attached to this proxy");
-  if (a.dns_pool) {
-    std::lock_guard lock(dns_mu);
-    if (auto why = place_pools(a, options, dns_views); !why.empty()) throw std::invalid_argument(why);
-  }
-
-  AttachedAgent attached;
-  attached.addr = key;
-  attached.name = a.name;
-  attached.netns = adopted.netns;
-  AgentLink link;
-  std::shared_ptr<DnsView> view;
-  bool registered = false;
-  try {
-    std::size_t i = adopted.http + adopted.socks;
-    for (; i < adopted.http + adopted.socks + adopted.capture; ++i)
-      link.captures.push_back(std::make_shared<TransparentListener>(*this, *workers.front(), adopted.fds.take(i)));
-    if (adopted.dns) {
-      const int udp = adopted.fds.take(i);
-      view = std::make_shared<DnsView>(*this, workers.front()->ioc, udp, adopted.fds.take(i + 1), key, *a.dns_pool,
-                                       a.ipv6 ? std::optional(a.ipv6->pool) : std::nullopt);
-    }
-    register_agent(key, a.name, a.profile, a.credentials, key, adopted.netns);  // the profile again, under the reload lock
-    registered = true;
-    if (view) {
-      std::lock_guard lock(dns_mu);
-      // Again under the lock that inserts: another launcher may have attached meanwhile.
-      if (auto why = pools_problem(a, options, dns_views); !why.empty()) throw std::invalid_argument(why);
-      dns_views[key] = view;
-      transparent_listeners[key] = link.captures.front();
-      attached.dns_view = true;
-      attached.dns_pool = a.dns_pool;
-      if (a.ipv6) attached.dns_pool6 = a.ipv6->pool;
-    }
-    for (std::size_t h = 0; h < adopted.http + adopted.socks; ++h)
-      link.acceptors.push_back(adopt_listener(adopted.fds.take(h), h < adopted.http ? ListenerKind::http : ListenerKind::socks));
-  } catch (...) {
-    if (attached.dns_view) stop_dns_view(*this, key, std::nullopt);
-    if (registered) agents.remove(key);
-    stop_link(link);
-    throw;
-  }
-  if (view) view->start();
-  for (auto& capture : link.captures) capture->start();
-  {
-    std::lock_guard lock(dns_mu);
-    agent_links[key] = std::move(link);
-  }
-  if (a.launch) {
-    audit::AgentRecord rec;
-    rec.name = a.name;
-    rec.pid = a.launch->pid;
-    rec.command_line = a.launch->command_line;
-    rec.address = a.launch->address;
-    rec.policy_digest = a.launch->policy_digest.empty() ? current_policy()->digest : a.launch->policy_digest;
-    rec.sandbox = a.launch->sandbox;
-    rec.started = audit::Clock::now();
-    attached.pid = rec.pid;
-    attached.row_opened = true;
-    writer->agent_started(std::move(rec));
-  }
-  log.write("agent_registered", {{"agent", a.name},
-                                 {"link", "sockets"},
-                                 {"profile", a.profile},
-                                 {"dns_pool", attached.dns_pool ? attached.dns_pool->to_string() : ""},
-                                 {"dns_pool6", attached.dns_pool6 ? attached.dns_pool6->to_string() : ""}});
+// The agent's slot owns all of it (agent_slot.hpp); here it is only filed under its key.
+AttachedAgent ProxyRuntime::attach_by_sockets(const AgentAttachment& a) {
+  auto slot = std::make_unique<AgentSlot>(*this, a);
+  AttachedAgent attached = slot->attached();
+  std::lock_guard lock(dns_mu);
+  agent_slots.emplace(attached.addr, std::move(slot));  // its key is new: the registry refused a second
   return attached;
 }
 
-void ProxyRuntime::detach_by_sockets(const AttachedAgent& agent) noexcept {
-  AgentLink link;
+void ProxyRuntime::detach_by_sockets(const AttachedAgent& agent, const AgentEnd& end) noexcept {
+  std::unique_ptr<AgentSlot> slot;
   {
     std::lock_guard lock(dns_mu);
-    if (auto it = agent_links.find(agent.addr); it != agent_links.end()) {
-      link = std::move(it->second);
-      agent_links.erase(it);
+    if (auto it = agent_slots.find(agent.addr); it != agent_slots.end()) {
+      slot = std::move(it->second);
+      agent_slots.erase(it);
     }
   }
-  if (agent.dns_view) stop_dns_view(*this, agent.addr, std::nullopt);
-  stop_link(link);
-  agents.remove(agent.addr);
+  if (slot) slot->end(end);
+  // Destroyed here, outside dns_mu, which it takes to withdraw its view.
 }
 
 void ProxyRuntime::stop_dns_views() {
+  std::map<boost::asio::ip::address, std::unique_ptr<AgentSlot>> slots;
+  {
+    std::lock_guard lock(dns_mu);
+    slots.swap(agent_slots);
+  }
+  slots.clear();  // each detaches itself (its row ended with no exit status: the proxy stops)
   std::map<boost::asio::ip::address, std::shared_ptr<DnsView>> views;
   std::map<boost::asio::ip::address, std::shared_ptr<TransparentListener>> captures;
-  std::map<boost::asio::ip::address, AgentLink> links;
   {
     std::lock_guard lock(dns_mu);
     views.swap(dns_views);
     captures.swap(transparent_listeners);
-    links.swap(agent_links);
   }
-  for (auto& [key, link] : links) stop_link(link);
   // An agent with IPv6 has its view under both addresses: stopped once.
   std::set<DnsView*> stopped;
   for (auto& [addr, view] : views)
@@ -379,7 +181,12 @@ std::shared_ptr<DnsView> ProxyRuntime::dns_view_of(const boost::asio::ip::addres
 }
 
 AttachedAgent ProxyRuntime::attach_agent(const AgentAttachment& wanted) {
-  if (wanted.sockets) return attach_by_sockets(wanted);
+  return wanted.sockets ? attach_by_sockets(wanted) : attach_by_address(wanted);
+}
+
+// A client that is not launched (a CI job pointing HTTP_PROXY at a running proxy): known by
+// its address, on listeners of the proxy's own.
+AttachedAgent ProxyRuntime::attach_by_address(const AgentAttachment& wanted) {
   auto& core = *this;
   AgentAttachment a = wanted;  // its pools may move (place_pools)
   require_plain_address("addr", a.addr, false);
@@ -509,9 +316,13 @@ AttachedAgent ProxyRuntime::attach_agent(const AgentAttachment& wanted) {
 
 void ProxyRuntime::detach_agent(const AttachedAgent& agent, const AgentEnd& end) noexcept {
   auto& core = *this;
+  if (agent.netns) {  // its slot ends its row
+    detach_by_sockets(agent, end);
+    core.log.write("agent_unregistered", {{"agent", agent.name}, {"link", "sockets"}});
+    return;
+  }
   try {
-    if (agent.netns) detach_by_sockets(agent);
-    if (agent.dns_view && !agent.netns) stop_dns_view(core, agent.addr, agent.addr6);
+    if (agent.dns_view) stop_dns_view(core, agent.addr, agent.addr6);
     unlink_listeners(core.agents, agent);
     core.agents.remove(agent.addr);
     if (agent.addr6) core.agents.remove(*agent.addr6);

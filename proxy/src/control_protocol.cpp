@@ -69,6 +69,25 @@ Register::Ipv6 ipv6_from(const json& v) {
   return {text(v, "agent", true), text(v, "host", true), text(v, "pool", true)};
 }
 
+Register::Sockets sockets_from(const json& v) {
+  if (!v.is_object()) throw ProtocolError(std::string("\"sockets\" must be an object, not ") + type_name(v));
+  Register::Sockets s;
+  for (auto [key, out] : {std::pair{"http", &s.http}, std::pair{"socks", &s.socks}, std::pair{"capture", &s.capture}}) {
+    const auto n = integer<int>(v, key).value_or(0);
+    if (n < 0 || static_cast<std::size_t>(n) > kMaxFds)
+      throw ProtocolError(std::string("\"sockets\" \"") + key + "\" is out of range: " + std::to_string(n));
+    *out = n;
+  }
+  if (const auto it = v.find("dns"); it != v.end() && !it->is_null()) {
+    if (!it->is_boolean()) throw ProtocolError(std::string("\"sockets\" \"dns\" must be true or false, not ") + type_name(*it));
+    s.dns = it->get<bool>();
+  }
+  if (s.count() > kMaxFds)
+    throw ProtocolError("\"sockets\" names " + std::to_string(s.count()) + " descriptors, more than " +
+                        std::to_string(kMaxFds));
+  return s;
+}
+
 AgentLaunch launch_from(const json& l) {
   if (!l.is_object()) throw ProtocolError(std::string("\"launch\" must be an object, not ") + type_name(l));
   AgentLaunch r;
@@ -96,7 +115,12 @@ struct RequestWriter {
   void operator()(const Ping&) const { j = {{"op", "ping"}}; }
   void operator()(const Info&) const { j = {{"op", "info"}}; }
   void operator()(const Register& r) const {
-    j = {{"op", "register"}, {"addr", r.addr}, {"agent", r.agent}, {"profile", r.profile}};
+    j = {{"op", "register"}, {"agent", r.agent}, {"profile", r.profile}};
+    if (!r.sockets || !r.addr.empty()) j["addr"] = r.addr;
+    if (r.sockets)
+      j["sockets"] = {{"http", r.sockets->http}, {"socks", r.sockets->socks}, {"capture", r.sockets->capture},
+                      {"dns", r.sockets->dns}};
+    if (!r.dns_pool6.empty()) j["dns_pool6"] = r.dns_pool6;
     if (!r.listen.empty()) j["listen"] = r.listen;
     if (!r.socks_listen.empty()) j["socks_listen"] = r.socks_listen;
     if (!r.dns_pool.empty()) j["dns_pool"] = r.dns_pool;
@@ -135,7 +159,9 @@ void from_json(const json& j, Request& request) {
     request = Info{};
   } else if (op == "register") {
     Register r;
-    r.addr = text(j, "addr", true);
+    if (const auto it = j.find("sockets"); it != j.end() && !it->is_null()) r.sockets = sockets_from(*it);
+    r.addr = text(j, "addr", !r.sockets);
+    r.dns_pool6 = text(j, "dns_pool6");
     r.agent = text(j, "agent");
     r.profile = text(j, "profile");
     r.listen = text(j, "listen");
@@ -166,6 +192,7 @@ void to_json(json& j, const Reply& reply) {
   if (!reply.capture6.empty()) j["capture6"] = reply.capture6;
   if (!reply.dns_pool.empty()) j["dns_pool"] = reply.dns_pool;
   if (!reply.dns_pool6.empty()) j["dns_pool6"] = reply.dns_pool6;
+  if (!reply.addr.empty()) j["addr"] = reply.addr;
   if (!reply.policy_file.empty()) j["policy_file"] = reply.policy_file;
   if (!reply.audit_db.empty()) j["audit_db"] = reply.audit_db;
   if (!reply.ca_pem.empty()) j["ca_pem"] = reply.ca_pem;
@@ -186,6 +213,7 @@ void from_json(const json& j, Reply& reply) {
   reply.capture6 = text(j, "capture6");
   reply.dns_pool = text(j, "dns_pool");
   reply.dns_pool6 = text(j, "dns_pool6");
+  reply.addr = text(j, "addr");
   reply.policy_file = text(j, "policy_file");
   reply.audit_db = text(j, "audit_db");
   reply.ca_pem = text(j, "ca_pem");

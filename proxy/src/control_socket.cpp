@@ -7,12 +7,14 @@
 
 #include "inspector.hpp"
 #include "proxy_runtime.hpp"
+#include "received_fds.hpp"
 
-#include <boost/asio/read_until.hpp>
-#include <boost/asio/streambuf.hpp>
 #include <boost/asio/write.hpp>
 
 #include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
 
 #include <map>
 
@@ -39,21 +41,34 @@ class ControlSession : public std::enable_shared_from_this<ControlSession> {
   void start() { read(); }
 
  private:
+  // Lines are read with recvmsg(2), not asio's reads: a registration by sockets brings its
+  // descriptors (SCM_RIGHTS), which belong to the line they came with.
   void read() {
-    asio::async_read_until(socket_, in_, '\n', [self = shared_from_this()](boost::system::error_code ec, std::size_t n) {
-      self->on_line(ec, n);
-    });
-  }
-
-  void on_line(boost::system::error_code ec, std::size_t n) {
-    if (ec == asio::error::not_found)  // kMaxLine bytes and no end of line: answered, then closed
+    if (const auto nl = in_.find('\n'); nl != std::string::npos) return on_line(nl + 1);
+    if (in_.size() >= control::kMaxLine)  // kMaxLine bytes and no end of line: answered, then closed
       return send(control::Reply::refused("the line is longer than " + std::to_string(control::kMaxLine) +
                                           " bytes; closing the connection"),
                   false);
-    if (ec) return;  // closed: the destructor detaches
-    const std::string_view line(static_cast<const char*>(in_.data().data()), n);
+    socket_.async_wait(stream::socket::wait_read, [self = shared_from_this()](boost::system::error_code ec) {
+      if (!ec) self->on_readable();
+    });
+  }
+
+  void on_readable() {
+    char buf[8192];
+    const std::size_t room = std::min(sizeof buf, control::kMaxLine - in_.size());
+    const ssize_t n = fds_.receive(socket_.native_handle(), buf, room, control::kMaxFds);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return read();
+    if (n <= 0) return;  // closed: the destructor detaches
+    in_.append(buf, static_cast<std::size_t>(n));
+    read();
+  }
+
+  void on_line(std::size_t n) {
+    const std::string line = in_.substr(0, n);
+    in_.erase(0, n);
     auto reply = answer(line);
-    in_.consume(n);
+    fds_.clear();  // what came with the line and no agent took: closed here
     send(reply, true);
   }
 
@@ -67,10 +82,26 @@ class ControlSession : public std::enable_shared_from_this<ControlSession> {
 
   control::Reply answer(std::string_view line) {
     try {
-      return std::visit([this](const auto& request) { return handle(request); }, control::parse_request(line));
+      const auto request = control::parse_request(line);
+      if (auto why = descriptors_problem(request); !why.empty()) return control::Reply::refused(why);
+      return std::visit([this](const auto& r) { return handle(r); }, request);
     } catch (const std::exception& e) {
       return control::Reply::refused(e.what());
     }
+  }
+
+  // Exactly the descriptors a request names may come with it: a registration by sockets
+  // its count, anything else none. Empty: they match.
+  std::string descriptors_problem(const control::Request& request) const {
+    if (fds_.overflowed())
+      return "more than " + std::to_string(control::kMaxFds) + " descriptors came with the request; none was kept";
+    const auto* r = std::get_if<control::Register>(&request);
+    const std::size_t wanted = r && r->sockets ? r->sockets->count() : 0;
+    if (fds_.size() == wanted) return {};
+    if (wanted == 0)
+      return std::to_string(fds_.size()) + " descriptors came with a request that takes none; none was kept";
+    return "the registration names " + std::to_string(wanted) + " sockets (\"sockets\"), but " +
+           std::to_string(fds_.size()) + " descriptors came with it";
   }
 
   control::Reply handle(const control::Ping&) { return {}; }
@@ -87,6 +118,7 @@ class ControlSession : public std::enable_shared_from_this<ControlSession> {
   }
 
   control::Reply handle(const control::Register& r) {
+    if (r.sockets) return register_sockets(r);
     AgentAttachment a;
     if (auto why = address_problem(r.addr, a.addr); !why.empty()) return control::Reply::refused(why);
     a.name = r.agent;
@@ -166,6 +198,45 @@ class ControlSession : public std::enable_shared_from_this<ControlSession> {
     }
   }
 
+  // The agent known by the sockets that came with the line (descriptors_problem counted
+  // them); attach_agent checks each (type, listening, family, its own namespace) and keeps
+  // duplicates, so what came is closed after the answer whatever it was.
+  control::Reply register_sockets(const control::Register& r) {
+    AgentAttachment a;
+    a.name = r.agent;
+    a.profile = r.profile;
+    a.credentials = r.credentials;
+    a.launch = r.launch;
+    if (r.sockets->dns == r.dns_pool.empty())
+      return control::Reply::refused("\"sockets\" \"dns\" and \"dns_pool\" go together: the DNS view's sockets serve its pool");
+    if (!r.dns_pool.empty() && !(a.dns_pool = policy::Cidr::parse(r.dns_pool)))
+      return control::Reply::refused("\"dns_pool\" is not a network such as 198.18.4.0/22: \"" + r.dns_pool + "\"");
+    if (!r.dns_pool6.empty() && !((a.dns_pool6 = policy::Cidr::parse(r.dns_pool6)) && a.dns_pool6->base.is_v6()))
+      return control::Reply::refused("\"dns_pool6\" is not an IPv6 network such as 2001:2:0:1::/80: \"" + r.dns_pool6 + "\"");
+    const auto& fds = fds_.fds();
+    AgentSockets s;
+    std::size_t i = 0;
+    for (auto [list, n] : {std::pair{&s.http, r.sockets->http}, std::pair{&s.socks, r.sockets->socks},
+                           std::pair{&s.capture, r.sockets->capture}})
+      for (int k = 0; k < n; ++k) list->push_back(fds[i++]);
+    if (r.sockets->dns) {
+      s.dns_udp = fds[i];
+      s.dns_tcp = fds[i + 1];
+    }
+    a.sockets = std::move(s);
+    try {
+      auto got = impl_.attach_agent(a);
+      control::Reply reply;
+      reply.addr = got.addr.to_string();
+      if (got.dns_pool) reply.dns_pool = got.dns_pool->to_string();
+      if (got.dns_pool6) reply.dns_pool6 = got.dns_pool6->to_string();
+      attached_[got.addr] = std::move(got);
+      return reply;
+    } catch (const std::exception& e) {
+      return control::Reply::refused(e.what());
+    }
+  }
+
   control::Reply handle(const control::Unregister& u) {
     asio::ip::address addr;
     if (auto why = address_problem(u.addr, addr); !why.empty()) return control::Reply::refused(why);
@@ -178,7 +249,8 @@ class ControlSession : public std::enable_shared_from_this<ControlSession> {
 
   ProxyRuntime& impl_;
   stream::socket socket_;
-  asio::streambuf in_{control::kMaxLine};
+  std::string in_;
+  ReceivedFds fds_;  // what came with the lines not yet answered
   std::string out_;
   std::map<asio::ip::address, AttachedAgent> attached_;
 };

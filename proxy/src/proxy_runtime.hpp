@@ -4,6 +4,7 @@
 #include "netbox/proxy/server.hpp"
 
 #include "agent_registry.hpp"
+#include "agent_slot.hpp"
 #include "caps.hpp"
 #include "client_slots.hpp"
 #include "counters.hpp"
@@ -103,9 +104,11 @@ struct ProxyRuntime {
                       std::vector<CredentialSecret> credentials = {},
                       const boost::asio::ip::address& counted_as = {}, std::uint64_t netns = 0);
   AttachedAgent attach_agent(const AgentAttachment& attachment);
-  // attach_agent for an agent known by its sockets (AgentAttachment::sockets; agent_link.cpp).
+  // attach_agent for an agent known by its sockets (AgentAttachment::sockets): its AgentSlot.
   AttachedAgent attach_by_sockets(const AgentAttachment& attachment);
-  void detach_by_sockets(const AttachedAgent& agent) noexcept;
+  void detach_by_sockets(const AttachedAgent& agent, const AgentEnd& end) noexcept;
+  // attach_agent for a client known by its address (not launched).
+  AttachedAgent attach_by_address(const AgentAttachment& attachment);
   // A listening socket of an agent's namespace, taken over (closed with the acceptor): it
   // accepts on one io thread, its sessions are that agent's (client_identity.hpp).
   std::shared_ptr<boost::asio::ip::tcp::acceptor> adopt_listener(int fd, ListenerKind kind);
@@ -176,13 +179,9 @@ struct ProxyRuntime {
   std::map<boost::asio::ip::address, std::shared_ptr<DnsView>> dns_views;
   std::map<boost::asio::ip::address, std::shared_ptr<TransparentListener>> transparent_listeners;
   std::shared_ptr<DnsView> dns_view_of(const boost::asio::ip::address& agent) const;
-  // The listeners of the agents known by their sockets, by their key (netns_key); their
-  // views and capture listeners are in the two maps above under the same key.
-  struct AgentLink {
-    std::vector<std::shared_ptr<boost::asio::ip::tcp::acceptor>> acceptors;
-    std::vector<std::shared_ptr<TransparentListener>> captures;  // the IPv4 one is also in transparent_listeners
-  };
-  std::map<boost::asio::ip::address, AgentLink> agent_links;
+  // The agents known by their sockets, by their key (netns_key), each owning what it uses;
+  // their views and capture listeners are published in the two maps above under that key.
+  std::map<boost::asio::ip::address, std::unique_ptr<AgentSlot>> agent_slots;
   std::atomic<std::size_t> next_adopting{0};  // which worker the next adopted listener runs on
   // Closes every agent's DNS view and capture listener on its io thread (at stop, while
   // the threads still run, so no handler of theirs outlives its io_context).

@@ -114,11 +114,10 @@ void expect_ipv6_captured_and_decided(const Subnet& subnet, bool shared) {
     args = {"--proxy-control", proxy->socket().string(), "--name", "ipv6-shared"};
   }
   const std::string p = std::to_string(port);
-  std::string host6_arg;  // the embedded proxy's agent: one of the host's IPv6 addresses
-  if (!shared)
-    for (const auto& a : host_addresses())
-      if (a.find(':') != std::string::npos && host6_arg.empty()) host6_arg = a;
-  if (!shared && host6_arg.empty()) GTEST_SKIP() << "the host has no IPv6 address but loopback and link-local";
+  std::string host6_arg;  // one of the host's IPv6 addresses (either proxy's agent has no route of its own to one)
+  for (const auto& a : host_addresses())
+    if (a.find(':') != std::string::npos && host6_arg.empty()) host6_arg = a;
+  if (host6_arg.empty()) GTEST_SKIP() << "the host has no IPv6 address but loopback and link-local";
   const std::string curl = std::string(kCurl) + " -sS -6 --noproxy '*' ";
   args.insert(args.end(), {"--", kSh, "-c",
                            "getent ahosts allowed.test; echo ahosts=$?; getent ahosts denied.test; echo denied=$?; " +
@@ -179,7 +178,7 @@ TEST(LaunchIpv6, AllowedNamesAnswerAaaaAndIpv6ConnectionsAreCapturedAndDecided) 
   expect_ipv6_captured_and_decided(test_subnet(70), false);
 }
 
-TEST(LaunchIpv6, ASharedProxyTakesTheAgentsIpv6LinkOverItsControlSocket) {
+TEST(LaunchIpv6, ASharedProxyServesTheAgentsIpv6SocketsTakenOverItsControlSocket) {
   NETBOX_REQUIRE_ROOT();
   expect_ipv6_captured_and_decided(test_subnet(72), true);
 }

@@ -130,6 +130,7 @@ class SharedProxy {
   bool ready();  // its control socket exists (bounded wait)
   const std::filesystem::path& socket() const { return socket_; }
   const std::filesystem::path& store() const { return store_; }
+  pid_t pid() const { return proxy_.pid(); }
   int stop();  // SIGTERM; its rows all written; its exit status
   std::string out() const { return proxy_.out(); }
   std::string err() const { return proxy_.err(); }

@@ -1,9 +1,9 @@
-// Issue 22 item 1: every connection from an agent's link is that agent's, whatever its
-// source. The agent binds its own IPv6 link-local address (no privilege needed) and
-// connects to a port its profile denies and the top level allows: the host side must
-// refuse it at once, and the proxy must record no `anonymous` row (it would have been
-// decided with the top-level policy). Through a shared proxy: the embedded proxy's agent
-// has no link at all (sockets in its namespace, socket_link_test.cpp).
+// Issue 22 item 1: every connection from an agent is that agent's, whatever its source.
+// On a veth the agent could bind its own IPv6 link-local address (no privilege needed)
+// and connect from it to a port its profile denies and the top level allows, hoping to
+// pass as an unregistered, `anonymous` client decided with the top-level policy. Since
+// issue 24 a shared proxy's agent has no link either (sockets in its namespace, passed
+// over the control socket): no such address exists, and its one way out is its profile.
 #include "launch_fixture.hpp"
 
 #include "support/sqlite_query.hpp"
@@ -38,11 +38,11 @@ const char* kAgentScript = R"PY(
 import errno, socket, sys, time
 port = int(sys.argv[1])
 # The link-local address, once duplicate address detection is over (a tentative address
-# cannot be bound).
+# cannot be bound); none at all without a link (20 s at most).
 for _ in range(200):
     lines = [l.split() for l in open("/proc/net/if_inet6")]
-    ll = [l[0] for l in lines if l[5] == "eth0" and l[0].startswith("fe80") and not int(l[4], 16) & 0x40]
-    if ll:
+    ll = [(l[0], l[5]) for l in lines if l[5] != "lo" and l[0].startswith("fe80") and not int(l[4], 16) & 0x40]
+    if ll or all(l[5] == "lo" for l in lines):
         break
     time.sleep(0.1)
 print("linklocal-address", "yes" if ll else "none")
@@ -51,7 +51,7 @@ def get(source):
     s = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
     s.settimeout(20)
     if source:
-        s.bind((socket.inet_ntop(socket.AF_INET6, bytes.fromhex(source)), 0, 0, socket.if_nametoindex("eth0")))
+        s.bind((socket.inet_ntop(socket.AF_INET6, bytes.fromhex(source[0])), 0, 0, socket.if_nametoindex(source[1])))
     s.connect((target, port))
     s.sendall(b"GET / HTTP/1.1\r\nHost: allowed.test:%d\r\nConnection: close\r\n\r\n" % port)
     data = s.recv(100)
@@ -83,10 +83,8 @@ void expect_link_local_source_refused(const Subnet& subnet) {
                            std::to_string(port)});
   auto r = launch(subnet, args);
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_THAT(r.out, HasSubstr("linklocal-address yes")) << "the attack needs the agent's link-local address";
+  EXPECT_THAT(r.out, HasSubstr("linklocal-address none")) << "the agent has a link of its own";
   EXPECT_THAT(r.out, HasSubstr("own HTTP/1.1 403")) << r.out << r.err;
-  // Refused at once (reset), neither answered nor left to time out.
-  EXPECT_THAT(r.out, ::testing::ContainsRegex("linklocal (EACCES|ECONNREFUSED|ECONNRESET)")) << r.out << r.err;
   EXPECT_THAT(r.out, Not(HasSubstr("linklocal HTTP"))) << r.out;
   EXPECT_EQ(proxy.stop(), 0) << proxy.err();
   db = proxy.store();
@@ -95,7 +93,7 @@ void expect_link_local_source_refused(const Subnet& subnet) {
   expect_nothing_left(subnet);
 }
 
-TEST(LaunchLinkSource, AnUnregisteredSourceIsRefusedWithASharedProxyToo) {
+TEST(LaunchLinkSource, ASharedProxysAgentHasNoOtherSourceToTry) {
   NETBOX_REQUIRE_ROOT();
   expect_link_local_source_refused(test_subnet(132));
 }

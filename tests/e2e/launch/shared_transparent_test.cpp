@@ -47,7 +47,7 @@ TEST(LaunchSharedTransparent, ARunningProxyAnswersDnsAndCapturesWithNoProxyVaria
   EXPECT_FALSE(synthetic_address6(r.out).empty()) << r.out;
   EXPECT_THAT(r.out, HasSubstr(HttpServer::kBody));
   EXPECT_THAT(r.out, HasSubstr("denied=2"));  // getent: not found (NXDOMAIN)
-  EXPECT_THAT(r.out, HasSubstr("nameserver " + subnet.addr_prefix + "1"));  // the shared proxy, on the veth
+  EXPECT_THAT(r.out, HasSubstr("nameserver 127.0.0.53"));  // the shared proxy's socket in the agent's namespace
   EXPECT_EQ(proxy.stop(), 0) << proxy.err();
   auto rows = query(proxy.store(), "SELECT kind, host, decision, agent FROM requests ORDER BY id");
   // The captured connection's row, then its one plain-HTTP request's, then the refused name
@@ -126,10 +126,10 @@ TEST(LaunchSharedTransparent, TwoAgentsAtOnceHaveTheirOwnMappings) {
   expect_nothing_left(subnet_b);
 }
 
-// A control socket that answers like a proxy from before the IPv6 link: it takes the
-// registration (with a capture port) but answers no "capture6". Every line it is sent is
-// appended to the log named by argv[2].
-const char* kProxyWithoutIpv6 = R"PY(
+// A control socket that answers like a proxy from before the socket link: it takes the
+// registration but names no key ("addr") the agent is attached under (and drops the
+// descriptors unread). Every line it is sent is appended to the log named by argv[2].
+const char* kProxyWithoutSockets = R"PY(
 import json, socket, sys
 path, log = sys.argv[1], sys.argv[2]
 s = socket.socket(socket.AF_UNIX)
@@ -143,28 +143,25 @@ while True:
             out.write(line.decode())
         m = json.loads(line)
         reply = {"ok": True}
-        if m.get("op") == "register":
-            reply["listen"] = m["listen"]
-            reply["capture"] = m["listen"].rsplit(":", 1)[0] + ":40000"
         f.write((json.dumps(reply) + "\n").encode())
         f.flush()
     c.close()
 )PY";
 
-// The agent's IPv6 connections would be DNATed to a listener that proxy never opened: the
-// launch stops (exit 125, saying why) and first unregisters, so the proxy can close the
-// agent's row with that status rather than leave it open.
-TEST(LaunchSharedTransparent, AProxyThatTakesNoIpv6LinkStopsTheLaunchWhichUnregistersFirst) {
+// The agent's sockets went to a proxy that does not serve them: the launch stops (exit 125,
+// saying why) and first unregisters, so the proxy can close the agent's row with that
+// status rather than leave it open.
+TEST(LaunchSharedTransparent, AProxyThatTakesNoSocketsStopsTheLaunchWhichUnregistersFirst) {
   NETBOX_REQUIRE_ROOT();
   const auto subnet = test_subnet(73);
   HostDir host;
   const auto sock = host.folder("control") / "old.sock";
   const auto lines = host.path() / "lines.jsonl";
-  Background old({kPython, "-c", kProxyWithoutIpv6, sock.string(), lines.string()}, host.path(), "old-proxy");
+  Background old({kPython, "-c", kProxyWithoutSockets, sock.string(), lines.string()}, host.path(), "old-proxy");
   ASSERT_TRUE(eventually([&] { return std::filesystem::exists(sock); })) << old.err();
   auto r = launch(subnet, {"--proxy-control", sock.string(), "--", kSh, "-c", "echo AGENT-RAN"});
   EXPECT_EQ(r.exit_code, 125) << r.err;
-  EXPECT_THAT(r.err, HasSubstr("took no IPv6 link for the agent (an older netbox?); use --network proxy-vars"));
+  EXPECT_THAT(r.err, HasSubstr("took the agent's sockets but named no key to unregister it (an older netbox?)"));
   EXPECT_THAT(r.out, Not(HasSubstr("AGENT-RAN")));
   std::ifstream in(lines);
   std::string line, unregister;

@@ -15,6 +15,8 @@ namespace netbox::launcher {
 // Where the agent finds the proxy: its HTTP_PROXY and ALL_PROXY host, and its resolv.conf's.
 inline constexpr const char* kLinkProxyAddress = "127.0.0.1";
 inline constexpr const char* kLinkDnsAddress = "127.0.0.53";
+// An IPv6 address of the agent's own on lo (with the DNS view), so AI_ADDRCONFIG sees IPv6.
+inline constexpr const char* kLinkLocalAddress6 = "fd00:6e62:7800::53";
 
 // The sockets, owned: closed on destruction (the proxy holds its own duplicates).
 class AgentLink {

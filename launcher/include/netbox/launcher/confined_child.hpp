@@ -22,16 +22,10 @@
 namespace netbox::launcher {
 
 struct ChildSpec {
-  std::string host_addr;     // the proxy's address: 127.0.0.1 (socket_link), else the host side of the veth
-  std::string agent_addr;
-  int prefix = 30;
-  std::string host_addr6;    // IPv6 on the veth too (--network transparent); empty: none
-  std::string agent_addr6;
-  int prefix6 = 126;
-  std::string agent_ifname = "eth0";
-  // The proxy's sockets are made inside the namespace (agent_link.hpp), with its rules and
-  // routes, by the launcher: the child sets up no link, address or rule of its own.
-  bool socket_link = false;
+  // The proxy's address in the agent's namespace (kLinkProxyAddress): its sockets are made
+  // there (agent_link.hpp), with its rules and routes, by the launcher; the child sets up
+  // no link, address or rule of its own.
+  std::string host_addr;
   std::vector<std::string> command;
   AgentUser user;
   std::map<std::string, std::string> launcher_env;

@@ -1,9 +1,9 @@
 #pragma once
 // The agent's proxy: an embedded netbox::proxy::Server, or a running `netbox proxy`
 // reached over its control socket. Either way the launcher attaches the agent (the
-// embedded proxy: the sockets made in the agent's namespace, agent_link.hpp; a running
-// one: a listener on the host side of the veth plus the address -> name registration;
-// and the `agents` row) and detaches it at exit.
+// sockets made in the agent's namespace, agent_link.hpp, handed to the embedded proxy in
+// memory or to a running one over its control socket with SCM_RIGHTS, and the `agents`
+// row) and detaches it at exit.
 #include "netbox/launcher/proxy_ports.hpp"
 #include "netbox/launcher/supervisor.hpp"
 #include "netbox/policy/policy.hpp"
@@ -39,8 +39,8 @@ struct AgentIdentity {
   std::string host_addr6;
   std::optional<policy::Cidr> dns_pool6;
   std::vector<proxy::CredentialSecret> credentials;  // the profile's secrets (credential_secrets.hpp)
-  // Set: the agent reaches the proxy through these sockets in its namespace (agent_link.hpp),
-  // and has no address; the launcher keeps and closes them. Only the embedded proxy takes them.
+  // The agent reaches the proxy through these sockets in its namespace (agent_link.hpp),
+  // and has no address; the launcher keeps and closes them (the proxy keeps duplicates).
   std::optional<proxy::AgentSockets> sockets;
 };
 
@@ -57,13 +57,9 @@ class ProxyLink {
   // starts its threads). The launcher runs it on a thread while it wires the veth;
   // a failure is reported by attach. Must not be called before the child is cloned.
   virtual void prepare() {}
-  // Takes the agent's sockets (AgentIdentity::sockets; the ports are theirs) or listens on
-  // the host address (HTTP, and SOCKS5 when the proxy offers it), and registers the agent;
-  // returns the ports it listens on. Throws LaunchError(125) when the proxy refuses.
-  virtual ProxyPorts attach(const AgentIdentity& agent) = 0;
-  // After attach: the port of the agent's transparent listener on host_addr, where its
-  // namespace sends captured TCP connections; 0 when the proxy captures none.
-  virtual std::uint16_t capture_port() const { return 0; }
+  // Takes the agent's sockets (AgentIdentity::sockets; the ports are theirs, AgentLink::ports)
+  // and registers the agent. Throws LaunchError(125) when the proxy refuses.
+  virtual void attach(const AgentIdentity& agent) = 0;
   // Records the agent's end and unregisters it. Never throws.
   virtual void detach(const AgentOutcome& outcome) noexcept = 0;
 };

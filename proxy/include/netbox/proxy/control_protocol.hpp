@@ -20,6 +20,10 @@ namespace netbox::proxy::control {
 
 // A request line longer than this is refused and the connection closed.
 inline constexpr std::size_t kMaxLine = 64 * 1024;
+// At most this many descriptors (SCM_RIGHTS) come with one request: an agent's HTTP and
+// SOCKS5 listeners, capture listeners (each on 127.0.0.1 and ::1) and two DNS sockets are 8.
+// More is refused, and the kernel closes what did not fit.
+inline constexpr std::size_t kMaxFds = 16;
 
 struct Ping {};
 // Which files of its own the proxy keeps (its policy and audit store), so a launcher can
@@ -27,7 +31,7 @@ struct Ping {};
 struct Info {};
 
 struct Register {
-  std::string addr;     // the agent's client address
+  std::string addr;     // the agent's client address (none with `sockets`)
   std::string agent;    // its name
   std::string profile;  // key of the policy's agents; empty: the top level
   std::string listen;   // ADDR:PORT of a listener for it (the host side of its link); empty: none
@@ -46,6 +50,20 @@ struct Register {
     std::string agent, host, pool;
   };
   std::optional<Ipv6> ipv6;
+  // "sockets": {"http": N, "socks": N, "capture": N, "dns": true}: the agent is known by
+  // listening sockets its launcher made inside its network namespace, sent with this line
+  // as SCM_RIGHTS descriptors in that order (http, socks, capture, then DNS over UDP and
+  // TCP); `addr`, `listen`, `socks_listen` and `ipv6` are then not used. Absent: by address.
+  struct Sockets {
+    int http = 0, socks = 0, capture = 0;
+    bool dns = false;
+    std::size_t count() const {
+      return static_cast<std::size_t>(http) + static_cast<std::size_t>(socks) + static_cast<std::size_t>(capture) +
+             (dns ? 2 : 0);
+    }
+  };
+  std::optional<Sockets> sockets;
+  std::string dns_pool6;  // with sockets and dns_pool: the synthetic IPv6 pool (AAAA answers); empty: none
 };
 
 struct Unregister {
@@ -66,7 +84,8 @@ struct Reply {
   std::string capture;       // register with dns_pool: where its captured TCP goes (ADDR:PORT)
   std::string capture6;      // register with ipv6: the same on its IPv6 host address ([ADDR]:PORT)
   std::string dns_pool;      // register with dns_pool: the pool it got (another agent's: the next free one)
-  std::string dns_pool6;     // register with ipv6: likewise its IPv6 pool
+  std::string dns_pool6;     // register with ipv6 or dns_pool6: likewise its IPv6 pool
+  std::string addr;          // register with sockets: the key the agent is attached under (unregister names it)
   std::string policy_file;  // info: absolute; empty when the proxy has no policy file
   std::string audit_db;     // info: absolute
   std::string ca_pem;       // info: the CA certificate (PEM) the proxy inspects with; empty: it does not
