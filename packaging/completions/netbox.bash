@@ -8,7 +8,7 @@ _netbox() {
     [[ $w == -* ]] && continue
     case $w in
       proxy | launch | audit | policy | gc | ca) [[ -z $sub ]] && sub=$w ;;
-      summary | check | init | show) [[ -n $sub ]] && sub="$sub $w" ;;
+      summary | events | agents | check | suggest | init | show) [[ -n $sub ]] && sub="$sub $w" ;;
     esac
   done
   if [[ -z $sub ]]; then
@@ -16,7 +16,7 @@ _netbox() {
     return 0
   fi
   if [[ $sub == policy && $cur != -* ]]; then
-    COMPREPLY=($(compgen -W "check" -- "$cur"))
+    COMPREPLY=($(compgen -W "check suggest" -- "$cur"))
     return 0
   fi
   if [[ $sub == ca && $cur != -* ]]; then
@@ -27,10 +27,10 @@ _netbox() {
     local flags
     flags=$(netbox $sub --help 2>/dev/null | grep -oE -- '--[a-z][a-z0-9-]*' | sort -u)
     COMPREPLY=($(compgen -W "$flags" -- "$cur"))
-    [[ $sub == audit ]] && [[ -z $cur ]] && COMPREPLY+=(summary)
+    [[ $sub == audit ]] && [[ -z $cur ]] && COMPREPLY+=(summary events agents)
     return 0
   fi
-  [[ $sub == audit ]] && COMPREPLY=($(compgen -W "summary" -- "$cur"))
+  [[ $sub == audit ]] && COMPREPLY=($(compgen -W "summary events agents" -- "$cur"))
   COMPREPLY+=($(compgen -f -- "$cur"))
 }
 complete -o filenames -F _netbox netbox
