@@ -125,8 +125,11 @@ std::string suggest_policy(const SuggestInput& in) {
     header += "//   allow " + entry + ": " + tally.text() + "\n";
   }
   for (const auto& [entry, tally] : seen.inspected) {
-    add_unique((*target)["allow"], entry);
-    add_unique((*target)["inspect"], entry);
+    // Inspected, so the base (when given) already inspects and allows it.
+    if (!in.base) {
+      add_unique((*target)["allow"], entry);
+      add_unique((*target)["inspect"], entry);
+    }
     header += "//   inspect " + entry + ": " + tally.text() + "\n";
   }
   for (const auto& [entry, patterns] : seen.requests) {
@@ -134,6 +137,10 @@ std::string suggest_policy(const SuggestInput& in) {
     if (!is_name(host)) continue;  // rules name hosts, never addresses
     for (const auto& [pattern, what] : patterns) {
       const auto& [methods, tally] = what;
+      std::string m;
+      for (const auto& x : methods) m += (m.empty() ? "" : ",") + x;
+      header += "//   rule " + entry + " " + m + " " + pattern + ": " + tally.text() + "\n";
+      if (in.base && !tally.reported) continue;  // the base let these through already
       Json rule = {{"host", entry},
                    {"methods", std::vector<std::string>(methods.begin(), methods.end())},
                    {"paths", Json::array({pattern})},
@@ -141,9 +148,6 @@ std::string suggest_policy(const SuggestInput& in) {
       if (!(*target)["rules"].is_array()) (*target)["rules"] = Json::array();
       if (std::find((*target)["rules"].begin(), (*target)["rules"].end(), rule) == (*target)["rules"].end())
         (*target)["rules"].push_back(rule);
-      std::string m;
-      for (const auto& x : methods) m += (m.empty() ? "" : ",") + x;
-      header += "//   rule " + entry + " " + m + " " + pattern + ": " + tally.text() + "\n";
     }
   }
   if (seen.destinations.empty() && seen.inspected.empty()) header += "//   (no request was let through)\n";

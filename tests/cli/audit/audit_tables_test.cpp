@@ -41,7 +41,8 @@ void fill(const std::filesystem::path& db) {
   w.flush();
 }
 
-std::string header_of_csv(const std::string& csv) { return csv.substr(0, csv.find('\n')); }
+// RFC 4180: records end with CRLF.
+std::string header_of_csv(const std::string& csv) { return csv.substr(0, csv.find("\r\n")); }
 
 std::string keys_of_json(const std::string& text) {
   const auto j = nlohmann::ordered_json::parse(text);
@@ -129,7 +130,7 @@ TEST(AuditGc, ClosesADeadLaunchsAgentRowAndOpenRequestsAndLeavesALiveOnesAlone) 
   EXPECT_THAT(gc.out, HasSubstr("closed agent dead (pid 2147483600, 1 open requests)"));
   EXPECT_EQ(query(db, "SELECT name, ended IS NOT NULL, json_extract(resource_usage, '$.ended_by') FROM agents ORDER BY id"),
             (std::vector<std::vector<std::string>>{{"dead", "1", "gc"}, {"alive", "0", ""}}));
-  EXPECT_EQ(query(db, "SELECT agent, duration_ms IS NOT NULL, error LIKE 'closed by netbox gc: its launcher died%' "
+  EXPECT_EQ(query(db, "SELECT agent, duration_ms IS NOT NULL, IFNULL(error, '') LIKE 'closed by netbox gc: its launcher died%' "
                       "FROM requests ORDER BY id"),
             (std::vector<std::vector<std::string>>{{"dead", "1", "1"}, {"alive", "0", "0"}}));
   EXPECT_EQ(query(db, "SELECT COUNT(*) FROM events WHERE kind = 'agent_closed'"),

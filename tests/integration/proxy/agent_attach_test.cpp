@@ -73,9 +73,11 @@ TEST_F(AttachTest, AnAttachedAgentGetsItsListenerIdentityAndRowAndDetachTakesThe
   EXPECT_EQ(proxy_get(own_port, other_url()).status, 200);  // decided with agents.builder
   EXPECT_EQ(last_row().agent, "b1");
   EXPECT_EQ(agents_row("b1"), R"(4321|127.0.0.1|{"cgroup":"v1"}|none|0)");
+  EXPECT_EQ(server->counters().attached_agents, 1u) << "netbox_attached_agents";
 
   server->detach_agent(attached, {7, R"({"user_ms":1})"});
   EXPECT_EQ(agents_row("b1"), R"(4321|127.0.0.1|{"cgroup":"v1"}|7|1)");
+  EXPECT_EQ(server->counters().attached_agents, 0u);
   EXPECT_EQ(proxy_get(port, other_url()).status, 403);  // anonymous again
   EXPECT_TRUE(refuses_connections(own_port)) << "the agent's listener should be closed";
 }
@@ -111,6 +113,7 @@ TEST_F(AttachTest, RefusedAttachmentsLeaveNothingBehind) {
   EXPECT_EQ(proxy_get(port, other_url()).status, 403);
   EXPECT_EQ(last_row().agent, "anonymous");
   EXPECT_EQ(agents_row("b3") + agents_row("b4") + agents_row("b5"), "");
+  EXPECT_EQ(server->counters().attached_agents, 0u) << "a refused attachment is not counted";
 }
 
 }  // namespace

@@ -22,8 +22,10 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <fstream>
 #include <memory>
+#include <thread>
 
 namespace netbox::test {
 namespace {
@@ -100,6 +102,9 @@ TEST_F(InspectionTest, AnInspectedGetSucceedsWithTheNetboxCaAndEachRequestHasIts
   EXPECT_EQ(all[1].path, "/repos/acme/widget");
   EXPECT_EQ(all[1].status, 200);
   EXPECT_GT(all[1].bytes_down, 0);
+  const auto c = server->counters();
+  EXPECT_EQ(c.tls_agent[0], 1u) << "netbox_tls_handshakes_total{side=agent,result=ok}";
+  EXPECT_EQ(c.tls_upstream[0], 1u) << "netbox_tls_handshakes_total{side=upstream,result=ok}";
 }
 
 TEST_F(InspectionTest, RequestsInsideATunnelLinkToItsRowInTheStoreTheViewAndNetboxAudit) {
@@ -206,6 +211,10 @@ TEST_F(InspectionTest, WithoutTheNetboxCaTheAgentRefusesTheLeaf) {
                 https_url("/")});
   EXPECT_NE(r.exit_code, 0);
   EXPECT_EQ(tls_upstream.requests(), 0u);
+  // The agent's client refused netbox's leaf: counted once the proxy sees its handshake fail.
+  for (int i = 0; i < 200 && server->counters().tls_agent[1] == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // bounded: the close reaches the proxy
+  EXPECT_EQ(server->counters().tls_agent[1], 1u) << "netbox_tls_handshakes_total{side=agent,result=failed}";
 }
 
 TEST_F(InspectionTest, RulesApplyInsideTheTunnel) {
@@ -289,6 +298,11 @@ TEST_F(WrongNameUpstreamTest, AnUpstreamCertificateForAnotherNameIs502WithTheRea
   EXPECT_EQ(all[1].decision, "error");
   EXPECT_EQ(all[1].status, 502);
   EXPECT_NE(all[1].error.find("hostname mismatch"), std::string::npos) << all[1].error;
+  // /metrics: the agent's handshake with netbox went through, the upstream's certificate was refused.
+  const auto c = server->counters();
+  EXPECT_EQ(c.tls_agent[0], 1u);
+  EXPECT_EQ(c.tls_upstream[0], 0u);
+  EXPECT_EQ(c.tls_upstream[1], 1u) << "netbox_tls_handshakes_total{side=upstream,result=certificate_refused}";
 }
 
 class ExpiredUpstreamTest : public InspectionTest {

@@ -71,5 +71,25 @@ TEST(Suggest, WithTheRunsPolicyAddsToTheAgentsEntryAndDropsReportMode) {
   EXPECT_TRUE(p.base.allow.empty()) << "the top level is left alone";
 }
 
+TEST(Suggest, WithTheRunsPolicyARuleIsAddedOnlyForTheReportedRequests) {
+  SuggestInput in;
+  in.agent = "trial";
+  in.source = "test.db";
+  in.base = std::pair{std::string(R"({"version": 1, "mode": "report", "allow": ["api.github.com"],
+    "inspect": ["api.github.com"],
+    "rules": [{"host": "api.github.com", "methods": ["GET"], "paths": ["/repos/acme/*"], "action": "allow"}]})"),
+                      std::string("run.json")};
+  in.rows = {{"connect", "api.github.com", 443, "", "", "allow", "allow[0] api.github.com", false, 1},
+             {"http", "api.github.com", 443, "GET", "/repos/acme/x", "allow", "rules[0]", true, 4},
+             {"http", "api.github.com", 443, "POST", "/repos/acme/y/issues", "report", "rules", true, 1}};
+  const Policy p = parse_policy(suggest_policy(in), "suggested");
+  ASSERT_EQ(p.base.rules.size(), 2u) << "the file's rule, and one for the reported POST";
+  // Every method seen under the reported pattern (GET was let through there already).
+  EXPECT_EQ(p.base.rules[1].methods, (std::vector<std::string>{"GET", "POST"}));
+  EXPECT_EQ(p.base.rules[1].paths, (std::vector<std::string>{"/repos/acme/*"}));
+  EXPECT_EQ(p.base.allow.size(), 1u) << "allowed and inspected already";
+  EXPECT_EQ(p.base.inspect.size(), 1u);
+}
+
 }  // namespace
 }  // namespace netbox::policy
