@@ -36,6 +36,9 @@ class Counters {
   // An event an agent caused (exfiltration_attempt, ...): `kind` is one of netbox's own
   // event names, never the agent's text, so the label set stays bounded.
   void count_agent_event(std::string_view kind);
+  // A guardian rule acted (netbox_guardian_actions_total): `action` and `trigger` (the
+  // trigger's event name) are netbox's own words, so the label set stays bounded.
+  void count_guardian_action(std::string_view action, std::string_view trigger);
 
   std::atomic<std::uint64_t> active_connections{0};
   std::atomic<std::uint64_t> active_tunnels{0};
@@ -51,6 +54,10 @@ class Counters {
   std::atomic<std::uint64_t> client_connections_refused{0};
   std::atomic<std::uint64_t> accept_errors{0};
   std::atomic<std::uint64_t> foreign_sources_refused{0};
+  std::atomic<std::uint64_t> guardian_actions_failed{0};
+  std::atomic<std::uint64_t> webhook_sent{0};
+  std::atomic<std::uint64_t> webhook_failed{0};   // attempts that failed (each retried)
+  std::atomic<std::uint64_t> webhook_dropped{0};  // events dropped: the queue was full
   LatencyHistogram dns_latency;
   LatencyHistogram connect_latency;
 
@@ -63,6 +70,7 @@ class Counters {
   std::map<std::tuple<std::string, std::string, std::string>, std::uint64_t, std::less<>> requests_;
   std::set<std::string, std::less<>> agent_labels_;
   std::map<std::string, std::uint64_t, std::less<>> agent_events_;
+  std::map<std::pair<std::string, std::string>, std::uint64_t> guardian_actions_;
 };
 
 }  // namespace netbox::proxy

@@ -42,7 +42,7 @@ HttpSession<Stream>::HttpSession(ProxyRuntime& impl, Worker& worker, tcp::socket
       worker_(worker),
       slot_(std::move(slot)),
       stream_(std::move(socket)),
-      admission_(impl.own, impl.caps, impl.counters),
+      admission_(impl.own, impl.caps, impl.counters, impl.guardians),
       exchange_(impl),
       body_(stream_, buffer_, pieces_, [this](RequestBodyResult r) { on_body_sent(std::move(r)); }),
       relay_(stream_, pieces_, impl.counters, [this](RelayResult r) { on_relayed(std::move(r)); }) {
@@ -56,7 +56,7 @@ HttpSession<Stream>::HttpSession(ProxyRuntime& impl, Worker& worker, Stream stre
     : impl_(impl),
       worker_(worker),
       stream_(std::move(stream)),
-      admission_(impl.own, impl.caps, impl.counters),
+      admission_(impl.own, impl.caps, impl.counters, impl.guardians),
       exchange_(impl),
       body_(stream_, buffer_, pieces_, [this](RequestBodyResult r) { on_body_sent(std::move(r)); }),
       relay_(stream_, pieces_, impl.counters, [this](RelayResult r) { on_relayed(std::move(r)); }) {

@@ -32,6 +32,7 @@ void RequestRelay<Client, Upstream>::start(Upstream& upstream, StreamingRequestP
   keep_ = std::move(keep);
   held_ = 0;
   started_ = false;
+  cut_ = false;
   head_pending_ = true;
   if (!body.present) return send(0, true);
   // The head goes with the first piece of the body, which is read only now.
@@ -101,7 +102,24 @@ void RequestRelay<Client, Upstream>::piece(beast::error_code ec) {
   const std::size_t n = got - (last ? 0 : tail_.of(window));
   held_ = got - n;
   if (n == 0 && !last) return read_piece();
+  if (body_.meter && n > 0) {
+    const auto ok = static_cast<std::size_t>(body_.meter->up(n));
+    if (ok < n) {
+      cut_ = true;
+      if (ok == 0) return budget_spent();
+      held_ = 0;
+      return send(ok, false);
+    }
+  }
   send(n, last);
+}
+
+// A budget is spent: the upstream has part of the body and is dropped; the agent is
+// answered 403 naming the budget (the session's, as for a tripped body).
+template <class Client, class Upstream>
+void RequestRelay<Client, Upstream>::budget_spent() {
+  const auto& cut = *body_.meter->cut();
+  finish({RequestBodyResult::Kind::tripped, {}, Refusal{403, Outcome::budget, {}, cut.rule, cut.reason, {}}});
 }
 
 // One write to the upstream: the head if it has not gone yet, `n` body bytes (a chunk of
@@ -124,6 +142,7 @@ template <class Client, class Upstream>
 void RequestRelay<Client, Upstream>::on_written(beast::error_code ec) {
   if (ec) return finish({RequestBodyResult::Kind::upstream_failed, ec, {}});
   *bytes_up_ += sending_;
+  if (cut_) return budget_spent();
   // The held tail moves to the front, where the next piece joins it.
   if (held_ > 0) std::memmove(pieces_.get(), pieces_.get() + sending_, held_);
   if (!last_) return read_piece();

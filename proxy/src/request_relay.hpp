@@ -10,6 +10,7 @@
 // two pieces anywhere in the body, is seen whole. It reports one RequestBodyResult; what
 // follows (the answer, a refusal) is the session's. One template over the agent's stream
 // and the upstream's, like ResponseRelay.
+#include "agent_guard.hpp"
 #include "body_piece.hpp"
 #include "credentials.hpp"
 #include "request_head.hpp"
@@ -31,7 +32,8 @@ struct RequestBodyResult {
     sent,             // head and body are with the upstream
     agent_failed,     // reading the agent's body failed (`ec`): the upstream has part of a request
     upstream_failed,  // writing to the upstream failed (`ec`)
-    tripped,          // the tripwire refused the body (`refusal`); nothing of it went
+    tripped,          // the tripwire refused the body (`refusal`); nothing of it went. Or a
+                      // budget is spent: what it allowed went, the rest never will
   } kind = Kind::sent;
   boost::beast::error_code ec;
   std::optional<Refusal> refusal;
@@ -45,6 +47,7 @@ struct RequestBody {
   const Tripwire* tripwire = nullptr;  // scans it on its way to `host`:`port`
   const std::string* host = nullptr;
   std::uint16_t port = 0;
+  ByteMeter* meter = nullptr;  // the agent's budgets: a body past one is cut there
 };
 
 template <class Client, class Upstream>
@@ -70,6 +73,7 @@ class RequestRelay {
   void piece(boost::beast::error_code ec);
   void send(std::size_t n, bool last);
   void on_written(boost::beast::error_code ec);
+  void budget_spent();
   void finish(RequestBodyResult r);
 
   Client& client_;
@@ -90,6 +94,7 @@ class RequestRelay {
   bool head_pending_ = false;
   bool last_ = false;
   bool started_ = false;
+  bool cut_ = false;  // a budget allowed only part of this piece: the relay ends after it
 };
 
 }  // namespace netbox::proxy

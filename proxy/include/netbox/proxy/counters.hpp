@@ -37,6 +37,12 @@ struct EventCount {
 // increase has a series before the first one happens.
 inline constexpr std::string_view kAgentEventKinds[] = {"exfiltration_attempt"};
 
+struct GuardianActionCount {
+  std::string action;   // kill, freeze, report
+  std::string trigger;  // the trigger's event: denied, budget_exhausted, ...
+  std::uint64_t count = 0;
+};
+
 struct CountersSnapshot {
   std::vector<RequestCount> requests;
   std::vector<EventCount> agent_events;  // the kinds counted so far
@@ -55,6 +61,11 @@ struct CountersSnapshot {
   std::uint64_t client_connections_refused = 0;  // agent connections over the connection caps
   std::uint64_t accept_errors = 0;       // accept failed (out of descriptors): accepting paused
   std::uint64_t foreign_sources_refused = 0;  // on an agent's own listener, from none of its addresses
+  std::vector<GuardianActionCount> guardian_actions;  // the guardian's rules acting (issue 25)
+  std::uint64_t guardian_actions_failed = 0;  // a freeze or kill that could not be done
+  std::uint64_t webhook_sent = 0;     // events the webhook took (2xx)
+  std::uint64_t webhook_failed = 0;   // attempts that failed (retried)
+  std::uint64_t webhook_dropped = 0;  // events dropped: its queue was full
   std::size_t audit_queue_depth = 0;     // from the audit writer
   bool audit_healthy = true;
   std::string policy_digest;      // SHA-256 of the policy in force
