@@ -9,6 +9,7 @@
 #include "netbox/launcher/confined_child.hpp"
 #include "netbox/launcher/environment.hpp"
 #include "netbox/launcher/filesystem_view.hpp"
+#include "netbox/launcher/guardian_enforcer.hpp"
 #include "netbox/launcher/hidden_paths.hpp"
 #include "netbox/launcher/launch_report.hpp"
 #include "netbox/launcher/nft_rules.hpp"
@@ -440,7 +441,7 @@ int launch(const LaunchOptions& flags) {
   AgentIdentity identity{name, profile, socket_link ? std::string() : lease.agent_addr,
                          socket_link ? std::string(kLinkProxyAddress) : lease.host_addr, child.pid(),
                          command_line(o.command), policy ? policy->digest : std::string(), render_report_json(report),
-                         std::nullopt, {}, {}, std::nullopt, {}, std::nullopt};
+                         std::nullopt, {}, {}, std::nullopt, {}, std::nullopt, {}};
   if (socket_link) identity.sockets = sockets.sockets();
   // The embedded proxy has this agent only; a running one gets a pool of its own per agent.
   if (dns_view) identity.dns_pool = o.proxy_control ? shared_proxy_pool(lease) : kSyntheticPool;
@@ -451,6 +452,7 @@ int launch(const LaunchOptions& flags) {
     identity.dns_pool6 = policy::Cidr::parse(link6->synthetic_pool);
   }
   identity.credentials = std::move(credentials.secrets);
+  identity.enforcer = guardian_enforcer(cgroup, child.pid());
   ProxyPorts ports = link->attach(identity);
   ports.capture = link->capture_port();
   if (socket_link) {
