@@ -6,7 +6,7 @@
 
 namespace netbox::proxy {
 
-Guardians::Guardians(ProxyRuntime& rt) : rt_(rt), thread_([this] { run(); }) {}
+Guardians::Guardians(ProxyRuntime* rt) : rt_(rt), thread_([this] { run(); }) {}
 
 Guardians::~Guardians() { stop(); }
 
@@ -82,6 +82,7 @@ void Guardians::act(AgentGuard& guard, const policy::GuardianRule& rule, const s
 }
 
 void Guardians::notify(const std::string& url, std::string body) {
+  if (!rt_) return;
   Webhook* hook = nullptr;
   {
     std::lock_guard lock(mu_);
@@ -89,16 +90,16 @@ void Guardians::notify(const std::string& url, std::string body) {
     if (it == webhooks_.end()) {
       auto parsed = parse_webhook_url(url);
       std::unique_ptr<Webhook> made;
-      if (parsed) made = std::make_unique<Webhook>(std::move(*parsed), url, rt_.counters, rt_.log);
+      if (parsed) made = std::make_unique<Webhook>(std::move(*parsed), url, rt_->counters, rt_->log);
       else
-        rt_.log.write(LogLevel::error, "webhook_failed",
+        rt_->log.write(LogLevel::error, "webhook_failed",
                       {{"url", url}, {"reason", "only http:// webhooks are sent; this one never will be"}});
       it = webhooks_.emplace(url, std::move(made)).first;
     }
     hook = it->second.get();
   }
   if (hook) hook->post(std::move(body));
-  else rt_.counters.webhook_dropped.fetch_add(1);
+  else rt_->counters.webhook_dropped.fetch_add(1);
 }
 
 void Guardians::run() {
@@ -116,10 +117,11 @@ void Guardians::run() {
 
 void Guardians::record(AgentGuard& guard, const policy::GuardianRule& rule, const std::string& trigger,
                        const std::string& detail, const std::string& result, bool failed) {
+  if (!rt_) return;
   const auto action = std::string(policy::to_string(rule.action));
   const auto event = trigger.substr(0, trigger.find(' '));  // the event's name: a bounded label
-  rt_.counters.count_guardian_action(action, event);
-  if (failed) rt_.counters.guardian_actions_failed.fetch_add(1);
+  rt_->counters.count_guardian_action(action, event);
+  if (failed) rt_->counters.guardian_actions_failed.fetch_add(1);
   const auto now = audit::Clock::now();
   guard.record_action({rule.cite(), trigger, action, result,
                        std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count()});
@@ -127,7 +129,7 @@ void Guardians::record(AgentGuard& guard, const policy::GuardianRule& rule, cons
                          {"trigger", trigger}, {"action", action}, {"detail", detail}, {"result", result},
                          {"failed", failed}};
   const std::string message = rule.cite() + ": " + result;
-  rt_.log.write(failed ? LogLevel::error : LogLevel::warn, failed ? "guardian_action_failed" : "guardian_action",
+  rt_->log.write(failed ? LogLevel::error : LogLevel::warn, failed ? "guardian_action_failed" : "guardian_action",
                 {{"agent", guard.agent()}, {"rule", rule.cite()}, {"trigger", trigger}, {"action", action},
                  {"detail", detail}, {"result", result}});
   audit::Event e;
@@ -138,9 +140,9 @@ void Guardians::record(AgentGuard& guard, const policy::GuardianRule& rule, cons
   e.fold_key = rule.cite() + '\0' + std::to_string(now.time_since_epoch().count());
   e.message = message;
   e.detail = d.dump();
-  if (rt_.options.exporter) rt_.options.exporter->event(e);
+  if (rt_->options.exporter) rt_->options.exporter->event(e);
   if (auto url = guard.webhook()) notify(*url, d.dump());
-  rt_.writer->event(std::move(e));
+  rt_->writer->event(std::move(e));
 }
 
 }  // namespace netbox::proxy
