@@ -121,6 +121,12 @@ struct AdminServer::Impl {
       LiveStats live = opts.live ? opts.live() : LiveStats{};
       if (path == "/api/summary") return reply(http::status::ok, "application/json", api_summary(opts.audit_db, query, live));
       if (path == "/api/agents") return reply(http::status::ok, "application/json", api_agents(opts.audit_db, query));
+      if (path.starts_with("/api/agents/") && opts.agent) {
+        const std::string name = path.substr(std::string_view("/api/agents/").size());
+        if (auto found = opts.agent(name)) return reply(http::status::ok, "application/json", std::move(*found));
+        return reply(http::status::not_found, "application/json",
+                     json_error("no agent named '" + name + "' has used this proxy in its current launch"));
+      }
       if (path == "/api/requests") return reply(http::status::ok, "application/json", api_requests(opts.audit_db, query));
       if (path == "/api/events") return reply(http::status::ok, "application/json", api_events(opts.audit_db, query));
       if (path == "/api/launches") return reply(http::status::ok, "application/json", api_launches(opts.audit_db, query));

@@ -35,6 +35,7 @@ std::unique_ptr<AdminServer> start_admin(proxy::Server& server, const boost::asi
   o.bearer_token = std::move(bearer_token);
   o.metrics = [&server] { return render_metrics(server.counters(), server.audit().stats()); };
   o.live = [&server] { return live_stats(server.counters()); };
+  o.agent = [&server](const std::string& name) { return server.guardian_report(name); };
   o.ready = [&server] { return server.audit().healthy() && !server.local_endpoints().empty(); };
   auto admin = std::make_unique<AdminServer>(std::move(o));
   // The admin API shows every agent's traffic: no agent may reach it through the proxy,

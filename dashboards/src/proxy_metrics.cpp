@@ -36,6 +36,27 @@ void add_agent_events(Exposition& e, const std::vector<proxy::EventCount>& count
       e.counter("netbox_agent_events_total", kHelp, {{"event", ev.kind}}, static_cast<double>(ev.count));
 }
 
+// The guardian (issue 25): its rules acting, by action and the trigger's event; the kill
+// or freeze it could not do; and its webhook's deliveries.
+void add_guardian(Exposition& e, const proxy::CountersSnapshot& c) {
+  constexpr std::string_view kActions =
+      "Guardian rules that fired, by action (kill, freeze, report) and trigger event (denied, budget_exhausted, ...).";
+  if (c.guardian_actions.empty())
+    e.counter("netbox_guardian_actions_total", kActions, {{"action", "kill"}, {"trigger", "denied"}}, 0);
+  for (const auto& a : c.guardian_actions)
+    e.counter("netbox_guardian_actions_total", kActions, {{"action", a.action}, {"trigger", a.trigger}},
+              static_cast<double>(a.count));
+  e.counter("netbox_guardian_actions_failed_total",
+            "Guardian freezes and kills that could not be done (no launcher attached, or it failed).", {},
+            static_cast<double>(c.guardian_actions_failed));
+  constexpr std::string_view kHook =
+      "Guardian events and the webhook: sent (a 2xx answer), failed (an attempt, retried), dropped (the queue was full, "
+      "or the URL is not sent).";
+  e.counter("netbox_webhook_events_total", kHook, {{"result", "sent"}}, static_cast<double>(c.webhook_sent));
+  e.counter("netbox_webhook_events_total", kHook, {{"result", "failed"}}, static_cast<double>(c.webhook_failed));
+  e.counter("netbox_webhook_events_total", kHook, {{"result", "dropped"}}, static_cast<double>(c.webhook_dropped));
+}
+
 }  // namespace
 
 std::string render_metrics(const proxy::CountersSnapshot& c, const audit::WriterStats& a) {
@@ -51,6 +72,7 @@ std::string render_metrics(const proxy::CountersSnapshot& c, const audit::Writer
     e.counter("netbox_requests_total", kRequests, {{"agent", r.agent}, {"decision", r.decision}, {"kind", r.kind}},
               static_cast<double>(r.count));
   add_agent_events(e, c.agent_events);
+  add_guardian(e, c);
   e.gauge("netbox_active_connections", "Agent connections open now.", {}, static_cast<double>(c.active_connections));
   e.gauge("netbox_active_tunnels", "CONNECT tunnels relaying now.", {}, static_cast<double>(c.active_tunnels));
   e.counter("netbox_bytes_total", "Bytes relayed, by direction (up: agent to upstream).", {{"direction", "up"}},

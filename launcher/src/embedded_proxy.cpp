@@ -85,6 +85,7 @@ class EmbeddedProxy final : public ProxyLink {
       attachment.dns_pool = agent.dns_pool;
       attachment.dns_pool6 = agent.dns_pool6;
       attachment.credentials = agent.credentials;
+      attachment.enforcer = agent.enforcer;
       attached_ = server_->attach_agent(attachment);
     } catch (const LaunchError&) {
       throw;

@@ -9,6 +9,7 @@
 #include "netbox/launcher/confined_child.hpp"
 #include "netbox/launcher/environment.hpp"
 #include "netbox/launcher/filesystem_view.hpp"
+#include "netbox/launcher/guardian_enforcer.hpp"
 #include "netbox/launcher/hidden_paths.hpp"
 #include "netbox/launcher/launch_report.hpp"
 #include "netbox/launcher/credential_secrets.hpp"
@@ -413,7 +414,7 @@ int launch(const LaunchOptions& flags) {
 
   AgentIdentity identity{name, profile, std::string(), std::string(kLinkProxyAddress), child.pid(),
                          command_line(o.command), policy ? policy->digest : std::string(), render_report_json(report),
-                         std::nullopt, {}, {}, std::nullopt, {}, std::nullopt};
+                         std::nullopt, {}, {}, std::nullopt, {}, std::nullopt, {}};
   identity.sockets = sockets.sockets();
   // The embedded proxy has this agent only; a running one gets pools of its own per agent
   // (numbered by the lease, so launches at once propose different ones).
@@ -421,6 +422,7 @@ int launch(const LaunchOptions& flags) {
   if (dns_view)
     identity.dns_pool6 = o.proxy_control ? policy::Cidr::parse(ipv6_link_for(lease).synthetic_pool) : kSyntheticPool6;
   identity.credentials = std::move(credentials.secrets);
+  identity.enforcer = guardian_enforcer(cgroup, child.pid());
   link->attach(identity);
   const ProxyPorts ports = sockets.ports();
   sockets = AgentLink();  // the proxy holds its own copies; nothing else keeps the namespace

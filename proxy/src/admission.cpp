@@ -9,6 +9,8 @@ void Admission::bind(const policy::Policy& policy, const policy::Profile& profil
   profile_ = &profile;
   agent_ = who.agent;
   tripwire_ = who.tripwire;
+  guard_ = guardians_.of(agent_);
+  guard_->configure(profile);
 }
 
 std::optional<AdmissionResult> Admission::begin(const policy::Host& host, std::uint16_t port) {
@@ -52,6 +54,7 @@ AdmissionResult Admission::decide(std::span<const boost::asio::ip::address> addr
     return refused({403, outcome_of(d.decision.verdict), {}, std::move(d.decision.rule), std::move(d.decision.reason), {}},
                    shown);
 
+  if (auto no = guard_->admit(host_.name, port_, std::chrono::steady_clock::now())) return refused(std::move(*no), shown);
   auto cap = caps_.acquire(agent_, host_.name, canonical_address(d.allowed.front()).to_string(), policy_->base.limits,
                            profile_->limits);
   switch (cap.kind) {
@@ -70,6 +73,7 @@ AdmissionResult Admission::decide(std::span<const boost::asio::ip::address> addr
   a.endpoints.reserve(d.allowed.size());
   for (const auto& addr : d.allowed) a.endpoints.emplace_back(addr, port_);
   a.cap = std::move(cap.token);
+  a.meter = guard_->meter(host_.name, port_);
   return a;
 }
 

@@ -7,17 +7,21 @@
 //      resolved() takes its answer;
 //   3. the destination (policy::decide_destination): every address against the policy
 //      and against netbox's own endpoints, which no policy can allow;
-//   4. the caps (Caps::acquire) on the first address let through.
+//   4. the agent's budgets and rates (AgentGuard::admit): a spent budget, a rate out of
+//      tokens;
+//   5. the caps (Caps::acquire) on the first address let through.
 // The result is a value: Admitted (where to dial, under which decision, holding the cap
 // slot) or Refused (the answer to give and why). Opening the audit row is the Exchange's.
 #include "netbox/policy/decide.hpp"
 #include "netbox/policy/host.hpp"
 #include "netbox/policy/policy.hpp"
 
+#include "agent_guard.hpp"
 #include "agent_registry.hpp"
 #include "caps.hpp"
 #include "counters.hpp"
 #include "denial.hpp"
+#include "guardians.hpp"
 #include "outcome.hpp"
 #include "own_endpoints.hpp"
 #include "resolver.hpp"
@@ -36,6 +40,7 @@ struct Admitted {
   policy::Decision decision;         // the rule and reason the row keeps
   std::vector<boost::asio::ip::tcp::endpoint> endpoints;  // where to dial, in resolution order
   CapToken cap;                      // this exchange's place under the caps
+  ByteMeter meter;                   // the budgets its relays charge (AgentGuard::meter)
 };
 
 struct Refused {
@@ -52,7 +57,8 @@ using AdmissionResult = std::variant<Admitted, Refused>;
 
 class Admission {
  public:
-  Admission(const OwnEndpoints& own, Caps& caps, Counters& counters) : own_(own), caps_(caps), counters_(counters) {}
+  Admission(const OwnEndpoints& own, Caps& caps, Counters& counters, Guardians& guardians)
+      : own_(own), caps_(caps), counters_(counters), guardians_(guardians) {}
 
   // What stays fixed for one agent connection: the policy it started under, its profile
   // (a reload applies to new connections), the agent's name (the per-agent cap) and its
@@ -71,6 +77,8 @@ class Admission {
   const OwnEndpoints& own_;
   Caps& caps_;
   Counters& counters_;
+  Guardians& guardians_;
+  std::shared_ptr<AgentGuard> guard_;  // the agent's, for this launch
   const policy::Policy* policy_ = nullptr;
   const policy::Profile* profile_ = nullptr;
   std::string agent_;

@@ -326,6 +326,7 @@ void ProxyRuntime::detach_agent(const AttachedAgent& agent, const AgentEnd& end)
     unlink_listeners(core.agents, agent);
     core.agents.remove(agent.addr);
     if (agent.addr6) core.agents.remove(*agent.addr6);
+    core.guardians.forget(agent.name);  // its next launch starts with full budgets
     if (agent.listener_added) core.remove_listener(*agent.listener);
     if (agent.socks_listener_added) core.remove_listener(*agent.socks_listener);
     if (agent.row_opened || end.exit_status) {

@@ -43,6 +43,11 @@ void Counters::count_agent_event(std::string_view kind) {
   ++it->second;
 }
 
+void Counters::count_guardian_action(std::string_view action, std::string_view trigger) {
+  std::lock_guard lock(mu_);
+  ++guardian_actions_[{std::string(action), std::string(trigger)}];
+}
+
 CountersSnapshot Counters::snapshot() const {
   CountersSnapshot s;
   {
@@ -50,6 +55,7 @@ CountersSnapshot Counters::snapshot() const {
     for (const auto& [key, n] : requests_)
       s.requests.push_back({std::get<0>(key), std::get<1>(key), std::get<2>(key), n});
     for (const auto& [kind, n] : agent_events_) s.agent_events.push_back({kind, n});
+    for (const auto& [key, n] : guardian_actions_) s.guardian_actions.push_back({key.first, key.second, n});
   }
   s.active_connections = active_connections.load();
   s.active_tunnels = active_tunnels.load();
@@ -68,6 +74,10 @@ CountersSnapshot Counters::snapshot() const {
   s.foreign_sources_refused = foreign_sources_refused.load();
   for (std::size_t i = 0; i < tls_agent_.size(); ++i) s.tls_agent[i] = tls_agent_[i].load();
   for (std::size_t i = 0; i < tls_upstream_.size(); ++i) s.tls_upstream[i] = tls_upstream_[i].load();
+  s.guardian_actions_failed = guardian_actions_failed.load();
+  s.webhook_sent = webhook_sent.load();
+  s.webhook_failed = webhook_failed.load();
+  s.webhook_dropped = webhook_dropped.load();
   return s;
 }
 

@@ -36,6 +36,9 @@ class Counters {
   // An event an agent caused (exfiltration_attempt, ...): `kind` is one of netbox's own
   // event names, never the agent's text, so the label set stays bounded.
   void count_agent_event(std::string_view kind);
+  // A guardian rule acted (netbox_guardian_actions_total): `action` and `trigger` (the
+  // trigger's event name) are netbox's own words, so the label set stays bounded.
+  void count_guardian_action(std::string_view action, std::string_view trigger);
 
   std::atomic<std::uint64_t> active_connections{0};
   std::atomic<std::uint64_t> active_tunnels{0};
@@ -56,6 +59,10 @@ class Counters {
   enum class UpstreamTls { ok, certificate_refused, timeout, failed };
   void count_tls(AgentTls r) { ++tls_agent_[static_cast<int>(r)]; }
   void count_tls(UpstreamTls r) { ++tls_upstream_[static_cast<int>(r)]; }
+  std::atomic<std::uint64_t> guardian_actions_failed{0};
+  std::atomic<std::uint64_t> webhook_sent{0};
+  std::atomic<std::uint64_t> webhook_failed{0};   // attempts that failed (each retried)
+  std::atomic<std::uint64_t> webhook_dropped{0};  // events dropped: the queue was full
   LatencyHistogram dns_latency;
   LatencyHistogram connect_latency;
 
@@ -70,6 +77,7 @@ class Counters {
   std::map<std::string, std::uint64_t, std::less<>> agent_events_;
   std::array<std::atomic<std::uint64_t>, 2> tls_agent_{};
   std::array<std::atomic<std::uint64_t>, 4> tls_upstream_{};
+  std::map<std::pair<std::string, std::string>, std::uint64_t> guardian_actions_;
 };
 
 }  // namespace netbox::proxy

@@ -42,8 +42,10 @@ void log_request(ProxyRuntime& impl, const audit::AuditRecord& r, Outcome outcom
 Exchange::Exchange(Exchange&& o) noexcept
     : bytes_up(o.bytes_up),
       bytes_down(o.bytes_down),
+      meter(std::move(o.meter)),
       client_slot(std::move(o.client_slot)),
       impl_(o.impl_),
+      guard_(std::move(o.guard_)),
       agent_(std::move(o.agent_)),
       client_addr_(std::move(o.client_addr_)),
       metric_label_(std::move(o.metric_label_)),
@@ -64,6 +66,7 @@ void Exchange::connection(std::string agent, std::string client_addr, std::strin
   agent_ = std::move(agent);
   client_addr_ = std::move(client_addr);
   metric_label_ = std::move(metric_label);
+  guard_ = impl_->guardians.of(agent_);
 }
 
 void Exchange::begin() {
@@ -76,6 +79,7 @@ void Exchange::begin() {
   row_ = audit::kNoRow;
   open_ = finished_ = counted_ = overruled_ = noted_ = false;
   bytes_up = bytes_down = 0;
+  meter = ByteMeter();
 }
 
 void Exchange::note_body(std::string_view calls) {
@@ -101,6 +105,7 @@ bool Exchange::admitted(Admitted& a) {
   record_.reason = std::move(a.decision.reason);
   record_.resolved_addr = a.endpoints.front().address().to_string();
   cap_ = std::move(a.cap);
+  meter = std::move(a.meter);
   record_.ts = audit::Clock::now();
   record_.decision = to_string(outcome_);
   started_ = std::chrono::steady_clock::now();
@@ -137,6 +142,15 @@ void Exchange::refuse(const Refusal& r, std::string error) {
     rec.error += rec.error.empty() ? "audit store refused the row" : "; audit store refused the row";
   impl_->export_row(rec);
   log_request(*impl_, rec, r.outcome);
+  note_refusal(r.outcome, rec.rule);
+}
+
+// A refusal by the policy is what guardian triggers count (budgets and rates are counted
+// where they refuse, AgentGuard::admit).
+void Exchange::note_refusal(Outcome outcome, const std::string& rule) {
+  if (!guard_ || outcome != Outcome::deny) return;
+  guard_->note(policy::GuardianEvent::denied, rule);
+  if (rule.starts_with("internal")) guard_->note(policy::GuardianEvent::internal_probe, rule);
 }
 
 void Exchange::settle() {
@@ -154,6 +168,7 @@ void Exchange::end() {
 void Exchange::finish(std::optional<int> status, std::string error, bool failed) {
   if (!open_ || finished_) return;
   finished_ = true;
+  if (const auto& cut = meter.cut()) overrule(Outcome::budget, cut->rule, cut->reason);
   if (failed && !overruled_) outcome_ = Outcome::error;  // an overruled row keeps its verdict
   cap_.release();
   const auto ms =

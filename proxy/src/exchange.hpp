@@ -87,10 +87,16 @@ class Exchange {
   audit::RowHandle row() const { return row_; }
   std::uint64_t bytes_up = 0;
   std::uint64_t bytes_down = 0;
+  // What its relays charge to the agent's budgets (from admission). Once it has cut a
+  // relay, the row is completed as `budget`, naming the budget.
+  ByteMeter meter;
   ClientSlot client_slot;  // a tunnel's: the agent connection it took over from its session
 
  private:
+  void note_refusal(Outcome outcome, const std::string& rule);
+
   ProxyRuntime* impl_;
+  std::shared_ptr<AgentGuard> guard_;  // the agent's: its refusals are guardian events
   std::string agent_;
   std::string client_addr_;
   std::string metric_label_;

@@ -83,6 +83,7 @@ void HttpSession<Stream>::send_upstream() {
     if (!body.chunked) framing.length = parser_->content_length().value_or(0);
   }
   body.expect_continue = std::exchange(rq_.expect_continue, false);
+  body.meter = &exchange_.meter;
   if (link_.who.tripwire) {
     body.tripwire = link_.who.tripwire.get();
     body.host = &rq_.host.name;
@@ -188,7 +189,7 @@ template <class Stream>
 void HttpSession<Stream>::relay_response() {
   relay_.start(*upstream_,
                {rq_.req.method(), rq_.req.version(), rq_.keep_alive, rq_.reused_upstream, may_resend(),
-                rq_.redaction ? &*rq_.redaction : nullptr, rq_.upgrade},
+                rq_.redaction ? &*rq_.redaction : nullptr, rq_.upgrade, &exchange_.meter},
                link_.profile->limits.idle_timeout, exchange_.bytes_down, this->shared_from_this());
 }
 

@@ -16,6 +16,7 @@ enum class Outcome {
   deny,    // refused by the policy or because the destination is netbox
   cap,     // refused by a connection limit
   error,   // malformed request, DNS or upstream failure, audit store refusing
+  budget,  // a byte budget is spent: refused (403), or the relay cut at the budget
 };
 
 constexpr std::string_view to_string(Outcome o) { return audit::kDecisions[static_cast<std::size_t>(o)]; }
@@ -31,7 +32,7 @@ constexpr Outcome outcome_of(policy::Verdict v) {
 
 static_assert(to_string(Outcome::allow) == "allow" && to_string(Outcome::report) == "report" &&
                   to_string(Outcome::deny) == "deny" && to_string(Outcome::cap) == "cap" &&
-                  to_string(Outcome::error) == "error",
+                  to_string(Outcome::error) == "error" && to_string(Outcome::budget) == "budget",
               "Outcome's order is audit::kDecisions'");
 
 }  // namespace netbox::proxy

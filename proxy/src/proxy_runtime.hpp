@@ -12,6 +12,7 @@
 #include "endpoint_registry.hpp"
 #include "interface_watch.hpp"
 #include "fd_limit.hpp"
+#include "guardians.hpp"
 #include "log.hpp"
 #include "own_endpoints.hpp"
 #include "policy_follower.hpp"
@@ -140,6 +141,7 @@ struct ProxyRuntime {
   std::unique_ptr<Inspector> inspector;  // with --ca-dir: TLS inspection
   Caps caps;
   AgentRegistry agents;
+  Guardians guardians{this};  // each agent's budgets, rates and guardian rules (issue 25)
   Snapshot<policy::Policy> policy;
   std::mutex reload_mu;
   std::optional<FileStamp> loaded_stamp;  // of the policy file last read (under reload_mu)

@@ -33,6 +33,7 @@ void RequestRelay<Client, Upstream>::start(Upstream& upstream, StreamingRequestP
   keep_ = std::move(keep);
   held_ = 0;
   started_ = false;
+  cut_ = false;
   head_pending_ = true;
   whole_.clear();
   began_ = std::chrono::steady_clock::now();
@@ -113,7 +114,7 @@ void RequestRelay<Client, Upstream>::piece(beast::error_code ec) {
   const std::size_t n = got - (last ? 0 : tail_.of(window));
   held_ = got - n;
   if (n == 0 && !last) return read_piece();
-  send(n, last, pieces_.get());
+  metered_send(n, last, pieces_.get());
 }
 
 // Each piece joins the body held whole; a body past the window is refused as soon as it
@@ -130,7 +131,7 @@ void RequestRelay<Client, Upstream>::hold(std::size_t got, bool last) {
   if (gate_refuses()) return;
   // Report mode lets a body past the window go: what is held goes, the rest streams.
   if (!last) body_.gate = nullptr;
-  send(whole_.size(), last, whole_.data());
+  metered_send(whole_.size(), last, whole_.data());
 }
 
 // The gate's answer on what is held (the whole body, or more than the window of it).
@@ -139,6 +140,30 @@ bool RequestRelay<Client, Upstream>::gate_refuses() {
   if (!body_.gate || !body_.gate->check(whole_).refused()) return false;
   finish({RequestBodyResult::Kind::body_refused, {}, {}});
   return true;
+}
+
+// One write, charged to the agent's budgets first: past one, what it still allows goes and
+// the request ends there (the rest is never sent).
+template <class Client, class Upstream>
+void RequestRelay<Client, Upstream>::metered_send(std::size_t n, bool last, const char* data) {
+  if (body_.meter && n > 0) {
+    const auto ok = static_cast<std::size_t>(body_.meter->up(n));
+    if (ok < n) {
+      cut_ = true;
+      if (ok == 0) return budget_spent();
+      held_ = 0;
+      return send(ok, false, data);
+    }
+  }
+  send(n, last, data);
+}
+
+// A budget is spent: the upstream has part of the body and is dropped; the agent is
+// answered 403 naming the budget (the session's, as for a tripped body).
+template <class Client, class Upstream>
+void RequestRelay<Client, Upstream>::budget_spent() {
+  const auto& cut = *body_.meter->cut();
+  finish({RequestBodyResult::Kind::tripped, {}, Refusal{403, Outcome::budget, {}, cut.rule, cut.reason, {}}});
 }
 
 // One write to the upstream: the head if it has not gone yet, `n` body bytes (a chunk of
@@ -161,6 +186,7 @@ template <class Client, class Upstream>
 void RequestRelay<Client, Upstream>::on_written(beast::error_code ec) {
   if (ec) return finish({RequestBodyResult::Kind::upstream_failed, ec, {}});
   *bytes_up_ += sending_;
+  if (cut_) return budget_spent();
   // The held tail moves to the front, where the next piece joins it.
   if (held_ > 0) std::memmove(pieces_.get(), pieces_.get() + sending_, held_);
   if (!last_) return read_piece();

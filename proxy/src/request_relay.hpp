@@ -15,6 +15,7 @@
 // the head, until the gate has allowed the whole body; one byte past the window, and the
 // request is refused.
 #include "body_gate.hpp"
+#include "agent_guard.hpp"
 #include "body_piece.hpp"
 #include "credentials.hpp"
 #include "request_head.hpp"
@@ -36,7 +37,8 @@ struct RequestBodyResult {
     sent,             // head and body are with the upstream
     agent_failed,     // reading the agent's body failed (`ec`): the upstream has part of a request
     upstream_failed,  // writing to the upstream failed (`ec`)
-    tripped,          // the tripwire refused the body (`refusal`); nothing of it went
+    tripped,          // the tripwire refused the body (`refusal`); nothing of it went. Or a
+                      // budget is spent: what it allowed went, the rest never will
     body_refused,     // the body gate refused it (its result()); nothing of the request went
   } kind = Kind::sent;
   boost::beast::error_code ec;
@@ -52,6 +54,7 @@ struct RequestBody {
   const std::string* host = nullptr;
   std::uint16_t port = 0;
   BodyGate* gate = nullptr;  // the body is held whole and checked before anything goes
+  ByteMeter* meter = nullptr;  // the agent's budgets: a body past one is cut there
 };
 
 template <class Client, class Upstream>
@@ -84,7 +87,9 @@ class RequestRelay {
   void hold(std::size_t got, bool last);  // a gated body: gather, then check the whole
   bool gate_refuses();
   void send(std::size_t n, bool last, const char* data);
+  void metered_send(std::size_t n, bool last, const char* data);
   void on_written(boost::beast::error_code ec);
+  void budget_spent();
   void finish(RequestBodyResult r);
   std::chrono::steady_clock::time_point rate_deadline() const;  // when the body falls below kMinBodyRate
 
@@ -109,6 +114,7 @@ class RequestRelay {
   bool head_pending_ = false;
   bool last_ = false;
   bool started_ = false;
+  bool cut_ = false;  // a budget allowed only part of this piece: the relay ends after it
 };
 
 }  // namespace netbox::proxy

@@ -32,6 +32,7 @@ void ResponseRelay<Client, Upstream>::start(Upstream& upstream, const RelayedReq
   result_ = RelayResult{};
   result_.keep_alive = req.keep_alive;
   header_held_ = false;
+  cut_ = false;
   buffer_.clear();
   window_.clear();
   read_header();
@@ -201,9 +202,7 @@ void ResponseRelay<Client, Upstream>::piece_read(beast::error_code ec) {
   // must not be written, where it would read as the last chunk.
   if (got == 0 && !parser_->is_done()) return read_piece();
   if (req_.redaction) return redact_piece(got);
-  *bytes_down_ += got;
-  result_.bytes += got;
-  send_piece(pieces_.get(), got);
+  send_allowed(pieces_.get(), got);
 }
 
 // The held tail and the new piece are searched as one window; what the next piece could
@@ -222,9 +221,24 @@ void ResponseRelay<Client, Upstream>::redact_piece(std::size_t got) {
   }
   const std::size_t n = window_.size() - (last ? 0 : req_.redaction->tail().of(window_));
   if (n == 0 && !last) return read_piece();
+  send_allowed(window_.data(), n);
+}
+
+// What the budgets allow of `n` body bytes goes; past a budget the answer is cut there
+// (Exchange::finish completes the row as `budget`).
+template <class Client, class Upstream>
+void ResponseRelay<Client, Upstream>::send_allowed(const char* data, std::size_t n) {
+  if (req_.meter && n > 0) {
+    const auto ok = static_cast<std::size_t>(req_.meter->down(n));
+    if (ok < n) {
+      cut_ = true;
+      n = ok;
+      if (n == 0) return finish(req_.meter->cut()->reason);
+    }
+  }
   *bytes_down_ += n;
   result_.bytes += n;
-  send_piece(window_.data(), n);
+  send_piece(data, n);
 }
 
 // One write to the agent: the head if it has not gone yet, `got` body bytes, and the
@@ -234,7 +248,7 @@ void ResponseRelay<Client, Upstream>::send_piece(const char* data, std::size_t g
   header_held_ = false;
   sent_ = got;
   result_.started = true;
-  last_piece_ = parser_->is_done();
+  last_piece_ = parser_->is_done() && !cut_;  // a cut answer is never framed as complete
   if (!head_pending_) out_.clear();
   head_pending_ = false;
   const auto tail = frame_piece(out_, chunked_, got, last_piece_);
@@ -248,6 +262,7 @@ template <class Client, class Upstream>
 void ResponseRelay<Client, Upstream>::on_piece_written(beast::error_code ec) {
   if (ec) return finish("writing the response to the agent failed: " + ec.message());
   if (req_.redaction) window_.erase(0, sent_);
+  if (cut_) return finish(req_.meter->cut()->reason);
   if (!last_piece_) return read_piece();
   finish({});
 }

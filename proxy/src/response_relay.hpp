@@ -9,6 +9,7 @@
 // An answer to a request a credential went into (AnswerRedaction) has its head checked
 // before it goes and its body searched window by window, the held tail of one piece with
 // the next; it goes out chunked, since a replaced secret changes its length.
+#include "agent_guard.hpp"
 #include "body_piece.hpp"
 #include "counters.hpp"
 #include "credentials.hpp"
@@ -56,6 +57,7 @@ struct RelayedRequest {
   bool may_resend = false;  // sending it again cannot do twice what the agent asked once
   const AnswerRedaction* redaction = nullptr;  // a credential went into the request
   bool upgrade = false;     // it asked for a WebSocket: a 101 may answer it
+  ByteMeter* meter = nullptr;  // the agent's budgets: a body past one is cut there
 };
 
 template <class Client, class Upstream>
@@ -81,7 +83,8 @@ class ResponseRelay {
   void read_piece();
   void piece_read(boost::beast::error_code ec);
   void send_piece(const char* data, std::size_t got);
-  void redact_piece(std::size_t got);  // the window through AnswerRedaction, then on
+  void redact_piece(std::size_t got);
+  void send_allowed(const char* data, std::size_t n);  // the window through AnswerRedaction, then on
   void on_piece_written(boost::beast::error_code ec);
   void fail(unsigned answer, std::string error);  // before anything went to the agent
   void finish(std::string error);
@@ -107,6 +110,7 @@ class ResponseRelay {
   bool head_pending_ = false;  // the response head is in out_ and has not been written
   bool chunked_ = false;       // the agent's response is re-chunked
   bool last_piece_ = false;    // the piece being written ends the response
+  bool cut_ = false;           // a budget allowed only part of the piece: the answer ends after it
   bool header_held_ = false;   // the response header waits for the first body piece
   bool upstream_keep_alive_ = false;
 };

@@ -146,6 +146,8 @@ void ProxyRuntime::event(std::string kind, std::string message, std::string deta
 void ProxyRuntime::agent_event(std::string kind, const std::string& agent, std::string particulars,
                                std::string message, std::string detail, LogFields fields) {
   counters.count_agent_event(kind);
+  if (kind == "exfiltration_attempt")  // a guardian trigger (issue 25)
+    if (auto guard = guardians.find(agent)) guard->note(policy::GuardianEvent::exfiltration_attempt, particulars);
   const auto held_back = agent_log_limit.admit(agent, kind + '\0' + particulars, std::chrono::steady_clock::now());
   if (held_back) {
     std::vector<LogField> line(fields.begin(), fields.end());
@@ -466,7 +468,11 @@ void Server::register_agent(const asio::ip::address& addr, std::string agent, st
   impl_->register_agent(addr, std::move(agent), std::move(profile));
 }
 
-AttachedAgent Server::attach_agent(const AgentAttachment& attachment) { return impl_->attach_agent(attachment); }
+AttachedAgent Server::attach_agent(const AgentAttachment& attachment) {
+  auto attached = impl_->attach_agent(attachment);
+  impl_->guardians.set_enforcer(attached.name, attachment.enforcer);  // the launcher's hand (embedded)
+  return attached;
+}
 void Server::detach_agent(const AttachedAgent& agent, const AgentEnd& end) noexcept { impl_->detach_agent(agent, end); }
 
 void Server::unregister_agent(const asio::ip::address& addr) { impl_->agents.remove(addr); }

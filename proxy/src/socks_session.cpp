@@ -29,7 +29,7 @@ SocksSession::SocksSession(ProxyRuntime& impl, Worker& worker, tcp::socket socke
       slot_(std::move(slot)),
       stream_(std::move(socket)),
       timer_(stream_.get_executor()),
-      admission_(impl.own, impl.caps, impl.counters),
+      admission_(impl.own, impl.caps, impl.counters, impl.guardians),
       exchange_(impl) {
   impl_.counters.active_connections.fetch_add(1);
 }

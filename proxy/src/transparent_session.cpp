@@ -41,7 +41,7 @@ TransparentSession::TransparentSession(ProxyRuntime& rt, Worker& w, tcp::socket 
       client_(std::move(s)),
       timer_(client_.get_executor()),
       slot_(std::move(slot)),
-      admission_(rt.own, rt.caps, rt.counters),
+      admission_(rt.own, rt.caps, rt.counters, rt.guardians),
       exchange_(rt) {
   rt_.counters.active_connections.fetch_add(1);
 }

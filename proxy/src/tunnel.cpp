@@ -69,6 +69,7 @@ void Tunnel::on_established(boost::system::error_code ec) {
   // path with MSG_DONTWAIT / SPLICE_F_NONBLOCK on descriptors Asio already made
   // non-blocking; the buffer path sets Asio's own flag when it first reads (buffer_step).
   arm_idle();
+  if (!early_.empty()) early_.resize(allowed(up_, early_.size()));
   if (!early_.empty()) {
     up_.bytes += early_.size();
     asio::async_write(upstream_, asio::buffer(early_), [self = shared_from_this()](boost::system::error_code e,
@@ -115,7 +116,22 @@ void Tunnel::buffer_step(Half& h) {
   pass_on(h, ec, n);
 }
 
+std::size_t Tunnel::allowed(Half& h, std::size_t n) {
+  auto& meter = exchange_.meter;
+  const auto ok = static_cast<std::size_t>(&h == &up_ ? meter.up(n) : meter.down(n));
+  if (ok < n) h.cut = true;
+  return ok;
+}
+
+// A budget is spent: the tunnel ends (both sockets closed, the other half's wait ends
+// with them), and its row says which budget (Exchange::finish, from the meter).
+void Tunnel::cut(Half& h) {
+  abort(exchange_.meter.cut()->reason);
+  half_done(h, asio::error::operation_aborted);
+}
+
 void Tunnel::pass_on(Half& h, boost::system::error_code ec, std::size_t n) {
+  if (n > 0) n = allowed(h, n);
   if (n > 0) {
     last_activity_ = std::chrono::steady_clock::now();
     h.bytes += n;
@@ -125,6 +141,7 @@ void Tunnel::pass_on(Half& h, boost::system::error_code ec, std::size_t n) {
                       });
     return;
   }
+  if (h.cut) return cut(h);
   half_done(h, ec);
 }
 
@@ -164,6 +181,7 @@ void Tunnel::splice_step(Half& h) {
       }
       return half_done(h, boost::system::error_code(n < 0 ? errno : EPIPE, boost::system::system_category()));
     }
+    if (h.cut) return cut(h);
     if (h.eof) return half_done(h, asio::error::eof);
     if (h.pipe_r < 0 && !h.bulk) {
       // A burst starts through a small buffer: most tunnels carry a request and its answer,
@@ -191,8 +209,10 @@ void Tunnel::splice_step(Half& h) {
     const auto n = ::splice(h.from->native_handle(), nullptr, h.pipe_w, nullptr, 1 << 20,
                             SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
     if (n > 0) {
-      h.in_pipe += static_cast<std::size_t>(n);
-      h.bytes += static_cast<std::uint64_t>(n);
+      // What the budgets refuse stays in the pipe, which is closed with the tunnel.
+      const auto ok = allowed(h, static_cast<std::size_t>(n));
+      h.in_pipe += ok;
+      h.bytes += ok;
       last_activity_ = std::chrono::steady_clock::now();
       continue;
     }
@@ -224,12 +244,16 @@ Tunnel::Burst Tunnel::burst_step(Half& h) {
     else half_done(h, boost::system::error_code(errno, boost::system::system_category()));
     return Burst::waiting;
   }
-  const auto got = static_cast<std::size_t>(n);
+  const auto got = allowed(h, static_cast<std::size_t>(n));
+  if (got == 0) {
+    cut(h);
+    return Burst::waiting;
+  }
   h.bytes += got;
   last_activity_ = std::chrono::steady_clock::now();
   if (got == kBurstSize) h.bulk = true;  // more is likely waiting: it goes through a pipe
   const auto sent = ::send(h.to->native_handle(), scratch, got, MSG_DONTWAIT | MSG_NOSIGNAL);
-  if (sent == n) return Burst::moved;
+  if (sent >= 0 && static_cast<std::size_t>(sent) == got) return Burst::moved;
   if (sent < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
     half_done(h, boost::system::error_code(errno, boost::system::system_category()));
     return Burst::waiting;
@@ -249,6 +273,7 @@ Tunnel::Burst Tunnel::burst_step(Half& h) {
 
 void Tunnel::on_written(Half& h, boost::system::error_code ec) {
   if (ec) return half_done(h, ec);
+  if (h.cut) return cut(h);
   last_activity_ = std::chrono::steady_clock::now();
   relay(h);
 }

@@ -60,6 +60,7 @@ class Tunnel : public std::enable_shared_from_this<Tunnel> {
     std::size_t in_pipe = 0;
     bool eof = false;
     bool bulk = false;  // this burst filled the small buffer: it goes on through a pipe
+    bool cut = false;   // a budget is spent: once what it allowed has gone, the tunnel ends
   };
   enum class Burst { moved, waiting };  // waiting: a wait or write is under way, or the half is done
   void on_established(boost::system::error_code ec);
@@ -73,6 +74,9 @@ class Tunnel : public std::enable_shared_from_this<Tunnel> {
   void pass_on(Half& h, boost::system::error_code ec, std::size_t n);  // after a read: write what came, or end the half
   void on_written(Half& h, boost::system::error_code ec);
   void half_done(Half& h, const boost::system::error_code& ec);
+  // `n` bytes read for `h`: how many of them its budgets let go (the rest never leaves).
+  std::size_t allowed(Half& h, std::size_t n);
+  void cut(Half& h);
   void arm_idle();
   void abort(std::string why);
   void finish();

@@ -264,11 +264,12 @@ TEST(AuditDecisionFilter, NamesTheValueAndTheChoices) {
   EXPECT_EQ(parse_decision("report"), "report");
   EXPECT_EQ(parse_decision("cap"), "cap");
   EXPECT_EQ(parse_decision("error"), "error");
+  EXPECT_EQ(parse_decision("budget"), "budget");
   try {
     parse_decision("maybe");
     FAIL();
   } catch (const std::invalid_argument& e) {
-    EXPECT_EQ(std::string(e.what()), "'maybe' is not one of allow, report, deny, cap, error");
+    EXPECT_EQ(std::string(e.what()), "'maybe' is not one of allow, report, deny, cap, error, budget");
   }
   EXPECT_THROW(parse_decision("DENY"), std::invalid_argument);
   EXPECT_THROW(parse_decision(""), std::invalid_argument);

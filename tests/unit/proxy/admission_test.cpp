@@ -30,7 +30,8 @@ class AdmissionTest : public ::testing::Test {
   OwnEndpoints own_;
   Caps caps_;
   Counters counters_;
-  Admission admission_{own_, caps_, counters_};
+  Guardians guardians_{nullptr};
+  Admission admission_{own_, caps_, counters_, guardians_};
 };
 
 TEST_F(AdmissionTest, APinnedNameIsAdmittedAtItsPinsInOrderHoldingACapSlot) {

@@ -7,12 +7,13 @@
 
 namespace netbox::audit {
 
-inline constexpr std::array<std::string_view, 5> kDecisions{
+inline constexpr std::array<std::string_view, 6> kDecisions{
     "allow",   // forwarded (or tunnelled) and completed
     "report",  // report mode let it through; the policy would have refused it
     "deny",    // refused by the policy (or because the destination is netbox itself)
     "cap",     // refused because a connection limit was reached (429)
     "error",   // not completed by netbox: a malformed request, a DNS or upstream failure
+    "budget",  // refused or cut because a byte budget of the launch is spent (403)
 };
 
 inline constexpr bool is_decision(std::string_view s) {

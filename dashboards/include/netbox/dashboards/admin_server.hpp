@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace netbox::dashboards {
@@ -32,6 +33,8 @@ struct AdminOptions {
   std::function<std::string()> metrics;     // Prometheus text for /metrics
   std::function<LiveStats()> live;          // for /api/summary
   std::function<bool()> ready;              // /readyz: 200 when true (audit store healthy, listening)
+  // /api/agents/{name}: the guardian's JSON for that agent; nullopt: 404.
+  std::function<std::optional<std::string>(const std::string&)> agent;
 };
 
 class AdminServer {

@@ -42,6 +42,8 @@ struct AgentIdentity {
   // The agent reaches the proxy through these sockets in its namespace (agent_link.hpp),
   // and has no address; the launcher keeps and closes them (the proxy keeps duplicates).
   std::optional<proxy::AgentSockets> sockets;
+  // The guardian's hand on the agent's cgroup (freeze, kill); only the embedded proxy takes it.
+  proxy::GuardianEnforcer enforcer;
 };
 
 // The synthetic addresses the DNS view hands out: the benchmarking range (RFC 2544),

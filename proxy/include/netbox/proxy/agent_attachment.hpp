@@ -8,11 +8,20 @@
 #include <boost/asio/ip/tcp.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace netbox::proxy {
+
+// The launcher's hand on its agent for the guardian's actions (issue 25): `freeze` or
+// `kill` (thaw first; SIGTERM, a grace, then SIGKILL to the whole cgroup). Answers what it
+// did, or throws saying why it could not: the guardian then reports the failure loudly.
+// `why` names the rule and its trigger. Called on the guardian's own thread, never an io
+// thread; it may take seconds.
+using GuardianEnforcer = std::function<std::string(std::string_view action, const std::string& why)>;
 
 // The agents row of a launch.
 struct AgentLaunch {
@@ -70,6 +79,9 @@ struct AgentAttachment {
   std::optional<AgentSockets> sockets;
   // With sockets: the synthetic IPv6 pool of its AAAA answers (none: no AAAA records).
   std::optional<policy::Cidr> dns_pool6;
+  // How the guardian freezes or kills this agent; unset: it cannot (its actions are then
+  // recorded as not taken).
+  GuardianEnforcer enforcer;
 };
 
 // What attach_agent did, for detach_agent to undo: a value the caller keeps.

@@ -37,6 +37,12 @@ struct EventCount {
 // increase has a series before the first one happens.
 inline constexpr std::string_view kAgentEventKinds[] = {"exfiltration_attempt"};
 
+struct GuardianActionCount {
+  std::string action;   // kill, freeze, report
+  std::string trigger;  // the trigger's event: denied, budget_exhausted, ...
+  std::uint64_t count = 0;
+};
+
 struct CountersSnapshot {
   std::vector<RequestCount> requests;
   std::vector<EventCount> agent_events;  // the kinds counted so far
@@ -60,6 +66,11 @@ struct CountersSnapshot {
   // netbox's leaf certificate, and netbox's with the upstream.
   std::uint64_t tls_agent[2] = {};       // ok, failed
   std::uint64_t tls_upstream[4] = {};    // ok, certificate_refused, timeout, failed
+  std::vector<GuardianActionCount> guardian_actions;  // the guardian's rules acting (issue 25)
+  std::uint64_t guardian_actions_failed = 0;  // a freeze or kill that could not be done
+  std::uint64_t webhook_sent = 0;     // events the webhook took (2xx)
+  std::uint64_t webhook_failed = 0;   // attempts that failed (retried)
+  std::uint64_t webhook_dropped = 0;  // events dropped: its queue was full
   std::size_t audit_queue_depth = 0;     // from the audit writer
   bool audit_healthy = true;
   std::string policy_digest;      // SHA-256 of the policy in force

@@ -173,6 +173,10 @@ class Server {
   CountersSnapshot counters() const;
   // The policy new connections are decided with.
   std::shared_ptr<const policy::Policy> policy() const;
+  // /api/agents/{name}: the guardian's state of the agent in this launch, a JSON object
+  // (budgets used, violations by event, the last actions); nullopt: no such agent has made
+  // a connection in this launch.
+  std::optional<std::string> guardian_report(const std::string& agent) const;
 
  private:
   std::unique_ptr<ProxyRuntime> impl_;

@@ -1,0 +1,43 @@
+// The guardian's kill switch under `netbox launch` (issue 25): an agent that keeps asking
+// for a denied host is ended by a "denied >= 3 in 60s" -> kill rule: its processes are
+// gone before it gets past the denials, the launcher says so on stderr naming the rule,
+// and the audit store has the guardian_action row saying the kill was done.
+#include "launch_fixture.hpp"
+
+#include "support/sqlite_query.hpp"
+
+#include <gmock/gmock.h>
+
+namespace netbox::launch_test {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+TEST(LaunchGuardian, DenialsOverTheThresholdKillTheAgent) {
+  NETBOX_REQUIRE_ROOT();
+  const auto subnet = test_subnet(131);
+  HttpServer upstream;
+  test::TempDir dir;
+  auto policy = policy_json(upstream.port());
+  policy.insert(policy.rfind('}'), R"(, "guardian": {"rules": [{"on": ["denied >= 3 in 60s"], "action": "kill"}]})");
+  const auto policy_file = dir.write("policy.json", policy);
+  const auto db = dir.path() / "audit.db";
+  const std::string denied = std::string(kCurl) + " -s -o /dev/null http://denied.test:" + std::to_string(upstream.port()) + "/";
+  // Ten denials, then a long sleep and a line it must never print.
+  const auto r = launch(subnet, {"--policy", policy_file.string(), "--audit-db", db.string(), "--", kSh, "-c",
+                                 "for i in 1 2 3 4 5 6 7 8 9 10; do " + denied + "; done; sleep 50; echo survived"});
+  EXPECT_THAT(r.out, Not(HasSubstr("survived")));
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.err, HasSubstr("the guardian is killing the agent: guardian.rules[0]"));
+  const auto kinds = test::query_column(db, "SELECT kind FROM events WHERE kind LIKE 'guardian%'");
+  ASSERT_FALSE(kinds.empty());
+  EXPECT_EQ(kinds.front(), "guardian_action");
+  const auto messages = test::query_column(db, "SELECT message FROM events WHERE kind = 'guardian_action'");
+  ASSERT_FALSE(messages.empty());
+  EXPECT_THAT(messages.front(), HasSubstr("killed"));
+  expect_nothing_left(subnet);
+}
+
+}  // namespace
+}  // namespace netbox::launch_test

@@ -1,0 +1,151 @@
+// Guardian rules acting on an agent's events (issue 25), through the real proxy: denials
+// counted over a window fire a rule, which is an `events` row, a metric, a POST to the
+// policy's webhook (a loopback HTTP server here) and, for the agent's launcher, an action.
+// Without a launcher to act (this in-process proxy), a kill is recorded as not done:
+// never as done. A webhook that never answers blocks nothing: its queue is bounded and
+// what does not fit is dropped and counted.
+#include "proxy_fixture.hpp"
+
+#include "support/raw_upstream.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <sys/socket.h>
+
+#include <mutex>
+#include <thread>
+
+namespace netbox::test {
+namespace {
+
+using nlohmann::json;
+
+// A loopback webhook receiver: every POST's body, answered 200 (or never, when stalled).
+class HookServer {
+ public:
+  explicit HookServer(bool stall = false)
+      : stall_(stall), server_([this](RawUpstream& s, int fd, std::size_t) { serve(s, fd); }) {}
+  unsigned short port() const { return server_.port(); }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port()) + "/hook"; }
+  std::vector<json> bodies() {
+    std::lock_guard lock(mu_);
+    return bodies_;
+  }
+  // Waits (bounded) until `n` POSTs came.
+  std::vector<json> wait_for(std::size_t n) {
+    for (int i = 0; i < 1000 && bodies().size() < n; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    return bodies();
+  }
+
+ private:
+  void serve(RawUpstream& s, int fd) {
+    std::string pending;
+    const auto head = s.read_head(fd, pending);
+    if (head.empty()) return;
+    if (stall_) {
+      char c;
+      while (!s.stopping() && ::recv(fd, &c, 1, 0) > 0) {
+      }
+      return;
+    }
+    std::size_t length = 0;
+    if (auto at = head.find("Content-Length: "); at != std::string::npos) length = std::stoul(head.substr(at + 16));
+    char buf[4096];
+    while (pending.size() < length) {
+      const auto n = ::recv(fd, buf, sizeof buf, 0);
+      if (n <= 0) return;
+      pending.append(buf, static_cast<std::size_t>(n));
+    }
+    {
+      std::lock_guard lock(mu_);
+      bodies_.push_back(json::parse(pending.substr(0, length)));
+    }
+    send_all(fd, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+  }
+
+  bool stall_;
+  std::mutex mu_;
+  std::vector<json> bodies_;
+  RawUpstream server_;
+};
+
+class GuardianTest : public ProxyTest {
+ protected:
+  void start(const std::string& rules, const std::string& webhook) {
+    start_proxy(base_policy(R"("deny": ["denied.test"], "guardian": {"rules": )" + rules + R"(, "webhook": ")" +
+                            webhook + R"("})"));
+  }
+  int denied() { return proxy_get(port, "http://denied.test/").status; }
+  std::uint64_t actions(const std::string& action, const std::string& trigger) {
+    for (const auto& a : server->counters().guardian_actions)
+      if (a.action == action && a.trigger == trigger) return a.count;
+    return 0;
+  }
+  std::vector<EventRow> guardian_rows(const std::string& kind) {
+    std::vector<EventRow> out;
+    for (auto& e : events())
+      if (e.kind == kind) out.push_back(e);
+    return out;
+  }
+};
+
+TEST_F(GuardianTest, DenialsOverTheThresholdReportWithARowAMetricAndOneWebhookPost) {
+  HookServer hook;
+  start(R"([{"on": ["denied >= 3 in 60s"], "action": "report"}])", hook.url());
+  EXPECT_EQ(denied(), 403);
+  EXPECT_EQ(denied(), 403);
+  EXPECT_EQ(actions("report", "denied"), 0u);  // two denials: under the threshold
+  EXPECT_EQ(denied(), 403);
+  EXPECT_EQ(actions("report", "denied"), 1u);
+
+  const auto posts = hook.wait_for(1);
+  ASSERT_EQ(posts.size(), 1u);
+  EXPECT_EQ(posts[0]["agent"], "anonymous");
+  EXPECT_EQ(posts[0]["action"], "report");
+  EXPECT_EQ(posts[0]["trigger"], "denied >= 3 in 60s");
+  EXPECT_EQ(posts[0]["rule"], "guardian.rules[0]");
+  EXPECT_EQ(posts[0]["failed"], false);
+
+  const auto rows = guardian_rows("guardian_action");
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_NE(rows[0].message.find("guardian.rules[0]"), std::string::npos) << rows[0].message;
+  EXPECT_EQ(json::parse(rows[0].detail)["trigger"], "denied >= 3 in 60s");
+
+  // The agent's state, as /api/agents/{name} shows it.
+  const auto report = json::parse(server->guardian_report("anonymous").value_or("{}"));
+  EXPECT_EQ(report["violations"]["denied"], 3);
+  ASSERT_EQ(report["actions"].size(), 1u);
+  EXPECT_EQ(report["actions"][0]["action"], "report");
+  EXPECT_FALSE(server->guardian_report("nobody").has_value());
+}
+
+TEST_F(GuardianTest, AKillWithNoLauncherToActIsRecordedAsNotDone) {
+  HookServer hook;
+  start(R"([{"on": ["denied >= 2 in 60s"], "action": "kill"}])", hook.url());
+  EXPECT_EQ(denied(), 403);
+  EXPECT_EQ(denied(), 403);
+  EXPECT_EQ(actions("kill", "denied"), 1u);
+  EXPECT_EQ(server->counters().guardian_actions_failed, 1u);
+  const auto rows = guardian_rows("guardian_action_failed");
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_NE(rows[0].message.find("could not kill"), std::string::npos) << rows[0].message;
+  EXPECT_TRUE(guardian_rows("guardian_action").empty());
+  const auto posts = hook.wait_for(1);
+  ASSERT_EQ(posts.size(), 1u);
+  EXPECT_EQ(posts[0]["failed"], true);
+}
+
+TEST_F(GuardianTest, ADeadWebhookBlocksNothingAndItsDropsAreCounted) {
+  HookServer hook(/*stall=*/true);
+  start(R"([{"on": ["denied"], "action": "report"}])", hook.url());
+  // Every denial fires the rule: more events than the webhook's queue holds, while the
+  // webhook takes the first POST and never answers.
+  const std::size_t n = 1100;
+  for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(denied(), 403) << i;
+  EXPECT_EQ(proxy_get(port, upstream_url("/echo")).status, 200);  // still serving
+  EXPECT_EQ(actions("report", "denied"), n);
+  EXPECT_GT(server->counters().webhook_dropped, 0u);
+}
+
+}  // namespace
+}  // namespace netbox::test
