@@ -6,6 +6,7 @@
 // DO NOTHING, so a batch whose commit did happen although its answer was lost (the server
 // stopped at that moment) adds no row twice.
 #include "netbox/audit/query.hpp"
+#include "chain_stores.hpp"
 #include "pg_schema.hpp"
 #include "write_store.hpp"
 
@@ -60,7 +61,8 @@ class PgWriteStore final : public WriteStore {
       : address_(o.db_path.native()),
         proxy_id_(o.proxy_id),
         sync_(o.synchronous_full),
-        conn_(open_postgresql_for_writing(address_)) {
+        conn_(open_postgresql_for_writing(address_)),
+        signer_(o.signing_key.empty() ? nullptr : std::make_unique<Signer>(o.signing_key, "--audit-signing-key")) {
     set_up_session();
   }
 
@@ -74,6 +76,7 @@ class PgWriteStore final : public WriteStore {
     events_.clear();
     agents_.clear();
     days_.clear();
+    touched_.clear();
     reuse_ = 0;
   }
 
@@ -98,8 +101,13 @@ class PgWriteStore final : public WriteStore {
           "decision = COALESCE(c.decision, r.decision), rule = COALESCE(c.rule, r.rule), "
           "reason = COALESCE(c.reason, r.reason) FROM completions_in c WHERE r.id = c.id");
     }
+    std::vector<Touched> touched = touched_;
     for (const auto& e : events_) write_event(e.first, e.second);
-    for (const auto& a : agents_) std::visit([this](const auto& x) { write_agent(x); }, a);
+    for (const auto& a : agents_)
+      if (const std::int64_t id = std::visit([this](const auto& x) { return write_agent(x); }, a))
+        touched.push_back({chained_table("agents"), id});
+    PgChainStore chain(*conn_);
+    seal(chain, proxy_id_, touched, signer_.get());
     conn_->exec("COMMIT");
     known_days_.insert(days_.begin(), days_.end());
     attempt_ids_.clear();
@@ -116,6 +124,7 @@ class PgWriteStore final : public WriteStore {
 
   std::int64_t insert_request(const AuditRecord& r, const Completion* c, std::int64_t parent_id) override {
     const std::int64_t id = take_id();
+    touched_.push_back({chained_table("requests"), id});
     const std::string ts = format_timestamp(r.ts);
     days_.insert(ts.substr(0, 10));
     std::string& out = requests_;
@@ -146,6 +155,7 @@ class PgWriteStore final : public WriteStore {
   }
 
   bool complete_request(std::int64_t id, const Completion& c) override {
+    touched_.push_back({chained_table("requests"), id});
     std::string& out = completions_;
     field(out, id);
     field(out, c.status ? std::optional<std::int64_t>(*c.status) : std::nullopt);
@@ -161,7 +171,10 @@ class PgWriteStore final : public WriteStore {
     return true;
   }
 
-  void insert_event(const Event& e) override { events_.emplace_back(take_id(), e); }
+  void insert_event(const Event& e) override {
+    events_.emplace_back(take_id(), e);
+    touched_.push_back({chained_table("events"), events_.back().first});
+  }
   void insert_agent(const AgentRecord& a) override { agents_.emplace_back(AgentStart{take_id(), a}); }
   void agent_exited(const AgentExit& x) override { agents_.emplace_back(AgentEnd{take_id(), x}); }
 
@@ -206,7 +219,8 @@ class PgWriteStore final : public WriteStore {
          std::to_string(e.count), text_or_null(proxy_id_)});
   }
 
-  void write_agent(const AgentStart& s) {
+  // Each returns the id of the row written or completed, for the chain.
+  std::int64_t write_agent(const AgentStart& s) {
     const auto& a = s.agent;
     conn_->query(
         "INSERT INTO agents (id, name, pid, command_line, policy_digest, address, started, sandbox, proxy_id) "
@@ -214,29 +228,32 @@ class PgWriteStore final : public WriteStore {
         {std::to_string(s.id), pg_text(a.name), std::to_string(a.pid), text_or_null(a.command_line),
          text_or_null(a.policy_digest), text_or_null(a.address), format_timestamp(a.started), text_or_null(a.sandbox),
          text_or_null(proxy_id_)});
+    return s.id;
   }
 
-  void write_agent(const AgentEnd& e) {
+  std::int64_t write_agent(const AgentEnd& e) {
     const auto& x = e.exit;
     const std::optional<std::string> status =
         x.exit_status ? std::optional<std::string>(std::to_string(*x.exit_status)) : std::nullopt;
     auto r = conn_->query(
         "UPDATE agents SET ended = $3, exit_status = $4, resource_usage = $5 WHERE id = "
-        "(SELECT id FROM agents WHERE name = $1 AND pid = $2 AND ended IS NULL ORDER BY id DESC LIMIT 1)",
+        "(SELECT id FROM agents WHERE name = $1 AND pid = $2 AND ended IS NULL ORDER BY id DESC LIMIT 1) RETURNING id",
         {pg_text(x.name), std::to_string(x.pid), format_timestamp(x.ended), status, text_or_null(x.resource_usage)});
-    if (std::string_view(PQcmdTuples(r.get())) != "0") return;
+    if (PQntuples(r.get()) > 0) return std::stoll(pg_value(r.get(), 0, 0));
     // No start was recorded: keep the exit anyway rather than lose it.
     conn_->query(
         "INSERT INTO agents (id, name, pid, ended, exit_status, resource_usage, proxy_id) "
         "VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING",
         {std::to_string(e.id), pg_text(x.name), std::to_string(x.pid), format_timestamp(x.ended), status,
          text_or_null(x.resource_usage), text_or_null(proxy_id_)});
+    return e.id;
   }
 
   std::string address_;
   std::string proxy_id_;
   bool sync_;
   std::unique_ptr<PgConn> conn_;
+  std::unique_ptr<Signer> signer_;
 
   // The open batch.
   std::string requests_;     // COPY text
@@ -244,6 +261,7 @@ class PgWriteStore final : public WriteStore {
   std::vector<std::pair<std::int64_t, Event>> events_;
   std::vector<std::variant<AgentStart, AgentEnd>> agents_;
   std::set<std::string> days_;
+  std::vector<Touched> touched_;  // rows the open batch writes or completes, for its chain links
 
   std::set<std::string> known_days_;  // partitions this writer made sure of
   std::vector<std::int64_t> attempt_ids_;  // ids handed out since the last commit, in order

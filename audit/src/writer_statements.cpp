@@ -35,7 +35,7 @@ WriterStatements::WriterStatements(sqlite3* db, std::string proxy_id)
       update_agent_exit_(db,
                          "UPDATE agents SET ended = ?3, exit_status = ?4, resource_usage = ?5 WHERE id = "
                          "(SELECT id FROM agents WHERE name = ?1 AND pid = ?2 AND ended IS NULL "
-                         "ORDER BY id DESC LIMIT 1)"),
+                         "ORDER BY id DESC LIMIT 1) RETURNING id"),
       insert_agent_exit_(db,
                          "INSERT INTO agents (name, pid, ended, exit_status, resource_usage, proxy_id) "
                          "VALUES (?1, ?2, ?3, ?4, ?5, ?6)") {}
@@ -105,7 +105,7 @@ bool WriterStatements::complete_request(std::int64_t rowid, const Completion& c)
   return sqlite3_changes(db_) > 0;
 }
 
-void WriterStatements::insert_event(const Event& e) {
+std::int64_t WriterStatements::insert_event(const Event& e) {
   auto& s = insert_event_;
   s.bind(1, format_timestamp(e.ts));
   s.bind(2, e.kind);
@@ -114,9 +114,10 @@ void WriterStatements::insert_event(const Event& e) {
   s.bind(5, static_cast<std::int64_t>(e.count));
   s.bind_view_or_null(6, proxy_id_);
   run(s);
+  return sqlite3_last_insert_rowid(db_);
 }
 
-void WriterStatements::insert_agent(const AgentRecord& a) {
+std::int64_t WriterStatements::insert_agent(const AgentRecord& a) {
   auto& s = insert_agent_;
   s.bind(1, a.name);
   s.bind(2, a.pid);
@@ -127,9 +128,10 @@ void WriterStatements::insert_agent(const AgentRecord& a) {
   s.bind_text_or_null(7, a.sandbox);
   s.bind_view_or_null(8, proxy_id_);
   run(s);
+  return sqlite3_last_insert_rowid(db_);
 }
 
-void WriterStatements::agent_exited(const AgentExit& x) {
+std::int64_t WriterStatements::agent_exited(const AgentExit& x) {
   auto bind_exit = [&x](Statement& s) {
     s.bind(1, x.name);
     s.bind(2, x.pid);
@@ -138,13 +140,17 @@ void WriterStatements::agent_exited(const AgentExit& x) {
     s.bind_text_or_null(5, x.resource_usage);
   };
   bind_exit(update_agent_exit_);
-  run(update_agent_exit_);
-  if (sqlite3_changes(db_) > 0) return;
+  // RETURNING: the row the exit completed, for the audit chain.
+  const bool updated = update_agent_exit_.step();
+  const std::int64_t id = updated ? update_agent_exit_.column_int(0) : 0;
+  update_agent_exit_.reset();
+  if (updated) return id;
   // No start was recorded (the start row was refused, or another process launched it):
   // keep the exit anyway rather than lose it.
   bind_exit(insert_agent_exit_);
   insert_agent_exit_.bind_view_or_null(6, proxy_id_);
   run(insert_agent_exit_);
+  return sqlite3_last_insert_rowid(db_);
 }
 
 }  // namespace netbox::audit::detail

@@ -25,9 +25,10 @@ class WriterStatements {
                               std::int64_t parent_id = 0);
   // false when no row has that id.
   bool complete_request(std::int64_t rowid, const Completion& completion);
-  void insert_event(const Event& event);
-  void insert_agent(const AgentRecord& agent);
-  void agent_exited(const AgentExit& exit);
+  // Each returns the id of the row it wrote or changed (agent_exited: 0 if none).
+  std::int64_t insert_event(const Event& event);
+  std::int64_t insert_agent(const AgentRecord& agent);
+  std::int64_t agent_exited(const AgentExit& exit);
 
  private:
   sqlite3* db_;

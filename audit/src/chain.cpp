@@ -1,0 +1,236 @@
+#include "chain.hpp"
+
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+
+#include <cstdio>
+#include <map>
+#include <set>
+#include <stdexcept>
+
+namespace netbox::audit::detail {
+namespace {
+
+// The columns as schema version 8 has them. A column added later is not covered until it
+// is named here, which changes every digest: that needs a new row tag ("-v2").
+constexpr ChainedTable kTables[] = {
+    {"requests",
+     "id, ts, agent, client_addr, kind, method, host, port, path, resolved_addr, decision, rule, reason, status, "
+     "bytes_up, bytes_down, duration_ms, error, count, parent_id, proxy_id",
+     "ts", "ts"},
+    {"events", "id, ts, kind, message, detail, count, proxy_id", "ts", "ts"},
+    {"agents",
+     "id, name, pid, command_line, policy_digest, address, started, ended, exit_status, resource_usage, sandbox, "
+     "proxy_id",
+     "ended", "started"},
+};
+
+int column_count(const ChainedTable& t) {
+  int n = 1;
+  for (const char* c = t.columns; *c; ++c) n += *c == ',';
+  return n;
+}
+
+int column_index(const ChainedTable& t, std::string_view name) {
+  std::string_view cols = t.columns;
+  int i = 0;
+  while (!cols.empty()) {
+    const auto comma = cols.find(',');
+    std::string_view c = cols.substr(0, comma);
+    while (!c.empty() && c.front() == ' ') c.remove_prefix(1);
+    if (c == name) return i;
+    if (comma == std::string_view::npos) break;
+    cols.remove_prefix(comma + 1);
+    ++i;
+  }
+  throw std::logic_error("no column " + std::string(name));
+}
+
+void put_length(std::string& out, std::size_t n) {
+  for (int shift = 24; shift >= 0; shift -= 8) out += static_cast<char>((n >> shift) & 0xff);
+}
+
+void put_text(std::string& out, std::string_view text) {
+  put_length(out, text.size());
+  out += text;
+}
+
+Sha256 sha256(std::string_view data) {
+  Sha256 out{};
+  unsigned int n = 0;
+  if (EVP_Digest(data.data(), data.size(), out.data(), &n, EVP_sha256(), nullptr) != 1 || n != out.size())
+    throw std::runtime_error("SHA-256 failed");
+  return out;
+}
+
+std::string from_hex(std::string_view hex) {
+  std::string out;
+  if (hex.size() % 2) return out;
+  for (std::size_t i = 0; i < hex.size(); i += 2) {
+    unsigned v = 0;
+    if (std::sscanf(std::string(hex.substr(i, 2)).c_str(), "%2x", &v) != 1) return {};
+    out += static_cast<char>(v);
+  }
+  return out;
+}
+
+struct PkeyFree {
+  void operator()(EVP_PKEY* k) const { EVP_PKEY_free(k); }
+};
+using Pkey = std::unique_ptr<EVP_PKEY, PkeyFree>;
+
+Pkey read_key(const std::filesystem::path& file, std::string_view flag, bool private_key) {
+  std::FILE* f = std::fopen(file.c_str(), "r");
+  if (!f) throw std::runtime_error(std::string(flag) + " " + file.string() + ": cannot open");
+  EVP_PKEY* k = private_key ? PEM_read_PrivateKey(f, nullptr, nullptr, nullptr) : PEM_read_PUBKEY(f, nullptr, nullptr, nullptr);
+  std::fclose(f);
+  Pkey key(k);
+  if (!key || EVP_PKEY_id(key.get()) != EVP_PKEY_ED25519)
+    throw std::runtime_error(std::string(flag) + " " + file.string() + ": not an Ed25519 " +
+                             (private_key ? "private key in PEM (openssl genpkey -algorithm ed25519 -out FILE)"
+                                          : "public key in PEM (openssl pkey -in PRIVATE -pubout -out FILE)"));
+  return key;
+}
+
+struct MdCtxFree {
+  void operator()(EVP_MD_CTX* c) const { EVP_MD_CTX_free(c); }
+};
+
+}  // namespace
+
+std::span<const ChainedTable> chained_tables() { return kTables; }
+
+const ChainedTable* chained_table(std::string_view name) {
+  for (const auto& t : kTables)
+    if (name == t.name) return &t;
+  return nullptr;
+}
+
+std::string to_hex(std::span<const unsigned char> bytes) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(bytes.size() * 2);
+  for (unsigned char b : bytes) {
+    out += kDigits[b >> 4];
+    out += kDigits[b & 15];
+  }
+  return out;
+}
+
+std::string row_digest(const ChainedTable& table, const Row& row) {
+  std::string data = "netbox-audit-row-v1";
+  data += '\0';
+  data += table.name;
+  data += '\0';
+  const int n = column_count(table);
+  for (int i = 0; i < n; ++i) {
+    if (row.is_null(i)) {
+      data += 'N';
+    } else {
+      data += 'V';
+      put_text(data, row.column_text(i));
+    }
+  }
+  return to_hex(sha256(data));
+}
+
+std::string link_ts(const ChainedTable& table, const Row& row) {
+  for (const char* column : {table.prune_column, table.open_column})
+    if (const int i = column_index(table, column); !row.is_null(i)) return row.column_text(i);
+  return "~";
+}
+
+std::string link_hash(std::string_view previous, const Link& l) {
+  std::string data = "netbox-audit-link-v1";
+  data += '\0';
+  data += from_hex(previous);
+  put_text(data, l.proxy_id);
+  put_text(data, std::to_string(l.seq));
+  put_text(data, l.table);
+  put_text(data, std::to_string(l.row_id));
+  put_text(data, l.ts);
+  data += from_hex(l.digest);
+  return to_hex(sha256(data));
+}
+
+std::string batch_message(const Link& last) {
+  std::string m = "netbox-audit-batch-v1";
+  m += '\0';
+  m += last.proxy_id;
+  m += '\0';
+  m += std::to_string(last.seq);
+  m += '\0';
+  m += last.hash;
+  return m;
+}
+
+struct Signer::Key {
+  Pkey pkey;
+};
+
+Signer::Signer(const std::filesystem::path& key_file, std::string_view flag)
+    : key_(std::make_unique<Key>(Key{read_key(key_file, flag, true)})) {}
+Signer::~Signer() = default;
+
+std::string Signer::sign(std::string_view message) const {
+  std::unique_ptr<EVP_MD_CTX, MdCtxFree> ctx(EVP_MD_CTX_new());
+  unsigned char sig[64];
+  std::size_t n = sizeof sig;
+  if (!ctx || EVP_DigestSignInit(ctx.get(), nullptr, nullptr, nullptr, key_->pkey.get()) != 1 ||
+      EVP_DigestSign(ctx.get(), sig, &n, reinterpret_cast<const unsigned char*>(message.data()), message.size()) != 1)
+    throw std::runtime_error("Ed25519 signing failed");
+  return to_hex(std::span<const unsigned char>(sig, n));
+}
+
+struct SignatureCheck::Key {
+  Pkey pkey;
+};
+
+SignatureCheck::SignatureCheck(const std::filesystem::path& key_file, std::string_view flag)
+    : key_(std::make_unique<Key>(Key{read_key(key_file, flag, false)})) {}
+SignatureCheck::~SignatureCheck() = default;
+
+bool SignatureCheck::valid(std::string_view message, std::string_view signature_hex) const {
+  const std::string sig = from_hex(signature_hex);
+  if (sig.size() != 64) return false;
+  std::unique_ptr<EVP_MD_CTX, MdCtxFree> ctx(EVP_MD_CTX_new());
+  return ctx && EVP_DigestVerifyInit(ctx.get(), nullptr, nullptr, nullptr, key_->pkey.get()) == 1 &&
+         EVP_DigestVerify(ctx.get(), reinterpret_cast<const unsigned char*>(sig.data()), sig.size(),
+                          reinterpret_cast<const unsigned char*>(message.data()), message.size()) == 1;
+}
+
+void seal(ChainStore& store, const std::string& proxy_id, const std::vector<Touched>& touched, const Signer* signer) {
+  if (touched.empty()) return;
+  // One link per row, at its first touch; its content is the row as the batch leaves it.
+  std::vector<Touched> order;
+  std::map<const ChainedTable*, std::vector<std::int64_t>> ids;
+  std::set<std::pair<const ChainedTable*, std::int64_t>> seen;
+  for (const auto& t : touched)
+    if (seen.emplace(t.table, t.id).second) {
+      order.push_back(t);
+      ids[t.table].push_back(t.id);
+    }
+  std::map<std::pair<const ChainedTable*, std::int64_t>, std::pair<std::string, std::string>> read;  // ts, digest
+  for (const auto& [table, list] : ids) {
+    const ChainedTable& t = *table;
+    store.read_rows(t, list, [&](const Row& row) {
+      read[{table, row.column_int(0)}] = {link_ts(t, row), row_digest(t, row)};
+    });
+  }
+  ChainStore::Head head = store.lock_head(proxy_id);
+  std::vector<Link> links;
+  links.reserve(order.size());
+  for (const auto& t : order) {
+    auto it = read.find({t.table, t.id});
+    if (it == read.end()) continue;
+    Link l{proxy_id, head.seq + 1, t.table->name, t.id, it->second.first, it->second.second, {}, {}};
+    l.hash = link_hash(head.hash, l);
+    head = {l.seq, l.hash};
+    links.push_back(std::move(l));
+  }
+  if (links.empty()) return;
+  if (signer) links.back().signature = signer->sign(batch_message(links.back()));
+  store.append(links);
+}
+
+}  // namespace netbox::audit::detail
