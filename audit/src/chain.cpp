@@ -63,13 +63,22 @@ Sha256 sha256(std::string_view data) {
   return out;
 }
 
+int hex_digit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// "" for text that is not hex (a hash edited into something else then matches nothing).
 std::string from_hex(std::string_view hex) {
   std::string out;
   if (hex.size() % 2) return out;
+  out.reserve(hex.size() / 2);
   for (std::size_t i = 0; i < hex.size(); i += 2) {
-    unsigned v = 0;
-    if (std::sscanf(std::string(hex.substr(i, 2)).c_str(), "%2x", &v) != 1) return {};
-    out += static_cast<char>(v);
+    const int hi = hex_digit(hex[i]), lo = hex_digit(hex[i + 1]);
+    if (hi < 0 || lo < 0) return {};
+    out += static_cast<char>(hi * 16 + lo);
   }
   return out;
 }

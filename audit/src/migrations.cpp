@@ -352,7 +352,8 @@ CREATE INDEX events_kind_ts ON events (kind, ts);
 // audit_chain_heads holds each proxy's last link (read and advanced inside every batch's
 // transaction, so writers sharing a proxy_id still make one chain), the last link pruning
 // removed (anchor) and the cutoff of the last prune. audit_chain_start: the highest id of
-// each table before this step; older rows are not covered.
+// each table before this step; older rows are not covered. SQLite keeps audit_chain
+// WITHOUT ROWID: its key is the table, one b-tree written per link instead of two.
 constexpr const char* kV8 = R"sql(
 CREATE TABLE audit_chain (
   proxy_id  TEXT    NOT NULL,
@@ -364,7 +365,7 @@ CREATE TABLE audit_chain (
   hash      TEXT    NOT NULL,
   signature TEXT,
   PRIMARY KEY (proxy_id, seq)
-);
+) WITHOUT ROWID;
 CREATE TABLE audit_chain_heads (
   proxy_id      TEXT    PRIMARY KEY,
   seq           INTEGER NOT NULL,
