@@ -225,6 +225,28 @@ TEST_P(AuditChain, ABatchSignedWithAnotherKeyFailsTheSignatureCheck) {
   EXPECT_NE(joined(report.problems).find("carry no batch signature"), std::string::npos) << joined(report.problems);
 }
 
+TEST_P(AuditChain, ARowOpenAtTheUpgradeIsCoveredOnceCompleted) {
+  audit::WriterOptions o;
+  o.db_path = store->db();
+  o.proxy_id = "p1";
+  audit::Writer w(o);
+  const auto open = w.insert(audit::testing::request("a", "tunnel.test", "allow"));
+  w.flush();
+  // As a store upgraded to schema 8 while that request was open: no chain yet, the row
+  // counted as older than the chain.
+  store->exec("DELETE FROM audit_chain");
+  store->exec("DELETE FROM audit_chain_heads");
+  store->exec("UPDATE audit_chain_start SET last_id = (SELECT MAX(id) FROM requests) WHERE tbl = 'requests'");
+  w.complete(open, audit::Completion{200, 1, 2, 3, {}, {}, {}, {}, {}});
+  w.flush();
+  auto report = audit::verify_chain(store->db());
+  EXPECT_TRUE(report.ok()) << joined(report.problems);
+  EXPECT_EQ(report.rows, 1u) << "covered by its completion's link";
+  store->exec("UPDATE requests SET status = 204");
+  report = audit::verify_chain(store->db());
+  EXPECT_FALSE(report.ok()) << "an edit after its completion is seen";
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, AuditChain, ::testing::Values(Backend::sqlite, Backend::postgresql),
                          [](const auto& p) { return p.param == Backend::sqlite ? "sqlite" : "postgresql"; });
 
