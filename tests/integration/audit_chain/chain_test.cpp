@@ -277,5 +277,22 @@ TEST(AuditChainCli, ABadKeyIsAConfigurationError) {
   EXPECT_NE(r.err.find(not_a_key.string()), std::string::npos) << r.err;
 }
 
+TEST(AuditChainCli, AProxyRefusesASigningKeyThatIsNotOne) {
+  TempDir dir;
+  const auto policy = dir.write("policy.json", R"({"version": 1, "allow": ["example.test"]})");
+  const auto public_key = dir.path() / "audit.pub";
+  ASSERT_EQ(run({"openssl", "genpkey", "-algorithm", "ed25519", "-out", (dir.path() / "audit.key").string()}).exit_code, 0);
+  ASSERT_EQ(run({"openssl", "pkey", "-in", (dir.path() / "audit.key").string(), "-pubout", "-out", public_key.string()})
+                .exit_code,
+            0);
+  // A public key where the private one belongs: refused at start, nothing written unsigned.
+  auto argv = proxy_command(policy, 0, dir.path() / "audit.db", {"--audit-signing-key", public_key.string()});
+  argv.erase(argv.begin());  // proxy_command names the binary first; run_netbox adds it
+  const auto r = run_netbox(argv, std::chrono::seconds(20));
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("--audit-signing-key"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(public_key.string()), std::string::npos) << r.err;
+}
+
 }  // namespace
 }  // namespace netbox::test
