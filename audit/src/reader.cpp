@@ -77,6 +77,21 @@ Reader::Reader(const std::filesystem::path& db) : path_(db) {
 
 Reader::~Reader() = default;
 
+void Reader::snapshot() {
+  try {
+    if (pg_) {
+      pg_->exec("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+    } else {
+      exec(db_.get(), "BEGIN");
+      // A deferred transaction takes its snapshot at the first read: take it now.
+      Statement first(db_.get(), "SELECT COUNT(*) FROM sqlite_schema");
+      first.step();
+    }
+  } catch (const std::exception& e) {
+    throw read_error(e);
+  }
+}
+
 Where Reader::where(const Filter& f) const {
   Where w;
   if (f.agent) w.add("agent = ?", *f.agent);

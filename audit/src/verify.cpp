@@ -40,6 +40,9 @@ class Verifier {
  public:
   Verifier(const std::filesystem::path& db, const std::filesystem::path& key) : reader_(db) {
     if (!key.empty()) check_.emplace(key, "--audit-verify-key");
+    // Heads, links and rows from one moment: a proxy committing meanwhile must not look
+    // like a row in no chain or a head past its links.
+    reader_.snapshot();
   }
 
   ChainReport run() {

@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
+#include <atomic>
 #include <memory>
 #include <thread>
 
@@ -245,6 +246,35 @@ TEST_P(AuditChain, ARowOpenAtTheUpgradeIsCoveredOnceCompleted) {
   store->exec("UPDATE requests SET status = 204");
   report = audit::verify_chain(store->db());
   EXPECT_FALSE(report.ok()) << "an edit after its completion is seen";
+}
+
+TEST_P(AuditChain, VerifyBesideALiveWriterSeesOneMomentOfTheStore) {
+  write_rows(store->db(), "first", 1);  // the store exists before verify reads it
+  std::atomic<bool> done{false};
+  std::thread writer([&] {
+    audit::WriterOptions o;
+    o.db_path = store->db();
+    o.proxy_id = "live";
+    o.flush_interval = 1ms;
+    audit::Writer w(o);
+    for (int i = 0; i < 3000; ++i) {
+      w.insert_complete(audit::testing::request("live", "h.test", "allow"));
+      if (i % 50 == 0) w.flush();
+    }
+    w.flush();
+    done = true;
+  });
+  int runs = 0;
+  while (!done || runs == 0) {
+    const auto report = audit::verify_chain(store->db());
+    ++runs;
+    if (!report.ok()) {
+      ADD_FAILURE() << "verify run " << runs << ": " << report.problems[0];
+      break;
+    }
+  }
+  writer.join();
+  EXPECT_GT(runs, 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, AuditChain, ::testing::Values(Backend::sqlite, Backend::postgresql),
