@@ -1,11 +1,12 @@
 #include "chain.hpp"
 
+#include "pg.hpp"
+
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 
 #include <cstdio>
 #include <map>
-#include <set>
 #include <stdexcept>
 
 namespace netbox::audit::detail {
@@ -126,21 +127,58 @@ std::string to_hex(std::span<const unsigned char> bytes) {
   return out;
 }
 
+RowEncoding::RowEncoding(const ChainedTable& table) : table_(&table) {
+  data_.reserve(512);
+  data_ = "netbox-audit-row-v1";
+  data_ += '\0';
+  data_ += table.name;
+  data_ += '\0';
+}
+
+RowEncoding& RowEncoding::null() {
+  ++given_;
+  data_ += 'N';
+  return *this;
+}
+
+RowEncoding& RowEncoding::text(std::string_view value) {
+  if (value.empty()) return null();
+  ++given_;
+  data_ += 'V';
+  const std::size_t at = data_.size();
+  put_length(data_, 0);
+  append_pg_text(data_, value);
+  const std::size_t n = data_.size() - at - 4;
+  for (int i = 0; i < 4; ++i) data_[at + i] = static_cast<char>((n >> (24 - 8 * i)) & 0xff);
+  return *this;
+}
+
+RowEncoding& RowEncoding::integer(std::int64_t value) {
+  char digits[24];
+  const int n = std::snprintf(digits, sizeof digits, "%lld", static_cast<long long>(value));
+  ++given_;
+  data_ += 'V';
+  put_text(data_, std::string_view(digits, static_cast<std::size_t>(n)));
+  return *this;
+}
+
+RowEncoding& RowEncoding::integer(std::optional<std::int64_t> value) {
+  return value ? integer(*value) : null();
+}
+
+std::string RowEncoding::digest() const {
+  if (given_ != column_count(*table_))
+    throw std::logic_error(std::string("audit chain: ") + table_->name + " row encoded with " + std::to_string(given_) +
+                           " columns");
+  return to_hex(sha256(data_));
+}
+
 std::string row_digest(const ChainedTable& table, const Row& row) {
-  std::string data = "netbox-audit-row-v1";
-  data += '\0';
-  data += table.name;
-  data += '\0';
+  RowEncoding e(table);
   const int n = column_count(table);
-  for (int i = 0; i < n; ++i) {
-    if (row.is_null(i)) {
-      data += 'N';
-    } else {
-      data += 'V';
-      put_text(data, row.column_text(i));
-    }
-  }
-  return to_hex(sha256(data));
+  // Integers come back as their decimal text from either store: encoded as text alike.
+  for (int i = 0; i < n; ++i) row.is_null(i) ? e.null() : e.text(row.column_text(i));
+  return e.digest();
 }
 
 std::string link_ts(const ChainedTable& table, const Row& row) {
@@ -211,33 +249,23 @@ bool SignatureCheck::valid(std::string_view message, std::string_view signature_
 void seal(ChainStore& store, const std::string& proxy_id, const std::vector<Touched>& touched, const Signer* signer) {
   if (touched.empty()) return;
   // One link per row, at its first touch; its content is the row as the batch leaves it.
-  std::vector<Touched> order;
-  std::map<const ChainedTable*, std::vector<std::int64_t>> ids;
-  std::set<std::pair<const ChainedTable*, std::int64_t>> seen;
-  for (const auto& t : touched)
-    if (seen.emplace(t.table, t.id).second) {
-      order.push_back(t);
-      ids[t.table].push_back(t.id);
-    }
-  std::map<std::pair<const ChainedTable*, std::int64_t>, std::pair<std::string, std::string>> read;  // ts, digest
-  for (const auto& [table, list] : ids) {
-    const ChainedTable& t = *table;
-    store.read_rows(t, list, [&](const Row& row) {
-      read[{table, row.column_int(0)}] = {link_ts(t, row), row_digest(t, row)};
-    });
+  std::vector<const Touched*> order;
+  std::map<std::pair<const ChainedTable*, std::int64_t>, std::size_t> place;
+  order.reserve(touched.size());
+  for (const auto& t : touched) {
+    auto [it, added] = place.try_emplace({t.table, t.id}, order.size());
+    if (added) order.push_back(&t);
+    else order[it->second] = &t;
   }
   ChainStore::Head head = store.lock_head(proxy_id);
   std::vector<Link> links;
   links.reserve(order.size());
-  for (const auto& t : order) {
-    auto it = read.find({t.table, t.id});
-    if (it == read.end()) continue;
-    Link l{proxy_id, head.seq + 1, t.table->name, t.id, it->second.first, it->second.second, {}, {}};
+  for (const Touched* t : order) {
+    Link l{proxy_id, head.seq + 1, t->table->name, t->id, t->ts, t->digest, {}, {}};
     l.hash = link_hash(head.hash, l);
     head = {l.seq, l.hash};
     links.push_back(std::move(l));
   }
-  if (links.empty()) return;
   if (signer) links.back().signature = signer->sign(batch_message(links.back()));
   store.append(links);
 }

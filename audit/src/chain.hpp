@@ -1,10 +1,10 @@
 #pragma once
 // The audit chain (docs/audit.md "Integrity"): every row a writer makes or completes gets a
 // link in audit_chain, in commit order per proxy:
-//   digest = SHA-256("netbox-audit-row-v1" 0 table 0 columns), each column of chained_columns()
-//            as 'N' for NULL or 'V' + 4-byte big-endian length + its text as the store
-//            returns it (integers in decimal), read back from the store inside the batch's
-//            own transaction, so the writer and `netbox audit verify` encode the same bytes;
+//   digest = SHA-256("netbox-audit-row-v1" 0 table 0 columns): RowEncoding below, fed by the
+//            writer with the values it binds (or an UPDATE's RETURNING row) and by
+//            `netbox audit verify` with the values it reads back, so nothing is read back
+//            on the writer's side;
 //   hash   = SHA-256("netbox-audit-link-v1" 0 previous hash (32 bytes) + length-prefixed
 //            proxy_id, seq, table, row_id, ts + digest (32 bytes)).
 // A row updated later (a request opened at admission and completed at its end, an agent
@@ -12,6 +12,7 @@
 // The last link of a batch carries an Ed25519 signature of
 //   "netbox-audit-batch-v1" 0 proxy_id 0 seq 0 hash
 // when the writer has a signing key: the hash covers the whole chain before it.
+#include "netbox/audit/record.hpp"
 #include "row.hpp"
 
 #include <array>
@@ -44,6 +45,28 @@ struct ChainedTable {
 };
 std::span<const ChainedTable> chained_tables();
 const ChainedTable* chained_table(std::string_view name);
+
+// The one encoding of a row's values, column by column in `table.columns` order: NULL and
+// empty text alike as 'N' (PostgreSQL's writer stores an empty optional value as NULL, a
+// NOT NULL one as ''); any other value as 'V' + 4-byte big-endian length + its text as
+// PostgreSQL stores it (append_pg_text: a NUL or a byte that is not UTF-8 becomes the four
+// characters \xNN, which SQLite keeps raw), integers in decimal (as both stores print them).
+class RowEncoding {
+ public:
+  explicit RowEncoding(const ChainedTable& table);
+  RowEncoding& text(std::string_view value);
+  RowEncoding& integer(std::int64_t value);
+  RowEncoding& integer(std::optional<std::int64_t> value);  // nullopt: NULL
+  RowEncoding& null();
+  // Hex. Throws std::logic_error unless every column was given (a writer out of step with
+  // chained_tables()).
+  std::string digest() const;
+
+ private:
+  const ChainedTable* table_;
+  int given_ = 0;
+  std::string data_;
+};
 
 // The digest of a row read with `table`'s columns (hex).
 std::string row_digest(const ChainedTable& table, const Row& row);
@@ -94,11 +117,36 @@ class SignatureCheck {
   std::unique_ptr<Key> key_;
 };
 
-// A row the open batch wrote or changed.
+// A row the open batch wrote or changed, as the writer left it.
 struct Touched {
   const ChainedTable* table;
   std::int64_t id;
+  std::string ts;      // link_ts
+  std::string digest;  // hex
 };
+
+// The rows as the writers bind them (write_store.hpp's operations; `ts`, `started`, `ended`:
+// the formatted timestamps they bind; an empty `proxy_id` is stored NULL).
+Touched request_touched(std::int64_t id, std::string_view ts, const AuditRecord& r, const Completion* c,
+                        std::int64_t parent_id, std::string_view proxy_id);
+Touched event_touched(std::int64_t id, std::string_view ts, const Event& e, std::string_view proxy_id);
+Touched agent_touched(std::int64_t id, std::string_view started, const AgentRecord& a, std::string_view proxy_id);
+// An exit with no start row, written as a row of its own.
+Touched agent_exit_touched(std::int64_t id, std::string_view ended, const AgentExit& x, std::string_view proxy_id);
+// A row an UPDATE changed, from its RETURNING list (`table.columns`).
+Touched returned_touched(const ChainedTable& table, const Row& row);
+// `table.columns` with each name prefixed by `alias` and a dot (an UPDATE ... FROM's RETURNING).
+std::string qualified_columns(const ChainedTable& table, std::string_view alias);
+
+// The values insert_request stores for a request (the completion's where it has one; as
+// complete_request's COALESCE, an empty completion text keeps the record's).
+struct RequestValues {
+  std::string_view resolved_addr, decision, rule, reason, error;
+  std::optional<int> status;
+  std::int64_t bytes_up, bytes_down;
+  std::optional<std::int64_t> duration_ms;
+};
+RequestValues request_values(const AuditRecord& r, const Completion* c);
 
 // The backend's part of sealing a batch, inside the batch's open transaction.
 class ChainStore {
@@ -109,9 +157,6 @@ class ChainStore {
   };
   // The proxy's last link, locked until the transaction ends (created when absent).
   virtual Head lock_head(const std::string& proxy_id) = 0;
-  // Calls `row` for each of `ids` still in `table` (any order), with the id as column 0.
-  virtual void read_rows(const ChainedTable& table, const std::vector<std::int64_t>& ids,
-                         const std::function<void(const Row&)>& row) = 0;
   // Stores `links` and moves the head to the last of them.
   virtual void append(const std::vector<Link>& links) = 0;
 
@@ -119,8 +164,8 @@ class ChainStore {
   ~ChainStore() = default;
 };
 
-// Links every touched row (the first touch of a row in the batch decides its place; a row
-// the batch touched but no longer finds gets none), signs the last link with `signer`.
+// Links every touched row (the first touch of a row in the batch decides its place, the
+// last its content), signs the last link with `signer`.
 void seal(ChainStore& store, const std::string& proxy_id, const std::vector<Touched>& touched, const Signer* signer);
 
 }  // namespace netbox::audit::detail

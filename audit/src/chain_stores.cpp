@@ -28,10 +28,7 @@ SqliteChainStore::SqliteChainStore(sqlite3* db)
       insert_link_(db,
                    "INSERT INTO audit_chain (proxy_id, seq, tbl, row_id, ts, digest, hash, signature) "
                    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"),
-      move_head_(db, "UPDATE audit_chain_heads SET seq = ?2, hash = ?3 WHERE proxy_id = ?1") {
-  for (const auto& t : chained_tables())
-    read_row_.emplace(&t, Statement(db, std::string("SELECT ") + t.columns + " FROM " + t.name + " WHERE id = ?1"));
-}
+      move_head_(db, "UPDATE audit_chain_heads SET seq = ?2, hash = ?3 WHERE proxy_id = ?1") {}
 
 ChainStore::Head SqliteChainStore::lock_head(const std::string& proxy_id) {
   create_head_.bind(1, proxy_id);
@@ -42,16 +39,6 @@ ChainStore::Head SqliteChainStore::lock_head(const std::string& proxy_id) {
   if (read_head_.step()) head = {read_head_.column_int(0), read_head_.column_text(1)};
   read_head_.reset();
   return head;
-}
-
-void SqliteChainStore::read_rows(const ChainedTable& table, const std::vector<std::int64_t>& ids,
-                                 const std::function<void(const Row&)>& row) {
-  Statement& s = read_row_.at(&table);
-  for (std::int64_t id : ids) {
-    s.bind(1, id);
-    if (s.step()) row(s);
-    s.reset();
-  }
 }
 
 void SqliteChainStore::append(const std::vector<Link>& links) {
@@ -77,7 +64,6 @@ void SqliteChainStore::append(const std::vector<Link>& links) {
 
 void SqliteChainStore::reset() {
   for (Statement* s : {&create_head_, &read_head_, &insert_link_, &move_head_}) s->reset();
-  for (auto& [t, s] : read_row_) s.reset();
 }
 
 ChainStore::Head PgChainStore::lock_head(const std::string& proxy_id) {
@@ -87,16 +73,6 @@ ChainStore::Head PgChainStore::lock_head(const std::string& proxy_id) {
   auto r = conn_.query("SELECT seq, hash FROM audit_chain_heads WHERE proxy_id = $1 FOR UPDATE", {proxy_id});
   if (PQntuples(r.get()) == 0) return {};
   return {std::stoll(pg_value(r.get(), 0, 0)), pg_value(r.get(), 0, 1)};
-}
-
-void PgChainStore::read_rows(const ChainedTable& table, const std::vector<std::int64_t>& ids,
-                             const std::function<void(const Row&)>& row) {
-  std::string list = "{";
-  for (std::int64_t id : ids) list += (list.size() > 1 ? "," : "") + std::to_string(id);
-  list += "}";
-  auto r = conn_.query(std::string("SELECT ") + table.columns + " FROM " + table.name + " WHERE id = ANY($1::bigint[])",
-                       {list});
-  for (int i = 0; i < PQntuples(r.get()); ++i) row(PgRow(r.get(), i));
 }
 
 void PgChainStore::append(const std::vector<Link>& links) {

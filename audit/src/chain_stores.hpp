@@ -5,8 +5,6 @@
 #include "pg.hpp"
 #include "sqlite.hpp"
 
-#include <map>
-
 namespace netbox::audit::detail {
 
 class SqliteChainStore final : public ChainStore {
@@ -14,8 +12,6 @@ class SqliteChainStore final : public ChainStore {
   explicit SqliteChainStore(sqlite3* db);
   // BEGIN IMMEDIATE holds the database's write lock: the head read here stays ours.
   Head lock_head(const std::string& proxy_id) override;
-  void read_rows(const ChainedTable& table, const std::vector<std::int64_t>& ids,
-                 const std::function<void(const Row&)>& row) override;
   void append(const std::vector<Link>& links) override;
   // Ends a failed transaction's use of the statements.
   void reset();
@@ -23,7 +19,6 @@ class SqliteChainStore final : public ChainStore {
  private:
   sqlite3* db_;
   Statement create_head_, read_head_, insert_link_, move_head_;
-  std::map<const ChainedTable*, Statement> read_row_;
 };
 
 class PgChainStore final : public ChainStore {
@@ -31,8 +26,6 @@ class PgChainStore final : public ChainStore {
   explicit PgChainStore(PgConn& conn) : conn_(conn) {}
   // SELECT ... FOR UPDATE: another writer with the same proxy_id waits for our commit.
   Head lock_head(const std::string& proxy_id) override;
-  void read_rows(const ChainedTable& table, const std::vector<std::int64_t>& ids,
-                 const std::function<void(const Row&)>& row) override;
   void append(const std::vector<Link>& links) override;
 
  private:

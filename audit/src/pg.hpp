@@ -66,6 +66,10 @@ class PgConn {
 void append_copy_text(std::string& out, std::string_view text);
 // The same replacement without COPY's escaping, for a parameter.
 std::string pg_text(std::string_view text);
+// pg_text appended to `out`: text as PostgreSQL stores it, whichever backend is in use.
+// The audit chain encodes every text value through it (chain.cpp), so the value a writer
+// binds and the value a reader gets back from either store encode alike.
+void append_pg_text(std::string& out, std::string_view text);
 
 // One field of a result row.
 std::string pg_value(const PGresult* r, int row, int column);

@@ -93,19 +93,21 @@ class PgWriteStore final : public WriteStore {
         conn_->copy_in(std::string("COPY requests ") + kRequestColumns + " FROM STDIN", requests_);
       }
     }
+    std::vector<Touched> touched = touched_;
     if (!completions_.empty()) {
       conn_->copy_in("COPY completions_in FROM STDIN", completions_);
-      conn_->exec(
+      // RETURNING: the rows as completed, for their chain links (nothing is read back).
+      static const std::string kComplete =
           "UPDATE requests r SET status = c.status, bytes_up = c.bytes_up, bytes_down = c.bytes_down, "
           "duration_ms = c.duration_ms, error = c.error, resolved_addr = COALESCE(c.resolved_addr, r.resolved_addr), "
           "decision = COALESCE(c.decision, r.decision), rule = COALESCE(c.rule, r.rule), "
-          "reason = COALESCE(c.reason, r.reason) FROM completions_in c WHERE r.id = c.id");
+          "reason = COALESCE(c.reason, r.reason) FROM completions_in c WHERE r.id = c.id RETURNING " +
+          qualified_columns(*chained_table("requests"), "r");
+      auto r = conn_->query(kComplete);
+      for (int i = 0; i < PQntuples(r.get()); ++i) touched.push_back(returned_touched(*chained_table("requests"), PgRow(r.get(), i)));
     }
-    std::vector<Touched> touched = touched_;
     for (const auto& e : events_) write_event(e.first, e.second);
-    for (const auto& a : agents_)
-      if (const std::int64_t id = std::visit([this](const auto& x) { return write_agent(x); }, a))
-        touched.push_back({chained_table("agents"), id});
+    for (const auto& a : agents_) touched.push_back(std::visit([this](const auto& x) { return write_agent(x); }, a));
     PgChainStore chain(*conn_);
     seal(chain, proxy_id_, touched, signer_.get());
     conn_->exec("COMMIT");
@@ -124,8 +126,9 @@ class PgWriteStore final : public WriteStore {
 
   std::int64_t insert_request(const AuditRecord& r, const Completion* c, std::int64_t parent_id) override {
     const std::int64_t id = take_id();
-    touched_.push_back({chained_table("requests"), id});
     const std::string ts = format_timestamp(r.ts);
+    touched_.push_back(request_touched(id, ts, r, c, parent_id, proxy_id_));
+    const RequestValues v = request_values(r, c);
     days_.insert(ts.substr(0, 10));
     std::string& out = requests_;
     field(out, id);
@@ -137,16 +140,15 @@ class PgWriteStore final : public WriteStore {
     required(out, r.host);
     field(out, std::int64_t{r.port});
     field(out, r.path);
-    field(out, c && !c->resolved_addr.empty() ? c->resolved_addr : r.resolved_addr);
-    required(out, c && !c->decision.empty() ? c->decision : r.decision);
-    field(out, c && !c->rule.empty() ? c->rule : r.rule);
-    field(out, c && !c->reason.empty() ? c->reason : r.reason);
-    const auto status = c ? c->status : r.status;
-    field(out, status ? std::optional<std::int64_t>(*status) : std::nullopt);
-    field(out, static_cast<std::int64_t>(c ? c->bytes_up : r.bytes_up));
-    field(out, static_cast<std::int64_t>(c ? c->bytes_down : r.bytes_down));
-    field(out, c ? std::optional<std::int64_t>(c->duration_ms) : r.duration_ms);
-    field(out, c ? c->error : r.error);
+    field(out, v.resolved_addr);
+    required(out, v.decision);
+    field(out, v.rule);
+    field(out, v.reason);
+    field(out, v.status ? std::optional<std::int64_t>(*v.status) : std::nullopt);
+    field(out, v.bytes_up);
+    field(out, v.bytes_down);
+    field(out, v.duration_ms);
+    field(out, v.error);
     field(out, static_cast<std::int64_t>(r.count));
     field(out, parent_id ? std::optional<std::int64_t>(parent_id) : std::nullopt);
     field(out, proxy_id_);
@@ -155,7 +157,6 @@ class PgWriteStore final : public WriteStore {
   }
 
   bool complete_request(std::int64_t id, const Completion& c) override {
-    touched_.push_back({chained_table("requests"), id});
     std::string& out = completions_;
     field(out, id);
     field(out, c.status ? std::optional<std::int64_t>(*c.status) : std::nullopt);
@@ -173,7 +174,7 @@ class PgWriteStore final : public WriteStore {
 
   void insert_event(const Event& e) override {
     events_.emplace_back(take_id(), e);
-    touched_.push_back({chained_table("events"), events_.back().first});
+    touched_.push_back(event_touched(events_.back().first, format_timestamp(e.ts), e, proxy_id_));
   }
   void insert_agent(const AgentRecord& a) override { agents_.emplace_back(AgentStart{take_id(), a}); }
   void agent_exited(const AgentExit& x) override { agents_.emplace_back(AgentEnd{take_id(), x}); }
@@ -219,34 +220,37 @@ class PgWriteStore final : public WriteStore {
          std::to_string(e.count), text_or_null(proxy_id_)});
   }
 
-  // Each returns the id of the row written or completed, for the chain.
-  std::int64_t write_agent(const AgentStart& s) {
+  // Each returns the row written or completed, for the chain.
+  Touched write_agent(const AgentStart& s) {
     const auto& a = s.agent;
+    const std::string started = format_timestamp(a.started);
     conn_->query(
         "INSERT INTO agents (id, name, pid, command_line, policy_digest, address, started, sandbox, proxy_id) "
         "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT DO NOTHING",
         {std::to_string(s.id), pg_text(a.name), std::to_string(a.pid), text_or_null(a.command_line),
-         text_or_null(a.policy_digest), text_or_null(a.address), format_timestamp(a.started), text_or_null(a.sandbox),
+         text_or_null(a.policy_digest), text_or_null(a.address), started, text_or_null(a.sandbox),
          text_or_null(proxy_id_)});
-    return s.id;
+    return agent_touched(s.id, started, a, proxy_id_);
   }
 
-  std::int64_t write_agent(const AgentEnd& e) {
+  Touched write_agent(const AgentEnd& e) {
     const auto& x = e.exit;
+    const std::string ended = format_timestamp(x.ended);
+    static const std::string kExit =
+        "UPDATE agents SET ended = $3, exit_status = $4, resource_usage = $5 WHERE id = "
+        "(SELECT id FROM agents WHERE name = $1 AND pid = $2 AND ended IS NULL ORDER BY id DESC LIMIT 1) RETURNING " +
+        std::string(chained_table("agents")->columns);
     const std::optional<std::string> status =
         x.exit_status ? std::optional<std::string>(std::to_string(*x.exit_status)) : std::nullopt;
-    auto r = conn_->query(
-        "UPDATE agents SET ended = $3, exit_status = $4, resource_usage = $5 WHERE id = "
-        "(SELECT id FROM agents WHERE name = $1 AND pid = $2 AND ended IS NULL ORDER BY id DESC LIMIT 1) RETURNING id",
-        {pg_text(x.name), std::to_string(x.pid), format_timestamp(x.ended), status, text_or_null(x.resource_usage)});
-    if (PQntuples(r.get()) > 0) return std::stoll(pg_value(r.get(), 0, 0));
+    auto r = conn_->query(kExit, {pg_text(x.name), std::to_string(x.pid), ended, status, text_or_null(x.resource_usage)});
+    if (PQntuples(r.get()) > 0) return returned_touched(*chained_table("agents"), PgRow(r.get(), 0));
     // No start was recorded: keep the exit anyway rather than lose it.
     conn_->query(
         "INSERT INTO agents (id, name, pid, ended, exit_status, resource_usage, proxy_id) "
         "VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING",
-        {std::to_string(e.id), pg_text(x.name), std::to_string(x.pid), format_timestamp(x.ended), status,
+        {std::to_string(e.id), pg_text(x.name), std::to_string(x.pid), ended, status,
          text_or_null(x.resource_usage), text_or_null(proxy_id_)});
-    return e.id;
+    return agent_exit_touched(e.id, ended, x, proxy_id_);
   }
 
   std::string address_;

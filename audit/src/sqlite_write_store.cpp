@@ -46,24 +46,25 @@ class SqliteWriteStore final : public WriteStore {
     statements_.abandon();
   }
   std::int64_t insert_request(const AuditRecord& r, const Completion* c, std::int64_t parent_id) override {
-    return touch("requests", statements_.insert_request(r, c, parent_id));
+    return touch(statements_.insert_request(r, c, parent_id));
   }
   bool complete_request(std::int64_t id, const Completion& c) override {
-    if (!statements_.complete_request(id, c)) return false;
-    touch("requests", id);
+    auto row = statements_.complete_request(id, c);
+    if (!row) return false;
+    touch(std::move(*row));
     return true;
   }
-  void insert_event(const Event& e) override { touch("events", statements_.insert_event(e)); }
-  void insert_agent(const AgentRecord& a) override { touch("agents", statements_.insert_agent(a)); }
-  void agent_exited(const AgentExit& x) override { touch("agents", statements_.agent_exited(x)); }
+  void insert_event(const Event& e) override { touch(statements_.insert_event(e)); }
+  void insert_agent(const AgentRecord& a) override { touch(statements_.insert_agent(a)); }
+  void agent_exited(const AgentExit& x) override { touch(statements_.agent_exited(x)); }
   PruneCounts prune_batch(Clock::time_point cutoff, Clock::time_point now, std::uint64_t limit) override {
     return audit::prune_batch(db_.get(), cutoff, now, limit);
   }
 
  private:
-  std::int64_t touch(const char* table, std::int64_t id) {
-    if (id != 0) touched_.push_back({chained_table(table), id});
-    return id;
+  std::int64_t touch(Touched row) {
+    touched_.push_back(std::move(row));
+    return touched_.back().id;
   }
 
   Db db_;

@@ -172,6 +172,43 @@ TEST_P(AuditChain, AnEditedEventAndAgentAreNamedToo) {
   EXPECT_NE(text.find("agents row"), std::string::npos) << text;
 }
 
+// The writer hashes the values it binds, verify the values it reads back: every value a
+// store keeps differently from what was bound must encode alike (an agent's bytes that are
+// not UTF-8 and a NUL, which PostgreSQL stores as \xNN; empty optional text stored NULL,
+// empty required text stored ''; integers past INT64_MAX; an exit with no start row), in
+// rows written final, rows completed in a later batch (an UPDATE) and agent rows.
+TEST_P(AuditChain, ValuesAStoreKeepsDifferentlyStillVerify) {
+  const std::string odd = std::string("caf\xc3\xa9 \xff\xfe raw ") + std::string(1, '\0') + "nul\t\\x41";
+  {
+    audit::WriterOptions o;
+    o.db_path = store->db();
+    o.proxy_id = "p1";
+    audit::Writer w(o);
+    w.agent_started(audit::AgentRecord{odd, 7, odd, "", "", Clock::now(), "{\"k\":\"" + odd + "\"}"});
+    auto r = audit::testing::request(odd, "", "allow");
+    r.path = "/" + odd;
+    r.reason = odd;
+    r.client_addr.clear();
+    r.bytes_up = UINT64_MAX;
+    r.count = 3;
+    const auto final_row = w.insert(r);
+    w.complete(final_row, audit::Completion{std::nullopt, UINT64_MAX - 1, 0, -5, odd, odd, "deny", {}, {}});
+    const auto open_row = w.insert(r);
+    w.flush();  // committed open, completed below by an UPDATE
+    w.complete(open_row, audit::Completion{404, 1, 2, 3, {}, odd, {}, odd, odd});
+    w.event(audit::Event{Clock::now(), "test_event", odd, odd});
+    w.agent_exited(audit::AgentExit{odd, 7, Clock::now(), std::nullopt, odd});
+    w.agent_exited(audit::AgentExit{"never-started", 8, Clock::now(), 3, ""});  // no start row
+    w.flush();
+  }
+  const auto report = audit::verify_chain(store->db());
+  EXPECT_TRUE(report.ok()) << joined(report.problems);
+  EXPECT_EQ(report.rows, 2u + 1 + 2);
+  // And such a row still cannot be edited unnoticed.
+  store->exec("UPDATE requests SET bytes_down = bytes_down + 1 WHERE id = " + request_id(2));
+  EXPECT_FALSE(audit::verify_chain(store->db()).ok());
+}
+
 TEST_P(AuditChain, PruningKeepsTheChainVerifiable) {
   const auto now = Clock::now();
   write_rows(store->db(), "p1", 6, now - std::chrono::days(10));
