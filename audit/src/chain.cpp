@@ -5,6 +5,7 @@
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 
+#include <charconv>
 #include <cstdio>
 #include <map>
 #include <stdexcept>
@@ -56,10 +57,23 @@ void put_text(std::string& out, std::string_view text) {
   out += text;
 }
 
+// The digest fetched once and one context per thread: EVP_Digest with EVP_sha256() looks the
+// algorithm up in OpenSSL 3's provider tables on every call, a tenth of the writer's chain work.
 Sha256 sha256(std::string_view data) {
+  struct Ctx {
+    EVP_MD* md = EVP_MD_fetch(nullptr, "SHA256", nullptr);
+    EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+    ~Ctx() {
+      EVP_MD_CTX_free(ctx);
+      EVP_MD_free(md);
+    }
+  };
+  thread_local Ctx c;
   Sha256 out{};
   unsigned int n = 0;
-  if (EVP_Digest(data.data(), data.size(), out.data(), &n, EVP_sha256(), nullptr) != 1 || n != out.size())
+  if (!c.md || !c.ctx || EVP_DigestInit_ex2(c.ctx, c.md, nullptr) != 1 ||
+      EVP_DigestUpdate(c.ctx, data.data(), data.size()) != 1 || EVP_DigestFinal_ex(c.ctx, out.data(), &n) != 1 ||
+      n != out.size())
     throw std::runtime_error("SHA-256 failed");
   return out;
 }
@@ -155,10 +169,10 @@ RowEncoding& RowEncoding::text(std::string_view value) {
 
 RowEncoding& RowEncoding::integer(std::int64_t value) {
   char digits[24];
-  const int n = std::snprintf(digits, sizeof digits, "%lld", static_cast<long long>(value));
+  const auto end = std::to_chars(digits, digits + sizeof digits, value).ptr;
   ++given_;
   data_ += 'V';
-  put_text(data_, std::string_view(digits, static_cast<std::size_t>(n)));
+  put_text(data_, std::string_view(digits, static_cast<std::size_t>(end - digits)));
   return *this;
 }
 
@@ -166,20 +180,22 @@ RowEncoding& RowEncoding::integer(std::optional<std::int64_t> value) {
   return value ? integer(*value) : null();
 }
 
-std::string RowEncoding::digest() const {
+Sha256 RowEncoding::sha() const {
   if (given_ != column_count(*table_))
     throw std::logic_error(std::string("audit chain: ") + table_->name + " row encoded with " + std::to_string(given_) +
                            " columns");
-  return to_hex(sha256(data_));
+  return sha256(data_);
 }
 
-std::string row_digest(const ChainedTable& table, const Row& row) {
+Sha256 row_sha(const ChainedTable& table, const Row& row) {
   RowEncoding e(table);
   const int n = column_count(table);
   // Integers come back as their decimal text from either store: encoded as text alike.
   for (int i = 0; i < n; ++i) row.is_null(i) ? e.null() : e.text(row.column_text(i));
-  return e.digest();
+  return e.sha();
 }
+
+std::string row_digest(const ChainedTable& table, const Row& row) { return to_hex(row_sha(table, row)); }
 
 std::string link_ts(const ChainedTable& table, const Row& row) {
   for (const char* column : {table.prune_column, table.open_column})
@@ -187,17 +203,29 @@ std::string link_ts(const ChainedTable& table, const Row& row) {
   return "~";
 }
 
-std::string link_hash(std::string_view previous, const Link& l) {
-  std::string data = "netbox-audit-link-v1";
+namespace {
+
+// The link's hash from the previous hash and the row's digest as bytes.
+Sha256 link_sha(std::string_view previous, const Link& l, std::string_view digest) {
+  thread_local std::string data;
+  data = "netbox-audit-link-v1";
   data += '\0';
-  data += from_hex(previous);
+  data += previous;
   put_text(data, l.proxy_id);
   put_text(data, std::to_string(l.seq));
   put_text(data, l.table);
   put_text(data, std::to_string(l.row_id));
   put_text(data, l.ts);
-  data += from_hex(l.digest);
-  return to_hex(sha256(data));
+  data += digest;
+  return sha256(data);
+}
+
+std::string_view bytes(const Sha256& h) { return {reinterpret_cast<const char*>(h.data()), h.size()}; }
+
+}  // namespace
+
+std::string link_hash(std::string_view previous, const Link& l) {
+  return to_hex(link_sha(from_hex(previous), l, from_hex(l.digest)));
 }
 
 std::string batch_message(const Link& last) {
@@ -257,13 +285,16 @@ void seal(ChainStore& store, const std::string& proxy_id, const std::vector<Touc
     if (added) order.push_back(&t);
     else order[it->second] = &t;
   }
-  ChainStore::Head head = store.lock_head(proxy_id);
+  const ChainStore::Head head = store.lock_head(proxy_id);
+  std::string previous = from_hex(head.hash);
+  std::int64_t seq = head.seq;
   std::vector<Link> links;
   links.reserve(order.size());
   for (const Touched* t : order) {
-    Link l{proxy_id, head.seq + 1, t->table->name, t->id, t->ts, t->digest, {}, {}};
-    l.hash = link_hash(head.hash, l);
-    head = {l.seq, l.hash};
+    Link l{proxy_id, ++seq, t->table->name, t->id, t->ts, to_hex(t->digest), {}, {}};
+    const Sha256 hash = link_sha(previous, l, bytes(t->digest));
+    previous.assign(bytes(hash));
+    l.hash = to_hex(hash);
     links.push_back(std::move(l));
   }
   if (signer) links.back().signature = signer->sign(batch_message(links.back()));

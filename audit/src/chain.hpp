@@ -46,6 +46,8 @@ struct ChainedTable {
 std::span<const ChainedTable> chained_tables();
 const ChainedTable* chained_table(std::string_view name);
 
+std::string to_hex(std::span<const unsigned char> bytes);
+
 // The one encoding of a row's values, column by column in `table.columns` order: NULL and
 // empty text alike as 'N' (PostgreSQL's writer stores an empty optional value as NULL, a
 // NOT NULL one as ''); any other value as 'V' + 4-byte big-endian length + its text as
@@ -58,9 +60,10 @@ class RowEncoding {
   RowEncoding& integer(std::int64_t value);
   RowEncoding& integer(std::optional<std::int64_t> value);  // nullopt: NULL
   RowEncoding& null();
-  // Hex. Throws std::logic_error unless every column was given (a writer out of step with
+  // Throws std::logic_error unless every column was given (a writer out of step with
   // chained_tables()).
-  std::string digest() const;
+  Sha256 sha() const;
+  std::string digest() const { return to_hex(sha()); }
 
  private:
   const ChainedTable* table_;
@@ -68,8 +71,9 @@ class RowEncoding {
   std::string data_;
 };
 
-// The digest of a row read with `table`'s columns (hex).
-std::string row_digest(const ChainedTable& table, const Row& row);
+// The digest of a row read with `table`'s columns.
+Sha256 row_sha(const ChainedTable& table, const Row& row);
+std::string row_digest(const ChainedTable& table, const Row& row);  // hex
 // What a link records as its ts: the row's prune column, else its open column, else "~"
 // (after every timestamp: never counted as pruned).
 std::string link_ts(const ChainedTable& table, const Row& row);
@@ -90,7 +94,6 @@ std::string link_hash(std::string_view previous, const Link& link);
 // What a batch signature signs.
 std::string batch_message(const Link& last);
 
-std::string to_hex(std::span<const unsigned char> bytes);
 
 // Ed25519 keys as PEM files (openssl genpkey -algorithm ed25519; docs/audit.md).
 class Signer {
@@ -121,8 +124,8 @@ class SignatureCheck {
 struct Touched {
   const ChainedTable* table;
   std::int64_t id;
-  std::string ts;      // link_ts
-  std::string digest;  // hex
+  std::string ts;  // link_ts
+  Sha256 digest;
 };
 
 // The rows as the writers bind them (write_store.hpp's operations; `ts`, `started`, `ended`:

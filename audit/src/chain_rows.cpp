@@ -11,7 +11,7 @@ std::optional<std::int64_t> optional_int(std::optional<int> v) {
 }
 
 Touched finish(const char* table, std::int64_t id, std::string_view ts, const RowEncoding& e) {
-  return {chained_table(table), id, std::string(ts.empty() ? "~" : ts), e.digest()};
+  return {chained_table(table), id, std::string(ts.empty() ? "~" : ts), e.sha()};
 }
 
 }  // namespace
@@ -61,7 +61,7 @@ Touched agent_exit_touched(std::int64_t id, std::string_view ended, const AgentE
 }
 
 Touched returned_touched(const ChainedTable& table, const Row& row) {
-  return {&table, row.column_int(0), link_ts(table, row), row_digest(table, row)};
+  return {&table, row.column_int(0), link_ts(table, row), row_sha(table, row)};
 }
 
 std::string qualified_columns(const ChainedTable& table, std::string_view alias) {

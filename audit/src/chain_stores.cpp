@@ -43,15 +43,16 @@ ChainStore::Head SqliteChainStore::lock_head(const std::string& proxy_id) {
 
 void SqliteChainStore::append(const std::vector<Link>& links) {
   for (const auto& l : links) {
+    // Bound without copies: `links` outlives each step.
     auto& s = insert_link_;
-    s.bind(1, l.proxy_id);
+    s.bind_view(1, l.proxy_id);
     s.bind(2, l.seq);
-    s.bind(3, l.table);
+    s.bind_view(3, l.table);
     s.bind(4, l.row_id);
-    s.bind(5, l.ts);
-    s.bind(6, l.digest);
-    s.bind(7, l.hash);
-    s.bind_text_or_null(8, l.signature);
+    s.bind_view(5, l.ts);
+    s.bind_view(6, l.digest);
+    s.bind_view(7, l.hash);
+    s.bind_view_or_null(8, l.signature);
     s.step();
     s.reset();
   }
