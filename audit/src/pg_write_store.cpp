@@ -104,7 +104,8 @@ class PgWriteStore final : public WriteStore {
           "reason = COALESCE(c.reason, r.reason) FROM completions_in c WHERE r.id = c.id RETURNING " +
           qualified_columns(*chained_table("requests"), "r");
       auto r = conn_->query(kComplete);
-      for (int i = 0; i < PQntuples(r.get()); ++i) touched.push_back(returned_touched(*chained_table("requests"), PgRow(r.get(), i)));
+      const ChainedTable& requests = *chained_table("requests");
+      for (int i = 0; i < PQntuples(r.get()); ++i) touched.push_back(returned_touched(requests, PgRow(r.get(), i)));
     }
     for (const auto& e : events_) write_event(e.first, e.second);
     for (const auto& a : agents_) touched.push_back(std::visit([this](const auto& x) { return write_agent(x); }, a));
