@@ -115,6 +115,7 @@ struct PruneArgs {
   std::string db = audit::default_db_path().string();
   std::string older_than;
   bool vacuum = false;
+  std::string signing_key;
 };
 
 int run_prune(const CLI::App& cmd, const PruneArgs& a) {
@@ -126,7 +127,7 @@ int run_prune(const CLI::App& cmd, const PruneArgs& a) {
       throw UsageError(std::string("--older-than ") + e.what());
     }
     require_db(a.db);
-    const auto n = audit::prune(a.db, audit::Clock::now() - age, a.vacuum);
+    const auto n = audit::prune(a.db, audit::Clock::now() - age, a.vacuum, a.signing_key);
     std::cout << "pruned " << n.requests << " requests, " << n.events << " events and " << n.agents
               << " agents older than " << a.older_than << (a.vacuum ? "; vacuumed" : "") << "\n";
     return 0;
@@ -157,11 +158,14 @@ void add_audit_command(CLI::App& app, int& rc) {
   p.option("--audit-db,--db", cmd->prune_args.db, "Audit database (default: the same as netbox audit's)");
   p.option("--older-than", cmd->prune_args.older_than, "Age of what goes: 30d, 12h, 2w ...")->required();
   p.flag("--vacuum", cmd->prune_args.vacuum, "Then VACUUM and truncate the WAL so the file shrinks");
+  p.option("--audit-signing-key", cmd->prune_args.signing_key,
+           "Ed25519 private key (PEM) signing the audit_prune event's chain link, as the proxy's");
+  auto* verify = add_audit_verify_command(*sub, rc);
   prune->callback([&rc, cmd, prune] { rc = run_prune(*prune, cmd->prune_args); });
   // The parent's callback runs after its subcommand was parsed, so one place decides.
   sub->callback([&rc, cmd, sub, summary] {
     for (const auto* parsed : sub->get_subcommands())
-      if (parsed != summary) return;  // prune, events, agents: each its own callback
+      if (parsed != summary) return;  // prune, events, agents, verify: each its own callback
     rc = run_audit(summary->parsed() ? *summary : *sub, cmd->args, summary->parsed());
   });
 }

@@ -18,6 +18,8 @@ void add_policy_suggest_command(CLI::App& policy, int& rc);
 // `netbox audit events` and `audit agents` (audit_tables_command.cpp), under `audit`.
 void add_audit_tables_command(CLI::App& audit, int& rc);
 void add_audit_command(CLI::App& app, int& rc);
+// `netbox audit verify`, a subcommand of `audit`; returns it so `audit` can tell it ran.
+CLI::App* add_audit_verify_command(CLI::App& audit, int& rc);
 void add_proxy_command(CLI::App& app, int& rc);
 void add_launch_command(CLI::App& app, int& rc);
 void add_gc_command(CLI::App& app, int& rc);

@@ -8,6 +8,7 @@
 
 #include "netbox/audit/location.hpp"
 #include "netbox/audit/query.hpp"
+#include "netbox/audit/verify.hpp"
 #include "netbox/dashboards/proxy_admin.hpp"
 #include "netbox/export/exporter.hpp"
 #include "netbox/policy/load.hpp"
@@ -47,6 +48,7 @@ struct ProxyArgs {
   std::optional<std::chrono::milliseconds> audit_shutdown_wait;
   std::optional<std::chrono::milliseconds> audit_retention;
   std::string proxy_id;  // empty: the host name
+  std::string audit_signing_key;  // empty: audit batches unsigned
   std::vector<std::string> dns;
   unsigned threads = 0;
   std::string control;
@@ -95,6 +97,14 @@ proxy::ProxyOptions to_options(const ProxyArgs& a, const FlagTable& flags) {
   o.threads = a.threads;
   o.audit_sync = a.audit_sync;
   if (!a.proxy_id.empty()) o.proxy_id = a.proxy_id;
+  if (!a.audit_signing_key.empty()) {
+    try {
+      audit::check_signing_key(a.audit_signing_key, flags.source("--audit-signing-key"));
+    } catch (const std::runtime_error& e) {
+      throw UsageError(e.what());
+    }
+    o.audit_signing_key = a.audit_signing_key;
+  }
   if (!a.ca_dir.empty()) o.ca_dir = a.ca_dir;
   if (!a.upstream_ca.empty()) {
     if (a.ca_dir.empty()) throw UsageError(flags.source("--upstream-ca") + " needs --ca-dir DIR (TLS inspection)");
@@ -269,6 +279,9 @@ void add_proxy_command(CLI::App& app, int& rc) {
            "$XDG_STATE_HOME/netbox/audit.db; its directory must be writable by its owner only) or a PostgreSQL "
            "server, postgresql://USER@HOST:PORT/DB (the password from PGPASSFILE or PGPASSWORD, never here)");
   f.option("--proxy-id", a.proxy_id, "Name stored with every audit row this proxy writes (default: the host name)");
+  f.option("--audit-signing-key", a.audit_signing_key,
+           "Ed25519 private key (PEM, openssl genpkey -algorithm ed25519): signs the audit chain's last link of every "
+           "batch; netbox audit verify --audit-verify-key checks it (default: unsigned)");
   f.option("--audit-queue", a.audit_queue,
            "Audit rows queued before clients are read no further until the writer catches up (default 65536)");
   f.option("--audit-hold", a.audit_hold,

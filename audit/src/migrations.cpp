@@ -345,6 +345,69 @@ CREATE INDEX events_ts ON events (ts);
 CREATE INDEX events_kind_ts ON events (kind, ts);
 )sql";
 
+// Version 8: the audit chain (chain.hpp, docs/audit.md "Integrity"). Every row a writer
+// makes final (or opens) gets a link in audit_chain: the SHA-256 of the row's columns as
+// stored (digest) chained to the previous link of the same proxy (hash), in commit order,
+// with an Ed25519 signature on the last link of a batch when the writer has a key.
+// audit_chain_heads holds each proxy's last link (read and advanced inside every batch's
+// transaction, so writers sharing a proxy_id still make one chain), the last link pruning
+// removed (anchor) and the cutoff of the last prune. audit_chain_start: the highest id of
+// each table before this step; older rows are not covered. SQLite keeps audit_chain
+// WITHOUT ROWID: its key is the table, one b-tree written per link instead of two.
+constexpr const char* kV8 = R"sql(
+CREATE TABLE audit_chain (
+  proxy_id  TEXT    NOT NULL,
+  seq       INTEGER NOT NULL,
+  tbl       TEXT    NOT NULL,
+  row_id    INTEGER NOT NULL,
+  ts        TEXT    NOT NULL,
+  digest    TEXT    NOT NULL,
+  hash      TEXT    NOT NULL,
+  signature TEXT,
+  PRIMARY KEY (proxy_id, seq)
+) WITHOUT ROWID;
+CREATE TABLE audit_chain_heads (
+  proxy_id      TEXT    PRIMARY KEY,
+  seq           INTEGER NOT NULL,
+  hash          TEXT    NOT NULL,
+  anchor_seq    INTEGER NOT NULL DEFAULT 0,
+  anchor_hash   TEXT    NOT NULL DEFAULT '0000000000000000000000000000000000000000000000000000000000000000',
+  pruned_before TEXT    NOT NULL DEFAULT ''
+);
+CREATE TABLE audit_chain_start (tbl TEXT PRIMARY KEY, last_id INTEGER NOT NULL);
+INSERT INTO audit_chain_start (tbl, last_id)
+  SELECT 'requests', COALESCE(MAX(id), 0) FROM requests UNION ALL
+  SELECT 'events', COALESCE(MAX(id), 0) FROM events UNION ALL
+  SELECT 'agents', COALESCE(MAX(id), 0) FROM agents;
+)sql";
+
+constexpr const char* kPgV8 = R"sql(
+CREATE TABLE audit_chain (
+  proxy_id  text   COLLATE "C" NOT NULL,
+  seq       bigint NOT NULL,
+  tbl       text   COLLATE "C" NOT NULL,
+  row_id    bigint NOT NULL,
+  ts        text   COLLATE "C" NOT NULL,
+  digest    text   COLLATE "C" NOT NULL,
+  hash      text   COLLATE "C" NOT NULL,
+  signature text   COLLATE "C",
+  PRIMARY KEY (proxy_id, seq)
+);
+CREATE TABLE audit_chain_heads (
+  proxy_id      text   COLLATE "C" PRIMARY KEY,
+  seq           bigint NOT NULL,
+  hash          text   COLLATE "C" NOT NULL,
+  anchor_seq    bigint NOT NULL DEFAULT 0,
+  anchor_hash   text   COLLATE "C" NOT NULL DEFAULT '0000000000000000000000000000000000000000000000000000000000000000',
+  pruned_before text   COLLATE "C" NOT NULL DEFAULT ''
+);
+CREATE TABLE audit_chain_start (tbl text COLLATE "C" PRIMARY KEY, last_id bigint NOT NULL);
+INSERT INTO audit_chain_start (tbl, last_id)
+  SELECT 'requests', COALESCE(MAX(id), 0) FROM requests UNION ALL
+  SELECT 'events', COALESCE(MAX(id), 0) FROM events UNION ALL
+  SELECT 'agents', COALESCE(MAX(id), 0) FROM agents;
+)sql";
+
 constexpr Migration kMigrations[] = {
     {1, kV1, nullptr, false},
     {2, kV2, nullptr, false},
@@ -353,6 +416,7 @@ constexpr Migration kMigrations[] = {
     {5, kV5, nullptr, false},
     {6, kV6, nullptr, false},
     {7, kV7, kPgV7, true},
+    {8, kV8, kPgV8, false},
 };
 
 static_assert(sizeof kMigrations / sizeof kMigrations[0] == kSchemaVersion,

@@ -142,10 +142,25 @@ void append_copy_text(std::string& out, std::string_view text) {
   });
 }
 
+void append_pg_text(std::string& out, std::string_view text) {
+  // Most text is printable ASCII: one scan, one append.
+  bool plain = true;
+  for (const char c : text)
+    if (c == 0 || static_cast<unsigned char>(c) >= 0x80) {
+      plain = false;
+      break;
+    }
+  if (plain) {
+    out += text;
+    return;
+  }
+  each_safe_piece(text, [&out](std::string_view piece, bool) { out += piece; });
+}
+
 std::string pg_text(std::string_view text) {
   std::string out;
   out.reserve(text.size());
-  each_safe_piece(text, [&out](std::string_view piece, bool) { out += piece; });
+  append_pg_text(out, text);
   return out;
 }
 

@@ -2,6 +2,8 @@
 // Thin RAII over libpq, private to the audit module: one connection, errors as exceptions
 // whose message is the server's (never the connection string: it may name a service file
 // or a user, and netbox refuses one with a password in it, see store_address.hpp).
+#include "row.hpp"
+
 #include <libpq-fe.h>
 
 #include <cstdint>
@@ -64,8 +66,29 @@ class PgConn {
 void append_copy_text(std::string& out, std::string_view text);
 // The same replacement without COPY's escaping, for a parameter.
 std::string pg_text(std::string_view text);
+// pg_text appended to `out`: text as PostgreSQL stores it, whichever backend is in use.
+// The audit chain encodes every text value through it (chain.cpp), so the value a writer
+// binds and the value a reader gets back from either store encode alike.
+void append_pg_text(std::string& out, std::string_view text);
 
 // One field of a result row.
 std::string pg_value(const PGresult* r, int row, int column);
+
+// One row of a result, as the readers see rows.
+class PgRow final : public Row {
+ public:
+  PgRow(const PGresult* r, int row) : r_(r), row_(row) {}
+  bool is_null(int column) const override { return PQgetisnull(r_, row_, column); }
+  std::int64_t column_int(int column) const override {
+    if (is_null(column)) return 0;
+    // SUM over bigint is numeric in PostgreSQL: digits, no fraction.
+    return std::stoll(pg_value(r_, row_, column));
+  }
+  std::string column_text(int column) const override { return is_null(column) ? std::string() : pg_value(r_, row_, column); }
+
+ private:
+  const PGresult* r_;
+  int row_;
+};
 
 }  // namespace netbox::audit::detail

@@ -1,5 +1,6 @@
 #include "pg_schema.hpp"
 
+#include "chain_stores.hpp"
 #include "migrations.hpp"
 #include "netbox/audit/query.hpp"
 #include "netbox/audit/schema.hpp"
@@ -167,6 +168,7 @@ PruneCounts pg_prune_batch(PgConn& conn, Clock::time_point cutoff, Clock::time_p
                           {before, std::to_string(limit - counts.total())});
       counts.agents = changed(r);
     }
+    trim_chain(pg_runner(conn), before);
     conn.exec("COMMIT");
   } catch (...) {
     conn.rollback();

@@ -6,6 +6,7 @@
 // DO NOTHING, so a batch whose commit did happen although its answer was lost (the server
 // stopped at that moment) adds no row twice.
 #include "netbox/audit/query.hpp"
+#include "chain_stores.hpp"
 #include "pg_schema.hpp"
 #include "write_store.hpp"
 
@@ -60,7 +61,8 @@ class PgWriteStore final : public WriteStore {
       : address_(o.db_path.native()),
         proxy_id_(o.proxy_id),
         sync_(o.synchronous_full),
-        conn_(open_postgresql_for_writing(address_)) {
+        conn_(open_postgresql_for_writing(address_)),
+        signer_(o.signing_key.empty() ? nullptr : std::make_unique<Signer>(o.signing_key, "--audit-signing-key")) {
     set_up_session();
   }
 
@@ -74,6 +76,7 @@ class PgWriteStore final : public WriteStore {
     events_.clear();
     agents_.clear();
     days_.clear();
+    touched_.clear();
     reuse_ = 0;
   }
 
@@ -90,16 +93,24 @@ class PgWriteStore final : public WriteStore {
         conn_->copy_in(std::string("COPY requests ") + kRequestColumns + " FROM STDIN", requests_);
       }
     }
+    std::vector<Touched> touched = touched_;
     if (!completions_.empty()) {
       conn_->copy_in("COPY completions_in FROM STDIN", completions_);
-      conn_->exec(
+      // RETURNING: the rows as completed, for their chain links (nothing is read back).
+      static const std::string kComplete =
           "UPDATE requests r SET status = c.status, bytes_up = c.bytes_up, bytes_down = c.bytes_down, "
           "duration_ms = c.duration_ms, error = c.error, resolved_addr = COALESCE(c.resolved_addr, r.resolved_addr), "
           "decision = COALESCE(c.decision, r.decision), rule = COALESCE(c.rule, r.rule), "
-          "reason = COALESCE(c.reason, r.reason) FROM completions_in c WHERE r.id = c.id");
+          "reason = COALESCE(c.reason, r.reason) FROM completions_in c WHERE r.id = c.id RETURNING " +
+          qualified_columns(*chained_table("requests"), "r");
+      auto r = conn_->query(kComplete);
+      const ChainedTable& requests = *chained_table("requests");
+      for (int i = 0; i < PQntuples(r.get()); ++i) touched.push_back(returned_touched(requests, PgRow(r.get(), i)));
     }
     for (const auto& e : events_) write_event(e.first, e.second);
-    for (const auto& a : agents_) std::visit([this](const auto& x) { write_agent(x); }, a);
+    for (const auto& a : agents_) touched.push_back(std::visit([this](const auto& x) { return write_agent(x); }, a));
+    PgChainStore chain(*conn_);
+    seal(chain, proxy_id_, touched, signer_.get());
     conn_->exec("COMMIT");
     known_days_.insert(days_.begin(), days_.end());
     attempt_ids_.clear();
@@ -117,6 +128,8 @@ class PgWriteStore final : public WriteStore {
   std::int64_t insert_request(const AuditRecord& r, const Completion* c, std::int64_t parent_id) override {
     const std::int64_t id = take_id();
     const std::string ts = format_timestamp(r.ts);
+    touched_.push_back(request_touched(id, ts, r, c, parent_id, proxy_id_));
+    const RequestValues v = request_values(r, c);
     days_.insert(ts.substr(0, 10));
     std::string& out = requests_;
     field(out, id);
@@ -128,16 +141,15 @@ class PgWriteStore final : public WriteStore {
     required(out, r.host);
     field(out, std::int64_t{r.port});
     field(out, r.path);
-    field(out, c && !c->resolved_addr.empty() ? c->resolved_addr : r.resolved_addr);
-    required(out, c && !c->decision.empty() ? c->decision : r.decision);
-    field(out, c && !c->rule.empty() ? c->rule : r.rule);
-    field(out, c && !c->reason.empty() ? c->reason : r.reason);
-    const auto status = c ? c->status : r.status;
-    field(out, status ? std::optional<std::int64_t>(*status) : std::nullopt);
-    field(out, static_cast<std::int64_t>(c ? c->bytes_up : r.bytes_up));
-    field(out, static_cast<std::int64_t>(c ? c->bytes_down : r.bytes_down));
-    field(out, c ? std::optional<std::int64_t>(c->duration_ms) : r.duration_ms);
-    field(out, c ? c->error : r.error);
+    field(out, v.resolved_addr);
+    required(out, v.decision);
+    field(out, v.rule);
+    field(out, v.reason);
+    field(out, v.status ? std::optional<std::int64_t>(*v.status) : std::nullopt);
+    field(out, v.bytes_up);
+    field(out, v.bytes_down);
+    field(out, v.duration_ms);
+    field(out, v.error);
     field(out, static_cast<std::int64_t>(r.count));
     field(out, parent_id ? std::optional<std::int64_t>(parent_id) : std::nullopt);
     field(out, proxy_id_);
@@ -161,7 +173,10 @@ class PgWriteStore final : public WriteStore {
     return true;
   }
 
-  void insert_event(const Event& e) override { events_.emplace_back(take_id(), e); }
+  void insert_event(const Event& e) override {
+    events_.emplace_back(take_id(), e);
+    touched_.push_back(event_touched(events_.back().first, format_timestamp(e.ts), e, proxy_id_));
+  }
   void insert_agent(const AgentRecord& a) override { agents_.emplace_back(AgentStart{take_id(), a}); }
   void agent_exited(const AgentExit& x) override { agents_.emplace_back(AgentEnd{take_id(), x}); }
 
@@ -206,37 +221,44 @@ class PgWriteStore final : public WriteStore {
          std::to_string(e.count), text_or_null(proxy_id_)});
   }
 
-  void write_agent(const AgentStart& s) {
+  // Each returns the row written or completed, for the chain.
+  Touched write_agent(const AgentStart& s) {
     const auto& a = s.agent;
+    const std::string started = format_timestamp(a.started);
     conn_->query(
         "INSERT INTO agents (id, name, pid, command_line, policy_digest, address, started, sandbox, proxy_id) "
         "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT DO NOTHING",
         {std::to_string(s.id), pg_text(a.name), std::to_string(a.pid), text_or_null(a.command_line),
-         text_or_null(a.policy_digest), text_or_null(a.address), format_timestamp(a.started), text_or_null(a.sandbox),
+         text_or_null(a.policy_digest), text_or_null(a.address), started, text_or_null(a.sandbox),
          text_or_null(proxy_id_)});
+    return agent_touched(s.id, started, a, proxy_id_);
   }
 
-  void write_agent(const AgentEnd& e) {
+  Touched write_agent(const AgentEnd& e) {
     const auto& x = e.exit;
+    const std::string ended = format_timestamp(x.ended);
+    static const std::string kExit =
+        "UPDATE agents SET ended = $3, exit_status = $4, resource_usage = $5 WHERE id = "
+        "(SELECT id FROM agents WHERE name = $1 AND pid = $2 AND ended IS NULL ORDER BY id DESC LIMIT 1) RETURNING " +
+        std::string(chained_table("agents")->columns);
     const std::optional<std::string> status =
         x.exit_status ? std::optional<std::string>(std::to_string(*x.exit_status)) : std::nullopt;
-    auto r = conn_->query(
-        "UPDATE agents SET ended = $3, exit_status = $4, resource_usage = $5 WHERE id = "
-        "(SELECT id FROM agents WHERE name = $1 AND pid = $2 AND ended IS NULL ORDER BY id DESC LIMIT 1)",
-        {pg_text(x.name), std::to_string(x.pid), format_timestamp(x.ended), status, text_or_null(x.resource_usage)});
-    if (std::string_view(PQcmdTuples(r.get())) != "0") return;
+    auto r = conn_->query(kExit, {pg_text(x.name), std::to_string(x.pid), ended, status, text_or_null(x.resource_usage)});
+    if (PQntuples(r.get()) > 0) return returned_touched(*chained_table("agents"), PgRow(r.get(), 0));
     // No start was recorded: keep the exit anyway rather than lose it.
     conn_->query(
         "INSERT INTO agents (id, name, pid, ended, exit_status, resource_usage, proxy_id) "
         "VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING",
-        {std::to_string(e.id), pg_text(x.name), std::to_string(x.pid), format_timestamp(x.ended), status,
+        {std::to_string(e.id), pg_text(x.name), std::to_string(x.pid), ended, status,
          text_or_null(x.resource_usage), text_or_null(proxy_id_)});
+    return agent_exit_touched(e.id, ended, x, proxy_id_);
   }
 
   std::string address_;
   std::string proxy_id_;
   bool sync_;
   std::unique_ptr<PgConn> conn_;
+  std::unique_ptr<Signer> signer_;
 
   // The open batch.
   std::string requests_;     // COPY text
@@ -244,6 +266,7 @@ class PgWriteStore final : public WriteStore {
   std::vector<std::pair<std::int64_t, Event>> events_;
   std::vector<std::variant<AgentStart, AgentEnd>> agents_;
   std::set<std::string> days_;
+  std::vector<Touched> touched_;  // rows the open batch writes or completes, for its chain links
 
   std::set<std::string> known_days_;  // partitions this writer made sure of
   std::vector<std::int64_t> attempt_ids_;  // ids handed out since the last commit, in order

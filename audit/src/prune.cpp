@@ -3,6 +3,7 @@
 #include "netbox/audit/query.hpp"
 #include "netbox/audit/schema.hpp"
 #include "netbox/audit/store_address.hpp"
+#include "chain_stores.hpp"
 #include "sqlite.hpp"
 #include "write_store.hpp"
 
@@ -43,6 +44,7 @@ PruneCounts prune_batch(sqlite3* db, Clock::time_point cutoff, Clock::time_point
       n.agents = delete_some(db, "DELETE FROM agents WHERE id IN (SELECT id FROM agents WHERE ended IS NOT NULL "
                                  "AND ended < ?1 ORDER BY ended LIMIT ?2)",
                              before, limit - n.total());
+    detail::trim_chain(detail::sqlite_runner(db), before);
     detail::exec(db, "COMMIT");
   } catch (...) {
     sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
@@ -64,9 +66,22 @@ std::string prune_detail(const PruneCounts& total, Clock::time_point cutoff, boo
          "\",\"vacuum\":" + (vacuum ? "true" : "false") + "}";
 }
 
-// PostgreSQL: the same batches through the store's own writer, whose event carries the
-// counts. VACUUM is left to the server's autovacuum (a dropped day gives its space back at once).
-PruneCounts prune_postgresql(const std::filesystem::path& path, Clock::time_point cutoff) {
+// The audit_prune event, written as the proxy's writer writes rows (so it gets its link in
+// the audit chain, signed with `signing_key` when given).
+void record_prune(const std::filesystem::path& path, const Event& event, const std::filesystem::path& signing_key) {
+  WriterOptions options;
+  options.db_path = path;
+  options.signing_key = signing_key;
+  const auto store = detail::open_write_store(options);
+  store->begin();
+  store->insert_event(event);
+  store->commit();
+}
+
+// PostgreSQL: the same batches through the store's own writer. VACUUM is left to the
+// server's autovacuum (a dropped day gives its space back at once).
+PruneCounts prune_postgresql(const std::filesystem::path& path, Clock::time_point cutoff,
+                             const std::filesystem::path& signing_key) {
   WriterOptions options;
   options.db_path = path;
   const auto store = detail::open_write_store(options);
@@ -79,16 +94,16 @@ PruneCounts prune_postgresql(const std::filesystem::path& path, Clock::time_poin
     total.agents += n.agents;
     if (n.total() < 2000) break;
   }
-  store->begin();
-  store->insert_event(Event{Clock::now(), "audit_prune", prune_message(total, cutoff), prune_detail(total, cutoff, false)});
-  store->commit();
+  record_prune(path, Event{Clock::now(), "audit_prune", prune_message(total, cutoff), prune_detail(total, cutoff, false)},
+               signing_key);
   return total;
 }
 
 }  // namespace
 
-PruneCounts prune(const std::filesystem::path& path, Clock::time_point cutoff, bool vacuum) {
-  if (is_postgresql(path.native())) return prune_postgresql(path, cutoff);
+PruneCounts prune(const std::filesystem::path& path, Clock::time_point cutoff, bool vacuum,
+                  const std::filesystem::path& signing_key) {
+  if (is_postgresql(path.native())) return prune_postgresql(path, cutoff, signing_key);
   detail::Db db(open_for_writing(path, false));
   constexpr std::uint64_t kBatch = 2000;  // a few ms per transaction: a live writer hardly waits
   const auto now = Clock::now();
@@ -100,11 +115,8 @@ PruneCounts prune(const std::filesystem::path& path, Clock::time_point cutoff, b
     total.agents += n.agents;
     if (n.total() < kBatch) break;
   }
-  detail::Statement event(db.get(), "INSERT INTO events (ts, kind, message, detail) VALUES (?1, 'audit_prune', ?2, ?3)");
-  event.bind(1, format_timestamp(Clock::now()));
-  event.bind(2, prune_message(total, cutoff));
-  event.bind(3, prune_detail(total, cutoff, vacuum));
-  event.step();
+  record_prune(path, Event{Clock::now(), "audit_prune", prune_message(total, cutoff), prune_detail(total, cutoff, vacuum)},
+               signing_key);
   if (vacuum) {
     detail::exec(db.get(), "VACUUM");
     detail::exec(db.get(), "PRAGMA wal_checkpoint(TRUNCATE)");

@@ -8,22 +8,6 @@
 namespace netbox::audit::detail {
 namespace {
 
-class PgRow final : public Row {
- public:
-  PgRow(const PGresult* r, int row) : r_(r), row_(row) {}
-  bool is_null(int column) const override { return PQgetisnull(r_, row_, column); }
-  std::int64_t column_int(int column) const override {
-    if (is_null(column)) return 0;
-    // SUM over bigint is numeric in PostgreSQL: digits, no fraction.
-    return std::stoll(pg_value(r_, row_, column));
-  }
-  std::string column_text(int column) const override { return is_null(column) ? std::string() : pg_value(r_, row_, column); }
-
- private:
-  const PGresult* r_;
-  int row_;
-};
-
 // "a = ? AND b = ?" -> "a = $1 AND b = $2": the readers' SQL holds no ? of its own.
 std::string numbered(const std::string& sql) {
   std::string out;
@@ -92,6 +76,21 @@ Reader::Reader(const std::filesystem::path& db) : path_(db) {
 }
 
 Reader::~Reader() = default;
+
+void Reader::snapshot() {
+  try {
+    if (pg_) {
+      pg_->exec("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+    } else {
+      exec(db_.get(), "BEGIN");
+      // A deferred transaction takes its snapshot at the first read: take it now.
+      Statement first(db_.get(), "SELECT COUNT(*) FROM sqlite_schema");
+      first.step();
+    }
+  } catch (const std::exception& e) {
+    throw read_error(e);
+  }
+}
 
 Where Reader::where(const Filter& f) const {
   Where w;

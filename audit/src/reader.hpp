@@ -38,6 +38,10 @@ class Reader {
   explicit Reader(const std::filesystem::path& db);
   ~Reader();
 
+  // Every later read sees one moment of the store, whatever writers commit meanwhile (a read
+  // transaction, REPEATABLE READ on PostgreSQL), until the Reader is destroyed.
+  void snapshot();
+
   Where where(const Filter& filter) const;
   // An aggregate giving `column` of the group's row with the latest ts.
   std::string latest(std::string_view column) const;

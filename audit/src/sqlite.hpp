@@ -57,6 +57,7 @@ class Statement final : public Row {
   // Ready for the next use: resets and clears the bindings.
   void reset();
 
+  int column_count() const { return sqlite3_column_count(stmt_); }
   bool is_null(int column) const override;
   std::int64_t column_int(int column) const override;
   std::string column_text(int column) const override;  // "" for NULL

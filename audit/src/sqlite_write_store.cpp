@@ -1,4 +1,5 @@
 // The SQLite store: one connection in WAL mode, the prepared statements of WriterStatements.
+#include "chain_stores.hpp"
 #include "netbox/audit/schema.hpp"
 #include "netbox/audit/store_address.hpp"
 #include "sqlite.hpp"
@@ -24,27 +25,54 @@ void keep_wal_on_close(sqlite3* db) {
 class SqliteWriteStore final : public WriteStore {
  public:
   explicit SqliteWriteStore(const WriterOptions& o)
-      : db_(open_for_writing(o.db_path, o.synchronous_full, o.busy_timeout)), statements_(db_.get(), o.proxy_id) {
+      : db_(open_for_writing(o.db_path, o.synchronous_full, o.busy_timeout)),
+        statements_(db_.get(), o.proxy_id),
+        chain_(db_.get()),
+        proxy_id_(o.proxy_id),
+        signer_(o.signing_key.empty() ? nullptr : std::make_unique<Signer>(o.signing_key, "--audit-signing-key")) {
     keep_wal_on_close(db_.get());
   }
 
-  void begin() override { statements_.begin(); }
-  void commit() override { statements_.commit(); }
-  void abandon() override { statements_.abandon(); }
-  std::int64_t insert_request(const AuditRecord& r, const Completion* c, std::int64_t parent_id) override {
-    return statements_.insert_request(r, c, parent_id);
+  void begin() override {
+    touched_.clear();
+    statements_.begin();
   }
-  bool complete_request(std::int64_t id, const Completion& c) override { return statements_.complete_request(id, c); }
-  void insert_event(const Event& e) override { statements_.insert_event(e); }
-  void insert_agent(const AgentRecord& a) override { statements_.insert_agent(a); }
-  void agent_exited(const AgentExit& x) override { statements_.agent_exited(x); }
+  void commit() override {
+    seal(chain_, proxy_id_, touched_, signer_.get());
+    statements_.commit();
+  }
+  void abandon() override {
+    chain_.reset();
+    statements_.abandon();
+  }
+  std::int64_t insert_request(const AuditRecord& r, const Completion* c, std::int64_t parent_id) override {
+    return touch(statements_.insert_request(r, c, parent_id));
+  }
+  bool complete_request(std::int64_t id, const Completion& c) override {
+    auto row = statements_.complete_request(id, c);
+    if (!row) return false;
+    touch(std::move(*row));
+    return true;
+  }
+  void insert_event(const Event& e) override { touch(statements_.insert_event(e)); }
+  void insert_agent(const AgentRecord& a) override { touch(statements_.insert_agent(a)); }
+  void agent_exited(const AgentExit& x) override { touch(statements_.agent_exited(x)); }
   PruneCounts prune_batch(Clock::time_point cutoff, Clock::time_point now, std::uint64_t limit) override {
     return audit::prune_batch(db_.get(), cutoff, now, limit);
   }
 
  private:
+  std::int64_t touch(Touched row) {
+    touched_.push_back(std::move(row));
+    return touched_.back().id;
+  }
+
   Db db_;
   WriterStatements statements_;
+  SqliteChainStore chain_;
+  std::string proxy_id_;
+  std::unique_ptr<Signer> signer_;
+  std::vector<Touched> touched_;  // rows the open batch wrote, for its chain links
 };
 
 }  // namespace

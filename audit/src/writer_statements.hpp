@@ -1,9 +1,11 @@
 #pragma once
 // The writer connection's prepared statements: created once, reused for every row.
+#include "chain.hpp"
 #include "netbox/audit/record.hpp"
 #include "sqlite.hpp"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace netbox::audit::detail {
@@ -18,16 +20,18 @@ class WriterStatements {
   // Ends a failed transaction (if one is still open) and makes every statement reusable.
   void abandon();
 
+  // Each returns the row it wrote or changed as its chain link encodes it (chain.hpp), from
+  // the values bound or the UPDATE's RETURNING list: nothing is read back.
   // With `completion`, the row is written final as it stands (the same values complete_request
   // would set), so a request that ended before its row was written costs one statement.
   // `parent_id`: the id of the row this one belongs to (an inspected tunnel's); 0: NULL.
-  std::int64_t insert_request(const AuditRecord& record, const Completion* completion = nullptr,
-                              std::int64_t parent_id = 0);
-  // false when no row has that id.
-  bool complete_request(std::int64_t rowid, const Completion& completion);
-  void insert_event(const Event& event);
-  void insert_agent(const AgentRecord& agent);
-  void agent_exited(const AgentExit& exit);
+  Touched insert_request(const AuditRecord& record, const Completion* completion = nullptr,
+                         std::int64_t parent_id = 0);
+  // nullopt when no row has that id.
+  std::optional<Touched> complete_request(std::int64_t rowid, const Completion& completion);
+  Touched insert_event(const Event& event);
+  Touched insert_agent(const AgentRecord& agent);
+  Touched agent_exited(const AgentExit& exit);
 
  private:
   sqlite3* db_;

@@ -112,6 +112,7 @@ ProxyRuntime::ProxyRuntime(ProxyOptions opts)
   audit::WriterOptions wo;
   wo.db_path = options.audit_db;
   if (!options.proxy_id.empty()) wo.proxy_id = options.proxy_id;
+  wo.signing_key = options.audit_signing_key;
   wo.synchronous_full = options.audit_sync;
   wo.queue_capacity = options.audit_queue;
   wo.held_while_failing = options.audit_hold;

@@ -112,14 +112,22 @@ int main(int argc, char** argv) {
   const std::uint64_t completed =
       std::stoull(server.query_column("bench", "SELECT count(*) FROM requests WHERE status = 200")[0]);
   const std::uint64_t distinct = std::stoull(server.query_column("bench", "SELECT count(DISTINCT id) FROM requests")[0]);
+  // On-disk size per row (heap, indexes, TOAST) of the request partitions and of the audit
+  // chain's links: docs/fleet.md's arithmetic.
+  const double request_bytes = std::stod(server.query_column(
+      "bench", "SELECT COALESCE(sum(pg_total_relation_size(inhrelid)), 0) FROM pg_inherits "
+               "WHERE inhparent = 'requests'::regclass")[0]);
+  const double chain_bytes = std::stod(server.query_column("bench", "SELECT pg_total_relation_size('audit_chain')")[0]);
   std::printf(
       "{\"rows\":%llu,\"counted\":%llu,\"completed\":%llu,\"distinct_ids\":%llu,\"lost\":%llu,\"seconds\":%.3f,"
       "\"rows_per_s\":%.1f,\"enqueue_to_commit_ms_p50\":%.1f,\"enqueue_to_commit_ms_p99\":%.1f,\"batches\":%llu,"
-      "\"write_errors\":%llu,\"loadavg_before\":\"%s\",\"loadavg_after\":\"%s\"}\n",
+      "\"write_errors\":%llu,\"request_bytes_per_row\":%.0f,\"chain_bytes_per_row\":%.0f,"
+      "\"loadavg_before\":\"%s\",\"loadavg_after\":\"%s\"}\n",
       static_cast<unsigned long long>(rows), static_cast<unsigned long long>(counted),
       static_cast<unsigned long long>(completed), static_cast<unsigned long long>(distinct),
       static_cast<unsigned long long>(rows > counted ? rows - counted : 0), seconds,
       static_cast<double>(counted) / seconds, pct(0.5), pct(0.99), static_cast<unsigned long long>(final_stats.batches),
-      static_cast<unsigned long long>(final_stats.write_errors), load_before.c_str(), load_after.c_str());
+      static_cast<unsigned long long>(final_stats.write_errors), request_bytes / static_cast<double>(rows),
+      chain_bytes / static_cast<double>(rows), load_before.c_str(), load_after.c_str());
   return counted == rows && completed == rows && distinct == rows ? 0 : 1;
 }

@@ -68,11 +68,12 @@ TEST(AuditDecisions, VersionThreeRowsAreMovedToCapAndErrorWhereTheirStatusTells)
                 SQLITE_OK)
           << probe.last_error();
     // Nor had it schema 5's parent_id (its view and index first), schema 6's events.count,
-    // or schema 7's proxy_id.
+    // schema 7's proxy_id or schema 8's audit chain.
     ASSERT_EQ(probe.exec("DROP VIEW inspected_requests; DROP INDEX requests_parent; "
                          "ALTER TABLE requests DROP COLUMN parent_id; DROP INDEX events_kind_ts; "
                          "ALTER TABLE events DROP COLUMN count; ALTER TABLE requests DROP COLUMN proxy_id; "
-                         "ALTER TABLE events DROP COLUMN proxy_id; ALTER TABLE agents DROP COLUMN proxy_id"),
+                         "ALTER TABLE events DROP COLUMN proxy_id; ALTER TABLE agents DROP COLUMN proxy_id; "
+                         "DROP TABLE audit_chain; DROP TABLE audit_chain_heads; DROP TABLE audit_chain_start"),
               SQLITE_OK)
         << probe.last_error();
     ASSERT_EQ(probe.exec("PRAGMA user_version = 3"), SQLITE_OK);
@@ -81,6 +82,9 @@ TEST(AuditDecisions, VersionThreeRowsAreMovedToCapAndErrorWhereTheirStatusTells)
 
   SqliteProbe probe(path);
   EXPECT_EQ(probe.number("PRAGMA user_version"), kSchemaVersion);
+  EXPECT_EQ(probe.number("SELECT last_id FROM audit_chain_start WHERE tbl = 'requests'"),
+            static_cast<std::int64_t>(std::size(kOldRows)))
+      << "schema 8: the rows before the chain are counted as not covered, by id";
   EXPECT_EQ(probe.number("SELECT COUNT(*) FROM requests WHERE parent_id IS NOT NULL"), 0)
       << "schema 5: old rows belong to no tunnel";
   for (const auto& r : kOldRows)

@@ -29,7 +29,10 @@ PruneCounts prune_batch(sqlite3* db, Clock::time_point cutoff, Clock::time_point
 
 // `netbox audit prune`: batches until nothing older than `cutoff` is left, then records an
 // `audit_prune` event with the counts; with `vacuum`, checkpoints the WAL and VACUUMs so the
-// file shrinks. Runs beside a live proxy (its writes wait at most the busy timeout).
-PruneCounts prune(const std::filesystem::path& db, Clock::time_point cutoff, bool vacuum);
+// file shrinks. Runs beside a live proxy (its writes wait at most the busy timeout). The
+// event is linked into the audit chain of this host's proxy id, signed with `signing_key`
+// (an Ed25519 private key, PEM) when given.
+PruneCounts prune(const std::filesystem::path& db, Clock::time_point cutoff, bool vacuum,
+                  const std::filesystem::path& signing_key = {});
 
 }  // namespace netbox::audit

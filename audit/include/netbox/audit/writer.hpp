@@ -57,6 +57,9 @@ struct WriterOptions {
   // inserts never wait long. 0: keep everything.
   std::chrono::seconds retention{0};
   std::chrono::milliseconds retention_interval{std::chrono::hours(1)};
+  // --audit-signing-key: an Ed25519 private key (PEM); the last chain link of every batch
+  // is signed with it (docs/audit.md "Integrity"). Empty: links are not signed.
+  std::filesystem::path signing_key;
 };
 
 struct WriterStats {

@@ -62,6 +62,7 @@ struct ProxyOptions {
   // request. Costs one group commit of latency per new exchange.
   bool audit_sync = false;
   std::string proxy_id;  // stored with every audit row; empty: the host name
+  std::filesystem::path audit_signing_key;  // --audit-signing-key: signs each audit batch's chain link; empty: none
   // TLS inspection (issue 16): the netbox CA's folder (`netbox ca init`), loaded at start
   // with all its checks; without it a policy using `inspect` is refused. upstream_ca adds
   // a trust anchor (PEM) to the system store for inspected upstreams.

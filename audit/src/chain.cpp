@@ -1,0 +1,304 @@
+#include "chain.hpp"
+
+#include "pg.hpp"
+
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+
+#include <charconv>
+#include <cstdio>
+#include <map>
+#include <stdexcept>
+
+namespace netbox::audit::detail {
+namespace {
+
+// The columns as schema version 8 has them. A column added later is not covered until it
+// is named here, which changes every digest: that needs a new row tag ("-v2").
+constexpr ChainedTable kTables[] = {
+    {"requests",
+     "id, ts, agent, client_addr, kind, method, host, port, path, resolved_addr, decision, rule, reason, status, "
+     "bytes_up, bytes_down, duration_ms, error, count, parent_id, proxy_id",
+     "ts", "ts"},
+    {"events", "id, ts, kind, message, detail, count, proxy_id", "ts", "ts"},
+    {"agents",
+     "id, name, pid, command_line, policy_digest, address, started, ended, exit_status, resource_usage, sandbox, "
+     "proxy_id",
+     "ended", "started"},
+};
+
+int column_count(const ChainedTable& t) {
+  int n = 1;
+  for (const char* c = t.columns; *c; ++c) n += *c == ',';
+  return n;
+}
+
+int column_index(const ChainedTable& t, std::string_view name) {
+  std::string_view cols = t.columns;
+  int i = 0;
+  while (!cols.empty()) {
+    const auto comma = cols.find(',');
+    std::string_view c = cols.substr(0, comma);
+    while (!c.empty() && c.front() == ' ') c.remove_prefix(1);
+    if (c == name) return i;
+    if (comma == std::string_view::npos) break;
+    cols.remove_prefix(comma + 1);
+    ++i;
+  }
+  throw std::logic_error("no column " + std::string(name));
+}
+
+void put_length(std::string& out, std::size_t n) {
+  for (int shift = 24; shift >= 0; shift -= 8) out += static_cast<char>((n >> shift) & 0xff);
+}
+
+void put_text(std::string& out, std::string_view text) {
+  put_length(out, text.size());
+  out += text;
+}
+
+// The digest fetched once and one context per thread: EVP_Digest with EVP_sha256() looks the
+// algorithm up in OpenSSL 3's provider tables on every call, a tenth of the writer's chain work.
+Sha256 sha256(std::string_view data) {
+  struct Ctx {
+    EVP_MD* md = EVP_MD_fetch(nullptr, "SHA256", nullptr);
+    EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+    ~Ctx() {
+      EVP_MD_CTX_free(ctx);
+      EVP_MD_free(md);
+    }
+  };
+  thread_local Ctx c;
+  Sha256 out{};
+  unsigned int n = 0;
+  if (!c.md || !c.ctx || EVP_DigestInit_ex2(c.ctx, c.md, nullptr) != 1 ||
+      EVP_DigestUpdate(c.ctx, data.data(), data.size()) != 1 || EVP_DigestFinal_ex(c.ctx, out.data(), &n) != 1 ||
+      n != out.size())
+    throw std::runtime_error("SHA-256 failed");
+  return out;
+}
+
+int hex_digit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// "" for text that is not hex (a hash edited into something else then matches nothing).
+std::string from_hex(std::string_view hex) {
+  std::string out;
+  if (hex.size() % 2) return out;
+  out.reserve(hex.size() / 2);
+  for (std::size_t i = 0; i < hex.size(); i += 2) {
+    const int hi = hex_digit(hex[i]), lo = hex_digit(hex[i + 1]);
+    if (hi < 0 || lo < 0) return {};
+    out += static_cast<char>(hi * 16 + lo);
+  }
+  return out;
+}
+
+struct PkeyFree {
+  void operator()(EVP_PKEY* k) const { EVP_PKEY_free(k); }
+};
+using Pkey = std::unique_ptr<EVP_PKEY, PkeyFree>;
+
+Pkey read_key(const std::filesystem::path& file, std::string_view flag, bool private_key) {
+  std::FILE* f = std::fopen(file.c_str(), "r");
+  if (!f) throw std::runtime_error(std::string(flag) + " " + file.string() + ": cannot open");
+  EVP_PKEY* k = private_key ? PEM_read_PrivateKey(f, nullptr, nullptr, nullptr) : PEM_read_PUBKEY(f, nullptr, nullptr, nullptr);
+  std::fclose(f);
+  Pkey key(k);
+  if (!key || EVP_PKEY_id(key.get()) != EVP_PKEY_ED25519)
+    throw std::runtime_error(std::string(flag) + " " + file.string() + ": not an Ed25519 " +
+                             (private_key ? "private key in PEM (openssl genpkey -algorithm ed25519 -out FILE)"
+                                          : "public key in PEM (openssl pkey -in PRIVATE -pubout -out FILE)"));
+  return key;
+}
+
+struct MdCtxFree {
+  void operator()(EVP_MD_CTX* c) const { EVP_MD_CTX_free(c); }
+};
+
+}  // namespace
+
+std::span<const ChainedTable> chained_tables() { return kTables; }
+
+const ChainedTable* chained_table(std::string_view name) {
+  for (const auto& t : kTables)
+    if (name == t.name) return &t;
+  return nullptr;
+}
+
+std::string to_hex(std::span<const unsigned char> bytes) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(bytes.size() * 2);
+  for (unsigned char b : bytes) {
+    out += kDigits[b >> 4];
+    out += kDigits[b & 15];
+  }
+  return out;
+}
+
+RowEncoding::RowEncoding(const ChainedTable& table) : table_(&table) {
+  data_.reserve(512);
+  data_ = "netbox-audit-row-v1";
+  data_ += '\0';
+  data_ += table.name;
+  data_ += '\0';
+}
+
+RowEncoding& RowEncoding::null() {
+  ++given_;
+  data_ += 'N';
+  return *this;
+}
+
+RowEncoding& RowEncoding::text(std::string_view value) {
+  if (value.empty()) return null();
+  ++given_;
+  data_ += 'V';
+  const std::size_t at = data_.size();
+  put_length(data_, 0);
+  append_pg_text(data_, value);
+  const std::size_t n = data_.size() - at - 4;
+  for (int i = 0; i < 4; ++i) data_[at + i] = static_cast<char>((n >> (24 - 8 * i)) & 0xff);
+  return *this;
+}
+
+RowEncoding& RowEncoding::integer(std::int64_t value) {
+  char digits[24];
+  const auto end = std::to_chars(digits, digits + sizeof digits, value).ptr;
+  ++given_;
+  data_ += 'V';
+  put_text(data_, std::string_view(digits, static_cast<std::size_t>(end - digits)));
+  return *this;
+}
+
+RowEncoding& RowEncoding::integer(std::optional<std::int64_t> value) {
+  return value ? integer(*value) : null();
+}
+
+Sha256 RowEncoding::sha() const {
+  if (given_ != column_count(*table_))
+    throw std::logic_error(std::string("audit chain: ") + table_->name + " row encoded with " + std::to_string(given_) +
+                           " columns");
+  return sha256(data_);
+}
+
+Sha256 row_sha(const ChainedTable& table, const Row& row) {
+  RowEncoding e(table);
+  const int n = column_count(table);
+  // Integers come back as their decimal text from either store: encoded as text alike.
+  for (int i = 0; i < n; ++i) row.is_null(i) ? e.null() : e.text(row.column_text(i));
+  return e.sha();
+}
+
+std::string row_digest(const ChainedTable& table, const Row& row) { return to_hex(row_sha(table, row)); }
+
+std::string link_ts(const ChainedTable& table, const Row& row) {
+  for (const char* column : {table.prune_column, table.open_column})
+    if (const int i = column_index(table, column); !row.is_null(i)) return row.column_text(i);
+  return "~";
+}
+
+namespace {
+
+// The link's hash from the previous hash and the row's digest as bytes.
+Sha256 link_sha(std::string_view previous, const Link& l, std::string_view digest) {
+  thread_local std::string data;
+  data = "netbox-audit-link-v1";
+  data += '\0';
+  data += previous;
+  put_text(data, l.proxy_id);
+  put_text(data, std::to_string(l.seq));
+  put_text(data, l.table);
+  put_text(data, std::to_string(l.row_id));
+  put_text(data, l.ts);
+  data += digest;
+  return sha256(data);
+}
+
+std::string_view bytes(const Sha256& h) { return {reinterpret_cast<const char*>(h.data()), h.size()}; }
+
+}  // namespace
+
+std::string link_hash(std::string_view previous, const Link& l) {
+  return to_hex(link_sha(from_hex(previous), l, from_hex(l.digest)));
+}
+
+std::string batch_message(const Link& last) {
+  std::string m = "netbox-audit-batch-v1";
+  m += '\0';
+  m += last.proxy_id;
+  m += '\0';
+  m += std::to_string(last.seq);
+  m += '\0';
+  m += last.hash;
+  return m;
+}
+
+struct Signer::Key {
+  Pkey pkey;
+};
+
+Signer::Signer(const std::filesystem::path& key_file, std::string_view flag)
+    : key_(std::make_unique<Key>(Key{read_key(key_file, flag, true)})) {}
+Signer::~Signer() = default;
+
+std::string Signer::sign(std::string_view message) const {
+  std::unique_ptr<EVP_MD_CTX, MdCtxFree> ctx(EVP_MD_CTX_new());
+  unsigned char sig[64];
+  std::size_t n = sizeof sig;
+  if (!ctx || EVP_DigestSignInit(ctx.get(), nullptr, nullptr, nullptr, key_->pkey.get()) != 1 ||
+      EVP_DigestSign(ctx.get(), sig, &n, reinterpret_cast<const unsigned char*>(message.data()), message.size()) != 1)
+    throw std::runtime_error("Ed25519 signing failed");
+  return to_hex(std::span<const unsigned char>(sig, n));
+}
+
+struct SignatureCheck::Key {
+  Pkey pkey;
+};
+
+SignatureCheck::SignatureCheck(const std::filesystem::path& key_file, std::string_view flag)
+    : key_(std::make_unique<Key>(Key{read_key(key_file, flag, false)})) {}
+SignatureCheck::~SignatureCheck() = default;
+
+bool SignatureCheck::valid(std::string_view message, std::string_view signature_hex) const {
+  const std::string sig = from_hex(signature_hex);
+  if (sig.size() != 64) return false;
+  std::unique_ptr<EVP_MD_CTX, MdCtxFree> ctx(EVP_MD_CTX_new());
+  return ctx && EVP_DigestVerifyInit(ctx.get(), nullptr, nullptr, nullptr, key_->pkey.get()) == 1 &&
+         EVP_DigestVerify(ctx.get(), reinterpret_cast<const unsigned char*>(sig.data()), sig.size(),
+                          reinterpret_cast<const unsigned char*>(message.data()), message.size()) == 1;
+}
+
+void seal(ChainStore& store, const std::string& proxy_id, const std::vector<Touched>& touched, const Signer* signer) {
+  if (touched.empty()) return;
+  // One link per row, at its first touch; its content is the row as the batch leaves it.
+  std::vector<const Touched*> order;
+  std::map<std::pair<const ChainedTable*, std::int64_t>, std::size_t> place;
+  order.reserve(touched.size());
+  for (const auto& t : touched) {
+    auto [it, added] = place.try_emplace({t.table, t.id}, order.size());
+    if (added) order.push_back(&t);
+    else order[it->second] = &t;
+  }
+  const ChainStore::Head head = store.lock_head(proxy_id);
+  std::string previous = from_hex(head.hash);
+  std::int64_t seq = head.seq;
+  std::vector<Link> links;
+  links.reserve(order.size());
+  for (const Touched* t : order) {
+    Link l{proxy_id, ++seq, t->table->name, t->id, t->ts, to_hex(t->digest), {}, {}};
+    const Sha256 hash = link_sha(previous, l, bytes(t->digest));
+    previous.assign(bytes(hash));
+    l.hash = to_hex(hash);
+    links.push_back(std::move(l));
+  }
+  if (signer) links.back().signature = signer->sign(batch_message(links.back()));
+  store.append(links);
+}
+
+}  // namespace netbox::audit::detail

@@ -1,0 +1,365 @@
+// The audit chain (docs/audit.md "Integrity") on real stores, an SQLite file and a real
+// PostgreSQL server: rows written by the writer verify; a row deleted, edited or inserted
+// behind netbox's back is named by `netbox audit verify`; pruning keeps the chain
+// verifiable; two proxies sharing one database each keep their own chain; a store rebuilt
+// and signed with another key fails the signature check.
+#include "netbox/audit/prune.hpp"
+#include "netbox/audit/verify.hpp"
+#include "netbox/audit/writer.hpp"
+#include "support/postgres_server.hpp"
+#include "support/process.hpp"
+#include "support/sample_records.hpp"
+#include "support/temp_dir.hpp"
+
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include <atomic>
+#include <memory>
+#include <thread>
+
+namespace netbox::test {
+namespace {
+
+using audit::Clock;
+using namespace std::chrono_literals;
+
+// One store under test and raw SQL on it, as an attacker with write access has.
+class Store {
+ public:
+  virtual ~Store() = default;
+  virtual std::string db() const = 0;
+  virtual std::string scalar(const std::string& sql) = 0;  // first column of the first row
+  virtual void exec(const std::string& sql) = 0;
+};
+
+class SqliteStore final : public Store {
+ public:
+  std::string db() const override { return (dir_.path() / "audit.db").string(); }
+  std::string scalar(const std::string& sql) override {
+    std::string out;
+    run(sql, &out);
+    return out;
+  }
+  void exec(const std::string& sql) override { run(sql, nullptr); }
+
+ private:
+  void run(const std::string& sql, std::string* out) {
+    sqlite3* h = nullptr;
+    ASSERT_EQ(sqlite3_open(db().c_str(), &h), SQLITE_OK);
+    char* err = nullptr;
+    const int rc = sqlite3_exec(
+        h, sql.c_str(),
+        [](void* o, int, char** values, char**) {
+          auto* s = static_cast<std::string*>(o);
+          if (s && s->empty() && values[0]) *s = values[0];
+          return 0;
+        },
+        out, &err);
+    const std::string message = err ? err : "";
+    sqlite3_free(err);
+    sqlite3_close(h);
+    ASSERT_EQ(rc, SQLITE_OK) << sql << ": " << message;
+  }
+  TempDir dir_;
+};
+
+class PgStore final : public Store {
+ public:
+  PgStore() : db_(server_.create_database("chain")) {}
+  std::string db() const override { return db_; }
+  std::string scalar(const std::string& sql) override {
+    const auto rows = server_.query("chain", sql);
+    return rows.empty() ? std::string() : rows[0][0];
+  }
+  void exec(const std::string& sql) override { server_.query("chain", sql); }
+
+ private:
+  PostgresServer server_;
+  std::string db_;
+};
+
+// Requests (half completed in a later batch than their insert, so their rows are updated),
+// an event, an agent started and exited, `ts` old.
+void write_rows(const std::string& db, const std::string& proxy, int n, Clock::time_point ts = Clock::now(),
+                const std::filesystem::path& key = {}) {
+  audit::WriterOptions o;
+  o.db_path = db;
+  o.proxy_id = proxy;
+  o.signing_key = key;
+  audit::Writer w(o);
+  w.agent_started(audit::AgentRecord{"agent-" + proxy, 4242, "sh -c work", "digest", "", ts, ""});
+  for (int i = 0; i < n; ++i) {
+    const auto h = w.insert(audit::testing::request("agent-" + proxy, "h" + std::to_string(i) + ".test", "allow", ts));
+    if (i % 2) w.flush();  // the row is committed open, then completed: an UPDATE
+    w.complete(h, audit::Completion{200, 10, 20, 5, {}, {}, {}, {}, {}});
+  }
+  w.event(audit::Event{ts, "test_event", "written by " + proxy});
+  w.agent_exited(audit::AgentExit{"agent-" + proxy, 4242, ts + 1s, 0, ""});
+  w.flush();
+}
+
+std::string joined(const std::vector<std::string>& lines) {
+  std::string out;
+  for (const auto& l : lines) out += l + "\n";
+  return out;
+}
+
+enum class Backend { sqlite, postgresql };
+
+class AuditChain : public ::testing::TestWithParam<Backend> {
+ protected:
+  void SetUp() override {
+    if (GetParam() == Backend::sqlite) store = std::make_unique<SqliteStore>();
+    else store = std::make_unique<PgStore>();
+  }
+  // The id of the n-th request row (1-based), in id order.
+  std::string request_id(int n) {
+    return store->scalar("SELECT id FROM requests ORDER BY id LIMIT 1 OFFSET " + std::to_string(n - 1));
+  }
+  std::unique_ptr<Store> store;
+};
+
+TEST_P(AuditChain, AFreshStoreVerifiesOnTheCommandLine) {
+  write_rows(store->db(), "p1", 10);
+  const auto report = audit::verify_chain(store->db());
+  EXPECT_TRUE(report.ok()) << joined(report.problems);
+  EXPECT_EQ(report.rows, 10u + 1 + 1) << "every request, event and agent row is checked";
+  const auto r = run_netbox({"audit", "verify", "--db", store->db()});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("audit chain verified"), std::string::npos) << r.out;
+}
+
+TEST_P(AuditChain, ADeletedMiddleRowIsNamed) {
+  write_rows(store->db(), "p1", 10);
+  const std::string id = request_id(5);
+  store->exec("DELETE FROM requests WHERE id = " + id);
+  const auto r = run_netbox({"audit", "verify", "--db", store->db()});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("FIRST MISMATCH: requests row " + id + " "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("deleted"), std::string::npos) << r.out;
+}
+
+TEST_P(AuditChain, AnEditedColumnIsNamed) {
+  write_rows(store->db(), "p1", 10);
+  const std::string id = request_id(4);  // completed in a later batch: its latest link is the update's
+  store->exec("UPDATE requests SET host = 'innocent.test' WHERE id = " + id);
+  const auto report = audit::verify_chain(store->db());
+  ASSERT_FALSE(report.ok());
+  EXPECT_NE(report.problems[0].find("requests row " + id + " "), std::string::npos) << joined(report.problems);
+  EXPECT_NE(report.problems[0].find("edited"), std::string::npos) << joined(report.problems);
+  EXPECT_EQ(report.problems.size(), 1u) << joined(report.problems);
+}
+
+TEST_P(AuditChain, AForgedRowIsNamed) {
+  write_rows(store->db(), "p1", 4);
+  store->exec(
+      "INSERT INTO requests (id, ts, agent, kind, host, port, decision, bytes_up, bytes_down, count, proxy_id) "
+      "SELECT MAX(id) + 7, MAX(ts), 'agent-p1', 'http', 'alibi.test', 80, 'allow', 0, 0, 1, 'p1' FROM requests");
+  const std::string forged = store->scalar("SELECT MAX(id) FROM requests");
+  const auto report = audit::verify_chain(store->db());
+  ASSERT_FALSE(report.ok());
+  EXPECT_NE(report.problems[0].find("requests row " + forged + " is in no chain"), std::string::npos)
+      << joined(report.problems);
+}
+
+TEST_P(AuditChain, AnEditedEventAndAgentAreNamedToo) {
+  write_rows(store->db(), "p1", 2);
+  store->exec("UPDATE events SET message = 'nothing happened' WHERE kind = 'test_event'");
+  store->exec("UPDATE agents SET exit_status = 1");
+  const auto text = joined(audit::verify_chain(store->db()).problems);
+  EXPECT_NE(text.find("events row"), std::string::npos) << text;
+  EXPECT_NE(text.find("agents row"), std::string::npos) << text;
+}
+
+// The writer hashes the values it binds, verify the values it reads back: every value a
+// store keeps differently from what was bound must encode alike (an agent's bytes that are
+// not UTF-8 and a NUL, which PostgreSQL stores as \xNN; empty optional text stored NULL,
+// empty required text stored ''; integers past INT64_MAX; an exit with no start row), in
+// rows written final, rows completed in a later batch (an UPDATE) and agent rows.
+TEST_P(AuditChain, ValuesAStoreKeepsDifferentlyStillVerify) {
+  const std::string odd = std::string("caf\xc3\xa9 \xff\xfe raw ") + std::string(1, '\0') + "nul\t\\x41";
+  {
+    audit::WriterOptions o;
+    o.db_path = store->db();
+    o.proxy_id = "p1";
+    audit::Writer w(o);
+    w.agent_started(audit::AgentRecord{odd, 7, odd, "", "", Clock::now(), "{\"k\":\"" + odd + "\"}"});
+    auto r = audit::testing::request(odd, "", "allow");
+    r.path = "/" + odd;
+    r.reason = odd;
+    r.client_addr.clear();
+    r.bytes_up = UINT64_MAX;
+    r.count = 3;
+    const auto final_row = w.insert(r);
+    w.complete(final_row, audit::Completion{std::nullopt, UINT64_MAX - 1, 0, -5, odd, odd, "deny", {}, {}});
+    const auto open_row = w.insert(r);
+    w.flush();  // committed open, completed below by an UPDATE
+    w.complete(open_row, audit::Completion{404, 1, 2, 3, {}, odd, {}, odd, odd});
+    w.event(audit::Event{Clock::now(), "test_event", odd, odd});
+    w.agent_exited(audit::AgentExit{odd, 7, Clock::now(), std::nullopt, odd});
+    w.agent_exited(audit::AgentExit{"never-started", 8, Clock::now(), 3, ""});  // no start row
+    w.flush();
+  }
+  const auto report = audit::verify_chain(store->db());
+  EXPECT_TRUE(report.ok()) << joined(report.problems);
+  EXPECT_EQ(report.rows, 2u + 1 + 2);
+  // And such a row still cannot be edited unnoticed.
+  store->exec("UPDATE requests SET bytes_down = bytes_down + 1 WHERE id = " + request_id(2));
+  EXPECT_FALSE(audit::verify_chain(store->db()).ok());
+}
+
+TEST_P(AuditChain, PruningKeepsTheChainVerifiable) {
+  const auto now = Clock::now();
+  write_rows(store->db(), "p1", 6, now - std::chrono::days(10));
+  write_rows(store->db(), "p1", 6, now);
+  audit::prune(store->db(), now - std::chrono::days(7), false);
+  ASSERT_EQ(store->scalar("SELECT COUNT(*) FROM requests"), "6") << "the old rows went";
+  auto report = audit::verify_chain(store->db());
+  EXPECT_TRUE(report.ok()) << joined(report.problems);
+  EXPECT_NE(store->scalar("SELECT anchor_seq FROM audit_chain_heads WHERE proxy_id = 'p1'"), "0")
+      << "the links of pruned rows went too, their last hash kept as the anchor";
+  // Still checking: a recent row deleted after the prune is not taken for a pruned one.
+  const std::string id = request_id(3);
+  store->exec("DELETE FROM requests WHERE id = " + id);
+  report = audit::verify_chain(store->db());
+  ASSERT_FALSE(report.ok());
+  EXPECT_NE(report.problems[0].find("requests row " + id + " "), std::string::npos) << joined(report.problems);
+}
+
+TEST_P(AuditChain, RemovedLinksAtTheEndAreNamed) {
+  write_rows(store->db(), "p1", 4);
+  const std::string last = store->scalar("SELECT MAX(seq) FROM audit_chain");
+  // The last row and its link removed, as if never written.
+  const std::string id = store->scalar("SELECT row_id FROM audit_chain WHERE seq = " + last);
+  store->exec("DELETE FROM agents WHERE id = " + id);
+  store->exec("DELETE FROM audit_chain WHERE seq = " + last);
+  const auto report = audit::verify_chain(store->db());
+  ASSERT_FALSE(report.ok());
+  EXPECT_NE(joined(report.problems).find("ends at link"), std::string::npos) << joined(report.problems);
+}
+
+TEST_P(AuditChain, ABatchSignedWithAnotherKeyFailsTheSignatureCheck) {
+  TempDir keys;
+  const auto key = keys.path() / "audit.key", pub = keys.path() / "audit.pub";
+  const auto other = keys.path() / "other.key", other_pub = keys.path() / "other.pub";
+  for (const auto& [k, p] : {std::pair{key, pub}, std::pair{other, other_pub}}) {
+    ASSERT_EQ(run({"openssl", "genpkey", "-algorithm", "ed25519", "-out", k.string()}).exit_code, 0);
+    ASSERT_EQ(run({"openssl", "pkey", "-in", k.string(), "-pubout", "-out", p.string()}).exit_code, 0);
+  }
+  write_rows(store->db(), "p1", 6, Clock::now(), key);
+  auto r = run_netbox({"audit", "verify", "--db", store->db(), "--audit-verify-key", pub.string()});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  // Someone with write access rewrites history and signs it with a key of their own: the
+  // chain is consistent (verify without a key passes), the signatures are not ours.
+  write_rows(store->db(), "p1", 2, Clock::now(), other);
+  EXPECT_TRUE(audit::verify_chain(store->db()).ok());
+  r = run_netbox({"audit", "verify", "--db", store->db(), "--audit-verify-key", pub.string()});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("the batch signature does not verify"), std::string::npos) << r.out;
+  // Rows written without any key after signed ones are named as unsigned.
+  write_rows(store->db(), "p1", 1);
+  const auto report = audit::verify_chain(store->db(), other_pub);
+  EXPECT_NE(joined(report.problems).find("carry no batch signature"), std::string::npos) << joined(report.problems);
+}
+
+TEST_P(AuditChain, ARowOpenAtTheUpgradeIsCoveredOnceCompleted) {
+  audit::WriterOptions o;
+  o.db_path = store->db();
+  o.proxy_id = "p1";
+  audit::Writer w(o);
+  const auto open = w.insert(audit::testing::request("a", "tunnel.test", "allow"));
+  w.flush();
+  // As a store upgraded to schema 8 while that request was open: no chain yet, the row
+  // counted as older than the chain.
+  store->exec("DELETE FROM audit_chain");
+  store->exec("DELETE FROM audit_chain_heads");
+  store->exec("UPDATE audit_chain_start SET last_id = (SELECT MAX(id) FROM requests) WHERE tbl = 'requests'");
+  w.complete(open, audit::Completion{200, 1, 2, 3, {}, {}, {}, {}, {}});
+  w.flush();
+  auto report = audit::verify_chain(store->db());
+  EXPECT_TRUE(report.ok()) << joined(report.problems);
+  EXPECT_EQ(report.rows, 1u) << "covered by its completion's link";
+  store->exec("UPDATE requests SET status = 204");
+  report = audit::verify_chain(store->db());
+  EXPECT_FALSE(report.ok()) << "an edit after its completion is seen";
+}
+
+TEST_P(AuditChain, VerifyBesideALiveWriterSeesOneMomentOfTheStore) {
+  write_rows(store->db(), "first", 1);  // the store exists before verify reads it
+  std::atomic<bool> done{false};
+  std::thread writer([&] {
+    audit::WriterOptions o;
+    o.db_path = store->db();
+    o.proxy_id = "live";
+    o.flush_interval = 1ms;
+    audit::Writer w(o);
+    for (int i = 0; i < 3000; ++i) {
+      w.insert_complete(audit::testing::request("live", "h.test", "allow"));
+      if (i % 50 == 0) w.flush();
+    }
+    w.flush();
+    done = true;
+  });
+  int runs = 0;
+  while (!done || runs == 0) {
+    const auto report = audit::verify_chain(store->db());
+    ++runs;
+    if (!report.ok()) {
+      ADD_FAILURE() << "verify run " << runs << ": " << report.problems[0];
+      break;
+    }
+  }
+  writer.join();
+  EXPECT_GT(runs, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, AuditChain, ::testing::Values(Backend::sqlite, Backend::postgresql),
+                         [](const auto& p) { return p.param == Backend::sqlite ? "sqlite" : "postgresql"; });
+
+TEST(AuditChainFleet, TwoProxiesWritingOneDatabaseEachKeepTheirOwnChain) {
+  PgStore store;
+  std::thread a([&] { write_rows(store.db(), "p1", 40); });
+  std::thread b([&] { write_rows(store.db(), "p2", 40); });
+  a.join();
+  b.join();
+  auto report = audit::verify_chain(store.db());
+  EXPECT_TRUE(report.ok()) << joined(report.problems);
+  ASSERT_EQ(report.proxies.size(), 2u) << joined(report.proxies);
+  EXPECT_EQ(store.scalar("SELECT COUNT(DISTINCT proxy_id) FROM audit_chain"), "2");
+  const std::string id = store.scalar("SELECT MIN(id) FROM requests WHERE proxy_id = 'p2'");
+  store.exec("UPDATE requests SET bytes_up = 0 WHERE id = " + id);
+  report = audit::verify_chain(store.db());
+  ASSERT_EQ(report.problems.size(), 1u) << joined(report.problems);
+  EXPECT_NE(report.problems[0].find("requests row " + id + " (proxy 'p2'"), std::string::npos) << report.problems[0];
+}
+
+TEST(AuditChainCli, ABadKeyIsAConfigurationError) {
+  TempDir dir;
+  const auto not_a_key = dir.write("key.pem", "not a key\n");
+  SqliteStore store;
+  write_rows(store.db(), "p1", 1);
+  const auto r = run_netbox({"audit", "verify", "--db", store.db(), "--audit-verify-key", not_a_key.string()});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find(not_a_key.string()), std::string::npos) << r.err;
+}
+
+TEST(AuditChainCli, AProxyRefusesASigningKeyThatIsNotOne) {
+  TempDir dir;
+  const auto policy = dir.write("policy.json", R"({"version": 1, "allow": ["example.test"]})");
+  const auto public_key = dir.path() / "audit.pub";
+  ASSERT_EQ(run({"openssl", "genpkey", "-algorithm", "ed25519", "-out", (dir.path() / "audit.key").string()}).exit_code, 0);
+  ASSERT_EQ(run({"openssl", "pkey", "-in", (dir.path() / "audit.key").string(), "-pubout", "-out", public_key.string()})
+                .exit_code,
+            0);
+  // A public key where the private one belongs: refused at start, nothing written unsigned.
+  auto argv = proxy_command(policy, 0, dir.path() / "audit.db", {"--audit-signing-key", public_key.string()});
+  argv.erase(argv.begin());  // proxy_command names the binary first; run_netbox adds it
+  const auto r = run_netbox(argv, std::chrono::seconds(20));
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("--audit-signing-key"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(public_key.string()), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace netbox::test
