@@ -160,7 +160,7 @@ void add_audit_command(CLI::App& app, int& rc) {
   p.flag("--vacuum", cmd->prune_args.vacuum, "Then VACUUM and truncate the WAL so the file shrinks");
   p.option("--audit-signing-key", cmd->prune_args.signing_key,
            "Ed25519 private key (PEM) signing the audit_prune event's chain link, as the proxy's");
-  auto* verify = add_audit_verify_command(*sub, rc);
+  add_audit_verify_command(*sub, rc);
   prune->callback([&rc, cmd, prune] { rc = run_prune(*prune, cmd->prune_args); });
   // The parent's callback runs after its subcommand was parsed, so one place decides.
   sub->callback([&rc, cmd, sub, summary] {

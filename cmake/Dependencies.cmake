@@ -33,10 +33,7 @@ elseif(NOT CMAKE_BUILD_TYPE MATCHES "^(Asan|Tsan)$")
   message(WARNING "jemalloc not found (libjemalloc-dev): netbox falls back to glibc malloc")
 endif()
 
-# Boost.Asio/Beast are header-only here; keep one definition set for every TU. (No
-# BOOST_BEAST_USE_STD_STRING_VIEW: since Boost 1.81 beast::string_view is
-# boost::core::string_view, which converts to and from std::string_view, whatever it says;
-# the macro only printed a deprecation note in every file that includes Beast.)
+# Boost.Asio/Beast are header-only here; keep one definition set for every TU.
 add_library(netbox_boost INTERFACE)
 target_link_libraries(netbox_boost INTERFACE Boost::headers Threads::Threads)
-target_compile_definitions(netbox_boost INTERFACE BOOST_ASIO_NO_DEPRECATED)
+target_compile_definitions(netbox_boost INTERFACE BOOST_ASIO_NO_DEPRECATED BOOST_BEAST_USE_STD_STRING_VIEW)

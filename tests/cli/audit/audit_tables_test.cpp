@@ -137,6 +137,9 @@ TEST(AuditGc, ClosesADeadLaunchsAgentRowAndOpenRequestsAndLeavesALiveOnesAlone) 
             (std::vector<std::vector<std::string>>{{"1"}}));
   auto agents = run_netbox({"audit", "agents", "--db", db.string(), "--format", "json"});
   EXPECT_THAT(agents.out, HasSubstr("its launcher died")) << agents.out;
+  // The rows gc changed are linked into the audit chain like the writer's: the store verifies.
+  auto verify = run_netbox({"audit", "verify", "--db", db.string()});
+  EXPECT_EQ(verify.exit_code, 0) << verify.out << verify.err;
   // Once closed, a second run has nothing to do.
   auto again = run_netbox({"gc", "--audit-db", db.string()});
   EXPECT_THAT(again.out, Not(HasSubstr("closed agent"))) << again.out;
