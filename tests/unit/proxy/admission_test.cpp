@@ -96,12 +96,18 @@ TEST_F(AdmissionTest, APinToAnInternalAddressIsDeniedNamingThatAddress) {
   EXPECT_EQ(no.resolved_addr, "169.254.169.254");
 }
 
-TEST_F(AdmissionTest, ReportModeAdmitsWhatThePolicyWouldRefuseAsReport) {
-  load(R"("mode": "report", "allow": ["api.test"], "resolve": {"api.test": ["10.1.2.3"]})");
-  const auto r = decide("api.test", 80);
+// Report mode lets through, as `report`, what the policy's lists would refuse; an internal
+// address stays refused (the metadata service is never a thing to learn about).
+TEST_F(AdmissionTest, ReportModeAdmitsWhatThePolicyWouldRefuseAsReportButNotAnInternalAddress) {
+  load(R"("mode": "report", "allow": ["api.test"],
+          "resolve": {"api.test": ["10.1.2.3"], "other.test": ["192.0.2.7"]})");
+  const auto r = decide("other.test", 80);
   ASSERT_TRUE(std::holds_alternative<Admitted>(r));
   EXPECT_EQ(std::get<Admitted>(r).outcome, Outcome::report);
-  EXPECT_EQ(std::get<Admitted>(r).decision.rule, "internal");
+  const auto internal = decide("api.test", 80);
+  ASSERT_TRUE(std::holds_alternative<Refused>(internal));
+  EXPECT_EQ(std::get<Refused>(internal).refusal.outcome, Outcome::deny);
+  EXPECT_EQ(std::get<Refused>(internal).rule, "internal");
 }
 
 TEST_F(AdmissionTest, NetboxsOwnEndpointIsRefusedWhateverThePolicyAndMode) {
