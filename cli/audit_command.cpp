@@ -1,5 +1,6 @@
 // `netbox audit [filters]` lists requests; `netbox audit summary [filters]` totals them per
 // agent and host. Both only read the database, so they run beside a live proxy.
+#include "audit_reading.hpp"
 #include "commands.hpp"
 #include "flag_table.hpp"
 
@@ -61,43 +62,12 @@ audit::Filter to_filter(const AuditArgs& a) {
     }
   }
   if (!a.host.empty()) f.host_glob = a.host;
-  if (!a.since.empty()) {
-    try {
-      f.since = audit::parse_since(a.since);
-    } catch (const std::invalid_argument& e) {
-      throw UsageError(std::string("--since ") + e.what());
-    }
-  }
+  f.since = since_flag(a.since);
   if (a.limit < 0) throw UsageError("--limit " + std::to_string(a.limit) + " is negative; use 0 for all rows");
   f.limit = static_cast<std::size_t>(a.limit);
   if (a.format != "table" && a.format != "json" && a.format != "csv")
     throw UsageError("--format '" + a.format + "' is not one of table, json, csv");
   return f;
-}
-
-void require_db(const std::string& db) {
-  // A server: the reader says if it cannot be reached; a password in the address is refused
-  // (it would be in `ps`) without being repeated.
-  if (audit::is_postgresql(db)) return audit::check_postgresql_address(db, "--db");
-  std::error_code ec;
-  if (!std::filesystem::exists(db, ec)) throw UsageError("no audit database at " + db + "; pass --db");
-}
-
-// Runs one audit subcommand: a usage mistake or a file that is not a netbox store exits 2,
-// any other failure 1, each with one line naming the subcommand.
-template <class Body>
-int run_reporting(const CLI::App& cmd, Body&& body) {
-  try {
-    return body();
-  } catch (const UsageError& e) {
-    return usage_error(cmd, e.what());
-  } catch (const audit::DatabaseRejected& e) {
-    std::cerr << command_path(cmd) << ": " << e.what() << "\n";
-    return 2;
-  } catch (const std::exception& e) {
-    std::cerr << command_path(cmd) << ": " << e.what() << "\n";
-    return 1;
-  }
 }
 
 int run_audit(const CLI::App& cmd, const AuditArgs& a, bool summary) {

@@ -1,5 +1,6 @@
 // `netbox audit events` and `netbox audit agents` (issue 27 item 6): the security team's
 // view of the store's other tables, with the filters and formats of `netbox audit`.
+#include "audit_reading.hpp"
 #include "commands.hpp"
 #include "flag_table.hpp"
 
@@ -28,38 +29,22 @@ struct TableArgs {
 };
 
 int run_table(const CLI::App& cmd, const TableArgs& a, bool events) {
-  try {
+  return run_reporting(cmd, [&] {
     audit::TableFilter f;
     if (!a.kind.empty()) f.kind = a.kind;
     if (!a.agent.empty()) f.agent = a.agent;
     f.running = a.running;
-    if (!a.since.empty()) {
-      try {
-        f.since = audit::parse_since(a.since);
-      } catch (const std::invalid_argument& e) {
-        throw UsageError(std::string("--since ") + e.what());
-      }
-    }
+    f.since = since_flag(a.since);
     if (a.limit < 0) throw UsageError("--limit " + std::to_string(a.limit) + " is negative; use 0 for all rows");
     f.limit = static_cast<std::size_t>(a.limit);
     if (a.format != "table" && a.format != "text" && a.format != "json" && a.format != "csv")
       throw UsageError("--format '" + a.format + "' is not one of table (or text), json, csv");
-    if (audit::is_postgresql(a.db)) audit::check_postgresql_address(a.db, "--db");
-    else if (std::error_code ec; !std::filesystem::exists(a.db, ec))
-      throw UsageError("no audit database at " + a.db + "; pass --db");
+    require_db(a.db);
     std::cout << (events ? audit::format_events(audit::query_events(a.db, f), a.format)
                          : audit::format_agents(audit::query_agents(a.db, f), a.format))
               << std::flush;
     return 0;
-  } catch (const UsageError& e) {
-    return usage_error(cmd, e.what());
-  } catch (const audit::DatabaseRejected& e) {
-    std::cerr << command_path(cmd) << ": " << e.what() << "\n";
-    return 2;
-  } catch (const std::exception& e) {
-    std::cerr << command_path(cmd) << ": " << e.what() << "\n";
-    return 1;
-  }
+  });
 }
 
 void common(FlagTable& f, TableArgs& a) {

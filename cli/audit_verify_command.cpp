@@ -1,6 +1,7 @@
 // `netbox audit verify`: checks the audit chain of every proxy that wrote the store
 // (docs/audit.md "Integrity") and names the first row that does not match. Read-only, so
 // it runs beside live proxies.
+#include "audit_reading.hpp"
 #include "commands.hpp"
 #include "flag_table.hpp"
 #include "usage.hpp"
@@ -27,8 +28,7 @@ constexpr std::size_t kShownProblems = 20;
 
 int run_verify(const CLI::App& cmd, const VerifyArgs& a) {
   try {
-    if (audit::is_postgresql(a.db)) audit::check_postgresql_address(a.db, "--db");
-    else if (std::error_code ec; !std::filesystem::exists(a.db, ec)) throw UsageError("no audit database at " + a.db + "; pass --db");
+    require_db(a.db);
     if (std::error_code ec; !a.verify_key.empty() && !std::filesystem::exists(a.verify_key, ec))
       throw UsageError("--audit-verify-key " + a.verify_key + ": no such file");
     const audit::ChainReport report = audit::verify_chain(a.db, a.verify_key);

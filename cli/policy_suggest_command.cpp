@@ -1,6 +1,7 @@
 // `netbox policy suggest --db DB --agent NAME [--since S] [--policy FILE]`: a policy
 // proposed from what the agent did (typically a `netbox launch --mode report` run), for
 // review, then `netbox policy check`, then enforcing (docs/policy.md#learn-then-enforce).
+#include "audit_reading.hpp"
 #include "commands.hpp"
 #include "flag_table.hpp"
 
@@ -39,16 +40,8 @@ int run_suggest(const CLI::App& cmd, const SuggestArgs& a) {
     audit::Filter filter;
     filter.agent = a.agent;
     filter.limit = 0;
-    if (!a.since.empty()) {
-      try {
-        filter.since = audit::parse_since(a.since);
-      } catch (const std::invalid_argument& e) {
-        throw UsageError(std::string("--since ") + e.what());
-      }
-    }
-    if (audit::is_postgresql(a.db)) audit::check_postgresql_address(a.db, "--db");
-    else if (std::error_code ec; !std::filesystem::exists(a.db, ec))
-      throw UsageError("no audit database at " + a.db + "; pass --db");
+    filter.since = since_flag(a.since);
+    require_db(a.db);
     policy::SuggestInput in;
     in.agent = a.agent;
     in.source = a.db + (a.since.empty() ? std::string() : ", since " + a.since);
