@@ -19,6 +19,7 @@ if [ "$mode" = all ]; then
   PKGS+=(
     libgtest-dev libgmock-dev json-schema-test-suite dnsmasq-base nginx-light python3-requests
     postgresql
+    openssl  # the tests' own certificates and Ed25519 keys (MCP upstream, audit signing, ca tests)
     chromium fonts-dejavu-core
     man-db systemd util-linux
   )
