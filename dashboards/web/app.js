@@ -6,8 +6,9 @@
 "use strict";
 
 const POLL_MS = 2000;
-const DECISIONS = ["allow", "deny", "report", "cap", "error"];
-const COLORS = { allow: "#3fb27f", deny: "#e5534b", report: "#d4a72c", cap: "#b083f0", error: "#8595a7" };
+const DECISIONS = ["allow", "deny", "report", "cap", "budget", "error"];
+const COLORS = { allow: "#3fb27f", deny: "#e5534b", report: "#d4a72c", cap: "#b083f0", budget: "#e0823d",
+                 error: "#8595a7" };
 
 const $ = (id) => document.getElementById(id);
 let chart = null;
