@@ -40,8 +40,10 @@ void add_filters(FlagTable& cmd, AuditArgs& a) {
   cmd.option("--agent", a.agent, "Only requests of this agent");
   // The values in the type, {a,b}, as CLI11 shows a checked choice: the shell completions
   // read them from there (the value itself is checked where the filter is built).
-  cmd.option("--decision", a.decision, "Only this decision: allow, report, deny, cap or error")
-      ->type_name("TEXT:{allow,report,deny,cap,error}");
+  std::string decisions;
+  for (const auto d : audit::kDecisions) decisions += (decisions.empty() ? "" : ",") + std::string(d);
+  cmd.option("--decision", a.decision, "Only this decision (what the row's decision column holds)")
+      ->type_name("TEXT:{" + decisions + "}");
   cmd.option("--host", a.host, "Only hosts matching this glob, e.g. '*.example.com' (case-sensitive)");
   cmd.option("--since", a.since, "Only newer requests: 30s, 15m, 2h, 1d, 1w or a timestamp (2026-11-22T04:00:00Z)");
   cmd.option("--limit", a.limit, "At most N rows, newest first (summary: the N busiest agent/host pairs); 0 for all")
