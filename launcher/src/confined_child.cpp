@@ -310,6 +310,22 @@ void setup_step(std::string& error, Step&& step) {
 // is forked only on the launcher's go, sent once the host's rules are in place. A
 // failure is reported only after the go was read, so the launcher never writes into
 // a pipe nobody reads any more.
+// The kernel's OOM killer picks by resident size, and the init, a copy of the launcher,
+// counts every page it shares with it (an embedded proxy's buffers, a sanitizer's shadow):
+// under a --memory limit it could be chosen over the agent's process that grew, and its
+// death ends the whole agent. The agent's processes are made the OOM killer's first choice
+// instead (raising the score needs no privilege; the agent, without CAP_SYS_RESOURCE, can
+// never go below 0, nor below 1000 where the launcher has that capability, which makes it
+// the floor), in its cgroup and on the host alike: an untrusted agent goes before anything
+// of the host's. (Lowering the init's own score is
+// refused where the launcher itself runs without CAP_SYS_RESOURCE, as in containers.)
+void set_oom_score_adj(const char* value) {
+  const int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return;  // best effort: without it the OOM killer chooses by size alone, as before
+  [[maybe_unused]] const auto n = write(fd, value, std::strlen(value));
+  close(fd);
+}
+
 [[noreturn]] void init_main(const ChildSpec& spec, int go_fd, int status_fd, int exec_fd, int report_fd) {
   prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
   // Out of the launcher's session and process group (so no terminal signal or kill(0)
@@ -353,6 +369,7 @@ void setup_step(std::string& error, Step&& step) {
   }
   if (agent == 0) {
     close_fd(status_fd);
+    set_oom_score_adj("1000");
     agent_main(spec, ports, exec_fd);
   }
   write_all(status_fd, "R", 1);

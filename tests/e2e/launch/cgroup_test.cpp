@@ -76,6 +76,21 @@ std::vector<nlohmann::json> cgroup_usage(const fs::path& db) {
 // unlike a calloc'd bytearray whose pages may never be touched).
 const char* kMemoryHog = "a = []\nwhile True:\n    a.append(b'x' * (16 << 20))\n";
 
+// The agent's processes are the OOM killer's first choice (never the namespace's init,
+// whose death would end the whole agent), and the agent can never make itself less
+// killable than the host's processes (below 0; where the launcher has CAP_SYS_RESOURCE,
+// not below 1000 either).
+TEST(LaunchCgroup, TheAgentIsTheOomKillersFirstChoiceAndCannotHideBelowTheHost) {
+  NETBOX_REQUIRE_ROOT();
+  const auto subnet = test_subnet(60);
+  test::TempDir dir;
+  auto policy = dir.write("policy.json", R"({"version": 1})");
+  auto r = launch(subnet, {"--policy", policy.string(), "--audit-db", audit_flag(dir), "--", kSh, "-c",
+                           "cat /proc/self/oom_score_adj; echo -1 > /proc/self/oom_score_adj && echo lowered"});
+  EXPECT_EQ(r.out.substr(0, r.out.find('\n')), "1000") << r.out << r.err;
+  EXPECT_THAT(r.out, Not(HasSubstr("lowered"))) << r.out;
+}
+
 TEST(LaunchCgroup, AMemoryHogIsOomKilledWith137TheRowSaysSoAndTheProxyCarriesOn) {
   NETBOX_REQUIRE_ROOT();
   const auto subnet = test_subnet(60);
