@@ -36,4 +36,4 @@ endif()
 # Boost.Asio/Beast are header-only here; keep one definition set for every TU.
 add_library(netbox_boost INTERFACE)
 target_link_libraries(netbox_boost INTERFACE Boost::headers Threads::Threads)
-target_compile_definitions(netbox_boost INTERFACE BOOST_ASIO_NO_DEPRECATED BOOST_BEAST_USE_STD_STRING_VIEW)
+target_compile_definitions(netbox_boost INTERFACE BOOST_ASIO_NO_DEPRECATED)
