@@ -198,6 +198,8 @@ Background::Background(const std::vector<std::string>& argv, const fs::path& out
   posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_addopen(&fa, 1, out_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   posix_spawn_file_actions_addopen(&fa, 2, err_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  // Nothing of the test's own (its sockets, its pipes) leaks into the child.
+  posix_spawn_file_actions_addclosefrom_np(&fa, 3);
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
