@@ -24,5 +24,7 @@ void add_proxy_command(CLI::App& app, int& rc);
 void add_launch_command(CLI::App& app, int& rc);
 void add_gc_command(CLI::App& app, int& rc);
 void add_ca_command(CLI::App& app, int& rc);
+// `netbox token create | list | revoke` (token_command.cpp): client tokens for a shared proxy.
+void add_token_command(CLI::App& app, int& rc);
 
 }  // namespace netbox::cli

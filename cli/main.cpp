@@ -95,6 +95,7 @@ int main(int argc, char** argv) {
   netbox::cli::add_policy_command(app, rc);
   netbox::cli::add_gc_command(app, rc);
   netbox::cli::add_ca_command(app, rc);
+  netbox::cli::add_token_command(app, rc);
   app.add_subcommand("version", "Print the version and the commit it was built from")->callback([&version] {
     std::cout << version << "\n";
   });

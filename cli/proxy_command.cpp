@@ -64,6 +64,8 @@ struct ProxyArgs {
   std::size_t max_client_connections = 0;
   std::size_t max_client_connections_per_agent = 0;
   std::vector<std::string> exports;  // --export SINK, repeatable
+  std::string client_tokens;  // the token book; empty: no client tokens
+  bool allow_anonymous = false;
 };
 
 // ADDR:PORT of a flag or config key (proxy::parse_endpoint); UsageError names where it came from.
@@ -111,6 +113,10 @@ proxy::ProxyOptions to_options(const ProxyArgs& a, const FlagTable& flags) {
     o.upstream_ca = a.upstream_ca;
   }
   if (!a.control.empty()) o.control_socket = a.control;
+  if (!a.client_tokens.empty()) o.client_tokens = a.client_tokens;
+  if (a.allow_anonymous && a.client_tokens.empty())
+    throw UsageError(flags.source("--allow-anonymous") + " needs --client-tokens FILE (without it every client not launched is anonymous)");
+  o.allow_anonymous = a.allow_anonymous;
   if (!a.subnets.empty()) o.launch_subnets.clear();
   for (const auto& s : a.subnets) {
     auto c = policy::Cidr::parse(s);
@@ -303,6 +309,11 @@ void add_proxy_command(CLI::App& app, int& rc) {
   f.option("--dns-server", a.dns, "DNS server ADDR:PORT, repeatable (default: /etc/resolv.conf)");
   f.option("--threads", a.threads, "I/O threads (default: one per core)")->check(CLI::Range(0u, 256u));
   f.option("--control", a.control, "Unix control socket for `netbox launch` registrations (mode 0600)");
+  f.option("--client-tokens", a.client_tokens,
+           "The token book (`netbox token create`): a client netbox did not launch must show one of its tokens as "
+           "its proxy password, else 407 (default: none; such clients are anonymous)");
+  f.flag("--allow-anonymous", a.allow_anonymous,
+         "With --client-tokens: a client that shows no token is still served, as anonymous under the top-level profile");
   f.option("--subnet", a.subnets,
            "The launchers' subnet pool (their --subnet), repeatable (default 10.213.0.0/16): no request through "
            "the proxy may reach it");

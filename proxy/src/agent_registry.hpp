@@ -21,8 +21,11 @@ namespace netbox::proxy {
 
 class Tripwire;
 
+// What rows of clients that nothing identifies say.
+inline constexpr std::string_view kAnonymousAgent = "anonymous";
+
 struct AgentIdentity {
-  std::string agent = "anonymous";
+  std::string agent{kAnonymousAgent};
   std::string profile;  // key of the policy's `agents`; empty: the top-level profile
   // Its credentials (credentials.hpp), fixed when it was attached; null: none.
   std::shared_ptr<const Tripwire> tripwire;
@@ -32,6 +35,7 @@ struct AgentIdentity {
   // An agent known by its sockets: the cookie of the network namespace they are in (the
   // launcher made them there), which keys its DNS view and capture. 0: known by address.
   std::uint64_t netns = 0;
+  bool is_anonymous() const { return agent == kAnonymousAgent && netns == 0; }
   // The address to count a connection from `peer` under.
   boost::asio::ip::address slot_address(const boost::asio::ip::address& peer) const {
     return counted_as.is_unspecified() ? peer : counted_as;

@@ -16,6 +16,9 @@ std::string advice_for(const Refusal& r) {
     case 403:
       return "Use a destination the policy allows, or ask the operator to add this one to the policy. "
              "Retrying will not help.";
+    case 407:
+      return "Send a client token as the proxy password (http://agent:TOKEN@proxy:port); the operator "
+             "issues one with `netbox token create`.";
     case 405:
       return "Use GET, HEAD, POST, PUT, DELETE, PATCH or OPTIONS with an http:// URL, or CONNECT for TLS.";
     case 413:
@@ -43,6 +46,8 @@ http::response<http::string_body> make_refusal(const Refusal& r, unsigned versio
   http::response<http::string_body> res{static_cast<http::status>(r.status), version};
   res.set(http::field::server, "netbox");
   res.set(http::field::content_type, "text/plain; charset=utf-8");
+  // RFC 9110: a 407 says how to authenticate; clients resend with the proxy URL's password.
+  if (r.status == 407) res.set(http::field::proxy_authenticate, "Basic realm=\"netbox\"");
   res.set(http::field::cache_control, "no-store");
   res.set("X-Netbox-Decision", to_string(r.outcome));
   std::string header_reason;

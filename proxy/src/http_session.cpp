@@ -7,6 +7,7 @@
 #include "admission_steps.hpp"
 #include "audit_room.hpp"
 #include "client_identity.hpp"
+#include "client_tokens.hpp"
 #include "credentials.hpp"
 #include "first_flight.hpp"
 #include "head_writer.hpp"
@@ -16,6 +17,7 @@
 #include "upgraded_request.hpp"
 
 #include "netbox/audit/printable.hpp"
+#include "netbox/tokens/proxy_credential.hpp"
 #include "netbox/policy/decide_request.hpp"
 
 #include <boost/asio/post.hpp>
@@ -93,7 +95,11 @@ void HttpSession<Stream>::start() {
     auto who = identify_client(impl_, socket, link_.fixed ? "capture" : "http");
     if (!who) return;  // on an agent's own listener, from none of its addresses
     link_.who = std::move(*who);
-    exchange_.connection(link_.who.agent, link_.peer_text, impl_.metric_label(link_.who));
+    // A door that admitted the connection (SOCKS5, capture) may have learnt more than the
+    // address says (a client token): its name for the agent is the one its rows carry.
+    if (link_.fixed) link_.who.agent = link_.fixed->scope.agent;
+    exchange_.connection(link_.who.agent, link_.peer_text,
+                         link_.fixed ? link_.fixed->scope.metric_label : impl_.metric_label(link_.who));
   }
   // Without the agent's address (its connection already gone) no key can name the agent.
   if (!ec) link_.pool_scope = UpstreamPool::scope(link_.who.agent, link_.peer.address());

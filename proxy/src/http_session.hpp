@@ -75,6 +75,7 @@ struct SessionLink {
   std::string pool_scope;  // UpstreamPool::scope of this agent connection; empty: no pooling
   std::optional<FixedDestination> fixed;
   std::uint64_t requests = 0;  // heads read; the first one shows what an inspected connection carries
+  bool identity_settled = false;  // a client token was asked for (or not needed): identity is fixed
 };
 
 // The current request: one value, reset by one assignment when the next one begins
@@ -132,6 +133,9 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
   void head_timed_out();  // header_timeout_ms passed before the head was whole
   void refuse_head(const HeadProblem& p);  // 400/414/431 from RequestHeadCheck: nothing is forwarded
   void take_head(boost::beast::error_code ec);  // the head is parsed (or failed): check it, then admit
+  // A client that would be `anonymous` on a proxy with --client-tokens: its token (from
+  // Proxy-Authorization) makes it the token's agent; false: refused 407 (client_tokens.hpp).
+  bool take_client_token();
   void refuse_unparsed(boost::beast::error_code ec);
   void refuse_not_http(std::string why);  // an inspected connection that does not carry HTTP/1.1
   void note_target(std::string_view target, bool connect);

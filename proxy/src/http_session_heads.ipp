@@ -156,6 +156,7 @@ void HttpSession<Stream>::take_head(beast::error_code ec) {
   // The head moves out; the parser stays, to read the body if the request is admitted.
   auto& req = rq_.req;
   req = std::move(parser_->get().base());
+  if (!take_client_token()) return;
   note_request(is_connect(), req.method_string());
   rq_.keep_alive = !is_connect() && parser_->keep_alive() && !impl_.is_stopping();
   rq_.had_body = !parser_->is_done();
@@ -168,6 +169,30 @@ void HttpSession<Stream>::take_head(beast::error_code ec) {
   }
   if (link_.fixed) return take_fixed_target();
   take_proxy_target();
+}
+
+template <class Stream>
+bool HttpSession<Stream>::take_client_token() {
+  if (link_.identity_settled) return true;
+  link_.identity_settled = true;
+  if (kTls || link_.fixed || !impl_.client_tokens || !link_.who.is_anonymous()) return true;
+  // A header that holds no token we read is a bad credential, never "none sent".
+  const auto header = rq_.req[http::field::proxy_authorization];
+  const auto token = tokens::token_from_proxy_authorization(header);
+  auto v = impl_.client_tokens->identify(token ? *token : header.empty() ? "" : "?", *link_.policy);
+  if (!v.who) {
+    note_request(is_connect(), rq_.req.method_string());
+    note_target(rq_.req.target(), is_connect());
+    refuse({407, Outcome::deny, what(), "client_token", std::move(v.why), {}}, true);
+    return false;
+  }
+  if (v.who->is_anonymous()) return true;
+  link_.who = std::move(*v.who);
+  exchange_.connection(link_.who.agent, link_.peer_text, impl_.metric_label(link_.who));
+  exchange_.begin();
+  link_.pool_scope = UpstreamPool::scope(link_.who.agent, link_.peer.address());
+  bind_connection();
+  return true;
 }
 
 template <class Stream>

@@ -7,6 +7,7 @@
 #include "agent_slot.hpp"
 #include "caps.hpp"
 #include "client_slots.hpp"
+#include "client_tokens.hpp"
 #include "counters.hpp"
 #include "dns_view.hpp"
 #include "endpoint_registry.hpp"
@@ -139,6 +140,7 @@ struct ProxyRuntime {
   Counters counters;
   std::unique_ptr<audit::Writer> writer;
   std::unique_ptr<Inspector> inspector;  // with --ca-dir: TLS inspection
+  std::unique_ptr<ClientTokens> client_tokens;  // with --client-tokens: who anonymous clients are
   Caps caps;
   AgentRegistry agents;
   Guardians guardians{this};  // each agent's budgets, rates and guardian rules (issue 25)

@@ -107,6 +107,12 @@ ProxyRuntime::ProxyRuntime(ProxyOptions opts)
   refresh_host();
   if (!options.policy) loaded_stamp = file_stamp(options.policy_file);  // before reading: a change after is seen
   if (options.ca_dir) inspector = std::make_unique<Inspector>(*options.ca_dir, options.upstream_ca);
+  if (options.client_tokens)
+    client_tokens = std::make_unique<ClientTokens>(*options.client_tokens, options.allow_anonymous,
+                                                   [this](bool ok, const std::string& text) {
+                                                     log.write(ok ? "client_tokens_reloaded" : "client_tokens_unreadable",
+                                                               {{"file", options.client_tokens->string()}, {ok ? "tokens" : "error", text}});
+                                                   });
   policy.store(initial_policy(options, inspector != nullptr));
   note_policy_loaded();
   audit::WriterOptions wo;

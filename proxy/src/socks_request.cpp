@@ -36,6 +36,7 @@ Greeting read_greeting(std::span<const std::uint8_t> in) {
   }
   g.status = Status::complete;
   g.method = no_auth ? Method::no_auth : Method::password;
+  g.password_offered = password;
   return g;
 }
 
@@ -55,6 +56,7 @@ Credentials read_credentials(std::span<const std::uint8_t> in) {
   c.status = Status::complete;
   c.used = 3 + ulen + plen;
   c.username.assign(reinterpret_cast<const char*>(in.data() + 2), ulen);
+  c.password.assign(reinterpret_cast<const char*>(in.data() + 3 + ulen), plen);
   return c;
 }
 

@@ -6,8 +6,8 @@
 // that feeds it is socks_session.*.
 //
 // Supported: version 5; methods "no authentication" (0x00) and username/password (0x02),
-// whose username and password are read and never checked (the agent is known by its
-// address, as on the HTTP listener; a client that insists on sending a token may); the
+// whose password is a client token where the proxy asks for one (client_tokens.hpp) and
+// is otherwise read and never checked (a launched agent is known by its socket); the
 // CONNECT command; address types IPv4, domain name and IPv6. Refused: BIND and UDP
 // ASSOCIATE (and any other command) with 0x07, an unknown address type with 0x08, and a
 // malformed request with 0x01.
@@ -53,6 +53,7 @@ struct Greeting {
   // complete: the method chosen (no_auth when offered, else password); refused: none_acceptable
   // (answered), or `silent` when the bytes are not SOCKS5 at all (nothing to answer).
   Method method = Method::none_acceptable;
+  bool password_offered = false;  // complete: username/password was among the methods offered
   bool silent = false;
   std::string problem;  // refused: why, for the log
 };
@@ -60,7 +61,8 @@ struct Greeting {
 struct Credentials {
   Status status = Status::need_more;
   std::size_t used = 0;
-  std::string username;  // may be empty; never a secret netbox checks
+  std::string username;  // may be empty; never checked
+  std::string password;  // a client token where one is asked for; never logged or recorded
   std::string problem;
 };
 

@@ -106,11 +106,18 @@ void SocksSession::step() {
         return send_handshake(socks::method_selection(socks::Method::none_acceptable), true);
       }
       consume(g.used);
-      stage_ = g.method == socks::Method::password ? Stage::credentials : Stage::request;
-      return send_handshake(socks::method_selection(g.method), false);
+      auto method = g.method;
+      if (needs_token()) {
+        if (g.password_offered) method = socks::Method::password;
+        else if (!impl_.client_tokens->allow_anonymous())
+          return refuse_token("the client offered no username/password to carry its client token",
+                              socks::method_selection(socks::Method::none_acceptable));
+      }
+      stage_ = method == socks::Method::password ? Stage::credentials : Stage::request;
+      return send_handshake(socks::method_selection(method), false);
     }
     case Stage::credentials: {
-      // Read, never checked: the agent is its address (see socks_request.hpp).
+      // The password is a client token where one is asked for, else never checked.
       const auto c = socks::read_credentials(got);
       if (c.status == socks::Status::need_more) return read_more();
       if (c.status == socks::Status::refused) {
@@ -118,6 +125,7 @@ void SocksSession::step() {
         return send_handshake(socks::credentials_status(false), true);
       }
       consume(c.used);
+      if (needs_token() && !take_token(c.password)) return;
       stage_ = Stage::request;
       return send_handshake(socks::credentials_status(true), false);
     }
@@ -297,6 +305,30 @@ void SocksSession::start_inspection() {
 void SocksSession::refuse(socks::Reply code, const Refusal& r, std::string error) {
   exchange_.refuse(r, std::move(error));
   send_reply(code);
+}
+
+bool SocksSession::needs_token() const { return impl_.client_tokens && who_.is_anonymous(); }
+
+bool SocksSession::take_token(const std::string& password) {
+  auto v = impl_.client_tokens->identify(password, *policy_);
+  if (!v.who) {
+    refuse_token(std::move(v.why), socks::credentials_status(false));
+    return false;
+  }
+  if (v.who->is_anonymous()) return true;
+  who_ = std::move(*v.who);
+  profile_ = who_.profile.empty() ? &policy_->base : &policy_->profile_for(who_.profile);
+  admission_.bind(*policy_, *profile_, who_);
+  exchange_.connection(who_.agent, peer_text_, impl_.metric_label(who_));
+  return true;
+}
+
+// The row of a client refused for its token: no request was read, so it names the handshake.
+void SocksSession::refuse_token(std::string why, std::array<std::uint8_t, 2> answer) {
+  exchange_.begin();
+  exchange_.kind("socks");
+  exchange_.refuse({407, Outcome::deny, "SOCKS5 authentication", "client_token", std::move(why), {}}, {});
+  send_handshake(answer, true);
 }
 
 void SocksSession::send_reply(socks::Reply code) {

@@ -63,6 +63,12 @@ class SocksSession : public std::enable_shared_from_this<SocksSession> {
   // Completes the row (refused, or failed after admission) and answers `code`, then closes.
   void refuse(socks::Reply code, const Refusal& r, std::string error = {});
   void send_reply(socks::Reply code);
+  // A client that would be `anonymous` on a proxy with --client-tokens (client_tokens.hpp).
+  bool needs_token() const;
+  // Its token, the sub-negotiation's password: true when it is now the token's agent (or
+  // may stay anonymous); false: refused with a row, the failure status sent, closed.
+  bool take_token(const std::string& password);
+  void refuse_token(std::string why, std::array<std::uint8_t, 2> answer);
   void close();
 
   ProxyRuntime& impl_;

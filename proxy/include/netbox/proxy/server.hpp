@@ -51,6 +51,11 @@ struct ProxyOptions {
   std::vector<boost::asio::ip::udp::endpoint> dns_servers;  // empty: /etc/resolv.conf
   unsigned threads = 0;                                  // 0: one per core
   std::optional<std::filesystem::path> control_socket;  // Unix socket, JSON lines (control_protocol.hpp)
+  // Client tokens (`--client-tokens`, issue 26 item 5): a client that would be `anonymous`
+  // must show a token from this book, unless allow_anonymous (client_tokens.hpp). Unset: no
+  // tokens, and such clients are `anonymous` under the top-level profile, as before.
+  std::optional<std::filesystem::path> client_tokens;
+  bool allow_anonymous = false;
   std::chrono::milliseconds shutdown_grace{5000};
   LogFormat log_format = LogFormat::text;
   LogRequests log_requests = LogRequests::all;

@@ -1,0 +1,143 @@
+// Client identity on a shared proxy (issue 26 item 5): with --client-tokens, a client that
+// would be `anonymous` must show a token from the book. Real curl, through the HTTP door
+// (plain and CONNECT) and SOCKS5, with the proxy URL's password: a good token makes the rows
+// the token's agent's and applies its profile; none, a forged, a revoked (after the book is
+// rewritten under the running proxy) or an expired token gets 407 and a row; the token is in
+// no row, log or event; --allow-anonymous serves only the client that sent none.
+#include "proxy_fixture.hpp"
+
+#include "support/curl.hpp"
+#include "support/process.hpp"
+
+#include "netbox/tokens/token_book.hpp"
+
+#include <gmock/gmock.h>
+
+#include <boost/asio/ip/address.hpp>
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+namespace netbox::test {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+using namespace std::chrono_literals;
+
+std::int64_t unix_now() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+std::string slurp(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+class ClientTokensTest : public ProxyTest {
+ protected:
+  // The `builders` profile may reach upstream.test; the top level may not.
+  void start(bool allow_anonymous = false) {
+    good = tokens::issue_token("ci-runner", "builders", 1h, unix_now());
+    revoked = tokens::issue_token("old-runner", "builders", 1h, unix_now());
+    expired = tokens::issue_token("late-runner", "builders", 1h, unix_now() - 7200);
+    book_path = dir.path() / "client-tokens.json";
+    tokens::save_token_book(book_path, tokens::TokenBook({good.entry, revoked.entry, expired.entry}));
+    configure = [this, allow_anonymous](proxy::ProxyOptions& o) {
+      o.client_tokens = book_path;
+      o.allow_anonymous = allow_anonymous;
+    };
+    start_proxy(base_policy(R"("allow": ["nothing.test"], "agents": {"builders": {"allow": ["upstream.test"]}})"));
+    socks_port = server->add_listener({boost::asio::ip::make_address("127.0.0.1"), 0}, proxy::ListenerKind::socks).port();
+  }
+  std::string http_proxy(const std::string& token) const {
+    return "http://" + (token.empty() ? "" : "ci:" + token + "@") + "127.0.0.1:" + std::to_string(port);
+  }
+  std::string socks_proxy(const std::string& token) const {
+    return "socks5h://" + (token.empty() ? "" : "ci:" + token + "@") + "127.0.0.1:" + std::to_string(socks_port);
+  }
+  RunResult get(const std::string& proxy_url) { return curl_with_status({"--proxy", proxy_url, upstream_url("/t")}); }
+
+  tokens::IssuedToken good, revoked, expired;
+  std::filesystem::path book_path;
+  unsigned short socks_port = 0;
+};
+
+TEST_F(ClientTokensTest, AGoodTokenIsItsAgentWithItsProfileOnEveryDoor) {
+  start();
+  auto r = curl_with_status({"--proxy", http_proxy(good.token), upstream_url("/echo")});
+  EXPECT_EQ(status_of(r), 200) << r.out << r.err;
+  // The token reached no upstream: Proxy-Authorization is hop-by-hop.
+  EXPECT_THAT(body_of(r), Not(HasSubstr("Proxy-Authorization")));
+  EXPECT_THAT(body_of(r), Not(HasSubstr(good.token.substr(18))));
+  auto row = last_row();
+  EXPECT_EQ(row.agent, "ci-runner");
+  EXPECT_EQ(row.decision, "allow");
+  auto s = get(socks_proxy(good.token));
+  EXPECT_EQ(status_of(s), 200) << s.out << s.err;
+  EXPECT_EQ(last_row().agent, "ci-runner");
+  EXPECT_EQ(last_row().kind, "socks");
+  EXPECT_EQ(upstream.requests(), 2u);
+}
+
+TEST_F(ClientTokensTest, NoForgedRevokedOrExpiredTokenGetsThroughAndEachIsRecorded) {
+  start();
+  std::string forged = good.token;
+  forged.back() = forged.back() == 'A' ? 'B' : 'A';
+  tokens::TokenBook book = tokens::load_token_book(book_path);
+  ASSERT_TRUE(book.revoke(revoked.entry.id));
+  tokens::save_token_book(book_path, book);
+  std::this_thread::sleep_for(1100ms);  // the proxy looks at the book at most once a second
+
+  struct Case {
+    std::string token, reason;
+  } cases[] = {{"", "needs a client token"},
+               {forged, "does not match"},
+               {revoked.token, "was revoked"},
+               {expired.token, "has expired"},
+               {"not-a-token", "not a netbox client token"}};
+  for (const auto& c : cases) {
+    auto r = get(http_proxy(c.token));
+    EXPECT_EQ(status_of(r), 407) << c.reason << r.out;
+    EXPECT_THAT(body_of(r), HasSubstr(c.reason));
+    auto row = last_row();
+    EXPECT_EQ(row.decision, "deny") << c.reason;
+    EXPECT_EQ(row.rule, "client_token");
+    EXPECT_EQ(*row.status, 407);
+    EXPECT_EQ(row.agent, "anonymous");
+    auto s = get(socks_proxy(c.token));
+    EXPECT_NE(status_of(s), 200) << c.reason;
+    EXPECT_EQ(last_row().rule, "client_token") << c.reason;
+    EXPECT_THAT(last_row().reason, HasSubstr(c.token.empty() ? "offered no username/password" : c.reason));
+  }
+  // CONNECT too: the tunnel is never opened.
+  auto t = curl_with_status({"--proxy", http_proxy(forged), "--proxytunnel", upstream_url("/t")});
+  EXPECT_NE(status_of(t), 200);
+  EXPECT_EQ(last_row().rule, "client_token");
+  EXPECT_EQ(upstream.requests(), 0u);
+
+  // No token's secret anywhere the proxy writes.
+  stop_proxy();
+  const auto store = slurp(db_path) + slurp(db_path.string() + "-wal");
+  for (const auto& t2 : {good.token, revoked.token, expired.token, forged})
+    EXPECT_THAT(store, Not(HasSubstr(t2.substr(18)))) << "a token's secret is in the store";
+}
+
+TEST_F(ClientTokensTest, AllowAnonymousServesOnlyTheClientThatSentNoToken) {
+  start(true);
+  auto none = get(http_proxy(""));
+  EXPECT_EQ(status_of(none), 403) << "served as anonymous: the top level does not allow upstream.test";
+  EXPECT_EQ(last_row().agent, "anonymous");
+  EXPECT_NE(last_row().rule, "client_token");
+  std::string forged = good.token;
+  forged.back() = forged.back() == 'A' ? 'B' : 'A';
+  EXPECT_EQ(status_of(get(http_proxy(forged))), 407) << "a bad token is never downgraded to anonymous";
+  EXPECT_EQ(status_of(get(http_proxy(good.token))), 200);
+}
+
+}  // namespace
+}  // namespace netbox::test
