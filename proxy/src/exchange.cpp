@@ -100,7 +100,7 @@ void Exchange::target(std::string_view host, std::uint16_t port, std::string_vie
 }
 
 bool Exchange::admitted(Admitted& a) {
-  outcome_ = a.outcome;
+  outcome_ = a.outcome();
   record_.rule = std::move(a.decision.rule);
   record_.reason = std::move(a.decision.reason);
   record_.resolved_addr = a.endpoints.front().address().to_string();

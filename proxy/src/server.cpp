@@ -6,7 +6,7 @@
 #include "inspector.hpp"
 
 #include "accept_loop.hpp"
-#include "client_identity.hpp"
+#include "agent_connection.hpp"
 #include "control_socket.hpp"
 #include "fd_limit.hpp"
 #include "http_session.hpp"
@@ -71,21 +71,6 @@ std::unique_ptr<ClientSlots> client_slots_for(const ProxyOptions& o, std::size_t
       o.max_client_connections_per_agent ? o.max_client_connections_per_agent
                                          : std::min<std::size_t>(512, std::max<std::size_t>(1, total / 4));
   return std::make_unique<ClientSlots>(total, per_agent);
-}
-
-// Refused before a session exists: one short 503 written straight to the fresh socket
-// (its send buffer is empty, so this never blocks), then the descriptor is closed. A
-// SOCKS client has not spoken yet and could not read an answer: it is only closed.
-void refuse_connection(tcp::socket& s, const std::string& reason, ListenerKind kind) {
-  boost::system::error_code ec;
-  if (kind == ListenerKind::socks) return s.close(ec);
-  const std::string body = "netbox: connection refused: " + reason + "\n";
-  const std::string res = "HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Type: text/plain\r\n"
-                          "X-Netbox-Decision: cap\r\nX-Netbox-Reason: " + reason + "\r\nRetry-After: 1\r\n"
-                          "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
-  [[maybe_unused]] const auto sent = ::send(s.native_handle(), res.data(), res.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
-  s.shutdown(tcp::socket::shutdown_send, ec);
-  s.close(ec);
 }
 
 }  // namespace
@@ -277,21 +262,13 @@ void ProxyRuntime::accept_loop(Worker& w, std::shared_ptr<tcp::acceptor> acc, Li
 }
 
 void ProxyRuntime::take_connection(Worker& w, tcp::socket s, ListenerKind kind) {
-  boost::system::error_code peer_ec;
-  const auto peer = s.remote_endpoint(peer_ec);
-  auto slot = acquire_client_slot(*this, s, peer.address());
-  if (!slot.slot) {
-    counters.client_connections_refused.fetch_add(1);
-    if (refused_log.note())
-      log.write("connection_refused", {{"client", ep_text(peer)}, {"reason", slot.reason}, {"count", refused_log.take()}});
-    return refuse_connection(s, slot.reason, kind);
-  }
-  boost::system::error_code ignored;
-  s.set_option(asio::ip::tcp::no_delay(true), ignored);  // see dialer.cpp: Nagle + delayed ACK
-  if (kind == ListenerKind::socks)
-    std::make_shared<SocksSession>(*this, w, std::move(s), std::move(slot.slot))->start();
+  const auto door = kind == ListenerKind::socks ? DoorKind::socks : DoorKind::http;
+  auto slot = take_client_slot(*this, s, door);
+  if (!slot) return;
+  if (door == DoorKind::socks)
+    std::make_shared<SocksSession>(*this, w, std::move(s), std::move(*slot))->start();
   else
-    std::make_shared<ClientSession>(*this, w, std::move(s), std::move(slot.slot))->start();
+    std::make_shared<ClientSession>(*this, w, std::move(s), std::move(*slot))->start();
 }
 
 void note_accept_error(ProxyRuntime& rt, std::string_view listener, const boost::system::error_code& ec) {
