@@ -74,7 +74,7 @@ void HttpSession<Stream>::take_fixed_target() {
   if (!host.is_ip()) {
     std::vector<std::string_view> values;
     for (auto [it, end] = rq_.req.equal_range(http::field::host); it != end; ++it) values.push_back(it->value());
-    if (auto no = check_host_headers(values, host.name)) {
+    if (auto no = check_host_headers(values, host)) {
       no->what = what();
       return refuse(std::move(*no), true);
     }

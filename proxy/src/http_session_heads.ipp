@@ -110,8 +110,9 @@ void HttpSession<Stream>::refuse_not_http(std::string why) {
   const std::string reason = "netbox inspects " + authority(scope.host.name, scope.port) +
                              ": only HTTP/1.1 requests go through this tunnel, and what the agent sent inside "
                              "TLS is not HTTP/1.1 (" + why + ")";
-  link_.fixed->connection.overrule(Outcome::deny, "inspect", reason);
-  refuse({400, Outcome::deny, {}, "inspect", reason, {}}, true);
+  const auto no = policy::Decision::refused("inspect", reason);
+  link_.fixed->connection.overrule(outcome_of(no.verdict), no.rule, no.reason);
+  refuse(refusal_of(no, 400), true);
 }
 
 // The destination of a refused request, as far as it can be read, for its audit row:

@@ -75,7 +75,7 @@ class InspectedTunnel : public std::enable_shared_from_this<InspectedTunnel> {
   void check_hello();
   void start_handshake();
   // The tunnel is refused before TLS: a plain-HTTP answer, then close; the row says why.
-  void refuse_tunnel(Outcome outcome, const std::string& rule, std::string reason);
+  void refuse_tunnel(const policy::Decision& no);
   void on_handshake(boost::system::error_code ec);
   void close(std::string error = {});
 

@@ -36,7 +36,7 @@ SocksSession::~SocksSession() { impl_.counters.active_connections.fetch_sub(1); 
 
 socks::Reply SocksSession::reply_for(Outcome outcome) {
   // A refusal by the policy or a limit is "not allowed"; anything else failed.
-  return outcome == Outcome::deny || outcome == Outcome::cap ? socks::Reply::not_allowed
+  return refused_by_policy(outcome) || outcome == Outcome::cap ? socks::Reply::not_allowed
                                                              : socks::Reply::general_failure;
 }
 

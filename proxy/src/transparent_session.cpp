@@ -75,10 +75,10 @@ void TransparentSession::take_destination() {
     auto name = view_->hold(dst->address());
     if (!name) {
       exchange_.target(dst->address().to_string(), dst->port(), {});
-      return refuse({403, Outcome::deny, {}, "dns",
-                     dst->address().to_string() + " stands for no name now (its DNS answer expired); look the name up "
-                                                  "again",
-                     {}});
+      return refuse(refusal_of(policy::Decision::refused("dns", dst->address().to_string() +
+                                                                    " stands for no name now (its DNS answer expired); "
+                                                                    "look the name up again"),
+                               403));
     }
     held_ = dst->address();
     name_ = *name;
