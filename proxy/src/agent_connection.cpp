@@ -16,11 +16,11 @@ namespace {
 
 // Refused before a session exists. The HTTP listener writes one short 503 straight to the
 // fresh socket (its send buffer is empty, so this never blocks); a SOCKS client has not
-// spoken yet and could not read an answer: it is closed; a captured connection is reset,
-// as its agent would see any refused connection.
+// spoken yet and could not read an answer: it is closed; a captured connection, or one to
+// the DNS view, is reset, as its agent would see any refused connection.
 void refuse_connection(tcp::socket& s, const std::string& reason, DoorKind door) {
   boost::system::error_code ec;
-  if (door == DoorKind::capture) s.set_option(asio::socket_base::linger(true, 0), ec);
+  if (door == DoorKind::capture || door == DoorKind::dns) s.set_option(asio::socket_base::linger(true, 0), ec);
   if (door != DoorKind::http) return s.close(ec);
   const std::string body = "netbox: connection refused: " + reason + "\n";
   const std::string res = "HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Type: text/plain\r\n"

@@ -12,8 +12,9 @@
 //   Tunnel | InspectedTunnel | HttpSession | a refusal
 //
 // The doors' adapters: the HTTP listener's request loop (http_session.hpp), SOCKS5
-// (socks_session.hpp), a captured connection (transparent_session.hpp); the DNS view's
-// TCP side (dns_view.hpp) decides names only and opens no AgentConnection.
+// (socks_session.hpp), a captured connection (transparent_session.hpp). The DNS view's
+// TCP side (dns_tcp.cpp) takes the accept loop and the client slot; it decides names
+// only (DnsView::answer), so it opens no AgentConnection.
 #include "admission.hpp"
 #include "agent_registry.hpp"
 #include "audit_room.hpp"
@@ -32,10 +33,10 @@ namespace netbox::proxy {
 
 // Which door accepted the connection: how a refused one is answered and what log lines
 // and rows call it.
-enum class DoorKind { http, socks, capture };
+enum class DoorKind { http, socks, capture, dns };
 
 constexpr std::string_view door_name(DoorKind d) {
-  return d == DoorKind::http ? "http" : d == DoorKind::socks ? "socks" : "capture";
+  return d == DoorKind::http ? "http" : d == DoorKind::socks ? "socks" : d == DoorKind::capture ? "capture" : "dns";
 }
 
 struct AgentConnection {
@@ -55,7 +56,8 @@ struct AgentConnection {
 
 // The client slot of a connection just accepted (client_identity.hpp: per agent). Nullopt:
 // a limit was hit; counted, logged (`connection_refused`, rate-limited) and answered the
-// door's way: a 503 on the HTTP listener, a close on SOCKS5, a reset on a captured one.
+// door's way: a 503 on the HTTP listener, a close on SOCKS5, a reset on a captured
+// connection or the DNS view's TCP side.
 std::optional<ClientSlot> take_client_slot(ProxyRuntime& rt, boost::asio::ip::tcp::socket& s, DoorKind door);
 
 // Who the connection on `s` is, under the policy in force now. Nullopt: refused and `s`
