@@ -169,4 +169,15 @@ Decision check_server_name(const Host& host, bool name_from_address, const Serve
                       (hello.encrypted_client_hello ? "; an Encrypted Client Hello's outer name must be it too)" : ")")};
 }
 
+Decision check_request_host(const Host& host, bool absolute_form, std::string_view named) {
+  if (absolute_form)
+    return Decision{Verdict::deny, "host",
+                    "the request names its target in absolute form; inside a connection admitted for " + host.name +
+                        " only a path is taken"};
+  if (host.is_ip() || named == host.name) return Decision{Verdict::allow, "", ""};
+  return Decision{Verdict::deny, "host",
+                  "the Host header names " + std::string(named) + ", not " + host.name +
+                      ", the name this connection was admitted for"};
+}
+
 }  // namespace netbox::policy

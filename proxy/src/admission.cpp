@@ -68,7 +68,6 @@ AdmissionResult Admission::decide(std::span<const boost::asio::ip::address> addr
     return refused({429, Outcome::cap, {}, std::string(rule_of(cap.kind)), std::move(cap.reason), 1u}, shown);
 
   Admitted a;
-  a.outcome = outcome_of(d.decision.verdict);
   a.decision = std::move(d.decision);
   a.endpoints.reserve(d.allowed.size());
   for (const auto& addr : d.allowed) a.endpoints.emplace_back(addr, port_);

@@ -36,11 +36,11 @@
 namespace netbox::proxy {
 
 struct Admitted {
-  Outcome outcome = Outcome::allow;  // allow or report
-  policy::Decision decision;         // the rule and reason the row keeps
+  policy::Decision decision;         // allow or report: the rule and reason the row keeps
   std::vector<boost::asio::ip::tcp::endpoint> endpoints;  // where to dial, in resolution order
   CapToken cap;                      // this exchange's place under the caps
   ByteMeter meter;                   // the budgets its relays charge (AgentGuard::meter)
+  Outcome outcome() const { return outcome_of(decision.verdict); }
 };
 
 struct Refused {

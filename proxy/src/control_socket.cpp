@@ -120,44 +120,7 @@ class ControlSession : public std::enable_shared_from_this<ControlSession> {
   control::Reply handle(const control::Register& r) {
     if (r.sockets) return register_sockets(r);
     AgentAttachment a;
-    if (auto why = address_problem(r.addr, a.addr); !why.empty()) return control::Reply::refused(why);
-    a.name = r.agent;
-    a.profile = r.profile;
-    a.credentials = r.credentials;
-    if (!r.listen.empty()) {
-      try {
-        a.listen = parse_endpoint(r.listen);
-      } catch (const std::invalid_argument& e) {
-        return control::Reply::refused(std::string("\"listen\" ") + e.what());
-      }
-    }
-    if (!r.socks_listen.empty()) {
-      try {
-        a.socks_listen = parse_endpoint(r.socks_listen);
-      } catch (const std::invalid_argument& e) {
-        return control::Reply::refused(std::string("\"socks_listen\" ") + e.what());
-      }
-    }
-    if (!r.dns_pool.empty()) {
-      a.dns_pool = policy::Cidr::parse(r.dns_pool);
-      if (!a.dns_pool)
-        return control::Reply::refused("\"dns_pool\" is not a network such as 198.18.4.0/22: \"" + r.dns_pool + "\"");
-    }
-    if (r.ipv6) {
-      boost::system::error_code agent_ec, host_ec;
-      const auto agent6 = asio::ip::make_address(r.ipv6->agent, agent_ec);
-      const auto host6 = asio::ip::make_address(r.ipv6->host, host_ec);
-      const auto pool6 = policy::Cidr::parse(r.ipv6->pool);
-      if (agent_ec || !agent6.is_v6())
-        return control::Reply::refused("\"ipv6\" \"agent\" is not an IPv6 address: \"" + r.ipv6->agent + "\"");
-      if (host_ec || !host6.is_v6())
-        return control::Reply::refused("\"ipv6\" \"host\" is not an IPv6 address: \"" + r.ipv6->host + "\"");
-      if (!pool6 || !pool6->base.is_v6())
-        return control::Reply::refused("\"ipv6\" \"pool\" is not an IPv6 network such as 2001:2:0:1::/64: \"" +
-                                       r.ipv6->pool + "\"");
-      a.ipv6 = AgentAttachment::Ipv6Link{agent6, host6, *pool6};
-    }
-    a.launch = r.launch;
+    if (auto why = read_attachment(r, a); !why.empty()) return control::Reply::refused(why);
     // Registering an address again replaces its earlier registration; a listener that
     // one added and this one names again is kept, not closed and bound again.
     std::optional<AttachedAgent> previous;
@@ -179,16 +142,7 @@ class ControlSession : public std::enable_shared_from_this<ControlSession> {
       auto got = impl_.attach_agent(a);
       got.listener_added = got.listener_added || keep_listener;
       got.socks_listener_added = got.socks_listener_added || keep_socks;
-      control::Reply reply;
-      if (got.listener) reply.listen = endpoint_text(*got.listener);
-      if (got.socks_listener) reply.socks_listen = endpoint_text(*got.socks_listener);
-      if (got.transparent) {
-        reply.dns = endpoint_text({got.listener->address(), 53});
-        reply.capture = endpoint_text(*got.transparent);
-        if (got.transparent6) reply.capture6 = endpoint_text(*got.transparent6);
-        if (got.dns_pool) reply.dns_pool = got.dns_pool->to_string();
-        if (got.dns_pool6) reply.dns_pool6 = got.dns_pool6->to_string();
-      }
+      auto reply = reply_of(got);
       attached_[a.addr] = std::move(got);
       return reply;
     } catch (const std::exception& e) {
@@ -196,6 +150,55 @@ class ControlSession : public std::enable_shared_from_this<ControlSession> {
       if (keep_socks) impl_.remove_listener(*previous->socks_listener);
       return control::Reply::refused(e.what());
     }
+  }
+
+  // The attachment a registration by address asks for; empty, or what is wrong with it.
+  static std::string read_attachment(const control::Register& r, AgentAttachment& a) {
+    if (auto why = address_problem(r.addr, a.addr); !why.empty()) return why;
+    a.name = r.agent;
+    a.profile = r.profile;
+    a.credentials = r.credentials;
+    a.launch = r.launch;
+    try {
+      if (!r.listen.empty()) a.listen = parse_endpoint(r.listen);
+    } catch (const std::invalid_argument& e) {
+      return std::string("\"listen\" ") + e.what();
+    }
+    try {
+      if (!r.socks_listen.empty()) a.socks_listen = parse_endpoint(r.socks_listen);
+    } catch (const std::invalid_argument& e) {
+      return std::string("\"socks_listen\" ") + e.what();
+    }
+    if (!r.dns_pool.empty()) {
+      a.dns_pool = policy::Cidr::parse(r.dns_pool);
+      if (!a.dns_pool) return "\"dns_pool\" is not a network such as 198.18.4.0/22: \"" + r.dns_pool + "\"";
+    }
+    if (!r.ipv6) return {};
+    boost::system::error_code agent_ec, host_ec;
+    const auto agent6 = asio::ip::make_address(r.ipv6->agent, agent_ec);
+    const auto host6 = asio::ip::make_address(r.ipv6->host, host_ec);
+    const auto pool6 = policy::Cidr::parse(r.ipv6->pool);
+    if (agent_ec || !agent6.is_v6()) return "\"ipv6\" \"agent\" is not an IPv6 address: \"" + r.ipv6->agent + "\"";
+    if (host_ec || !host6.is_v6()) return "\"ipv6\" \"host\" is not an IPv6 address: \"" + r.ipv6->host + "\"";
+    if (!pool6 || !pool6->base.is_v6())
+      return "\"ipv6\" \"pool\" is not an IPv6 network such as 2001:2:0:1::/64: \"" + r.ipv6->pool + "\"";
+    a.ipv6 = AgentAttachment::Ipv6Link{agent6, host6, *pool6};
+    return {};
+  }
+
+  // What the launcher is told of an attached agent: where its listeners and views are.
+  static control::Reply reply_of(const AttachedAgent& got) {
+    control::Reply reply;
+    if (got.listener) reply.listen = endpoint_text(*got.listener);
+    if (got.socks_listener) reply.socks_listen = endpoint_text(*got.socks_listener);
+    if (got.transparent) {
+      reply.dns = endpoint_text({got.listener->address(), 53});
+      reply.capture = endpoint_text(*got.transparent);
+      if (got.transparent6) reply.capture6 = endpoint_text(*got.transparent6);
+      if (got.dns_pool) reply.dns_pool = got.dns_pool->to_string();
+      if (got.dns_pool6) reply.dns_pool6 = got.dns_pool6->to_string();
+    }
+    return reply;
   }
 
   // The agent known by the sockets that came with the line (descriptors_problem counted

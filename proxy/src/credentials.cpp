@@ -1,5 +1,6 @@
 #include "credentials.hpp"
 
+#include "policy_answer.hpp"
 #include "proxy_runtime.hpp"
 #include "secret_forms.hpp"
 
@@ -248,7 +249,7 @@ Refusal Tripwire::trip(const Exfiltration& e, const std::string& host) const {
                       ")",
                   detail.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
                   {{"agent", agent_}, {"host", host}, {"credential", name}, {"where", e.where}});
-  return Refusal{403, Outcome::deny, {}, "credentials." + name, reason, {}};
+  return refusal_of(policy::Decision::refused("credentials." + name, reason), 403);
 }
 
 }  // namespace netbox::proxy

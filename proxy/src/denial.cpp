@@ -55,7 +55,7 @@ http::response<http::string_body> make_refusal(const Refusal& r, unsigned versio
   res.set("X-Netbox-Reason", header_reason);
   if (r.retry_after) res.set(http::field::retry_after, std::to_string(*r.retry_after));
   std::string body = "netbox ";
-  body += r.outcome == Outcome::deny ? "blocked this request by policy.\n"
+  body += refused_by_policy(r.outcome) ? "blocked this request by policy.\n"
           : r.outcome == Outcome::cap ? "refused this request: a connection limit was reached.\n"
                                       : "could not complete this request.\n";
   if (!r.what.empty()) body += "Request: " + r.what + "\n";

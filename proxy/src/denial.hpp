@@ -14,7 +14,7 @@ namespace netbox::proxy {
 
 struct Refusal {
   unsigned status = 403;
-  Outcome outcome = Outcome::deny;  // deny, cap or error: X-Netbox-Decision
+  Outcome outcome = Outcome::error;  // deny (the policy's), cap, budget or error: X-Netbox-Decision
   std::string what;    // "GET http://example.com/", "CONNECT example.com:22"
   std::string rule;    // the policy rule or limit ("deny[0] *.evil.example", "limits.max_connections")
   std::string reason;  // the policy's (or proxy's) reason sentence

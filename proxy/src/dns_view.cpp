@@ -3,7 +3,6 @@
 #include "agent_sockets.hpp"
 
 #include "client_identity.hpp"
-#include "accept_loop.hpp"
 #include "audit_room.hpp"
 #include "credentials.hpp"
 
@@ -29,7 +28,6 @@ namespace ip = boost::asio::ip;
 namespace {
 
 constexpr unsigned short kDnsPort = 53;
-constexpr std::size_t kMaxMessage = 4096;  // a query is far smaller; more is malformed
 
 // The block without its first address (x.x.0.0 is a network's own address to many tools)
 // and, for IPv4, its last (a broadcast address).
@@ -88,76 +86,6 @@ DnsRefusalRows::Suppressed DnsRefusalRows::take_suppressed() {
   out.past_bound = std::exchange(past_bound_, 0);
   return out;
 }
-
-// One TCP client (RFC 7766): two-byte length, message, answer; until idle or closed.
-class DnsView::TcpClient : public std::enable_shared_from_this<TcpClient> {
- public:
-  TcpClient(std::shared_ptr<DnsView> view, ip::tcp::socket s)
-      : view_(std::move(view)), socket_(std::move(s)), timer_(socket_.get_executor()) {
-    boost::system::error_code ec;
-    const auto ep = socket_.remote_endpoint(ec);
-    if (!ec) peer_ = ep.address().to_string() + ":" + std::to_string(ep.port());
-  }
-  ~TcpClient() { --view_->tcp_clients_; }
-
-  void start() { read_length(); }
-
- private:
-  void arm() {
-    timer_.expires_after(kTcpIdle);
-    timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
-      if (!ec) self->close();
-    });
-  }
-  void close() {
-    boost::system::error_code ignored;
-    timer_.cancel();
-    socket_.close(ignored);
-  }
-  void read_length() {
-    // Back pressure, as on every door: a refused query makes a row; none is read while the
-    // audit writer is full (the idle timer waits too: the client is not the slow one).
-    if (!audit_room_or_wait(*view_->rt_.writer, socket_.get_executor(), [self = shared_from_this()] {
-          self->read_length();
-        }))
-      return;
-    arm();
-    asio::async_read(socket_, asio::buffer(length_),
-                     [self = shared_from_this()](boost::system::error_code ec, std::size_t) { self->on_length(ec); });
-  }
-  void on_length(boost::system::error_code ec) {
-    if (ec) return close();
-    const std::size_t n = (std::size_t{length_[0]} << 8) | length_[1];
-    if (n == 0 || n > kMaxMessage) return close();  // nothing a query would be
-    message_.resize(n);
-    asio::async_read(socket_, asio::buffer(message_),
-                     [self = shared_from_this()](boost::system::error_code e, std::size_t) { self->on_message(e); });
-  }
-  void on_message(boost::system::error_code ec) {
-    if (ec) return close();
-    auto reply = view_->answer(message_, peer_);
-    if (reply.empty()) return close();  // a response or a runt: the connection is not a client's
-    out_.clear();
-    out_.push_back(static_cast<std::uint8_t>(reply.size() >> 8));
-    out_.push_back(static_cast<std::uint8_t>(reply.size()));
-    out_.insert(out_.end(), reply.begin(), reply.end());
-    asio::async_write(socket_, asio::buffer(out_), [self = shared_from_this()](boost::system::error_code e, std::size_t) {
-      self->on_written(e);
-    });
-  }
-  void on_written(boost::system::error_code ec) {
-    if (ec) return close();
-    read_length();
-  }
-
-  std::shared_ptr<DnsView> view_;
-  ip::tcp::socket socket_;
-  asio::steady_timer timer_;
-  std::string peer_;
-  std::array<std::uint8_t, 2> length_{};
-  std::vector<std::uint8_t> message_;
-  std::vector<std::uint8_t> out_;
-};
 
 DnsView::DnsView(ProxyRuntime& rt, asio::io_context& ioc, ip::address host, ip::address agent_addr,
                  const policy::Cidr& pool, const std::optional<policy::Cidr>& pool6)
@@ -269,21 +197,6 @@ void DnsView::receive() {
                             }
                             self->receive();
                           });
-}
-
-void DnsView::accept() {
-  accept_with_backoff(rt_, tcp_, "dns", shared_from_this(), [this](ip::tcp::socket s) {
-    // Only the agent itself asks here; anything else on the link is closed at once.
-    boost::system::error_code rec;
-    const auto peer = s.remote_endpoint(rec);
-    if (rec) return;
-    if (!from_agent(peer.address())) {
-      refuse_foreign(peer.address(), peer.port());
-    } else if (tcp_clients_ < kMaxTcpConnections) {
-      ++tcp_clients_;
-      std::make_shared<TcpClient>(shared_from_this(), std::move(s))->start();
-    }
-  });
 }
 
 std::vector<std::uint8_t> DnsView::answer(std::span<const std::uint8_t> message, const std::string& peer) {

@@ -61,6 +61,7 @@ class DnsView : public std::enable_shared_from_this<DnsView> {
   static constexpr std::uint32_t kTtl = 30;                       // seconds, in every answer
   static constexpr std::chrono::seconds kRetain{600};             // a mapping outlives its answers
   static constexpr std::size_t kMaxTcpConnections = 16;
+  static constexpr std::size_t kMaxMessage = 4096;  // a query is far smaller; more is malformed
   static constexpr std::chrono::seconds kTcpIdle{10};
 
   // Binds UDP and TCP `host`:53 (throws naming the address); serves on `ioc`. A records

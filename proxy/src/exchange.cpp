@@ -9,7 +9,7 @@ namespace netbox::proxy {
 namespace {
 
 void log_request(ProxyRuntime& impl, const audit::AuditRecord& r, Outcome outcome) {
-  const bool refused = outcome != Outcome::allow || r.status.value_or(0) >= 400 || !r.error.empty();
+  const bool refused = !plainly_allowed(outcome) || r.status.value_or(0) >= 400 || !r.error.empty();
   switch (impl.options.log_requests) {
     case LogRequests::all: break;
     case LogRequests::none: return;
@@ -75,7 +75,7 @@ void Exchange::begin() {
   record_.agent = agent_;
   record_.client_addr = client_addr_;
   record_.kind = "http";
-  outcome_ = Outcome::allow;
+  outcome_ = kNotRefused;
   row_ = audit::kNoRow;
   open_ = finished_ = counted_ = overruled_ = noted_ = false;
   bytes_up = bytes_down = 0;
@@ -100,7 +100,7 @@ void Exchange::target(std::string_view host, std::uint16_t port, std::string_vie
 }
 
 bool Exchange::admitted(Admitted& a) {
-  outcome_ = a.outcome;
+  outcome_ = a.outcome();
   record_.rule = std::move(a.decision.rule);
   record_.reason = std::move(a.decision.reason);
   record_.resolved_addr = a.endpoints.front().address().to_string();
@@ -148,7 +148,7 @@ void Exchange::refuse(const Refusal& r, std::string error) {
 // A refusal by the policy is what guardian triggers count (budgets and rates are counted
 // where they refuse, AgentGuard::admit).
 void Exchange::note_refusal(Outcome outcome, const std::string& rule) {
-  if (!guard_ || outcome != Outcome::deny) return;
+  if (!guard_ || !refused_by_policy(outcome)) return;
   guard_->note(policy::GuardianEvent::denied, rule);
   if (rule.starts_with("internal")) guard_->note(policy::GuardianEvent::internal_probe, rule);
 }

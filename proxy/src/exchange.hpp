@@ -25,6 +25,8 @@
 
 namespace netbox::proxy {
 
+struct ProxyRuntime;
+
 class Exchange {
  public:
   explicit Exchange(ProxyRuntime& impl) : impl_(&impl) {}
@@ -101,7 +103,7 @@ class Exchange {
   std::string client_addr_;
   std::string metric_label_;
   audit::AuditRecord record_;
-  Outcome outcome_ = Outcome::allow;
+  Outcome outcome_ = kNotRefused;
   CapToken cap_;
   audit::RowHandle row_ = audit::kNoRow;
   std::chrono::steady_clock::time_point started_;

@@ -63,14 +63,12 @@ std::optional<Refusal> check_first_flight(const FirstFlight& f, const policy::Ho
     // front through a tunnel admitted for another name (found by a review of issue 22).
     const std::string_view line = std::string_view(f.bytes).substr(leading_line_ends(f.bytes));
     const auto sp = line.find(' ');
-    if (sp != std::string_view::npos && sp + 1 < line.size() && line[sp + 1] != '/' && line.substr(sp + 1, 2) != "* ")
-      return Refusal{403, Outcome::deny, {}, "host",
-                     "the request names its target in absolute form; inside a connection admitted for " +
-                         host.name + " only a path is taken",
-                     {}};
+    const bool absolute =
+        sp != std::string_view::npos && sp + 1 < line.size() && line[sp + 1] != '/' && line.substr(sp + 1, 2) != "* ";
+    if (absolute) return refusal_of(policy::check_request_host(host, true, {}), 403);
     // Only a name is checked: a literal has no other name to disagree with.
     if (host.is_ip()) return std::nullopt;
-    return check_host_headers(host_values(std::string_view(f.bytes).substr(0, end + 2)), host.name);
+    return check_host_headers(host_values(std::string_view(f.bytes).substr(0, end + 2)), host);
   }
   if (f.kind != tls) return std::nullopt;
   const auto name = policy::check_server_name(host, false, server_name_asked(f.hello), policy::TlsEnd::upstream, as);
@@ -78,7 +76,8 @@ std::optional<Refusal> check_first_flight(const FirstFlight& f, const policy::Ho
   return refusal_of(name, 403);
 }
 
-std::optional<Refusal> check_host_headers(const std::vector<std::string_view>& values, const std::string& name) {
+std::optional<Refusal> check_host_headers(const std::vector<std::string_view>& values, const policy::Host& host) {
+  const std::string& name = host.name;
   std::string named;
   if (values.size() == 1) {
     std::string_view v = values.front();
@@ -90,11 +89,9 @@ std::optional<Refusal> check_host_headers(const std::vector<std::string_view>& v
   }
   if (named.empty())
     return Refusal{400, Outcome::error, {}, "host", "the request must have exactly one Host header, naming " + name, {}};
-  if (named != name)
-    return Refusal{403, Outcome::deny, {}, "host",
-                   "the Host header names " + named + ", not " + name + ", the name this connection was admitted for",
-                   {}};
-  return std::nullopt;
+  const auto d = policy::check_request_host(host, false, named);
+  if (d.lets_through()) return std::nullopt;
+  return refusal_of(d, 403);
 }
 
 namespace {

@@ -47,9 +47,10 @@ inline bool agent_must_speak_first(std::uint16_t port, bool inspected) {
 }
 
 // The Host check of a plain-HTTP request on a connection whose destination is a name:
-// exactly one Host header (`values`, as sent), naming `name` (compared lower-case, without
-// a port or a final dot): otherwise 400, or 403 (rule `host`) for another name.
-std::optional<Refusal> check_host_headers(const std::vector<std::string_view>& values, const std::string& name);
+// exactly one Host header (`values`, as sent; otherwise 400), naming the host: read
+// lower-case, without a port or a final dot, for policy::check_request_host (403, rule
+// `host`, for another name).
+std::optional<Refusal> check_host_headers(const std::vector<std::string_view>& values, const policy::Host& host);
 
 // The fronting check every door runs on the first message of a connection admitted for
 // `host` (`as` says what the name is to the agent): a TLS hello goes to the policy's

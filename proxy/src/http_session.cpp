@@ -6,7 +6,6 @@
 
 #include "admission_steps.hpp"
 #include "audit_room.hpp"
-#include "client_identity.hpp"
 #include "client_tokens.hpp"
 #include "credentials.hpp"
 #include "first_flight.hpp"
@@ -38,20 +37,27 @@ namespace http = beast::http;
 using tcp = asio::ip::tcp;
 
 template <class Stream>
-HttpSession<Stream>::HttpSession(ProxyRuntime& impl, Worker& worker, tcp::socket socket, ClientSlot slot,
-                                 std::optional<FixedDestination> fixed)
+HttpSession<Stream>::HttpSession(ProxyRuntime& impl, Worker& worker, tcp::socket socket, ClientSlot slot)
   requires(!kTls)
     : impl_(impl),
       worker_(worker),
-      slot_(std::move(slot)),
       stream_(std::move(socket)),
       admission_(impl.own, impl.caps, impl.counters, impl.guardians),
       exchange_(impl),
       body_(stream_, buffer_, pieces_, [this](RequestBodyResult r) { on_body_sent(std::move(r)); }),
       relay_(stream_, pieces_, impl.counters, [this](RelayResult r) { on_relayed(std::move(r)); }),
       upgraded_(stream_, [this](std::string error) { on_upgraded_end(std::move(error)); }) {
-  if (fixed) link_.fixed.emplace(std::move(*fixed));
+  link_.slot = std::move(slot);
   impl_.counters.active_connections.fetch_add(1);
+}
+
+template <class Stream>
+HttpSession<Stream>::HttpSession(ProxyRuntime& impl, Worker& worker, tcp::socket socket, AgentConnection connection,
+                                 FixedDestination fixed)
+  requires(!kTls)
+    : HttpSession(impl, worker, std::move(socket), ClientSlot()) {
+  static_cast<AgentConnection&>(link_) = std::move(connection);
+  link_.fixed.emplace(std::move(fixed));
 }
 
 template <class Stream>
@@ -65,6 +71,15 @@ HttpSession<Stream>::HttpSession(ProxyRuntime& impl, Worker& worker, Stream stre
       body_(stream_, buffer_, pieces_, [this](RequestBodyResult r) { on_body_sent(std::move(r)); }),
       relay_(stream_, pieces_, impl.counters, [this](RelayResult r) { on_relayed(std::move(r)); }),
       upgraded_(stream_, [this](std::string error) { on_upgraded_end(std::move(error)); }) {
+  // Who the agent is, and under which policy, was settled by the door that admitted the
+  // connection; its slot is the connection row's.
+  const auto& scope = fixed.scope;
+  link_.who.agent = scope.agent;
+  link_.who.tripwire = scope.tripwire;
+  link_.peer_text = scope.client_addr;
+  link_.metric_label = scope.metric_label;
+  link_.policy = scope.policy;
+  link_.profile = scope.profile;
   link_.fixed.emplace(std::move(fixed));
   impl_.counters.active_connections.fetch_add(1);
 }
@@ -77,51 +92,33 @@ HttpSession<Stream>::~HttpSession() {
   if (link_.fixed) link_.fixed->connection.finish(kTls ? std::optional<int>(200) : std::nullopt);
 }
 
+// A connection a door opened and admitted starts at once; the HTTP listener's is opened
+// here, as every door's is (agent_connection.hpp).
 template <class Stream>
 void HttpSession<Stream>::start() {
-  boost::system::error_code ec;
-  auto& socket = beast::get_lowest_layer(stream_).socket();
-  link_.peer = socket.remote_endpoint(ec);
-  if (!ec) link_.peer_text = authority(canonical_address(link_.peer.address()).to_string(), link_.peer.port());
-  if constexpr (kTls) {
-    // Who the agent is was settled by the door that admitted the connection.
-    const auto& scope = link_.fixed->scope;
-    link_.who.agent = scope.agent;
-    link_.who.tripwire = scope.tripwire;
-    link_.peer_text = scope.client_addr;
-    exchange_.connection(scope.agent, scope.client_addr, scope.metric_label);
-  } else {
-    // Identity and policy are fixed per connection: a reload applies to new connections.
-    auto who = identify_client(impl_, socket, link_.fixed ? "capture" : "http");
-    if (!who) return;  // on an agent's own listener, from none of its addresses
-    link_.who = std::move(*who);
-    // A door that admitted the connection (SOCKS5, capture) may have learnt more than the
-    // address says (a client token): its name for the agent is the one its rows carry.
-    if (link_.fixed) link_.who.agent = link_.fixed->scope.agent;
-    exchange_.connection(link_.who.agent, link_.peer_text,
-                         link_.fixed ? link_.fixed->scope.metric_label : impl_.metric_label(link_.who));
+  if (link_.fixed) return bind_connection();
+  if constexpr (!kTls) {
+    open_agent_connection(impl_, stream_.socket(), link_.slot, DoorKind::http,
+                          [self = this->shared_from_this()](AgentConnection c) {
+                            static_cast<AgentConnection&>(self->link_) = std::move(c);
+                            self->bind_connection();
+                          });
   }
-  // Without the agent's address (its connection already gone) no key can name the agent.
-  if (!ec) link_.pool_scope = UpstreamPool::scope(link_.who.agent, link_.peer.address());
-  bind_connection();
-  read_request();
 }
 
-// The policy the connection starts under decides its requests; a FixedDestination's is
-// the one its connection was admitted under.
 template <class Stream>
 void HttpSession<Stream>::bind_connection() {
-  if (link_.fixed) {
-    link_.policy = link_.fixed->scope.policy;
-    link_.profile = link_.fixed->scope.profile;
+  boost::system::error_code ec;
+  link_.peer = beast::get_lowest_layer(stream_).socket().remote_endpoint(ec);
+  // Without the agent's address (its connection already gone) no key can name the agent.
+  if (!ec) link_.pool_scope = UpstreamPool::scope(link_.who.agent, link_.peer.address());
+  if (link_.fixed) {  // bytes its door read already
     const auto& early = link_.fixed->early;
     buffer_.commit(asio::buffer_copy(buffer_.prepare(early.size()), asio::buffer(early)));
     link_.fixed->early.clear();
-  } else {
-    link_.policy = impl_.current_policy();
-    link_.profile = link_.who.profile.empty() ? &link_.policy->base : &link_.policy->profile_for(link_.who.profile);
   }
-  admission_.bind(*link_.policy, *link_.profile, link_.who);
+  link_.bind(admission_, exchange_);
+  read_request();
 }
 
 }  // namespace netbox::proxy

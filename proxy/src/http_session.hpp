@@ -23,6 +23,7 @@
 #include "netbox/proxy/server.hpp"
 
 #include "admission.hpp"
+#include "agent_connection.hpp"
 #include "agent_registry.hpp"
 #include "agent_tls_stream.hpp"
 #include "denial.hpp"
@@ -65,13 +66,9 @@ struct FixedDestination {
   std::optional<DialResult> dialled;  // an upstream connection already made, for the first request
 };
 
-// What stays fixed for the life of the agent's connection.
-struct SessionLink {
-  boost::asio::ip::tcp::endpoint peer;
-  std::string peer_text;
-  AgentIdentity who;
-  PolicyPtr policy;
-  const policy::Profile* profile = nullptr;
+// What stays fixed for the life of the agent's connection: the connection the door opened
+// (agent_connection.hpp), and what the loop keeps of it.
+struct SessionLink : AgentConnection {
   std::string pool_scope;  // UpstreamPool::scope of this agent connection; empty: no pooling
   std::optional<FixedDestination> fixed;
   std::uint64_t requests = 0;  // heads read; the first one shows what an inspected connection carries
@@ -85,7 +82,6 @@ struct ActiveRequest {
   Target target;
   policy::Host host;
   std::vector<boost::asio::ip::tcp::endpoint> allowed;
-  Outcome decided_outcome = Outcome::allow;  // admission's, for an inspected tunnel
   policy::Decision decided;
   RequestHeadCheck head_check;
   std::chrono::steady_clock::time_point head_deadline;  // first byte + header_timeout
@@ -111,8 +107,12 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
   static constexpr std::size_t kLingerBytes = 1024 * 1024;
   static constexpr std::chrono::seconds kLingerTime{2};
 
-  HttpSession(ProxyRuntime& impl, Worker& worker, boost::asio::ip::tcp::socket socket, ClientSlot slot,
-              std::optional<FixedDestination> fixed = std::nullopt)
+  // The HTTP listener's connection: the session opens it (open_agent_connection).
+  HttpSession(ProxyRuntime& impl, Worker& worker, boost::asio::ip::tcp::socket socket, ClientSlot slot)
+    requires(!kTls);
+  // Plain HTTP on a captured or SOCKS5 connection its door opened and admitted.
+  HttpSession(ProxyRuntime& impl, Worker& worker, boost::asio::ip::tcp::socket socket, AgentConnection connection,
+              FixedDestination fixed)
     requires(!kTls);
   // An inspected connection after its handshake: its slot is the connection row's.
   HttpSession(ProxyRuntime& impl, Worker& worker, Stream stream, FixedDestination fixed)
@@ -125,7 +125,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
   using Response = boost::beast::http::response<boost::beast::http::string_body>;
 
   // http_session_heads.ipp: reading heads, the keep-alive loop.
-  void bind_connection();
+  void bind_connection();  // the connection is open: its admission and rows are bound, reading starts
   void read_request();
   void read_head_bytes(bool first);
   void on_head_bytes(bool first, boost::beast::error_code ec, std::size_t bytes);
@@ -190,7 +190,6 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
 
   ProxyRuntime& impl_;
   Worker& worker_;
-  ClientSlot slot_;  // this agent connection's place under the connection caps
   Stream stream_;
   boost::beast::flat_buffer buffer_;
   std::optional<StreamingRequestParser> parser_;

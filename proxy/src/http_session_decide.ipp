@@ -74,7 +74,7 @@ void HttpSession<Stream>::take_fixed_target() {
   if (!host.is_ip()) {
     std::vector<std::string_view> values;
     for (auto [it, end] = rq_.req.equal_range(http::field::host); it != end; ++it) values.push_back(it->value());
-    if (auto no = check_host_headers(values, host.name)) {
+    if (auto no = check_host_headers(values, host)) {
       no->what = what();
       return refuse(std::move(*no), true);
     }
@@ -82,7 +82,6 @@ void HttpSession<Stream>::take_fixed_target() {
   rq_.target = Target{host.name, scope.port, std::string(target), std::string(target.substr(0, target.find('?'))), {}};
   if (refused_upgrade() || tripped()) return;
   Admitted yes;
-  yes.outcome = scope.outcome;
   yes.decision = scope.decision;
   yes.endpoints = scope.endpoints;
   act_on(std::move(yes));
@@ -108,10 +107,7 @@ void HttpSession<Stream>::act_on(AdmissionResult result) {
     return refuse(std::move(no->refusal), !rq_.keep_alive);
   }
   // An inspected tunnel's requests start from the CONNECT's decision.
-  if (is_connect()) {
-    rq_.decided_outcome = yes.outcome;
-    rq_.decided = yes.decision;
-  }
+  if (is_connect()) rq_.decided = yes.decision;
   // From here on the row is open: a refusal completes it as error.
   open_row(impl_, exchange_, yes, rq_.allowed, rq_.host.name, link_.who.agent, stream_.get_executor(),
            [self = this->shared_from_this()](std::string unaudited) {

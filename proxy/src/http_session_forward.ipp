@@ -249,7 +249,7 @@ void HttpSession<Stream>::start_tunnel(tcp::socket upstream) {
     buffer_.consume(buffer_.size());
     boost::system::error_code ec;
     const auto port = upstream.remote_endpoint(ec).port();
-    exchange_.client_slot = std::move(slot_);  // the agent's connection lives on in the tunnel
+    exchange_.client_slot = std::move(link_.slot);  // the agent's connection lives on in the tunnel
     exchange_.settle();  // dialled: whatever happens next, the tunnel was allowed
     const auto& limits = link_.profile->limits;
     auto t = std::make_shared<Tunnel>(impl_, stream_.release_socket(), std::move(upstream), std::move(early),
@@ -267,10 +267,8 @@ void HttpSession<Stream>::start_inspection() {
     stream_.expires_never();
     std::string early(static_cast<const char*>(buffer_.data().data()), buffer_.size());
     buffer_.consume(buffer_.size());
-    exchange_.client_slot = std::move(slot_);
-    InspectionScope scope{link_.policy, link_.profile, rq_.host, rq_.target.port, rq_.allowed, rq_.decided_outcome,
-                          rq_.decided, link_.who.agent, link_.peer_text, impl_.metric_label(link_.who),
-                          link_.who.tripwire};
+    exchange_.client_slot = std::move(link_.slot);
+    auto scope = InspectionScope::of(link_, rq_.host, rq_.target.port, rq_.allowed, rq_.decided);
     auto t = std::make_shared<InspectedTunnel>(impl_, worker_, stream_.release_socket(),
                                                "HTTP/1.1 200 Connection Established\r\n\r\n", std::move(early),
                                                std::move(exchange_), std::move(scope));

@@ -110,8 +110,9 @@ void HttpSession<Stream>::refuse_not_http(std::string why) {
   const std::string reason = "netbox inspects " + authority(scope.host.name, scope.port) +
                              ": only HTTP/1.1 requests go through this tunnel, and what the agent sent inside "
                              "TLS is not HTTP/1.1 (" + why + ")";
-  link_.fixed->connection.overrule(Outcome::deny, "inspect", reason);
-  refuse({400, Outcome::deny, {}, "inspect", reason, {}}, true);
+  const auto no = policy::Decision::refused("inspect", reason);
+  link_.fixed->connection.overrule(outcome_of(no.verdict), no.rule, no.reason);
+  refuse(refusal_of(no, 400), true);
 }
 
 // The destination of a refused request, as far as it can be read, for its audit row:
@@ -183,15 +184,16 @@ bool HttpSession<Stream>::take_client_token() {
   if (!v.who) {
     note_request(is_connect(), rq_.req.method_string());
     note_target(rq_.req.target(), is_connect());
-    refuse({407, Outcome::deny, what(), "client_token", std::move(v.why), {}}, true);
+    auto no = refusal_of(policy::Decision::refused("client_token", std::move(v.why)), 407);
+    no.what = what();
+    refuse(std::move(no), true);
     return false;
   }
   if (v.who->is_anonymous()) return true;
-  link_.who = std::move(*v.who);
-  exchange_.connection(link_.who.agent, link_.peer_text, impl_.metric_label(link_.who));
-  exchange_.begin();
+  link_.become(std::move(*v.who), impl_);
+  link_.bind(admission_, exchange_);
+  exchange_.begin();  // this request's row is the token's agent's
   link_.pool_scope = UpstreamPool::scope(link_.who.agent, link_.peer.address());
-  bind_connection();
   return true;
 }
 

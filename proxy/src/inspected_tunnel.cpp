@@ -83,10 +83,9 @@ void InspectedTunnel::check_hello() {
       asked.problem = "longer than netbox reads";
       break;
     case tls::ClientHello::Status::not_tls:
-      return refuse_tunnel(Outcome::deny, "inspect",
-                           "netbox inspects " + where +
-                               ": only TLS carrying HTTP/1.1 goes through this tunnel, and what the agent sent is "
-                               "not TLS");
+      return refuse_tunnel(policy::Decision::refused(
+          "inspect", "netbox inspects " + where +
+                         ": only TLS carrying HTTP/1.1 goes through this tunnel, and what the agent sent is not TLS"));
     case tls::ClientHello::Status::malformed:
     case tls::ClientHello::Status::complete:
       break;
@@ -95,7 +94,7 @@ void InspectedTunnel::check_hello() {
   // would reach a different service behind the same front (domain fronting).
   const auto name = policy::check_server_name(scope_.host, scope_.name_from_address, asked, policy::TlsEnd::netbox,
                                               "the host this connection was admitted for");
-  if (!name.lets_through()) return refuse_tunnel(outcome_of(name.verdict), name.rule, name.reason);
+  if (!name.lets_through()) return refuse_tunnel(name);
   start_handshake();
 }
 
@@ -115,13 +114,14 @@ void InspectedTunnel::start_handshake() {
       [self = shared_from_this()](boost::system::error_code ec, std::size_t) { self->on_handshake(ec); });
 }
 
-void InspectedTunnel::refuse_tunnel(Outcome outcome, const std::string& rule, std::string reason) {
-  tunnel_.overrule(outcome, rule, reason);
+void InspectedTunnel::refuse_tunnel(const policy::Decision& no) {
+  auto refusal = refusal_of(no, 403);
+  refusal.what = "CONNECT " + authority(scope_.host.name, scope_.port);
+  tunnel_.overrule(refusal.outcome, no.rule, no.reason);
   auto res = std::make_shared<boost::beast::http::response<boost::beast::http::string_body>>(
-      make_refusal({403, outcome, "CONNECT " + authority(scope_.host.name, scope_.port), rule, reason, {}}, 11,
-                   false));
+      make_refusal(refusal, 11, false));
   tunnel_status_ = 403;
-  http::async_write(client_, *res, [self = shared_from_this(), res, reason](beast::error_code, std::size_t) {
+  http::async_write(client_, *res, [self = shared_from_this(), res, reason = no.reason](beast::error_code, std::size_t) {
     self->close(reason);
   });
 }

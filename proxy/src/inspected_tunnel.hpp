@@ -15,6 +15,7 @@
 #include "netbox/policy/decision.hpp"
 #include "netbox/policy/host.hpp"
 
+#include "agent_connection.hpp"
 #include "agent_tls_stream.hpp"
 #include "client_slots.hpp"
 #include "denial.hpp"
@@ -42,13 +43,20 @@ struct InspectionScope {
   policy::Host host;
   std::uint16_t port = 0;
   std::vector<boost::asio::ip::tcp::endpoint> endpoints;  // the addresses admission let through
-  Outcome outcome = Outcome::allow;       // the CONNECT's: the default of each request inside
-  policy::Decision decision;
+  policy::Decision decision;              // the connection's: the default of each request inside
   std::string agent, client_addr, metric_label;
   std::shared_ptr<const Tripwire> tripwire;  // the agent's credentials; null: none
   // The host is the name the agent's DNS view answered for the address it dialled (a
   // captured connection): a ClientHello without a server name is decided on it.
   bool name_from_address = false;
+
+  // What connection `c`, admitted to host:port with `decision`, hands over.
+  static InspectionScope of(const AgentConnection& c, policy::Host host, std::uint16_t port,
+                            std::vector<boost::asio::ip::tcp::endpoint> endpoints, policy::Decision decision,
+                            bool name_from_address = false) {
+    return {c.policy, c.profile, std::move(host), port, std::move(endpoints), std::move(decision),
+            c.who.agent, c.peer_text, c.metric_label, c.who.tripwire, name_from_address};
+  }
 };
 
 class InspectedTunnel : public std::enable_shared_from_this<InspectedTunnel> {
@@ -67,7 +75,7 @@ class InspectedTunnel : public std::enable_shared_from_this<InspectedTunnel> {
   void check_hello();
   void start_handshake();
   // The tunnel is refused before TLS: a plain-HTTP answer, then close; the row says why.
-  void refuse_tunnel(Outcome outcome, const std::string& rule, std::string reason);
+  void refuse_tunnel(const policy::Decision& no);
   void on_handshake(boost::system::error_code ec);
   void close(std::string error = {});
 

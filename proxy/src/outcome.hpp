@@ -30,6 +30,17 @@ constexpr Outcome outcome_of(policy::Verdict v) {
   return Outcome::deny;
 }
 
+// The one place in proxy/ that names a verdict's Outcome (allow, report, deny): everywhere
+// else an outcome comes from the policy's Decision (outcome_of) or is one of netbox's own
+// facts (cap, error, budget), and is read through these (docs.proxy_derives_no_verdict).
+
+// The policy refused it (a deny): as against a limit, a budget or a failure.
+constexpr bool refused_by_policy(Outcome o) { return o == Outcome::deny; }
+// Let through with nothing to say: not refused, not reported, nothing failed.
+constexpr bool plainly_allowed(Outcome o) { return o == Outcome::allow; }
+// A row's outcome until admission's decision, a refusal or a failure replaces it.
+inline constexpr Outcome kNotRefused = Outcome::allow;
+
 static_assert(to_string(Outcome::allow) == "allow" && to_string(Outcome::report) == "report" &&
                   to_string(Outcome::deny) == "deny" && to_string(Outcome::cap) == "cap" &&
                   to_string(Outcome::error) == "error" && to_string(Outcome::budget) == "budget",

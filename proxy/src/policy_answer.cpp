@@ -10,7 +10,6 @@ Refusal refusal_of(const policy::Decision& d, unsigned status) {
 
 std::optional<Refused> take_decision(Admitted& yes, policy::Decision d, unsigned status) {
   if (status == 0) {
-    yes.outcome = outcome_of(d.verdict);
     yes.decision = std::move(d);
     return std::nullopt;
   }

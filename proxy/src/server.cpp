@@ -1,29 +1,24 @@
-// The Server: io threads, listeners, policy reloads, orderly shutdown.
+// The Server: io threads, policy reloads, orderly shutdown (its listeners: listeners.cpp).
 #include "netbox/proxy/server.hpp"
 
 #include "netbox/proxy/enforceable_policy.hpp"
 
 #include "inspector.hpp"
 
-#include "accept_loop.hpp"
-#include "client_identity.hpp"
 #include "control_socket.hpp"
 #include "fd_limit.hpp"
 #include "http_session.hpp"
 #include "proxy_runtime.hpp"
-#include "socks_session.hpp"
 #include "target.hpp"
 
 #include "netbox/audit/writer.hpp"
 #include "netbox/policy/load.hpp"
 
-#include <boost/asio/ip/v6_only.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <nlohmann/json.hpp>
 
 #include <pthread.h>
-#include <sys/socket.h>
 
 #include <future>
 #include <stdexcept>
@@ -46,23 +41,6 @@ PolicyPtr initial_policy(const ProxyOptions& o, bool can_inspect) {
   return p;
 }
 
-std::shared_ptr<tcp::acceptor> open_acceptor(asio::io_context& ioc, const tcp::endpoint& ep, bool reuse_port) {
-  auto acc = std::make_shared<tcp::acceptor>(ioc);
-  boost::system::error_code ec;
-  acc->open(ep.protocol(), ec);
-  if (!ec) acc->set_option(asio::socket_base::reuse_address(true), ec);
-  if (!ec && reuse_port) {
-    int one = 1;
-    if (::setsockopt(acc->native_handle(), SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) != 0)
-      ec = boost::system::error_code(errno, boost::system::system_category());
-  }
-  if (!ec && ep.address().is_v6()) acc->set_option(asio::ip::v6_only(true), ec);
-  if (!ec) acc->bind(ep, ec);
-  if (!ec) acc->listen(asio::socket_base::max_listen_connections, ec);
-  if (ec) throw std::runtime_error("--listen " + ep_text(ep) + ": " + ec.message());
-  return acc;
-}
-
 std::unique_ptr<ClientSlots> client_slots_for(const ProxyOptions& o, std::size_t fd_limit) {
   const std::size_t total = o.max_client_connections
                                 ? o.max_client_connections
@@ -71,21 +49,6 @@ std::unique_ptr<ClientSlots> client_slots_for(const ProxyOptions& o, std::size_t
       o.max_client_connections_per_agent ? o.max_client_connections_per_agent
                                          : std::min<std::size_t>(512, std::max<std::size_t>(1, total / 4));
   return std::make_unique<ClientSlots>(total, per_agent);
-}
-
-// Refused before a session exists: one short 503 written straight to the fresh socket
-// (its send buffer is empty, so this never blocks), then the descriptor is closed. A
-// SOCKS client has not spoken yet and could not read an answer: it is only closed.
-void refuse_connection(tcp::socket& s, const std::string& reason, ListenerKind kind) {
-  boost::system::error_code ec;
-  if (kind == ListenerKind::socks) return s.close(ec);
-  const std::string body = "netbox: connection refused: " + reason + "\n";
-  const std::string res = "HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Type: text/plain\r\n"
-                          "X-Netbox-Decision: cap\r\nX-Netbox-Reason: " + reason + "\r\nRetry-After: 1\r\n"
-                          "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
-  [[maybe_unused]] const auto sent = ::send(s.native_handle(), res.data(), res.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
-  s.shutdown(tcp::socket::shutdown_send, ec);
-  s.close(ec);
 }
 
 }  // namespace
@@ -219,92 +182,6 @@ void ProxyRuntime::start() {
                                   {"dial_fd_ceiling", dial_fd_ceiling}});
   std::lock_guard lock(state_mu);
   if (lifecycle == Lifecycle::starting) lifecycle = Lifecycle::running;  // unless stop() came first
-}
-
-tcp::endpoint ProxyRuntime::add_listener(const tcp::endpoint& ep, ListenerKind kind) {
-  if (is_stopping()) throw std::runtime_error("the proxy is shutting down");
-  tcp::endpoint bound = ep;
-  // A plain bind first: SO_REUSEPORT alone would quietly share a port with another
-  // proxy already listening there instead of reporting "address in use".
-  {
-    asio::io_context probe_ctx;
-    auto probe = open_acceptor(probe_ctx, ep, false);
-    bound = probe->local_endpoint();
-  }
-  protect(bound);  // before the first accept: nothing may reach a listener through the proxy
-  std::vector<std::shared_ptr<tcp::acceptor>> accs;
-  for (auto& w : workers) accs.push_back(open_acceptor(w->ioc, bound, true));
-  for (std::size_t i = 0; i < workers.size(); ++i) {
-    asio::post(workers[i]->ioc, [this, w = workers[i].get(), acc = accs[i], bound, kind] {
-      w->acceptors[bound] = acc;
-      accept_loop(*w, acc, kind);
-    });
-  }
-  {
-    std::lock_guard lock(listeners_mu);
-    listeners.push_back(bound);
-  }
-  if (lifecycle == Lifecycle::running) {  // start() says the rest
-    if (kind == ListenerKind::socks) log.write("listening", {{"address", ep_text(bound)}, {"protocol", "socks5"}});
-    else log.write("listening", {{"address", ep_text(bound)}});
-  }
-  return bound;
-}
-
-void ProxyRuntime::remove_listener(const tcp::endpoint& ep) {
-  {
-    std::lock_guard lock(listeners_mu);
-    std::erase(listeners, ep);
-  }
-  own.remove(ep);
-  publish_endpoints();
-  if (is_stopping()) return;  // every acceptor closes with its io_context anyway
-  for (auto& w : workers) {
-    asio::post(w->ioc, [w = w.get(), ep] {
-      if (auto it = w->acceptors.find(ep); it != w->acceptors.end()) {
-        boost::system::error_code ec;
-        it->second->close(ec);
-        w->acceptors.erase(it);
-      }
-    });
-  }
-  log.write("listener_closed", {{"address", ep_text(ep)}});
-}
-
-std::vector<tcp::endpoint> ProxyRuntime::local_endpoints() const {
-  std::lock_guard lock(listeners_mu);
-  return listeners;
-}
-
-void ProxyRuntime::accept_loop(Worker& w, std::shared_ptr<tcp::acceptor> acc, ListenerKind kind) {
-  tcp::acceptor& a = *acc;
-  accept_with_backoff(*this, a, kind == ListenerKind::socks ? "socks5" : "http", std::move(acc),
-                      [this, &w, kind](tcp::socket s) { take_connection(w, std::move(s), kind); });
-}
-
-void ProxyRuntime::take_connection(Worker& w, tcp::socket s, ListenerKind kind) {
-  boost::system::error_code peer_ec;
-  const auto peer = s.remote_endpoint(peer_ec);
-  auto slot = acquire_client_slot(*this, s, peer.address());
-  if (!slot.slot) {
-    counters.client_connections_refused.fetch_add(1);
-    if (refused_log.note())
-      log.write("connection_refused", {{"client", ep_text(peer)}, {"reason", slot.reason}, {"count", refused_log.take()}});
-    return refuse_connection(s, slot.reason, kind);
-  }
-  boost::system::error_code ignored;
-  s.set_option(asio::ip::tcp::no_delay(true), ignored);  // see dialer.cpp: Nagle + delayed ACK
-  if (kind == ListenerKind::socks)
-    std::make_shared<SocksSession>(*this, w, std::move(s), std::move(slot.slot))->start();
-  else
-    std::make_shared<ClientSession>(*this, w, std::move(s), std::move(slot.slot))->start();
-}
-
-void note_accept_error(ProxyRuntime& rt, std::string_view listener, const boost::system::error_code& ec) {
-  rt.counters.accept_errors.fetch_add(1);
-  if (rt.accept_error_log.note())
-    rt.log.write("accept_error", {{"listener", listener}, {"error", ec.message()}, {"count", rt.accept_error_log.take()},
-                                  {"pause_ms", kAcceptPause.count()}});
 }
 
 void ProxyRuntime::protect(const tcp::endpoint& ep) {

@@ -1,8 +1,6 @@
 #include "socks_session.hpp"
 
 #include "admission_steps.hpp"
-#include "client_identity.hpp"
-#include "audit_room.hpp"
 #include "http_session.hpp"
 #include "inspected_tunnel.hpp"
 #include "policy_answer.hpp"
@@ -26,11 +24,11 @@ using tcp = asio::ip::tcp;
 SocksSession::SocksSession(ProxyRuntime& impl, Worker& worker, tcp::socket socket, ClientSlot slot)
     : impl_(impl),
       worker_(worker),
-      slot_(std::move(slot)),
       stream_(std::move(socket)),
       timer_(stream_.get_executor()),
       admission_(impl.own, impl.caps, impl.counters, impl.guardians),
       exchange_(impl) {
+  conn_.slot = std::move(slot);
   impl_.counters.active_connections.fetch_add(1);
 }
 
@@ -38,7 +36,7 @@ SocksSession::~SocksSession() { impl_.counters.active_connections.fetch_sub(1); 
 
 socks::Reply SocksSession::reply_for(Outcome outcome) {
   // A refusal by the policy or a limit is "not allowed"; anything else failed.
-  return outcome == Outcome::deny || outcome == Outcome::cap ? socks::Reply::not_allowed
+  return refused_by_policy(outcome) || outcome == Outcome::cap ? socks::Reply::not_allowed
                                                              : socks::Reply::general_failure;
 }
 
@@ -54,19 +52,13 @@ socks::Reply SocksSession::reply_for(DialFailure failure) {
 }
 
 void SocksSession::start() {
-  boost::system::error_code ec;
-  peer_ = stream_.socket().remote_endpoint(ec);
-  peer_text_ = authority(canonical_address(peer_.address()).to_string(), peer_.port());
-  // As on the HTTP listener: the agent is its address, its policy the one in force now.
-  auto who = identify_client(impl_, stream_.socket(), "socks");
-  if (!who) return;  // on an agent's own listener, from none of its addresses
-  who_ = std::move(*who);
-  policy_ = impl_.current_policy();
-  profile_ = who_.profile.empty() ? &policy_->base : &policy_->profile_for(who_.profile);
-  admission_.bind(*policy_, *profile_, who_);
-  exchange_.connection(who_.agent, peer_text_, impl_.metric_label(who_));
-  deadline_ = std::chrono::steady_clock::now() + profile_->limits.header_timeout;
-  read_more();
+  open_agent_connection(impl_, stream_.socket(), conn_.slot, DoorKind::socks,
+                        [self = shared_from_this()](AgentConnection c) {
+                          self->conn_ = std::move(c);
+                          self->conn_.bind(self->admission_, self->exchange_);
+                          self->deadline_ = std::chrono::steady_clock::now() + self->conn_.profile->limits.header_timeout;
+                          self->read_more();
+                        });
 }
 
 void SocksSession::read_more() {
@@ -78,8 +70,8 @@ void SocksSession::read_more() {
 void SocksSession::on_read(boost::system::error_code ec, std::size_t bytes) {
   if (ec) {
     if (ec == beast::error::timeout)
-      impl_.log.write("header_timeout", {{"client", peer_text_},
-                                         {"agent", who_.agent},
+      impl_.log.write("header_timeout", {{"client", conn_.peer_text},
+                                         {"agent", conn_.who.agent},
                                          {"listener", "socks"},
                                          {"received", std::to_string(have_)}});
     return close();
@@ -101,7 +93,7 @@ void SocksSession::step() {
       const auto g = socks::read_greeting(got);
       if (g.status == socks::Status::need_more) return read_more();
       if (g.status == socks::Status::refused) {
-        impl_.log.write("socks_refused", {{"client", peer_text_}, {"agent", who_.agent}, {"reason", g.problem}});
+        impl_.log.write("socks_refused", {{"client", conn_.peer_text}, {"agent", conn_.who.agent}, {"reason", g.problem}});
         if (g.silent) return close();
         return send_handshake(socks::method_selection(socks::Method::none_acceptable), true);
       }
@@ -121,7 +113,7 @@ void SocksSession::step() {
       const auto c = socks::read_credentials(got);
       if (c.status == socks::Status::need_more) return read_more();
       if (c.status == socks::Status::refused) {
-        impl_.log.write("socks_refused", {{"client", peer_text_}, {"agent", who_.agent}, {"reason", c.problem}});
+        impl_.log.write("socks_refused", {{"client", conn_.peer_text}, {"agent", conn_.who.agent}, {"reason", c.problem}});
         return send_handshake(socks::credentials_status(false), true);
       }
       consume(c.used);
@@ -172,9 +164,7 @@ void SocksSession::take_request(socks::Request r) {
   host_ = *parsed.host;
   port_ = r.port;
   exchange_.host(host_.name);
-  // Back pressure, as on the HTTP listener: the row waits for room, and so does the agent.
-  if (audit_room_or_wait(*impl_.writer, stream_.get_executor(), [self = shared_from_this()] { self->admit(); }))
-    admit();
+  admit();
 }
 
 void SocksSession::admit() {
@@ -192,10 +182,9 @@ void SocksSession::act_on(AdmissionResult result) {
     return refuse(code, no->refusal, std::move(no->error));
   }
   auto& yes = std::get<Admitted>(result);
-  decided_outcome_ = yes.outcome;
   decided_ = yes.decision;
   // Fail closed, as on the HTTP listener: a row the store did not take is no connection.
-  open_row(impl_, exchange_, yes, allowed_, host_.name, who_.agent, stream_.get_executor(),
+  open_row(impl_, exchange_, yes, allowed_, host_.name, conn_.who.agent, stream_.get_executor(),
            [self = shared_from_this()](std::string unaudited) {
              if (unaudited.empty()) return self->connect_upstream();
              self->send_reply(socks::Reply::general_failure);
@@ -203,9 +192,9 @@ void SocksSession::act_on(AdmissionResult result) {
 }
 
 void SocksSession::connect_upstream() {
-  if (policy::decide_tunnel(*profile_, {host_.name, port_, decided_}, policy::Carried::opaque).inspect)
+  if (policy::decide_tunnel(*conn_.profile, {host_.name, port_, decided_}, policy::Carried::opaque).inspect)
     return start_inspection();
-  dial_admitted(impl_, worker_, allowed_, profile_->limits,
+  dial_admitted(impl_, worker_, allowed_, conn_.profile->limits,
                 [self = shared_from_this()](DialResult r) { self->on_dialed(std::move(r)); });
 }
 
@@ -235,7 +224,7 @@ void SocksSession::send_succeeded(std::string early) {
                                                true);
                         return self->close();
                       }
-                      read_first_flight(self->stream_.socket(), self->timer_, self->profile_->limits.header_timeout,
+                      read_first_flight(self->stream_.socket(), self->timer_, self->conn_.profile->limits.header_timeout,
                                         agent_must_speak_first(self->port_, false),
                                         [self](FirstFlight f) { self->on_first_flight(std::move(f)); },
                                         std::move(early));
@@ -250,18 +239,16 @@ void SocksSession::on_first_flight(FirstFlight f) {
   if (f.kind == FirstFlight::Kind::http) {
     // Plain HTTP: each request decided with `rules` and forwarded by the request loop,
     // one row each under this connection's, the first over the connection just dialled.
-    FixedDestination fixed{"socks",
-                           {policy_, profile_, host_, port_, std::move(allowed_), decided_outcome_,
-                            std::move(decided_), who_.agent, peer_text_, impl_.metric_label(who_), who_.tripwire, false},
+    FixedDestination fixed{"socks", InspectionScope::of(conn_, host_, port_, std::move(allowed_), std::move(decided_)),
                            std::move(exchange_), std::move(f.bytes), std::move(dialled_)};
-    return std::make_shared<ClientSession>(impl_, worker_, stream_.release_socket(), std::move(slot_),
+    return std::make_shared<ClientSession>(impl_, worker_, stream_.release_socket(), std::move(conn_),
                                            std::move(fixed))
         ->start();
   }
   // As for CONNECT: a blind tunnel to a host some rule names would carry requests no rule
   // could check (an inspected host never gets here).
   auto no = check_first_flight(f, host_, "the name the SOCKS request asked for");
-  auto tunnel = policy::decide_tunnel(*profile_, {host_.name, port_, decided_}, policy::Carried::opaque);
+  auto tunnel = policy::decide_tunnel(*conn_.profile, {host_.name, port_, decided_}, policy::Carried::opaque);
   if (!no && tunnel.refused()) no = refusal_of(tunnel.decision, tunnel.status);
   if (no) {
     exchange_.overrule(no->outcome, no->rule, no->reason);
@@ -273,10 +260,10 @@ void SocksSession::on_first_flight(FirstFlight f) {
   // Report mode: the row shows what the rules would have refused, as a CONNECT's does.
   if (tunnel.decision.rule != decided_.rule)
     exchange_.overrule(outcome_of(tunnel.decision.verdict), tunnel.decision.rule, tunnel.decision.reason);
-  exchange_.client_slot = std::move(slot_);
+  exchange_.client_slot = std::move(conn_.slot);
   exchange_.settle();
   auto t = std::make_shared<Tunnel>(impl_, stream_.release_socket(), std::move(dialled_->socket), std::move(f.bytes),
-                                    std::move(exchange_), profile_->limits.idle_timeout);
+                                    std::move(exchange_), conn_.profile->limits.idle_timeout);
   t->start(false);
 }
 
@@ -291,10 +278,9 @@ void SocksSession::start_inspection() {
   std::string early(reinterpret_cast<const char*>(in_.data()), have_);
   have_ = 0;
   stream_.expires_never();
-  exchange_.client_slot = std::move(slot_);
+  exchange_.client_slot = std::move(conn_.slot);
   static constexpr auto kSucceeded = socks::reply(socks::Reply::succeeded);
-  InspectionScope scope{policy_, profile_, host_, port_, allowed_, decided_outcome_, decided_,
-                        who_.agent, peer_text_, impl_.metric_label(who_), who_.tripwire};
+  auto scope = InspectionScope::of(conn_, host_, port_, allowed_, decided_);
   auto t = std::make_shared<InspectedTunnel>(
       impl_, worker_, stream_.release_socket(),
       std::string(reinterpret_cast<const char*>(kSucceeded.data()), kSucceeded.size()), std::move(early),
@@ -307,19 +293,17 @@ void SocksSession::refuse(socks::Reply code, const Refusal& r, std::string error
   send_reply(code);
 }
 
-bool SocksSession::needs_token() const { return impl_.client_tokens && who_.is_anonymous(); }
+bool SocksSession::needs_token() const { return impl_.client_tokens && conn_.who.is_anonymous(); }
 
 bool SocksSession::take_token(const std::string& password) {
-  auto v = impl_.client_tokens->identify(password, *policy_);
+  auto v = impl_.client_tokens->identify(password, *conn_.policy);
   if (!v.who) {
     refuse_token(std::move(v.why), socks::credentials_status(false));
     return false;
   }
   if (v.who->is_anonymous()) return true;
-  who_ = std::move(*v.who);
-  profile_ = who_.profile.empty() ? &policy_->base : &policy_->profile_for(who_.profile);
-  admission_.bind(*policy_, *profile_, who_);
-  exchange_.connection(who_.agent, peer_text_, impl_.metric_label(who_));
+  conn_.become(std::move(*v.who), impl_);
+  conn_.bind(admission_, exchange_);
   return true;
 }
 
@@ -327,7 +311,9 @@ bool SocksSession::take_token(const std::string& password) {
 void SocksSession::refuse_token(std::string why, std::array<std::uint8_t, 2> answer) {
   exchange_.begin();
   exchange_.kind("socks");
-  exchange_.refuse({407, Outcome::deny, "SOCKS5 authentication", "client_token", std::move(why), {}}, {});
+  auto no = refusal_of(policy::Decision::refused("client_token", std::move(why)), 407);
+  no.what = "SOCKS5 authentication";
+  exchange_.refuse(no, {});
   send_handshake(answer, true);
 }
 

@@ -16,10 +16,9 @@
 //   anything else netbox cannot do     0x01 general failure
 // and the connection is closed after each.
 #include "admission.hpp"
-#include "client_slots.hpp"
+#include "agent_connection.hpp"
 #include "dialer.hpp"
 #include "exchange.hpp"
-#include "first_flight.hpp"
 #include "first_flight.hpp"
 #include "proxy_runtime.hpp"
 #include "socks_request.hpp"
@@ -73,7 +72,6 @@ class SocksSession : public std::enable_shared_from_this<SocksSession> {
 
   ProxyRuntime& impl_;
   Worker& worker_;
-  ClientSlot slot_;
   boost::beast::tcp_stream stream_;
   boost::asio::steady_timer timer_;  // the first flight's waits
   std::chrono::steady_clock::time_point deadline_;  // accept + header_timeout: the whole handshake
@@ -82,18 +80,13 @@ class SocksSession : public std::enable_shared_from_this<SocksSession> {
   std::array<std::uint8_t, 1024> in_{};
   std::size_t have_ = 0;
   std::array<std::uint8_t, 10> out_{};
-  boost::asio::ip::tcp::endpoint peer_;
-  std::string peer_text_;
-  AgentIdentity who_;
-  PolicyPtr policy_;
-  const policy::Profile* profile_ = nullptr;
+  AgentConnection conn_;
   policy::Host host_;
   std::uint16_t port_ = 0;
   std::string what_;  // "CONNECT host:port", for the log
   Admission admission_;
   Exchange exchange_;
   std::vector<boost::asio::ip::tcp::endpoint> allowed_;
-  Outcome decided_outcome_ = Outcome::allow;  // admission's, for an inspected tunnel
   policy::Decision decided_;
   std::optional<DialResult> dialled_;  // the upstream, until the first flight says what it carries
 };

@@ -15,6 +15,59 @@ bool iequals_prefix(std::string_view s, std::string_view prefix) {
   return true;
 }
 
+struct HostPort {
+  std::string_view host;
+  std::string_view port;
+  bool has_port = false;
+};
+
+// "[v6]" or "[v6]:port": the brackets hold an IPv6 literal and nothing else. Empty, or what
+// is wrong.
+std::string split_bracketed(std::string_view auth, HostPort& hp) {
+  auto close = auth.find(']');
+  if (close == std::string_view::npos) return "unterminated '[' in the target's host";
+  hp.host = auth.substr(1, close - 1);
+  // A zone id ("%25eth0", or a bare "%eth0") names an interface of the proxy's host:
+  // refused outright, whatever the address parser would make of it.
+  if (hp.host.find('%') != std::string_view::npos) return "IPv6 zone ids ('%') are not allowed in a host";
+  // "[example.com]" must not pass as a name.
+  boost::system::error_code v6_ec;
+  boost::asio::ip::make_address_v6(std::string(hp.host), v6_ec);
+  if (v6_ec) return "brackets in the target's host may only hold an IPv6 address";
+  auto rest = auth.substr(close + 1);
+  if (rest.empty()) return {};
+  if (rest.front() != ':') return "unexpected characters after ']' in the target's host";
+  hp.port = rest.substr(1);
+  hp.has_port = true;
+  return {};
+}
+
+// "host", "host:port", "[v6]" or "[v6]:port". Empty, or what is wrong.
+std::string split_authority(std::string_view auth, HostPort& hp) {
+  if (!auth.empty() && auth.front() == '[') return split_bracketed(auth, hp);
+  auto colon = auth.rfind(':');
+  if (colon != std::string_view::npos && auth.find(':') != colon)
+    return "an IPv6 address in a target must be written in brackets, e.g. [2001:db8::1]:443";
+  if (colon == std::string_view::npos) {
+    hp.host = auth;
+    return {};
+  }
+  hp.host = auth.substr(0, colon);
+  hp.port = auth.substr(colon + 1);
+  hp.has_port = true;
+  return {};
+}
+
+// A target's port, 1 to 65535, into `out`. Empty, or what is wrong.
+std::string read_port(std::string_view port, std::uint16_t& out) {
+  if (port.size() > 5 || !std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return "the target's port '" + std::string(port) + "' is not a number between 1 and 65535";
+  const unsigned long p = std::stoul(std::string(port));
+  if (p < 1 || p > 65535) return "the target's port " + std::string(port) + " is not between 1 and 65535";
+  out = static_cast<std::uint16_t>(p);
+  return {};
+}
+
 // Splits "host", "host:port", "[v6]" or "[v6]:port". Refuses userinfo: a name before
 // '@' is only ever used to make a URL look like it goes somewhere it does not.
 void parse_authority(std::string_view auth, bool port_required, std::uint16_t default_port, Target& t) {
@@ -24,75 +77,22 @@ void parse_authority(std::string_view auth, bool port_required, std::uint16_t de
               "the part after '@', not the name in front of it";
     return;
   }
-  std::string_view host;
-  std::string_view port;
-  bool has_port = false;
-  if (!auth.empty() && auth.front() == '[') {
-    auto close = auth.find(']');
-    if (close == std::string_view::npos) {
-      t.error = "unterminated '[' in the target's host";
-      return;
-    }
-    host = auth.substr(1, close - 1);
-    // A zone id ("%25eth0", or a bare "%eth0") names an interface of the proxy's host:
-    // refused outright, whatever the address parser would make of it.
-    if (host.find('%') != std::string_view::npos) {
-      t.error = "IPv6 zone ids ('%') are not allowed in a host";
-      return;
-    }
-    // Brackets hold an IPv6 literal and nothing else; "[example.com]" must not pass as a name.
-    boost::system::error_code v6_ec;
-    boost::asio::ip::make_address_v6(std::string(host), v6_ec);
-    if (v6_ec) {
-      t.error = "brackets in the target's host may only hold an IPv6 address";
-      return;
-    }
-    auto rest = auth.substr(close + 1);
-    if (!rest.empty()) {
-      if (rest.front() != ':') {
-        t.error = "unexpected characters after ']' in the target's host";
-        return;
-      }
-      port = rest.substr(1);
-      has_port = true;
-    }
-  } else {
-    auto colon = auth.rfind(':');
-    if (colon != std::string_view::npos && auth.find(':') != colon) {
-      t.error = "an IPv6 address in a target must be written in brackets, e.g. [2001:db8::1]:443";
-      return;
-    }
-    if (colon == std::string_view::npos) {
-      host = auth;
-    } else {
-      host = auth.substr(0, colon);
-      port = auth.substr(colon + 1);
-      has_port = true;
-    }
-  }
-  if (host.empty()) {
+  HostPort hp;
+  if (t.error = split_authority(auth, hp); !t.error.empty()) return;
+  if (hp.host.empty()) {
     t.error = "the target has no host";
     return;
   }
-  if (!has_port || port.empty()) {
+  if (!hp.has_port || hp.port.empty()) {
     if (port_required) {
       t.error = "CONNECT needs a target of the form host:port";
       return;
     }
     t.port = default_port;
-  } else {
-    if (port.size() > 5 || !std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-      t.error = "the target's port '" + std::string(port) + "' is not a number between 1 and 65535";
-      return;
-    }
-    const unsigned long p = std::stoul(std::string(port));
-    if (p < 1 || p > 65535) {
-      t.error = "the target's port " + std::string(port) + " is not between 1 and 65535";
-      return;
-    }
-    t.port = static_cast<std::uint16_t>(p);
+  } else if (t.error = read_port(hp.port, t.port); !t.error.empty()) {
+    return;
   }
-  t.host = std::string(host);
+  t.host = std::string(hp.host);
 }
 
 }  // namespace

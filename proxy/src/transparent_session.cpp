@@ -10,9 +10,7 @@
 
 #include "accept_loop.hpp"
 #include "agent_sockets.hpp"
-#include "audit_room.hpp"
 #include "admission_steps.hpp"
-#include "client_identity.hpp"
 #include "denial.hpp"
 #include "http_session.hpp"
 #include "inspected_tunnel.hpp"
@@ -40,9 +38,9 @@ TransparentSession::TransparentSession(ProxyRuntime& rt, Worker& w, tcp::socket 
       worker_(w),
       client_(std::move(s)),
       timer_(client_.get_executor()),
-      slot_(std::move(slot)),
       admission_(rt.own, rt.caps, rt.counters, rt.guardians),
       exchange_(rt) {
+  conn_.slot = std::move(slot);
   rt_.counters.active_connections.fetch_add(1);
 }
 
@@ -52,26 +50,22 @@ TransparentSession::~TransparentSession() {
 }
 
 void TransparentSession::start() {
-  // Back pressure, as on every door: the connection's row waits for room, and so does the agent.
-  if (!audit_room_or_wait(*rt_.writer, client_.get_executor(), [self = shared_from_this()] { self->start(); }))
-    return;
-  boost::system::error_code ec;
-  const auto peer = client_.remote_endpoint(ec);
-  if (ec) return reset();
-  auto who = identify_client(rt_, client_, "capture");
-  if (!who) return;  // on an agent's own listener, from none of its addresses
-  who_ = std::move(*who);
-  policy_ = rt_.current_policy();
-  profile_ = who_.profile.empty() ? &policy_->base : &policy_->profile_for(who_.profile);
-  admission_.bind(*policy_, *profile_, who_);
-  peer_text_ = endpoint_text(peer);
-  exchange_.connection(who_.agent, peer_text_, rt_.metric_label(who_));
+  open_agent_connection(rt_, client_, conn_.slot, DoorKind::capture, [self = shared_from_this()](AgentConnection c) {
+    self->conn_ = std::move(c);
+    self->take_destination();
+  });
+}
+
+// The adapter: the original destination, the name a synthetic address stands for, and
+// the agent's first message make the target.
+void TransparentSession::take_destination() {
+  conn_.bind(admission_, exchange_);
   exchange_.begin();
   exchange_.request(true, "");
   exchange_.kind("transparent");
 
   const auto dst = original_destination(client_);
-  view_ = rt_.dns_view_of(who_.netns ? netns_key(who_.netns) : peer.address());
+  view_ = rt_.dns_view_of(conn_.who.netns ? netns_key(conn_.who.netns) : conn_.peer.address());
   if (!dst) {
     exchange_.target("", 0, {});
     return refuse({403, Outcome::error, {}, "request", "the connection's original destination is unknown", {}});
@@ -81,10 +75,10 @@ void TransparentSession::start() {
     auto name = view_->hold(dst->address());
     if (!name) {
       exchange_.target(dst->address().to_string(), dst->port(), {});
-      return refuse({403, Outcome::deny, {}, "dns",
-                     dst->address().to_string() + " stands for no name now (its DNS answer expired); look the name up "
-                                                  "again",
-                     {}});
+      return refuse(refusal_of(policy::Decision::refused("dns", dst->address().to_string() +
+                                                                    " stands for no name now (its DNS answer expired); "
+                                                                    "look the name up again"),
+                               403));
     }
     held_ = dst->address();
     name_ = *name;
@@ -95,8 +89,8 @@ void TransparentSession::start() {
   if (!parsed) return refuse({403, Outcome::error, {}, "host", parsed.error.message, {}});
   host_ = *parsed.host;
   exchange_.host(host_.name);
-  inspected_ = policy::inspects(*profile_, host_.name, dst->port());
-  read_first_flight(client_, timer_, profile_->limits.header_timeout,
+  inspected_ = policy::inspects(*conn_.profile, host_.name, dst->port());
+  read_first_flight(client_, timer_, conn_.profile->limits.header_timeout,
                     agent_must_speak_first(original_.port(), inspected_),
                     [self = shared_from_this()](FirstFlight f) { self->judge_first_flight(std::move(f)); });
 }
@@ -126,16 +120,15 @@ void TransparentSession::act_on(AdmissionResult result) {
   auto& yes = std::get<Admitted>(result);
   // As for CONNECT: a blind tunnel to a host some rule names would carry requests no
   // rule could check; an inspected host's requests, and plain HTTP's, are decided inside.
-  auto t = policy::decide_tunnel(*profile_, {host_.name, original_.port(), yes.decision},
+  auto t = policy::decide_tunnel(*conn_.profile, {host_.name, original_.port(), yes.decision},
                                  flight_ == Flight::http ? policy::Carried::plain_http : policy::Carried::opaque);
   if (auto no = take_decision(yes, std::move(t.decision), t.status)) {
     exchange_.refused(*no);
     return refuse(no->refusal);
   }
-  decided_outcome_ = yes.outcome;
   decided_ = yes.decision;
   // A row the store did not take is no connection (the agent sees a reset).
-  open_row(rt_, exchange_, yes, allowed_, host_.name, who_.agent, client_.get_executor(),
+  open_row(rt_, exchange_, yes, allowed_, host_.name, conn_.who.agent, client_.get_executor(),
            [self = shared_from_this()](std::string unaudited) {
              if (!unaudited.empty()) return self->reset();
              self->go_on();
@@ -145,7 +138,7 @@ void TransparentSession::act_on(AdmissionResult result) {
 void TransparentSession::go_on() {
   if (flight_ == Flight::http) return start_requests();
   if (inspected_) return start_inspection();
-  dial_admitted(rt_, worker_, allowed_, profile_->limits,
+  dial_admitted(rt_, worker_, allowed_, conn_.profile->limits,
                 [self = shared_from_this()](DialResult r) { self->on_dialed(std::move(r)); });
 }
 
@@ -156,11 +149,11 @@ void TransparentSession::on_dialed(DialResult r) {
     return reset();
   }
   exchange_.dialled(r.endpoint.address().to_string());
-  exchange_.client_slot = std::move(slot_);
+  exchange_.client_slot = std::move(conn_.slot);
   exchange_.settle();
   // The tunnel answers nothing: the agent believes it is connected to its destination.
   auto t = std::make_shared<Tunnel>(rt_, std::move(client_), std::move(r.socket), std::move(early_), std::move(exchange_),
-                                    profile_->limits.idle_timeout);
+                                    conn_.profile->limits.idle_timeout);
   t->start(false);
 }
 
@@ -174,9 +167,8 @@ void TransparentSession::start_inspection() {
     exchange_.finish(503, why, true);
     return reset();
   }
-  exchange_.client_slot = std::move(slot_);
-  InspectionScope scope{policy_, profile_, host_, original_.port(), allowed_, decided_outcome_, decided_,
-                        who_.agent, peer_text_, rt_.metric_label(who_), who_.tripwire, !name_.empty()};
+  exchange_.client_slot = std::move(conn_.slot);
+  auto scope = InspectionScope::of(conn_, host_, original_.port(), allowed_, decided_, !name_.empty());
   auto t = std::make_shared<InspectedTunnel>(rt_, worker_, std::move(client_), std::string(), std::move(early_),
                                              std::move(exchange_), std::move(scope));
   t->start();
@@ -186,11 +178,11 @@ void TransparentSession::start_inspection() {
 // read, decided with `rules` and forwarded by the proxy's own request loop, one row each
 // (http_session.hpp, FixedDestination), starting with the head already read.
 void TransparentSession::start_requests() {
-  FixedDestination fixed{"transparent",
-                         {policy_, profile_, host_, original_.port(), std::move(allowed_), decided_outcome_,
-                          std::move(decided_), who_.agent, peer_text_, rt_.metric_label(who_), who_.tripwire, !name_.empty()},
-                         std::move(exchange_), std::move(early_), std::nullopt};
-  std::make_shared<ClientSession>(rt_, worker_, std::move(client_), std::move(slot_), std::move(fixed))->start();
+  FixedDestination fixed{
+      "transparent",
+      InspectionScope::of(conn_, host_, original_.port(), std::move(allowed_), std::move(decided_), !name_.empty()),
+      std::move(exchange_), std::move(early_), std::nullopt};
+  std::make_shared<ClientSession>(rt_, worker_, std::move(client_), std::move(conn_), std::move(fixed))->start();
 }
 
 void TransparentSession::refuse(const Refusal& r, std::string error) {
@@ -262,19 +254,7 @@ void TransparentListener::stop() {
 
 void TransparentListener::accept() {
   accept_with_backoff(rt_, acceptor_, "capture", shared_from_this(), [this](tcp::socket s) {
-    boost::system::error_code peer_ec;
-    const auto peer = s.remote_endpoint(peer_ec);
-    auto slot = acquire_client_slot(rt_, s, peer.address());
-    if (peer_ec || !slot.slot) {
-      rt_.counters.client_connections_refused.fetch_add(1);
-      boost::system::error_code ignored;
-      s.set_option(asio::socket_base::linger(true, 0), ignored);
-      s.close(ignored);
-      return;
-    }
-    boost::system::error_code ignored;
-    s.set_option(tcp::no_delay(true), ignored);
-    hand_over(std::move(s), std::move(slot.slot));
+    if (auto slot = take_client_slot(rt_, s, DoorKind::capture)) hand_over(std::move(s), std::move(*slot));
   });
 }
 

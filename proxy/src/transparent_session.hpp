@@ -18,6 +18,7 @@
 // protocol whose server speaks first), is relayed as it comes, decided on the name and
 // port; a refusal resets it.
 #include "admission.hpp"
+#include "agent_connection.hpp"
 #include "dialer.hpp"
 #include "dns_view.hpp"
 #include "exchange.hpp"
@@ -41,6 +42,7 @@ class TransparentSession : public std::enable_shared_from_this<TransparentSessio
   void start();
 
  private:
+  void take_destination();
   void judge_first_flight(FirstFlight f);
   void admit();
   void act_on(AdmissionResult result);
@@ -55,11 +57,7 @@ class TransparentSession : public std::enable_shared_from_this<TransparentSessio
   Worker& worker_;
   boost::asio::ip::tcp::socket client_;
   boost::asio::steady_timer timer_;
-  ClientSlot slot_;
-  AgentIdentity who_;
-  std::string peer_text_;
-  std::shared_ptr<const policy::Policy> policy_;
-  const policy::Profile* profile_ = nullptr;
+  AgentConnection conn_;
   Admission admission_;
   Exchange exchange_;
   std::shared_ptr<DnsView> view_;
@@ -71,7 +69,6 @@ class TransparentSession : public std::enable_shared_from_this<TransparentSessio
   using Flight = FirstFlight::Kind;  // what the first bytes are (on any port): read before deciding
   Flight flight_ = Flight::unknown;
   bool inspected_ = false;  // the profile inspects host_ on this port: TLS is terminated here
-  Outcome decided_outcome_ = Outcome::allow;  // admission's, for an inspected tunnel
   policy::Decision decided_;
   std::string early_;  // the first flight, relayed first once admitted
   std::shared_ptr<std::string> answer_;  // a 403 being written

@@ -507,6 +507,39 @@ TEST_F(DnsViewTest, APlaceholderAskedForByNameIsNxdomainAndAnExfiltrationAttempt
   EXPECT_EQ(rows[0].decision, "deny");
 }
 
+// The DNS view's TCP side is a door like the others (issue 23, item 1): its connections
+// take the agent's client slots, so an agent that holds its whole bound cannot open more
+// connections to port 53 (each one a descriptor of the proxy's); before, they were only
+// counted by the view itself, beside the bound.
+TEST_F(DnsViewTest, ItsTcpSideCountsAgainstTheAgentsConnectionBound) {
+  configure = [](proxy::ProxyOptions& o) { o.max_client_connections_per_agent = 2; };
+  start(kPolicy);
+  // Two kept-alive connections, each answered (so the proxy holds both), take the bound.
+  std::vector<int> held;
+  for (int i = 0; i < 2; ++i) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    auto me = sin(kAgent, 0);
+    auto to = sin(kHost, attached->listener->port());
+    ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&me), sizeof me), 0);
+    ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to), 0);
+    held.push_back(fd);
+    const std::string req = "GET " + upstream_url("/") + " HTTP/1.1\r\nHost: upstream.test\r\n\r\n";
+    ASSERT_EQ(::write(fd, req.data(), req.size()), static_cast<ssize_t>(req.size()));
+    std::string answer;
+    char buf[256];
+    for (ssize_t n; answer.find("\r\n") == std::string::npos && (n = ::read(fd, buf, sizeof buf)) > 0;)
+      answer.append(buf, static_cast<std::size_t>(n));
+    ASSERT_EQ(answer.substr(0, answer.find("\r\n")), "HTTP/1.1 200 OK") << "connection " << i;
+  }
+  const auto refused = server->counters().client_connections_refused;
+  EXPECT_EQ(ask_tcp(query("upstream.test", 1)).rcode, -1) << "a DNS connection past the agent's bound was answered";
+  EXPECT_GT(server->counters().client_connections_refused, refused);
+  EXPECT_EQ(ask_udp(query("upstream.test", 1)).rcode, 0) << "UDP holds no connection: still answered";
+  for (int fd : held) ::close(fd);
+  EXPECT_TRUE(eventually_true([&] { return ask_tcp(query("upstream.test", 1)).rcode == 0; }))
+      << "its slots came back, and the view answers over TCP again";
+}
+
 // An agent with an IPv6 address too is one agent: its connections from either address
 // count against one per-agent bound (a hostile agent must not double it by mixing them).
 TEST_F(DnsViewTest, AnAgentsIpv6AddressSharesTheBoundOfItsConnections) {

@@ -72,7 +72,7 @@ const char* name_of(Door d) {
 }
 
 // How a case is set up around its attempt.
-enum class Setup { none, cap_held, store_blocked, out_of_descriptors };
+enum class Setup { none, cap_held, store_blocked, out_of_descriptors, queue_full };
 
 struct Case {
   const char* name;
@@ -137,6 +137,10 @@ std::vector<Case> cases() {
       // Refused (503, a SOCKS failure, a reset) and no row: the store takes none.
       {.name = "AuditStoreBlocked", .host = "upstream.test", .setup = Setup::store_blocked},
       {.name = "OutOfDescriptors", .host = "upstream.test", .setup = Setup::out_of_descriptors},
+      // Back pressure: with the audit writer's queue full, the door reads nothing of the
+      // attempt until there is room, then serves it, and no row is lost (issue 23: one
+      // wait where every connection opens, none of a door's own).
+      {.name = "AuditQueueFull", .host = "upstream.test", .setup = Setup::queue_full},
       // A WebSocket: decided as any request, and once the upstream answers 101 its frames
       // go both ways, counted in the handshake's row. A blind CONNECT tunnel carries it
       // unread (its row is the tunnel's).
@@ -364,6 +368,14 @@ class DoorConformance : public CredentialsFixture, public ::testing::WithParamIn
     ASSERT_TRUE(enter_own_network_namespace()) << "no network namespace of the test's own (root is needed)";
     const auto& c = std::get<1>(GetParam());
     if (c.setup == Setup::store_blocked) audit_hold = 1;
+    if (c.setup == Setup::queue_full)
+      tune = [](proxy::ProxyOptions& o) {
+        o.audit_queue = 4;
+        // Room for the fillers below, which ask for room at once and then each make a row
+        // (has_room() lets every asker overshoot by one); not for a door that would not wait.
+        o.audit_overflow = 32;
+        o.audit_fold_refusals = false;
+      };
     auto j = nlohmann::json::parse(base_policy());
     j["allow"] = {"upstream.test", "ruled.test", "cred.test", kDenied};
     j["deny"] = {kDenied};
@@ -427,7 +439,7 @@ class DoorConformance : public CredentialsFixture, public ::testing::WithParamIn
     std::string captured_address;
     if (d == Door::captured) {
       const bool literal = host.find_first_not_of("0123456789.") == std::string::npos;
-      captured_address = literal ? host : view_address(host);
+      captured_address = literal ? host : !looked_up.empty() ? looked_up : view_address(host);
       if (captured_address.empty()) {
         ADD_FAILURE() << "the DNS view gave no address for " << host;
         return {};
@@ -508,6 +520,7 @@ class DoorConformance : public CredentialsFixture, public ::testing::WithParamIn
   std::uint64_t upstream_requests() const { return upstream.requests() + tls_upstream.requests(); }
 
   std::optional<proxy::AttachedAgent> agent;
+  std::string looked_up;  // the captured door's address, asked before the case's setup
 };
 
 // The `kind` of the row a door opens for the agent's connection (an inspected one: its CONNECT's).
@@ -575,8 +588,43 @@ TEST_P(DoorConformance, EveryDoorAnswersTheCaseAlike) {
       fds->release();
     };
   }
+  std::vector<std::unique_ptr<AgentSocket>> fillers;
+  std::thread releaser;
+  bool held_back = false;
+  if (c.setup == Setup::queue_full) {
+    // The DNS view waits for room too: the captured door's name is looked up first.
+    if (door == Door::captured) looked_up = view_address(host_for(c, door));
+    server->audit().flush();
+    lock = std::make_unique<StoreWriteLock>(db_path);
+    ASSERT_TRUE(lock->held());
+    // Refused requests fill the queue (a row each, nothing upstream) until one is held.
+    const std::string denied = std::string(kDenied) + ":" + std::to_string(upstream.port());
+    for (int i = 0; i < 16; ++i) {
+      fillers.push_back(std::make_unique<AgentSocket>());
+      ASSERT_TRUE(fillers.back()->connect(kHost, agent->listener->port()));
+      fillers.back()->write("GET http://" + denied + "/ HTTP/1.1\r\nHost: " + denied + "\r\n\r\n");
+    }
+    ASSERT_TRUE(eventually([&] { return server->audit().stats().room_waits > 0; })) << "the queue never filled";
+    // Every filler is in the queue or held (the count stands still), so the next wait is the attempt's.
+    std::uint64_t waits = 0;
+    int still = 0;
+    ASSERT_TRUE(eventually([&] {
+      const auto now = server->audit().stats().room_waits;
+      still = now == waits ? still + 1 : 0;
+      waits = now;
+      return still >= 10;
+    }));
+    // Once the attempt is held too, the store lets the writer commit again.
+    after = [&, waits] {
+      releaser = std::thread([&, waits] {
+        held_back = eventually([&] { return server->audit().stats().room_waits > waits; });
+        lock->release();
+      });
+    };
+  }
   const auto upstream_before = upstream_requests();
   const auto answer = attempt(door, c, before, after);
+  if (releaser.joinable()) releaser.join();
   const int status = answer.status;
   holder.reset();
   if (lock) lock->release();
@@ -584,6 +632,19 @@ TEST_P(DoorConformance, EveryDoorAnswersTheCaseAlike) {
   const std::vector<AuditRow> mine(all.begin() + static_cast<std::ptrdiff_t>(std::min(rows_before, all.size())),
                                    all.end());
 
+  if (c.setup == Setup::queue_full) {
+    EXPECT_TRUE(held_back) << name_of(door) << " read the attempt while the audit queue was full";
+    EXPECT_EQ(status, 200);
+    EXPECT_EQ(server->audit().stats().rejected, 0u) << "a row went past the queue";
+    EXPECT_TRUE(eventually([&] {
+      server->audit().flush();
+      const auto now = rows_but_dns();
+      return std::any_of(now.begin(), now.end(), [&](const AuditRow& r) {
+        return r.kind == kind_of(door) && r.decision == "allow" && r.agent == "conformer";
+      });
+    })) << "the attempt's row is missing";
+    return;
+  }
   // A SOCKS5 request refused before any connection: "not allowed" for the policy or a
   // limit, a general failure for anything else.
   if (answer.socks_reply >= 0) {

@@ -211,5 +211,28 @@ TEST(CheckServerName, NetboxsOwnTlsWantsTheAdmittedNameUnlessItStandsForAnAddres
   EXPECT_TRUE(check_server_name(host_of("127.0.0.1"), false, hello("evil.test"), TlsEnd::upstream, "n").lets_through());
 }
 
+// The plain-HTTP twin of the fronting check: inside a connection admitted for a host, a
+// request may name only that host (issue 23, item 3: this comparison was the proxy's).
+TEST(CheckRequestHost, TheAdmittedNameGoesAnotherIsFrontingInEveryMode) {
+  const auto host = host_of("allowed.test");
+  EXPECT_TRUE(check_request_host(host, false, "allowed.test").plain_allow());
+  const auto other = check_request_host(host, false, "front.test");
+  EXPECT_EQ(other.verdict, Verdict::deny) << "no profile, no mode: a report would let the fronted request through";
+  EXPECT_EQ(other.rule, "host");
+  EXPECT_EQ(other.reason, "the Host header names front.test, not allowed.test, the name this connection was admitted for");
+  EXPECT_EQ(check_request_host(host, false, "").verdict, Verdict::deny) << "an empty name is another name";
+}
+
+TEST(CheckRequestHost, AnAbsoluteTargetIsRefusedEvenForALiteralWhoseHostHeaderCannotDisagree) {
+  for (const char* admitted : {"allowed.test", "127.0.0.1"}) {
+    const auto d = check_request_host(host_of(admitted), true, admitted);
+    EXPECT_EQ(d.verdict, Verdict::deny) << admitted;
+    EXPECT_EQ(d.rule, "host");
+    EXPECT_THAT(d.reason, HasSubstr("absolute form; inside a connection admitted for " + std::string(admitted)));
+  }
+  EXPECT_TRUE(check_request_host(host_of("127.0.0.1"), false, "evil.test").lets_through())
+      << "a literal has no name to disagree with";
+}
+
 }  // namespace
 }  // namespace netbox::policy

@@ -39,7 +39,7 @@ TEST_F(AdmissionTest, APinnedNameIsAdmittedAtItsPinsInOrderHoldingACapSlot) {
   auto r = decide("api.test", 443);
   ASSERT_TRUE(std::holds_alternative<Admitted>(r));
   auto& a = std::get<Admitted>(r);
-  EXPECT_EQ(a.outcome, Outcome::allow);
+  EXPECT_EQ(a.outcome(), Outcome::allow);
   EXPECT_EQ(a.decision.rule, "allow[0] api.test");
   EXPECT_EQ(a.endpoints, (std::vector<tcp::endpoint>{{make_address("192.0.2.7"), 443},
                                                      {make_address("2001:db8::7"), 443}}));
@@ -103,7 +103,7 @@ TEST_F(AdmissionTest, ReportModeAdmitsWhatThePolicyWouldRefuseAsReportButNotAnIn
           "resolve": {"api.test": ["10.1.2.3"], "other.test": ["192.0.2.7"]})");
   const auto r = decide("other.test", 80);
   ASSERT_TRUE(std::holds_alternative<Admitted>(r));
-  EXPECT_EQ(std::get<Admitted>(r).outcome, Outcome::report);
+  EXPECT_EQ(std::get<Admitted>(r).outcome(), Outcome::report);
   const auto internal = decide("api.test", 80);
   ASSERT_TRUE(std::holds_alternative<Refused>(internal));
   EXPECT_EQ(std::get<Refused>(internal).refusal.outcome, Outcome::deny);

@@ -113,4 +113,14 @@ enum class TlsEnd {
 Decision check_server_name(const Host& host, bool name_from_address, const ServerNameAsked& hello, TlsEnd end,
                            std::string_view as);
 
+// The host an HTTP request names inside a connection admitted for `host` (a captured,
+// SOCKS5 or inspected one), the plain-HTTP twin of check_server_name. A target in absolute
+// form is denied (a server takes its authority over the Host header, RFC 9112 3.2.2, so
+// "GET http://evil/" would front through the admitted connection), and so is a Host header
+// naming another host (rule `host`, in every mode). `named`: the Host header's one name,
+// lowercase, without its port or a trailing dot (the caller answers a missing or doubled
+// header itself: that is a malformed request, not a decision). A literal host has no name
+// to disagree with. Allow (empty rule) when the request may go on.
+Decision check_request_host(const Host& host, bool absolute_form, std::string_view named);
+
 }  // namespace netbox::policy
