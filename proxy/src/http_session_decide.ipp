@@ -90,6 +90,14 @@ void HttpSession<Stream>::take_fixed_target() {
   yes.outcome = scope.outcome;
   yes.decision = scope.decision;
   yes.endpoints = scope.endpoints;
+  // The agent's budgets and rates (AgentGuard): the first request stands on the
+  // connection's admission, each later one is admitted again; every one is metered.
+  const auto guard = impl_.guardians.of(link_.who.agent);
+  if (auto no = link_.requests > 1 ? guard->admit(host.name, scope.port, std::chrono::steady_clock::now()) : std::nullopt) {
+    no->what = what();
+    return refuse(std::move(*no), !rq_.keep_alive);
+  }
+  yes.meter = guard->meter(host.name, scope.port);
   act_on(std::move(yes));
 }
 
