@@ -127,10 +127,7 @@ void RequestRelay<Client, Upstream>::hold(std::size_t got, bool last) {
   held_ = 0;
   // A gate needs one byte past its window to refuse a larger body; the scan, its window.
   if (!last && (body_.gate ? whole_.size() <= hold_window() : whole_.size() < hold_window())) return read_piece();
-  if (body_.tripwire) {
-    if (auto r = body_.tripwire->check_body(*body_.host, body_.port, whole_))
-      return finish({RequestBodyResult::Kind::tripped, {}, std::move(r)});
-  }
+  if (auto r = tripwire_on_whole()) return finish({RequestBodyResult::Kind::tripped, {}, std::move(r)});
   if (auto r = body_.scan.check(whole_)) return finish({RequestBodyResult::Kind::tripped, {}, std::move(r)});
   if (gate_refuses()) return;
   // Report mode lets a body past the window go, as does the scan: what is held goes, the
@@ -147,6 +144,21 @@ void RequestRelay<Client, Upstream>::hold(std::size_t got, bool last) {
     }
   }
   metered_send(n, last, whole_.data());
+}
+
+// The tripwire reads at most Tripwire::kBodyScan at once, and a held body may be longer:
+// it is read in windows that overlap by the tripwire's held tail, so a placeholder lying
+// across two of them is seen whole.
+template <class Client, class Upstream>
+std::optional<Refusal> RequestRelay<Client, Upstream>::tripwire_on_whole() const {
+  if (!body_.tripwire) return std::nullopt;
+  const std::string_view whole(whole_);
+  for (std::size_t at = 0;;) {
+    const auto window = whole.substr(at, Tripwire::kBodyScan);
+    if (auto r = body_.tripwire->check_body(*body_.host, body_.port, window)) return r;
+    if (at + window.size() >= whole.size()) return std::nullopt;
+    at += window.size() - std::min(tail_.of(window), window.size() - 1);
+  }
 }
 
 template <class Client, class Upstream>

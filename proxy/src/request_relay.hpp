@@ -90,6 +90,7 @@ class RequestRelay {
   void piece(boost::beast::error_code ec);
   void hold(std::size_t got, bool last);  // a gated or scanned body: gather, then check the whole
   std::size_t hold_window() const;
+  std::optional<Refusal> tripwire_on_whole() const;
   bool gate_refuses();
   void send(std::size_t n, bool last, const char* data);
   void metered_send(std::size_t n, bool last, const char* data);

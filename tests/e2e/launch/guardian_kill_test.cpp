@@ -12,6 +12,8 @@
 
 #include <signal.h>
 
+#include <fstream>
+#include <iterator>
 #include <thread>
 
 namespace netbox::launch_test {
@@ -47,7 +49,7 @@ TEST(LaunchGuardian, DenialsOverTheThresholdKillTheAgent) {
 
 TEST(LaunchGuardian, DenialsOverTheThresholdFreezeTheAgentWhichCanStillBeEnded) {
   NETBOX_REQUIRE_ROOT();
-  const auto subnet = test_subnet(187);
+  const auto subnet = test_subnet(127);
   HttpServer upstream;
   test::TempDir dir;
   auto policy = policy_json(upstream.port());
@@ -72,6 +74,12 @@ TEST(LaunchGuardian, DenialsOverTheThresholdFreezeTheAgentWhichCanStillBeEnded) 
   EXPECT_EQ(launcher.out().size(), held) << "a frozen agent went on counting";
   // Ended while frozen: the launch stops, and nothing of it is left.
   ::kill(launcher.pid(), SIGTERM);
+  const auto ended = [pid = launcher.pid()] {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), {});
+    return stat.empty() || stat.find(") Z") != std::string::npos;
+  };
+  ASSERT_TRUE(eventually(ended, std::chrono::seconds(20))) << "a frozen agent kept its launch from ending";
   launcher.wait();
   expect_nothing_left(subnet);
 }
