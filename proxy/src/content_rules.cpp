@@ -4,6 +4,8 @@
 #include "guardians.hpp"
 #include "target.hpp"
 
+#include "netbox/policy/content_mode.hpp"
+
 #include <nlohmann/json.hpp>
 
 namespace netbox::proxy {
@@ -45,7 +47,7 @@ std::optional<content::EncodedLabel> encoded_label_under_wildcard(const policy::
 std::optional<Refusal> secrets_in_head(Guardians& guardians, Exchange& row, const policy::Profile& profile,
                                        const std::string& agent, const std::string& host, const Target& target,
                                        const http::fields& fields) {
-  const auto mode = effective_mode(profile, profile.guardian.content.secrets);
+  const auto mode = policy::content_mode(profile, profile.guardian.content.secrets);
   if (mode == policy::ContentMode::off) return std::nullopt;
   auto seen = secret_in_head(fields, target.path_and_query);
   if (!seen) return std::nullopt;
@@ -54,14 +56,9 @@ std::optional<Refusal> secrets_in_head(Guardians& guardians, Exchange& row, cons
   return guardians.secret_seen(agent, host, mode, *seen);
 }
 
-policy::ContentMode effective_mode(const policy::Profile& profile, policy::ContentMode rule) {
-  if (rule == policy::ContentMode::enforce && profile.mode == policy::Mode::report) return policy::ContentMode::report;
-  return rule;
-}
-
 BodySecretScan body_secret_scan(Guardians& guardians, const policy::Profile& profile, const std::string& agent,
                                 const std::string& host) {
-  const auto mode = effective_mode(profile, profile.guardian.content.secrets);
+  const auto mode = policy::content_mode(profile, profile.guardian.content.secrets);
   if (mode == policy::ContentMode::off) return {};
   return {&guardians, agent, host, mode, static_cast<std::size_t>(profile.guardian.content.body_window)};
 }
@@ -104,7 +101,7 @@ std::optional<Refusal> Guardians::secret_seen(const std::string& agent, const st
 
 std::optional<Refusal> Guardians::check_labels(const std::string& agent, const policy::Profile& profile,
                                                const std::string& host, std::uint16_t port) {
-  const auto mode = effective_mode(profile, profile.guardian.content.encoded_labels);
+  const auto mode = policy::content_mode(profile, profile.guardian.content.encoded_labels);
   if (mode == policy::ContentMode::off) return std::nullopt;
   std::string wildcard;
   const auto label = encoded_label_under_wildcard(profile, host, port, wildcard);

@@ -56,10 +56,6 @@ std::optional<Refusal> secrets_in_head(Guardians& guardians, Exchange& row, cons
                                        const std::string& agent, const std::string& host, const Target& target,
                                        const boost::beast::http::fields& fields);
 
-// What a rule does in this profile: `report` for every rule when the profile itself is in
-// report mode (learning refuses nothing), else the rule's own mode.
-policy::ContentMode effective_mode(const policy::Profile& profile, policy::ContentMode rule);
-
 // The body check a request relay runs on the first `window` bytes it holds back.
 struct BodySecretScan {
   Guardians* guardians = nullptr;  // null: no scan
