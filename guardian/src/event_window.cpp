@@ -19,7 +19,10 @@ bool EventWindow::add(Clock::time_point now) {
   if (times_.size() < threshold_) return false;
   if (window_ == Clock::duration::zero()) return true;
   const auto oldest = times_[next_ % threshold_];
-  return now - oldest <= window_;
+  const bool holds = now - oldest <= window_;
+  const bool crossed = holds && !holding_;
+  holding_ = holds;
+  return crossed;
 }
 
 std::size_t EventWindow::count(Clock::time_point now) const {

@@ -447,6 +447,13 @@ int launch(const LaunchOptions& flags) {
   if (o.timeout_seconds)
     supervise_options.timeout = std::chrono::milliseconds(static_cast<long long>(*o.timeout_seconds * 1000));
   supervise_options.kill_grace = o.kill_grace;
+  supervise_options.thaw = [&cgroup] {
+    try {
+      if (cgroup.can_freeze() && cgroup.frozen()) cgroup.thaw();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "netbox launch: could not thaw the frozen agent to signal it: %s\n", e.what());
+    }
+  };
   AgentOutcome outcome = supervise(child.pid(), supervise_options);
   outcome.workdir_bytes_written = child.workdir_bytes_written();
   if (!cgroup.dirs().empty()) {

@@ -82,10 +82,12 @@ AgentOutcome supervise(pid_t child, const SuperviseOptions& options) {
     if (sig > 0 && sig != SIGCHLD) {
       // Terminal signals too: the agent is in a session of its own, so the launcher's
       // terminal never signals it directly.
+      if (options.thaw) options.thaw();
       kill(child, sig);
       continue;
     }
     if (sig < 0 && errno == EAGAIN && has_deadline && Clock::now() >= deadline) {
+      if (options.thaw) options.thaw();
       if (phase == Phase::running) {
         // The signal first: whatever happens to the write (a stderr nobody reads),
         // the agent is told.

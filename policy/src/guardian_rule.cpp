@@ -3,6 +3,7 @@
 #include "netbox/policy/duration.hpp"
 #include "netbox/policy/guardian_rules.hpp"
 #include "netbox/policy/near_miss.hpp"
+#include "netbox/policy/content_mode.hpp"
 
 #include <algorithm>
 #include <array>
@@ -106,6 +107,11 @@ std::variant<GuardianTrigger, TriggerError> parse_guardian_trigger(std::string_v
   t.window = d.value;
   if (w.size() > 5) return error(w[5].column, "unexpected '" + std::string(w[5].text) + "' after the window");
   return t;
+}
+
+ContentMode content_mode(const Profile& profile, ContentMode rule) {
+  if (rule == ContentMode::enforce && profile.mode == Mode::report) return ContentMode::report;
+  return rule;
 }
 
 std::string GuardianRule::cite() const {

@@ -20,6 +20,8 @@ std::optional<AdmissionResult> Admission::begin(const policy::Host& host, std::u
     if (auto r = tripwire_->check_host_name(host_.name)) return refused(std::move(*r));
   name_ = policy::decide_name(*profile_, host_, port_);
   if (!name_.lets_through()) return refused({403, outcome_of(name_.verdict), {}, name_.rule, name_.reason, {}});
+  // Before any lookup: the lookup alone would carry an encoded label to the domain's servers.
+  if (auto no = guardians_.check_labels(agent_, *profile_, host_.name, port_)) return refused(std::move(*no));
   if (host_.is_ip()) return decide({&*host_.ip, 1});
   if (auto it = policy_->pins.find(host_.name); it != policy_->pins.end()) return decide(it->second);
   if (auto d = policy::unlisted_lookup_refused(*policy_, *profile_, name_, host_.name)) {

@@ -37,6 +37,14 @@ std::uint64_t ByteMeter::charge(const std::vector<Entry>& budgets, std::uint64_t
   return allowed;
 }
 
+std::chrono::steady_clock::duration ByteMeter::pace_up(std::uint64_t n) {
+  return paced_up_ && n > 0 ? guard_->pace(true, n, AgentGuard::Clock::now()) : AgentGuard::Clock::duration::zero();
+}
+
+std::chrono::steady_clock::duration ByteMeter::pace_down(std::uint64_t n) {
+  return paced_down_ && n > 0 ? guard_->pace(false, n, AgentGuard::Clock::now()) : AgentGuard::Clock::duration::zero();
+}
+
 void AgentGuard::configure(const policy::Profile& profile) {
   std::lock_guard lock(mu_);
   if (configured_) return;
@@ -53,6 +61,10 @@ void AgentGuard::configure(const policy::Profile& profile) {
   up_ = budget(limits_.bytes_up, "limits.bytes_up", "bytes_up", "the agent's");
   down_ = budget(limits_.bytes_down, "limits.bytes_down", "bytes_down", "the agent's");
   if (auto r = limits_.rate()) rate_.emplace(r->per_minute, std::chrono::minutes(1), r->burst, now);
+  // One minute's worth of new hosts, one second's worth of bytes: the buckets' sizes.
+  if (auto n = limits_.new_hosts_per_minute) new_hosts_.emplace(*n, std::chrono::minutes(1), *n, now);
+  if (auto b = limits_.bandwidth_up) bandwidth_up_.emplace(*b, std::chrono::seconds(1), *b, now);
+  if (auto b = limits_.bandwidth_down) bandwidth_down_.emplace(*b, std::chrono::seconds(1), *b, now);
   for (const auto& d : limits_.destinations) {
     DestinationState s;
     const std::string whose = "the destination's (" + d.host.written + ")";
@@ -93,6 +105,19 @@ std::optional<Refusal> AgentGuard::admit(const std::string& host, std::uint16_t 
                        std::to_string(r.burst) + "); the next is allowed in " + std::to_string(after) + " s",
                    static_cast<unsigned>(after)};
     };
+    if (!no && new_hosts_ && !hosts_.contains(host)) {
+      // A host not asked for before in this launch takes a token of its own bucket first.
+      if (const auto wait = new_hosts_->take(now); wait != Clock::duration::zero()) {
+        const auto after = guardian::TokenBucket::retry_after_seconds(wait);
+        no = Refusal{429, Outcome::cap, {}, "limits.new_hosts_per_minute",
+                     "limits.new_hosts_per_minute allows " + std::to_string(*limits_.new_hosts_per_minute) +
+                         " hosts not asked for before a minute; " + host + " is a new one, allowed in " +
+                         std::to_string(after) + " s",
+                     static_cast<unsigned>(after)};
+      } else {
+        hosts_.insert(host);
+      }
+    }
     if (!no && rate_) rate(*rate_, "limits.requests_per_minute", *limits_.rate());
     for (const auto* d : covering) {
       auto& s = destinations_[static_cast<std::size_t>(d - limits_.destinations.data())];
@@ -105,8 +130,11 @@ std::optional<Refusal> AgentGuard::admit(const std::string& host, std::uint16_t 
 
 ByteMeter AgentGuard::meter(const std::string& host, std::uint16_t port) {
   std::vector<ByteMeter::Entry> up, down;
+  bool paced_up = false, paced_down = false;
   {
     std::lock_guard lock(mu_);
+    paced_up = bandwidth_up_.has_value();
+    paced_down = bandwidth_down_.has_value();
     auto add = [](std::vector<ByteMeter::Entry>& to, std::optional<Budget>& b) {
       if (b) to.push_back({b->budget.get(), &b->spent});
     };
@@ -118,8 +146,14 @@ ByteMeter AgentGuard::meter(const std::string& host, std::uint16_t port) {
       add(down, s.down);
     }
   }
-  if (up.empty() && down.empty()) return {};
-  return ByteMeter(shared_from_this(), std::move(up), std::move(down));
+  if (up.empty() && down.empty() && !paced_up && !paced_down) return {};
+  return ByteMeter(shared_from_this(), std::move(up), std::move(down), paced_up, paced_down);
+}
+
+AgentGuard::Clock::duration AgentGuard::pace(bool up, std::uint64_t n, Clock::time_point now) {
+  std::lock_guard lock(mu_);
+  auto& bucket = up ? bandwidth_up_ : bandwidth_down_;
+  return bucket ? bucket->reserve(now, n) : Clock::duration::zero();
 }
 
 void AgentGuard::note(GuardianEvent event, const std::string& detail) {

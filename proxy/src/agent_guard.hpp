@@ -21,6 +21,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -44,8 +45,10 @@ class ByteMeter {
     const BudgetCut* spent;  // what the row says once this one stops a relay
   };
   ByteMeter() = default;
-  ByteMeter(std::shared_ptr<AgentGuard> guard, std::vector<Entry> up, std::vector<Entry> down)
-      : guard_(std::move(guard)), up_(std::move(up)), down_(std::move(down)) {}
+  ByteMeter(std::shared_ptr<AgentGuard> guard, std::vector<Entry> up, std::vector<Entry> down, bool paced_up,
+            bool paced_down)
+      : guard_(std::move(guard)), up_(std::move(up)), down_(std::move(down)), paced_up_(paced_up),
+        paced_down_(paced_down) {}
 
   // `n` bytes are about to go up (agent -> upstream) or down: answers how many of them the
   // budgets allow. Fewer than `n`: the relay sends those and stops; cut() says why.
@@ -53,12 +56,20 @@ class ByteMeter {
   std::uint64_t down(std::uint64_t n) { return charge(down_, n); }
   const std::optional<BudgetCut>& cut() const { return cut_; }
 
+  // limits.bandwidth_up / bandwidth_down: whether a direction is shaped, and, for `n`
+  // bytes just relayed that way, how long its relay pauses before reading again (zero:
+  // none). The relay waits on a timer: the pause never blocks a thread.
+  bool paced() const { return paced_up_ || paced_down_; }
+  std::chrono::steady_clock::duration pace_up(std::uint64_t n);
+  std::chrono::steady_clock::duration pace_down(std::uint64_t n);
+
  private:
   std::uint64_t charge(const std::vector<Entry>& budgets, std::uint64_t n);
 
   std::shared_ptr<AgentGuard> guard_;
   std::vector<Entry> up_, down_;
   std::optional<BudgetCut> cut_;
+  bool paced_up_ = false, paced_down_ = false;
 };
 
 // /api/agents/{name}: what the guardian knows of one agent.
@@ -89,6 +100,9 @@ class AgentGuard : public std::enable_shared_from_this<AgentGuard> {
   // rate with no token left (429 with Retry-After, outcome cap); nullopt: go on.
   std::optional<Refusal> admit(const std::string& host, std::uint16_t port, Clock::time_point now);
   ByteMeter meter(const std::string& host, std::uint16_t port);
+
+  // The shaping of limits.bandwidth_up (up) or bandwidth_down: the pause after `n` bytes.
+  Clock::duration pace(bool up, std::uint64_t n, Clock::time_point now);
 
   // One event of this agent: counted, and every rule it fires acts (Guardians::act).
   void note(policy::GuardianEvent event, const std::string& detail);
@@ -126,6 +140,9 @@ class AgentGuard : public std::enable_shared_from_this<AgentGuard> {
   std::optional<std::string> webhook_;
   std::optional<Budget> up_, down_;
   std::optional<guardian::TokenBucket> rate_;
+  std::optional<guardian::TokenBucket> new_hosts_;           // limits.new_hosts_per_minute
+  std::set<std::string, std::less<>> hosts_;                 // asked for and let through this launch
+  std::optional<guardian::TokenBucket> bandwidth_up_, bandwidth_down_;
   std::vector<DestinationState> destinations_;  // by index in limits_.destinations
   std::vector<Window> windows_;
   std::map<std::string, std::uint64_t> violations_;

@@ -102,6 +102,12 @@ void Guardians::notify(const std::string& url, std::string body) {
   else rt_->counters.webhook_dropped.fetch_add(1);
 }
 
+void Guardians::sighted(const std::string& agent, policy::GuardianEvent event, const std::string& particulars,
+                        const std::string& message, const std::string& detail, LogFields fields) {
+  if (rt_) rt_->agent_event(std::string(policy::to_string(event)), agent, particulars, message, detail, fields);
+  if (auto guard = find(agent)) guard->note(event, particulars);
+}
+
 void Guardians::run() {
   std::unique_lock lock(mu_);
   while (true) {

@@ -8,8 +8,10 @@
 // guardian's own thread, never on an io thread; an action that cannot be taken (no
 // launcher to act, or the launcher failed) is said loudly: an error log line and a row.
 #include "netbox/proxy/agent_attachment.hpp"
+#include "netbox/proxy/log_field.hpp"
 
 #include "agent_guard.hpp"
+#include "content_rules.hpp"
 #include "webhook.hpp"
 
 #include <condition_variable>
@@ -43,12 +45,23 @@ class Guardians {
 
   // A rule of `guard`'s fired on `trigger` (as written); `detail`: what set it off.
   void act(AgentGuard& guard, const policy::GuardianRule& rule, const std::string& trigger, const std::string& detail);
+  // What the content rules saw (content_rules.hpp): an event row of the agent (kind,
+  // where, digest: never the value), a log line, a count and the guardian's trigger.
+  // The refusal for the agent in enforce mode; nullopt in report mode.
+  std::optional<Refusal> secret_seen(const std::string& agent, const std::string& host, policy::ContentMode mode,
+                                     const SecretSighting& seen);
+  // The host's admission under `profile`: refused (enforce) when a label below a wildcard
+  // allow looks encoded, recorded either way.
+  std::optional<Refusal> check_labels(const std::string& agent, const policy::Profile& profile,
+                                      const std::string& host, std::uint16_t port);
   // Waits for the actions under way and stops the guardian's thread.
   void stop();
 
  private:
   void run();
   void notify(const std::string& url, std::string body);
+  void sighted(const std::string& agent, policy::GuardianEvent event, const std::string& particulars,
+               const std::string& message, const std::string& detail, LogFields fields);
   void record(AgentGuard& guard, const policy::GuardianRule& rule, const std::string& trigger,
               const std::string& detail, const std::string& result, bool failed);
 

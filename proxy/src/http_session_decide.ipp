@@ -29,10 +29,15 @@ void HttpSession<Stream>::take_proxy_target() {
 // A credential's placeholder on its way to a host not listed for it (credentials.hpp).
 // Every HTTP request of every door passes here once its host is known: the proxy door's,
 // a captured connection's, a SOCKS5 one's and an inspected one's (a FixedDestination).
+// The content rules read the same head next (content_rules.hpp): a known secret format.
 template <class Stream>
 bool HttpSession<Stream>::tripped() {
-  if (!link_.who.tripwire || is_connect()) return false;
-  auto r = link_.who.tripwire->check_request(rq_.host.name, rq_.target.port, rq_.req, rq_.target.path_and_query);
+  if (is_connect()) return false;
+  std::optional<Refusal> r;
+  if (link_.who.tripwire)
+    r = link_.who.tripwire->check_request(rq_.host.name, rq_.target.port, rq_.req, rq_.target.path_and_query);
+  if (!r)
+    r = secrets_in_head(impl_.guardians, exchange_, *link_.profile, link_.who.agent, rq_.host.name, rq_.target, rq_.req);
   if (!r) return false;
   r->what = what();
   refuse(std::move(*r), !rq_.keep_alive);
@@ -84,6 +89,14 @@ void HttpSession<Stream>::take_fixed_target() {
   Admitted yes;
   yes.decision = scope.decision;
   yes.endpoints = scope.endpoints;
+  // The agent's budgets and rates (AgentGuard): the first request stands on the
+  // connection's admission, each later one is admitted again; every one is metered.
+  const auto guard = impl_.guardians.of(link_.who.agent);
+  if (auto no = link_.requests > 1 ? guard->admit(host.name, scope.port, std::chrono::steady_clock::now()) : std::nullopt) {
+    no->what = what();
+    return refuse(std::move(*no), !rq_.keep_alive);
+  }
+  yes.meter = guard->meter(host.name, scope.port);
   act_on(std::move(yes));
 }
 

@@ -89,6 +89,7 @@ void HttpSession<Stream>::send_upstream() {
     body.host = &rq_.host.name;
     body.port = rq_.target.port;
   }
+  if (rq_.had_body) body.scan = body_secret_scan(impl_.guardians, *link_.profile, link_.who.agent, rq_.host.name);
   if (rq_.body_rule) {
     rq_.gate.emplace(*rq_.body_rule, link_.profile->mode, req);
     body.gate = &*rq_.gate;

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <utility>
 
 namespace netbox::proxy {
 
@@ -34,6 +35,7 @@ void RequestRelay<Client, Upstream>::start(Upstream& upstream, StreamingRequestP
   held_ = 0;
   started_ = false;
   cut_ = false;
+  tail_placed_ = false;
   head_pending_ = true;
   whole_.clear();
   began_ = std::chrono::steady_clock::now();
@@ -98,7 +100,7 @@ void RequestRelay<Client, Upstream>::piece(beast::error_code ec) {
   // Only framing arrived (a chunk header): nothing to pass on yet.
   if (got == held_ && !last) return read_piece();
   started_ = true;
-  if (body_.gate) return hold(got, last);
+  if (body_.gate || body_.scan.active()) return hold(got, last);
   // For an agent with credentials, the first piece is filled (64 KiB, or the whole body)
   // before the head goes: nothing of a request whose first 64 KiB hold a placeholder
   // reaches the upstream.
@@ -123,15 +125,46 @@ template <class Client, class Upstream>
 void RequestRelay<Client, Upstream>::hold(std::size_t got, bool last) {
   whole_.append(pieces_.get(), got);
   held_ = 0;
-  if (!last && whole_.size() <= body_.gate->window()) return read_piece();
-  if (body_.tripwire) {
-    if (auto r = body_.tripwire->check_body(*body_.host, body_.port, whole_))
-      return finish({RequestBodyResult::Kind::tripped, {}, std::move(r)});
-  }
+  // A gate needs one byte past its window to refuse a larger body; the scan, its window.
+  if (!last && (body_.gate ? whole_.size() <= hold_window() : whole_.size() < hold_window())) return read_piece();
+  if (auto r = tripwire_on_whole()) return finish({RequestBodyResult::Kind::tripped, {}, std::move(r)});
+  if (auto r = body_.scan.check(whole_)) return finish({RequestBodyResult::Kind::tripped, {}, std::move(r)});
   if (gate_refuses()) return;
-  // Report mode lets a body past the window go: what is held goes, the rest streams.
-  if (!last) body_.gate = nullptr;
-  metered_send(whole_.size(), last, whole_.data());
+  // Report mode lets a body past the window go, as does the scan: what is held goes, the
+  // rest streams (the tripwire's held tail joining the next piece, as it would have).
+  std::size_t n = whole_.size();
+  if (!last) {
+    body_.gate = nullptr;
+    body_.scan = {};
+    if (body_.tripwire) {
+      held_ = tail_.of(whole_);
+      n -= held_;
+      std::memcpy(pieces_.get(), whole_.data() + n, held_);
+      tail_placed_ = true;
+    }
+  }
+  metered_send(n, last, whole_.data());
+}
+
+// The tripwire reads at most Tripwire::kBodyScan at once, and a held body may be longer:
+// it is read in windows that overlap by the tripwire's held tail, so a placeholder lying
+// across two of them is seen whole.
+template <class Client, class Upstream>
+std::optional<Refusal> RequestRelay<Client, Upstream>::tripwire_on_whole() const {
+  if (!body_.tripwire) return std::nullopt;
+  const std::string_view whole(whole_);
+  for (std::size_t at = 0;;) {
+    const auto window = whole.substr(at, Tripwire::kBodyScan);
+    if (auto r = body_.tripwire->check_body(*body_.host, body_.port, window)) return r;
+    if (at + window.size() >= whole.size()) return std::nullopt;
+    at += window.size() - std::min(tail_.of(window), window.size() - 1);
+  }
+}
+
+template <class Client, class Upstream>
+std::size_t RequestRelay<Client, Upstream>::hold_window() const {
+  if (!body_.gate) return body_.scan.window;
+  return body_.scan.active() ? std::max(body_.gate->window(), body_.scan.window) : body_.gate->window();
 }
 
 // The gate's answer on what is held (the whole body, or more than the window of it).
@@ -188,7 +221,7 @@ void RequestRelay<Client, Upstream>::on_written(beast::error_code ec) {
   *bytes_up_ += sending_;
   if (cut_) return budget_spent();
   // The held tail moves to the front, where the next piece joins it.
-  if (held_ > 0) std::memmove(pieces_.get(), pieces_.get() + sending_, held_);
+  if (held_ > 0 && !std::exchange(tail_placed_, false)) std::memmove(pieces_.get(), pieces_.get() + sending_, held_);
   if (!last_) return read_piece();
   finish({});
 }

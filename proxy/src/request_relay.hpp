@@ -13,8 +13,11 @@
 // A request whose rule checks bodies (a BodyGate) is the exception to streaming: its
 // pieces are gathered, up to the rule's body_window, and nothing goes upstream, not even
 // the head, until the gate has allowed the whole body; one byte past the window, and the
-// request is refused.
+// request is refused. The content rules' secret scan (content_rules.hpp) holds the first
+// body_window bytes the same way (the head too) and scans them before any of it goes; the
+// rest of a longer body then streams.
 #include "body_gate.hpp"
+#include "content_rules.hpp"
 #include "agent_guard.hpp"
 #include "body_piece.hpp"
 #include "credentials.hpp"
@@ -55,6 +58,7 @@ struct RequestBody {
   std::uint16_t port = 0;
   BodyGate* gate = nullptr;  // the body is held whole and checked before anything goes
   ByteMeter* meter = nullptr;  // the agent's budgets: a body past one is cut there
+  BodySecretScan scan;         // the content rules' secret scan of its first window
 };
 
 template <class Client, class Upstream>
@@ -84,7 +88,9 @@ class RequestRelay {
   void send_continue();
   void read_piece();
   void piece(boost::beast::error_code ec);
-  void hold(std::size_t got, bool last);  // a gated body: gather, then check the whole
+  void hold(std::size_t got, bool last);  // a gated or scanned body: gather, then check the whole
+  std::size_t hold_window() const;
+  std::optional<Refusal> tripwire_on_whole() const;
   bool gate_refuses();
   void send(std::size_t n, bool last, const char* data);
   void metered_send(std::size_t n, bool last, const char* data);
@@ -115,6 +121,7 @@ class RequestRelay {
   bool last_ = false;
   bool started_ = false;
   bool cut_ = false;  // a budget allowed only part of this piece: the relay ends after it
+  bool tail_placed_ = false;  // the held tail is at the front of the piece buffer already
 };
 
 }  // namespace netbox::proxy

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <utility>
 
 namespace netbox::proxy {
 
@@ -32,6 +33,8 @@ Tunnel::Tunnel(ProxyRuntime& impl, tcp::socket client, tcp::socket upstream, std
   down_.to = &client_;
   impl_.counters.active_tunnels.fetch_add(1);
   use_splice_ = impl_.options.tunnel_relay == TunnelRelay::splice;
+  // Shaped bytes go through the buffer path: its 64 KiB reads bound each pause.
+  if (exchange_.meter.paced()) use_splice_ = false;
 }
 
 Tunnel::~Tunnel() {
@@ -135,6 +138,7 @@ void Tunnel::pass_on(Half& h, boost::system::error_code ec, std::size_t n) {
   if (n > 0) {
     last_activity_ = std::chrono::steady_clock::now();
     h.bytes += n;
+    h.pause = &h == &up_ ? exchange_.meter.pace_up(n) : exchange_.meter.pace_down(n);
     asio::async_write(*h.to, asio::buffer(h.buf.get(), n),
                       [self = shared_from_this(), &h](boost::system::error_code e, std::size_t) {
                         self->on_written(h, e);
@@ -275,7 +279,20 @@ void Tunnel::on_written(Half& h, boost::system::error_code ec) {
   if (ec) return half_done(h, ec);
   if (h.cut) return cut(h);
   last_activity_ = std::chrono::steady_clock::now();
+  if (h.pause > std::chrono::steady_clock::duration::zero()) return paced_relay(h);
   relay(h);
+}
+
+// The direction reads nothing until its bucket has paid back what it sent: the sender
+// is slowed by TCP's own flow control, and no byte is dropped.
+void Tunnel::paced_relay(Half& h) {
+  if (!h.pacer) h.pacer = std::make_unique<asio::steady_timer>(client_.get_executor());
+  h.pacer->expires_after(std::exchange(h.pause, {}));
+  h.pacer->async_wait([self = shared_from_this(), &h](boost::system::error_code ec) {
+    if (ec || self->finished_) return self->half_done(h, asio::error::operation_aborted);
+    self->last_activity_ = std::chrono::steady_clock::now();
+    self->relay(h);
+  });
 }
 
 void Tunnel::half_done(Half& h, const boost::system::error_code& ec) {
@@ -337,6 +354,8 @@ void Tunnel::finish() {
   finished_ = true;
   idle_.cancel();
   flight_timer_.cancel();
+  for (Half* h : {&up_, &down_})
+    if (h->pacer) h->pacer->cancel();
   boost::system::error_code ignored;
   client_.close(ignored);
   upstream_.close(ignored);

@@ -61,6 +61,9 @@ class Tunnel : public std::enable_shared_from_this<Tunnel> {
     bool eof = false;
     bool bulk = false;  // this burst filled the small buffer: it goes on through a pipe
     bool cut = false;   // a budget is spent: once what it allowed has gone, the tunnel ends
+    // limits.bandwidth_*: the pause the bytes under way earned, waited out before the next read.
+    std::chrono::steady_clock::duration pause{};
+    std::unique_ptr<boost::asio::steady_timer> pacer;  // made on the first pause
   };
   enum class Burst { moved, waiting };  // waiting: a wait or write is under way, or the half is done
   void on_established(boost::system::error_code ec);
@@ -74,6 +77,7 @@ class Tunnel : public std::enable_shared_from_this<Tunnel> {
   void pass_on(Half& h, boost::system::error_code ec, std::size_t n);  // after a read: write what came, or end the half
   void on_written(Half& h, boost::system::error_code ec);
   void half_done(Half& h, const boost::system::error_code& ec);
+  void paced_relay(Half& h);  // relay(h) once its pause is over
   // `n` bytes read for `h`: how many of them its budgets let go (the rest never leaves).
   std::size_t allowed(Half& h, std::size_t n);
   void cut(Half& h);

@@ -4,10 +4,13 @@
 // refused 403 naming the budget; a download past bytes_down likewise; requests_per_minute
 // answers 429 with Retry-After once the burst is spent. The agent here is a hostile client
 // that simply keeps sending; the upstream is a sink that counts what reached it.
+#include "agent_tls.hpp"
+#include "credentials_fixture.hpp"
 #include "proxy_fixture.hpp"
 
 #include "support/raw_upstream.hpp"
 
+#include <signal.h>
 #include <sys/socket.h>
 
 #include <atomic>
@@ -166,6 +169,139 @@ TEST_F(BudgetTest, RequestsPerMinuteAnswers429WithRetryAfter) {
   EXPECT_EQ(last.status, 429);
   EXPECT_EQ(last.decision, "cap");
   EXPECT_EQ(last.rule, "limits.requests_per_minute");
+}
+
+// A SOCKS5 tunnel is charged as a CONNECT one is: cut at the budget, its row `budget`.
+TEST_F(BudgetTest, Socks5TunnelUploadIsCutAtBytesUp) {
+  start(R"("bytes_up": ")" + std::to_string(kBudget) + R"(")");
+  const auto socks = server->add_listener({boost::asio::ip::make_address("127.0.0.1"), 0}, proxy::ListenerKind::socks).port();
+  {
+    ProxyConnection conn(socks);
+    conn.write(std::string("\x05\x01\x00", 3));
+    ASSERT_EQ(conn.read_exactly(2), std::string("\x05\x00", 2));
+    const std::string name = "sink.test";
+    conn.write(std::string("\x05\x01\x00\x03", 4) + static_cast<char>(name.size()) + name +
+               static_cast<char>(sink.port() >> 8) + static_cast<char>(sink.port() & 0xff));
+    const auto reply = conn.read_exactly(10);
+    ASSERT_EQ(reply[1], 0) << "the SOCKS5 connect was refused";
+    flood(conn, 8 * kBudget);
+    EXPECT_TRUE(conn.closed_within(std::chrono::seconds(10)));
+  }
+  const auto all = rows();
+  ASSERT_FALSE(all.empty());
+  EXPECT_EQ(all.front().kind, "socks");
+  expect_cut_row(all.front(), "limits.bytes_up", all.front().bytes_up);
+  EXPECT_LE(sink.received(), kBudget + kPiece);
+  expect_next_refused("limits.bytes_up");
+}
+
+// Inside an inspected tunnel each request is relayed by netbox: its body is charged to
+// the budget as it goes, cut there, and the inner request's row says `budget`.
+class InspectedBudgetTest : public CredentialsFixture {};
+
+TEST_F(InspectedBudgetTest, AnInspectedRequestBodyIsCutAtBytesUp) {
+  // The agent writes on after the cut: a write to the closed socket must fail, not kill the test.
+  ::signal(SIGPIPE, SIG_IGN);
+  auto j = nlohmann::json::parse(base_policy());
+  j["allow"] = {"upstream.test"};
+  j["ports"] = {tls_upstream.port()};
+  j["inspect"] = {"upstream.test"};
+  j["limits"] = {{"bytes_up", std::to_string(kBudget)}};
+  start_proxy(j.dump());
+  const std::string authority = "upstream.test:" + std::to_string(tls_upstream.port());
+  {
+    AgentTls tls(port, authority);
+    ASSERT_TRUE(tls.connected());
+    const std::uint64_t length = 8 * kBudget;
+    tls.send("POST /upload HTTP/1.1\r\nHost: " + authority + "\r\nContent-Length: " + std::to_string(length) +
+             "\r\n\r\n");
+    const std::string chunk(kPiece, 'x');
+    for (std::uint64_t sent = 0; sent < length; sent += chunk.size()) tls.send(chunk);  // stops taking at the cut
+  }
+  bool cut = false;
+  std::string seen;
+  for (const auto& r : rows()) {
+    seen += r.kind + " " + r.method + " " + r.decision + " " + r.rule + " " + std::to_string(r.bytes_up) + " " + r.error + "\n";
+    if (r.decision != "budget") continue;
+    cut = true;
+    EXPECT_EQ(r.rule, "limits.bytes_up");
+    EXPECT_EQ(r.method, "POST");
+    EXPECT_GE(r.bytes_up, static_cast<std::int64_t>(kBudget - kPiece));
+    EXPECT_LE(r.bytes_up, static_cast<std::int64_t>(kBudget + kPiece));
+  }
+  EXPECT_TRUE(cut) << "no row was cut at the budget:\n" << seen;
+  const auto next = proxy_connect(port, authority);  // the budget is spent: no new tunnel either
+  EXPECT_EQ(next.status, 403);
+  EXPECT_EQ(next.header("x-netbox-decision"), "budget");
+}
+
+// limits.new_hosts_per_minute: hosts not asked for before in this launch take a token;
+// a host already let through does not, so an agent working with its hosts is never slowed
+// while one fanning out to fresh names (a scan, a subdomain exfiltration) is.
+TEST_F(BudgetTest, NewHostsPerMinuteAnswers429ForTheNextNewHostOnly) {
+  auto authority = [this](const std::string& host) { return "http://" + host + ":" + std::to_string(upstream.port()); };
+  start_proxy(base_policy(R"("allow": ["a.test", "b.test", "c.test"],
+                               "resolve": {"a.test": ["127.0.0.1"], "b.test": ["127.0.0.1"], "c.test": ["127.0.0.1"]},
+                               "limits": {"new_hosts_per_minute": 2})"));
+  EXPECT_EQ(proxy_get(port, authority("a.test") + "/echo").status, 200);
+  EXPECT_EQ(proxy_get(port, authority("a.test") + "/echo").status, 200);  // not new: no token
+  EXPECT_EQ(proxy_get(port, authority("b.test") + "/echo").status, 200);
+  const auto over = proxy_get(port, authority("c.test") + "/echo");
+  EXPECT_EQ(over.status, 429);
+  EXPECT_EQ(over.header("x-netbox-decision"), "cap");
+  EXPECT_NE(over.header("x-netbox-reason").find("limits.new_hosts_per_minute"), std::string::npos);
+  const int after = std::stoi(over.header("retry-after").empty() ? "0" : over.header("retry-after"));
+  EXPECT_GE(after, 1);
+  EXPECT_LE(after, 30);  // a token every 30 s
+  EXPECT_EQ(last_row().rule, "limits.new_hosts_per_minute");
+  for (const std::string known : {"a.test", "b.test"})
+    EXPECT_EQ(proxy_get(port, authority(known) + "/echo").status, 200) << known;
+}
+
+// Sends `total` bytes on each connection, then closes.
+class Source {
+ public:
+  explicit Source(std::uint64_t total)
+      : server_([total](RawUpstream&, int fd, std::size_t) {
+          const std::string chunk(kPiece, 'y');
+          for (std::uint64_t sent = 0; sent < total; sent += chunk.size())
+            if (!send_all(fd, chunk)) return;
+        }) {}
+  unsigned short port() const { return server_.port(); }
+
+ private:
+  RawUpstream server_;
+};
+
+constexpr std::uint64_t kShaped = 4 * 1024 * 1024;  // 4 MiB at 1 MiB/s, a bucket of 1 MiB: 3 s
+
+// limits.bandwidth_up of 1 MiB/s through a CONNECT tunnel: the upload is slowed, none of it
+// dropped. The bound is generous and one-sided (at least 2 s for what takes about 3):
+// without shaping it takes a few milliseconds on loopback.
+TEST_F(BudgetTest, BandwidthUpShapesAConnectTunnelUploadWithoutDroppingAByte) {
+  start(R"("bandwidth_up": "1M")");
+  ProxyConnection conn(port);
+  ASSERT_EQ(conn.send("CONNECT " + sink_authority() + " HTTP/1.1\r\n\r\n", true).status, 200);
+  const auto t0 = std::chrono::steady_clock::now();
+  std::thread writer([&] { flood(conn, kShaped); });
+  for (int i = 0; i < 3000 && sink.received() < kShaped; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  const auto took = std::chrono::steady_clock::now() - t0;
+  writer.join();
+  EXPECT_EQ(sink.received(), kShaped);  // paced, never dropped
+  EXPECT_GE(took, std::chrono::seconds(2));
+}
+
+TEST_F(BudgetTest, BandwidthDownShapesAConnectTunnelDownloadWithoutDroppingAByte) {
+  Source source(kShaped);
+  start_proxy(base_policy(R"("allow": ["source.test"], "ports": [)" + std::to_string(source.port()) +
+                          R"(], "resolve": {"source.test": ["127.0.0.1"]}, "limits": {"bandwidth_down": "1M"})"));
+  ProxyConnection conn(port, std::chrono::seconds(30));
+  ASSERT_EQ(conn.send("CONNECT source.test:" + std::to_string(source.port()) + " HTTP/1.1\r\n\r\n", true).status, 200);
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto got = conn.read_exactly(kShaped);
+  const auto took = std::chrono::steady_clock::now() - t0;
+  EXPECT_EQ(got.size(), kShaped);
+  EXPECT_GE(took, std::chrono::seconds(2));
 }
 
 }  // namespace

@@ -119,6 +119,21 @@ TEST_F(GuardianTest, DenialsOverTheThresholdReportWithARowAMetricAndOneWebhookPo
   EXPECT_FALSE(server->guardian_report("nobody").has_value());
 }
 
+// A threshold that keeps holding fires once: the 4th..12th denials inside the same minute
+// act (and post) no more; a rule that acted again on every one would kill an agent being
+// killed, and flood the webhook, at the agent's own pace.
+TEST_F(GuardianTest, AThresholdFiresOncePerCrossingNotOnEveryDenialWhileItHolds) {
+  HookServer hook;
+  start(R"([{"on": ["denied >= 3 in 60s"], "action": "report"}])", hook.url());
+  for (int i = 0; i < 12; ++i) EXPECT_EQ(denied(), 403) << i;
+  EXPECT_EQ(actions("report", "denied"), 1u);
+  EXPECT_EQ(guardian_rows("guardian_action").size(), 1u);
+  std::this_thread::sleep_for(std::chrono::seconds(1));  // time for a second post, were there one
+  EXPECT_EQ(hook.bodies().size(), 1u);
+  const auto report = json::parse(server->guardian_report("anonymous").value_or("{}"));
+  EXPECT_EQ(report["violations"]["denied"], 12);  // every denial is still counted
+}
+
 TEST_F(GuardianTest, AKillWithNoLauncherToActIsRecordedAsNotDone) {
   HookServer hook;
   start(R"([{"on": ["denied >= 2 in 60s"], "action": "kill"}])", hook.url());

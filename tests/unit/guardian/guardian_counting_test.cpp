@@ -100,6 +100,21 @@ TEST(EventWindowTest, FiresOnTheNthEventInsideTheWindowOnly) {
   EXPECT_LE(slow.count(t0 + 400s), 20u);  // memory: the last 20 only
 }
 
+// A rule fires once per crossing: the 21st, 22nd... denial inside the same minute do not
+// kill (or post) again; once the count has fallen below the threshold, a new burst does.
+TEST(EventWindowTest, FiresOncePerCrossingNotOnEveryEventWhileItHolds) {
+  EventWindow w(3, 60s);
+  EXPECT_FALSE(w.add(t0));
+  EXPECT_FALSE(w.add(t0 + 1s));
+  EXPECT_TRUE(w.add(t0 + 2s));  // the crossing
+  for (int i = 3; i < 50; ++i) EXPECT_FALSE(w.add(t0 + i * 1s)) << i;  // still holding: silent
+  // A lull: the window empties; the next event starts a new count, the third one fires.
+  EXPECT_FALSE(w.add(t0 + 200s));
+  EXPECT_FALSE(w.add(t0 + 201s));
+  EXPECT_TRUE(w.add(t0 + 202s));
+  EXPECT_FALSE(w.add(t0 + 203s));
+}
+
 TEST(EventWindowTest, AZeroWindowCountsEventsHoweverFarApart) {
   EventWindow w(3, Clock::duration::zero());
   EXPECT_FALSE(w.add(t0));

@@ -15,8 +15,12 @@ class EventWindow {
   // `threshold` >= 1; a zero window means "any `threshold` events, however far apart".
   EventWindow(std::size_t threshold, Clock::duration window);
 
-  // True when this event makes `threshold` within `window` (and on every event after, while
-  // that still holds).
+  // True when this event makes `threshold` within `window` and the events before it did
+  // not: a trigger fires once per crossing, not again on every event while the threshold
+  // holds (an agent denied 1000 times a minute is killed once, its webhook told once).
+  // Once the last `threshold` events no longer fall within `window`, the next crossing
+  // fires again. A zero window ("any `threshold` events") fires on every event from the
+  // threshold on: a bare EVENT trigger acts on each one.
   bool add(Clock::time_point now);
   // Events in the window ending at `now` (at most `threshold`).
   std::size_t count(Clock::time_point now) const;
@@ -26,6 +30,7 @@ class EventWindow {
   Clock::duration window_;
   std::vector<Clock::time_point> times_;  // a ring of the last `threshold_` events
   std::size_t next_ = 0;                  // where the next one goes (the oldest when full)
+  bool holding_ = false;                  // the threshold held at the last event: fired already
 };
 
 }  // namespace netbox::guardian

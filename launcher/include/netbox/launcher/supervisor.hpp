@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -29,6 +30,10 @@ struct AgentOutcome {
 struct SuperviseOptions {
   std::optional<std::chrono::milliseconds> timeout;
   std::chrono::milliseconds kill_grace{5000};
+  // Called before a signal is forwarded or sent to the agent: a frozen agent (the
+  // guardian's freeze) would hold every signal pending, SIGKILL's effect included, and
+  // the launch would never end. Thaws it (AgentCgroup). Empty: nothing to thaw.
+  std::function<void()> thaw;
 };
 
 // Waits for `child`, forwarding signals; on timeout sends SIGTERM, then SIGKILL after

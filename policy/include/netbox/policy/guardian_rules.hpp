@@ -1,9 +1,9 @@
 #pragma once
 // The policy's `guardian` section (issue 25): rules that watch an agent over time ("denied
 // >= 20 in 60s" -> kill), the webhook that hears of every trigger, and the content rules'
-// settings. Values only, checked when the policy loads; the proxy acts on them in a later
-// step (until then they are checked and recorded, not enforced). A trigger's threshold and
-// window are what netbox::guardian::EventWindow takes.
+// settings. Values only, checked when the policy loads; the proxy acts on them (AgentGuard,
+// Guardians, content_rules). A trigger's threshold and window are what
+// netbox::guardian::EventWindow takes.
 #include <chrono>
 #include <cstddef>
 #include <cstdint>

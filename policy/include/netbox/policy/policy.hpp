@@ -100,7 +100,7 @@ struct Limits {
   // head one byte at a time (slowloris) is cut off here.
   std::chrono::milliseconds header_timeout{10000};
 
-  // Budgets and rates (issue 25); unset: none. Checked and recorded, not yet enforced.
+  // Budgets and rates (issue 25); unset: none. The proxy's AgentGuard enforces them.
   // Bytes an agent may send (bytes_up) and receive (bytes_down) in one launch, every path
   // counted (guardian::ByteBudget).
   std::optional<std::uint64_t> bytes_up, bytes_down;
