@@ -3,7 +3,7 @@
 #include "netbox/launcher/cgroup.hpp"
 #include "netbox/launcher/nft_rules.hpp"
 #include "netbox/launcher/subnet_pool.hpp"
-#include "netbox/launcher/veth.hpp"
+#include "netbox/launcher/rtnetlink.hpp"
 
 #include <net/if.h>
 

@@ -56,7 +56,7 @@ class ProxyLink {
  public:
   virtual ~ProxyLink() = default;
   // Work that needs no agent address yet (an embedded proxy opens its audit store and
-  // starts its threads). The launcher runs it on a thread while it wires the veth;
+  // starts its threads). The launcher runs it on a thread while it makes the sockets;
   // a failure is reported by attach. Must not be called before the child is cloned.
   virtual void prepare() {}
   // Takes the agent's sockets (AgentIdentity::sockets; the ports are theirs, AgentLink::ports)
