@@ -115,7 +115,7 @@ Lease allocate_lease(const Ipv4Network& pool, const fs::path& state_dir, pid_t o
     throw LaunchError(kExitUsage, "--subnet " + ipv4_to_string(pool.address) + "/" + std::to_string(pool.prefix) +
                                       ": too small, it must hold at least one /30");
   StateLock lock(state_dir);
-  collect_garbage_locked(state_dir);
+  collect_garbage_locked(state_dir, false);
   const std::optional<uid_t> uid = own_uid ? std::optional(free_agent_uid(state_dir)) : std::nullopt;
   const std::uint64_t blocks = std::uint64_t{1} << (30 - pool.prefix);
   for (std::uint64_t i = 0; i < blocks; ++i) {
