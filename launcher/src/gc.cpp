@@ -67,6 +67,8 @@ GcReport collect_garbage_locked(const fs::path& state_dir, bool orphans) {
       std::ifstream in(entry.path());
       lease = nlohmann::json::parse(in, nullptr, false);
     }
+    // Only a launcher from before the socket link (issue 24) leased a veth: its lease names
+    // it, and its table is named for it. A newer lease has a "name" and nothing on the host.
     std::string veth = lease.is_object() ? lease.value("veth", "") : "";
     if (lease.is_object() && owner_alive(lease)) {
       live_veths.insert(veth);

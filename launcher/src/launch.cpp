@@ -123,15 +123,19 @@ ProxyPorts attach_agent(const LaunchPlan& plan, const SandboxReport& report, con
   }
   preparing.join();
   const bool shared = plan.options.proxy_control.has_value();
-  AgentIdentity identity{plan.name, plan.profile, std::string(), std::string(kLinkProxyAddress), child.pid(),
-                         command_line(plan.options.command), plan.policy ? plan.policy->digest : std::string(),
-                         render_report_json(report), std::nullopt, {}, {}, std::nullopt, {}, std::nullopt, {}};
+  AgentIdentity identity;
+  identity.name = plan.name;
+  identity.profile = plan.profile;
+  identity.pid = child.pid();
+  identity.command_line = command_line(plan.options.command);
+  identity.policy_digest = plan.policy ? plan.policy->digest : std::string();
+  identity.sandbox = render_report_json(report);
   identity.sockets = sockets.sockets();
   // The embedded proxy has this agent only; a running one gets pools of its own per agent
   // (numbered by the lease, so launches at once propose different ones).
   if (plan.dns_view) {
     identity.dns_pool = shared ? shared_proxy_pool(lease) : kSyntheticPool;
-    identity.dns_pool6 = shared ? policy::Cidr::parse(ipv6_link_for(lease).synthetic_pool) : kSyntheticPool6;
+    identity.dns_pool6 = shared ? policy::Cidr::parse(synthetic_pool6_for(lease)) : kSyntheticPool6;
   }
   identity.credentials = plan.credentials.secrets;
   identity.enforcer = guardian_enforcer(cgroup, child.pid());
@@ -207,7 +211,7 @@ int run(const LaunchPlan& plan, std::chrono::steady_clock::time_point started) {
   const Lease& lease = held.lease();
   // Made and limited before the child exists: a limit that cannot be had stops here.
   // Removed (whatever is left in it killed) on every path after the child is reaped.
-  AgentCgroup cgroup(plan.cgroup, "netbox-" + lease.veth + "-" + std::to_string(getpid()), o.state_dir);
+  AgentCgroup cgroup(plan.cgroup, "netbox-" + lease.name + "-" + std::to_string(getpid()), o.state_dir);
   use_lease(plan, lease, spec, report);
   // The secrets stay with the launcher: gone from its own environment block before the clone.
   scrub_launcher_environment(plan.credentials.secret_variables);
