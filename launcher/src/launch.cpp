@@ -187,8 +187,8 @@ void print_summary(const LaunchPlan& plan, const AgentOutcome& outcome, const Pr
 }  // namespace
 
 // The steps in the order they run (nsjail's containProc is the model). Objects declared
-// earlier outlive later ones: on an error the child is killed and reaped first, then the
-// agent detached, its output copied, the cgroup removed, the lease released, the proxy
+// earlier outlive later ones: on an error the agent is detached first, then the child
+// killed and reaped, its output copied, the cgroup removed, the lease released, the proxy
 // stopped and the log closed.
 int run(const LaunchPlan& plan, std::chrono::steady_clock::time_point started) {
   const LaunchOptions& o = plan.options;
@@ -216,6 +216,8 @@ int run(const LaunchPlan& plan, std::chrono::steady_clock::time_point started) {
   // The secrets stay with the launcher: gone from its own environment block before the clone.
   scrub_launcher_environment(plan.credentials.secret_variables);
   if (!o.quiet) std::cerr << render_banner(report) << std::flush;
+  // Declared before the child: on an error the child is killed and reaped first, and
+  // only then is what it wrote copied out.
   AgentStdio stdio = AgentStdio::open();
   spec.stdio = stdio.agent_fds();
   spec.controlling_terminal = stdio.controlling_terminal();
