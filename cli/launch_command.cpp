@@ -31,7 +31,8 @@ struct LaunchArgs {
   bool learn = false;
 };
 
-void bind(FlagTable& f, LaunchArgs& a) {
+// The policy, the proxy and the audit store.
+void bind_proxy_flags(FlagTable& f, LaunchArgs& a) {
   auto& o = a.o;
   std::vector<std::string> preset_names;
   for (const auto& p : presets()) preset_names.emplace_back(p.name);
@@ -61,6 +62,11 @@ void bind(FlagTable& f, LaunchArgs& a) {
   f.option("--upstream-ca", o.upstream_ca,
            "A PEM file of extra trust anchors for inspected upstreams, beside the system store (needs --ca-dir)");
   f.option("--subnet", o.subnet, "IPv4 pool the agent's /30 comes from")->default_str(o.subnet);
+}
+
+// The agent's user, its file-system view and what the terminal shows.
+void bind_view_flags(FlagTable& f, LaunchArgs& a) {
+  auto& o = a.o;
   f.option("--user", o.user, "User the agent runs as (default: the sudo caller, else nobody)");
   f.option("--workdir", o.workdir, "Folder the agent may write to and starts in (default: the current directory)");
   f.option("--ro", o.ro, "Show PATH read-only, at the same path (repeatable)");
@@ -81,6 +87,11 @@ void bind(FlagTable& f, LaunchArgs& a) {
            "Append every line of the embedded proxy (its lifecycle, every request) to FILE, created 0600");
   f.option("--format", o.explain_format, "With --explain: text (default) or json (what the agents row stores)")
       ->check(CLI::IsMember({"text", "json"}));
+}
+
+// The agent's environment, its limits and the command.
+void bind_limit_flags(FlagTable& f, LaunchArgs& a) {
+  auto& o = a.o;
   f.option("--env", o.env, "Set KEY=VALUE in the agent's environment (repeatable)");
   f.option("--keep-env", o.keep_env, "Pass the launcher's KEY on to the agent (repeatable)");
   f.duration("--timeout", a.timeout,
@@ -108,6 +119,12 @@ void bind(FlagTable& f, LaunchArgs& a) {
       ->default_str("transparent");
   f.option("--seccomp", o.seccomp, "default, off, or a Docker/OCI seccomp profile FILE")->default_str("default");
   f.option("command", o.command, "COMMAND [ARG...] (after --)")->required();
+}
+
+void bind(FlagTable& f, LaunchArgs& a) {
+  bind_proxy_flags(f, a);
+  bind_view_flags(f, a);
+  bind_limit_flags(f, a);
 }
 
 // Where a command the agent could not find is on the host, and the flags that would show

@@ -17,6 +17,15 @@ pkg_check_modules(NFTABLES REQUIRED IMPORTED_TARGET libnftables)
 pkg_check_modules(MNL REQUIRED IMPORTED_TARGET libmnl)
 pkg_check_modules(LIBCAP REQUIRED IMPORTED_TARGET libcap)
 pkg_check_modules(RE2 REQUIRED IMPORTED_TARGET re2)
+# RE2 is C++: its shared library brings libstdc++.so back into a netbox linked with
+# -static-libstdc++ (cli/CMakeLists.txt), and with it ~4,300 symbol relocations the
+# dynamic loader resolves at every start (a quarter of all; tests/bench/RESULTS.md, B6).
+# Its static archive (Debian's libre2-dev ships one) is linked instead; sanitizer builds
+# keep the shared one, as they keep the shared libstdc++.
+find_library(NETBOX_RE2_ARCHIVE NAMES libre2.a)
+if(NETBOX_RE2_ARCHIVE AND NOT CMAKE_BUILD_TYPE MATCHES "^(Asan|Tsan)$")
+  set_target_properties(PkgConfig::RE2 PROPERTIES INTERFACE_LINK_LIBRARIES "${NETBOX_RE2_ARCHIVE};Threads::Threads")
+endif()
 # libpq, PostgreSQL's own C client, for the PostgreSQL audit store (docs/audit.md).
 pkg_check_modules(LIBPQ REQUIRED IMPORTED_TARGET libpq)
 
@@ -27,7 +36,12 @@ pkg_check_modules(LIBPQ REQUIRED IMPORTED_TARGET libpq)
 # Sanitizer builds keep their own allocator.
 pkg_check_modules(JEMALLOC IMPORTED_TARGET jemalloc)
 add_library(netbox_allocator INTERFACE)
-if(JEMALLOC_FOUND AND NOT CMAKE_BUILD_TYPE MATCHES "^(Asan|Tsan)$")
+# Its static archive where there is one: Debian's libjemalloc.so needs libstdc++.so (for its
+# operator new), which would otherwise come back with it (see RE2 above).
+find_library(NETBOX_JEMALLOC_ARCHIVE NAMES libjemalloc_pic.a)
+if(JEMALLOC_FOUND AND NETBOX_JEMALLOC_ARCHIVE AND NOT CMAKE_BUILD_TYPE MATCHES "^(Asan|Tsan)$")
+  target_link_libraries(netbox_allocator INTERFACE ${NETBOX_JEMALLOC_ARCHIVE} Threads::Threads ${CMAKE_DL_LIBS} m)
+elseif(JEMALLOC_FOUND AND NOT CMAKE_BUILD_TYPE MATCHES "^(Asan|Tsan)$")
   target_link_libraries(netbox_allocator INTERFACE PkgConfig::JEMALLOC)
 elseif(NOT CMAKE_BUILD_TYPE MATCHES "^(Asan|Tsan)$")
   message(WARNING "jemalloc not found (libjemalloc-dev): netbox falls back to glibc malloc")

@@ -1,7 +1,7 @@
 #include "netbox/launcher/agent_link.hpp"
 
 #include "netbox/launcher/nft_rules.hpp"
-#include "netbox/launcher/veth.hpp"
+#include "netbox/launcher/rtnetlink.hpp"
 
 #include <arpa/inet.h>
 #include <fcntl.h>

@@ -143,20 +143,79 @@ struct AgentStdio::State {
     return false;
   }
 
-  void relay() {
-    std::vector<char> buf(kChunk);
+  // The launcher's stdin on its way to the agent: what was read and not yet written.
+  struct StdinRelay {
     std::string pending;
     std::size_t sent = 0;
-    bool stdin_open = in_dst >= 0;
+    bool open = false;
+  };
+
+  std::vector<pollfd> poll_set(const StdinRelay& in) const {
+    std::vector<pollfd> fds;
+    fds.push_back({wake, POLLIN, 0});
+    if (winch >= 0) fds.push_back({winch, POLLIN, 0});
+    for (const auto& o : outputs)
+      if (o.src >= 0) fds.push_back({o.src, POLLIN, 0});
+    if (in.open && in_dst >= 0 && in.pending.empty()) fds.push_back({0, POLLIN, 0});
+    if (in_dst >= 0 && !in.pending.empty()) fds.push_back({in_dst, POLLOUT, 0});
+    return fds;
+  }
+
+  void resize_window() {
+    signalfd_siginfo si{};
+    while (::read(winch, &si, sizeof si) == sizeof si) {
+    }
+    if (pty.master >= 0) copy_window_size(terminal, pty.master);
+  }
+
+  void read_stdin(StdinRelay& in, std::vector<char>& buf) {
+    ssize_t n = ::read(0, buf.data(), kChunk);
+    if (n > 0) {
+      in.pending.assign(buf.data(), static_cast<std::size_t>(n));
+      in.sent = 0;
+    } else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
+      // EOF (or a terminal we may no longer read, in the background): the agent
+      // sees EOF on its pipe.
+      in.open = false;
+      if (in_is_pipe) close_fd(in_dst);
+    }
+  }
+
+  void write_stdin(StdinRelay& in) {
+    ssize_t w = ::write(in_dst, in.pending.data() + in.sent, in.pending.size() - in.sent);
+    if (w > 0) in.sent += static_cast<std::size_t>(w);
+    if (w < 0 && errno != EINTR && errno != EAGAIN) {
+      // The agent closed its stdin: nothing more goes there.
+      in.pending.clear();
+      in.open = false;
+      if (in_is_pipe) close_fd(in_dst);
+    } else if (in.sent == in.pending.size()) {
+      in.pending.clear();
+    }
+  }
+
+  // The agent and everything in its namespace are gone: what they wrote is buffered
+  // in the pipes and the pty. Copy it, but do not wait for more (a descriptor passed
+  // to a process outside could otherwise hold the launch open).
+  void drain(std::vector<char>& buf) {
+    for (auto& o : outputs) {
+      if (o.src < 0) continue;
+      set_nonblocking(o.src);
+      while (o.src >= 0) {
+        ssize_t n = ::read(o.src, buf.data(), kChunk);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0 || !write_out(o, buf.data(), static_cast<std::size_t>(n))) break;
+      }
+      if (o.guard) write_held(o);
+    }
+  }
+
+  void relay() {
+    std::vector<char> buf(kChunk);
+    StdinRelay in;
+    in.open = in_dst >= 0;
     for (;;) {
-      std::vector<pollfd> fds;
-      fds.push_back({wake, POLLIN, 0});
-      if (winch >= 0) fds.push_back({winch, POLLIN, 0});
-      for (auto& o : outputs)
-        if (o.src >= 0) fds.push_back({o.src, POLLIN, 0});
-      const bool want_stdin = stdin_open && in_dst >= 0 && pending.empty();
-      if (want_stdin) fds.push_back({0, POLLIN, 0});
-      if (in_dst >= 0 && !pending.empty()) fds.push_back({in_dst, POLLOUT, 0});
+      std::vector<pollfd> fds = poll_set(in);
       // A line's start held back (it could become "netbox...") is shown, marked, once
       // the agent has been quiet a moment: a prompt is not held for ever.
       const int ready = ::poll(fds.data(), fds.size(), holding() ? kHeldMs : -1);
@@ -168,51 +227,18 @@ struct AgentStdio::State {
       for (const auto& pf : fds) {
         if (!pf.revents) continue;
         if (pf.fd == winch) {
-          signalfd_siginfo si{};
-          while (::read(winch, &si, sizeof si) == sizeof si) {
-          }
-          if (pty.master >= 0) copy_window_size(terminal, pty.master);
+          resize_window();
         } else if (pf.fd == 0 && pf.events == POLLIN) {
-          ssize_t n = ::read(0, buf.data(), kChunk);
-          if (n > 0) {
-            pending.assign(buf.data(), static_cast<std::size_t>(n));
-            sent = 0;
-          } else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
-            // EOF (or a terminal we may no longer read, in the background): the agent
-            // sees EOF on its pipe.
-            stdin_open = false;
-            if (in_is_pipe) close_fd(in_dst);
-          }
+          read_stdin(in, buf);
         } else if (pf.fd == in_dst && pf.events == POLLOUT) {
-          ssize_t w = ::write(in_dst, pending.data() + sent, pending.size() - sent);
-          if (w > 0) sent += static_cast<std::size_t>(w);
-          if (w < 0 && errno != EINTR && errno != EAGAIN) {
-            // The agent closed its stdin: nothing more goes there.
-            pending.clear();
-            stdin_open = false;
-            if (in_is_pipe) close_fd(in_dst);
-          } else if (sent == pending.size()) {
-            pending.clear();
-          }
+          write_stdin(in);
         } else {
           for (auto& o : outputs)
             if (o.src == pf.fd && o.src >= 0) copy_once(o, buf.data());
         }
       }
     }
-    // The agent and everything in its namespace are gone: what they wrote is buffered
-    // in the pipes and the pty. Copy it, but do not wait for more (a descriptor passed
-    // to a process outside could otherwise hold the launch open).
-    for (auto& o : outputs) {
-      if (o.src < 0) continue;
-      set_nonblocking(o.src);
-      while (o.src >= 0) {
-        ssize_t n = ::read(o.src, buf.data(), kChunk);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0 || !write_out(o, buf.data(), static_cast<std::size_t>(n))) break;
-      }
-      if (o.guard) write_held(o);
-    }
+    drain(buf);
   }
 };
 

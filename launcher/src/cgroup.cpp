@@ -206,78 +206,66 @@ std::string oom_report(const CgroupUsage& usage, const CgroupLimits& limits, int
          " of the agent killed for running out of memory (" + flag + ")";
 }
 
-AgentCgroup::AgentCgroup(const CgroupPlan& plan, const std::string& name, const fs::path& state_dir) {
-  // A limit that cannot be had stops the launch, unless the user accepted that.
-  auto fail = [this, &plan](const std::string& why) {
-    if (plan.allow_degraded) {
-      std::cerr << "netbox launch: warning: " << why << "; running without it (--allow-degraded cgroup)\n";
-      return;
-    }
-    std::string text = why + " (--allow-degraded cgroup runs the agent without it)";
-    for (const auto& d : dirs_) remove_cgroup(d, version_);
-    std::error_code ec;
-    if (!record_.empty()) fs::remove(record_, ec);
-    throw LaunchError(kExitLauncherFailure, text);
-  };
-  for (const auto& m : plan.missing) fail(m);
-  if (plan.version == CgroupVersion::none || plan.parents.empty()) return;
+void AgentCgroup::fail(const CgroupPlan& plan, const std::string& why) {
+  if (plan.allow_degraded) {
+    std::cerr << "netbox launch: warning: " << why << "; running without it (--allow-degraded cgroup)\n";
+    return;
+  }
+  std::string text = why + " (--allow-degraded cgroup runs the agent without it)";
+  for (const auto& d : dirs_) remove_cgroup(d, version_);
+  std::error_code ec;
+  if (!record_.empty()) fs::remove(record_, ec);
+  throw LaunchError(kExitLauncherFailure, text);
+}
 
-  // The record comes first, so a launcher killed at any point leaves nothing gc cannot find.
+// The record comes first, so a launcher killed at any point leaves nothing gc cannot find.
+void AgentCgroup::write_record(const CgroupPlan& plan, const std::string& name, const fs::path& state_dir) {
   std::error_code ec;
   fs::create_directories(records_dir(state_dir), ec);
   record_ = records_dir(state_dir) / (name + ".json");
-  {
-    nlohmann::json rec = {{"pid", ::getpid()},
-                          {"start_time", process_start_time(::getpid())},
-                          {"version", plan.backend()},
-                          {"dirs", nlohmann::json::array()}};
-    std::set<fs::path> planned;
-    for (const auto& [c, parent] : plan.parents) planned.insert(parent / name);
-    for (const auto& d : planned) rec["dirs"].push_back(d.string());
-    // Written whole under another name, then renamed: a `netbox gc` running meanwhile
-    // must never read a half-written record as an empty one and take this launch's
-    // cgroup for nobody's.
-    const fs::path partial = records_dir(state_dir) / ("." + name + ".partial");
-    std::ofstream(partial) << rec.dump() << "\n";
-    fs::rename(partial, record_, ec);
-  }
-  version_ = plan.version;
-  // Only what the plan has a controller for is written (the rest was accepted missing).
-  CgroupLimits limits = plan.limits;
-  if (!plan.parents.contains("memory")) limits.memory_bytes.reset();
-  if (!plan.parents.contains("cpu")) limits.cpus.reset();
-  if (!plan.parents.contains("pids")) limits.pids.reset();
-  const auto required = required_controllers(limits);
+  nlohmann::json rec = {{"pid", ::getpid()},
+                        {"start_time", process_start_time(::getpid())},
+                        {"version", plan.backend()},
+                        {"dirs", nlohmann::json::array()}};
+  std::set<fs::path> planned;
+  for (const auto& [c, parent] : plan.parents) planned.insert(parent / name);
+  for (const auto& d : planned) rec["dirs"].push_back(d.string());
+  // Written whole under another name, then renamed: a `netbox gc` running meanwhile
+  // must never read a half-written record as an empty one and take this launch's
+  // cgroup for nobody's.
+  const fs::path partial = records_dir(state_dir) / ("." + name + ".partial");
+  std::ofstream(partial) << rec.dump() << "\n";
+  fs::rename(partial, record_, ec);
+}
 
-  if (plan.version == CgroupVersion::v2) {
-    auto parent = cgroup_v2::prepare_parent(plan.unified_mount, plan.unified_own, required);
-    if (!parent) {
-      fail(flags_for(required, limits) + ": cgroup v2 gives neither the launcher's cgroup " + plan.unified_own.string() +
-           " nor " + (plan.unified_mount / "netbox.slice").string() + " the controllers " +
-           [&] {
-             std::string s;
-             for (const auto& c : required) s += (s.empty() ? "" : " ") + c;
-             return s;
-           }());
-      version_ = CgroupVersion::none;
-      return;
-    }
-    const fs::path dir = *parent / name;
-    if (::mkdir(dir.c_str(), 0755) != 0) {
-      fail(flags_for(required, limits) + ": cannot create the cgroup " + dir.string() + ": " + std::strerror(errno));
-      version_ = CgroupVersion::none;
-      return;
-    }
-    dirs_.push_back(dir);
-    for (const auto& c : required) dir_for_[c] = dir;
-    try {
-      cgroup_v2::apply_limits(dir, limits);
-    } catch (const std::exception& e) {
-      fail(e.what());
-    }
+void AgentCgroup::make_v2(const CgroupPlan& plan, const std::string& name, const CgroupLimits& limits) {
+  const auto required = required_controllers(limits);
+  auto parent = cgroup_v2::prepare_parent(plan.unified_mount, plan.unified_own, required);
+  if (!parent) {
+    std::string names;
+    for (const auto& c : required) names += (names.empty() ? "" : " ") + c;
+    fail(plan, flags_for(required, limits) + ": cgroup v2 gives neither the launcher's cgroup " +
+                   plan.unified_own.string() + " nor " + (plan.unified_mount / "netbox.slice").string() +
+                   " the controllers " + names);
+    version_ = CgroupVersion::none;
     return;
   }
+  const fs::path dir = *parent / name;
+  if (::mkdir(dir.c_str(), 0755) != 0) {
+    fail(plan, flags_for(required, limits) + ": cannot create the cgroup " + dir.string() + ": " + std::strerror(errno));
+    version_ = CgroupVersion::none;
+    return;
+  }
+  dirs_.push_back(dir);
+  for (const auto& c : required) dir_for_[c] = dir;
+  try {
+    cgroup_v2::apply_limits(dir, limits);
+  } catch (const std::exception& e) {
+    fail(plan, e.what());
+  }
+}
 
+void AgentCgroup::make_v1(const CgroupPlan& plan, const std::string& name, const CgroupLimits& limits) {
   for (const auto& [controller, parent] : plan.parents) {
     const fs::path dir = parent / name;
     // Co-mounted controllers (cpu,cpuacct) share one folder.
@@ -285,7 +273,8 @@ AgentCgroup::AgentCgroup(const CgroupPlan& plan, const std::string& name, const 
       if (::mkdir(dir.c_str(), 0755) != 0) {
         const int err = errno;
         if (controller != "cpuacct" && controller != "freezer")  // their absence limits nothing
-          fail(flag_for(controller, limits) + ": cannot create the cgroup " + dir.string() + ": " + std::strerror(err));
+          fail(plan, flag_for(controller, limits) + ": cannot create the cgroup " + dir.string() + ": " +
+                         std::strerror(err));
         continue;
       }
       dirs_.push_back(dir);
@@ -297,8 +286,24 @@ AgentCgroup::AgentCgroup(const CgroupPlan& plan, const std::string& name, const 
       std::cerr << "netbox launch: note: this kernel does not account swap per cgroup (swapaccount=0): --memory "
                 << limits.memory_text << " limits RAM, and swap is only discouraged\n";
   } catch (const std::exception& e) {
-    fail(e.what());
+    fail(plan, e.what());
   }
+}
+
+AgentCgroup::AgentCgroup(const CgroupPlan& plan, const std::string& name, const fs::path& state_dir) {
+  for (const auto& m : plan.missing) fail(plan, m);
+  if (plan.version == CgroupVersion::none || plan.parents.empty()) return;
+  write_record(plan, name, state_dir);
+  version_ = plan.version;
+  // Only what the plan has a controller for is written (the rest was accepted missing).
+  CgroupLimits limits = plan.limits;
+  if (!plan.parents.contains("memory")) limits.memory_bytes.reset();
+  if (!plan.parents.contains("cpu")) limits.cpus.reset();
+  if (!plan.parents.contains("pids")) limits.pids.reset();
+  if (plan.version == CgroupVersion::v2)
+    make_v2(plan, name, limits);
+  else
+    make_v1(plan, name, limits);
 }
 
 AgentCgroup::~AgentCgroup() {

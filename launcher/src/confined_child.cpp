@@ -1,12 +1,12 @@
 #include "netbox/launcher/confined_child.hpp"
 
+#include "netbox/launcher/child_pipes.hpp"
 #include "netbox/launcher/environment.hpp"
 #include "netbox/launcher/exit_status.hpp"
 #include "netbox/launcher/launch.hpp"
 #include "netbox/launcher/mounts.hpp"
-#include "netbox/launcher/nft_rules.hpp"
 #include "netbox/launcher/supervisor.hpp"
-#include "netbox/launcher/veth.hpp"
+#include "netbox/launcher/rtnetlink.hpp"
 
 #include <fcntl.h>
 #include <sched.h>
@@ -21,7 +21,6 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
-#include <charconv>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -31,65 +30,19 @@
 namespace netbox::launcher {
 namespace {
 
-// What the agent tells the launcher when it cannot exec (the pipe is CLOEXEC, so a
-// successful exec reads as EOF).
-// launcher -> child on the go pipe: the veth's peer is in the child's namespace.
-constexpr char kLinkReady = 'L';
-// launcher -> child, after the port: the host's rules are installed, the agent may run.
-constexpr char kHostRulesIn = 'G';
-
-struct ExecFailure {
-  int err = 0;
-  char step[96] = {};
-};
-
-bool write_all(int fd, const void* data, std::size_t size) {
-  const char* p = static_cast<const char*>(data);
+// For the init's own lines on stderr (it never throws on a closed terminal).
+void write_all(int fd, const char* data, std::size_t size) {
   while (size > 0) {
-    ssize_t n = ::write(fd, p, size);
+    ssize_t n = ::write(fd, data, size);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    p += n;
+    if (n <= 0) return;
+    data += n;
     size -= static_cast<std::size_t>(n);
   }
-  return true;
-}
-
-// Reads until EOF or `size` bytes; returns how many were read.
-std::size_t read_full(int fd, void* data, std::size_t size) {
-  char* p = static_cast<char*>(data);
-  std::size_t got = 0;
-  while (got < size) {
-    ssize_t n = ::read(fd, p + got, size - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    got += static_cast<std::size_t>(n);
-  }
-  return got;
-}
-
-std::string read_to_eof(int fd) {
-  std::string out;
-  char buf[512];
-  for (;;) {
-    ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    out.append(buf, static_cast<std::size_t>(n));
-  }
-  return out;
-}
-
-void close_fd(int& fd) {
-  if (fd >= 0) ::close(fd);
-  fd = -1;
 }
 
 [[noreturn]] void agent_fail(int exec_fd, int err, const char* step, int code) {
-  ExecFailure f;
-  f.err = err;
-  std::strncpy(f.step, step, sizeof f.step - 1);
-  write_all(exec_fd, &f, sizeof f);
+  ChildPipes::exec_failed(exec_fd, err, step);
   _exit(code);
 }
 
@@ -263,15 +216,16 @@ int exec_like_a_shell(ExecPlan& p, int* err) {
 // --workdir-quota, once the agent has exited: everything else in the namespace is
 // killed and reaped first, so nothing writes while the upper layer is read; then what
 // was written is counted, and committed onto the host's workdir or discarded.
-int finish_workdir_overlay(const WorkdirOverlay& overlay, bool commit, int agent_status, int report_fd) {
+int finish_workdir_overlay(const WorkdirOverlay& overlay, bool commit, int agent_status, ChildPipes& pipes) {
   kill(-1, SIGKILL);
   for (;;) {
     pid_t r = waitpid(-1, nullptr, 0);
     if (r < 0 && errno != EINTR) break;
   }
-  const std::string written = std::to_string(overlay_bytes_written(overlay.upper_fd));
+  const std::uint64_t bytes = overlay_bytes_written(overlay.upper_fd);
+  const std::string written = std::to_string(bytes);
   // For the agents row; the launcher reads it once this process is gone.
-  write_all(report_fd, written.data(), written.size());
+  pipes.report_workdir_bytes(bytes);
   std::string msg = "netbox launch: --workdir-quota: " + written + " bytes written in " + overlay.path;
   int status = agent_status;
   if (!commit) {
@@ -301,15 +255,6 @@ void setup_step(std::string& error, Step&& step) {
   }
 }
 
-// PID 1 of the new PID namespace. A PID 1 ignores signals it has no handler for, so
-// the agent cannot be PID 1 itself; this init forwards signals to it and reaps.
-//
-// Setup runs in three stages so that it overlaps the launcher's own work: mounts and
-// loopback at once, eth0 once the launcher has moved the veth in, the output rules
-// once the proxy's port is known (while the launcher installs the host's). The agent
-// is forked only on the launcher's go, sent once the host's rules are in place. A
-// failure is reported only after the go was read, so the launcher never writes into
-// a pipe nobody reads any more.
 // The kernel's OOM killer picks by resident size, and the init, a copy of the launcher,
 // counts every page it shares with it (an embedded proxy's buffers, a sanitizer's shadow):
 // under a --memory limit it could be chosen over the agent's process that grew, and its
@@ -326,15 +271,8 @@ void set_oom_score_adj(const char* value) {
   close(fd);
 }
 
-[[noreturn]] void init_main(const ChildSpec& spec, int go_fd, int status_fd, int exec_fd, int report_fd) {
-  prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-  // Out of the launcher's session and process group (so no terminal signal or kill(0)
-  // meant for the launcher reaches it), holding the agent's stdio, not the launcher's.
-  setsid();
-  rename_init();
-  for (int fd = 0; fd < 3; ++fd)
-    if (spec.stdio[static_cast<std::size_t>(fd)] != fd) dup2(spec.stdio[static_cast<std::size_t>(fd)], fd);
-  std::string error;
+// The init's own setup, before the launcher's go: hostname, mounts, loopback.
+WorkdirOverlay setup_namespaces(const ChildSpec& spec, std::string& error) {
   WorkdirOverlay overlay;
   setup_step(error, [&] {
     if (sethostname(spec.hostname.data(), spec.hostname.size()) != 0)
@@ -345,50 +283,29 @@ void set_oom_score_adj(const char* value) {
     if (chdir("/") != 0) throw std::runtime_error(std::string("chdir /: ") + std::strerror(errno));
     set_link_up("lo");
   });
-  // EOF here means the launcher gave up (or died) before the network was ready.
-  char linked = 0;
-  if (read_full(go_fd, &linked, 1) != 1 || linked != kLinkReady) _exit(kExitLauncherFailure);
-  ProxyPorts ports;
-  if (read_full(go_fd, &ports, sizeof ports) != sizeof ports) _exit(kExitLauncherFailure);
-  // The proxy has its audit database open by now, so its -wal and -shm exist too.
-  setup_step(error, [&] { hide_paths(spec.hidden); });
-  // The agent must not run before the host's rules are in place: the launcher says so.
-  char go = 0;
-  if (read_full(go_fd, &go, 1) != 1 || go != kHostRulesIn) _exit(kExitLauncherFailure);
-  close_fd(go_fd);
-  if (!error.empty()) {
-    std::string msg = "E" + error;
-    write_all(status_fd, msg.data(), msg.size());
-    _exit(kExitLauncherFailure);
-  }
-  pid_t agent = fork();
-  if (agent < 0) {
-    std::string msg = std::string("Efork: ") + std::strerror(errno);
-    write_all(status_fd, msg.data(), msg.size());
-    _exit(kExitLauncherFailure);
-  }
-  if (agent == 0) {
-    close_fd(status_fd);
-    set_oom_score_adj("1000");
-    agent_main(spec, ports, exec_fd);
-  }
-  write_all(status_fd, "R", 1);
-  close_fd(status_fd);
-  close_fd(exec_fd);
-  // Everything but the workdir overlay's two descriptors and the report pipe.
-  if (overlay.active()) {
-    std::array<int, 3> keep{overlay.upper_fd, overlay.host_fd, report_fd};
-    std::sort(keep.begin(), keep.end());
-    unsigned from = 3;
-    for (int fd : keep) {
-      if (static_cast<unsigned>(fd) > from) ::close_range(from, static_cast<unsigned>(fd) - 1, 0);
-      from = std::max(from, static_cast<unsigned>(fd) + 1);
-    }
-    ::close_range(from, ~0U, 0);
-  } else {
-    ::close_range(3, ~0U, 0);
-  }
+  return overlay;
+}
 
+// Everything but the workdir overlay's two descriptors and the report pipe.
+void close_all_but_overlay(const WorkdirOverlay& overlay, int report_fd) {
+  if (!overlay.active()) {
+    ::close_range(3, ~0U, 0);
+    return;
+  }
+  std::array<int, 3> keep{overlay.upper_fd, overlay.host_fd, report_fd};
+  std::sort(keep.begin(), keep.end());
+  unsigned from = 3;
+  for (int fd : keep) {
+    if (static_cast<unsigned>(fd) > from) ::close_range(from, static_cast<unsigned>(fd) - 1, 0);
+    from = std::max(from, static_cast<unsigned>(fd) + 1);
+  }
+  ::close_range(from, ~0U, 0);
+}
+
+// Forwards the launcher's signals to the agent and reaps until the agent is gone; exits
+// with its status (the kernel then kills the rest of the namespace).
+[[noreturn]] void forward_and_reap(const ChildSpec& spec, pid_t agent, const WorkdirOverlay& overlay,
+                                   ChildPipes& pipes) {
   int count = 0;
   const int* sigs = forwarded_signals(&count);
   struct sigaction sa {};
@@ -408,8 +325,8 @@ void set_oom_score_adj(const char* value) {
     while ((r = waitpid(-1, &status, WNOHANG)) > 0)
       if (r == agent) {
         int code = shell_exit_status(status);
-        if (overlay.active()) code = finish_workdir_overlay(overlay, spec.commit_workdir, code, report_fd);
-        _exit(code);  // the kernel then kills the rest of the namespace
+        if (overlay.active()) code = finish_workdir_overlay(overlay, spec.commit_workdir, code, pipes);
+        _exit(code);
       }
     if (r < 0 && errno == ECHILD) _exit(kExitLauncherFailure);
     siginfo_t info{};
@@ -420,57 +337,77 @@ void set_oom_score_adj(const char* value) {
   }
 }
 
+// PID 1 of the new PID namespace. A PID 1 ignores signals it has no handler for, so
+// the agent cannot be PID 1 itself; this init forwards signals to it and reaps.
+//
+// Setup overlaps the launcher's own work (the protocol is child_pipes.hpp): mounts and
+// loopback at once; netbox's files hidden once the proxy's ports arrive (the proxy has
+// its audit database open by then, so its -wal and -shm exist too); the agent forked only
+// on the launcher's release. A failure is reported only after the release was read, so
+// the launcher never writes into a pipe nobody reads any more.
+[[noreturn]] void init_main(const ChildSpec& spec, ChildPipes& pipes) {
+  prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+  // Out of the launcher's session and process group (so no terminal signal or kill(0)
+  // meant for the launcher reaches it), holding the agent's stdio, not the launcher's.
+  setsid();
+  rename_init();
+  for (int fd = 0; fd < 3; ++fd)
+    if (spec.stdio[static_cast<std::size_t>(fd)] != fd) dup2(spec.stdio[static_cast<std::size_t>(fd)], fd);
+  std::string error;
+  WorkdirOverlay overlay = setup_namespaces(spec, error);
+  // Nothing here means the launcher gave up (or died) before the proxy had the sockets.
+  const std::optional<ProxyPorts> ports = pipes.read_ports();
+  if (!ports) _exit(kExitLauncherFailure);
+  setup_step(error, [&] { hide_paths(spec.hidden); });
+  if (!pipes.read_release()) _exit(kExitLauncherFailure);
+  if (!error.empty()) {
+    pipes.reply_failed(error);
+    _exit(kExitLauncherFailure);
+  }
+  pid_t agent = fork();
+  if (agent < 0) {
+    pipes.reply_failed(std::string("fork: ") + std::strerror(errno));
+    _exit(kExitLauncherFailure);
+  }
+  if (agent == 0) {
+    pipes.close_status();
+    set_oom_score_adj("1000");
+    agent_main(spec, *ports, pipes.exec_fd());
+  }
+  pipes.reply_ready();
+  pipes.close_exec();
+  close_all_but_overlay(overlay, pipes.report_fd());
+  forward_and_reap(spec, agent, overlay, pipes);
+}
+
 }  // namespace
 
 ConfinedChild ConfinedChild::spawn(const ChildSpec& spec) {
-  int go[2], status[2], exec[2], report[2];
-  if (pipe2(go, O_CLOEXEC) != 0 || pipe2(status, O_CLOEXEC) != 0 || pipe2(exec, O_CLOEXEC) != 0 ||
-      pipe2(report, O_CLOEXEC) != 0)
-    throw LaunchError(kExitLauncherFailure, std::string("pipe: ") + std::strerror(errno));
+  ChildPipes pipes = ChildPipes::open();
   // clone without a new stack behaves like fork, in new namespaces.
   long pid = syscall(SYS_clone, CLONE_NEWNET | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS | SIGCHLD,
                      nullptr, nullptr, nullptr, nullptr);
-  if (pid < 0) {
-    int err = errno;
-    for (int fd : {go[0], go[1], status[0], status[1], exec[0], exec[1], report[0], report[1]}) ::close(fd);
+  if (pid < 0)
     throw LaunchError(kExitLauncherFailure, std::string("cannot create the agent's namespaces (clone): ") +
-                                                std::strerror(err));
-  }
+                                                std::strerror(errno));
   if (pid == 0) {
-    ::close(go[1]);
-    ::close(status[0]);
-    ::close(exec[0]);
-    ::close(report[0]);
-    init_main(spec, go[0], status[1], exec[1], report[1]);
+    pipes.keep_child_ends();
+    init_main(spec, pipes);
   }
-  ::close(go[0]);
-  ::close(status[1]);
-  ::close(exec[1]);
-  ::close(report[1]);
-  ConfinedChild child;
+  pipes.keep_launcher_ends();
+  ConfinedChild child(std::move(pipes));
   child.pid_ = static_cast<pid_t>(pid);
-  child.go_fd_ = go[1];
-  child.status_fd_ = status[0];
-  child.exec_fd_ = exec[0];
-  child.report_fd_ = report[0];
   child.command0_ = spec.command.empty() ? "" : spec.command.front();
   return child;
 }
 
 ConfinedChild::ConfinedChild(ConfinedChild&& o) noexcept
     : pid_(std::exchange(o.pid_, -1)),
-      go_fd_(std::exchange(o.go_fd_, -1)),
-      status_fd_(std::exchange(o.status_fd_, -1)),
-      exec_fd_(std::exchange(o.exec_fd_, -1)),
-      report_fd_(std::exchange(o.report_fd_, -1)),
+      pipes_(std::move(o.pipes_)),
       owned_(std::exchange(o.owned_, false)),
       command0_(std::move(o.command0_)) {}
 
 ConfinedChild::~ConfinedChild() {
-  close_fd(go_fd_);
-  close_fd(status_fd_);
-  close_fd(exec_fd_);
-  close_fd(report_fd_);
   if (owned_ && pid_ > 0) {
     kill(pid_, SIGKILL);  // PID 1 of the namespace: everything in it dies too
     int st = 0;
@@ -479,52 +416,33 @@ ConfinedChild::~ConfinedChild() {
   }
 }
 
-void ConfinedChild::link_ready() {
-  if (!write_all(go_fd_, &kLinkReady, 1))
-    throw LaunchError(kExitLauncherFailure, "the confined child exited before its network was set up");
-}
-
 void ConfinedChild::send_ports(const ProxyPorts& ports) {
-  // A plain struct of ports between two halves of one binary: sent as its bytes.
-  if (!write_all(go_fd_, &ports, sizeof ports))
+  if (!pipes_.send_ports(ports))
     throw LaunchError(kExitLauncherFailure, "the confined child exited before its network was set up");
 }
 
 void ConfinedChild::release() {
-  if (!write_all(go_fd_, &kHostRulesIn, 1))
+  if (!pipes_.send_release())
     throw LaunchError(kExitLauncherFailure, "the confined child exited before its network was set up");
-  close_fd(go_fd_);
-  std::string reply = read_to_eof(status_fd_);
-  close_fd(status_fd_);
-  if (reply == "R") return;
-  if (!reply.empty() && reply[0] == 'E')
-    throw LaunchError(kExitLauncherFailure, "setting up the agent's namespaces failed: " + reply.substr(1));
+  const SetupReply reply = pipes_.read_setup_reply();
+  if (reply.ready) return;
+  if (!reply.error.empty())
+    throw LaunchError(kExitLauncherFailure, "setting up the agent's namespaces failed: " + reply.error);
   throw LaunchError(kExitLauncherFailure, "the confined child exited during setup");
 }
 
 void ConfinedChild::wait_for_exec() {
-  ExecFailure f;
-  std::size_t n = read_full(exec_fd_, &f, sizeof f);
-  close_fd(exec_fd_);
-  if (n == 0) return;
-  if (n != sizeof f) throw LaunchError(kExitLauncherFailure, "the agent exited before exec");
-  f.step[sizeof f.step - 1] = '\0';
-  if (std::strcmp(f.step, "exec") == 0) {
-    if (f.err == ENOENT) throw LaunchError(kExitNotFound, command0_ + ": command not found");
-    throw LaunchError(kExitNotExecutable, command0_ + ": cannot execute: " + std::strerror(f.err));
+  const std::optional<ExecFailure> f = pipes_.read_exec_failure();
+  if (!f) return;
+  if (f->step[0] == '\0') throw LaunchError(kExitLauncherFailure, "the agent exited before exec");
+  if (std::strcmp(f->step, "exec") == 0) {
+    if (f->err == ENOENT) throw LaunchError(kExitNotFound, command0_ + ": command not found");
+    throw LaunchError(kExitNotExecutable, command0_ + ": cannot execute: " + std::strerror(f->err));
   }
   throw LaunchError(kExitLauncherFailure,
-                    std::string("preparing the agent failed at ") + f.step + ": " + std::strerror(f.err));
+                    std::string("preparing the agent failed at ") + f->step + ": " + std::strerror(f->err));
 }
 
-std::optional<std::uint64_t> ConfinedChild::workdir_bytes_written() {
-  std::string text = read_to_eof(report_fd_);
-  close_fd(report_fd_);
-  if (text.empty()) return std::nullopt;
-  std::uint64_t n = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
-  if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
-  return n;
-}
+std::optional<std::uint64_t> ConfinedChild::workdir_bytes_written() { return pipes_.read_workdir_bytes(); }
 
 }  // namespace netbox::launcher

@@ -29,7 +29,7 @@ class EmbeddedProxy final : public ProxyLink {
   ~EmbeddedProxy() override { stop(); }
 
   // Opening the audit database and creating the io threads take a few ms and need
-  // no address; the listener is added in attach, once the veth's address exists.
+  // no agent; its sockets are added in attach, once they are made in its namespace.
   void prepare() override {
     try {
       if (audit_db_.empty()) {

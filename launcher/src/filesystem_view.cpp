@@ -219,11 +219,19 @@ std::string why_not_writable(const fs::path& path, const std::optional<fs::path>
   return {};
 }
 
-FilesystemView plan_filesystem_view(const FilesystemRequest& r, DegradedLayers& degraded) {
-  FilesystemView view;
-  AgentMounts& m = view.mounts;
+namespace {
 
-  // Bad input first (exit 2), then what cannot be applied (exit 125).
+// A --rw or --ro path as asked for and where it is shown.
+struct Wanted {
+  const char* flag;
+  std::string given;
+  fs::path path;    // canonical: what is bound
+  fs::path placed;  // where it is shown
+  bool writable;
+};
+
+// --workdir, checked (bad input: exit 2); nullopt without the flag.
+std::optional<fs::path> workdir_flag(const FilesystemRequest& r, FilesystemView& view) {
   std::optional<fs::path> workdir;
   if (r.workdir) {
     workdir = resolve("--workdir", *r.workdir, r.cwd);
@@ -235,13 +243,10 @@ FilesystemView plan_filesystem_view(const FilesystemRequest& r, DegradedLayers& 
     if (auto shared = shared_folder(*workdir, r.secret_homes); !shared.empty())
       view.warnings.push_back("--workdir " + workdir->string() + " is " + shared + "; it is writable as asked");
   }
-  struct Wanted {
-    const char* flag;
-    std::string given;
-    fs::path path;    // canonical: what is bound
-    fs::path placed;  // where it is shown
-    bool writable;
-  };
+  return workdir;
+}
+
+std::vector<Wanted> wanted_binds(const FilesystemRequest& r) {
   std::vector<Wanted> wanted;
   for (const auto& v : r.rw) {
     fs::path p = resolve("--rw", v, r.cwd);
@@ -255,6 +260,10 @@ FilesystemView plan_filesystem_view(const FilesystemRequest& r, DegradedLayers& 
       throw LaunchError(kExitUsage, "--ro '" + v + "': refused: " + k + " is the kernel's; the agent has its own");
     wanted.push_back({"--ro", v, p, placed_path(p, v, r.cwd), false});
   }
+  return wanted;
+}
+
+std::vector<fs::path> hidden_flags(const FilesystemRequest& r) {
   std::vector<fs::path> hides;
   for (const auto& v : r.hide) {
     fs::path p = resolve("--hide", v, r.cwd);
@@ -263,6 +272,13 @@ FilesystemView plan_filesystem_view(const FilesystemRequest& r, DegradedLayers& 
     hides.push_back(placed_path(p, v, r.cwd));
   }
 
+  return hides;
+}
+
+// The workdir the agent gets: the flag's if it exists (else degraded, or exit 125), else
+// the current directory unless it is a shared or system folder.
+void settle_workdir(const FilesystemRequest& r, std::optional<fs::path>& workdir, FilesystemView& view,
+                    DegradedLayers& degraded) {
   if (workdir) {
     if (!path_exists(*workdir)) {
       if (!degraded.accepts("workdir"))
@@ -291,6 +307,11 @@ FilesystemView plan_filesystem_view(const FilesystemRequest& r, DegradedLayers& 
       view.no_workdir_reason = "the current directory " + cwd.string() + " may not be writable (" + why +
                                "); give --workdir";
   }
+}
+
+// --workdir-quota's size, 0 without it (or degraded for want of overlayfs).
+std::uint64_t workdir_quota(const FilesystemRequest& r, const std::optional<fs::path>& workdir,
+                            const FilesystemView& view, DegradedLayers& degraded) {
   if (r.commit && r.workdir_quota == 0)
     throw LaunchError(kExitUsage, "--commit: only with --workdir-quota (without it the workdir is written in place)");
   std::uint64_t quota = r.workdir_quota;
@@ -310,6 +331,14 @@ FilesystemView plan_filesystem_view(const FilesystemRequest& r, DegradedLayers& 
       quota = 0;
     }
   }
+  return quota;
+}
+
+// The workdir, --rw and --ro binds, the host-executed files in them kept read-only, in
+// the order they are mounted.
+void add_binds(const FilesystemRequest& r, const std::optional<fs::path>& workdir, std::uint64_t quota,
+               const std::vector<Wanted>& wanted, FilesystemView& view, DegradedLayers& degraded) {
+  AgentMounts& m = view.mounts;
   if (workdir) {
     view.workdir = workdir->string();
     view.workdir_quota = quota;
@@ -344,7 +373,10 @@ FilesystemView plan_filesystem_view(const FilesystemRequest& r, DegradedLayers& 
   };
   std::stable_sort(m.binds.begin(), m.binds.end(),
                    [&](const BindMount& a, const BindMount& b) { return depth(a) < depth(b); });
+}
 
+// The agent's HOME (a fresh tmpfs) and what is hidden: the usual credentials, --hide.
+void add_home_and_hidden(const FilesystemRequest& r, const std::vector<fs::path>& hides, AgentMounts& m) {
   const fs::path home = r.agent.home.empty() ? fs::path() : canonical_path(r.agent.home, "/");
   if (!home.empty() && home != "/" && is_dir(home) && why_not_writable(home, std::nullopt).find("system") ==
                                                                   std::string::npos) {
@@ -368,6 +400,20 @@ FilesystemView plan_filesystem_view(const FilesystemRequest& r, DegradedLayers& 
     }
   }
   for (const auto& p : hides) add_hidden(p);
+}
+
+}  // namespace
+
+FilesystemView plan_filesystem_view(const FilesystemRequest& r, DegradedLayers& degraded) {
+  FilesystemView view;
+  // Bad input first (exit 2), then what cannot be applied (exit 125).
+  std::optional<fs::path> workdir = workdir_flag(r, view);
+  const std::vector<Wanted> wanted = wanted_binds(r);
+  const std::vector<fs::path> hides = hidden_flags(r);
+  settle_workdir(r, workdir, view, degraded);
+  const std::uint64_t quota = workdir_quota(r, workdir, view, degraded);
+  add_binds(r, workdir, quota, wanted, view, degraded);
+  add_home_and_hidden(r, hides, view.mounts);
   return view;
 }
 

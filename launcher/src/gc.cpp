@@ -3,7 +3,7 @@
 #include "netbox/launcher/cgroup.hpp"
 #include "netbox/launcher/nft_rules.hpp"
 #include "netbox/launcher/subnet_pool.hpp"
-#include "netbox/launcher/veth.hpp"
+#include "netbox/launcher/rtnetlink.hpp"
 
 #include <net/if.h>
 
@@ -31,9 +31,33 @@ bool is_netbox_veth(const std::string& name) {
          name.find_first_not_of("0123456789abcdef", 3) == std::string::npos;
 }
 
+// Leftovers without any lease (the lease is written before either is created, so these
+// belong to nobody).
+void remove_orphans(const std::set<std::string>& live_veths, GcReport& report) {
+  try {
+    for (const auto& table : list_host_tables()) {
+      std::string veth = table.substr(std::string("netbox_").size());
+      if (live_veths.contains(veth)) continue;
+      if (remove_host_rules(veth)) report.removed.push_back("nftables table inet " + table);
+    }
+  } catch (const std::exception&) {
+  }
+  if (struct if_nameindex* links = if_nameindex()) {
+    for (auto* l = links; l->if_index != 0; ++l) {
+      std::string name = l->if_name;
+      if (!is_netbox_veth(name) || live_veths.contains(name)) continue;
+      try {
+        if (delete_link(name)) report.removed.push_back("link " + name);
+      } catch (const std::exception&) {
+      }
+    }
+    if_freenameindex(links);
+  }
+}
+
 }  // namespace
 
-GcReport collect_garbage_locked(const fs::path& state_dir) {
+GcReport collect_garbage_locked(const fs::path& state_dir, bool orphans) {
   GcReport report;
   std::set<std::string> live_veths;
   std::error_code ec;
@@ -43,6 +67,8 @@ GcReport collect_garbage_locked(const fs::path& state_dir) {
       std::ifstream in(entry.path());
       lease = nlohmann::json::parse(in, nullptr, false);
     }
+    // Only a launcher from before the socket link (issue 24) leased a veth: its lease names
+    // it, and its table is named for it. A newer lease has a "name" and nothing on the host.
     std::string veth = lease.is_object() ? lease.value("veth", "") : "";
     if (lease.is_object() && owner_alive(lease)) {
       live_veths.insert(veth);
@@ -66,27 +92,7 @@ GcReport collect_garbage_locked(const fs::path& state_dir) {
                                                       uid + ")"
                                                 : " (unreadable)"));
   }
-  // Leftovers without any lease (the lease is written before either is created, so
-  // these belong to nobody).
-  try {
-    for (const auto& table : list_host_tables()) {
-      std::string veth = table.substr(std::string("netbox_").size());
-      if (live_veths.contains(veth)) continue;
-      if (remove_host_rules(veth)) report.removed.push_back("nftables table inet " + table);
-    }
-  } catch (const std::exception&) {
-  }
-  if (struct if_nameindex* links = if_nameindex()) {
-    for (auto* l = links; l->if_index != 0; ++l) {
-      std::string name = l->if_name;
-      if (!is_netbox_veth(name) || live_veths.contains(name)) continue;
-      try {
-        if (delete_link(name)) report.removed.push_back("link " + name);
-      } catch (const std::exception&) {
-      }
-    }
-    if_freenameindex(links);
-  }
+  if (orphans) remove_orphans(live_veths, report);
   collect_cgroup_garbage(state_dir, report.removed);
   return report;
 }

@@ -53,16 +53,9 @@ void add_unique(std::vector<std::string>& list, const fs::path& p) {
   if (std::find(list.begin(), list.end(), p.string()) == list.end()) list.push_back(p.string());
 }
 
-}  // namespace
-
-HiddenPaths plan_hidden_paths(const NetboxFiles& files, const std::vector<fs::path>& needed_paths,
-                              const std::vector<fs::path>& bound_paths, const std::vector<fs::path>& writable_paths,
-                              const fs::path& fresh_home) {
-  const fs::path home = fresh_home.empty() ? fs::path() : canonical_or_lexical(fresh_home);
-  std::vector<fs::path> bound;
-  for (const auto& b : bound_paths) bound.push_back(canonical_or_lexical(b));
-  // A file the proxy reads that the agent could replace is not hidden by any mount: the
-  // agent renames its folder away and writes its own (a policy is reloaded when it changes).
+// A file the proxy reads that the agent could replace is not hidden by any mount: the
+// agent renames its folder away and writes its own (a policy is reloaded when it changes).
+void refuse_replaceable(const NetboxFiles& files, const std::vector<fs::path>& writable_paths) {
   for (const auto& w : writable_paths) {
     const fs::path folder = canonical_or_lexical(w);
     auto refuse = [&](const std::optional<fs::path>& file, const char* what) {
@@ -74,15 +67,21 @@ HiddenPaths plan_hidden_paths(const NetboxFiles& files, const std::vector<fs::pa
     refuse(files.proxy_policy, "the running proxy's policy");
     refuse(files.ca_key, "--ca-dir's key");
   }
-  std::vector<fs::path> needed;
-  for (const auto& n : needed_paths)
-    if (!n.empty()) needed.push_back(canonical_or_lexical(n));
+}
+
+// The paths to hide, gathered one file at a time, then whatever a covered folder holds
+// already dropped (finish).
+struct Hiding {
+  fs::path home;                // the agent's fresh HOME (hidden already)
+  std::vector<fs::path> bound;  // host paths bound into the view
+  std::vector<fs::path> needed; // folders the agent needs: never covered whole
   HiddenPaths out;
-  std::vector<fs::path> file_list;
+  std::vector<fs::path> files;
+
   // `sharing`: when the folder is needed, it is covered all the same and its other
   // entries shown again (a mount on the file itself goes when the host replaces the file
   // by a rename, which editors and configuration tools do); else each file is covered.
-  auto hide_resolved = [&](const fs::path& path, std::initializer_list<std::string_view> companions, bool sharing) {
+  void hide_resolved(const fs::path& path, std::initializer_list<std::string_view> companions, bool sharing) {
     if (already_hidden(path, bound, home)) return;
     const fs::path folder = path.parent_path();
     // Covering the folder of a file shown in its place would take what is bound there
@@ -100,45 +99,63 @@ HiddenPaths plan_hidden_paths(const NetboxFiles& files, const std::vector<fs::pa
       it->hidden_names.push_back(path.filename().string());
       return;
     }
-    file_list.push_back(path);
-    for (auto suffix : companions) file_list.push_back(fs::path(path.string() + std::string(suffix)));
-  };
+    files.push_back(path);
+    for (auto suffix : companions) files.push_back(fs::path(path.string() + std::string(suffix)));
+  }
+
   // The file where it is, and, when the path given reaches it through a symlink (a
   // Kubernetes ConfigMap's policy.json -> ..data/policy.json, whose ..data the host swaps
   // for a new ..TIMESTAMP folder beside the old), the folder the path names too: the next
   // version appears there, not beside the file the path resolves to today.
-  auto hide_with_folder = [&](const fs::path& file, std::initializer_list<std::string_view> companions, bool sharing) {
+  void hide(const fs::path& file, std::initializer_list<std::string_view> companions, bool sharing) {
     const fs::path resolved = canonical_or_lexical(file);
     hide_resolved(resolved, companions, sharing);
     std::error_code ec;
     fs::path given = fs::absolute(file, ec).lexically_normal();
     if (!ec && given != resolved && given.parent_path() != resolved.parent_path())
       hide_resolved(canonical_or_lexical(given.parent_path()) / given.filename(), companions, sharing);
-  };
+  }
+
+  // A folder inside another covered one, or a file inside a covered folder, is gone already.
+  HiddenPaths finish() {
+    auto covered = [&](const fs::path& p, const std::string& self) {
+      return std::any_of(out.folders.begin(), out.folders.end(),
+                         [&](const std::string& f) { return f != self && within(p, fs::path(f)); });
+    };
+    std::vector<std::string> folders;
+    for (const auto& f : out.folders)
+      if (!covered(fs::path(f), f)) folders.push_back(f);
+    out.folders = std::move(folders);
+    for (const auto& f : files)
+      if (!covered(f, {})) add_unique(out.files, f);
+    std::vector<SharedFolder> shared;
+    for (auto& f : out.shared)
+      if (!covered(fs::path(f.folder), {})) shared.push_back(std::move(f));
+    out.shared = std::move(shared);
+    return std::move(out);
+  }
+};
+
+}  // namespace
+
+HiddenPaths plan_hidden_paths(const NetboxFiles& files, const std::vector<fs::path>& needed_paths,
+                              const std::vector<fs::path>& bound_paths, const std::vector<fs::path>& writable_paths,
+                              const fs::path& fresh_home) {
+  refuse_replaceable(files, writable_paths);
+  Hiding h;
+  h.home = fresh_home.empty() ? fs::path() : canonical_or_lexical(fresh_home);
+  for (const auto& b : bound_paths) h.bound.push_back(canonical_or_lexical(b));
+  for (const auto& n : needed_paths)
+    if (!n.empty()) h.needed.push_back(canonical_or_lexical(n));
   // SQLite never renames its database: covered file by file where its folder is needed
   // (the default location is the current directory).
   for (const auto& db : {files.audit_db, files.proxy_audit_db})
-    if (db) hide_with_folder(*db, {"-wal", "-shm", "-journal"}, false);
-  if (files.control_socket) hide_with_folder(*files.control_socket, {}, true);
-  if (files.ca_key) hide_with_folder(*files.ca_key, {}, true);  // whoever reads it impersonates every host
+    if (db) h.hide(*db, {"-wal", "-shm", "-journal"}, false);
+  if (files.control_socket) h.hide(*files.control_socket, {}, true);
+  if (files.ca_key) h.hide(*files.ca_key, {}, true);  // whoever reads it impersonates every host
   for (const auto& policy : {files.policy, files.proxy_policy})
-    if (policy) hide_with_folder(*policy, {}, true);
-  // A folder inside another covered one, or a file inside a covered folder, is gone already.
-  auto covered = [&](const fs::path& p, const std::string& self) {
-    return std::any_of(out.folders.begin(), out.folders.end(),
-                       [&](const std::string& f) { return f != self && within(p, fs::path(f)); });
-  };
-  std::vector<std::string> folders;
-  for (const auto& f : out.folders)
-    if (!covered(fs::path(f), f)) folders.push_back(f);
-  out.folders = std::move(folders);
-  for (const auto& f : file_list)
-    if (!covered(f, {})) add_unique(out.files, f);
-  std::vector<SharedFolder> shared;
-  for (auto& f : out.shared)
-    if (!covered(fs::path(f.folder), {})) shared.push_back(std::move(f));
-  out.shared = std::move(shared);
-  return out;
+    if (policy) h.hide(*policy, {}, true);
+  return h.finish();
 }
 
 }  // namespace netbox::launcher

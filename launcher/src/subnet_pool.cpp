@@ -45,7 +45,7 @@ std::string ipv4_to_string(std::uint32_t address) {
   return buf;
 }
 
-std::string veth_name_for(std::uint32_t network) {
+std::string lease_name_for(std::uint32_t network) {
   char buf[16];
   std::snprintf(buf, sizeof buf, "nbx%08x", network);
   return buf;
@@ -115,7 +115,7 @@ Lease allocate_lease(const Ipv4Network& pool, const fs::path& state_dir, pid_t o
     throw LaunchError(kExitUsage, "--subnet " + ipv4_to_string(pool.address) + "/" + std::to_string(pool.prefix) +
                                       ": too small, it must hold at least one /30");
   StateLock lock(state_dir);
-  collect_garbage_locked(state_dir);
+  collect_garbage_locked(state_dir, false);
   const std::optional<uid_t> uid = own_uid ? std::optional(free_agent_uid(state_dir)) : std::nullopt;
   const std::uint64_t blocks = std::uint64_t{1} << (30 - pool.prefix);
   for (std::uint64_t i = 0; i < blocks; ++i) {
@@ -128,16 +128,12 @@ Lease allocate_lease(const Ipv4Network& pool, const fs::path& state_dir, pid_t o
     }
     Lease lease;
     lease.network = network;
-    lease.host_addr = ipv4_to_string(network + 1);
-    lease.agent_addr = ipv4_to_string(network + 2);
-    lease.veth = veth_name_for(network);
+    lease.name = lease_name_for(network);
     lease.file = file;
     lease.uid = uid;
     nlohmann::json j = {{"pid", owner},
                         {"start_time", process_start_time(owner)},
-                        {"veth", lease.veth},
-                        {"host", lease.host_addr},
-                        {"agent", lease.agent_addr}};
+                        {"name", lease.name}};
     if (uid) j["uid"] = *uid;
     std::string text = j.dump() + "\n";
     bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
@@ -169,17 +165,12 @@ Ipv4Network synthetic_pool_for(const Lease& lease, const Ipv4Network& range) {
   return {range.address + (index << (32 - kPrefix)), std::max(kPrefix, range.prefix)};
 }
 
-Ipv6Link ipv6_link_for(const Lease& lease) {
-  const auto v6 = [](std::uint32_t v4) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "fd00:6e62:7800::%x:%x", v4 >> 16, v4 & 0xffff);
-    return std::string(buf);
-  };
+std::string synthetic_pool6_for(const Lease& lease) {
   // All 30 bits of the /30's number, so no two leases share a pool under a shared proxy.
   const std::uint32_t index = lease.network >> 2;
   char pool[64];
   std::snprintf(pool, sizeof pool, "2001:2:0:%x:%x::/80", index >> 16, index & 0xffff);
-  return {v6(lease.network + 1), v6(lease.network + 2), 126, pool};
+  return pool;
 }
 
 }  // namespace netbox::launcher

@@ -476,13 +476,16 @@ end
         # netbox's defaults are a whole sandbox (read-only root, workdir, cgroup limits);
         # "netbox-nocgroup" leaves out the cgroup layer and "netbox-sandbox" sets the
         # issue's limits, so the table shows what each layer costs. Each bwrap is the
-        # nearest like-for-like: network only, and --unshare-all with a read-only root.
+        # nearest like-for-like: network only, and --unshare-all with netbox's binds (a
+        # read-only root, the workdir read-write, /tmp and /var/tmp in memory).
+        cwd = os.getcwd()
         cmds = {
             "netbox": f"{self.netbox} launch --audit-db {db} -- /bin/true",
             "netbox-nocgroup": f"{self.netbox} launch --audit-db {db} --memory unlimited --pids unlimited -- /bin/true",
             "netbox-sandbox": f"{self.netbox} launch --audit-db {db} --memory 1G --pids 256 -- /bin/true",
             "bwrap": "bwrap --unshare-net --dev-bind / / /bin/true",
-            "bwrap-sandbox": "bwrap --unshare-all --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp /bin/true",
+            "bwrap-sandbox": f"bwrap --unshare-all --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp --tmpfs /var/tmp "
+                             f"--bind {cwd} {cwd} --chdir {cwd} /bin/true",
             "unshare": "unshare -n /bin/true",
         }
         order = list(cmds)

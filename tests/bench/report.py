@@ -282,7 +282,7 @@ def main():
            "- B6: `hyperfine -N --warmup 3 --runs 50` for `netbox launch --audit-db DB -- /bin/true` (its "
            "defaults: read-only root, workdir, cgroup limits), the same with `--memory unlimited --pids unlimited` "
            "(no cgroup layer) and with `--memory 1G --pids 256`, `bwrap --unshare-net --dev-bind / / /bin/true`, "
-           "`bwrap --unshare-all --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp /bin/true`, `unshare -n /bin/true`.",
+           "`bwrap --unshare-all --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp --tmpfs /var/tmp --bind CWD CWD --chdir CWD /bin/true`, `unshare -n /bin/true`.",
            "- Contenders: nginx upstream (1 worker, sendfile, keep-alive); nginx reverse proxy (workers auto, "
            "upstream keepalive 256, access log buffered); squid (`-N`, cache off, allow list `dst 127.0.0.1/32` "
            "+ port, access log); tinyproxy (`-d`, filter `^127\\.0\\.0\\.1$` default deny, ConnectPort, log "

@@ -94,32 +94,26 @@ TEST(SyntheticPoolFor, NeighbouringLeasesGetDisjointPoolsInsideTheRange) {
   EXPECT_EQ(ipv4_to_string(synthetic_pool_for(last, range).address), "198.19.252.0");  // the range's last /22
 }
 
-TEST(Ipv6Link, IsTheLeasesSlashThirtyInsideTheUlaRangeWithAPoolOfItsOwn) {
+TEST(SyntheticPool6, IsTheLeasesSlashThirtyInsideTheBenchmarkingRange) {
   Lease a, b;
   a.network = parse_ipv4_network("10.213.5.4/30")->address;
   b.network = parse_ipv4_network("10.213.5.8/30")->address;
-  const auto la = ipv6_link_for(a), lb = ipv6_link_for(b);
-  EXPECT_EQ(la.host_addr, "fd00:6e62:7800::ad5:505");
-  EXPECT_EQ(la.agent_addr, "fd00:6e62:7800::ad5:506");
-  EXPECT_EQ(la.prefix, 126);
-  EXPECT_EQ(la.synthetic_pool, "2001:2:0:2b5:4141::/80");
-  EXPECT_NE(la.host_addr, lb.host_addr);
-  EXPECT_NE(la.synthetic_pool, lb.synthetic_pool);
+  EXPECT_EQ(synthetic_pool6_for(a), "2001:2:0:2b5:4141::/80");
+  EXPECT_NE(synthetic_pool6_for(a), synthetic_pool6_for(b));
   // /30s 2^16 apart (a proxy shared by launches with different --subnet) differ too.
   Lease far;
   far.network = parse_ipv4_network("10.214.5.4/30")->address;
-  EXPECT_EQ(ipv6_link_for(far).synthetic_pool, "2001:2:0:2b5:8141::/80");
+  EXPECT_EQ(synthetic_pool6_for(far), "2001:2:0:2b5:8141::/80");
+  EXPECT_TRUE(policy::Cidr::parse("2001:2::/48")->contains(policy::Cidr::parse(synthetic_pool6_for(b))->base));
   const auto range = *policy::Cidr::parse(kIpv6LinkRange);
   EXPECT_EQ(range.to_string(), proxy::ProxyOptions::default_ipv6_link_range().to_string())
       << "every proxy protects the launcher's IPv6 link range";
-  EXPECT_TRUE(range.contains(boost::asio::ip::make_address(lb.agent_addr)));
-  EXPECT_TRUE(policy::Cidr::parse("2001:2::/48")->contains(policy::Cidr::parse(lb.synthetic_pool)->base));
 }
 
-TEST(VethName, FitsInterfaceNamesAndIsUniquePerNetwork) {
-  EXPECT_EQ(veth_name_for(0x0ad50004), "nbx0ad50004");
-  EXPECT_LT(veth_name_for(0xffffffff).size(), 16u);
-  EXPECT_NE(veth_name_for(0x0ad50004), veth_name_for(0x0ad50008));
+TEST(LeaseName, FitsInterfaceNamesAndIsUniquePerNetwork) {
+  EXPECT_EQ(lease_name_for(0x0ad50004), "nbx0ad50004");
+  EXPECT_LT(lease_name_for(0xffffffff).size(), 16u);
+  EXPECT_NE(lease_name_for(0x0ad50004), lease_name_for(0x0ad50008));
 }
 
 TEST(AgentEnvironment, KeepsOnlyWhatAgentsNeedAndSetsTheProxy) {

@@ -109,6 +109,13 @@ class AgentCgroup {
   bool kill_all(std::chrono::milliseconds wait);
 
  private:
+  // A limit that cannot be had: a warning when the plan allows degrading, else everything
+  // made so far removed and LaunchError 125 thrown.
+  void fail(const CgroupPlan& plan, const std::string& why);
+  void write_record(const CgroupPlan& plan, const std::string& name, const std::filesystem::path& state_dir);
+  void make_v2(const CgroupPlan& plan, const std::string& name, const CgroupLimits& limits);
+  void make_v1(const CgroupPlan& plan, const std::string& name, const CgroupLimits& limits);
+
   CgroupVersion version_ = CgroupVersion::none;
   std::map<std::string, std::filesystem::path> dir_for_;  // controller -> the agent's folder
   std::vector<std::filesystem::path> dirs_;               // each folder once

@@ -4,39 +4,25 @@
 #include "netbox/launcher/subnet_pool.hpp"
 
 #include <functional>
-#include <thread>
 #include <utility>
 
 namespace netbox::launcher {
 
-// Removes the host nftables table and the veth side by side: each costs the kernel
-// at least one RCU grace period, and run together those waits overlap. Call once the
-// agent's init is reaped: the veth is then left to its dying namespace, which takes it
-// down sooner than a delete of our own, and deleted here only if it is still there
-// after a bounded wait. Never throws; problems go to stderr.
-void remove_launch_network(const Lease& lease) noexcept;
-
-// Owns a launch's host network from the lease on. start() begins the removal on a
-// thread, so the caller can do other work (recording the agent's exit) meanwhile;
-// the destructor waits for it (or removes synchronously if never started) and then
-// releases the lease, last, so that nothing is left once the launch has returned and
-// whatever failed stays attributable to a (now dead) owner for `netbox gc`.
-class LaunchNetwork {
+// Holds a launch's lease (its agent uid, and the number that names its cgroup and, with a
+// running proxy, its synthetic pools) and releases it at scope exit. A launched agent
+// has no host network left to remove (its link is sockets in its own namespace, which
+// the kernel takes down on its own, off the launch's path): nothing here waits.
+class LaunchLease {
  public:
-  // `link`: a veth and a host table were made for it (a running proxy's agent); else the
-  // lease holds only the agent's uid and there is nothing of the network to remove.
-  LaunchNetwork(Lease lease, bool link) : lease_(std::move(lease)), removed_(!link) {}
-  ~LaunchNetwork();
-  LaunchNetwork(const LaunchNetwork&) = delete;
-  LaunchNetwork& operator=(const LaunchNetwork&) = delete;
+  explicit LaunchLease(Lease lease) : lease_(std::move(lease)) {}
+  ~LaunchLease() { release_lease(lease_); }
+  LaunchLease(const LaunchLease&) = delete;
+  LaunchLease& operator=(const LaunchLease&) = delete;
 
   const Lease& lease() const { return lease_; }
-  void start() noexcept;
 
  private:
   Lease lease_;
-  std::thread removal_;
-  bool removed_ = false;
 };
 
 // Runs a function at scope exit unless dismissed.

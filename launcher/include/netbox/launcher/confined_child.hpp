@@ -1,9 +1,11 @@
 #pragma once
 // The confined child: cloned into new network, PID, mount, IPC and UTS namespaces, it
-// sets up its namespaces as the launcher wires the network (link_ready, release), and
+// sets up its namespaces while the launcher attaches it to the proxy (send_ports, release:
+// the protocol is child_pipes.hpp), and
 // becomes a tiny init (PID 1, in a session of its own) that forks the agent, forwards
 // signals to it and exits with its status. The agent starts a session of its own,
 // drops everything and execs the command.
+#include "netbox/launcher/child_pipes.hpp"
 #include "netbox/launcher/mounts.hpp"
 #include "netbox/launcher/proxy_ports.hpp"
 #include "netbox/launcher/privileges.hpp"
@@ -17,6 +19,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace netbox::launcher {
@@ -55,12 +58,10 @@ class ConfinedChild {
   ~ConfinedChild();  // kills and reaps a child that was never supervised
 
   pid_t pid() const { return pid_; }
-  // Tells the child that its end of the veth is in its namespace, so it can set up
-  // eth0 while the launcher starts the proxy.
-  void link_ready();
-  // Tells the child the proxy port, so it installs its output rules meanwhile.
+  // Tells the child the proxy's ports (the proxy holds the agent's sockets and its audit
+  // store is open), so it hides netbox's files meanwhile.
   void send_ports(const ProxyPorts& ports);
-  // Call once the host's rules are in place: lets the child fork the agent, and waits
+  // Call once the launcher's setup is done: lets the child fork the agent, and waits
   // until its namespaces are set up. Throws LaunchError(125) with the child's reason
   // when setup failed.
   void release();
@@ -74,12 +75,9 @@ class ConfinedChild {
   std::optional<std::uint64_t> workdir_bytes_written();
 
  private:
-  ConfinedChild() = default;
+  explicit ConfinedChild(ChildPipes pipes) : pipes_(std::move(pipes)) {}
   pid_t pid_ = -1;
-  int go_fd_ = -1;      // launcher -> child: link ready, the proxy port, go
-  int status_fd_ = -1;  // child -> launcher: ready, or why setup failed
-  int exec_fd_ = -1;    // agent -> launcher: CLOEXEC, EOF on successful exec
-  int report_fd_ = -1;  // init -> launcher, after the agent: what the workdir overlay took
+  ChildPipes pipes_;  // the launcher's ends
   bool owned_ = true;
   std::string command0_;
 };

@@ -11,8 +11,11 @@ struct GcReport {
 };
 
 // Call with the state lock held: removes the lease, veth and nftables table of every
-// lease whose owner is dead, and netbox veths / tables with no lease at all.
-GcReport collect_garbage_locked(const std::filesystem::path& state_dir);
+// lease whose owner is dead, and its cgroups; with `orphans`, also netbox veths and
+// tables no lease names. Only launchers before the socket link (issue 24) made veths and
+// tables, so each launch leaves that scan (a dump of the host's nftables tables, about
+// 0.4 ms) to `netbox gc`.
+GcReport collect_garbage_locked(const std::filesystem::path& state_dir, bool orphans = true);
 // Takes the lock itself (for `netbox gc`).
 GcReport collect_garbage(const std::filesystem::path& state_dir);
 

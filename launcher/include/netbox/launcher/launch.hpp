@@ -3,6 +3,7 @@
 // is the netbox proxy. Returns the agent's exit status (128+N when killed by signal N).
 #include "netbox/launcher/launch_options.hpp"
 
+#include <chrono>
 #include <stdexcept>
 #include <string>
 
@@ -25,8 +26,15 @@ class LaunchError : public std::runtime_error {
   int exit_code_;
 };
 
+struct LaunchPlan;  // launch_plan.hpp
+
+// plan_launch (launch_plan.hpp), then with --explain the plan printed, else run(plan).
 // Throws LaunchError before the agent starts; afterwards everything is cleaned up
 // on every path and the agent's status is returned.
 int launch(const LaunchOptions& options);
+
+// Carries out a plan: needs root (or the capabilities privileges.hpp names). `started`:
+// when the launch began, for the summary's duration.
+int run(const LaunchPlan& plan, std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now());
 
 }  // namespace netbox::launcher

@@ -24,19 +24,14 @@ namespace netbox::launcher {
 struct AgentIdentity {
   std::string name;
   std::string profile;
-  std::string agent_addr;
-  std::string host_addr;
   pid_t pid = 0;
   std::string command_line;
   std::string policy_digest;
   std::string sandbox;  // render_report_json(): what the agents row records it ran under
-  // Set: the proxy serves the agent the DNS view of its policy on host_addr port 53,
+  // Set: the proxy serves the agent the DNS view of its policy on its DNS sockets,
   // answering allowed names from this pool of synthetic addresses.
   std::optional<policy::Cidr> dns_pool;
-  // With dns_pool: IPv6 on the link too, its two addresses and the synthetic IPv6 pool
-  // (AAAA answers). Empty: IPv4 only. Only the embedded proxy takes it.
-  std::string agent_addr6;
-  std::string host_addr6;
+  // With dns_pool: the synthetic IPv6 pool (AAAA answers).
   std::optional<policy::Cidr> dns_pool6;
   std::vector<proxy::CredentialSecret> credentials;  // the profile's secrets (credential_secrets.hpp)
   // The agent reaches the proxy through these sockets in its namespace (agent_link.hpp),
@@ -56,7 +51,7 @@ class ProxyLink {
  public:
   virtual ~ProxyLink() = default;
   // Work that needs no agent address yet (an embedded proxy opens its audit store and
-  // starts its threads). The launcher runs it on a thread while it wires the veth;
+  // starts its threads). The launcher runs it on a thread while it makes the sockets;
   // a failure is reported by attach. Must not be called before the child is cloned.
   virtual void prepare() {}
   // Takes the agent's sockets (AgentIdentity::sockets; the ports are theirs, AgentLink::ports)

@@ -20,12 +20,11 @@ struct Ipv4Network {
 std::optional<Ipv4Network> parse_ipv4_network(const std::string& text);
 std::string ipv4_to_string(std::uint32_t address);
 
+// A launched agent has no address: the /30 only numbers the launch (its cgroup's name, a
+// shared proxy's synthetic pools) and holds its uid, unique among running launches.
 struct Lease {
   std::uint32_t network = 0;     // the /30
-  std::string host_addr;         // .1, host side of the veth (the proxy listens here)
-  std::string agent_addr;        // .2, inside the namespace
-  int prefix = 30;
-  std::string veth;              // host-side interface name, "nbx" + 8 hex digits
+  std::string name;              // "nbx" + 8 hex digits (older launchers named their veth so)
   std::filesystem::path file;    // the lease file
   // The agent's uid (and gid) of its own, when asked for (allocate_lease's own_uid):
   // leased with the /30, in the same file, so it is freed with it, at teardown or by gc.
@@ -40,8 +39,8 @@ struct Lease {
 constexpr uid_t kFirstAgentUid = 2'000'000'000;
 constexpr uid_t kAgentUidCount = 65'536;
 
-// The host-side veth name for a /30 (also names the per-launch nftables table).
-std::string veth_name_for(std::uint32_t network);
+// The lease's name for a /30: older launchers named their veth and its nftables table so.
+std::string lease_name_for(std::uint32_t network);
 
 // An exclusive flock on the state directory, released at scope exit.
 class StateLock {
@@ -69,20 +68,12 @@ void release_lease(const Lease& lease);
 // an overlap: /30s 128 apart share a pool).
 Ipv4Network synthetic_pool_for(const Lease& lease, const Ipv4Network& range);
 
-// IPv6 on the veth (--network transparent): a /126 of fd00:6e62:7800::/48
-// (kIpv6LinkRange, which every netbox proxy counts among its launch subnets) whose last
-// 32 bits are the lease's IPv4 ones, so two launches never share one while their /30
-// leases differ; host side ...::<.1>, agent side ...::<.2>. The agent's synthetic IPv6
-// pool: the /80 of 2001:2::/48 (the IPv6 benchmarking range) numbered by the /30, unique
-// per lease, so launches sharing a proxy never overlap.
+// The agent's synthetic IPv6 pool under a shared proxy: the /80 of 2001:2::/48 (the IPv6
+// benchmarking range) numbered by all 30 bits of the lease's /30, so launches sharing a
+// proxy never overlap. (kIpv6LinkRange, which every netbox proxy counts among its launch
+// subnets, holds the address the agent's loopback gets for getaddrinfo's sake.)
 inline constexpr const char* kIpv6LinkRange = "fd00:6e62:7800::/48";
-struct Ipv6Link {
-  std::string host_addr;
-  std::string agent_addr;
-  int prefix = 126;
-  std::string synthetic_pool;  // CIDR
-};
-Ipv6Link ipv6_link_for(const Lease& lease);
+std::string synthetic_pool6_for(const Lease& lease);
 
 // The kernel's start time of a process (field 22 of /proc/PID/stat); 0 if gone or a zombie
 // (a launcher that died unreaped holds nothing: its leases and cgroups are garbage).

@@ -1,4 +1,4 @@
-#include "netbox/launcher/veth.hpp"
+#include "netbox/launcher/rtnetlink.hpp"
 
 #include <arpa/inet.h>
 #include <net/if.h>  // before the linux/ headers, which would redefine its names
@@ -6,9 +6,6 @@
 #include <linux/if_addr.h>
 #include <linux/if_link.h>
 #include <linux/rtnetlink.h>
-#include <linux/veth.h>
-
-#include <poll.h>
 
 #include <cerrno>
 #include <cstring>
@@ -73,44 +70,7 @@ class Message {
   nlmsghdr* nlh_;
 };
 
-// Without these the kernel sizes a veth with a queue per possible CPU and then cuts it
-// down to one, which waits for an (expedited) RCU grace period per end: a few ms of
-// every launch spent waiting. One queue each way is what it would end up with anyway.
-void put_one_queue_each_way(nlmsghdr* nlh) {
-  mnl_attr_put_u32(nlh, IFLA_NUM_TX_QUEUES, 1);
-  mnl_attr_put_u32(nlh, IFLA_NUM_RX_QUEUES, 1);
-}
-
-}  // namespace
-
-void create_veth_pair(const std::string& host_name, const std::string& peer_name, pid_t peer_pid) {
-  Message msg(RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL);
-  nlmsghdr* nlh = msg.get();
-  auto* ifm = msg.extra_header<ifinfomsg>();
-  ifm->ifi_family = AF_UNSPEC;
-  mnl_attr_put_strz(nlh, IFLA_IFNAME, host_name.c_str());
-  put_one_queue_each_way(nlh);
-  nlattr* linkinfo = mnl_attr_nest_start(nlh, IFLA_LINKINFO);
-  mnl_attr_put_strz(nlh, IFLA_INFO_KIND, "veth");
-  nlattr* data = mnl_attr_nest_start(nlh, IFLA_INFO_DATA);
-  nlattr* peer = mnl_attr_nest_start(nlh, VETH_INFO_PEER);
-  // The peer's attributes follow its own ifinfomsg inside the nest.
-  auto* peer_ifm = static_cast<ifinfomsg*>(mnl_nlmsg_get_payload_tail(nlh));
-  nlh->nlmsg_len += MNL_ALIGN(sizeof(ifinfomsg));
-  std::memset(peer_ifm, 0, sizeof(ifinfomsg));
-  peer_ifm->ifi_family = AF_UNSPEC;
-  mnl_attr_put_strz(nlh, IFLA_IFNAME, peer_name.c_str());
-  put_one_queue_each_way(nlh);
-  mnl_attr_put_u32(nlh, IFLA_NET_NS_PID, static_cast<std::uint32_t>(peer_pid));
-  mnl_attr_nest_end(nlh, peer);
-  mnl_attr_nest_end(nlh, data);
-  mnl_attr_nest_end(nlh, linkinfo);
-  check(request(nlh), "creating veth pair " + host_name + " / " + peer_name);
-}
-
-namespace {
-
-// An address or a gateway in its family's bytes, or a message naming the text.
+// An address in its family's bytes, or a message naming the text.
 struct RawAddress {
   unsigned char family = AF_INET;
   unsigned char bytes[sizeof(in6_addr)]{};
@@ -138,20 +98,6 @@ void add_address(const std::string& ifname, const RawAddress& a, const std::stri
   mnl_attr_put(msg.get(), IFA_LOCAL, a.size, a.bytes);
   mnl_attr_put(msg.get(), IFA_ADDRESS, a.size, a.bytes);
   check(request(msg.get()), "adding address " + text + "/" + std::to_string(prefix) + " to " + ifname);
-}
-
-void add_default_route_via(const std::string& ifname, const RawAddress& gw, const std::string& text) {
-  Message msg(RTM_NEWROUTE, NLM_F_CREATE | NLM_F_EXCL);
-  auto* rtm = msg.extra_header<rtmsg>();
-  rtm->rtm_family = gw.family;
-  rtm->rtm_dst_len = 0;
-  rtm->rtm_table = RT_TABLE_MAIN;
-  rtm->rtm_protocol = RTPROT_BOOT;
-  rtm->rtm_scope = RT_SCOPE_UNIVERSE;
-  rtm->rtm_type = RTN_UNICAST;
-  mnl_attr_put(msg.get(), RTA_GATEWAY, gw.size, gw.bytes);
-  mnl_attr_put_u32(msg.get(), RTA_OIF, index_of(ifname));
-  check(request(msg.get()), "adding a default route via " + text + " on " + ifname);
 }
 
 }  // namespace
@@ -187,14 +133,6 @@ void add_local_default_route(int family) {
   check(request(msg.get()), std::string("adding the local default route (") + (family == AF_INET ? "IPv4" : "IPv6") + ")");
 }
 
-void add_default_route(const std::string& ifname, const std::string& gateway) {
-  add_default_route_via(ifname, raw_address(AF_INET, gateway), gateway);
-}
-
-void add_ipv6_default_route(const std::string& ifname, const std::string& gateway) {
-  add_default_route_via(ifname, raw_address(AF_INET6, gateway), gateway);
-}
-
 bool delete_link(const std::string& ifname) {
   Message msg(RTM_DELLINK, 0);
   auto* ifm = msg.extra_header<ifinfomsg>();
@@ -204,40 +142,6 @@ bool delete_link(const std::string& ifname) {
   if (err == ENODEV) return false;
   check(err, "deleting link " + ifname);
   return true;
-}
-
-bool link_exists(const std::string& ifname) { return if_nametoindex(ifname.c_str()) != 0; }
-
-bool wait_until_link_gone(const std::string& ifname, std::chrono::milliseconds limit) noexcept {
-  std::unique_ptr<mnl_socket, SocketCloser> nl(mnl_socket_open(NETLINK_ROUTE));
-  // Without a subscription there is nothing to wait on; the caller deletes the link.
-  if (!nl || mnl_socket_bind(nl.get(), RTMGRP_LINK, MNL_SOCKET_AUTOPID) < 0) return !link_exists(ifname);
-  // Subscribed first, looked up second: a removal in between still sends its RTM_DELLINK.
-  const unsigned index = if_nametoindex(ifname.c_str());
-  if (index == 0) return true;
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  alignas(nlmsghdr) char buf[8192];  // on the stack: nothing here may throw
-  for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) return !link_exists(ifname);
-    pollfd p{mnl_socket_get_fd(nl.get()), POLLIN, 0};
-    int ready = ::poll(&p, 1, static_cast<int>(left.count()) + 1);
-    if (ready < 0 && errno == EINTR) continue;
-    if (ready <= 0) return !link_exists(ifname);
-    ssize_t n = mnl_socket_recvfrom(nl.get(), buf, sizeof buf);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      // ENOBUFS: notifications were dropped, the one we wait for perhaps among them.
-      if (!link_exists(ifname)) return true;
-      continue;
-    }
-    int len = static_cast<int>(n);
-    for (auto* nlh = reinterpret_cast<nlmsghdr*>(buf); mnl_nlmsg_ok(nlh, len); nlh = mnl_nlmsg_next(nlh, &len)) {
-      if (nlh->nlmsg_type != RTM_DELLINK) continue;
-      const auto* ifm = static_cast<const ifinfomsg*>(mnl_nlmsg_get_payload(nlh));
-      if (static_cast<unsigned>(ifm->ifi_index) == index) return true;
-    }
-  }
 }
 
 }  // namespace netbox::launcher
