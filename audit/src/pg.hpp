@@ -71,7 +71,7 @@ std::string pg_text(std::string_view text);
 // binds and the value a reader gets back from either store encode alike.
 void append_pg_text(std::string& out, std::string_view text);
 
-// One field of a result row.
+// One field of a result row (a bytea field: its bytes).
 std::string pg_value(const PGresult* r, int row, int column);
 
 // One row of a result, as the readers see rows.
