@@ -7,6 +7,7 @@
 #include "service_notify.hpp"
 
 #include "netbox/audit/location.hpp"
+#include "netbox/audit/printable.hpp"
 #include "netbox/audit/query.hpp"
 #include "netbox/audit/verify.hpp"
 #include "netbox/dashboards/proxy_admin.hpp"
@@ -96,7 +97,14 @@ proxy::ProxyOptions to_options(const ProxyArgs& a, const FlagTable& flags) {
   if (a.audit_retention) o.audit_retention = std::chrono::duration_cast<std::chrono::seconds>(*a.audit_retention);
   o.threads = a.threads;
   o.audit_sync = a.audit_sync;
-  if (!a.proxy_id.empty()) o.proxy_id = a.proxy_id;
+  if (!a.proxy_id.empty()) {
+    // Stored with every row and every chain link: PostgreSQL keeps only UTF-8 text (one byte
+    // that is not would make every batch fail), and `netbox audit verify` prints it.
+    if (audit::needs_escaping(a.proxy_id))
+      throw UsageError(flags.source("--proxy-id") + " " + audit::escape_controls(a.proxy_id) +
+                       ": expected printable UTF-8 text (no control characters)");
+    o.proxy_id = a.proxy_id;
+  }
   if (!a.audit_signing_key.empty()) {
     try {
       audit::check_signing_key(a.audit_signing_key, flags.source("--audit-signing-key"));
