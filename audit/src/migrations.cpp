@@ -426,7 +426,25 @@ CREATE TABLE audit_chain_batches (
 );
 )sql";
 
+// PostgreSQL's step 9 also holds the fleet's policy source (docs/fleet.md, "One policy for
+// many proxies"): `netbox policy push` inserts a checked policy as the next version, and a
+// proxy started with `--policy postgresql://...` runs the latest one; every change of the
+// table notifies the proxies LISTENing on netbox_policy, whoever made it (push or SQL).
 constexpr const char* kPgV9 = R"sql(
+CREATE TABLE policies (
+  version      bigserial PRIMARY KEY,
+  published    text COLLATE "C" NOT NULL,
+  published_by text COLLATE "C",
+  digest       text COLLATE "C" NOT NULL,
+  body         text NOT NULL
+);
+CREATE FUNCTION netbox_policy_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM pg_notify('netbox_policy', '');
+  RETURN NULL;
+END $$;
+CREATE TRIGGER policies_changed AFTER INSERT OR UPDATE OR DELETE ON policies
+  FOR EACH STATEMENT EXECUTE FUNCTION netbox_policy_changed();
 CREATE TABLE audit_chain_batches (
   proxy_id  text   COLLATE "C" NOT NULL,
   seq       bigint NOT NULL,

@@ -51,6 +51,8 @@ class PgConn {
   PgResult query(const std::string& sql, const PgParams& params = {});
   // COPY ... FROM STDIN with `data` in COPY's text format.
   void copy_in(const std::string& copy_sql, const std::string& data);
+  // libpq's own handle, for LISTEN's socket and notifications (policy_store.cpp).
+  PGconn* native() const { return conn_; }
 
  private:
   void connect();
