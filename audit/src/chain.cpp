@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
-#include <map>
+#include <tuple>
 #include <stdexcept>
 
 namespace netbox::audit::detail {
@@ -333,15 +333,29 @@ bool SignatureCheck::valid(std::string_view message, std::string_view signature_
 void seal(ChainStore& store, const std::string& proxy_id, const std::vector<Touched>& touched, const Signer* signer) {
   if (touched.empty()) return;
   // One member per row, at its first touch; its content is the row as the batch leaves it.
+  // Sorted indices rather than a map: no allocation per row (a row is touched twice only
+  // when completed in the batch that wrote it, and stable_sort keeps touches in order).
+  std::vector<std::uint32_t> by_row(touched.size());
+  for (std::uint32_t i = 0; i < by_row.size(); ++i) by_row[i] = i;
+  std::stable_sort(by_row.begin(), by_row.end(), [&](std::uint32_t a, std::uint32_t b) {
+    return std::tie(touched[a].table, touched[a].id) < std::tie(touched[b].table, touched[b].id);
+  });
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> first_last;  // per row: first touch, last touch
+  first_last.reserve(by_row.size());
+  for (std::size_t i = 0; i < by_row.size(); ++i) {
+    const Touched& t = touched[by_row[i]];
+    if (i > 0 && touched[by_row[i - 1]].table == t.table && touched[by_row[i - 1]].id == t.id)
+      first_last.back().second = by_row[i];
+    else
+      first_last.emplace_back(by_row[i], by_row[i]);
+  }
+  std::sort(first_last.begin(), first_last.end());
   std::vector<const Touched*> order;
-  std::map<std::pair<const ChainedTable*, std::int64_t>, std::size_t> place;
-  order.reserve(touched.size());
+  order.reserve(first_last.size());
   std::string_view newest;
-  for (const auto& t : touched) {
-    auto [it, added] = place.try_emplace({t.table, t.id}, order.size());
-    if (added) order.push_back(&t);
-    else order[it->second] = &t;
-    if (t.ts > newest) newest = t.ts;
+  for (const auto& [first, last] : first_last) {
+    order.push_back(&touched[last]);
+    if (touched[last].ts > newest) newest = touched[last].ts;
   }
   const std::string members = encode_members(order);
   const ChainStore::Head head = store.lock_head(proxy_id);
