@@ -15,6 +15,8 @@ std::string_view commit();
 void add_policy_command(CLI::App& app, int& rc);
 // `netbox policy suggest` (policy_suggest_command.cpp), under `policy`.
 void add_policy_suggest_command(CLI::App& policy, int& rc);
+// `netbox policy push` (policy_push_command.cpp), under `policy`.
+void add_policy_push_command(CLI::App& policy, int& rc);
 // `netbox audit events` and `audit agents` (audit_tables_command.cpp), under `audit`.
 void add_audit_tables_command(CLI::App& audit, int& rc);
 void add_audit_command(CLI::App& app, int& rc);

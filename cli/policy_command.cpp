@@ -260,7 +260,7 @@ int check(const CLI::App& cmd, const CheckOptions& o) {
 }  // namespace
 
 void add_policy_command(CLI::App& app, int& rc) {
-  auto* sub = app.add_subcommand("policy", "Validate a policy file and explain its decisions");
+  auto* sub = app.add_subcommand("policy", "Validate a policy file, explain its decisions, publish it to a fleet");
   sub->require_subcommand(1);
   auto* chk = sub->add_subcommand("check", "Check a policy file: exit 0 and a summary if it is good, "
                                            "exit 2 and FILE:LINE:COL: /json/path: what is wrong (every mistake) if not");
@@ -291,6 +291,7 @@ void add_policy_command(CLI::App& app, int& rc) {
   f.option("--format", o.format, "Output: text or json (errors too: {\"ok\": false, \"errors\": [...]})")
       ->check(CLI::IsMember({"text", "json"}));
   add_policy_suggest_command(*sub, rc);
+  add_policy_push_command(*sub, rc);
   chk->callback([cmd, chk, &rc] {
     if (!cmd->args.agent.empty() && cmd->args.host.empty() && !cmd->args.explain) {
       rc = usage_error(*chk, "--agent needs --host or --explain");

@@ -7,6 +7,8 @@
 #include "service_notify.hpp"
 
 #include "netbox/audit/location.hpp"
+#include "netbox/audit/store_address.hpp"
+#include "netbox/audit/printable.hpp"
 #include "netbox/audit/query.hpp"
 #include "netbox/audit/verify.hpp"
 #include "netbox/dashboards/proxy_admin.hpp"
@@ -84,6 +86,15 @@ proxy::ProxyOptions to_options(const ProxyArgs& a, const FlagTable& flags) {
   if (a.policy.empty())
     throw UsageError("--policy is required (or the key policy in " + a.config + ")");
   o.policy_file = a.policy;
+  if (audit::is_postgresql(a.policy)) {
+    // The latest version published there (docs/fleet.md); a password in it is refused, as
+    // for --audit-db, before anything connects.
+    try {
+      audit::check_postgresql_address(a.policy, flags.source("--policy"));
+    } catch (const std::exception& e) {
+      throw UsageError(e.what());
+    }
+  }
   o.reload_on_sighup = true;  // and the file is watched (ProxyOptions)
   const auto listens = a.listen.empty() ? std::vector<std::string>{"127.0.0.1:3128"} : a.listen;
   for (const auto& l : listens) o.listen.push_back(flag_endpoint(flags.source("--listen"), l, proxy::PortZero::allowed));
@@ -98,7 +109,14 @@ proxy::ProxyOptions to_options(const ProxyArgs& a, const FlagTable& flags) {
   if (a.audit_retention) o.audit_retention = std::chrono::duration_cast<std::chrono::seconds>(*a.audit_retention);
   o.threads = a.threads;
   o.audit_sync = a.audit_sync;
-  if (!a.proxy_id.empty()) o.proxy_id = a.proxy_id;
+  if (!a.proxy_id.empty()) {
+    // Stored with every row and every chain link: PostgreSQL keeps only UTF-8 text (one byte
+    // that is not would make every batch fail), and `netbox audit verify` prints it.
+    if (audit::needs_escaping(a.proxy_id))
+      throw UsageError(flags.source("--proxy-id") + " " + audit::escape_controls(a.proxy_id) +
+                       ": expected printable UTF-8 text (no control characters)");
+    o.proxy_id = a.proxy_id;
+  }
   if (!a.audit_signing_key.empty()) {
     try {
       audit::check_signing_key(a.audit_signing_key, flags.source("--audit-signing-key"));
@@ -278,7 +296,9 @@ void add_proxy_command(CLI::App& app, int& rc) {
   sub->add_option("--config", a.config,
                   "Config file: a JSON object whose keys are these flags without their dashes (\"audit-db\": PATH); "
                   "flags given here win (default /etc/netbox/proxy.json, skipped when missing)");
-  f.option("--policy", a.policy, "Policy file (JSON, version 1); reloaded on SIGHUP and when it changes (required)");
+  f.option("--policy", a.policy,
+           "Policy file (JSON, version 1), or postgresql://... for the latest version `netbox policy push` published "
+           "there; reloaded on SIGHUP and when it changes (required)");
   f.option("--listen", a.listen, "Listen address ADDR:PORT, repeatable (default 127.0.0.1:3128; port 0 picks one)");
   f.option("--audit-db", a.audit_db,
            "Audit store: an SQLite file (default: /var/lib/netbox/audit.db as root, else "

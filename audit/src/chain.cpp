@@ -5,9 +5,10 @@
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
-#include <map>
+#include <tuple>
 #include <stdexcept>
 
 namespace netbox::audit::detail {
@@ -222,7 +223,62 @@ Sha256 link_sha(std::string_view previous, const Link& l, std::string_view diges
 
 std::string_view bytes(const Sha256& h) { return {reinterpret_cast<const char*>(h.data()), h.size()}; }
 
+// A batch link's hash from the previous hash and its members as bytes.
+Sha256 batch_sha(std::string_view previous, const std::string& proxy_id, std::int64_t seq, std::string_view members) {
+  thread_local std::string data;
+  data = "netbox-audit-batch-link-v2";
+  data += '\0';
+  data += previous;
+  put_text(data, proxy_id);
+  put_text(data, std::to_string(seq));
+  data += members;
+  return sha256(data);
+}
+
+std::uint64_t get_number(std::string_view& in, int size) {
+  std::uint64_t n = 0;
+  for (int i = 0; i < size; ++i) n = n << 8 | static_cast<unsigned char>(in[static_cast<std::size_t>(i)]);
+  in.remove_prefix(static_cast<std::size_t>(size));
+  return n;
+}
+
 }  // namespace
+
+// Per member: table index (1 byte), id (8 bytes), ts length (1 byte) and ts, digest (32 bytes).
+std::string encode_members(std::span<const Member* const> members) {
+  std::string out;
+  out.reserve(members.size() * (1 + 8 + 1 + 24 + 32));
+  for (const Member* m : members) {
+    out += static_cast<char>(m->table - kTables);
+    for (int shift = 56; shift >= 0; shift -= 8) out += static_cast<char>((static_cast<std::uint64_t>(m->id) >> shift) & 0xff);
+    const std::string_view ts = std::string_view(m->ts).substr(0, 255);  // a stored timestamp: 24 bytes
+    out += static_cast<char>(ts.size());
+    out += ts;
+    out += bytes(m->digest);
+  }
+  return out;
+}
+
+std::optional<std::vector<Member>> decode_members(std::string_view in) {
+  std::vector<Member> out;
+  while (!in.empty()) {
+    if (in.size() < 1 + 8 + 1) return std::nullopt;
+    const auto table = static_cast<std::size_t>(get_number(in, 1));
+    const auto id = static_cast<std::int64_t>(get_number(in, 8));
+    const auto ts_size = static_cast<std::size_t>(get_number(in, 1));
+    if (table >= std::size(kTables) || in.size() < ts_size + 32) return std::nullopt;
+    Member m{&kTables[table], id, std::string(in.substr(0, ts_size)), {}};
+    in.remove_prefix(ts_size);
+    std::copy_n(in.begin(), 32, m.digest.begin());
+    in.remove_prefix(32);
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+std::string batch_hash(std::string_view previous, const Link& l) {
+  return to_hex(batch_sha(from_hex(previous), l.proxy_id, l.seq, l.member_bytes));
+}
 
 std::string link_hash(std::string_view previous, const Link& l) {
   return to_hex(link_sha(from_hex(previous), l, from_hex(l.digest)));
@@ -276,29 +332,42 @@ bool SignatureCheck::valid(std::string_view message, std::string_view signature_
 
 void seal(ChainStore& store, const std::string& proxy_id, const std::vector<Touched>& touched, const Signer* signer) {
   if (touched.empty()) return;
-  // One link per row, at its first touch; its content is the row as the batch leaves it.
+  // One member per row, at its first touch; its content is the row as the batch leaves it.
+  // Sorted indices rather than a map: no allocation per row (a row is touched twice only
+  // when completed in the batch that wrote it, and stable_sort keeps touches in order).
+  std::vector<std::uint32_t> by_row(touched.size());
+  for (std::uint32_t i = 0; i < by_row.size(); ++i) by_row[i] = i;
+  std::stable_sort(by_row.begin(), by_row.end(), [&](std::uint32_t a, std::uint32_t b) {
+    return std::tie(touched[a].table, touched[a].id) < std::tie(touched[b].table, touched[b].id);
+  });
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> first_last;  // per row: first touch, last touch
+  first_last.reserve(by_row.size());
+  for (std::size_t i = 0; i < by_row.size(); ++i) {
+    const Touched& t = touched[by_row[i]];
+    if (i > 0 && touched[by_row[i - 1]].table == t.table && touched[by_row[i - 1]].id == t.id)
+      first_last.back().second = by_row[i];
+    else
+      first_last.emplace_back(by_row[i], by_row[i]);
+  }
+  std::sort(first_last.begin(), first_last.end());
   std::vector<const Touched*> order;
-  std::map<std::pair<const ChainedTable*, std::int64_t>, std::size_t> place;
-  order.reserve(touched.size());
-  for (const auto& t : touched) {
-    auto [it, added] = place.try_emplace({t.table, t.id}, order.size());
-    if (added) order.push_back(&t);
-    else order[it->second] = &t;
+  order.reserve(first_last.size());
+  std::string_view newest;
+  for (const auto& [first, last] : first_last) {
+    order.push_back(&touched[last]);
+    if (touched[last].ts > newest) newest = touched[last].ts;
   }
+  const std::string members = encode_members(order);
   const ChainStore::Head head = store.lock_head(proxy_id);
-  std::string previous = from_hex(head.hash);
-  std::int64_t seq = head.seq;
-  std::vector<Link> links;
-  links.reserve(order.size());
-  for (const Touched* t : order) {
-    Link l{proxy_id, ++seq, t->table->name, t->id, t->ts, to_hex(t->digest), {}, {}};
-    const Sha256 hash = link_sha(previous, l, bytes(t->digest));
-    previous.assign(bytes(hash));
-    l.hash = to_hex(hash);
-    links.push_back(std::move(l));
+  const std::int64_t seq = head.seq + 1;
+  const Sha256 hash = batch_sha(from_hex(head.hash), proxy_id, seq, members);
+  const std::string hash_hex = to_hex(hash);
+  std::string signature;
+  if (signer) {
+    Link last{proxy_id, seq, {}, 0, {}, {}, hash_hex, {}, {}, {}};
+    signature = from_hex(signer->sign(batch_message(last)));
   }
-  if (signer) links.back().signature = signer->sign(batch_message(links.back()));
-  store.append(links);
+  store.append({proxy_id, seq, newest, members, bytes(hash), signature});
 }
 
 }  // namespace netbox::audit::detail

@@ -1,16 +1,24 @@
 #pragma once
-// The audit chain (docs/audit.md "Integrity"): every row a writer makes or completes gets a
-// link in audit_chain, in commit order per proxy:
-//   digest = SHA-256("netbox-audit-row-v1" 0 table 0 columns): RowEncoding below, fed by the
-//            writer with the values it binds (or an UPDATE's RETURNING row) and by
-//            `netbox audit verify` with the values it reads back, so nothing is read back
-//            on the writer's side;
+// The audit chain (docs/audit.md "Integrity"): every row a writer makes or completes is
+// covered by its proxy's chain, in commit order per proxy. Each row's digest is
+//   SHA-256("netbox-audit-row-v1" 0 table 0 columns): RowEncoding below, fed by the writer
+//   with the values it binds (or an UPDATE's RETURNING row) and by `netbox audit verify`
+//   with the values it reads back, so nothing is read back on the writer's side.
+// Since schema version 9 the chain has one link per written batch (audit_chain_batches):
+//   members = per row of the batch: table index, id, link ts, digest (encode_members);
+//   hash    = SHA-256("netbox-audit-batch-link-v2" 0 previous hash (32 bytes) +
+//             length-prefixed proxy_id, seq + members);
+// so a batch costs one INSERT and its rows one SHA-256 each, and verify still names the row
+// that does not match (it recomputes each member's digest). Schema version 8 wrote one link
+// per row (audit_chain):
 //   hash   = SHA-256("netbox-audit-link-v1" 0 previous hash (32 bytes) + length-prefixed
 //            proxy_id, seq, table, row_id, ts + digest (32 bytes)).
+// Both kinds share the proxy's sequence (audit_chain_heads), so a store upgraded from 8
+// verifies across the change.
 // A row updated later (a request opened at admission and completed at its end, an agent
-// at its exit) gets a second link then; its latest link must match the row as it stands.
-// The last link of a batch carries an Ed25519 signature of
-//   "netbox-audit-batch-v1" 0 proxy_id 0 seq 0 hash
+// at its exit) is covered a second time then; its latest cover must match the row as it stands.
+// A batch (or, in version 8, a batch's last link) carries an Ed25519 signature of
+//   "netbox-audit-batch-v1" 0 proxy_id 0 seq 0 hash (hex)
 // when the writer has a signing key: the hash covers the whole chain before it.
 #include "netbox/audit/record.hpp"
 #include "row.hpp"
@@ -78,6 +86,16 @@ std::string row_digest(const ChainedTable& table, const Row& row);  // hex
 // (after every timestamp: never counted as pruned).
 std::string link_ts(const ChainedTable& table, const Row& row);
 
+// One row covered by a batch.
+struct Member {
+  const ChainedTable* table;
+  std::int64_t id;
+  std::string ts;  // link_ts
+  Sha256 digest;
+};
+
+// One link as verify reads it: a version-8 row link, or a batch (`members` set; `table`
+// "batch", `row_id` 0, `digest` empty).
 struct Link {
   std::string proxy_id;
   std::int64_t seq = 0;
@@ -87,7 +105,15 @@ struct Link {
   std::string digest;  // hex
   std::string hash;    // hex
   std::string signature;  // hex; empty: none
+  std::vector<Member> members;
+  std::string member_bytes;  // a batch's members as stored
 };
+
+// A batch's members as stored, and back; nullopt for bytes that are not such a list.
+std::string encode_members(std::span<const Member* const> members);
+std::optional<std::vector<Member>> decode_members(std::string_view bytes);
+// The hash (hex) of batch `link` following `previous` (hex).
+std::string batch_hash(std::string_view previous, const Link& link);
 
 // The hash of `link` (its hash field ignored) following `previous` (hex).
 std::string link_hash(std::string_view previous, const Link& link);
@@ -121,12 +147,7 @@ class SignatureCheck {
 };
 
 // A row the open batch wrote or changed, as the writer left it.
-struct Touched {
-  const ChainedTable* table;
-  std::int64_t id;
-  std::string ts;  // link_ts
-  Sha256 digest;
-};
+using Touched = Member;
 
 // The rows as the writers bind them (write_store.hpp's operations; `ts`, `started`, `ended`:
 // the formatted timestamps they bind; an empty `proxy_id` is stored NULL).
@@ -160,15 +181,23 @@ class ChainStore {
   };
   // The proxy's last link, locked until the transaction ends (created when absent).
   virtual Head lock_head(const std::string& proxy_id) = 0;
-  // Stores `links` and moves the head to the last of them.
-  virtual void append(const std::vector<Link>& links) = 0;
+  // Stores the batch link (`members` as bytes, `hash` and `signature` as bytes) and moves
+  // the head (hex) to it.
+  struct Batch {
+    const std::string& proxy_id;
+    std::int64_t seq;
+    std::string_view ts;  // the newest member's link ts
+    std::string_view members;
+    std::string_view hash, signature;
+  };
+  virtual void append(const Batch& batch) = 0;
 
  protected:
   ~ChainStore() = default;
 };
 
-// Links every touched row (the first touch of a row in the batch decides its place, the
-// last its content), signs the last link with `signer`.
+// Links the batch: one member per touched row (the first touch of a row in the batch decides
+// its place, the last its content), the link signed with `signer`.
 void seal(ChainStore& store, const std::string& proxy_id, const std::vector<Touched>& touched, const Signer* signer);
 
 }  // namespace netbox::audit::detail

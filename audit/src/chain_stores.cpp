@@ -9,15 +9,12 @@ constexpr const char* kCreateHead =
     "INSERT INTO audit_chain_heads (proxy_id, seq, hash) VALUES (?1, 0, "
     "'0000000000000000000000000000000000000000000000000000000000000000') ON CONFLICT DO NOTHING";
 
-std::string link_values(const Link& l) {
-  // COPY text: hex, digits and the proxy id (escaped) only.
-  std::string out;
-  append_copy_text(out, l.proxy_id);
-  out += '\t' + std::to_string(l.seq) + '\t' + l.table + '\t' + std::to_string(l.row_id) + '\t';
-  append_copy_text(out, l.ts);
-  out += '\t' + l.digest + '\t' + l.hash + '\t' + (l.signature.empty() ? std::string("\\N") : l.signature) + '\n';
-  return out;
+std::string hex(std::string_view bytes) {
+  return to_hex(std::span(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size()));
 }
+
+// bytea in PostgreSQL's hex input format: the parameters are text.
+std::string bytea_param(std::string_view bytes) { return "\\x" + hex(bytes); }
 
 }  // namespace
 
@@ -25,9 +22,9 @@ SqliteChainStore::SqliteChainStore(sqlite3* db)
     : db_(db),
       create_head_(db, kCreateHead),
       read_head_(db, "SELECT seq, hash FROM audit_chain_heads WHERE proxy_id = ?1"),
-      insert_link_(db,
-                   "INSERT INTO audit_chain (proxy_id, seq, tbl, row_id, ts, digest, hash, signature) "
-                   "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"),
+      insert_batch_(db,
+                    "INSERT INTO audit_chain_batches (proxy_id, seq, ts, members, hash, signature) "
+                    "VALUES (?1, ?2, ?3, ?4, ?5, ?6)"),
       move_head_(db, "UPDATE audit_chain_heads SET seq = ?2, hash = ?3 WHERE proxy_id = ?1") {}
 
 ChainStore::Head SqliteChainStore::lock_head(const std::string& proxy_id) {
@@ -41,30 +38,26 @@ ChainStore::Head SqliteChainStore::lock_head(const std::string& proxy_id) {
   return head;
 }
 
-void SqliteChainStore::append(const std::vector<Link>& links) {
-  for (const auto& l : links) {
-    // Bound without copies: `links` outlives each step.
-    auto& s = insert_link_;
-    s.bind_view(1, l.proxy_id);
-    s.bind(2, l.seq);
-    s.bind_view(3, l.table);
-    s.bind(4, l.row_id);
-    s.bind_view(5, l.ts);
-    s.bind_view(6, l.digest);
-    s.bind_view(7, l.hash);
-    s.bind_view_or_null(8, l.signature);
-    s.step();
-    s.reset();
-  }
-  move_head_.bind(1, links.back().proxy_id);
-  move_head_.bind(2, links.back().seq);
-  move_head_.bind(3, links.back().hash);
+void SqliteChainStore::append(const Batch& b) {
+  // Bound without copies: `b` outlives the step.
+  auto& s = insert_batch_;
+  s.bind_view(1, b.proxy_id);
+  s.bind(2, b.seq);
+  s.bind_view(3, b.ts);
+  s.bind_blob_view_or_null(4, b.members);
+  s.bind_blob_view_or_null(5, b.hash);
+  s.bind_blob_view_or_null(6, b.signature);
+  s.step();
+  s.reset();
+  move_head_.bind(1, b.proxy_id);
+  move_head_.bind(2, b.seq);
+  move_head_.bind(3, hex(b.hash));
   move_head_.step();
   move_head_.reset();
 }
 
 void SqliteChainStore::reset() {
-  for (Statement* s : {&create_head_, &read_head_, &insert_link_, &move_head_}) s->reset();
+  for (Statement* s : {&create_head_, &read_head_, &insert_batch_, &move_head_}) s->reset();
 }
 
 ChainStore::Head PgChainStore::lock_head(const std::string& proxy_id) {
@@ -76,12 +69,13 @@ ChainStore::Head PgChainStore::lock_head(const std::string& proxy_id) {
   return {std::stoll(pg_value(r.get(), 0, 0)), pg_value(r.get(), 0, 1)};
 }
 
-void PgChainStore::append(const std::vector<Link>& links) {
-  std::string data;
-  for (const auto& l : links) data += link_values(l);
-  conn_.copy_in("COPY audit_chain (proxy_id, seq, tbl, row_id, ts, digest, hash, signature) FROM STDIN", data);
+void PgChainStore::append(const Batch& b) {
+  conn_.query("INSERT INTO audit_chain_batches (proxy_id, seq, ts, members, hash, signature) "
+              "VALUES ($1, $2, $3, $4, $5, $6)",
+              {b.proxy_id, std::to_string(b.seq), std::string(b.ts), bytea_param(b.members), bytea_param(b.hash),
+               b.signature.empty() ? std::nullopt : std::optional<std::string>(bytea_param(b.signature))});
   conn_.query("UPDATE audit_chain_heads SET seq = $2, hash = $3 WHERE proxy_id = $1",
-              {links.back().proxy_id, std::to_string(links.back().seq), links.back().hash});
+              {b.proxy_id, std::to_string(b.seq), hex(b.hash)});
 }
 
 RunSql sqlite_runner(sqlite3* db) {

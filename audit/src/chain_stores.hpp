@@ -12,13 +12,13 @@ class SqliteChainStore final : public ChainStore {
   explicit SqliteChainStore(sqlite3* db);
   // BEGIN IMMEDIATE holds the database's write lock: the head read here stays ours.
   Head lock_head(const std::string& proxy_id) override;
-  void append(const std::vector<Link>& links) override;
+  void append(const Batch& batch) override;
   // Ends a failed transaction's use of the statements.
   void reset();
 
  private:
   sqlite3* db_;
-  Statement create_head_, read_head_, insert_link_, move_head_;
+  Statement create_head_, read_head_, insert_batch_, move_head_;
 };
 
 class PgChainStore final : public ChainStore {
@@ -26,7 +26,7 @@ class PgChainStore final : public ChainStore {
   explicit PgChainStore(PgConn& conn) : conn_(conn) {}
   // SELECT ... FOR UPDATE: another writer with the same proxy_id waits for our commit.
   Head lock_head(const std::string& proxy_id) override;
-  void append(const std::vector<Link>& links) override;
+  void append(const Batch& batch) override;
 
  private:
   PgConn& conn_;

@@ -408,6 +408,56 @@ INSERT INTO audit_chain_start (tbl, last_id)
   SELECT 'agents', COALESCE(MAX(id), 0) FROM agents;
 )sql";
 
+// Version 9: the audit chain links batches, not rows (chain.hpp): one audit_chain_batches
+// row per written batch, its rows' ids, link timestamps and binary digests in `members`,
+// its hash and signature as bytes, numbered in the same per-proxy sequence as the version-8
+// links in audit_chain (kept: a store upgraded from 8 verifies across the change). One
+// tuple per batch instead of one per row is what recovers the writer's rate (tests/bench
+// RESULTS.md, B5). A rowid table: its rows are large (about 66 bytes per member).
+constexpr const char* kV9 = R"sql(
+CREATE TABLE audit_chain_batches (
+  proxy_id  TEXT    NOT NULL,
+  seq       INTEGER NOT NULL,
+  ts        TEXT    NOT NULL,
+  members   BLOB    NOT NULL,
+  hash      BLOB    NOT NULL,
+  signature BLOB,
+  PRIMARY KEY (proxy_id, seq)
+);
+)sql";
+
+// PostgreSQL's step 9 also holds the fleet's policy source (docs/fleet.md, "One policy for
+// many proxies"): `netbox policy push` inserts a checked policy as the next version, and a
+// proxy started with `--policy postgresql://...` runs the latest one; every change of the
+// table notifies the proxies LISTENing on netbox_policy, whoever made it (push or SQL).
+constexpr const char* kPgV9 = R"sql(
+CREATE TABLE policies (
+  version      bigserial PRIMARY KEY,
+  published    text COLLATE "C" NOT NULL,
+  published_by text COLLATE "C",
+  digest       text COLLATE "C" NOT NULL,
+  body         text NOT NULL
+);
+CREATE FUNCTION netbox_policy_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM pg_notify('netbox_policy', '');
+  RETURN NULL;
+END $$;
+CREATE TRIGGER policies_changed AFTER INSERT OR UPDATE OR DELETE ON policies
+  FOR EACH STATEMENT EXECUTE FUNCTION netbox_policy_changed();
+CREATE TABLE audit_chain_batches (
+  proxy_id  text   COLLATE "C" NOT NULL,
+  seq       bigint NOT NULL,
+  ts        text   COLLATE "C" NOT NULL,
+  members   bytea  NOT NULL,
+  hash      bytea  NOT NULL,
+  signature bytea,
+  PRIMARY KEY (proxy_id, seq)
+);
+-- Digests do not compress: stored out of line without trying.
+ALTER TABLE audit_chain_batches ALTER COLUMN members SET STORAGE EXTERNAL;
+)sql";
+
 constexpr Migration kMigrations[] = {
     {1, kV1, nullptr, false},
     {2, kV2, nullptr, false},
@@ -417,6 +467,7 @@ constexpr Migration kMigrations[] = {
     {6, kV6, nullptr, false},
     {7, kV7, kPgV7, true},
     {8, kV8, kPgV8, false},
+    {9, kV9, kPgV9, false},
 };
 
 static_assert(sizeof kMigrations / sizeof kMigrations[0] == kSchemaVersion,

@@ -165,6 +165,16 @@ std::string pg_text(std::string_view text) {
 }
 
 std::string pg_value(const PGresult* r, int row, int column) {
+  // bytea (the audit chain's hashes) as its bytes, as SQLite gives a BLOB's.
+  constexpr Oid kBytea = 17;
+  if (PQftype(r, column) == kBytea && !PQgetisnull(r, row, column)) {
+    std::size_t n = 0;
+    unsigned char* bytes = PQunescapeBytea(reinterpret_cast<const unsigned char*>(PQgetvalue(r, row, column)), &n);
+    if (!bytes) throw PgError("out of memory decoding a bytea value");
+    std::string out(reinterpret_cast<const char*>(bytes), n);
+    PQfreemem(bytes);
+    return out;
+  }
   return std::string(PQgetvalue(r, row, column), static_cast<std::size_t>(PQgetlength(r, row, column)));
 }
 

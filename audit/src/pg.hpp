@@ -51,6 +51,8 @@ class PgConn {
   PgResult query(const std::string& sql, const PgParams& params = {});
   // COPY ... FROM STDIN with `data` in COPY's text format.
   void copy_in(const std::string& copy_sql, const std::string& data);
+  // libpq's own handle, for LISTEN's socket and notifications (policy_store.cpp).
+  PGconn* native() const { return conn_; }
 
  private:
   void connect();
@@ -71,7 +73,7 @@ std::string pg_text(std::string_view text);
 // binds and the value a reader gets back from either store encode alike.
 void append_pg_text(std::string& out, std::string_view text);
 
-// One field of a result row.
+// One field of a result row (a bytea field: its bytes).
 std::string pg_value(const PGresult* r, int row, int column);
 
 // One row of a result, as the readers see rows.

@@ -93,7 +93,14 @@ class PgWriteStore final : public WriteStore {
         conn_->copy_in(std::string("COPY requests ") + kRequestColumns + " FROM STDIN", requests_);
       }
     }
-    std::vector<Touched> touched = touched_;
+    // The rows this attempt completes are added to touched_ and taken off again at the end,
+    // success or not: a retry completes them anew (no copy of the batch's rows per commit).
+    struct Restore {
+      std::vector<Touched>& v;
+      std::size_t n;
+      ~Restore() { v.erase(v.begin() + static_cast<std::ptrdiff_t>(n), v.end()); }
+    } restore{touched_, touched_.size()};
+    std::vector<Touched>& touched = touched_;
     if (!completions_.empty()) {
       conn_->copy_in("COPY completions_in FROM STDIN", completions_);
       // RETURNING: the rows as completed, for their chain links (nothing is read back).

@@ -92,6 +92,15 @@ void Reader::snapshot() {
   }
 }
 
+bool Reader::has_table(const std::string& name) {
+  Where w;
+  w.add(pg_ ? "tablename = ?" : "name = ?", name);
+  bool found = false;
+  each(pg_ ? "SELECT 1 FROM pg_tables" : "SELECT 1 FROM sqlite_schema", w,
+       pg_ ? " AND schemaname = current_schema()" : " AND type = 'table'", 1, [&](const Row&) { found = true; });
+  return found;
+}
+
 Where Reader::where(const Filter& f) const {
   Where w;
   if (f.agent) w.add("agent = ?", *f.agent);

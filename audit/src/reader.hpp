@@ -42,6 +42,9 @@ class Reader {
   // transaction, REPEATABLE READ on PostgreSQL), until the Reader is destroyed.
   void snapshot();
 
+  // Whether the store has table `name` (one added by a later schema version than it has).
+  bool has_table(const std::string& name);
+
   Where where(const Filter& filter) const;
   // An aggregate giving `column` of the group's row with the latest ts.
   std::string latest(std::string_view column) const;

@@ -55,6 +55,12 @@ void Statement::bind_view_or_null(int index, std::string_view text) {
   else bind_view(index, text);
 }
 
+void Statement::bind_blob_view_or_null(int index, std::string_view bytes) {
+  if (bytes.empty()) return bind_null(index);
+  const int rc = sqlite3_bind_blob(stmt_, index, bytes.data(), static_cast<int>(bytes.size()), SQLITE_STATIC);
+  if (rc != SQLITE_OK) throw_error(db_, rc, "binding a value");
+}
+
 void Statement::bind_null(int index) {
   const int rc = sqlite3_bind_null(stmt_, index);
   if (rc != SQLITE_OK) throw_error(db_, rc, "binding a value");

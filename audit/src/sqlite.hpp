@@ -51,6 +51,8 @@ class Statement final : public Row {
   // hot statements, whose text lives in the record until the statement has run.
   void bind_view(int index, std::string_view text);
   void bind_view_or_null(int index, std::string_view text);
+  // Bytes as a BLOB, not copied either (empty: NULL).
+  void bind_blob_view_or_null(int index, std::string_view bytes);
 
   // true while a row is available; throws on error.
   bool step();

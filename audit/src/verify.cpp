@@ -4,7 +4,9 @@
 #include "reader.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <limits>
+#include <list>
 #include <map>
 #include <optional>
 #include <set>
@@ -32,8 +34,39 @@ struct Problem {
   std::string text;
 };
 
+// A row as a link covers it: a version-8 link's, or one member of a batch.
+struct Cover {
+  const Link* link;
+  std::string table;
+  std::int64_t row_id;
+  const std::string* ts;
+  detail::Sha256 digest;
+};
+
+std::string where(const std::string& table, std::int64_t row_id, const Link& l) {
+  return table + " row " + std::to_string(row_id) + " (proxy '" + l.proxy_id + "', " +
+         (l.table == "batch" ? "batch link " : "link ") + std::to_string(l.seq) + ")";
+}
+std::string where(const Cover& c) { return where(c.table, c.row_id, *c.link); }
 std::string where(const Link& l) {
-  return l.table + " row " + std::to_string(l.row_id) + " (proxy '" + l.proxy_id + "', link " + std::to_string(l.seq) + ")";
+  if (l.table == "batch") return "batch link " + std::to_string(l.seq) + " of proxy '" + l.proxy_id + "'";
+  return where(l.table, l.row_id, l);
+}
+
+// A version-8 digest; all zeros (matching no row) for text that is not one.
+detail::Sha256 sha_from_hex(std::string_view hex) {
+  detail::Sha256 out{};
+  if (hex.size() != 64) return out;
+  for (std::size_t i = 0; i < 32; ++i) {
+    unsigned v = 0;
+    if (std::from_chars(hex.data() + 2 * i, hex.data() + 2 * i + 2, v, 16).ptr != hex.data() + 2 * i + 2) return {};
+    out[i] = static_cast<unsigned char>(v);
+  }
+  return out;
+}
+
+std::string hex(const std::string& bytes) {
+  return detail::to_hex(std::span(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size()));
 }
 
 class Verifier {
@@ -52,8 +85,8 @@ class Verifier {
       if (!heads_.contains(proxy))
         add(proxy, links.front().seq, "proxy '" + proxy + "' has links but no chain head: the head was deleted");
     for (const auto& table : detail::chained_tables()) check_rows(table);
-    for (const auto& [key, link] : latest_)
-      if (!seen_.contains(key)) missing(*link);
+    for (const auto& [key, c] : latest_)
+      if (!seen_.contains(key)) missing(c);
     std::stable_sort(problems_.begin(), problems_.end(),
                      [](const Problem& a, const Problem& b) { return std::tie(a.proxy, a.seq) < std::tie(b.proxy, b.seq); });
     for (auto& p : problems_) report_.problems.push_back(std::move(p.text));
@@ -79,8 +112,18 @@ class Verifier {
     each("SELECT proxy_id, seq, tbl, row_id, ts, digest, hash, signature FROM audit_chain ORDER BY proxy_id, seq",
          [&](const Row& r) {
            links_[r.column_text(0)].push_back(Link{r.column_text(0), r.column_int(1), r.column_text(2), r.column_int(3),
-                                                   r.column_text(4), r.column_text(5), r.column_text(6), r.column_text(7)});
+                                                   r.column_text(4), r.column_text(5), r.column_text(6), r.column_text(7),
+                                                   {}, {}});
          });
+    if (!reader_.has_table("audit_chain_batches")) return;  // a store still at version 8
+    // Hashes and signatures as hex, as version 8 stores them; members as their bytes.
+    each("SELECT proxy_id, seq, ts, members, hash, signature FROM audit_chain_batches ORDER BY proxy_id, seq",
+         [&](const Row& r) {
+           links_[r.column_text(0)].push_back(Link{r.column_text(0), r.column_int(1), "batch", 0, r.column_text(2), {},
+                                                   hex(r.column_text(4)), hex(r.column_text(5)), {}, r.column_text(3)});
+         });
+    for (auto& [proxy, links] : links_)
+      std::stable_sort(links.begin(), links.end(), [](const Link& a, const Link& b) { return a.seq < b.seq; });
   }
 
   void add(const std::string& proxy, std::int64_t seq, std::string text) {
@@ -102,10 +145,11 @@ class Verifier {
                               std::to_string(head.anchor_seq) + "): the anchor was moved");
         continue;
       }
+      const bool batch = l.table == "batch";
       if (l.seq != seq + 1)
         add(proxy, seq + 1, "links " + std::to_string(seq + 1) + ".." + std::to_string(l.seq - 1) + " of proxy '" + proxy +
                                 "' are missing, before " + where(l) + ": rows and their links were deleted");
-      else if (detail::link_hash(hash, l) != l.hash)
+      else if ((batch ? detail::batch_hash(hash, l) : detail::link_hash(hash, l)) != l.hash)
         add(proxy, l.seq, where(l) + ": the link does not follow from the one before it: a link was inserted, "
                                      "removed or edited");
       if (!l.signature.empty() && check_) {
@@ -117,7 +161,7 @@ class Verifier {
       }
       seq = l.seq;
       hash = l.hash;
-      latest_[{l.table, l.row_id}] = &l;
+      cover(proxy, l);
     }
     if (seq != head.seq || hash != head.hash)
       add(proxy, seq + 1, "the chain of proxy '" + proxy + "' ends at link " + std::to_string(seq) +
@@ -130,6 +174,21 @@ class Verifier {
     report_.proxies.push_back("proxy '" + proxy + "': links " + std::to_string(head.anchor_seq + 1) + ".." +
                               std::to_string(head.seq) + (check_ ? ", " + std::to_string(signatures) + " signed batches" : "") +
                               (head.pruned_before.empty() ? "" : ", pruned before " + head.pruned_before));
+  }
+
+  // The rows `l` covers, each now latest.
+  void cover(const std::string& proxy, const Link& l) {
+    if (l.table != "batch") {
+      latest_[{l.table, l.row_id}] = Cover{&l, l.table, l.row_id, &l.ts, sha_from_hex(l.digest)};
+      return;
+    }
+    auto members = detail::decode_members(l.member_bytes);
+    if (!members) {
+      add(proxy, l.seq, where(l) + ": its list of rows is not one netbox writes: it was edited");
+      return;
+    }
+    auto& kept = members_.emplace_back(std::move(*members));
+    for (const auto& m : kept) latest_[{m.table->name, m.id}] = Cover{&l, m.table->name, m.id, &m.ts, m.digest};
   }
 
   void check_rows(const detail::ChainedTable& table) {
@@ -151,16 +210,17 @@ class Verifier {
         return;
       }
       seen_.insert(it->first);
-      if (detail::row_digest(table, r) != it->second->digest)
-        add(it->second->proxy_id, it->second->seq,
-            where(*it->second) + ": the row does not match the hash recorded when it was written: it was edited");
+      // Each row's own digest, a batch's member included: the mismatch names its row.
+      if (detail::row_sha(table, r) != it->second.digest)
+        add(it->second.link->proxy_id, it->second.link->seq,
+            where(it->second) + ": the row does not match the hash recorded when it was written: it was edited");
     });
   }
 
-  void missing(const Link& l) {
-    const auto head = heads_.find(l.proxy_id);
-    if (head != heads_.end() && !head->second.pruned_before.empty() && l.ts < head->second.pruned_before) return;
-    add(l.proxy_id, l.seq, where(l) + ": the row is missing: it was deleted (and no prune covers it)");
+  void missing(const Cover& c) {
+    const auto head = heads_.find(c.link->proxy_id);
+    if (head != heads_.end() && !head->second.pruned_before.empty() && *c.ts < head->second.pruned_before) return;
+    add(c.link->proxy_id, c.link->seq, where(c) + ": the row is missing: it was deleted (and no prune covers it)");
   }
 
   detail::Reader reader_;
@@ -168,7 +228,8 @@ class Verifier {
   std::map<std::string, Head> heads_;
   std::map<std::string, std::int64_t> start_;
   std::map<std::string, std::vector<Link>> links_;
-  std::map<std::pair<std::string, std::int64_t>, const Link*> latest_;  // (table, id) -> its latest link
+  std::list<std::vector<detail::Member>> members_;  // the batches' members, decoded (stable addresses)
+  std::map<std::pair<std::string, std::int64_t>, Cover> latest_;  // (table, id) -> its latest cover
   std::set<std::pair<std::string, std::int64_t>> seen_;
   std::vector<Problem> problems_;
   ChainReport report_;

@@ -1,5 +1,7 @@
 #include "netbox/audit/writer.hpp"
 
+#include "netbox/audit/printable.hpp"
+
 #include "netbox/audit/schema.hpp"
 #include "netbox/audit/stored_text.hpp"
 #include "refusal_folder.hpp"
@@ -28,7 +30,8 @@ namespace netbox::audit {
 std::string default_proxy_id() {
   char name[256] = {};
   if (::gethostname(name, sizeof name - 1) != 0) return {};
-  return name;
+  // Printable UTF-8 whatever the host name holds, as --proxy-id must be (PostgreSQL).
+  return escape_controls(name);
 }
 
 namespace {

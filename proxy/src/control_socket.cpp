@@ -1,5 +1,6 @@
 #include "control_socket.hpp"
 
+#include "policy_source.hpp"
 #include "accept_loop.hpp"
 
 #include "netbox/proxy/control_protocol.hpp"
@@ -110,7 +111,8 @@ class ControlSession : public std::enable_shared_from_this<ControlSession> {
   control::Reply handle(const control::Info&) {
     control::Reply reply;
     reply.audit_db = std::filesystem::absolute(impl_.options.audit_db).string();
-    if (!impl_.options.policy_file.empty())
+    // A database source is no file the launcher could read (docs/fleet.md).
+    if (!impl_.options.policy_file.empty() && !is_database_source(impl_.options.policy_file))
       reply.policy_file = std::filesystem::absolute(impl_.options.policy_file).string();
     // Public: the launcher shows it to the agent, which then trusts the inspected hosts.
     if (impl_.inspector) reply.ca_pem = impl_.inspector->ca_certificate_pem();

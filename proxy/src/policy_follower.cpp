@@ -1,5 +1,7 @@
 #include "policy_follower.hpp"
 
+#include "policy_source.hpp"
+
 #include <boost/asio/post.hpp>
 
 #include <pthread.h>
@@ -19,6 +21,11 @@ bool FileStamp::operator==(const FileStamp& o) const {
 }
 
 std::optional<FileStamp> file_stamp(const std::filesystem::path& path) {
+  if (is_database_source(path)) {
+    const auto published = published_stamp(path);
+    if (!published) return std::nullopt;
+    return FileStamp{static_cast<dev_t>(published->body_hash), static_cast<ino_t>(published->version), 0, {}, {}};
+  }
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) return std::nullopt;
   return FileStamp{st.st_dev, st.st_ino, st.st_size, st.st_mtim, st.st_ctim};
@@ -26,7 +33,12 @@ std::optional<FileStamp> file_stamp(const std::filesystem::path& path) {
 
 PolicyFollower::PolicyFollower(std::filesystem::path file, bool watch, bool sighup, Hooks hooks)
     : file_(std::move(file)), hooks_(std::move(hooks)) {
-  if (watch) watch_folder();
+  if (watch && is_database_source(file_))
+    // The hooks run on the watch's thread: reload_if_changed and the log take their locks.
+    database_ = std::make_unique<audit::PolicyWatch>(
+        file_.native(), [this] { hooks_.changed(); }, [this](std::string why) { hooks_.cannot_watch(std::move(why)); });
+  else if (watch)
+    watch_folder();
   if (sighup) {
     hangup_.emplace(ioc_, SIGHUP);
     wait_hangup();
@@ -38,6 +50,7 @@ PolicyFollower::PolicyFollower(std::filesystem::path file, bool watch, bool sigh
 }
 
 PolicyFollower::~PolicyFollower() {
+  database_.reset();  // joins its thread before the hooks go
   asio::post(ioc_, [this] {
     boost::system::error_code ec;
     quiet_.cancel();

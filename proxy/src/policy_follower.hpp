@@ -7,6 +7,10 @@
 //   (re)starts a short quiet period; once it is over, `changed` runs. The caller compares the file's FileStamp with the one it last loaded, so a burst
 //   of events is one reload, a file still being written is read once it is quiet, and a
 //   reload already made (reload_policy(), SIGHUP) is not repeated.
+// - a database source (`--policy postgresql://...`, policy_source.hpp) is followed with
+//   LISTEN instead (audit::PolicyWatch, on a thread of its own): `changed` runs after each
+//   notification, and the caller compares file_stamp (the latest version and its text's
+//   hash) with what it loaded, as for a file.
 // - reloaded on SIGHUP, when asked: the signal is the process's, so only a process running
 //   one Server asks (`netbox proxy`; a launcher forwards SIGHUP to its agent).
 #include <boost/asio/io_context.hpp>
@@ -16,10 +20,13 @@
 
 #include <sys/stat.h>
 
+#include "netbox/audit/policy_store.hpp"
+
 #include <array>
 #include <chrono>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <thread>
@@ -35,7 +42,8 @@ struct FileStamp {
   timespec ctime{};
   bool operator==(const FileStamp& o) const;
 };
-std::optional<FileStamp> file_stamp(const std::filesystem::path& path);  // follows symlinks
+// Follows symlinks. For a database source: the latest version (ino) and its text's hash (dev).
+std::optional<FileStamp> file_stamp(const std::filesystem::path& path);
 
 class PolicyFollower {
  public:
@@ -65,6 +73,7 @@ class PolicyFollower {
   std::optional<boost::asio::signal_set> hangup_;
   alignas(8) std::array<char, 4096> events_{};
   std::thread thread_;
+  std::unique_ptr<audit::PolicyWatch> database_;  // a database source's LISTEN
 };
 
 }  // namespace netbox::proxy

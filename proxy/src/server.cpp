@@ -7,6 +7,7 @@
 
 #include "control_socket.hpp"
 #include "fd_limit.hpp"
+#include "policy_source.hpp"
 #include "http_session.hpp"
 #include "proxy_runtime.hpp"
 #include "target.hpp"
@@ -36,7 +37,7 @@ std::string digest_detail(const std::string& digest) { return nlohmann::json{{"d
 
 PolicyPtr initial_policy(const ProxyOptions& o, bool can_inspect) {
   auto p = o.policy ? std::make_shared<const policy::Policy>(*o.policy)
-                    : std::make_shared<const policy::Policy>(policy::load_policy_file(o.policy_file));
+                    : std::make_shared<const policy::Policy>(load_policy_source(o.policy_file));
   check_enforceable(*p, can_inspect);
   return p;
 }
@@ -242,7 +243,7 @@ bool ProxyRuntime::reload_policy() {
   }
   loaded_stamp = file_stamp(options.policy_file);  // a bad file too: it is not read again until it changes
   try {
-    auto next = std::make_shared<const policy::Policy>(policy::load_policy_file(options.policy_file));
+    auto next = std::make_shared<const policy::Policy>(load_policy_source(options.policy_file));
     check_enforceable(*next, inspector != nullptr);
     // A registered agent whose profile the new file lacks would be decided with the
     // top-level profile, which may allow what its own denied: never widen silently.

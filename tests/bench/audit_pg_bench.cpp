@@ -117,7 +117,8 @@ int main(int argc, char** argv) {
   const double request_bytes = std::stod(server.query_column(
       "bench", "SELECT COALESCE(sum(pg_total_relation_size(inhrelid)), 0) FROM pg_inherits "
                "WHERE inhparent = 'requests'::regclass")[0]);
-  const double chain_bytes = std::stod(server.query_column("bench", "SELECT pg_total_relation_size('audit_chain')")[0]);
+  const double chain_bytes = std::stod(server.query_column(
+      "bench", "SELECT pg_total_relation_size('audit_chain') + pg_total_relation_size('audit_chain_batches')")[0]);
   std::printf(
       "{\"rows\":%llu,\"counted\":%llu,\"completed\":%llu,\"distinct_ids\":%llu,\"lost\":%llu,\"seconds\":%.3f,"
       "\"rows_per_s\":%.1f,\"enqueue_to_commit_ms_p50\":%.1f,\"enqueue_to_commit_ms_p99\":%.1f,\"batches\":%llu,"

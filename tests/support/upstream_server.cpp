@@ -137,7 +137,8 @@ void UpstreamServer::serve(int fd) {
       for (const auto& f : req) j["headers"][std::string(f.name_string())] = std::string(f.value());
       j["body"] = req.body();
       res.set(http::field::content_type, "application/json");
-      res.body() = j.dump();
+      // A hostile client's bytes that are not UTF-8 echo as U+FFFD instead of ending the test.
+      res.body() = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     }
     if (!res.chunked()) res.prepare_payload();
     if (req.method() == http::verb::head) {

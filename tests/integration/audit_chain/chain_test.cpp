@@ -229,11 +229,11 @@ TEST_P(AuditChain, PruningKeepsTheChainVerifiable) {
 
 TEST_P(AuditChain, RemovedLinksAtTheEndAreNamed) {
   write_rows(store->db(), "p1", 4);
-  const std::string last = store->scalar("SELECT MAX(seq) FROM audit_chain");
-  // The last row and its link removed, as if never written.
-  const std::string id = store->scalar("SELECT row_id FROM audit_chain WHERE seq = " + last);
-  store->exec("DELETE FROM agents WHERE id = " + id);
-  store->exec("DELETE FROM audit_chain WHERE seq = " + last);
+  const std::string last = store->scalar("SELECT MAX(seq) FROM audit_chain_batches");
+  // The last batch (the event and the agent's exit) and its link removed, as if never written.
+  store->exec("DELETE FROM agents");
+  store->exec("DELETE FROM events");
+  store->exec("DELETE FROM audit_chain_batches WHERE seq = " + last);
   const auto report = audit::verify_chain(store->db());
   ASSERT_FALSE(report.ok());
   EXPECT_NE(joined(report.problems).find("ends at link"), std::string::npos) << joined(report.problems);
@@ -272,7 +272,7 @@ TEST_P(AuditChain, ARowOpenAtTheUpgradeIsCoveredOnceCompleted) {
   w.flush();
   // As a store upgraded to schema 8 while that request was open: no chain yet, the row
   // counted as older than the chain.
-  store->exec("DELETE FROM audit_chain");
+  store->exec("DELETE FROM audit_chain_batches");
   store->exec("DELETE FROM audit_chain_heads");
   store->exec("UPDATE audit_chain_start SET last_id = (SELECT MAX(id) FROM requests) WHERE tbl = 'requests'");
   w.complete(open, audit::Completion{200, 1, 2, 3, {}, {}, {}, {}, {}});
@@ -283,6 +283,50 @@ TEST_P(AuditChain, ARowOpenAtTheUpgradeIsCoveredOnceCompleted) {
   store->exec("UPDATE requests SET status = 204");
   report = audit::verify_chain(store->db());
   EXPECT_FALSE(report.ok()) << "an edit after its completion is seen";
+}
+
+// One link per written batch (schema 9): a batch of many rows still names the one row
+// edited or deleted in it, and costs one link.
+TEST_P(AuditChain, OneBatchOfManyRowsNamesTheRowEditedOrDeletedInIt) {
+  {
+    audit::WriterOptions o;
+    o.db_path = store->db();
+    o.proxy_id = "p1";
+    audit::Writer w(o);
+    for (int i = 0; i < 50; ++i) w.insert_complete(audit::testing::request("a", "h" + std::to_string(i) + ".test", "allow"));
+    w.flush();
+  }
+  ASSERT_EQ(store->scalar("SELECT COUNT(*) FROM audit_chain_batches"), "1") << "the 50 rows were one batch";
+  ASSERT_TRUE(audit::verify_chain(store->db()).ok());
+  const std::string edited = request_id(30), deleted = request_id(40);
+  store->exec("UPDATE requests SET host = 'h30.test' WHERE id = " + edited);
+  store->exec("DELETE FROM requests WHERE id = " + deleted);
+  const auto report = audit::verify_chain(store->db());
+  ASSERT_EQ(report.problems.size(), 2u) << joined(report.problems);
+  EXPECT_NE(report.problems[0].find("requests row " + edited + " (proxy 'p1', batch link 1): the row does not match"),
+            std::string::npos)
+      << joined(report.problems);
+  EXPECT_NE(report.problems[1].find("requests row " + deleted + " (proxy 'p1', batch link 1): the row is missing"),
+            std::string::npos)
+      << joined(report.problems);
+}
+
+// The batch links themselves, one attack per proxy's chain: a list of rows replaced by
+// another batch's (p1), two batches swapped (p2), a batch removed from the middle (p3).
+TEST_P(AuditChain, EditedReorderedOrRemovedBatchLinksAreNamed) {
+  for (const char* proxy : {"p1", "p2", "p3"}) write_rows(store->db(), proxy, 6);
+  ASSERT_TRUE(audit::verify_chain(store->db()).ok());
+  store->exec("UPDATE audit_chain_batches SET members = (SELECT members FROM audit_chain_batches WHERE proxy_id = 'p1' "
+              "AND seq = 1) WHERE proxy_id = 'p1' AND seq = 2");
+  for (const char* step : {"seq = -1 WHERE seq = 2", "seq = 2 WHERE seq = 3", "seq = 3 WHERE seq = -1"})
+    store->exec(std::string("UPDATE audit_chain_batches SET ") + step + " AND proxy_id = 'p2'");
+  store->exec("DELETE FROM audit_chain_batches WHERE proxy_id = 'p3' AND seq = 2");
+  const auto report = audit::verify_chain(store->db());
+  const std::string text = joined(report.problems);
+  ASSERT_FALSE(report.problems.empty());
+  EXPECT_NE(report.problems[0].find("batch link 2 of proxy 'p1': the link does not follow"), std::string::npos) << text;
+  EXPECT_NE(text.find("batch link 2 of proxy 'p2': the link does not follow"), std::string::npos) << text;
+  EXPECT_NE(text.find("links 2..2 of proxy 'p3' are missing"), std::string::npos) << text;
 }
 
 TEST_P(AuditChain, VerifyBesideALiveWriterSeesOneMomentOfTheStore) {
@@ -326,7 +370,7 @@ TEST(AuditChainFleet, TwoProxiesWritingOneDatabaseEachKeepTheirOwnChain) {
   auto report = audit::verify_chain(store.db());
   EXPECT_TRUE(report.ok()) << joined(report.problems);
   ASSERT_EQ(report.proxies.size(), 2u) << joined(report.proxies);
-  EXPECT_EQ(store.scalar("SELECT COUNT(DISTINCT proxy_id) FROM audit_chain"), "2");
+  EXPECT_EQ(store.scalar("SELECT COUNT(DISTINCT proxy_id) FROM audit_chain_batches"), "2");
   const std::string id = store.scalar("SELECT MIN(id) FROM requests WHERE proxy_id = 'p2'");
   store.exec("UPDATE requests SET bytes_up = 0 WHERE id = " + id);
   report = audit::verify_chain(store.db());

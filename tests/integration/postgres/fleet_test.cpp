@@ -6,6 +6,7 @@
 #include "support/background_process.hpp"
 #include "support/postgres_server.hpp"
 #include "support/process.hpp"
+#include "support/proxy_client.hpp"
 #include "support/proxy_load.hpp"
 #include "support/temp_dir.hpp"
 #include "support/upstream_server.hpp"
@@ -169,6 +170,47 @@ std::string file_text(const std::filesystem::path& p) {
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
+}
+
+// A proxy id is stored with every row and chain link: one that is not UTF-8 would make
+// every PostgreSQL batch fail, one with control characters would drive the terminal of
+// whoever reads `audit verify`. Refused at the flag, before anything is written.
+TEST_F(PostgresFleet, AProxyIdThatIsNotPrintableUtf8IsRefusedAtTheFlag) {
+  const auto db = server.create_database("badid");
+  const auto policy = dir.write("policy.json", R"({"version": 1})");
+  for (const std::string& id : {std::string("proxy-\xff\xfe"), std::string("proxy\x1b[2J"), std::string("a\nb")}) {
+    auto argv = proxy_command(policy, free_port(), db, {"--proxy-id", id});
+    argv.erase(argv.begin());  // proxy_command names the binary first; run_netbox adds it
+    const auto r = run_netbox(argv, std::chrono::seconds(20));
+    EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+    EXPECT_NE(r.err.find("--proxy-id"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find(id), std::string::npos) << "the refusal shows the bytes escaped";
+  }
+  EXPECT_EQ(server.query_column("badid", "SELECT COUNT(*) FROM pg_tables WHERE tablename = 'requests'")[0], "0")
+      << "refused before the store was opened";
+}
+
+// Bytes a hostile client chooses (a host, a path, a header value) that are not UTF-8 reach a
+// PostgreSQL store as text it accepts: the rows are written and the writer goes on.
+TEST_F(PostgresFleet, ClientBytesThatAreNotUtf8AreStoredAndTheWriterGoesOn) {
+  const auto db = server.create_database("hostile");
+  auto p = start_proxy(db, "proxy-h");
+  const std::string bad = "\xff\xfe\xc3(";
+  const auto denied = proxy_connect(p.port, "evil" + bad + ".test:443");
+  EXPECT_GE(denied.status, 400);
+  const auto hostile = proxy_get(p.port, url_base() + "/hostile" + bad, "X-Odd: " + bad + "\r\nUser-Agent: " + bad + "\r\n");
+  EXPECT_NE(hostile.status, 0);
+  EXPECT_EQ(proxy_get(p.port, url_base() + "/plain").status, 200);
+  EXPECT_EQ(p.process->stop(SIGTERM), 0) << p.process->log();  // drains its writer
+  EXPECT_EQ(server.query_column("hostile", "SELECT COUNT(*) FROM requests WHERE path = '/plain'")[0], "1")
+      << p.process->log();
+  EXPECT_EQ(server.query_column("hostile", "SELECT COUNT(*) FROM requests WHERE host LIKE 'evil%'")[0], "1")
+      << p.process->log();
+  EXPECT_EQ(server.query_column("hostile", "SELECT COUNT(*) FROM requests WHERE path LIKE '/hostile%'")[0], "1")
+      << p.process->log();
+  EXPECT_EQ(p.process->log().find("cannot write"), std::string::npos) << p.process->log();
+  const auto chain = audit::verify_chain(db);
+  EXPECT_TRUE(chain.ok()) << (chain.problems.empty() ? "" : chain.problems[0]);
 }
 
 TEST_F(PostgresFleet, ThePasswordIsInNoCommandLineLogOrRow) {

@@ -58,7 +58,8 @@ TEST(AuditSchema, NewFileGetsEveryTableIndexAndViewInWalMode) {
   SqliteProbe probe(path);
   EXPECT_EQ(probe.text("PRAGMA journal_mode"), "wal");
   EXPECT_EQ(names(probe, "table"), (std::set<std::string>{"requests", "agents", "events", "audit_chain",
-                                                          "audit_chain_heads", "audit_chain_start"}));
+                                                          "audit_chain_heads", "audit_chain_start",
+                                                          "audit_chain_batches"}));
   EXPECT_EQ(columns(probe, "requests"),
             (std::set<std::string>{"id", "ts", "agent", "client_addr", "kind", "method", "host", "port", "path",
                                    "resolved_addr", "decision", "rule", "reason", "status", "bytes_up",
