@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """docs/architecture.md: "`Decision{verdict, rule, reason}` is made by `policy` only; the
 proxy never re-derives a verdict" (issue 23, item 3). Spot-checked on the source: outside
-proxy/src/outcome.hpp (where a policy verdict becomes an Outcome, outcome_of), no proxy
+proxy/src/pipeline/outcome.hpp (where a policy verdict becomes an Outcome, outcome_of), no proxy
 file names a policy verdict or a mode, spells a verdict's Outcome (allow, report, deny:
 a refusal or a row gets it from the policy's Decision through outcome_of; the proxy's own
 outcomes cap, error and budget are facts, not verdicts), or calls the helpers that used

@@ -1,4 +1,4 @@
-// An agent's request head as the proxy reads it (proxy/src/http_session.cpp,
+// An agent's request head as the proxy reads it (proxy/src/http/http_session.cpp,
 // ClientSession::read_request/take_head): Beast's request_parser with the session's
 // header and body limits, then the target (absolute-form, or authority-form for CONNECT),
 // then the host normaliser and the name decision, then the hop-by-hop header strip
@@ -12,9 +12,9 @@
 //  - a bracketed host is an IPv6 literal, never a name (an open finding, see below);
 //  - after strip_hop_by_hop no Connection, Transfer-Encoding, TE, Upgrade, Keep-Alive,
 //    Trailer or Proxy-* field, nor any field Connection named, is left.
-#include "headers.hpp"
-#include "request_head.hpp"
-#include "target.hpp"
+#include "http/headers.hpp"
+#include "http/request_head.hpp"
+#include "pipeline/target.hpp"
 
 #include "netbox/policy/decide.hpp"
 #include "netbox/policy/host.hpp"

@@ -8,7 +8,7 @@
 //  - a complete request is a CONNECT with a non-empty host; an IPv4/IPv6 host is an address;
 //  - a refused request answers 0x01, 0x07 or 0x08 and says why.
 #include "fuzz_invariant.hpp"
-#include "socks_request.hpp"
+#include "doors/socks_request.hpp"
 
 #include <boost/asio/ip/address.hpp>
 

@@ -1,6 +1,6 @@
 // Admission with static pins: the whole decision on a destination, with no socket and
 // no DNS. A lookup is the one step that waits; here its answer is handed in directly.
-#include "admission.hpp"
+#include "pipeline/admission.hpp"
 
 #include "netbox/policy/load.hpp"
 

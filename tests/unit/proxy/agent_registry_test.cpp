@@ -1,7 +1,7 @@
-// Issue 22 item 1: the peer -> identity lookup (proxy/src/agent_registry.hpp). On an
+// Issue 22 item 1: the peer -> identity lookup (proxy/src/agents/agent_registry.hpp). On an
 // agent's own listener only that agent's registered addresses are anyone: another source
 // is refused, never `anonymous`; the proxy's shared listeners keep anonymous clients.
-#include "agent_registry.hpp"
+#include "agents/agent_registry.hpp"
 
 #include <gtest/gtest.h>
 

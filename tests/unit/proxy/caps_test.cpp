@@ -1,6 +1,6 @@
 // Connection caps as values: which limit refuses, what the refusal cites, and that a slot
 // comes back however its token ends.
-#include "caps.hpp"
+#include "pipeline/caps.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
-// The credentials' values, injection and the tripwire's scanner (proxy/src/credentials.hpp).
-#include "credentials.hpp"
-#include "secret_forms.hpp"
+// The credentials' values, injection and the tripwire's scanner (proxy/src/inspect/credentials.hpp).
+#include "inspect/credentials.hpp"
+#include "inspect/secret_forms.hpp"
 
 #include "netbox/policy/load.hpp"
 

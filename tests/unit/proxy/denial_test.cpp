@@ -1,6 +1,6 @@
 // The answers netbox gives instead of forwarding: what an agent (or a language model
 // reading it) is told.
-#include "denial.hpp"
+#include "pipeline/denial.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // What a captured or SOCKS5 connection's first bytes are taken for (first_flight.hpp):
 // the choice between the inspector, the request loop and a blind relay rests on it, so an
 // agent must not be able to dress one protocol as another.
-#include "first_flight.hpp"
+#include "doors/first_flight.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // Heads written as flat text: what the upstream and the agent receive, byte for byte.
-#include "head_writer.hpp"
+#include "http/head_writer.hpp"
 
 #include <boost/beast/http/message.hpp>
 

@@ -1,5 +1,5 @@
 // Header hygiene: what is never passed on between the agent and an upstream.
-#include "headers.hpp"
+#include "http/headers.hpp"
 
 #include <boost/beast/http/fields.hpp>
 

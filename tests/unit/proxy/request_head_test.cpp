@@ -1,6 +1,6 @@
 // RequestHeadCheck: the byte-level check of an agent's request head before Beast parses
 // it. Each case is a head a smuggler or a broken client sends, and the answer it gets.
-#include "request_head.hpp"
+#include "http/request_head.hpp"
 
 #include <gtest/gtest.h>
 

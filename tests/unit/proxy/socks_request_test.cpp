@@ -1,6 +1,6 @@
 // The SOCKS5 handshake read byte by byte: what an agent's client sends, what netbox reads
 // from it, and which reply code refuses what it cannot do.
-#include "socks_request.hpp"
+#include "doors/socks_request.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // Reading the destination from a request target: the only truth about where a request goes.
-#include "target.hpp"
+#include "pipeline/target.hpp"
 
 #include <gtest/gtest.h>
 

@@ -2,7 +2,7 @@
 // ones: one bound for both (each is a descriptor), TLS keys apart from plain ones, and a
 // TLS connection the upstream wrote to while idle never taken. Real loopback sockets; the
 // far ends show which connections the pool closed.
-#include "upstream_pool.hpp"
+#include "upstream/upstream_pool.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ssl/context.hpp>

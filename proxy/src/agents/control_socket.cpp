@@ -1,0 +1,300 @@
+#include "agents/control_socket.hpp"
+
+#include "runtime/policy_source.hpp"
+#include "pipeline/accept_loop.hpp"
+
+#include "netbox/proxy/control_protocol.hpp"
+#include "netbox/proxy/endpoint.hpp"
+
+#include "inspect/inspector.hpp"
+#include "base/proxy_runtime.hpp"
+#include "agents/received_fds.hpp"
+
+#include <boost/asio/write.hpp>
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+
+#include <map>
+
+namespace netbox::proxy {
+
+namespace asio = boost::asio;
+using stream = asio::local::stream_protocol;
+
+namespace {
+
+std::string address_problem(const std::string& text, boost::asio::ip::address& out) {
+  boost::system::error_code ec;
+  out = asio::ip::make_address(text, ec);
+  return ec ? "\"addr\" is not an IP address: \"" + text + "\"" : std::string();
+}
+
+class ControlSession : public std::enable_shared_from_this<ControlSession> {
+ public:
+  ControlSession(ProxyRuntime& impl, stream::socket s) : impl_(impl), socket_(std::move(s)) {}
+  ~ControlSession() {
+    // A launcher that dies without saying goodbye leaves nothing attached.
+    for (auto& [addr, agent] : attached_) impl_.detach_agent(agent, {});
+  }
+  void start() { read(); }
+
+ private:
+  // Lines are read with recvmsg(2), not asio's reads: a registration by sockets brings its
+  // descriptors (SCM_RIGHTS), which belong to the line they came with.
+  void read() {
+    if (const auto nl = in_.find('\n'); nl != std::string::npos) return on_line(nl + 1);
+    if (in_.size() >= control::kMaxLine)  // kMaxLine bytes and no end of line: answered, then closed
+      return send(control::Reply::refused("the line is longer than " + std::to_string(control::kMaxLine) +
+                                          " bytes; closing the connection"),
+                  false);
+    socket_.async_wait(stream::socket::wait_read, [self = shared_from_this()](boost::system::error_code ec) {
+      if (!ec) self->on_readable();
+    });
+  }
+
+  void on_readable() {
+    char buf[8192];
+    const std::size_t room = std::min(sizeof buf, control::kMaxLine - in_.size());
+    const ssize_t n = fds_.receive(socket_.native_handle(), buf, room, control::kMaxFds);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return read();
+    if (n <= 0) return;  // closed: the destructor detaches
+    in_.append(buf, static_cast<std::size_t>(n));
+    read();
+  }
+
+  void on_line(std::size_t n) {
+    const std::string line = in_.substr(0, n);
+    in_.erase(0, n);
+    auto reply = answer(line);
+    fds_.clear();  // what came with the line and no agent took: closed here
+    send(reply, true);
+  }
+
+  void send(const control::Reply& reply, bool read_on) {
+    out_ = control::to_line(reply);
+    asio::async_write(socket_, asio::buffer(out_), [self = shared_from_this(), read_on](boost::system::error_code e,
+                                                                                        std::size_t) {
+      if (!e && read_on) self->read();
+    });
+  }
+
+  control::Reply answer(std::string_view line) {
+    try {
+      const auto request = control::parse_request(line);
+      if (auto why = descriptors_problem(request); !why.empty()) return control::Reply::refused(why);
+      return std::visit([this](const auto& r) { return handle(r); }, request);
+    } catch (const std::exception& e) {
+      return control::Reply::refused(e.what());
+    }
+  }
+
+  // Exactly the descriptors a request names may come with it: a registration by sockets
+  // its count, anything else none. Empty: they match.
+  std::string descriptors_problem(const control::Request& request) const {
+    if (fds_.overflowed())
+      return "more than " + std::to_string(control::kMaxFds) + " descriptors came with the request; none was kept";
+    const auto* r = std::get_if<control::Register>(&request);
+    const std::size_t wanted = r && r->sockets ? r->sockets->count() : 0;
+    if (fds_.size() == wanted) return {};
+    if (wanted == 0)
+      return std::to_string(fds_.size()) + " descriptors came with a request that takes none; none was kept";
+    return "the registration names " + std::to_string(wanted) + " sockets (\"sockets\"), but " +
+           std::to_string(fds_.size()) + " descriptors came with it";
+  }
+
+  control::Reply handle(const control::Ping&) { return {}; }
+
+  // What the launcher hides from the agents it registers: this proxy's own files.
+  control::Reply handle(const control::Info&) {
+    control::Reply reply;
+    reply.audit_db = std::filesystem::absolute(impl_.options.audit_db).string();
+    // A database source is no file the launcher could read (docs/fleet.md).
+    if (!impl_.options.policy_file.empty() && !is_database_source(impl_.options.policy_file))
+      reply.policy_file = std::filesystem::absolute(impl_.options.policy_file).string();
+    // Public: the launcher shows it to the agent, which then trusts the inspected hosts.
+    if (impl_.inspector) reply.ca_pem = impl_.inspector->ca_certificate_pem();
+    return reply;
+  }
+
+  control::Reply handle(const control::Register& r) {
+    if (r.sockets) return register_sockets(r);
+    AgentAttachment a;
+    if (auto why = read_attachment(r, a); !why.empty()) return control::Reply::refused(why);
+    // Registering an address again replaces its earlier registration; a listener that
+    // one added and this one names again is kept, not closed and bound again.
+    std::optional<AttachedAgent> previous;
+    if (auto it = attached_.find(a.addr); it != attached_.end()) {
+      previous = it->second;
+      attached_.erase(it);
+    }
+    const bool keep_listener =
+        previous && previous->listener_added && a.listen && previous->listener == a.listen;
+    const bool keep_socks = previous && previous->socks_listener_added && a.socks_listen &&
+                            previous->socks_listener == a.socks_listen;
+    if (previous) {
+      auto undo = *previous;
+      undo.listener_added = undo.listener_added && !keep_listener;
+      undo.socks_listener_added = undo.socks_listener_added && !keep_socks;
+      impl_.detach_agent(undo, {});
+    }
+    try {
+      auto got = impl_.attach_agent(a);
+      got.listener_added = got.listener_added || keep_listener;
+      got.socks_listener_added = got.socks_listener_added || keep_socks;
+      auto reply = reply_of(got);
+      attached_[a.addr] = std::move(got);
+      return reply;
+    } catch (const std::exception& e) {
+      if (keep_listener) impl_.remove_listener(*previous->listener);
+      if (keep_socks) impl_.remove_listener(*previous->socks_listener);
+      return control::Reply::refused(e.what());
+    }
+  }
+
+  // The attachment a registration by address asks for; empty, or what is wrong with it.
+  static std::string read_attachment(const control::Register& r, AgentAttachment& a) {
+    if (auto why = address_problem(r.addr, a.addr); !why.empty()) return why;
+    a.name = r.agent;
+    a.profile = r.profile;
+    a.credentials = r.credentials;
+    a.launch = r.launch;
+    try {
+      if (!r.listen.empty()) a.listen = parse_endpoint(r.listen);
+    } catch (const std::invalid_argument& e) {
+      return std::string("\"listen\" ") + e.what();
+    }
+    try {
+      if (!r.socks_listen.empty()) a.socks_listen = parse_endpoint(r.socks_listen);
+    } catch (const std::invalid_argument& e) {
+      return std::string("\"socks_listen\" ") + e.what();
+    }
+    if (!r.dns_pool.empty()) {
+      a.dns_pool = policy::Cidr::parse(r.dns_pool);
+      if (!a.dns_pool) return "\"dns_pool\" is not a network such as 198.18.4.0/22: \"" + r.dns_pool + "\"";
+    }
+    if (!r.ipv6) return {};
+    boost::system::error_code agent_ec, host_ec;
+    const auto agent6 = asio::ip::make_address(r.ipv6->agent, agent_ec);
+    const auto host6 = asio::ip::make_address(r.ipv6->host, host_ec);
+    const auto pool6 = policy::Cidr::parse(r.ipv6->pool);
+    if (agent_ec || !agent6.is_v6()) return "\"ipv6\" \"agent\" is not an IPv6 address: \"" + r.ipv6->agent + "\"";
+    if (host_ec || !host6.is_v6()) return "\"ipv6\" \"host\" is not an IPv6 address: \"" + r.ipv6->host + "\"";
+    if (!pool6 || !pool6->base.is_v6())
+      return "\"ipv6\" \"pool\" is not an IPv6 network such as 2001:2:0:1::/64: \"" + r.ipv6->pool + "\"";
+    a.ipv6 = AgentAttachment::Ipv6Link{agent6, host6, *pool6};
+    return {};
+  }
+
+  // What the launcher is told of an attached agent: where its listeners and views are.
+  static control::Reply reply_of(const AttachedAgent& got) {
+    control::Reply reply;
+    if (got.listener) reply.listen = endpoint_text(*got.listener);
+    if (got.socks_listener) reply.socks_listen = endpoint_text(*got.socks_listener);
+    if (got.transparent) {
+      reply.dns = endpoint_text({got.listener->address(), 53});
+      reply.capture = endpoint_text(*got.transparent);
+      if (got.transparent6) reply.capture6 = endpoint_text(*got.transparent6);
+      if (got.dns_pool) reply.dns_pool = got.dns_pool->to_string();
+      if (got.dns_pool6) reply.dns_pool6 = got.dns_pool6->to_string();
+    }
+    return reply;
+  }
+
+  // The agent known by the sockets that came with the line (descriptors_problem counted
+  // them); attach_agent checks each (type, listening, family, its own namespace) and keeps
+  // duplicates, so what came is closed after the answer whatever it was.
+  control::Reply register_sockets(const control::Register& r) {
+    AgentAttachment a;
+    a.name = r.agent;
+    a.profile = r.profile;
+    a.credentials = r.credentials;
+    a.launch = r.launch;
+    if (r.sockets->dns == r.dns_pool.empty())
+      return control::Reply::refused("\"sockets\" \"dns\" and \"dns_pool\" go together: the DNS view's sockets serve its pool");
+    if (!r.dns_pool.empty() && !(a.dns_pool = policy::Cidr::parse(r.dns_pool)))
+      return control::Reply::refused("\"dns_pool\" is not a network such as 198.18.4.0/22: \"" + r.dns_pool + "\"");
+    if (!r.dns_pool6.empty() && !((a.dns_pool6 = policy::Cidr::parse(r.dns_pool6)) && a.dns_pool6->base.is_v6()))
+      return control::Reply::refused("\"dns_pool6\" is not an IPv6 network such as 2001:2:0:1::/80: \"" + r.dns_pool6 + "\"");
+    const auto& fds = fds_.fds();
+    AgentSockets s;
+    std::size_t i = 0;
+    for (auto [list, n] : {std::pair{&s.http, r.sockets->http}, std::pair{&s.socks, r.sockets->socks},
+                           std::pair{&s.capture, r.sockets->capture}})
+      for (int k = 0; k < n; ++k) list->push_back(fds[i++]);
+    if (r.sockets->dns) {
+      s.dns_udp = fds[i];
+      s.dns_tcp = fds[i + 1];
+    }
+    a.sockets = std::move(s);
+    try {
+      auto got = impl_.attach_agent(a);
+      control::Reply reply;
+      reply.addr = got.addr.to_string();
+      if (got.dns_pool) reply.dns_pool = got.dns_pool->to_string();
+      if (got.dns_pool6) reply.dns_pool6 = got.dns_pool6->to_string();
+      attached_[got.addr] = std::move(got);
+      return reply;
+    } catch (const std::exception& e) {
+      return control::Reply::refused(e.what());
+    }
+  }
+
+  control::Reply handle(const control::Unregister& u) {
+    asio::ip::address addr;
+    if (auto why = address_problem(u.addr, addr); !why.empty()) return control::Reply::refused(why);
+    auto it = attached_.find(addr);
+    if (it == attached_.end()) return control::Reply::refused(u.addr + " is not registered on this connection");
+    impl_.detach_agent(it->second, AgentEnd{u.exit_status, u.resource_usage});
+    attached_.erase(it);
+    return {};
+  }
+
+  ProxyRuntime& impl_;
+  stream::socket socket_;
+  std::string in_;
+  ReceivedFds fds_;  // what came with the lines not yet answered
+  std::string out_;
+  std::map<asio::ip::address, AttachedAgent> attached_;
+};
+
+}  // namespace
+
+ControlServer::ControlServer(ProxyRuntime& impl, asio::io_context& ioc, std::filesystem::path path)
+    : impl_(impl), path_(std::move(path)), acceptor_(ioc) {
+  std::error_code fec;
+  if (std::filesystem::is_socket(path_, fec)) std::filesystem::remove(path_, fec);
+  boost::system::error_code ec;
+  acceptor_.open(stream(), ec);
+  if (!ec) acceptor_.bind(stream::endpoint(path_.string()), ec);
+  if (ec) throw std::runtime_error("--control " + path_.string() + ": cannot bind: " + ec.message());
+  // Only the proxy's own user may register agents: chmod before listen, so nobody
+  // can connect in between.
+  if (::chmod(path_.c_str(), 0600) != 0)
+    throw std::runtime_error("--control " + path_.string() + ": cannot set mode 0600");
+  acceptor_.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) throw std::runtime_error("--control " + path_.string() + ": cannot listen: " + ec.message());
+}
+
+ControlServer::~ControlServer() {
+  std::error_code fec;
+  std::filesystem::remove(path_, fec);
+}
+
+void ControlServer::start() { accept(); }
+
+void ControlServer::stop() {
+  boost::system::error_code ec;
+  acceptor_.close(ec);
+}
+
+// Out of descriptors, the loop pauses and accepts again (it used to stop for good, leaving
+// launchers unable to register until the proxy restarted).
+void ControlServer::accept() {
+  accept_with_backoff(impl_, acceptor_, "control", this,
+                      [this](stream::socket s) { std::make_shared<ControlSession>(impl_, std::move(s))->start(); });
+}
+
+}  // namespace netbox::proxy

@@ -1,0 +1,154 @@
+#include "agents/guardians.hpp"
+
+#include "base/proxy_runtime.hpp"
+
+#include <nlohmann/json.hpp>
+
+namespace netbox::proxy {
+
+Guardians::Guardians(ProxyRuntime* rt) : rt_(rt), thread_([this] { run(); }) {}
+
+Guardians::~Guardians() { stop(); }
+
+void Guardians::stop() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  std::map<std::string, std::unique_ptr<Webhook>, std::less<>> hooks;
+  {
+    std::lock_guard lock(mu_);
+    hooks.swap(webhooks_);
+  }
+  hooks.clear();  // joins their threads, outside the lock
+}
+
+std::shared_ptr<AgentGuard> Guardians::of(const std::string& agent) {
+  std::lock_guard lock(mu_);
+  auto& g = guards_[agent];
+  if (!g) g = std::make_shared<AgentGuard>(*this, agent);
+  return g;
+}
+
+std::shared_ptr<AgentGuard> Guardians::find(const std::string& agent) const {
+  std::lock_guard lock(mu_);
+  auto it = guards_.find(agent);
+  return it == guards_.end() ? nullptr : it->second;
+}
+
+void Guardians::forget(const std::string& agent) {
+  std::lock_guard lock(mu_);
+  guards_.erase(agent);
+  enforcers_.erase(agent);
+}
+
+void Guardians::set_enforcer(const std::string& agent, GuardianEnforcer enforcer) {
+  std::lock_guard lock(mu_);
+  if (enforcer) enforcers_[agent] = std::move(enforcer);
+  else enforcers_.erase(agent);
+}
+
+void Guardians::act(AgentGuard& guard, const policy::GuardianRule& rule, const std::string& trigger,
+                    const std::string& detail) {
+  if (rule.action == policy::GuardianAction::report) return record(guard, rule, trigger, detail, "reported", false);
+  GuardianEnforcer enforcer;
+  {
+    std::lock_guard lock(mu_);
+    if (auto it = enforcers_.find(guard.agent()); it != enforcers_.end()) enforcer = it->second;
+  }
+  if (!enforcer)
+    return record(guard, rule, trigger, detail,
+                  "could not " + std::string(policy::to_string(rule.action)) +
+                      " the agent: no launcher is attached to act on it (it keeps running)",
+                  true);
+  // Off the io thread: a kill waits out its grace. The guard stays alive for the record.
+  auto keep = guard.shared_from_this();
+  std::lock_guard lock(mu_);
+  if (stopping_) return;
+  work_.push_back([this, keep, rule, trigger, detail, enforcer = std::move(enforcer)] {
+    std::string result;
+    bool failed = false;
+    try {
+      result = enforcer(policy::to_string(rule.action), rule.cite() + " (on " + trigger + ")");
+    } catch (const std::exception& e) {
+      result = "could not " + std::string(policy::to_string(rule.action)) + " the agent: " + e.what();
+      failed = true;
+    }
+    record(*keep, rule, trigger, detail, result, failed);
+  });
+  wake_.notify_one();
+}
+
+void Guardians::notify(const std::string& url, std::string body) {
+  if (!rt_) return;
+  Webhook* hook = nullptr;
+  {
+    std::lock_guard lock(mu_);
+    auto it = webhooks_.find(url);
+    if (it == webhooks_.end()) {
+      auto parsed = parse_webhook_url(url);
+      std::unique_ptr<Webhook> made;
+      if (parsed) made = std::make_unique<Webhook>(std::move(*parsed), url, rt_->counters, rt_->log);
+      else
+        rt_->log.write(LogLevel::error, "webhook_failed",
+                      {{"url", url}, {"reason", "only http:// webhooks are sent; this one never will be"}});
+      it = webhooks_.emplace(url, std::move(made)).first;
+    }
+    hook = it->second.get();
+  }
+  if (hook) hook->post(std::move(body));
+  else rt_->counters.webhook_dropped.fetch_add(1);
+}
+
+void Guardians::sighted(const std::string& agent, policy::GuardianEvent event, const std::string& particulars,
+                        const std::string& message, const std::string& detail, LogFields fields) {
+  if (rt_) rt_->agent_event(std::string(policy::to_string(event)), agent, particulars, message, detail, fields);
+  if (auto guard = find(agent)) guard->note(event, particulars);
+}
+
+void Guardians::run() {
+  std::unique_lock lock(mu_);
+  while (true) {
+    wake_.wait(lock, [this] { return stopping_ || !work_.empty(); });
+    if (work_.empty()) return;  // stopping, nothing left
+    auto job = std::move(work_.front());
+    work_.pop_front();
+    lock.unlock();
+    job();
+    lock.lock();
+  }
+}
+
+void Guardians::record(AgentGuard& guard, const policy::GuardianRule& rule, const std::string& trigger,
+                       const std::string& detail, const std::string& result, bool failed) {
+  if (!rt_) return;
+  const auto action = std::string(policy::to_string(rule.action));
+  const auto event = trigger.substr(0, trigger.find(' '));  // the event's name: a bounded label
+  rt_->counters.count_guardian_action(action, event);
+  if (failed) rt_->counters.guardian_actions_failed.fetch_add(1);
+  const auto now = audit::Clock::now();
+  guard.record_action({rule.cite(), trigger, action, result,
+                       std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count()});
+  const nlohmann::json d{{"agent", guard.agent()}, {"rule", rule.list + "[" + std::to_string(rule.index) + "]"},
+                         {"trigger", trigger}, {"action", action}, {"detail", detail}, {"result", result},
+                         {"failed", failed}};
+  const std::string message = rule.cite() + ": " + result;
+  rt_->log.write(failed ? LogLevel::error : LogLevel::warn, failed ? "guardian_action_failed" : "guardian_action",
+                {{"agent", guard.agent()}, {"rule", rule.cite()}, {"trigger", trigger}, {"action", action},
+                 {"detail", detail}, {"result", result}});
+  audit::Event e;
+  e.ts = now;
+  e.kind = failed ? "guardian_action_failed" : "guardian_action";
+  e.agent = guard.agent();
+  // Never folded into a count: each action is a row of its own.
+  e.fold_key = rule.cite() + '\0' + std::to_string(now.time_since_epoch().count());
+  e.message = message;
+  e.detail = d.dump();
+  if (rt_->options.exporter) rt_->options.exporter->event(e);
+  if (auto url = guard.webhook()) notify(*url, d.dump());
+  rt_->writer->event(std::move(e));
+}
+
+}  // namespace netbox::proxy

@@ -1,0 +1,59 @@
+#pragma once
+// The guardian's webhook (`guardian.webhook`, issue 25): every trigger and action, as a
+// JSON object, POSTed to an http:// URL by the proxy itself, outside any agent's policy
+// (it is netbox's own connection, never admitted as an agent's). At least once: a POST
+// that fails (no connection, no answer within 5 s, a non-2xx status) is tried again after
+// a backoff (0.2 s doubling to 10 s), 8 times in all, then given up and counted. It never
+// blocks the proxy: post() only queues, under a small lock, into a bounded queue (1024
+// events) past which events are dropped and counted; the sending is this object's own
+// thread's. netbox_webhook_events_total{result} counts sent, failed attempts and drops.
+#include "base/counters.hpp"
+#include "base/log.hpp"
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+namespace netbox::proxy {
+
+struct WebhookUrl {
+  std::string host;
+  std::uint16_t port = 80;
+  std::string target = "/";
+};
+// An http:// URL, or nullopt (https:// is not sent yet: the caller says so).
+std::optional<WebhookUrl> parse_webhook_url(const std::string& url);
+
+class Webhook {
+ public:
+  static constexpr std::size_t kQueue = 1024;
+  static constexpr unsigned kAttempts = 8;
+
+  Webhook(WebhookUrl url, std::string written, Counters& counters, Logger& log);
+  ~Webhook();
+  Webhook(const Webhook&) = delete;
+  Webhook& operator=(const Webhook&) = delete;
+
+  void post(std::string body);  // never waits
+
+ private:
+  void run();
+  bool send(const std::string& body, std::string& why);
+
+  WebhookUrl url_;
+  std::string written_;
+  Counters& counters_;
+  Logger& log_;
+  std::mutex mu_;
+  std::condition_variable wake_;
+  std::deque<std::string> queue_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+}  // namespace netbox::proxy

@@ -1,0 +1,129 @@
+#include "http/upgraded_relay.hpp"
+
+#include "inspect/agent_tls_stream.hpp"
+#include "upstream/upstream_pool.hpp"
+
+#include <boost/asio/buffer.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/stream_traits.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+
+#include <type_traits>
+
+namespace netbox::proxy {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+using tcp = asio::ip::tcp;
+
+template <class Client, class Upstream>
+void UpgradedRelay<Client, Upstream>::start(Upstream& upstream, std::string to_agent, std::string to_upstream,
+                                            std::chrono::milliseconds idle_timeout, std::uint64_t& bytes_up,
+                                            std::uint64_t& bytes_down, std::shared_ptr<void> keep) {
+  upstream_ = &upstream;
+  keep_ = std::move(keep);
+  idle_timeout_ = idle_timeout;
+  error_.clear();
+  finished_ = false;
+  up_ = Half{std::make_unique<char[]>(kPiece), std::move(to_upstream), &bytes_up, false};
+  down_ = Half{std::make_unique<char[]>(kPiece), std::move(to_agent), &bytes_down, false};
+  // The relay's own idle timer bounds it: the streams' per-operation timers would end a
+  // direction that is merely quiet while the other one talks.
+  beast::get_lowest_layer(client_).expires_never();
+  beast::get_lowest_layer(upstream).expires_never();
+  if (!idle_) idle_.emplace(client_.get_executor());
+  last_activity_ = std::chrono::steady_clock::now();
+  arm_idle();
+  pump(up_, client_, upstream);
+  pump(down_, upstream, client_);
+}
+
+template <class Client, class Upstream>
+template <class From, class To>
+void UpgradedRelay<Client, Upstream>::pump(Half& h, From& from, To& to) {
+  if (!h.early.empty()) {
+    // The early bytes stay in h.early until written: pump() is not called again before.
+    const std::size_t n = h.early.size();
+    return write(h, from, to, h.early.data(), n);
+  }
+  from.async_read_some(asio::buffer(h.buf.get(), kPiece),
+                       [this, keep = keep_, &h, &from, &to](beast::error_code ec, std::size_t n) {
+                         if (n > 0) return write(h, from, to, h.buf.get(), n);
+                         half_done(h, to, ec ? ec : asio::error::eof, &h == &up_ ? "agent" : "upstream");
+                       });
+}
+
+template <class Client, class Upstream>
+template <class From, class To>
+void UpgradedRelay<Client, Upstream>::write(Half& h, From& from, To& to, const char* data, std::size_t n) {
+  last_activity_ = std::chrono::steady_clock::now();
+  *h.bytes += n;
+  asio::async_write(to, asio::buffer(data, n), [this, keep = keep_, &h, &from, &to](beast::error_code ec, std::size_t) {
+    if (!h.early.empty()) h.early = std::string();
+    if (ec) return half_done(h, to, ec, &h == &up_ ? "upstream" : "agent");
+    last_activity_ = std::chrono::steady_clock::now();
+    pump(h, from, to);
+  });
+}
+
+template <class Client, class Upstream>
+template <class To>
+void UpgradedRelay<Client, Upstream>::half_done(Half& h, To& to, beast::error_code ec, const char* side) {
+  h.done = true;
+  h.buf.reset();
+  // A TLS stream's end is the peer's close_notify or its truncation: both end the direction.
+  const bool ended = ec == asio::error::eof || ec == asio::ssl::error::stream_truncated;
+  if (ended) {
+    end_sending(to);  // half-close: the other side may still have things to say
+  } else if (ec != asio::error::operation_aborted) {
+    stop(std::string(side) + " side: " + ec.message());
+  }
+  if (up_.done && down_.done) finish();
+}
+
+template <class Client, class Upstream>
+template <class To>
+void UpgradedRelay<Client, Upstream>::end_sending(To& to) {
+  const auto half_close = [&to] {
+    beast::error_code ignored;
+    beast::get_lowest_layer(to).socket().shutdown(tcp::socket::shutdown_send, ignored);
+  };
+  if constexpr (std::is_same_v<To, AgentTlsStream>) {
+    // The write side is free: this direction wrote its last piece before reading the end.
+    return to.async_shutdown([keep = keep_, half_close](beast::error_code, std::size_t) { half_close(); });
+  }
+  half_close();
+}
+
+template <class Client, class Upstream>
+void UpgradedRelay<Client, Upstream>::arm_idle() {
+  idle_->expires_at(last_activity_ + idle_timeout_);
+  idle_->async_wait([this, keep = keep_](beast::error_code ec) {
+    if (ec || finished_) return;
+    if (std::chrono::steady_clock::now() - last_activity_ >= idle_timeout_)
+      return stop("idle for " + std::to_string(idle_timeout_.count()) + " ms (limits.idle_timeout_ms)");
+    arm_idle();
+  });
+}
+
+template <class Client, class Upstream>
+void UpgradedRelay<Client, Upstream>::stop(std::string why) {
+  if (error_.empty()) error_ = std::move(why);
+  beast::error_code ignored;
+  beast::get_lowest_layer(client_).socket().close(ignored);
+  beast::get_lowest_layer(*upstream_).socket().close(ignored);
+}
+
+template <class Client, class Upstream>
+void UpgradedRelay<Client, Upstream>::finish() {
+  if (finished_) return;
+  finished_ = true;
+  idle_->cancel();
+  auto keep = std::move(keep_);  // the owner lives until done_ returns
+  done_(std::move(error_));
+}
+
+template class UpgradedRelay<beast::tcp_stream, beast::tcp_stream>;
+template class UpgradedRelay<AgentTlsStream, UpstreamPool::TlsStream>;
+
+}  // namespace netbox::proxy

@@ -1,0 +1,386 @@
+// The Server: io threads, policy reloads, orderly shutdown (its listeners: listeners.cpp).
+#include "netbox/proxy/server.hpp"
+
+#include "netbox/proxy/enforceable_policy.hpp"
+
+#include "inspect/inspector.hpp"
+
+#include "agents/control_socket.hpp"
+#include "base/fd_limit.hpp"
+#include "runtime/policy_source.hpp"
+#include "http/http_session.hpp"
+#include "base/proxy_runtime.hpp"
+#include "pipeline/target.hpp"
+
+#include "netbox/audit/writer.hpp"
+#include "netbox/policy/load.hpp"
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <nlohmann/json.hpp>
+
+#include <pthread.h>
+
+#include <future>
+#include <stdexcept>
+
+namespace netbox::proxy {
+
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+
+namespace {
+
+std::string ep_text(const tcp::endpoint& ep) { return authority(ep.address().to_string(), ep.port()); }
+
+std::string digest_detail(const std::string& digest) { return nlohmann::json{{"digest", digest}}.dump(); }
+
+PolicyPtr initial_policy(const ProxyOptions& o, bool can_inspect) {
+  auto p = o.policy ? std::make_shared<const policy::Policy>(*o.policy)
+                    : std::make_shared<const policy::Policy>(load_policy_source(o.policy_file));
+  check_enforceable(*p, can_inspect);
+  return p;
+}
+
+std::unique_ptr<ClientSlots> client_slots_for(const ProxyOptions& o, std::size_t fd_limit) {
+  const std::size_t total = o.max_client_connections
+                                ? o.max_client_connections
+                                : derived_client_connection_limit(fd_limit, ProxyOptions::kFdReserve);
+  const std::size_t per_agent =
+      o.max_client_connections_per_agent ? o.max_client_connections_per_agent
+                                         : std::min<std::size_t>(512, std::max<std::size_t>(1, total / 4));
+  return std::make_unique<ClientSlots>(total, per_agent);
+}
+
+}  // namespace
+
+bool RateLimitedLog::note() {
+  ++pending_;
+  const auto now = std::chrono::steady_clock::now().time_since_epoch().count();
+  auto last = last_ns_.load();
+  if (now - last < std::chrono::nanoseconds(std::chrono::seconds(1)).count()) return false;
+  return last_ns_.compare_exchange_strong(last, now);
+}
+
+ProxyRuntime::ProxyRuntime(ProxyOptions opts)
+    : options(std::move(opts)), log(options.log_format, options.log_fd), fd_limit(raise_fd_limit()),
+      client_slots(client_slots_for(options, fd_limit)),
+      dial_fd_ceiling(proxy::dial_fd_ceiling(fd_limit, ProxyOptions::kFdReserve)),
+      idle_pool(idle_pool_limits(fd_limit)) {
+  own.set_networks(options.launch_subnets);
+  refresh_host();
+  if (!options.policy) loaded_stamp = file_stamp(options.policy_file);  // before reading: a change after is seen
+  if (options.ca_dir) inspector = std::make_unique<Inspector>(*options.ca_dir, options.upstream_ca);
+  if (options.client_tokens)
+    client_tokens = std::make_unique<ClientTokens>(*options.client_tokens, options.allow_anonymous,
+                                                   [this](bool ok, const std::string& text) {
+                                                     log.write(ok ? "client_tokens_reloaded" : "client_tokens_unreadable",
+                                                               {{"file", options.client_tokens->string()}, {ok ? "tokens" : "error", text}});
+                                                   });
+  policy.store(initial_policy(options, inspector != nullptr));
+  note_policy_loaded();
+  audit::WriterOptions wo;
+  wo.db_path = options.audit_db;
+  if (!options.proxy_id.empty()) wo.proxy_id = options.proxy_id;
+  wo.signing_key = options.audit_signing_key;
+  wo.synchronous_full = options.audit_sync;
+  wo.queue_capacity = options.audit_queue;
+  wo.held_while_failing = options.audit_hold;
+  wo.queue_overflow = options.audit_overflow;
+  wo.shutdown_grace = options.audit_shutdown_wait;
+  wo.retention = options.audit_retention;
+  wo.fold_refusals = options.audit_fold_refusals;
+  writer = std::make_unique<audit::Writer>(wo);
+  const unsigned n = options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
+  const auto pool_share = per_thread(idle_pool, n);
+  for (unsigned i = 0; i < n; ++i) {
+    auto w = std::make_unique<Worker>();
+    w->resolver = std::make_unique<Resolver>(w->ioc, options.dns_servers);
+    w->pool = std::make_unique<UpstreamPool>(UpstreamPool::Bounds{pool_share.total, pool_share.per_agent});
+    workers.push_back(std::move(w));
+  }
+  const auto p = current_policy();
+  event("policy_load", "loaded policy " + p->source, digest_detail(p->digest));
+}
+
+ProxyRuntime::~ProxyRuntime() { stop(); }
+
+void ProxyRuntime::event(std::string kind, std::string message, std::string detail) {
+  audit::Event e;
+  e.ts = audit::Clock::now();
+  e.kind = std::move(kind);
+  e.message = std::move(message);
+  e.detail = std::move(detail);
+  writer->event(std::move(e));
+}
+
+void ProxyRuntime::agent_event(std::string kind, const std::string& agent, std::string particulars,
+                               std::string message, std::string detail, LogFields fields) {
+  counters.count_agent_event(kind);
+  if (kind == "exfiltration_attempt")  // a guardian trigger (issue 25)
+    if (auto guard = guardians.find(agent)) guard->note(policy::GuardianEvent::exfiltration_attempt, particulars);
+  const auto held_back = agent_log_limit.admit(agent, kind + '\0' + particulars, std::chrono::steady_clock::now());
+  if (held_back) {
+    std::vector<LogField> line(fields.begin(), fields.end());
+    if (*held_back > 0) line.emplace_back("held_back", *held_back);
+    log.write(LogLevel::warn, kind, line);  // what an agent did wrong: a warning, as a refusal
+  }
+  audit::Event e;
+  e.ts = audit::Clock::now();
+  e.kind = std::move(kind);
+  e.agent = agent;
+  e.fold_key = std::move(particulars);
+  e.message = std::move(message);
+  e.detail = std::move(detail);
+  if (options.exporter) options.exporter->event(e);
+  writer->event(std::move(e));
+}
+
+void ProxyRuntime::start() {
+  {
+    std::lock_guard lock(state_mu);
+    if (lifecycle != Lifecycle::created) return;
+    lifecycle = Lifecycle::starting;
+  }
+  for (const auto& ep : options.listen) add_listener(ep);
+  host_refresh = std::make_unique<asio::steady_timer>(workers.front()->ioc);
+  // Subscribed before the look below, so an address added in between is not missed.
+  interface_watch = std::make_unique<InterfaceWatch>(workers.front()->ioc, [this] { refresh_host(); });
+  asio::post(workers.front()->ioc, [this] {
+    interface_watch->start();
+    schedule_host_refresh();
+  });
+  refresh_host();  // the host and the registry as they are now, before the first request
+  if (!options.policy && (options.watch_policy_file || options.reload_on_sighup)) {
+    PolicyFollower::Hooks hooks;
+    hooks.changed = [this] { reload_if_changed(); };
+    hooks.hangup = [this] { reload_policy(); };
+    hooks.cannot_watch = [this](std::string why) {
+      log.write("policy_watch_unavailable",
+                {{"file", options.policy_file.string()}, {"reason", why}, {"effect", "reloads only on request"}});
+    };
+    follower = std::make_unique<PolicyFollower>(options.policy_file, options.watch_policy_file,
+                                                options.reload_on_sighup, std::move(hooks));
+  }
+  if (options.control_socket) {
+    control = std::make_unique<ControlServer>(*this, workers.front()->ioc, *options.control_socket);
+    asio::post(workers.front()->ioc, [this] { control->start(); });
+  }
+  for (auto& w : workers) {
+    w->guard.emplace(w->ioc.get_executor());
+    w->thread = std::thread([wp = w.get()] {
+      pthread_setname_np(pthread_self(), "netbox-io");  // shows in top -H, perf and gdb
+      wp->ioc.run();
+    });
+  }
+  for (const auto& ep : local_endpoints()) log.write("listening", {{"address", ep_text(ep)}});
+  log.write("connection_limits", {{"descriptors", fd_limit},
+                                  {"agent_connections", client_slots->max_total()},
+                                  {"per_agent", client_slots->max_per_agent()},
+                                  {"idle_upstream", idle_pool.total},
+                                  {"idle_upstream_per_agent", idle_pool.per_agent},
+                                  {"io_threads", workers.size()},
+                                  {"dial_fd_ceiling", dial_fd_ceiling}});
+  std::lock_guard lock(state_mu);
+  if (lifecycle == Lifecycle::starting) lifecycle = Lifecycle::running;  // unless stop() came first
+}
+
+void ProxyRuntime::protect(const tcp::endpoint& ep) {
+  own.add(ep);
+  publish_endpoints();
+}
+
+void ProxyRuntime::publish_endpoints() {
+  // Read and written under one lock, so two threads adding listeners cannot publish
+  // their views out of order and leave an endpoint out of the file.
+  std::lock_guard lock(publish_mu);
+  const auto why = registry.publish(own.endpoints());
+  if (!why.empty() && !publish_warned.exchange(true))
+    log.write("endpoint_registry_unavailable",
+              {{"folder", registry.dir().string()}, {"reason", why},
+               {"effect", "other netbox proxies on this host do not know this one's endpoints"}});
+}
+
+void ProxyRuntime::refresh_host() {
+  std::string problem;
+  auto peers = registry.read_all(&problem);
+  if (!problem.empty() && !registry_warned.exchange(true))
+    log.write("endpoint_registry_unavailable", {{"folder", registry.dir().string()}, {"reason", problem}});
+  own.set_host(host_interface_addresses(), std::move(peers));
+}
+
+// On the first io thread: getifaddrs and a handful of small files on tmpfs, once a second.
+void ProxyRuntime::schedule_host_refresh() {
+  host_refresh->expires_after(kHostRefresh);
+  host_refresh->async_wait([this](boost::system::error_code ec) {
+    if (ec || is_stopping()) return;
+    refresh_host();
+    schedule_host_refresh();
+  });
+}
+
+std::string ProxyRuntime::metric_label(const AgentIdentity& who) const {
+  switch (options.metrics_agent_label) {
+    case MetricsAgentLabel::none: return "all";
+    case MetricsAgentLabel::name: return who.agent;
+    case MetricsAgentLabel::profile: break;
+  }
+  // Unregistered clients stay "anonymous"; a registered agent without a profile of its
+  // own is decided by the top level, "default".
+  if (who.agent == "anonymous") return who.agent;
+  return who.profile.empty() ? "default" : who.profile;
+}
+
+void ProxyRuntime::note_policy_loaded() {
+  policy_loaded_at = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+bool ProxyRuntime::reload_policy() {
+  std::lock_guard lock(reload_mu);
+  if (options.policy_file.empty()) {
+    log.write("policy_reload_failed", {{"reason", "the policy was given in-process, not as a file"}});
+    return false;
+  }
+  loaded_stamp = file_stamp(options.policy_file);  // a bad file too: it is not read again until it changes
+  try {
+    auto next = std::make_shared<const policy::Policy>(load_policy_source(options.policy_file));
+    check_enforceable(*next, inspector != nullptr);
+    // A registered agent whose profile the new file lacks would be decided with the
+    // top-level profile, which may allow what its own denied: never widen silently.
+    if (const auto orphans = agents.profiles_missing_from(*next); !orphans.empty())
+      throw std::runtime_error(options.policy_file.string() + ": " + orphans +
+                               "; the reload would decide their requests with the top-level profile instead, so it "
+                               "is refused (unregister those agents first, or keep their profiles)");
+    const auto source = next->source.empty() ? options.policy_file.string() : next->source;
+    const auto digest = next->digest;
+    policy.store(std::move(next));
+    note_policy_loaded();
+    counters.policy_reloads_ok.fetch_add(1);
+    event("policy_load", "reloaded policy " + source, digest_detail(digest));
+    log.write("policy_load", {{"file", source}, {"digest", digest}});
+    return true;
+  } catch (const std::exception& e) {
+    counters.policy_reloads_failed.fetch_add(1);
+    event("policy_reload_failed", e.what());
+    log.write("policy_reload_failed", {{"file", options.policy_file.string()}, {"reason", e.what()}, {"kept", "previous policy"}});
+    return false;
+  }
+}
+
+void ProxyRuntime::reload_if_changed() {
+  {
+    std::lock_guard lock(reload_mu);
+    if (file_stamp(options.policy_file) == loaded_stamp) return;
+  }
+  reload_policy();
+}
+
+void ProxyRuntime::stop() {
+  {
+    std::lock_guard lock(state_mu);
+    if (lifecycle >= Lifecycle::stopping) return;
+    lifecycle = Lifecycle::stopping;
+  }
+  follower.reset();  // no reload while shutting down
+  stop_dns_views();
+  if (!workers.empty() && workers.front()->thread.joinable()) {
+    // Stop accepting, on each io thread.
+    for (auto& w : workers) {
+      std::promise<void> done;
+      auto f = done.get_future();
+      asio::post(w->ioc, [this, wp = w.get(), &done] {
+        for (auto& [ep, acc] : wp->acceptors) {
+          boost::system::error_code ec;
+          acc->close(ec);
+        }
+        wp->acceptors.clear();
+        if (wp == workers.front().get() && control) control->stop();
+        if (wp == workers.front().get() && host_refresh) host_refresh->cancel();
+        if (wp == workers.front().get() && interface_watch) interface_watch->stop();
+        done.set_value();
+      });
+      f.wait();
+    }
+    // Let open tunnels and requests finish for the grace period.
+    const auto deadline = std::chrono::steady_clock::now() + options.shutdown_grace;
+    while (counters.active_exchanges.load() > 0 && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    for (auto& w : workers) {
+      w->guard.reset();
+      w->ioc.stop();
+    }
+    for (auto& w : workers)
+      if (w->thread.joinable()) w->thread.join();
+  }
+  // Sessions waiting for audit queue room go with their io_contexts below, not later.
+  if (writer) writer->cancel_room_waiters();
+  // Resolvers and pools go first; then each io_context, whose destruction drops the
+  // sessions still open (their audit rows are completed by their destructors).
+  control.reset();
+  host_refresh.reset();
+  interface_watch.reset();
+  for (auto& w : workers) {
+    w->acceptors.clear();
+    w->resolver.reset();
+    w->pool.reset();
+  }
+  workers.clear();
+  registry.withdraw();
+  if (writer) writer->flush();
+  log.write("stopped", {});
+  {
+    std::lock_guard lock(state_mu);
+    lifecycle = Lifecycle::stopped;
+  }
+  state_cv.notify_all();
+}
+
+void ProxyRuntime::wait() {
+  std::unique_lock lock(state_mu);
+  state_cv.wait(lock, [this] { return lifecycle == Lifecycle::stopped; });
+}
+
+// ---- Server ----
+
+Server::Server(ProxyOptions options) : impl_(std::make_unique<ProxyRuntime>(std::move(options))) {}
+Server::~Server() = default;
+void Server::start() { impl_->start(); }
+void Server::stop() { impl_->stop(); }
+void Server::wait() { impl_->wait(); }
+bool Server::reload_policy() { return impl_->reload_policy(); }
+
+void Server::register_agent(const asio::ip::address& addr, std::string agent, std::string profile) {
+  impl_->register_agent(addr, std::move(agent), std::move(profile));
+}
+
+AttachedAgent Server::attach_agent(const AgentAttachment& attachment) {
+  auto attached = impl_->attach_agent(attachment);
+  impl_->guardians.set_enforcer(attached.name, attachment.enforcer);  // the launcher's hand (embedded)
+  return attached;
+}
+void Server::detach_agent(const AttachedAgent& agent, const AgentEnd& end) noexcept { impl_->detach_agent(agent, end); }
+
+void Server::unregister_agent(const asio::ip::address& addr) { impl_->agents.remove(addr); }
+
+tcp::endpoint Server::add_listener(const tcp::endpoint& ep, ListenerKind kind) { return impl_->add_listener(ep, kind); }
+void Server::remove_listener(const tcp::endpoint& ep) { impl_->remove_listener(ep); }
+std::vector<tcp::endpoint> Server::local_endpoints() const { return impl_->local_endpoints(); }
+void Server::protect_endpoint(const tcp::endpoint& ep) { impl_->protect(ep); }
+audit::Writer& Server::audit() { return *impl_->writer; }
+
+void Server::log(LogLevel level, std::string_view event, LogFields fields) { impl_->log.write(level, event, fields); }
+
+CountersSnapshot Server::counters() const {
+  auto s = impl_->counters.snapshot();
+  s.audit_queue_depth = impl_->writer->stats().queue_depth;
+  if (impl_->options.exporter) s.exports = impl_->options.exporter->stats();
+  s.audit_healthy = impl_->writer->healthy();
+  s.attached_agents = impl_->agents.attached();
+  s.policy_digest = impl_->current_policy()->digest;
+  s.policy_loaded_at = impl_->policy_loaded_at.load();
+  return s;
+}
+
+std::shared_ptr<const policy::Policy> Server::policy() const { return impl_->current_policy(); }
+
+}  // namespace netbox::proxy
