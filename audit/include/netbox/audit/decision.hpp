@@ -1,6 +1,6 @@
 #pragma once
 // The values of `requests.decision`, as stored, filtered on (`netbox audit --decision`) and
-// labelled in the metrics. The proxy's Outcome (proxy/src/outcome.hpp) spells itself with
+// labelled in the metrics. The proxy's Outcome (proxy/src/pipeline/outcome.hpp) spells itself with
 // these, in this order, so the wire header, the row and the metric never disagree.
 #include <array>
 #include <string_view>
