@@ -408,6 +408,22 @@ INSERT INTO audit_chain_start (tbl, last_id)
   SELECT 'agents', COALESCE(MAX(id), 0) FROM agents;
 )sql";
 
+// Version 9: who opened each request's connection (issue 27): the agent's process as the
+// proxy found it from the connection's socket (docs/audit.md). Added, never renamed; NULL
+// for rows before this step and for clients that were not launched. Not in the chain's
+// columns yet (chained_table): digests of older rows must stay what they were.
+constexpr const char* kV9 = R"sql(
+ALTER TABLE requests ADD COLUMN client_pid INTEGER;
+ALTER TABLE requests ADD COLUMN client_exe TEXT;
+ALTER TABLE requests ADD COLUMN client_argv TEXT;
+)sql";
+
+constexpr const char* kPgV9 = R"sql(
+ALTER TABLE requests ADD COLUMN client_pid bigint;
+ALTER TABLE requests ADD COLUMN client_exe text COLLATE "C";
+ALTER TABLE requests ADD COLUMN client_argv text COLLATE "C";
+)sql";
+
 constexpr Migration kMigrations[] = {
     {1, kV1, nullptr, false},
     {2, kV2, nullptr, false},
@@ -417,6 +433,7 @@ constexpr Migration kMigrations[] = {
     {6, kV6, nullptr, false},
     {7, kV7, kPgV7, true},
     {8, kV8, kPgV8, false},
+    {9, kV9, kPgV9, false},
 };
 
 static_assert(sizeof kMigrations / sizeof kMigrations[0] == kSchemaVersion,

@@ -87,13 +87,13 @@ void HttpSession<Stream>::start() {
     link_.who.agent = scope.agent;
     link_.who.tripwire = scope.tripwire;
     link_.peer_text = scope.client_addr;
-    exchange_.connection(scope.agent, scope.client_addr, scope.metric_label);
+    exchange_.connection(scope.agent, scope.client_addr, scope.metric_label, link_.fixed->connection.origin());
   } else {
     // Identity and policy are fixed per connection: a reload applies to new connections.
     auto who = identify_client(impl_, socket, link_.fixed ? "capture" : "http");
     if (!who) return;  // on an agent's own listener, from none of its addresses
     link_.who = std::move(*who);
-    exchange_.connection(link_.who.agent, link_.peer_text, impl_.metric_label(link_.who));
+    exchange_.connection(link_.who.agent, link_.peer_text, impl_.metric_label(link_.who), link_.who.origin);
   }
   // Without the agent's address (its connection already gone) no key can name the agent.
   if (!ec) link_.pool_scope = UpstreamPool::scope(link_.who.agent, link_.peer.address());

@@ -5,6 +5,7 @@
 
 #include "agent_registry.hpp"
 #include "agent_slot.hpp"
+#include "attribution.hpp"
 #include "caps.hpp"
 #include "client_slots.hpp"
 #include "counters.hpp"
@@ -142,6 +143,10 @@ struct ProxyRuntime {
   Caps caps;
   AgentRegistry agents;
   Guardians guardians{this};  // each agent's budgets, rates and guardian rules (issue 25)
+  // Who opened each agent connection (issue 27); before the writer goes, its lookups answered.
+  Attribution attribution{[this](const std::string& agent, const std::string& why) {
+    log.write(LogLevel::warn, "attribution_unavailable", {{"agent", agent}, {"message", why}});
+  }};
   Snapshot<policy::Policy> policy;
   std::mutex reload_mu;
   std::optional<FileStamp> loaded_stamp;  // of the policy file last read (under reload_mu)

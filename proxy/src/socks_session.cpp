@@ -64,7 +64,7 @@ void SocksSession::start() {
   policy_ = impl_.current_policy();
   profile_ = who_.profile.empty() ? &policy_->base : &policy_->profile_for(who_.profile);
   admission_.bind(*policy_, *profile_, who_);
-  exchange_.connection(who_.agent, peer_text_, impl_.metric_label(who_));
+  exchange_.connection(who_.agent, peer_text_, impl_.metric_label(who_), who_.origin);
   deadline_ = std::chrono::steady_clock::now() + profile_->limits.header_timeout;
   read_more();
 }

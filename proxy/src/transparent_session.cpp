@@ -65,7 +65,7 @@ void TransparentSession::start() {
   profile_ = who_.profile.empty() ? &policy_->base : &policy_->profile_for(who_.profile);
   admission_.bind(*policy_, *profile_, who_);
   peer_text_ = endpoint_text(peer);
-  exchange_.connection(who_.agent, peer_text_, rt_.metric_label(who_));
+  exchange_.connection(who_.agent, peer_text_, rt_.metric_label(who_), who_.origin);
   exchange_.begin();
   exchange_.request(true, "");
   exchange_.kind("transparent");
