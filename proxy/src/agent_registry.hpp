@@ -35,7 +35,7 @@ struct AgentIdentity {
   std::uint64_t netns = 0;
   // One connection's, set by identify_client: the lookup of the agent's process that opened
   // it (attribution.hpp). Invalid: none (a client known by its address).
-  std::shared_future<audit::ProcessOrigin> origin;
+  std::shared_future<audit::ProcessOrigin> origin{};
   // The address to count a connection from `peer` under.
   boost::asio::ip::address slot_address(const boost::asio::ip::address& peer) const {
     return counted_as.is_unspecified() ? peer : counted_as;

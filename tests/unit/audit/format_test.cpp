@@ -74,13 +74,13 @@ TEST(AuditFormat, CsvQuotesCommasAndQuotesPerRfc4180AndEscapesNewlines) {
   const auto csv = format_requests(two_rows(), "csv");
   EXPECT_EQ(csv.substr(0, csv.find("\r\n")),
             "id,ts,agent,client_addr,kind,method,host,port,path,resolved_addr,decision,rule,reason,status,bytes_up,"
-            "bytes_down,duration_ms,error,count");
+            "bytes_down,duration_ms,error,count,client_pid,client_exe,client_argv");
   EXPECT_NE(csv.find("\r\n7,2026-11-22T04:20:34.567Z,agent-1,10.213.0.2:41234,http,GET,api.example.com,80,"
                      "/index.html,127.0.0.1,allow,allow[0] api.example.com,api.example.com matches allow[0],200,10,20,"
-                     "30,,1\r\n"),
+                     "30,,1,,,\r\n"),
             std::string::npos)
       << csv;
-  EXPECT_NE(csv.find(",\"x.evil.example matches deny[0] *.evil.example, \"\"blocked\"\"\\x0asee policy\",,0,0,,,1\r\n"),
+  EXPECT_NE(csv.find(",\"x.evil.example matches deny[0] *.evil.example, \"\"blocked\"\"\\x0asee policy\",,0,0,,,1,,,\r\n"),
             std::string::npos)
       << csv;
 }
