@@ -85,7 +85,7 @@ void expect_attributed(const fs::path& db, const std::string& out, const std::st
 
 TEST(LaunchAttribution, EachRowNamesTheProcessThatMadeItEmbedded) {
   NETBOX_REQUIRE_ROOT();
-  const auto subnet = test_subnet(160);
+  const auto subnet = test_subnet(111);
   HttpServer upstream;
   test::TempDir dir;
   const auto policy = dir.write("policy.json", policy_json(upstream.port()));
@@ -100,7 +100,7 @@ TEST(LaunchAttribution, EachRowNamesTheProcessThatMadeItEmbedded) {
 
 TEST(LaunchAttribution, EachRowNamesTheProcessThatMadeItSharedProxy) {
   NETBOX_REQUIRE_ROOT();
-  const auto subnet = test_subnet(161);
+  const auto subnet = test_subnet(113);
   HttpServer upstream;
   HostDir host;
   test::TempDir dir;
@@ -119,7 +119,7 @@ TEST(LaunchAttribution, EachRowNamesTheProcessThatMadeItSharedProxy) {
 // the row says "unknown", and the request itself is served as usual.
 TEST(LaunchAttribution, AnAgentFloodingDescriptorsGetsUnknownNotAStalledProxy) {
   NETBOX_REQUIRE_ROOT();
-  const auto subnet = test_subnet(162);
+  const auto subnet = test_subnet(115);
   HttpServer upstream;
   test::TempDir dir;
   const auto policy = dir.write("policy.json", policy_json(upstream.port()));
@@ -132,11 +132,11 @@ TEST(LaunchAttribution, AnAgentFloodingDescriptorsGetsUnknownNotAStalledProxy) {
                              "    if os.fork() == 0:\n"
                              "        time.sleep(300); os._exit(0)\n"
                              "print(\"held\", flush=True)\n"
-                             "time.sleep(300)' > held &";
+                             "time.sleep(300)' > /tmp/held &";
   // The curl two shells further down than the holders' children, which are read first.
-  const std::string script = holder + " while ! grep -q held held; do sleep 0.1; done; " + kSh + " -c '" + kSh +
+  const std::string script = holder + " while ! grep -q held /tmp/held 2>/dev/null; do sleep 0.1; done; " + kSh + " -c '" + kSh +
                              " -c \"" + kCurl + " -s -o /dev/null -w %{http_code} " + url +
-                             "/after-flood; true\"; true'; echo; pkill -KILL -f os.fork; echo done";
+                             "/after-flood; true\"; true'; echo; pkill -KILL -x python3; echo done";
   auto r = launch(subnet, {"--policy", policy.string(), "--audit-db", db.string(), "--rlimit-nofile", "8192", "--",
                            kSh, "-c", script},
                   std::chrono::seconds(120));
