@@ -115,8 +115,9 @@ TEST(LaunchAttribution, EachRowNamesTheProcessThatMadeItSharedProxy) {
 }
 
 // An agent holding more descriptors than one lookup may read (17 processes of 4000 each,
-// between the namespace's init and the requesting curl): the lookup stops at its budget,
-// the row says "unknown", and the request itself is served as usual.
+// between the namespace's init and the requesting client): the lookup stops at its budget,
+// the row says "unknown", and the request itself is served as usual. The client keeps its
+// connection open a while after its answer, so a lookup without bounds would find it.
 TEST(LaunchAttribution, AnAgentFloodingDescriptorsGetsUnknownNotAStalledProxy) {
   NETBOX_REQUIRE_ROOT();
   const auto subnet = test_subnet(115);
@@ -133,15 +134,20 @@ TEST(LaunchAttribution, AnAgentFloodingDescriptorsGetsUnknownNotAStalledProxy) {
                              "        time.sleep(300); os._exit(0)\n"
                              "print(\"held\", flush=True)\n"
                              "time.sleep(300)' > /tmp/held &";
-  // The curl two shells further down than the holders' children, which are read first.
-  const std::string script = holder + " while ! grep -q held /tmp/held 2>/dev/null; do sleep 0.1; done; " + kSh + " -c '" + kSh +
-                             " -c \"" + kCurl + " -s -o /dev/null -w %{http_code} " + url +
-                             "/after-flood; true\"; true'; echo; pkill -KILL -x python3; echo done";
+  const std::string client = "import http.client, time\n"
+                             "c = http.client.HTTPConnection(\"127.0.0.1\", 3128)\n"
+                             "c.request(\"GET\", \"" + url + "/after-flood\")\n"
+                             "r = c.getresponse(); r.read(); print(r.status, flush=True)\n"
+                             "time.sleep(3)\n";
+  // The client two shells further down than the holders' children, which are read first.
+  const std::string script = holder + " printf '" + client + "' > /tmp/client.py; " +
+                             "while ! grep -q held /tmp/held 2>/dev/null; do sleep 0.1; done; " + kSh + " -c '" + kSh +
+                             " -c \"" + kPython + " /tmp/client.py; true\"; true'; pkill -KILL -x python3; echo done";
   auto r = launch(subnet, {"--policy", policy.string(), "--audit-db", db.string(), "--rlimit-nofile", "8192", "--",
                            kSh, "-c", script},
                   std::chrono::seconds(120));
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_THAT(r.out, HasSubstr("200"));
+  EXPECT_THAT(r.out, HasSubstr("200\ndone"));
   EXPECT_EQ(query(db, "SELECT client_pid IS NULL, client_exe FROM requests WHERE path = '/after-flood'"),
             (Rows{{"1", "unknown"}}));
 }
