@@ -50,9 +50,11 @@ TEST(AuditFormat, JsonIsAnArrayOfObjectsWithEveryColumn) {
   EXPECT_EQ(j[1]["reason"], two_rows()[1].reason);
   for (const char* key : {"id", "ts", "agent", "client_addr", "kind", "method", "host", "port", "path",
                           "resolved_addr", "decision", "rule", "reason", "status", "bytes_up", "bytes_down",
-                          "duration_ms", "error", "count", "parent_id", "proxy_id"})
+                          "duration_ms", "error", "count", "parent_id", "proxy_id", "client_pid", "client_exe",
+                          "client_argv"})
     EXPECT_TRUE(j[0].contains(key)) << key;
-  EXPECT_EQ(j[0].size(), 21u);
+  EXPECT_EQ(j[0].size(), 24u);
+  EXPECT_TRUE(j[0]["client_exe"].is_null()) << "not launched: no process";
   EXPECT_TRUE(j[0]["parent_id"].is_null()) << "no tunnel";
   EXPECT_EQ(j[0]["count"], 1);
 }
