@@ -26,6 +26,7 @@ struct AuditArgs {
   std::string agent;
   std::string decision;
   std::string host;
+  std::string exe;
   std::string since;
   long long limit = 100;
   std::string format = "table";
@@ -45,6 +46,9 @@ void add_filters(FlagTable& cmd, AuditArgs& a) {
   cmd.option("--decision", a.decision, "Only this decision (what the row's decision column holds)")
       ->type_name("TEXT:{" + decisions + "}");
   cmd.option("--host", a.host, "Only hosts matching this glob, e.g. '*.example.com' (case-sensitive)");
+  cmd.option("--exe", a.exe,
+             "Only requests whose connection a process of this executable opened: a path as the agent sees it, "
+             "or a file name in any folder (e.g. curl); 'unknown' for those not found");
   cmd.option("--since", a.since, "Only newer requests: 30s, 15m, 2h, 1d, 1w or a timestamp (2026-11-22T04:00:00Z)");
   cmd.option("--limit", a.limit, "At most N rows, newest first (summary: the N busiest agent/host pairs); 0 for all")
       ->capture_default_str();
@@ -64,6 +68,7 @@ audit::Filter to_filter(const AuditArgs& a) {
     }
   }
   if (!a.host.empty()) f.host_glob = a.host;
+  if (!a.exe.empty()) f.exe = a.exe;
   f.since = since_flag(a.since);
   if (a.limit < 0) throw UsageError("--limit " + std::to_string(a.limit) + " is negative; use 0 for all rows");
   f.limit = static_cast<std::size_t>(a.limit);

@@ -30,14 +30,15 @@ std::string optional_number(const auto& value) { return value ? std::to_string(*
 const std::vector<std::string> kRequestColumns = {
     "id",   "ts",       "agent", "client_addr", "kind",     "method",     "host",        "port",  "path",
     "resolved_addr", "decision", "rule",  "reason",      "status", "bytes_up", "bytes_down", "duration_ms", "error",
-    "count"};
+    "count", "client_pid", "client_exe", "client_argv"};
 
 std::vector<std::string> request_fields(const AuditRecord& r) {
   return {std::to_string(r.id), format_timestamp(r.ts), r.agent,  r.client_addr,
           r.kind,               r.method,               r.host,   std::to_string(r.port),
           r.path,               r.resolved_addr,        r.decision, r.rule,
           r.reason,             optional_number(r.status), std::to_string(r.bytes_up), std::to_string(r.bytes_down),
-          optional_number(r.duration_ms), r.error, std::to_string(r.count)};
+          optional_number(r.duration_ms), r.error, std::to_string(r.count), optional_number(r.origin.pid),
+          r.origin.exe, r.origin.argv};
 }
 
 // The nullable TEXT columns: the writer stores an empty value as NULL, and JSON says null.
@@ -68,6 +69,11 @@ ordered_json request_json(const AuditRecord& r) {
   o["parent_id"] = r.parent_id ? ordered_json(r.parent_id) : ordered_json(nullptr);
   // The proxy that wrote the row (several may share a store); null for rows before schema 7.
   o["proxy_id"] = text_or_null(r.proxy_id);
+  // Who opened the connection (schema 10): the process's pid inside the sandbox, its
+  // executable, and its command line's first words (the process's own claim).
+  o["client_pid"] = r.origin.pid ? ordered_json(*r.origin.pid) : ordered_json(nullptr);
+  o["client_exe"] = text_or_null(r.origin.exe);
+  o["client_argv"] = text_or_null(r.origin.argv);
   return o;
 }
 

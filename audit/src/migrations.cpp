@@ -458,6 +458,22 @@ CREATE TABLE audit_chain_batches (
 ALTER TABLE audit_chain_batches ALTER COLUMN members SET STORAGE EXTERNAL;
 )sql";
 
+// Version 10: who opened each request's connection (issue 27): the agent's process as the
+// proxy found it from the connection's socket (docs/audit.md). Added, never renamed; NULL
+// for rows before this step and for clients that were not launched. Not in the chain's
+// columns yet (chained_table): digests of older rows must stay what they were.
+constexpr const char* kV10 = R"sql(
+ALTER TABLE requests ADD COLUMN client_pid INTEGER;
+ALTER TABLE requests ADD COLUMN client_exe TEXT;
+ALTER TABLE requests ADD COLUMN client_argv TEXT;
+)sql";
+
+constexpr const char* kPgV10 = R"sql(
+ALTER TABLE requests ADD COLUMN client_pid bigint;
+ALTER TABLE requests ADD COLUMN client_exe text COLLATE "C";
+ALTER TABLE requests ADD COLUMN client_argv text COLLATE "C";
+)sql";
+
 constexpr Migration kMigrations[] = {
     {1, kV1, nullptr, false},
     {2, kV2, nullptr, false},
@@ -468,6 +484,7 @@ constexpr Migration kMigrations[] = {
     {7, kV7, kPgV7, true},
     {8, kV8, kPgV8, false},
     {9, kV9, kPgV9, false},
+    {10, kV10, kPgV10, false},
 };
 
 static_assert(sizeof kMigrations / sizeof kMigrations[0] == kSchemaVersion,

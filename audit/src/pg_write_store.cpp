@@ -21,7 +21,7 @@ constexpr std::int64_t kIdBlock = 1024;  // the sequence's INCREMENT BY (migrati
 
 constexpr const char* kRequestColumns =
     "(id, ts, agent, client_addr, kind, method, host, port, path, resolved_addr, decision, rule, reason, status, "
-    "bytes_up, bytes_down, duration_ms, error, count, parent_id, proxy_id)";
+    "bytes_up, bytes_down, duration_ms, error, count, parent_id, proxy_id, client_pid, client_exe, client_argv)";
 
 void field(std::string& out, std::string_view text) {
   if (text.empty()) out += "\\N";
@@ -160,6 +160,9 @@ class PgWriteStore final : public WriteStore {
     field(out, static_cast<std::int64_t>(r.count));
     field(out, parent_id ? std::optional<std::int64_t>(parent_id) : std::nullopt);
     field(out, proxy_id_);
+    field(out, r.origin.pid);
+    field(out, r.origin.exe);
+    field(out, r.origin.argv);
     end_row(out);
     return id;
   }

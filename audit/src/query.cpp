@@ -28,7 +28,8 @@ std::vector<AuditRecord> query_requests(const std::filesystem::path& db, const F
   std::vector<AuditRecord> rows;
   reader.each(
       "SELECT id, ts, agent, client_addr, kind, method, host, port, path, resolved_addr, decision, rule, "
-      "reason, status, bytes_up, bytes_down, duration_ms, error, count, parent_id, proxy_id FROM requests",
+      "reason, status, bytes_up, bytes_down, duration_ms, error, count, parent_id, proxy_id, client_pid, "
+      "client_exe, client_argv FROM requests",
       where, " ORDER BY ts DESC, id DESC", filter.limit, [&rows](const detail::Row& s) {
         AuditRecord r;
         r.id = s.column_int(0);
@@ -52,6 +53,9 @@ std::vector<AuditRecord> query_requests(const std::filesystem::path& db, const F
         r.count = static_cast<std::uint64_t>(s.column_int(18));
         if (!s.is_null(19)) r.parent_id = s.column_int(19);
         r.proxy_id = s.column_text(20);
+        if (!s.is_null(21)) r.origin.pid = s.column_int(21);
+        r.origin.exe = s.column_text(22);
+        r.origin.argv = s.column_text(23);
         rows.push_back(std::move(r));
       });
   return rows;

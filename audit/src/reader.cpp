@@ -101,6 +101,19 @@ bool Reader::has_table(const std::string& name) {
   return found;
 }
 
+// --exe: a path is the executable itself; a bare name ("curl", or "unknown") is that
+// name or that file name in any folder.
+void Reader::add_exe_condition(Where& w, const std::string& exe) const {
+  if (exe.find('/') != std::string::npos) return w.add("client_exe = ?", exe);
+  std::string glob = "*/";
+  for (char c : exe) {
+    if (c == '*' || c == '?' || c == '[') glob += std::string("[") + c + "]";
+    else glob += c;
+  }
+  w.add(pg_ ? "(client_exe = ? OR client_exe ~ ?)" : "(client_exe = ? OR client_exe GLOB ?)", exe);
+  w.params.push_back(pg_ ? glob_to_regex(glob) : glob);
+}
+
 Where Reader::where(const Filter& f) const {
   Where w;
   if (f.agent) w.add("agent = ?", *f.agent);
@@ -109,6 +122,7 @@ Where Reader::where(const Filter& f) const {
     if (pg_) w.add("host ~ ?", glob_to_regex(*f.host_glob));
     else w.add("host GLOB ?", *f.host_glob);
   }
+  if (f.exe) add_exe_condition(w, *f.exe);
   // Stored timestamps share one fixed-width format, so text order is time order.
   if (f.since) w.add("ts >= ?", format_timestamp(*f.since));
   return w;

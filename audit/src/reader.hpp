@@ -46,6 +46,7 @@ class Reader {
   bool has_table(const std::string& name);
 
   Where where(const Filter& filter) const;
+  void add_exe_condition(Where& w, const std::string& exe) const;
   // An aggregate giving `column` of the group's row with the latest ts.
   std::string latest(std::string_view column) const;
   // An integer expression: the row's ts in whole seconds since the epoch, divided by

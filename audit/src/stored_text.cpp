@@ -24,6 +24,8 @@ void cap_agent_text(AuditRecord& r) {
   r.reason = capped(std::move(r.reason), kMaxStoredReason);
   r.error = capped(std::move(r.error), kMaxStoredReason);
   r.resolved_addr = capped(std::move(r.resolved_addr), kMaxStoredHost);
+  r.origin.exe = capped(std::move(r.origin.exe), kMaxStoredPath);
+  r.origin.argv = capped(std::move(r.origin.argv), kMaxStoredPath);
 }
 
 void cap_agent_text(Completion& c) {

@@ -45,6 +45,10 @@ constexpr std::size_t kMostOpenRows = 1 << 18;
 // While refusals are being folded, the writer looks for counted rows whose second is over
 // this often (otherwise it sleeps until there is work).
 constexpr std::chrono::milliseconds kFoldSweep{100};
+// The longest one batch waits for the answers of process lookups still under way
+// (AuditRecord::origin_later); a row whose answer is later is written "unknown". The
+// lookups are bounded themselves (proxy/src/agents/attribution.hpp), so this is seldom reached.
+constexpr std::chrono::milliseconds kOriginWait{250};
 
 struct InsertItem {
   RowHandle handle;
@@ -445,6 +449,7 @@ struct Writer::Impl {
     batch_unknown_completions = 0;
     // Only flush markers and callbacks: nothing to write, and they are answered as committed.
     if (held_rows == 0 && !failing_since) return true;
+    settle_origins();
     pair_completions();
     try {
       store->begin();
@@ -456,6 +461,24 @@ struct Writer::Impl {
       store->abandon();
       note_failure(e.what());
       return false;
+    }
+  }
+
+  // Each row's process, once: in place, so a batch retried writes the same answer.
+  void settle_origins() {
+    const auto deadline = SteadyClock::now() + kOriginWait;
+    for (Item& item : batch) {
+      auto* in = std::get_if<InsertItem>(&item);
+      if (!in || !in->record.origin_later.valid()) continue;
+      auto& r = in->record;
+      r.origin = ProcessOrigin{std::nullopt, "unknown", {}};
+      try {
+        if (r.origin_later.wait_until(deadline) == std::future_status::ready) r.origin = r.origin_later.get();
+      } catch (const std::future_error&) {  // its lookup was dropped unanswered: unknown
+      }
+      r.origin_later = {};
+      r.origin.exe = capped(std::move(r.origin.exe), kMaxStoredPath);
+      r.origin.argv = capped(std::move(r.origin.argv), kMaxStoredPath);
     }
   }
 

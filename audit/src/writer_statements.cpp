@@ -22,8 +22,9 @@ WriterStatements::WriterStatements(sqlite3* db, std::string proxy_id)
       insert_request_(db,
                       "INSERT INTO requests (ts, agent, client_addr, kind, method, host, port, path, "
                       "resolved_addr, decision, rule, reason, status, bytes_up, bytes_down, duration_ms, error, count, "
-                      "parent_id, proxy_id) "
-                      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)"),
+                      "parent_id, proxy_id, client_pid, client_exe, client_argv) "
+                      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, "
+                      "?21, ?22, ?23)"),
       complete_request_(db,
                         "UPDATE requests SET status = ?1, bytes_up = ?2, bytes_down = ?3, duration_ms = ?4, "
                         "error = ?5, resolved_addr = COALESCE(?6, resolved_addr), decision = COALESCE(?8, decision), "
@@ -86,6 +87,9 @@ Touched WriterStatements::insert_request(const AuditRecord& r, const Completion*
   s.bind(18, static_cast<std::int64_t>(r.count));
   if (parent_id != 0) s.bind(19, parent_id);
   s.bind_view_or_null(20, proxy_id_);
+  if (r.origin.pid) s.bind(21, *r.origin.pid);
+  s.bind_view_or_null(22, r.origin.exe);
+  s.bind_view_or_null(23, r.origin.argv);
   run(s);
   return request_touched(sqlite3_last_insert_rowid(db_), ts, r, c, parent_id, proxy_id_);
 }

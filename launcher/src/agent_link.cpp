@@ -5,6 +5,8 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <linux/netlink.h>
+#include <linux/sock_diag.h>
 #include <netinet/in.h>
 #include <sched.h>
 #include <sys/socket.h>
@@ -72,6 +74,7 @@ void close_all(proxy::AgentSockets& s) {
     for (int fd : *v) ::close(fd);
   if (s.dns_udp >= 0) ::close(s.dns_udp);
   if (s.dns_tcp >= 0) ::close(s.dns_tcp);
+  if (s.diag >= 0) ::close(s.diag);
   s = {};
 }
 
@@ -84,6 +87,11 @@ void make_inside(proxy::AgentSockets& s, ProxyPorts& ports, bool capture) {
   }
   ports.http = kHttpPort;
   ports.socks = kSocksPort;
+  // The proxy asks the namespace's socket table through it which of the agent's sockets a
+  // connection came from (who made the request, issue 27): a netlink socket answers for the
+  // namespace it was made in, so the proxy itself never enters this one.
+  s.diag = ::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+  if (s.diag < 0) fail("the agent's sock_diag socket");
   if (capture) {
     s.capture.push_back(open_socket("127.0.0.1", 0, SOCK_STREAM));
     ports.capture = port_of(s.capture.front());

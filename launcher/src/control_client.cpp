@@ -40,7 +40,8 @@ class ControlClient final : public ProxyLink {
     req.agent = agent.name;
     req.profile = agent.profile;
     req.sockets = proxy::control::Register::Sockets{static_cast<int>(s.http.size()), static_cast<int>(s.socks.size()),
-                                                    static_cast<int>(s.capture.size()), agent.dns_pool.has_value()};
+                                                    static_cast<int>(s.capture.size()), agent.dns_pool.has_value(),
+                                                    s.diag >= 0};
     if (agent.dns_pool) req.dns_pool = agent.dns_pool->to_string();
     if (agent.dns_pool6) req.dns_pool6 = agent.dns_pool6->to_string();
     req.launch = proxy::AgentLaunch{agent.pid, agent.command_line, "", agent.policy_digest, agent.sandbox};
@@ -48,6 +49,7 @@ class ControlClient final : public ProxyLink {
     std::vector<int> fds;
     for (const auto* list : {&s.http, &s.socks, &s.capture}) fds.insert(fds.end(), list->begin(), list->end());
     if (agent.dns_pool) fds.insert(fds.end(), {s.dns_udp, s.dns_tcp});
+    if (s.diag >= 0) fds.push_back(s.diag);
     const auto reply = exchange(req, fds);
     if (!reply.ok)
       throw LaunchError(kExitLauncherFailure, "the proxy at " + path_.string() + " refused the agent: " + reply.error);

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "netbox/audit/record.hpp"
 #include "netbox/policy/policy.hpp"
 
 #include "base/snapshot.hpp"
@@ -36,6 +37,9 @@ struct AgentIdentity {
   // launcher made them there), which keys its DNS view and capture. 0: known by address.
   std::uint64_t netns = 0;
   bool is_anonymous() const { return agent == kAnonymousAgent && netns == 0; }
+  // One connection's, set by identify_client: the lookup of the agent's process that opened
+  // it (attribution.hpp). Invalid: none (a client known by its address).
+  std::shared_future<audit::ProcessOrigin> origin{};
   // The address to count a connection from `peer` under.
   boost::asio::ip::address slot_address(const boost::asio::ip::address& peer) const {
     return counted_as.is_unspecified() ? peer : counted_as;

@@ -67,6 +67,10 @@ AgentSlot::Registration::~Registration() {
   if (core) core->agents.remove(key);
 }
 
+AgentSlot::Attributed::~Attributed() {
+  if (core) core->attribution.remove(netns);
+}
+
 AgentSlot::Published::~Published() {
   if (!core) return;
   std::lock_guard lock(core->dns_mu);
@@ -120,6 +124,13 @@ AgentSlot::AgentSlot(ProxyRuntime& core, const AgentAttachment& wanted) : core_(
   // Armed field by field: assigning a temporary would run its destructor, which undoes.
   registration_.key = key;
   registration_.core = &core;
+  if (a.sockets->diag >= 0) {
+    // The init of its PID namespace: every process of the agent descends from it.
+    core.attribution.add(netns, a.name, adopt_diag_socket(a.sockets->diag, netns),
+                         a.launch ? static_cast<pid_t>(a.launch->pid) : 0);
+    attributed_.netns = netns;
+    attributed_.core = &core;
+  }
   if (services_.view) {
     std::lock_guard lock(core.dns_mu);
     // Again under the lock that inserts: another launcher may have attached meanwhile.

@@ -60,6 +60,11 @@ class AgentSlot {
     std::vector<std::shared_ptr<boost::asio::ip::tcp::acceptor>> list;
     ~Acceptors();
   };
+  struct Attributed : Step {  // its lookups' source (Attribution): removed
+    ProxyRuntime* core = nullptr;
+    std::uint64_t netns = 0;
+    ~Attributed();
+  };
   struct Row : Step {  // its agents row: ended with end_
     ProxyRuntime* core = nullptr;
     const AttachedAgent* agent = nullptr;
@@ -79,6 +84,7 @@ class AgentSlot {
   Fds fds_;
   Row row_;
   Registration registration_;
+  Attributed attributed_;
   Services services_;
   Published published_;
   Acceptors acceptors_;

@@ -1,6 +1,7 @@
 #include "agents/agent_sockets.hpp"
 
 #include "agents/agent_registry.hpp"
+#include "agents/sock_diag.hpp"
 
 #include <fcntl.h>
 #include <sys/socket.h>
@@ -42,6 +43,16 @@ int adopt_agent_socket(int fd, int type, std::uint64_t own_netns, std::uint64_t&
   if (cookie != netns) throw std::invalid_argument(name + " is in another network namespace than the agent's other sockets");
   const int copy = ::fcntl(fd, F_DUPFD_CLOEXEC, 3);
   if (copy < 0) throw std::runtime_error(name + ": " + std::strerror(errno));
+  return copy;
+}
+
+int adopt_diag_socket(int fd, std::uint64_t netns) {
+  if (!is_sock_diag_socket(fd)) throw std::invalid_argument("the agent's sock_diag socket is no NETLINK_SOCK_DIAG socket");
+  // Made elsewhere, it would answer for another namespace's sockets: the wrong processes.
+  if (netns_cookie(fd) != netns)
+    throw std::invalid_argument("the agent's sock_diag socket is in another network namespace than its listeners");
+  const int copy = ::fcntl(fd, F_DUPFD_CLOEXEC, 3);
+  if (copy < 0) throw std::runtime_error(std::string("the agent's sock_diag socket: ") + std::strerror(errno));
   return copy;
 }
 

@@ -15,4 +15,8 @@ int socket_family(int fd);
 // std::invalid_argument naming `what` otherwise.
 int adopt_agent_socket(int fd, int type, std::uint64_t own_netns, std::uint64_t& netns, const char* what);
 
+// A close-on-exec duplicate of `fd`, which must be a NETLINK_SOCK_DIAG socket made in the
+// agent's network namespace (`netns`). Throws std::invalid_argument otherwise.
+int adopt_diag_socket(int fd, std::uint64_t netns);
+
 }  // namespace netbox::proxy

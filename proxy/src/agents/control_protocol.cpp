@@ -78,10 +78,12 @@ Register::Sockets sockets_from(const json& v) {
       throw ProtocolError(std::string("\"sockets\" \"") + key + "\" is out of range: " + std::to_string(n));
     *out = n;
   }
-  if (const auto it = v.find("dns"); it != v.end() && !it->is_null()) {
-    if (!it->is_boolean()) throw ProtocolError(std::string("\"sockets\" \"dns\" must be true or false, not ") + type_name(*it));
-    s.dns = it->get<bool>();
-  }
+  for (auto [key, out] : {std::pair{"dns", &s.dns}, std::pair{"diag", &s.diag}})
+    if (const auto it = v.find(key); it != v.end() && !it->is_null()) {
+      if (!it->is_boolean())
+        throw ProtocolError(std::string("\"sockets\" \"") + key + "\" must be true or false, not " + type_name(*it));
+      *out = it->get<bool>();
+    }
   if (s.count() > kMaxFds)
     throw ProtocolError("\"sockets\" names " + std::to_string(s.count()) + " descriptors, more than " +
                         std::to_string(kMaxFds));
@@ -119,7 +121,7 @@ struct RequestWriter {
     if (!r.sockets || !r.addr.empty()) j["addr"] = r.addr;
     if (r.sockets)
       j["sockets"] = {{"http", r.sockets->http}, {"socks", r.sockets->socks}, {"capture", r.sockets->capture},
-                      {"dns", r.sockets->dns}};
+                      {"dns", r.sockets->dns}, {"diag", r.sockets->diag}};
     if (!r.dns_pool6.empty()) j["dns_pool6"] = r.dns_pool6;
     if (!r.listen.empty()) j["listen"] = r.listen;
     if (!r.socks_listen.empty()) j["socks_listen"] = r.socks_listen;

@@ -227,7 +227,9 @@ class ControlSession : public std::enable_shared_from_this<ControlSession> {
     if (r.sockets->dns) {
       s.dns_udp = fds[i];
       s.dns_tcp = fds[i + 1];
+      i += 2;
     }
+    if (r.sockets->diag) s.diag = fds[i];
     a.sockets = std::move(s);
     try {
       auto got = impl_.attach_agent(a);

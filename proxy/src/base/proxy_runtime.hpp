@@ -5,6 +5,7 @@
 
 #include "agents/agent_registry.hpp"
 #include "agents/agent_slot.hpp"
+#include "agents/attribution.hpp"
 #include "pipeline/caps.hpp"
 #include "pipeline/client_slots.hpp"
 #include "pipeline/client_tokens.hpp"
@@ -144,6 +145,10 @@ struct ProxyRuntime {
   Caps caps;
   AgentRegistry agents;
   Guardians guardians{this};  // each agent's budgets, rates and guardian rules (issue 25)
+  // Who opened each agent connection (issue 27); before the writer goes, its lookups answered.
+  Attribution attribution{[this](const std::string& agent, const std::string& why) {
+    log.write(LogLevel::warn, "attribution_unavailable", {{"agent", agent}, {"message", why}});
+  }};
   Snapshot<policy::Policy> policy;
   std::mutex reload_mu;
   std::optional<FileStamp> loaded_stamp;  // of the policy file last read (under reload_mu)

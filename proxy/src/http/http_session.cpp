@@ -76,6 +76,7 @@ HttpSession<Stream>::HttpSession(ProxyRuntime& impl, Worker& worker, Stream stre
   const auto& scope = fixed.scope;
   link_.who.agent = scope.agent;
   link_.who.tripwire = scope.tripwire;
+  link_.who.origin = fixed.connection.origin();  // the process its door found (attribution.hpp)
   link_.peer_text = scope.client_addr;
   link_.metric_label = scope.metric_label;
   link_.policy = scope.policy;

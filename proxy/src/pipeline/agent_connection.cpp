@@ -35,7 +35,7 @@ void refuse_connection(tcp::socket& s, const std::string& reason, DoorKind door)
 
 void AgentConnection::bind(Admission& admission, Exchange& exchange) const {
   admission.bind(*policy, *profile, who);
-  exchange.connection(who.agent, peer_text, metric_label);
+  exchange.connection(who.agent, peer_text, metric_label, who.origin);
 }
 
 void AgentConnection::become(AgentIdentity next, const ProxyRuntime& rt) {

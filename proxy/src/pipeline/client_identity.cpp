@@ -12,6 +12,8 @@ std::optional<AgentIdentity> identify_client(ProxyRuntime& rt, boost::asio::ip::
   const auto peer = s.remote_endpoint(peer_ec);
   std::optional<AgentIdentity> who;
   if (!local_ec && !peer_ec) who = rt.agents.identify(local, peer.address(), netns_cookie(s.native_handle()));
+  // Who opened it (issue 27), looked up off the io thread; the rows take the answer.
+  if (who && who->netns) who->origin = rt.attribution.look_up(who->netns, s);
   if (who) return who;
   if (!local_ec && !peer_ec) note_foreign_source(rt, door, endpoint_text(local), endpoint_text(peer));
   boost::system::error_code ignored;

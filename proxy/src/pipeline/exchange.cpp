@@ -49,6 +49,7 @@ Exchange::Exchange(Exchange&& o) noexcept
       agent_(std::move(o.agent_)),
       client_addr_(std::move(o.client_addr_)),
       metric_label_(std::move(o.metric_label_)),
+      origin_(std::move(o.origin_)),
       record_(std::move(o.record_)),
       outcome_(o.outcome_),
       cap_(std::move(o.cap_)),
@@ -62,7 +63,9 @@ Exchange::Exchange(Exchange&& o) noexcept
   o.open_ = false;  // the row is this one's to complete
 }
 
-void Exchange::connection(std::string agent, std::string client_addr, std::string metric_label) {
+void Exchange::connection(std::string agent, std::string client_addr, std::string metric_label,
+                          std::shared_future<audit::ProcessOrigin> origin) {
+  origin_ = std::move(origin);
   agent_ = std::move(agent);
   client_addr_ = std::move(client_addr);
   metric_label_ = std::move(metric_label);
@@ -74,6 +77,7 @@ void Exchange::begin() {
   record_ = audit::AuditRecord{};
   record_.agent = agent_;
   record_.client_addr = client_addr_;
+  record_.origin_later = origin_;
   record_.kind = "http";
   outcome_ = kNotRefused;
   row_ = audit::kNoRow;

@@ -38,7 +38,11 @@ class Exchange {
 
   // Once per agent connection: who sends its requests, and the agent label their counts
   // carry (ProxyRuntime::metric_label).
-  void connection(std::string agent, std::string client_addr, std::string metric_label);
+  // `origin`: the lookup of the process that opened it (AgentIdentity::origin), which every
+  // row of the connection records.
+  void connection(std::string agent, std::string client_addr, std::string metric_label,
+                  std::shared_future<audit::ProcessOrigin> origin = {});
+  const std::shared_future<audit::ProcessOrigin>& origin() const { return origin_; }
   // A new request: the row starts over, from the connection.
   void begin();
   // What was asked, as far as it could be read. Text from a head refused before Beast
@@ -102,6 +106,7 @@ class Exchange {
   std::string agent_;
   std::string client_addr_;
   std::string metric_label_;
+  std::shared_future<audit::ProcessOrigin> origin_;
   audit::AuditRecord record_;
   Outcome outcome_ = kNotRefused;
   CapToken cap_;

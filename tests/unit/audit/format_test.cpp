@@ -50,9 +50,11 @@ TEST(AuditFormat, JsonIsAnArrayOfObjectsWithEveryColumn) {
   EXPECT_EQ(j[1]["reason"], two_rows()[1].reason);
   for (const char* key : {"id", "ts", "agent", "client_addr", "kind", "method", "host", "port", "path",
                           "resolved_addr", "decision", "rule", "reason", "status", "bytes_up", "bytes_down",
-                          "duration_ms", "error", "count", "parent_id", "proxy_id"})
+                          "duration_ms", "error", "count", "parent_id", "proxy_id", "client_pid", "client_exe",
+                          "client_argv"})
     EXPECT_TRUE(j[0].contains(key)) << key;
-  EXPECT_EQ(j[0].size(), 21u);
+  EXPECT_EQ(j[0].size(), 24u);
+  EXPECT_TRUE(j[0]["client_exe"].is_null()) << "not launched: no process";
   EXPECT_TRUE(j[0]["parent_id"].is_null()) << "no tunnel";
   EXPECT_EQ(j[0]["count"], 1);
 }
@@ -74,13 +76,13 @@ TEST(AuditFormat, CsvQuotesCommasAndQuotesPerRfc4180AndEscapesNewlines) {
   const auto csv = format_requests(two_rows(), "csv");
   EXPECT_EQ(csv.substr(0, csv.find("\r\n")),
             "id,ts,agent,client_addr,kind,method,host,port,path,resolved_addr,decision,rule,reason,status,bytes_up,"
-            "bytes_down,duration_ms,error,count");
+            "bytes_down,duration_ms,error,count,client_pid,client_exe,client_argv");
   EXPECT_NE(csv.find("\r\n7,2026-11-22T04:20:34.567Z,agent-1,10.213.0.2:41234,http,GET,api.example.com,80,"
                      "/index.html,127.0.0.1,allow,allow[0] api.example.com,api.example.com matches allow[0],200,10,20,"
-                     "30,,1\r\n"),
+                     "30,,1,,,\r\n"),
             std::string::npos)
       << csv;
-  EXPECT_NE(csv.find(",\"x.evil.example matches deny[0] *.evil.example, \"\"blocked\"\"\\x0asee policy\",,0,0,,,1\r\n"),
+  EXPECT_NE(csv.find(",\"x.evil.example matches deny[0] *.evil.example, \"\"blocked\"\"\\x0asee policy\",,0,0,,,1,,,\r\n"),
             std::string::npos)
       << csv;
 }

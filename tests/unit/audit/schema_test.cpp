@@ -63,7 +63,8 @@ TEST(AuditSchema, NewFileGetsEveryTableIndexAndViewInWalMode) {
   EXPECT_EQ(columns(probe, "requests"),
             (std::set<std::string>{"id", "ts", "agent", "client_addr", "kind", "method", "host", "port", "path",
                                    "resolved_addr", "decision", "rule", "reason", "status", "bytes_up",
-                                   "bytes_down", "duration_ms", "error", "count", "parent_id", "proxy_id"}));
+                                   "bytes_down", "duration_ms", "error", "count", "parent_id", "proxy_id", "client_pid",
+                                   "client_exe", "client_argv"}));
   EXPECT_EQ(columns(probe, "agents"),
             (std::set<std::string>{"id", "name", "pid", "command_line", "policy_digest", "address", "started",
                                    "ended", "exit_status", "resource_usage", "sandbox", "proxy_id"}));

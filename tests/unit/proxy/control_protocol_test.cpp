@@ -232,6 +232,23 @@ TEST(ControlProtocol, ObjectsGivenAsTextMustBeObjects) {
   EXPECT_THROW(to_line(u), ProtocolError);
 }
 
+// The sock_diag socket (who made each request, issue 27) comes last, counted with the rest.
+TEST(ControlProtocol, RegisterBySocketsCarriesTheDiagSocket) {
+  Register r;
+  r.agent = "a1";
+  r.sockets = Register::Sockets{2, 2, 2, true, true};
+  const auto back = std::get<Register>(parse_request(to_line(r)));
+  ASSERT_TRUE(back.sockets);
+  EXPECT_TRUE(back.sockets->diag);
+  EXPECT_EQ(back.sockets->count(), 9u);
+  r.sockets->diag = false;
+  EXPECT_FALSE(std::get<Register>(parse_request(to_line(r))).sockets->diag);
+  // A launcher that names no diag socket sends none: the agent's rows name no process.
+  EXPECT_FALSE(std::get<Register>(parse_request(R"({"op":"register","agent":"a1","sockets":{"http":1}})")).sockets->diag);
+  expect_refused(R"({"op":"register","agent":"a1","sockets":{"http":1,"diag":1}})",
+                 "\"sockets\" \"diag\" must be true or false");
+}
+
 }  // namespace
 TEST(ControlProtocol, TheInfoReplyCarriesTheCaCertificateOnlyWhenTheProxyInspects) {
   Reply r;

@@ -16,6 +16,9 @@ struct Filter {
   std::optional<std::string> agent;
   std::optional<std::string> decision;     // one of the values parse_decision accepts
   std::optional<std::string> host_glob;    // SQLite GLOB, e.g. "*.example.com"
+  // The executable that opened the connection (client_exe): a path, or a name (no '/')
+  // that matches that file name in any folder.
+  std::optional<std::string> exe;
   std::optional<Clock::time_point> since;
   std::size_t limit = 100;                 // 0: no limit
 };

@@ -2,6 +2,7 @@
 // Value types for what the audit store keeps.
 #include <chrono>
 #include <cstdint>
+#include <future>
 #include <optional>
 #include <string>
 #include <utility>
@@ -9,6 +10,14 @@
 namespace netbox::audit {
 
 using Clock = std::chrono::system_clock;
+
+// The agent's process that opened a connection (issue 27), as the proxy found it from the
+// connection's socket (proxy/src/agents/attribution.*). Columns client_pid, client_exe, client_argv.
+struct ProcessOrigin {
+  std::optional<std::int64_t> pid;  // inside the agent's PID namespace (NSpid); none: unknown
+  std::string exe;                  // the executable's path as the agent sees it; "unknown": not found
+  std::string argv;                 // the command line's first words, printable: the process's claim
+};
 
 // One row of `requests`: inserted at decision time, completed at close.
 struct AuditRecord {
@@ -38,6 +47,11 @@ struct AuditRecord {
   std::uint64_t parent = 0;
   std::int64_t parent_id = 0;     // read back: the tunnel row's id (0: none)
   std::string proxy_id;           // read back: the proxy that wrote the row (the writer sets it)
+  // Who opened the connection; exe empty: not attributed (a client that was not launched).
+  ProcessOrigin origin;
+  // While the lookup runs: the writer thread takes its answer before it writes the row,
+  // waiting a bounded time (then exe is "unknown"). Never waited on by the proxy.
+  std::shared_future<ProcessOrigin> origin_later;
 };
 
 // What is known when a connection or request ends.

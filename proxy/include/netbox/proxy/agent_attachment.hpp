@@ -42,6 +42,10 @@ struct AgentSockets {
   std::vector<int> capture;  // where the namespace's redirect sends captured TCP; none: no capture
   int dns_udp = -1;          // the DNS view's sockets (with dns_pool)
   int dns_tcp = -1;
+  // A NETLINK_SOCK_DIAG socket made in the same namespace: the proxy asks it which of the
+  // agent's sockets a connection came from, to record the process (issue 27). -1: none,
+  // and the agent's rows name no process.
+  int diag = -1;
 };
 
 struct AgentAttachment {

@@ -50,16 +50,18 @@ struct Register {
     std::string agent, host, pool;
   };
   std::optional<Ipv6> ipv6;
-  // "sockets": {"http": N, "socks": N, "capture": N, "dns": true}: the agent is known by
-  // listening sockets its launcher made inside its network namespace, sent with this line
-  // as SCM_RIGHTS descriptors in that order (http, socks, capture, then DNS over UDP and
-  // TCP); `addr`, `listen`, `socks_listen` and `ipv6` are then not used. Absent: by address.
+  // "sockets": {"http": N, "socks": N, "capture": N, "dns": true, "diag": true}: the agent
+  // is known by listening sockets its launcher made inside its network namespace, sent with
+  // this line as SCM_RIGHTS descriptors in that order (http, socks, capture, then DNS over
+  // UDP and TCP, then its NETLINK_SOCK_DIAG socket, AgentSockets::diag); `addr`, `listen`,
+  // `socks_listen` and `ipv6` are then not used. Absent: by address.
   struct Sockets {
     int http = 0, socks = 0, capture = 0;
     bool dns = false;
+    bool diag = false;
     std::size_t count() const {
       return static_cast<std::size_t>(http) + static_cast<std::size_t>(socks) + static_cast<std::size_t>(capture) +
-             (dns ? 2 : 0);
+             (dns ? 2 : 0) + (diag ? 1 : 0);
     }
   };
   std::optional<Sockets> sockets;
