@@ -2,6 +2,7 @@
 
 #include "pipeline/exchange.hpp"
 #include "agents/guardians.hpp"
+#include "pipeline/policy_answer.hpp"
 #include "pipeline/target.hpp"
 
 #include "netbox/policy/content_mode.hpp"
@@ -92,11 +93,12 @@ std::optional<Refusal> Guardians::secret_seen(const std::string& agent, const st
           {{"agent", agent}, {"host", host}, {"kind", kind}, {"where", seen.where}, {"encoding", encoding},
            {"digest", seen.found.digest}});
   if (!enforced) return std::nullopt;
-  return Refusal{403, Outcome::deny, {}, "guardian.content.secrets",
-                 "the request holds " + kind + " (" + encoding + ", digest " + seen.found.digest + ") in " +
-                     seen.where + ": a known secret format (netbox's list, version " + version +
-                     "); netbox does not let a secret leave. Use a credential (the proxy adds it) instead",
-                 {}};
+  return refusal_of(policy::Decision::refused(
+                        "guardian.content.secrets",
+                        "the request holds " + kind + " (" + encoding + ", digest " + seen.found.digest + ") in " +
+                            seen.where + ": a known secret format (netbox's list, version " + version +
+                            "); netbox does not let a secret leave. Use a credential (the proxy adds it) instead"),
+                    403);
 }
 
 std::optional<Refusal> Guardians::check_labels(const std::string& agent, const policy::Profile& profile,
@@ -115,11 +117,12 @@ std::optional<Refusal> Guardians::check_labels(const std::string& agent, const p
           detail.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
           {{"agent", agent}, {"host", host}, {"label", label->label}, {"why", label->why}});
   if (!enforced) return std::nullopt;
-  return Refusal{403, Outcome::deny, {}, "guardian.content.encoded_labels",
-                 "the label '" + label->label + "' of " + host + " looks like encoded data (" + label->why +
-                     "), under the wildcard allow " + wildcard +
-                     ": a name that carries data is how DNS and subdomain exfiltration spell their payload",
-                 {}};
+  return refusal_of(policy::Decision::refused(
+                        "guardian.content.encoded_labels",
+                        "the label '" + label->label + "' of " + host + " looks like encoded data (" + label->why +
+                            "), under the wildcard allow " + wildcard +
+                            ": a name that carries data is how DNS and subdomain exfiltration spell their payload"),
+                    403);
 }
 
 }  // namespace netbox::proxy
