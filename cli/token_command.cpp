@@ -58,6 +58,26 @@ class BookLock {
   int fd_ = -1;
 };
 
+// How a token command ends: a usage mistake (2), a book that cannot be used (2, naming the
+// file and key), a policy that does not load (2), anything else (1).
+template <class Body>
+int token_reporting(const CLI::App& cmd, Body body) {
+  try {
+    return body();
+  } catch (const UsageError& e) {
+    return usage_error(cmd, e.what());
+  } catch (const policy::PolicyError& e) {
+    std::cerr << command_path(cmd) << ": " << e.what() << "\n";
+    return kExitUsage;
+  } catch (const tokens::TokenBookError& e) {
+    std::cerr << command_path(cmd) << ": " << e.what() << "\n";
+    return kExitUsage;
+  } catch (const std::exception& e) {
+    std::cerr << command_path(cmd) << ": " << e.what() << "\n";
+    return 1;
+  }
+}
+
 struct CreateArgs {
   std::string book = kDefaultBook;
   std::string agent;
@@ -67,7 +87,7 @@ struct CreateArgs {
 };
 
 int run_create(const CLI::App& cmd, const CreateArgs& a) {
-  try {
+  return token_reporting(cmd, [&] {
     if (auto why = proxy::agent_name_problem(a.agent); !why.empty()) throw UsageError("--agent: " + why);
     if (!a.ttl || a.ttl->count() < 1000) throw UsageError("--ttl: give how long the token is valid, 1s or more (8h, 30d)");
     if (!a.policy.empty()) {
@@ -86,18 +106,7 @@ int run_create(const CLI::App& cmd, const CreateArgs& a) {
               << utc(issued.entry.expires) << "; shown once, keep it secret\n";
     std::cout << issued.token << "\n";
     return 0;
-  } catch (const UsageError& e) {
-    return usage_error(cmd, e.what());
-  } catch (const policy::PolicyError& e) {
-    std::cerr << command_path(cmd) << ": " << e.what() << "\n";
-    return kExitUsage;
-  } catch (const tokens::TokenBookError& e) {
-    std::cerr << command_path(cmd) << ": " << e.what() << "\n";
-    return kExitUsage;
-  } catch (const std::exception& e) {
-    std::cerr << command_path(cmd) << ": " << e.what() << "\n";
-    return 1;
-  }
+  });
 }
 
 struct ListArgs {
@@ -106,7 +115,7 @@ struct ListArgs {
 };
 
 int run_list(const CLI::App& cmd, const ListArgs& a) {
-  try {
+  return token_reporting(cmd, [&] {
     if (a.format != "text" && a.format != "json") throw UsageError("--format '" + a.format + "' is not one of text, json");
     const auto book = tokens::load_token_book(a.book, true);
     const auto now = now_seconds();
@@ -126,12 +135,7 @@ int run_list(const CLI::App& cmd, const ListArgs& a) {
                 << "  until " << utc(e.expires) << "  " << state(e) << "\n";
     if (book.entries().empty()) std::cout << "no client tokens in " << a.book << "\n";
     return 0;
-  } catch (const UsageError& e) {
-    return usage_error(cmd, e.what());
-  } catch (const tokens::TokenBookError& e) {
-    std::cerr << command_path(cmd) << ": " << e.what() << "\n";
-    return kExitUsage;
-  }
+  });
 }
 
 struct RevokeArgs {
@@ -140,7 +144,7 @@ struct RevokeArgs {
 };
 
 int run_revoke(const CLI::App& cmd, RevokeArgs a) {
-  try {
+  return token_reporting(cmd, [&] {
     if (a.id.starts_with(tokens::kTokenPrefix)) a.id.erase(0, tokens::kTokenPrefix.size());
     // A whole token pasted here names its id; its secret is not needed and not echoed.
     if (const auto cut = a.id.find('_'); cut != std::string::npos) a.id.resize(cut);
@@ -150,15 +154,7 @@ int run_revoke(const CLI::App& cmd, RevokeArgs a) {
     tokens::save_token_book(a.book, book);
     std::cout << "revoked " << tokens::kTokenPrefix << a.id << "\n";
     return 0;
-  } catch (const UsageError& e) {
-    return usage_error(cmd, e.what());
-  } catch (const tokens::TokenBookError& e) {
-    std::cerr << command_path(cmd) << ": " << e.what() << "\n";
-    return kExitUsage;
-  } catch (const std::exception& e) {
-    std::cerr << command_path(cmd) << ": " << e.what() << "\n";
-    return 1;
-  }
+  });
 }
 
 template <class Args>

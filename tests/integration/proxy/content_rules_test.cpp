@@ -9,6 +9,7 @@
 #include "credentials_fixture.hpp"
 
 #include "support/proxy_client.hpp"
+#include "support/secret_samples.hpp"
 #include "agent_tls.hpp"
 
 #include <nlohmann/json.hpp>
@@ -22,80 +23,8 @@ namespace {
 
 using nlohmann::json;
 
-// Sample values, assembled at run time so that no secret-shaped literal sits in the source.
-std::string run_of(std::string_view alphabet, std::size_t n, unsigned seed) {
-  std::string out;
-  for (std::size_t i = 0; i < n; ++i) {
-    seed = seed * 1103515245u + 12345u;
-    out += alphabet[(seed >> 16) % alphabet.size()];
-  }
-  return out;
-}
-constexpr std::string_view kAlnum = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
-constexpr std::string_view kUpperDigits = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-
-struct Sample {
-  std::string kind, value;
-};
-
-// One of each kind of content/secret_formats.hpp version 1.
-std::vector<Sample> samples() {
-  return {
-      {"private_key", std::string("-----BEGIN ") + "RSA PRIVATE KEY-----"},
-      {"aws_access_key_id", "AKIA" + run_of(kUpperDigits, 16, 101)},
-      {"aws_secret_access_key", "aws_secret_access_key=" + run_of(kAlnum, 40, 102)},
-      {"github_token", "ghp_" + run_of(kAlnum, 36, 103)},
-      {"gitlab_token", "glpat-" + run_of(kAlnum, 20, 104)},
-      {"slack_token", "xoxb-" + run_of("0123456789", 12, 105) + "-" + run_of(kAlnum, 24, 106)},
-      {"slack_webhook", "hooks.slack.com/services/T" + run_of(kUpperDigits, 8, 107) + "/B" +
-                            run_of(kUpperDigits, 8, 108) + "/" + run_of(kAlnum, 24, 109)},
-      {"anthropic_api_key", "sk-ant-api03-" + run_of(kAlnum, 60, 110)},
-      {"openai_api_key", "sk-proj-" + run_of(kAlnum, 48, 111)},
-      {"google_api_key", "AIza" + run_of(kAlnum, 35, 112)},
-      {"stripe_key", "sk_live_" + run_of(kAlnum, 24, 113)},
-      {"npm_token", "npm_" + run_of(kAlnum, 36, 114)},
-      {"huggingface_token", "hf_" + run_of(kAlnum, 34, 115)},
-      {"jwt", "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0." + run_of(kAlnum, 43, 116)},
-  };
-}
-
-std::string percent_all(std::string_view s) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : s) {
-    out += '%';
-    out += kHex[c >> 4];
-    out += kHex[c & 15];
-  }
-  return out;
-}
-
-std::string base64(std::string_view s) {
-  static constexpr std::string_view kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-  std::string out;
-  unsigned acc = 0;
-  int bits = 0;
-  for (unsigned char c : s) {
-    acc = (acc << 8) | c;
-    bits += 8;
-    while (bits >= 6) {
-      bits -= 6;
-      out += kAlphabet[(acc >> bits) & 63];
-    }
-  }
-  if (bits > 0) out += kAlphabet[(acc << (6 - bits)) & 63];
-  return out;  // URL-safe, unpadded: fits a URL, a header and a body as it is
-}
-
-std::string hex(std::string_view s) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned char c : s) {
-    out += kHex[c >> 4];
-    out += kHex[c & 15];
-  }
-  return out;
-}
+using Sample = SecretSample;
+std::vector<Sample> samples() { return secret_samples(); }  // one of each kind
 
 struct Encoded {
   std::string name, text;

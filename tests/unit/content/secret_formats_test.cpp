@@ -3,6 +3,8 @@
 // glued mid-group) and hex; and the ordinary text and names that must stay clean.
 #include "netbox/content/secret_formats.hpp"
 
+#include "support/secret_samples.hpp"
+
 #include <gtest/gtest.h>
 
 #include <set>
@@ -10,22 +12,14 @@
 namespace netbox::content {
 namespace {
 
-// Sample values, assembled at run time so that no secret-shaped literal sits in the source.
-std::string run_of(std::string_view alphabet, std::size_t n, unsigned seed) {
-  std::string out;
-  for (std::size_t i = 0; i < n; ++i) {
-    seed = seed * 1103515245u + 12345u;
-    out += alphabet[(seed >> 16) % alphabet.size()];
-  }
-  return out;
-}
-constexpr std::string_view kAlnum = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
-constexpr std::string_view kUpperDigits = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-
-struct Sample {
-  std::string_view kind;
-  std::string value;
-};
+using test::base64;
+using test::encode_bits;
+using test::hex;
+using test::kAlnum;
+using test::kUpperDigits;
+using test::percent_all;
+using test::run_of;
+using Sample = test::SecretSample;
 
 std::vector<Sample> samples() {
   return {
@@ -49,55 +43,6 @@ std::vector<Sample> samples() {
       {"huggingface_token", "hf_" + run_of(kAlnum, 34, 18)},
       {"jwt", "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0." + run_of(kAlnum, 43, 19)},
   };
-}
-
-std::string percent_all(std::string_view s) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : s) {
-    out += '%';
-    out += kHex[c >> 4];
-    out += kHex[c & 15];
-  }
-  return out;
-}
-
-// `s` in an alphabet of 2^width characters, most significant bits first, the last group
-// padded with zero bits (base64 and base32 alike; padding characters are the caller's).
-std::string encode_bits(std::string_view s, std::string_view alphabet, int width) {
-  std::string out;
-  unsigned acc = 0;
-  int bits = 0;
-  const unsigned mask = (1u << width) - 1;
-  for (unsigned char c : s) {
-    acc = (acc << 8) | c;
-    bits += 8;
-    while (bits >= width) {
-      bits -= width;
-      out += alphabet[(acc >> bits) & mask];
-    }
-  }
-  if (bits > 0) out += alphabet[(acc << (width - bits)) & mask];
-  return out;
-}
-
-std::string base64(std::string_view s, bool url) {
-  std::string out = encode_bits(s,
-                                url ? "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
-                                    : "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/",
-                                6);
-  while (!url && out.size() % 4) out += '=';
-  return out;
-}
-
-std::string hex(std::string_view s) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned char c : s) {
-    out += kHex[c >> 4];
-    out += kHex[c & 15];
-  }
-  return out;
 }
 
 void expect_found(const std::string& text, std::string_view kind, SecretEncoding enc, const std::string& value) {
