@@ -15,6 +15,9 @@
 
 #include <boost/asio/ip/address.hpp>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <fstream>
 #include <sstream>
@@ -47,9 +50,12 @@ class ClientTokensTest : public ProxyTest {
     expired = tokens::issue_token("late-runner", "builders", 1h, unix_now() - 7200);
     book_path = dir.path() / "client-tokens.json";
     tokens::save_token_book(book_path, tokens::TokenBook({good.entry, revoked.entry, expired.entry}));
+    log_path = dir.path() / "proxy.log";
+    log_fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     configure = [this, allow_anonymous](proxy::ProxyOptions& o) {
       o.client_tokens = book_path;
       o.allow_anonymous = allow_anonymous;
+      o.log_fd = log_fd;  // searched for the tokens' secrets
     };
     start_proxy(base_policy(R"("allow": ["nothing.test"], "agents": {"builders": {"allow": ["upstream.test"]}})"));
     socks_port = server->add_listener({boost::asio::ip::make_address("127.0.0.1"), 0}, proxy::ListenerKind::socks).port();
@@ -62,8 +68,13 @@ class ClientTokensTest : public ProxyTest {
   }
   RunResult get(const std::string& proxy_url) { return curl_with_status({"--proxy", proxy_url, upstream_url("/t")}); }
 
+  ~ClientTokensTest() override {
+    if (log_fd >= 0) ::close(log_fd);
+  }
+
   tokens::IssuedToken good, revoked, expired;
-  std::filesystem::path book_path;
+  std::filesystem::path book_path, log_path;
+  int log_fd = -1;
   unsigned short socks_port = 0;
 };
 
@@ -123,8 +134,12 @@ TEST_F(ClientTokensTest, NoForgedRevokedOrExpiredTokenGetsThroughAndEachIsRecord
   // No token's secret anywhere the proxy writes.
   stop_proxy();
   const auto store = slurp(db_path) + slurp(db_path.string() + "-wal");
-  for (const auto& t2 : {good.token, revoked.token, expired.token, forged})
+  const auto log = slurp(log_path);
+  EXPECT_THAT(log, HasSubstr("rule=client_token")) << "the log was searched";
+  for (const auto& t2 : {good.token, revoked.token, expired.token, forged}) {
     EXPECT_THAT(store, Not(HasSubstr(t2.substr(18)))) << "a token's secret is in the store";
+    EXPECT_THAT(log, Not(HasSubstr(t2.substr(18)))) << "a token's secret is in the log";
+  }
 }
 
 TEST_F(ClientTokensTest, AllowAnonymousServesOnlyTheClientThatSentNoToken) {
