@@ -195,9 +195,9 @@ void print_summary(const LaunchPlan& plan, const AgentOutcome& outcome, const Pr
 }  // namespace
 
 // The steps in the order they run (nsjail's containProc is the model). Objects declared
-// earlier outlive later ones: on an error the agent is detached first, then the child
-// killed and reaped, its output copied, the cgroup removed, the lease released, the proxy
-// stopped and the log closed.
+// earlier outlive later ones: on an error the agent is detached first, the proxy stopped,
+// then the child killed and reaped, its output copied, the cgroup removed, the lease
+// released and the log closed.
 int run(const LaunchPlan& plan, std::chrono::steady_clock::time_point started) {
   const LaunchOptions& o = plan.options;
   require_launcher_capabilities();
@@ -210,10 +210,8 @@ int run(const LaunchPlan& plan, std::chrono::steady_clock::time_point started) {
   ScopeExit close_log([log_fd] {
     if (log_fd >= 0) ::close(log_fd);
   });
-  ProxyLogRelay relay(log_fd, o.quiet);
-  std::unique_ptr<ProxyLink> link = open_proxy(plan, relay);
-  // Before any thread exists (the embedded proxy's come later), so that only the
-  // supervisor ever sees these signals.
+  // Before any thread exists (the log relay's and the proxy's come after the clone), so
+  // that only the supervisor ever sees these signals.
   block_supervised_signals();
   const LaunchLease held(allocate_lease(*parse_ipv4_network(o.subnet), o.state_dir, getpid(), plan.who.own_uid));
   const Lease& lease = held.lease();
@@ -229,8 +227,14 @@ int run(const LaunchPlan& plan, std::chrono::steady_clock::time_point started) {
   AgentStdio stdio = AgentStdio::open();
   spec.stdio = stdio.agent_fds();
   spec.controlling_terminal = stdio.controlling_terminal();
-  // Cloned while the launcher is still single-threaded (see ConfinedChild::spawn).
+  // Cloned while the launcher is still single-threaded: the child and the agent it forks
+  // allocate memory, and a lock of the allocator that another thread held at the clone
+  // would stay held in them for ever (a raw clone runs no atfork handler). So the log
+  // relay and the proxy, whose threads allocate, start only now; the child waits for the
+  // ports anyway.
   ConfinedChild child = ConfinedChild::spawn(spec);
+  ProxyLogRelay relay(log_fd, o.quiet);
+  std::unique_ptr<ProxyLink> link = open_proxy(plan, relay);
   // Into the cgroup before it forks the agent (on release()): nothing escapes the limits.
   cgroup.start_attach(child.pid());
   stdio.start();
