@@ -7,6 +7,7 @@
 #include "netbox/audit/query.hpp"
 #include "netbox/audit/schema.hpp"
 #include "netbox/audit/store_address.hpp"
+#include "netbox/policy/load.hpp"
 
 #include <CLI/CLI.hpp>
 
@@ -42,6 +43,9 @@ int run_reporting(const CLI::App& cmd, Body&& body) {
     return body();
   } catch (const UsageError& e) {
     return usage_error(cmd, e.what());
+  } catch (const policy::PolicyError& e) {  // a --policy file the command reads beside the store
+    std::cerr << command_path(cmd) << ": --policy: " << e.what() << "\n";
+    return 2;
   } catch (const audit::DatabaseRejected& e) {
     std::cerr << command_path(cmd) << ": " << e.what() << "\n";
     return 2;

@@ -36,7 +36,7 @@ std::string read_policy_text(const std::string& file) {
 }
 
 int run_suggest(const CLI::App& cmd, const SuggestArgs& a) {
-  try {
+  return run_reporting(cmd, [&] {
     audit::Filter filter;
     filter.agent = a.agent;
     filter.limit = 0;
@@ -56,18 +56,7 @@ int run_suggest(const CLI::App& cmd, const SuggestArgs& a) {
     }
     std::cout << policy::suggest_policy(in) << std::flush;
     return 0;
-  } catch (const UsageError& e) {
-    return usage_error(cmd, e.what());
-  } catch (const policy::PolicyError& e) {
-    std::cerr << command_path(cmd) << ": --policy: " << e.what() << "\n";
-    return 2;
-  } catch (const audit::DatabaseRejected& e) {
-    std::cerr << command_path(cmd) << ": " << e.what() << "\n";
-    return 2;
-  } catch (const std::exception& e) {
-    std::cerr << command_path(cmd) << ": " << e.what() << "\n";
-    return 1;
-  }
+  });
 }
 
 }  // namespace
