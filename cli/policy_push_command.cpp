@@ -2,6 +2,7 @@
 // version of a PostgreSQL policy source, which every proxy started with that --policy
 // loads within moments (docs/fleet.md, "One policy for many proxies"). The file is checked
 // as `netbox policy check` checks it first: a policy that fails is never inserted.
+#include "audit_reading.hpp"
 #include "commands.hpp"
 #include "flag_table.hpp"
 
@@ -57,18 +58,12 @@ int push(const CLI::App& cmd, const PushArgs& a) {
     std::cerr << "netbox policy push: " << a.file << " changed while it was read; nothing published\n";
     return 1;
   }
-  try {
+  return run_reporting(cmd, [&] {
     const auto version = audit::publish_policy(a.source, body, checked.digest, publisher());
     std::cout << "published " << a.file << " as version " << version << " of " << a.source << " (sha256 "
               << checked.digest << ")\n";
     return 0;
-  } catch (const audit::DatabaseRejected& e) {
-    std::cerr << "netbox policy push: " << e.what() << "\n";
-    return 2;
-  } catch (const std::exception& e) {
-    std::cerr << "netbox policy push: " << e.what() << "\n";
-    return 1;
-  }
+  });
 }
 
 }  // namespace
