@@ -68,8 +68,7 @@ std::string limits_text(const Limits& l) {
 void limits_lines(std::ostringstream& o, const Profile& p, const std::string& indent, bool all) {
   const std::string budgets = detail::budgets_text(p.limits);
   if (!budgets.empty() || all)
-    o << indent << "budgets:        " << (budgets.empty() ? "(none)" : budgets)
-      << " (checked and recorded, not yet enforced: issue 25)\n";
+    o << indent << "budgets:        " << (budgets.empty() ? "(none)" : budgets) << "\n";
   for (const auto& d : p.limits.destinations) o << indent << "                " << detail::destination_text(d) << "\n";
   const auto guardian = detail::guardian_lines(p.guardian, all);
   for (std::size_t i = 0; i < guardian.size(); ++i)

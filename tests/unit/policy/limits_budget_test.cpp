@@ -189,7 +189,8 @@ TEST(LimitsBudget, SummaryAndExplainShowThem) {
   EXPECT_NE(s.find("budgets:        bytes_up 64M, requests 60/min (burst 10), bandwidth_down 1M/s, 1 destination"),
             std::string::npos)
       << s;
-  EXPECT_NE(s.find("not yet enforced: issue 25"), std::string::npos) << s;
+  // The proxy enforces them (docs/policy.md, "Budgets and rates"): the summary must not say otherwise.
+  EXPECT_EQ(s.find("not yet enforced"), std::string::npos) << s;
   EXPECT_NE(s.find("limits.destinations[0] *.github.com: bytes_up 64M"), std::string::npos) << s;
   EXPECT_NE(s.find("  agents.a:\n    budgets:        bytes_up 1G,"), std::string::npos) << s;
   const std::string x = explain_profiles(p);
