@@ -174,6 +174,26 @@ class DnsViewTest : public ProxyTest {
                                               *policy::Cidr::parse("2001:2:0:7::/64")};
     return a;
   }
+  // `n` kept-alive connections from the agent's IPv4 address to its listener, each with one
+  // request answered 200, so the proxy holds every one of them when this returns (a bare
+  // connect would race whatever the test does next). Their descriptors go to `held`.
+  void hold_answered_connections(int n, std::vector<int>& held) {
+    for (int i = 0; i < n; ++i) {
+      const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      auto me = sin(kAgent, 0);
+      auto to = sin(kHost, attached->listener->port());
+      ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&me), sizeof me), 0);
+      ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to), 0);
+      held.push_back(fd);
+      const std::string req = "GET " + upstream_url("/") + " HTTP/1.1\r\nHost: upstream.test\r\n\r\n";
+      ASSERT_EQ(::write(fd, req.data(), req.size()), static_cast<ssize_t>(req.size()));
+      std::string answer;
+      char buf[256];
+      for (ssize_t r; answer.find("\r\n") == std::string::npos && (r = ::read(fd, buf, sizeof buf)) > 0;)
+        answer.append(buf, static_cast<std::size_t>(r));
+      ASSERT_EQ(answer.substr(0, answer.find("\r\n")), "HTTP/1.1 200 OK") << "connection " << i;
+    }
+  }
   std::vector<AuditRow> dns_rows() {
     std::vector<AuditRow> out;
     for (auto& r : rows())
@@ -516,21 +536,7 @@ TEST_F(DnsViewTest, ItsTcpSideCountsAgainstTheAgentsConnectionBound) {
   start(kPolicy);
   // Two kept-alive connections, each answered (so the proxy holds both), take the bound.
   std::vector<int> held;
-  for (int i = 0; i < 2; ++i) {
-    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    auto me = sin(kAgent, 0);
-    auto to = sin(kHost, attached->listener->port());
-    ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&me), sizeof me), 0);
-    ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to), 0);
-    held.push_back(fd);
-    const std::string req = "GET " + upstream_url("/") + " HTTP/1.1\r\nHost: upstream.test\r\n\r\n";
-    ASSERT_EQ(::write(fd, req.data(), req.size()), static_cast<ssize_t>(req.size()));
-    std::string answer;
-    char buf[256];
-    for (ssize_t n; answer.find("\r\n") == std::string::npos && (n = ::read(fd, buf, sizeof buf)) > 0;)
-      answer.append(buf, static_cast<std::size_t>(n));
-    ASSERT_EQ(answer.substr(0, answer.find("\r\n")), "HTTP/1.1 200 OK") << "connection " << i;
-  }
+  ASSERT_NO_FATAL_FAILURE(hold_answered_connections(2, held));
   const auto refused = server->counters().client_connections_refused;
   EXPECT_EQ(ask_tcp(query("upstream.test", 1)).rcode, -1) << "a DNS connection past the agent's bound was answered";
   EXPECT_GT(server->counters().client_connections_refused, refused);
@@ -572,21 +578,7 @@ TEST_F(DnsViewTest, AnAgentsIpv6AddressSharesTheBoundOfItsConnections) {
   // its answer, so the proxy holds both before the next step (the proxy accepts each
   // listener on its own, so a bare connect would race the request from ::1 below)...
   std::vector<int> held;
-  for (int i = 0; i < 2; ++i) {
-    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    auto me = sin(kAgent, 0);
-    auto to = sin(kHost, attached->listener->port());
-    ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&me), sizeof me), 0);
-    ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to), 0);
-    held.push_back(fd);
-    const std::string req = "GET " + upstream_url("/") + " HTTP/1.1\r\nHost: upstream.test\r\n\r\n";
-    ASSERT_EQ(::write(fd, req.data(), req.size()), static_cast<ssize_t>(req.size()));
-    std::string answer;
-    char buf[256];
-    for (ssize_t n; answer.find("\r\n") == std::string::npos && (n = ::read(fd, buf, sizeof buf)) > 0;)
-      answer.append(buf, static_cast<std::size_t>(n));
-    ASSERT_EQ(answer.substr(0, answer.find("\r\n")), "HTTP/1.1 200 OK") << "IPv4 connection " << i;
-  }
+  ASSERT_NO_FATAL_FAILURE(hold_answered_connections(2, held));
   // ...so one from its IPv6 address is refused.
   EXPECT_EQ(ask_from_v6(), "HTTP/1.1 503 Service Unavailable");
   for (int fd : held) ::close(fd);
