@@ -6,6 +6,7 @@
 #include "agents/agent_pools.hpp"
 #include "agents/agent_sockets.hpp"
 #include "base/proxy_runtime.hpp"
+#include "doors/dns_view.hpp"
 #include "doors/transparent_listener.hpp"
 
 #include <boost/asio/dispatch.hpp>

@@ -8,6 +8,8 @@
 
 #include "netbox/policy/decide_request.hpp"
 
+#include <boost/beast/http/write.hpp>
+
 #include <sstream>
 
 namespace netbox::proxy {

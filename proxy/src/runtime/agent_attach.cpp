@@ -12,6 +12,7 @@
 #include "inspect/credentials.hpp"
 #include "base/own_endpoints.hpp"
 #include "base/proxy_runtime.hpp"
+#include "doors/dns_view.hpp"
 #include "doors/transparent_listener.hpp"
 #include "runtime/address_attachment.hpp"
 
