@@ -2,6 +2,7 @@
 
 #include "pipeline/exchange.hpp"
 #include "agents/guardians.hpp"
+#include "base/log_keys.hpp"
 #include "pipeline/policy_answer.hpp"
 #include "pipeline/target.hpp"
 
