@@ -6,7 +6,8 @@
 #include "agents/agent_pools.hpp"
 #include "agents/agent_sockets.hpp"
 #include "base/proxy_runtime.hpp"
-#include "doors/transparent_session.hpp"
+#include "doors/dns_view.hpp"
+#include "doors/transparent_listener.hpp"
 
 #include <boost/asio/dispatch.hpp>
 
@@ -149,11 +150,12 @@ AgentSlot::AgentSlot(ProxyRuntime& core, const AgentAttachment& wanted) : core_(
   if (services_.view) services_.view->start();
   for (auto& capture : services_.captures) capture->start();
   if (a.launch) open_row(*a.launch);
-  core.log.write("agent_registered", {{"agent", a.name},
-                                      {"link", "sockets"},
-                                      {"profile", a.profile},
-                                      {"dns_pool", attached_.dns_pool ? attached_.dns_pool->to_string() : ""},
-                                      {"dns_pool6", attached_.dns_pool6 ? attached_.dns_pool6->to_string() : ""}});
+  core.log.write(log_event::agent_registered,
+                 {{log_key::agent, a.name},
+                  {log_key::link, "sockets"},
+                  {log_key::profile, a.profile},
+                  {log_key::dns_pool, attached_.dns_pool ? attached_.dns_pool->to_string() : ""},
+                  {log_key::dns_pool6, attached_.dns_pool6 ? attached_.dns_pool6->to_string() : ""}});
 }
 
 // Last: nothing after it can fail, so a row is never opened for an agent that is not attached.

@@ -92,8 +92,9 @@ void Guardians::notify(const std::string& url, std::string body) {
       std::unique_ptr<Webhook> made;
       if (parsed) made = std::make_unique<Webhook>(std::move(*parsed), url, rt_->counters, rt_->log);
       else
-        rt_->log.write(LogLevel::error, "webhook_failed",
-                      {{"url", url}, {"reason", "only http:// webhooks are sent; this one never will be"}});
+        rt_->log.write(
+            LogLevel::error, log_event::webhook_failed,
+            {{log_key::url, url}, {log_key::reason, "only http:// webhooks are sent; this one never will be"}});
       it = webhooks_.emplace(url, std::move(made)).first;
     }
     hook = it->second.get();
@@ -135,9 +136,14 @@ void Guardians::record(AgentGuard& guard, const policy::GuardianRule& rule, cons
                          {"trigger", trigger}, {"action", action}, {"detail", detail}, {"result", result},
                          {"failed", failed}};
   const std::string message = rule.cite() + ": " + result;
-  rt_->log.write(failed ? LogLevel::error : LogLevel::warn, failed ? "guardian_action_failed" : "guardian_action",
-                {{"agent", guard.agent()}, {"rule", rule.cite()}, {"trigger", trigger}, {"action", action},
-                 {"detail", detail}, {"result", result}});
+  rt_->log.write(failed ? LogLevel::error : LogLevel::warn,
+                 failed ? log_event::guardian_action_failed : log_event::guardian_action,
+                 {{log_key::agent, guard.agent()},
+                  {log_key::rule, rule.cite()},
+                  {log_key::trigger, trigger},
+                  {log_key::action, action},
+                  {log_key::detail, detail},
+                  {log_key::result, result}});
   audit::Event e;
   e.ts = now;
   e.kind = failed ? "guardian_action_failed" : "guardian_action";

@@ -47,9 +47,10 @@ std::string_view to_string(LogLevel level) {
 
 // The level of an event logged without one: what it says about the proxy itself.
 LogLevel level_of(std::string_view event) {
-  if (event == "audit_error" || event == "audit_refused" || event == "accept_error") return LogLevel::error;
-  if (event == "policy_reload_failed" || event == "endpoint_registry_unavailable" ||
-      event == "connection_refused" || event == "foreign_source_refused" || event == "header_timeout" || event == "exfiltration_attempt")
+  using namespace log_event;
+  if (event == audit_error || event == audit_refused || event == accept_error) return LogLevel::error;
+  if (event == policy_reload_failed || event == endpoint_registry_unavailable || event == connection_refused ||
+      event == foreign_source_refused || event == header_timeout || event == exfiltration_attempt)
     return LogLevel::warn;
   return LogLevel::info;
 }
@@ -60,9 +61,9 @@ void Logger::render_into(std::string& line, LogLevel level, std::string_view eve
   const auto ts = audit::format_timestamp(audit::Clock::now());
   if (format_ == LogFormat::json) {
     nlohmann::ordered_json j;  // ts, level and event first, for a reader's eye
-    j["ts"] = ts;
-    j["level"] = to_string(level);
-    j["event"] = event;
+    j[std::string(log_key::ts)] = ts;
+    j[std::string(log_key::level)] = to_string(level);
+    j[std::string(log_key::event)] = event;
     for (const auto& f : fields) {
       auto& v = j[std::string(f.key)];
       if (f.kind == LogField::Kind::number) v = f.number;

@@ -11,6 +11,7 @@
 // carry hundreds of lines instead of one each, which on a busy machine is a context
 // switch per request saved. Only if stderr stays stuck until kMostPending bytes are
 // waiting does a caller wait for room: memory stays bounded and no line is dropped.
+#include "base/log_keys.hpp"
 #include "netbox/proxy/log_field.hpp"
 #include "netbox/proxy/proxy_options.hpp"
 

@@ -147,7 +147,7 @@ struct ProxyRuntime {
   Guardians guardians{this};  // each agent's budgets, rates and guardian rules (issue 25)
   // Who opened each agent connection (issue 27); before the writer goes, its lookups answered.
   Attribution attribution{[this](const std::string& agent, const std::string& why) {
-    log.write(LogLevel::warn, "attribution_unavailable", {{"agent", agent}, {"message", why}});
+    log.write(LogLevel::warn, log_event::attribution_unavailable, {{log_key::agent, agent}, {log_key::message, why}});
   }};
   Snapshot<policy::Policy> policy;
   std::mutex reload_mu;

@@ -96,8 +96,10 @@ void Webhook::run() {
     }
     if (sent) counters_.webhook_sent.fetch_add(1);
     else
-      log_.write(LogLevel::error, "webhook_failed",
-                 {{"url", written_}, {"attempts", static_cast<std::uint64_t>(kAttempts)}, {"reason", why}});
+      log_.write(LogLevel::error, log_event::webhook_failed,
+                 {{log_key::url, written_},
+                  {log_key::attempts, static_cast<std::uint64_t>(kAttempts)},
+                  {log_key::reason, why}});
     lock.lock();
   }
 }

@@ -270,9 +270,12 @@ void DnsView::write_row(const AgentIdentity& who, const std::string& peer, const
   r.reason = reason;
   r.duration_ms = 0;
   if (!rt_.writer->insert_complete(r))
-    rt_.log.write("audit_error", {{"message", "audit store refused a dns row"}, {"host", r.host}});
+    rt_.log.write(log_event::audit_error,
+                  {{log_key::message, "audit store refused a dns row"}, {log_key::host, r.host}});
   rt_.export_row(r);
-  rt_.log.write(LogLevel::warn, "dns_refused", {{"agent", r.agent}, {"host", r.host}, {"rule", r.rule}, {"reason", r.reason}});
+  rt_.log.write(
+      LogLevel::warn, log_event::dns_refused,
+      {{log_key::agent, r.agent}, {log_key::host, r.host}, {log_key::rule, r.rule}, {log_key::reason, r.reason}});
 }
 
 void DnsView::write_summary(const AgentIdentity& who, const DnsRefusalRows::Suppressed& suppressed) {

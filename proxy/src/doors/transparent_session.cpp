@@ -1,53 +1,45 @@
 #include "doors/transparent_session.hpp"
 
-#include <unistd.h>
-
-#include "netbox/tls/client_hello.hpp"
-
-#include "netbox/proxy/endpoint.hpp"
+#include "doors/dns_view.hpp"
+#include "doors/original_destination.hpp"
+#include "pipeline/denial.hpp"
+#include "pipeline/policy_answer.hpp"
+#include "pipeline/target_step.hpp"
 
 #include "netbox/policy/decide_request.hpp"
 
-#include "pipeline/accept_loop.hpp"
-#include "agents/agent_sockets.hpp"
-#include "pipeline/admission_steps.hpp"
-#include "pipeline/denial.hpp"
-#include "http/http_session.hpp"
-#include "inspect/inspected_tunnel.hpp"
-#include "doors/original_destination.hpp"
-#include "pipeline/policy_answer.hpp"
-#include "upstream/tunnel.hpp"
-
-#include <boost/asio/dispatch.hpp>
-#include <boost/asio/post.hpp>
-#include <boost/asio/read.hpp>
-#include <boost/asio/write.hpp>
 #include <boost/beast/http/write.hpp>
 
-#include <cctype>
 #include <sstream>
 
 namespace netbox::proxy {
 
 namespace asio = boost::asio;
-namespace ip = boost::asio::ip;
-using tcp = ip::tcp;
+using tcp = asio::ip::tcp;
+
+namespace {
+
+// How the capture door answers: plain HTTP gets what every proxied request gets, a
+// status and X-Netbox-Reason; anything else a reset. Nothing is said once connected: the
+// agent believes it reached its destination.
+DoorAnswer capture_answer(bool plain_http) {
+  if (!plain_http) return {};
+  return {{}, [](const Snag& s) {
+            std::ostringstream out;
+            out << make_refusal(s.refusal, 11, false);
+            return out.str();
+          }};
+}
+
+}  // namespace
 
 TransparentSession::TransparentSession(ProxyRuntime& rt, Worker& w, tcp::socket s, ClientSlot slot)
-    : rt_(rt),
-      worker_(w),
-      client_(std::move(s)),
-      timer_(client_.get_executor()),
-      admission_(rt.own, rt.caps, rt.counters, rt.guardians),
-      exchange_(rt) {
+    : rt_(rt), worker_(w), client_(std::move(s)), timer_(client_.get_executor()), exchange_(rt) {
   conn_.slot = std::move(slot);
   rt_.counters.active_connections.fetch_add(1);
 }
 
-TransparentSession::~TransparentSession() {
-  rt_.counters.active_connections.fetch_sub(1);
-  if (held_ && view_) view_->release(*held_);
-}
+TransparentSession::~TransparentSession() { rt_.counters.active_connections.fetch_sub(1); }
 
 void TransparentSession::start() {
   open_agent_connection(rt_, client_, conn_.slot, DoorKind::capture, [self = shared_from_this()](AgentConnection c) {
@@ -59,20 +51,19 @@ void TransparentSession::start() {
 // The adapter: the original destination, the name a synthetic address stands for, and
 // the agent's first message make the target.
 void TransparentSession::take_destination() {
-  conn_.bind(admission_, exchange_);
+  conn_.bind(exchange_);
   exchange_.begin();
   exchange_.request(true, "");
   exchange_.kind("transparent");
 
   const auto dst = original_destination(client_);
-  view_ = rt_.dns_view_of(conn_.who.netns ? netns_key(conn_.who.netns) : conn_.peer.address());
+  auto view = rt_.dns_view_of(conn_.who.netns ? netns_key(conn_.who.netns) : conn_.peer.address());
   if (!dst) {
     exchange_.target("", 0, {});
     return refuse({403, Outcome::error, {}, "request", "the connection's original destination is unknown", {}});
   }
-  original_ = *dst;
-  if (view_ && view_->is_synthetic(dst->address())) {
-    auto name = view_->hold(dst->address());
+  if (view && view->is_synthetic(dst->address())) {
+    auto name = view->hold(dst->address());
     if (!name) {
       exchange_.target(dst->address().to_string(), dst->port(), {});
       return refuse(refusal_of(policy::Decision::refused("dns", dst->address().to_string() +
@@ -80,7 +71,8 @@ void TransparentSession::take_destination() {
                                                                     "look the name up again"),
                                403));
     }
-    held_ = dst->address();
+    // Released once this connection is decided (by the step too, which keeps a copy).
+    held_ = std::shared_ptr<void>(nullptr, [view, a = dst->address()](void*) { view->release(a); });
     name_ = *name;
   }
   const std::string host = name_.empty() ? dst->address().to_string() : name_;
@@ -88,200 +80,29 @@ void TransparentSession::take_destination() {
   auto parsed = policy::parse_host(host);
   if (!parsed) return refuse({403, Outcome::error, {}, "host", parsed.error.message, {}});
   host_ = *parsed.host;
+  port_ = dst->port();
   exchange_.host(host_.name);
-  inspected_ = policy::inspects(*conn_.profile, host_.name, dst->port());
   read_first_flight(client_, timer_, conn_.profile->limits.header_timeout,
-                    agent_must_speak_first(original_.port(), inspected_),
-                    [self = shared_from_this()](FirstFlight f) { self->judge_first_flight(std::move(f)); });
+                    agent_must_speak_first(port_, policy::inspects(*conn_.profile, host_.name, port_)),
+                    [self = shared_from_this()](FirstFlight f) { self->hand_over(std::move(f)); });
 }
 
-void TransparentSession::judge_first_flight(FirstFlight f) {
-  flight_ = f.kind;
-  if (!f.error.empty())
-    return refuse({403, Outcome::error, {}, "request", "the connection sent no complete first message in time", {}},
-                  std::move(f.error));
-  // Fronting: a TLS hello or a Host header naming another host than the one this
-  // address was looked up as (a literal is checked for a whole head only).
-  if (auto no = check_first_flight(f, host_, "the name this address was looked up as")) return refuse(*no);
-  early_ = std::move(f.bytes);
-  admit();
+void TransparentSession::hand_over(FirstFlight f) {
+  const bool plain_http = f.kind == FirstFlight::Kind::http;
+  DoorTarget target{"transparent", host_, port_, host_.name + ":" + std::to_string(port_), std::move(f),
+                    {}, "the name this address was looked up as", !name_.empty(), held_};
+  std::make_shared<TargetStep>(rt_, worker_, std::move(client_), std::move(conn_), std::move(exchange_),
+                               std::move(target), capture_answer(plain_http))
+      ->start();
 }
 
-void TransparentSession::admit() {
-  decide(admission_, worker_, rt_.counters, host_, original_.port(),
-         [self = shared_from_this()](AdmissionResult r) { self->act_on(std::move(r)); });
-}
-
-void TransparentSession::act_on(AdmissionResult result) {
-  if (auto* no = std::get_if<Refused>(&result)) {
-    exchange_.refused(*no);
-    return refuse(no->refusal, std::move(no->error));
-  }
-  auto& yes = std::get<Admitted>(result);
-  // As for CONNECT: a blind tunnel to a host some rule names would carry requests no
-  // rule could check; an inspected host's requests, and plain HTTP's, are decided inside.
-  auto t = policy::decide_tunnel(*conn_.profile, {host_.name, original_.port(), yes.decision},
-                                 flight_ == Flight::http ? policy::Carried::plain_http : policy::Carried::opaque);
-  if (auto no = take_decision(yes, std::move(t.decision), t.status)) {
-    exchange_.refused(*no);
-    return refuse(no->refusal);
-  }
-  decided_ = yes.decision;
-  // A row the store did not take is no connection (the agent sees a reset).
-  open_row(rt_, exchange_, yes, allowed_, host_.name, conn_.who.agent, client_.get_executor(),
-           [self = shared_from_this()](std::string unaudited) {
-             if (!unaudited.empty()) return self->reset();
-             self->go_on();
-           });
-}
-
-void TransparentSession::go_on() {
-  if (flight_ == Flight::http) return start_requests();
-  if (inspected_) return start_inspection();
-  dial_admitted(rt_, worker_, allowed_, conn_.profile->limits,
-                [self = shared_from_this()](DialResult r) { self->on_dialed(std::move(r)); });
-}
-
-void TransparentSession::on_dialed(DialResult r) {
-  if (r.failure != DialFailure::none) {
-    rt_.counters.upstream_errors.fetch_add(1);
-    exchange_.finish(std::nullopt, r.error, true);
-    return reset();
-  }
-  exchange_.dialled(r.endpoint.address().to_string());
-  exchange_.client_slot = std::move(conn_.slot);
-  exchange_.settle();
-  // The tunnel answers nothing: the agent believes it is connected to its destination.
-  auto t = std::make_shared<Tunnel>(rt_, std::move(client_), std::move(r.socket), std::move(early_), std::move(exchange_),
-                                    conn_.profile->limits.idle_timeout);
-  t->start(false);
-}
-
-// The host is inspected: netbox terminates the agent's TLS, exactly as for an inspected
-// CONNECT (inspected_tunnel.hpp), with nothing answered first: the agent believes it
-// reached its destination. The ClientHello read here is the tunnel's first bytes.
-void TransparentSession::start_inspection() {
-  // The policy guard lets `inspect` in only with a CA; never a blind tunnel instead.
-  if (!rt_.inspector) {
-    const std::string why = "netbox has no CA loaded to inspect " + host_.name;
-    exchange_.finish(503, why, true);
-    return reset();
-  }
-  exchange_.client_slot = std::move(conn_.slot);
-  auto scope = InspectionScope::of(conn_, host_, original_.port(), allowed_, decided_, !name_.empty());
-  auto t = std::make_shared<InspectedTunnel>(rt_, worker_, std::move(client_), std::string(), std::move(early_),
-                                             std::move(exchange_), std::move(scope));
-  t->start();
-}
-
-// Plain HTTP: the connection's row opens under the admission, and each request inside is
-// read, decided with `rules` and forwarded by the proxy's own request loop, one row each
-// (http_session.hpp, FixedDestination), starting with the head already read.
-void TransparentSession::start_requests() {
-  FixedDestination fixed{
-      "transparent",
-      InspectionScope::of(conn_, host_, original_.port(), std::move(allowed_), std::move(decided_), !name_.empty()),
-      std::move(exchange_), std::move(early_), std::nullopt};
-  std::make_shared<ClientSession>(rt_, worker_, std::move(client_), std::move(conn_), std::move(fixed))->start();
-}
-
-void TransparentSession::refuse(const Refusal& r, std::string error) {
-  exchange_.refuse(r, error.empty() ? r.reason : std::move(error));
-  if (flight_ != Flight::http) return reset();
-  // Plain HTTP gets the answer every proxied request gets: a status and X-Netbox-Reason.
-  Refusal shown = r;
-  shown.what = host_.name + ":" + std::to_string(original_.port());
-  const auto res = make_refusal(shown, 11, false);
-  std::ostringstream out;
-  out << res;
-  answer_ = std::make_shared<std::string>(out.str());
-  asio::async_write(client_, asio::buffer(*answer_), [self = shared_from_this()](boost::system::error_code,
-                                                                                  std::size_t) {
-    boost::system::error_code ignored;
-    self->client_.shutdown(tcp::socket::shutdown_send, ignored);
-    self->client_.close(ignored);
-  });
-}
-
-// A reset, not a close: the agent's program sees "connection refused/reset" at once.
-void TransparentSession::reset() {
+// Before the agent's first message nothing is known of its protocol: a reset, which its
+// program sees at once as "connection refused/reset".
+void TransparentSession::refuse(const Refusal& r) {
+  exchange_.refuse(r, r.reason);
   boost::system::error_code ignored;
   client_.set_option(asio::socket_base::linger(true, 0), ignored);
   client_.close(ignored);
-}
-
-TransparentListener::TransparentListener(ProxyRuntime& rt, Worker& w, const ip::address& host, unsigned short port)
-    : rt_(rt), worker_(w), acceptor_(w.ioc) {
-  try {
-    const tcp::endpoint ep(host, port);
-    acceptor_.open(ep.protocol());
-    acceptor_.bind(ep);
-    acceptor_.listen();
-    bound_ = acceptor_.local_endpoint();
-  } catch (const boost::system::system_error& e) {
-    throw std::runtime_error("cannot listen for captured connections on " + host.to_string() + ": " +
-                             e.code().message());
-  }
-  rt_.protect(bound_);  // never a destination, like every listener
-  protected_ = true;
-}
-
-TransparentListener::TransparentListener(ProxyRuntime& rt, Worker& w, int fd) : rt_(rt), worker_(w), acceptor_(w.ioc) {
-  try {
-    acceptor_.assign(socket_family(fd) == AF_INET6 ? tcp::v6() : tcp::v4(), fd);
-    bound_ = acceptor_.local_endpoint();
-  } catch (const boost::system::system_error& e) {
-    ::close(fd);
-    throw std::runtime_error("the agent's capture socket: " + e.code().message());
-  }
-}
-
-void TransparentListener::start() {
-  asio::post(worker_.ioc, [self = shared_from_this()] { self->accept(); });
-}
-
-void TransparentListener::stop() {
-  if (protected_) {
-    rt_.own.remove(bound_);
-    rt_.publish_endpoints();
-  }
-  // At once on its own thread (see DnsView::stop), else posted there.
-  asio::dispatch(worker_.ioc, [self = shared_from_this()] {
-    boost::system::error_code ignored;
-    self->acceptor_.close(ignored);
-  });
-}
-
-void TransparentListener::accept() {
-  accept_with_backoff(rt_, acceptor_, "capture", shared_from_this(), [this](tcp::socket s) {
-    if (auto slot = take_client_slot(rt_, s, DoorKind::capture)) hand_over(std::move(s), std::move(*slot));
-  });
-}
-
-// One acceptor, but the sessions take the io threads in turn, as the other listeners'
-// SO_REUSEPORT acceptors spread theirs: on one thread, every captured connection of an
-// agent would share one core while its CONNECTs use them all. The socket moves to the
-// chosen worker's context on that worker's thread (only it may touch its sockets).
-void TransparentListener::hand_over(tcp::socket s, ClientSlot slot) {
-  Worker& w = *rt_.workers[next_worker_++ % rt_.workers.size()];
-  if (&w == &worker_)
-    return std::make_shared<TransparentSession>(rt_, worker_, std::move(s), std::move(slot))->start();
-  boost::system::error_code ec;
-  const auto protocol = s.local_endpoint(ec).protocol();
-  const int fd = ec ? -1 : s.release(ec);
-  if (ec || fd < 0) return;  // `s` closes itself; the agent sees the connection reset
-  // Shared, since a posted handler is copied; the slot moves into the session once.
-  auto held = std::make_shared<ClientSlot>(std::move(slot));
-  asio::post(w.ioc, [self = shared_from_this(), &w, protocol, fd, held] {
-    tcp::socket moved(w.ioc);
-    boost::system::error_code e;
-    moved.assign(protocol, fd, e);
-    if (e) {
-      ::close(fd);
-      return;
-    }
-    std::make_shared<TransparentSession>(self->rt_, w, std::move(moved), std::move(*held))->start();
-  });
 }
 
 }  // namespace netbox::proxy

@@ -2,6 +2,7 @@
 
 #include "pipeline/exchange.hpp"
 #include "agents/guardians.hpp"
+#include "base/log_keys.hpp"
 #include "pipeline/policy_answer.hpp"
 #include "pipeline/target.hpp"
 
@@ -86,12 +87,17 @@ std::optional<Refusal> Guardians::secret_seen(const std::string& agent, const st
                               {"formats_version", content::kSecretFormatsVersion},
                               {"action", enforced ? "refused" : "reported"}};
   // Folded per (agent, kind, host, where, value's digest) a minute, like the tripwire's.
-  sighted(agent, policy::GuardianEvent::secret_in_request, kind + '\0' + host + '\0' + seen.where + '\0' + seen.found.digest,
+  sighted(agent, policy::GuardianEvent::secret_in_request,
+          kind + '\0' + host + '\0' + seen.where + '\0' + seen.found.digest,
           "agent " + agent + " sent " + kind + " (digest " + seen.found.digest + ") to " + host + " in " + seen.where +
               (enforced ? "; refused" : "; reported only"),
           detail.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
-          {{"agent", agent}, {"host", host}, {"kind", kind}, {"where", seen.where}, {"encoding", encoding},
-           {"digest", seen.found.digest}});
+          {{log_key::agent, agent},
+           {log_key::host, host},
+           {log_key::kind, kind},
+           {log_key::where, seen.where},
+           {log_key::encoding, encoding},
+           {log_key::digest, seen.found.digest}});
   if (!enforced) return std::nullopt;
   return refusal_of(policy::Decision::refused(
                         "guardian.content.secrets",
@@ -115,7 +121,7 @@ std::optional<Refusal> Guardians::check_labels(const std::string& agent, const p
           "agent " + agent + " asked for " + host + ", whose label " + label->label + " looks encoded (" + label->why +
               ")" + (enforced ? "; refused" : "; reported only"),
           detail.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
-          {{"agent", agent}, {"host", host}, {"label", label->label}, {"why", label->why}});
+          {{log_key::agent, agent}, {log_key::host, host}, {log_key::label, label->label}, {log_key::why, label->why}});
   if (!enforced) return std::nullopt;
   return refusal_of(policy::Decision::refused(
                         "guardian.content.encoded_labels",

@@ -48,9 +48,9 @@ void HttpSession<Stream>::on_head_bytes(bool first, beast::error_code ec, std::s
 // and a row says what was read of it and why it ended.
 template <class Stream>
 void HttpSession<Stream>::head_timed_out() {
-  impl_.log.write("header_timeout", {{"client", link_.peer_text},
-                                     {"agent", link_.who.agent},
-                                     {"received", std::to_string(buffer_.size())}});
+  impl_.log.write(log_event::header_timeout, {{log_key::client, link_.peer_text},
+                                              {log_key::agent, link_.who.agent},
+                                              {log_key::received, std::to_string(buffer_.size())}});
   exchange_.begin();
   const auto& check = rq_.head_check;
   const bool connect = check.method() == "CONNECT";

@@ -39,6 +39,7 @@ void RequestRelay<Client, Upstream>::start(Upstream& upstream, StreamingRequestP
   head_pending_ = true;
   whole_.clear();
   began_ = std::chrono::steady_clock::now();
+  pacer_.restart();
   received_ = 0;
   if (!body.present) {
     if (gate_refuses()) return;
@@ -222,13 +223,18 @@ void RequestRelay<Client, Upstream>::on_written(beast::error_code ec) {
   if (cut_) return budget_spent();
   // The held tail moves to the front, where the next piece joins it.
   if (held_ > 0 && !std::exchange(tail_placed_, false)) std::memmove(pieces_.get(), pieces_.get() + sending_, held_);
-  if (!last_) return read_piece();
-  finish({});
+  // limits.bandwidth_up: what just went earned a pause before the agent is read again (the
+  // last piece's is the bucket's debt: the agent's next relay waits it out).
+  const auto pause = body_.meter ? body_.meter->pace_up(sending_) : Pacer::Duration::zero();
+  if (last_) return finish({});
+  pacer_.after(pause, beast::get_lowest_layer(client_).get_executor(), [this, keep = keep_] { read_piece(); });
 }
 
 template <class Client, class Upstream>
 std::chrono::steady_clock::time_point RequestRelay<Client, Upstream>::rate_deadline() const {
-  return began_ + idle_timeout_ + std::chrono::microseconds(received_ * 1'000'000 / kMinBodyRate);
+  // The pauses of limits.bandwidth_up are netbox's, not the agent's slowness.
+  return began_ + idle_timeout_ + std::chrono::microseconds(received_ * 1'000'000 / kMinBodyRate) +
+         pacer_.paused();
 }
 
 template <class Client, class Upstream>

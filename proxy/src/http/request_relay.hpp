@@ -15,11 +15,13 @@
 // the head, until the gate has allowed the whole body; one byte past the window, and the
 // request is refused. The content rules' secret scan (content_rules.hpp) holds the first
 // body_window bytes the same way (the head too) and scans them before any of it goes; the
-// rest of a longer body then streams.
+// rest of a longer body then streams. With limits.bandwidth_up, each piece sent earns a
+// pause (Pacer) before the next is read: the body is shaped like a tunnel, never dropped.
 #include "http/body_gate.hpp"
 #include "http/content_rules.hpp"
 #include "agents/agent_guard.hpp"
 #include "http/body_piece.hpp"
+#include "http/pacer.hpp"
 #include "inspect/credentials.hpp"
 #include "http/request_head.hpp"
 
@@ -115,6 +117,7 @@ class RequestRelay {
   std::string whole_;       // a gated body, gathered until its gate decides
   std::size_t held_ = 0;    // bytes at the front of the piece buffer, kept from the last piece
   std::size_t sending_ = 0; // body bytes of the write under way
+  Pacer pacer_;  // limits.bandwidth_up: the pause after each piece sent
   std::chrono::steady_clock::time_point began_;  // the body's relay started
   std::uint64_t received_ = 0;  // body bytes read from the agent so far
   bool head_pending_ = false;

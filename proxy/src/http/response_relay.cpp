@@ -53,19 +53,22 @@ void ResponseRelay<Client, Upstream>::read_header() {
 }
 
 template <class Client, class Upstream>
-void ResponseRelay<Client, Upstream>::on_header(beast::error_code ec) {
-  if (ec) {
-    result_.unanswered = req_.reused_upstream && !parser_->got_some() && ec != beast::error::timeout;
-    if (result_.unanswered && req_.may_resend) {  // the pooled connection had gone stale
-      result_.resend = true;
-      return finish("the reused upstream connection closed before answering (" + ec.message() + ")");
-    }
-    if (ec == beast::error::timeout)
-      return fail(504, "the upstream did not answer within " + std::to_string(idle_timeout_.count()) + " ms");
-    if (result_.unanswered)
-      return fail(502, "the reused upstream connection closed before answering (" + ec.message() + ")");
-    return fail(502, "the upstream's response was not valid HTTP: " + ec.message());
+void ResponseRelay<Client, Upstream>::header_failed(beast::error_code ec) {
+  result_.unanswered = req_.reused_upstream && !parser_->got_some() && ec != beast::error::timeout;
+  if (result_.unanswered && req_.may_resend) {  // the pooled connection had gone stale
+    result_.resend = true;
+    return finish("the reused upstream connection closed before answering (" + ec.message() + ")");
   }
+  if (ec == beast::error::timeout)
+    return fail(504, "the upstream did not answer within " + std::to_string(idle_timeout_.count()) + " ms");
+  if (result_.unanswered)
+    return fail(502, "the reused upstream connection closed before answering (" + ec.message() + ")");
+  fail(502, "the upstream's response was not valid HTTP: " + ec.message());
+}
+
+template <class Client, class Upstream>
+void ResponseRelay<Client, Upstream>::on_header(beast::error_code ec) {
+  if (ec) return header_failed(ec);
   auto& res = parser_->get();
   result_.status = static_cast<int>(res.result_int());
   if (result_.status == 101) {
@@ -263,8 +266,11 @@ void ResponseRelay<Client, Upstream>::on_piece_written(beast::error_code ec) {
   if (ec) return finish("writing the response to the agent failed: " + ec.message());
   if (req_.redaction) window_.erase(0, sent_);
   if (cut_) return finish(req_.meter->cut()->reason);
-  if (!last_piece_) return read_piece();
-  finish({});
+  // limits.bandwidth_down: what just went earned a pause before the upstream is read again
+  // (the last piece's is the bucket's debt: the agent's next relay waits it out).
+  const auto pause = req_.meter ? req_.meter->pace_down(sent_) : Pacer::Duration::zero();
+  if (last_piece_) return finish({});
+  pacer_.after(pause, beast::get_lowest_layer(client_).get_executor(), [this, keep = keep_] { read_piece(); });
 }
 
 template <class Client, class Upstream>

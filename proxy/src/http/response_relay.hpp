@@ -8,9 +8,12 @@
 // connection); each operation is timed on the tcp_stream below (beast::get_lowest_layer).
 // An answer to a request a credential went into (AnswerRedaction) has its head checked
 // before it goes and its body searched window by window, the held tail of one piece with
-// the next; it goes out chunked, since a replaced secret changes its length.
+// the next; it goes out chunked, since a replaced secret changes its length. With
+// limits.bandwidth_down, each piece written earns a pause (Pacer) before the upstream is
+// read again: the answer is shaped like a tunnel's, never dropped.
 #include "agents/agent_guard.hpp"
 #include "http/body_piece.hpp"
+#include "http/pacer.hpp"
 #include "base/counters.hpp"
 #include "inspect/credentials.hpp"
 
@@ -78,6 +81,7 @@ class ResponseRelay {
  private:
   void read_header();
   void on_header(boost::beast::error_code ec);
+  void header_failed(boost::beast::error_code ec);  // no head came: resend, or 502/504
   std::string unsearchable(const std::string& codings) const;
   void switch_protocols();  // a 101 to a WebSocket upgrade: its head to the agent, then done
   void read_piece();
@@ -107,6 +111,7 @@ class ResponseRelay {
   std::string window_;  // with a redaction: the held tail and the new piece
   std::size_t sent_ = 0;  // of window_, by the write under way
   RelayResult result_;
+  Pacer pacer_;  // limits.bandwidth_down: the pause after each piece written
   bool head_pending_ = false;  // the response head is in out_ and has not been written
   bool chunked_ = false;       // the agent's response is re-chunked
   bool last_piece_ = false;    // the piece being written ends the response

@@ -244,11 +244,11 @@ Refusal Tripwire::trip(const Exfiltration& e, const std::string& host) const {
   nlohmann::json detail{{"host", host}, {"credential", name}, {"agent", agent_}, {"where", e.where}};
   // Folded per (agent, credential, host, where) a minute, its log line limited: a flood of
   // attempts costs bounded rows and lines, each one still counted.
-  rt_.agent_event("exfiltration_attempt", agent_, name + '\0' + host + '\0' + e.where,
-                  "agent " + agent_ + " sent the placeholder of credential " + name + " to " + host + " (in " + e.where +
-                      ")",
-                  detail.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
-                  {{"agent", agent_}, {"host", host}, {"credential", name}, {"where", e.where}});
+  rt_.agent_event(
+      std::string(log_event::exfiltration_attempt), agent_, name + '\0' + host + '\0' + e.where,
+      "agent " + agent_ + " sent the placeholder of credential " + name + " to " + host + " (in " + e.where + ")",
+      detail.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+      {{log_key::agent, agent_}, {log_key::host, host}, {log_key::credential, name}, {log_key::where, e.where}});
   return refusal_of(policy::Decision::refused("credentials." + name, reason), 403);
 }
 

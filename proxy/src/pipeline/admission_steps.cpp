@@ -6,7 +6,7 @@ void note_unaudited(ProxyRuntime& rt, Exchange& exchange, const std::string& hos
                     const std::string& why) {
   // Fail closed: no connection. A row already queued is completed by the Exchange.
   exchange.end();
-  rt.log.write("audit_refused", {{"host", host}, {"agent", agent}, {"reason", why}});
+  rt.log.write(log_event::audit_refused, {{log_key::host, host}, {log_key::agent, agent}, {log_key::reason, why}});
 }
 
 }  // namespace netbox::proxy

@@ -35,6 +35,10 @@ void refuse_connection(tcp::socket& s, const std::string& reason, DoorKind door)
 
 void AgentConnection::bind(Admission& admission, Exchange& exchange) const {
   admission.bind(*policy, *profile, who);
+  bind(exchange);
+}
+
+void AgentConnection::bind(Exchange& exchange) const {
   exchange.connection(who.agent, peer_text, metric_label, who.origin);
 }
 
@@ -53,10 +57,10 @@ std::optional<ClientSlot> take_client_slot(ProxyRuntime& rt, tcp::socket& s, Doo
   if (!slot.slot) {
     rt.counters.client_connections_refused.fetch_add(1);
     if (rt.refused_log.note())
-      rt.log.write("connection_refused", {{"client", peer_ec ? std::string() : endpoint_text(peer)},
-                                          {"door", door_name(door)},
-                                          {"reason", slot.reason},
-                                          {"count", rt.refused_log.take()}});
+      rt.log.write(log_event::connection_refused, {{log_key::client, peer_ec ? std::string() : endpoint_text(peer)},
+                                                   {log_key::door, door_name(door)},
+                                                   {log_key::reason, slot.reason},
+                                                   {log_key::count, rt.refused_log.take()}});
     refuse_connection(s, slot.reason, door);
     return std::nullopt;
   }

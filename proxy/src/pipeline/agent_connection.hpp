@@ -52,6 +52,7 @@ struct AgentConnection {
 
   // A door's Admission and its row belong to this connection.
   void bind(Admission& admission, Exchange& exchange) const;
+  void bind(Exchange& exchange) const;  // a row before any admission (a door's handshake)
   // The connection is `who` after all (a client token it showed, client_tokens.hpp): its
   // profile and label follow, under the same policy snapshot. Bind again afterwards.
   void become(AgentIdentity who, const ProxyRuntime& rt);

@@ -33,10 +33,10 @@ ClientSlotResult acquire_client_slot(ProxyRuntime& rt, boost::asio::ip::tcp::soc
 void note_foreign_source(ProxyRuntime& rt, std::string_view door, const std::string& local, const std::string& peer) {
   rt.counters.foreign_sources_refused.fetch_add(1);
   if (rt.foreign_source_log.note())
-    rt.log.write("foreign_source_refused", {{"door", door},
-                                            {"listener", local},
-                                            {"client", peer},
-                                            {"count", rt.foreign_source_log.take()}});
+    rt.log.write(log_event::foreign_source_refused, {{log_key::door, door},
+                                                     {log_key::listener, local},
+                                                     {log_key::client, peer},
+                                                     {log_key::count, rt.foreign_source_log.take()}});
 }
 
 }  // namespace netbox::proxy

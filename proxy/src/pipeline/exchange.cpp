@@ -18,23 +18,23 @@ void log_request(ProxyRuntime& impl, const audit::AuditRecord& r, Outcome outcom
       break;
   }
   // The audit row's own column names and types, so a log reader and a SQL reader agree.
-  impl.log.write(refused ? LogLevel::warn : LogLevel::info, "request",
-                 {{"agent", r.agent},
-                  LogField::text_or_null("client_addr", r.client_addr),
-                  {"kind", r.kind},
-                  LogField::text_or_null("method", r.method),
-                  {"host", r.host},
-                  {"port", r.port},
-                  LogField::text_or_null("path", r.path),
-                  LogField::text_or_null("resolved_addr", r.resolved_addr),
-                  {"decision", r.decision},
-                  LogField::text_or_null("rule", r.rule),
-                  LogField::text_or_null("reason", r.reason),
-                  {"status", r.status},
-                  {"bytes_up", r.bytes_up},
-                  {"bytes_down", r.bytes_down},
-                  {"duration_ms", r.duration_ms},
-                  LogField::text_or_null("error", r.error)});
+  impl.log.write(refused ? LogLevel::warn : LogLevel::info, log_event::request,
+                 {{log_key::agent, r.agent},
+                  LogField::text_or_null(log_key::client_addr, r.client_addr),
+                  {log_key::kind, r.kind},
+                  LogField::text_or_null(log_key::method, r.method),
+                  {log_key::host, r.host},
+                  {log_key::port, r.port},
+                  LogField::text_or_null(log_key::path, r.path),
+                  LogField::text_or_null(log_key::resolved_addr, r.resolved_addr),
+                  {log_key::decision, r.decision},
+                  LogField::text_or_null(log_key::rule, r.rule),
+                  LogField::text_or_null(log_key::reason, r.reason),
+                  {log_key::status, r.status},
+                  {log_key::bytes_up, r.bytes_up},
+                  {log_key::bytes_down, r.bytes_down},
+                  {log_key::duration_ms, r.duration_ms},
+                  LogField::text_or_null(log_key::error, r.error)});
 }
 
 }  // namespace
@@ -190,8 +190,8 @@ void Exchange::finish(std::optional<int> status, std::string error, bool failed)
     c.reason = record_.reason;
   }
   if (!impl_->writer->complete(row_, c))
-    impl_->log.write("audit_error", {{"message", "audit queue full: could not complete row"},
-                                     {"host", record_.host}});
+    impl_->log.write(log_event::audit_error,
+                     {{log_key::message, "audit queue full: could not complete row"}, {log_key::host, record_.host}});
   record_.status = status;
   record_.bytes_up = bytes_up;
   record_.bytes_down = bytes_down;

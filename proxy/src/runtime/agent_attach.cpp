@@ -12,7 +12,9 @@
 #include "inspect/credentials.hpp"
 #include "base/own_endpoints.hpp"
 #include "base/proxy_runtime.hpp"
-#include "doors/transparent_session.hpp"
+#include "doors/dns_view.hpp"
+#include "doors/transparent_listener.hpp"
+#include "runtime/address_attachment.hpp"
 
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
@@ -28,49 +30,6 @@ namespace netbox::proxy {
 
 namespace {
 
-// A launcher attaches its agents' addresses and the host side of their links, both in its
-// --subnet. Outside this proxy's pool (launch_subnets) they would be ordinary destinations
-// here, so a launcher whose --subnet differs is refused instead of silently unprotected.
-// Loopback is no launch's address: host processes registered as agents, whose listener on
-// loopback is protected as this proxy's own anyway.
-void require_in_pool(const char* key, const boost::asio::ip::address& addr, const std::vector<policy::Cidr>& pool) {
-  const auto a = destination_form(addr);
-  if (a.is_loopback()) return;
-  for (const auto& net : pool)
-    if (net.contains(a)) return;
-  std::string nets;
-  for (const auto& net : pool) nets += (nets.empty() ? "" : ", ") + net.to_string();
-  throw std::invalid_argument(std::string("\"") + key + "\" " + addr.to_string() +
-                              " is outside this proxy's launch subnet pool (" + nets +
-                              "), so its requests could reach it; start the launcher with a --subnet inside the "
-                              "proxy's --subnet");
-}
-
-// An agent's address is a plain one: an IPv4-mapped or IPv4-compatible IPv6 form of an
-// address would key the IPv4 agent's entries (canonical_address), and a scope id would
-// make every lookup of the real peer, which arrives without one, miss: its connections
-// would pass as anonymous, under the top-level profile.
-void require_plain_address(const char* key, const boost::asio::ip::address& a, bool v6) {
-  if (v6 && !a.is_v6()) throw std::invalid_argument(std::string("\"") + key + "\" " + a.to_string() + " is not IPv6");
-  if (!a.is_v6()) return;
-  const auto six = a.to_v6();
-  const auto b = six.to_bytes();
-  bool leading_zeros = true;  // ::a.b.c.d, the deprecated IPv4-compatible form (:: and ::1 aside)
-  for (int i = 0; i < 12; ++i) leading_zeros = leading_zeros && b[i] == 0;
-  const bool compatible = leading_zeros && !six.is_loopback() && !six.is_unspecified();
-  if (six.scope_id() != 0 || six.is_v4_mapped() || (v6 && compatible))
-    throw std::invalid_argument(std::string("\"") + key + "\" " + a.to_string() +
-                                " is not a plain IPv6 address (no IPv4-mapped or -compatible form, no scope id)");
-}
-
-// One address, one agent: a registration claiming an address another agent holds (its
-// IPv4 address, or its IPv6 link address in any spelling) is refused, not a takeover.
-void require_unregistered(const AgentRegistry& agents, const char* key, const boost::asio::ip::address& a) {
-  if (auto who = agents.find(a))
-    throw std::invalid_argument(std::string("\"") + key + "\" " + a.to_string() + " is already registered, as agent " +
-                                who->agent + " (unregister it first)");
-}
-
 // The listeners that are the agent's alone: its capture listeners, and its HTTP and SOCKS5
 // listeners when attaching added them (on the host side of its link). One already open
 // (the proxy's own, shared with host clients) stays everyone's.
@@ -85,10 +44,6 @@ std::vector<boost::asio::ip::tcp::endpoint> own_listeners(const AttachedAgent& a
 
 void unlink_listeners(AgentRegistry& agents, const AttachedAgent& a) {
   for (const auto& ep : own_listeners(a)) agents.remove_link(ep);
-}
-
-std::string profile_missing(const std::string& profile, const std::string& agent) {
-  return "the policy has no agents." + profile + " profile for agent " + agent;
 }
 
 // The view and capture listeners of the agent's addresses (its IPv6 one, if any, shares
@@ -189,92 +144,21 @@ AttachedAgent ProxyRuntime::attach_agent(const AgentAttachment& wanted) {
 AttachedAgent ProxyRuntime::attach_by_address(const AgentAttachment& wanted) {
   auto& core = *this;
   AgentAttachment a = wanted;  // its pools may move (place_pools)
-  require_plain_address("addr", a.addr, false);
-  require_in_pool("addr", a.addr, core.options.launch_subnets);
-  require_unregistered(core.agents, "addr", a.addr);
-  if (auto problem = agent_name_problem(a.name); !problem.empty()) throw std::invalid_argument("\"agent\" " + problem);
-  if (!a.profile.empty() && !core.current_policy()->agents.contains(a.profile))
-    throw std::invalid_argument(profile_missing(a.profile, a.name));
-  if (a.listen) require_in_pool("listen", a.listen->address(), core.options.launch_subnets);
-  if (a.socks_listen) require_in_pool("socks_listen", a.socks_listen->address(), core.options.launch_subnets);
-  if (a.ipv6) {
-    if (!a.dns_pool) throw std::invalid_argument("IPv6 on the agent's link needs its DNS view (\"dns_pool\")");
-    require_plain_address("ipv6 agent address", a.ipv6->agent, true);
-    require_plain_address("ipv6 host address", a.ipv6->host, true);
-    require_in_pool("ipv6 agent address", a.ipv6->agent, core.options.launch_subnets);
-    require_in_pool("ipv6 host address", a.ipv6->host, core.options.launch_subnets);
-    require_unregistered(core.agents, "ipv6 agent address", a.ipv6->agent);
-    if (a.ipv6->agent == a.ipv6->host && !a.ipv6->agent.is_loopback())
-      throw std::invalid_argument("the IPv6 agent and host addresses are the same, " + a.ipv6->agent.to_string());
-  }
-  if (a.dns_pool) {
-    std::lock_guard lock(core.dns_mu);
-    if (auto why = place_pools(a, core.options, core.dns_views); !why.empty()) throw std::invalid_argument(why);
-  }
-
+  check_address_attachment(core, a);
   AttachedAgent attached;
   attached.addr = a.addr;
   attached.name = a.name;
-  if (a.listen) {
-    bool present = false;
-    for (const auto& ep : core.local_endpoints()) present = present || ep == *a.listen;
-    attached.listener = present ? *a.listen : core.add_listener(*a.listen);  // throws naming the address
-    attached.listener_added = !present;
-  }
+  if (a.listen) attached.listener = open_listener(core, *a.listen, ListenerKind::http, attached.listener_added);
   auto undo_listeners = [&core, &attached] {
     if (attached.listener_added) core.remove_listener(*attached.listener);
     if (attached.socks_listener_added) core.remove_listener(*attached.socks_listener);
   };
   bool registered = false;
   try {
-    if (a.socks_listen) {
-      bool present = false;
-      for (const auto& ep : core.local_endpoints()) present = present || ep == *a.socks_listen;
-      attached.socks_listener = present ? *a.socks_listen : core.add_listener(*a.socks_listen, ListenerKind::socks);
-      attached.socks_listener_added = !present;
-    }
-    if (a.dns_pool) {
-      if (!attached.listener) throw std::invalid_argument("a DNS view needs the agent's listener (\"listen\")");
-      auto view = std::make_shared<DnsView>(core, core.workers.front()->ioc, attached.listener->address(), a.addr,
-                                            *a.dns_pool, a.ipv6 ? std::optional(a.ipv6->pool) : std::nullopt);
-      view->start();
-      auto capture = std::make_shared<TransparentListener>(core, *core.workers.front(), attached.listener->address());
-      capture->start();
-      attached.transparent = capture->endpoint();
-      std::shared_ptr<TransparentListener> capture6;
-      if (a.ipv6) {
-        try {
-          // The same port as on IPv4: the launcher's rules name one capture port.
-          capture6 = std::make_shared<TransparentListener>(core, *core.workers.front(), a.ipv6->host,
-                                                           capture->endpoint().port());
-        } catch (...) {
-          view->stop();
-          capture->stop();
-          throw;
-        }
-        capture6->start();
-        attached.transparent6 = capture6->endpoint();
-      }
-      std::unique_lock lock(core.dns_mu);
-      // Again under the lock that inserts: another launcher may have attached meanwhile.
-      if (auto why = pools_problem(a, core.options, core.dns_views); !why.empty()) {
-        lock.unlock();
-        view->stop();
-        capture->stop();
-        if (capture6) capture6->stop();
-        throw std::invalid_argument(why);
-      }
-      if (a.ipv6) {
-        core.dns_views[canonical_address(a.ipv6->agent)] = view;
-        core.transparent_listeners[canonical_address(a.ipv6->agent)] = std::move(capture6);
-        attached.addr6 = a.ipv6->agent;
-      }
-      core.dns_views[canonical_address(a.addr)] = std::move(view);
-      core.transparent_listeners[canonical_address(a.addr)] = std::move(capture);
-      attached.dns_view = true;
-      attached.dns_pool = a.dns_pool;
-      if (a.ipv6) attached.dns_pool6 = a.ipv6->pool;
-    }
+    if (a.socks_listen)
+      attached.socks_listener =
+          open_listener(core, *a.socks_listen, ListenerKind::socks, attached.socks_listener_added);
+    if (a.dns_pool) attach_dns_view(core, a, attached);
     register_agent(a.addr, a.name, a.profile, a.credentials);  // checks the profile again, under the reload lock
     registered = true;
     if (a.ipv6) register_agent(a.ipv6->agent, a.name, a.profile, a.credentials, a.addr);
@@ -290,27 +174,15 @@ AttachedAgent ProxyRuntime::attach_by_address(const AgentAttachment& wanted) {
     undo_listeners();
     throw;
   }
-  if (a.launch) {
-    audit::AgentRecord rec;
-    rec.name = a.name;
-    rec.pid = a.launch->pid;
-    rec.command_line = a.launch->command_line;
-    rec.address = a.launch->address.empty() ? a.addr.to_string() : a.launch->address;
-    rec.policy_digest = a.launch->policy_digest.empty() ? core.current_policy()->digest : a.launch->policy_digest;
-    rec.sandbox = a.launch->sandbox;
-    rec.started = audit::Clock::now();
-    attached.pid = rec.pid;
-    attached.row_opened = true;
-    core.writer->agent_started(std::move(rec));
-  }
-  core.log.write("agent_registered", {{"agent", a.name},
-                                      {"addr", a.addr.to_string()},
-                                      {"profile", a.profile},
-                                      {"listen", attached.listener ? endpoint_text(*attached.listener) : ""},
-                                      {"socks_listen",
-                                       attached.socks_listener ? endpoint_text(*attached.socks_listener) : ""},
-                                      {"dns_pool", attached.dns_pool ? attached.dns_pool->to_string() : ""},
-                                      {"dns_pool6", attached.dns_pool6 ? attached.dns_pool6->to_string() : ""}});
+  if (a.launch) open_agent_row(core, *a.launch, a.addr, attached);
+  core.log.write(log_event::agent_registered,
+                 {{log_key::agent, a.name},
+                  {log_key::addr, a.addr.to_string()},
+                  {log_key::profile, a.profile},
+                  {log_key::listen, attached.listener ? endpoint_text(*attached.listener) : ""},
+                  {log_key::socks_listen, attached.socks_listener ? endpoint_text(*attached.socks_listener) : ""},
+                  {log_key::dns_pool, attached.dns_pool ? attached.dns_pool->to_string() : ""},
+                  {log_key::dns_pool6, attached.dns_pool6 ? attached.dns_pool6->to_string() : ""}});
   return attached;
 }
 
@@ -318,7 +190,7 @@ void ProxyRuntime::detach_agent(const AttachedAgent& agent, const AgentEnd& end)
   auto& core = *this;
   if (agent.netns) {  // its slot ends its row
     detach_by_sockets(agent, end);
-    core.log.write("agent_unregistered", {{"agent", agent.name}, {"link", "sockets"}});
+    core.log.write(log_event::agent_unregistered, {{log_key::agent, agent.name}, {log_key::link, "sockets"}});
     return;
   }
   try {
@@ -338,9 +210,10 @@ void ProxyRuntime::detach_agent(const AttachedAgent& agent, const AgentEnd& end)
       ex.resource_usage = end.resource_usage;
       core.writer->agent_exited(std::move(ex));
     }
-    core.log.write("agent_unregistered", {{"agent", agent.name}, {"addr", agent.addr.to_string()}});
+    core.log.write(log_event::agent_unregistered,
+                   {{log_key::agent, agent.name}, {log_key::addr, agent.addr.to_string()}});
   } catch (const std::exception& e) {
-    core.log.write("agent_unregister_failed", {{"agent", agent.name}, {"reason", e.what()}});
+    core.log.write(log_event::agent_unregister_failed, {{log_key::agent, agent.name}, {log_key::reason, e.what()}});
   }
 }
 

@@ -67,8 +67,10 @@ tcp::endpoint ProxyRuntime::add_listener(const tcp::endpoint& ep, ListenerKind k
     listeners.push_back(bound);
   }
   if (lifecycle == Lifecycle::running) {  // start() says the rest
-    if (kind == ListenerKind::socks) log.write("listening", {{"address", ep_text(bound)}, {"protocol", "socks5"}});
-    else log.write("listening", {{"address", ep_text(bound)}});
+    if (kind == ListenerKind::socks)
+      log.write(log_event::listening, {{log_key::address, ep_text(bound)}, {log_key::protocol, "socks5"}});
+    else
+      log.write(log_event::listening, {{log_key::address, ep_text(bound)}});
   }
   return bound;
 }
@@ -90,7 +92,7 @@ void ProxyRuntime::remove_listener(const tcp::endpoint& ep) {
       }
     });
   }
-  log.write("listener_closed", {{"address", ep_text(ep)}});
+  log.write(log_event::listener_closed, {{log_key::address, ep_text(ep)}});
 }
 
 std::vector<tcp::endpoint> ProxyRuntime::local_endpoints() const {
@@ -117,8 +119,10 @@ void ProxyRuntime::take_connection(Worker& w, tcp::socket s, ListenerKind kind) 
 void note_accept_error(ProxyRuntime& rt, std::string_view listener, const boost::system::error_code& ec) {
   rt.counters.accept_errors.fetch_add(1);
   if (rt.accept_error_log.note())
-    rt.log.write("accept_error", {{"listener", listener}, {"error", ec.message()}, {"count", rt.accept_error_log.take()},
-                                  {"pause_ms", kAcceptPause.count()}});
+    rt.log.write(log_event::accept_error, {{log_key::listener, listener},
+                                           {log_key::error, ec.message()},
+                                           {log_key::count, rt.accept_error_log.take()},
+                                           {log_key::pause_ms, kAcceptPause.count()}});
 }
 
 }  // namespace netbox::proxy

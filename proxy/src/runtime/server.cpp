@@ -72,11 +72,11 @@ ProxyRuntime::ProxyRuntime(ProxyOptions opts)
   if (!options.policy) loaded_stamp = file_stamp(options.policy_file);  // before reading: a change after is seen
   if (options.ca_dir) inspector = std::make_unique<Inspector>(*options.ca_dir, options.upstream_ca);
   if (options.client_tokens)
-    client_tokens = std::make_unique<ClientTokens>(*options.client_tokens, options.allow_anonymous,
-                                                   [this](bool ok, const std::string& text) {
-                                                     log.write(ok ? "client_tokens_reloaded" : "client_tokens_unreadable",
-                                                               {{"file", options.client_tokens->string()}, {ok ? "tokens" : "error", text}});
-                                                   });
+    client_tokens = std::make_unique<ClientTokens>(
+        *options.client_tokens, options.allow_anonymous, [this](bool ok, const std::string& text) {
+          log.write(ok ? log_event::client_tokens_reloaded : log_event::client_tokens_unreadable,
+                    {{log_key::file, options.client_tokens->string()}, {ok ? log_key::tokens : log_key::error, text}});
+        });
   policy.store(initial_policy(options, inspector != nullptr));
   note_policy_loaded();
   audit::WriterOptions wo;
@@ -117,12 +117,12 @@ void ProxyRuntime::event(std::string kind, std::string message, std::string deta
 void ProxyRuntime::agent_event(std::string kind, const std::string& agent, std::string particulars,
                                std::string message, std::string detail, LogFields fields) {
   counters.count_agent_event(kind);
-  if (kind == "exfiltration_attempt")  // a guardian trigger (issue 25)
+  if (kind == log_event::exfiltration_attempt)  // a guardian trigger (issue 25)
     if (auto guard = guardians.find(agent)) guard->note(policy::GuardianEvent::exfiltration_attempt, particulars);
   const auto held_back = agent_log_limit.admit(agent, kind + '\0' + particulars, std::chrono::steady_clock::now());
   if (held_back) {
     std::vector<LogField> line(fields.begin(), fields.end());
-    if (*held_back > 0) line.emplace_back("held_back", *held_back);
+    if (*held_back > 0) line.emplace_back(log_key::held_back, *held_back);
     log.write(LogLevel::warn, kind, line);  // what an agent did wrong: a warning, as a refusal
   }
   audit::Event e;
@@ -156,8 +156,9 @@ void ProxyRuntime::start() {
     hooks.changed = [this] { reload_if_changed(); };
     hooks.hangup = [this] { reload_policy(); };
     hooks.cannot_watch = [this](std::string why) {
-      log.write("policy_watch_unavailable",
-                {{"file", options.policy_file.string()}, {"reason", why}, {"effect", "reloads only on request"}});
+      log.write(log_event::policy_watch_unavailable, {{log_key::file, options.policy_file.string()},
+                                                      {log_key::reason, why},
+                                                      {log_key::effect, "reloads only on request"}});
     };
     follower = std::make_unique<PolicyFollower>(options.policy_file, options.watch_policy_file,
                                                 options.reload_on_sighup, std::move(hooks));
@@ -173,14 +174,14 @@ void ProxyRuntime::start() {
       wp->ioc.run();
     });
   }
-  for (const auto& ep : local_endpoints()) log.write("listening", {{"address", ep_text(ep)}});
-  log.write("connection_limits", {{"descriptors", fd_limit},
-                                  {"agent_connections", client_slots->max_total()},
-                                  {"per_agent", client_slots->max_per_agent()},
-                                  {"idle_upstream", idle_pool.total},
-                                  {"idle_upstream_per_agent", idle_pool.per_agent},
-                                  {"io_threads", workers.size()},
-                                  {"dial_fd_ceiling", dial_fd_ceiling}});
+  for (const auto& ep : local_endpoints()) log.write(log_event::listening, {{log_key::address, ep_text(ep)}});
+  log.write(log_event::connection_limits, {{log_key::descriptors, fd_limit},
+                                           {log_key::agent_connections, client_slots->max_total()},
+                                           {log_key::per_agent, client_slots->max_per_agent()},
+                                           {log_key::idle_upstream, idle_pool.total},
+                                           {log_key::idle_upstream_per_agent, idle_pool.per_agent},
+                                           {log_key::io_threads, workers.size()},
+                                           {log_key::dial_fd_ceiling, dial_fd_ceiling}});
   std::lock_guard lock(state_mu);
   if (lifecycle == Lifecycle::starting) lifecycle = Lifecycle::running;  // unless stop() came first
 }
@@ -196,16 +197,18 @@ void ProxyRuntime::publish_endpoints() {
   std::lock_guard lock(publish_mu);
   const auto why = registry.publish(own.endpoints());
   if (!why.empty() && !publish_warned.exchange(true))
-    log.write("endpoint_registry_unavailable",
-              {{"folder", registry.dir().string()}, {"reason", why},
-               {"effect", "other netbox proxies on this host do not know this one's endpoints"}});
+    log.write(log_event::endpoint_registry_unavailable,
+              {{log_key::folder, registry.dir().string()},
+               {log_key::reason, why},
+               {log_key::effect, "other netbox proxies on this host do not know this one's endpoints"}});
 }
 
 void ProxyRuntime::refresh_host() {
   std::string problem;
   auto peers = registry.read_all(&problem);
   if (!problem.empty() && !registry_warned.exchange(true))
-    log.write("endpoint_registry_unavailable", {{"folder", registry.dir().string()}, {"reason", problem}});
+    log.write(log_event::endpoint_registry_unavailable,
+              {{log_key::folder, registry.dir().string()}, {log_key::reason, problem}});
   own.set_host(host_interface_addresses(), std::move(peers));
 }
 
@@ -238,7 +241,7 @@ void ProxyRuntime::note_policy_loaded() {
 bool ProxyRuntime::reload_policy() {
   std::lock_guard lock(reload_mu);
   if (options.policy_file.empty()) {
-    log.write("policy_reload_failed", {{"reason", "the policy was given in-process, not as a file"}});
+    log.write(log_event::policy_reload_failed, {{log_key::reason, "the policy was given in-process, not as a file"}});
     return false;
   }
   loaded_stamp = file_stamp(options.policy_file);  // a bad file too: it is not read again until it changes
@@ -257,12 +260,14 @@ bool ProxyRuntime::reload_policy() {
     note_policy_loaded();
     counters.policy_reloads_ok.fetch_add(1);
     event("policy_load", "reloaded policy " + source, digest_detail(digest));
-    log.write("policy_load", {{"file", source}, {"digest", digest}});
+    log.write(log_event::policy_load, {{log_key::file, source}, {log_key::digest, digest}});
     return true;
   } catch (const std::exception& e) {
     counters.policy_reloads_failed.fetch_add(1);
     event("policy_reload_failed", e.what());
-    log.write("policy_reload_failed", {{"file", options.policy_file.string()}, {"reason", e.what()}, {"kept", "previous policy"}});
+    log.write(log_event::policy_reload_failed, {{log_key::file, options.policy_file.string()},
+                                                {log_key::reason, e.what()},
+                                                {log_key::kept, "previous policy"}});
     return false;
   }
 }
@@ -327,7 +332,7 @@ void ProxyRuntime::stop() {
   workers.clear();
   registry.withdraw();
   if (writer) writer->flush();
-  log.write("stopped", {});
+  log.write(log_event::stopped, {});
   {
     std::lock_guard lock(state_mu);
     lifecycle = Lifecycle::stopped;

@@ -169,21 +169,8 @@ void Tunnel::splice_step(Half& h) {
   // A bounded number of moves per turn, so one busy tunnel cannot starve the thread.
   for (int round = 0; round < 16; ++round) {
     if (h.in_pipe > 0) {
-      const auto n = ::splice(h.pipe_r, nullptr, h.to->native_handle(), nullptr, h.in_pipe,
-                              SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-      if (n > 0) {
-        h.in_pipe -= static_cast<std::size_t>(n);
-        last_activity_ = std::chrono::steady_clock::now();
-        continue;
-      }
-      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-        h.to->async_wait(tcp::socket::wait_write, [self = shared_from_this(), &h](boost::system::error_code ec) {
-          if (ec) return self->half_done(h, ec);
-          self->splice_step(h);
-        });
-        return;
-      }
-      return half_done(h, boost::system::error_code(n < 0 ? errno : EPIPE, boost::system::system_category()));
+      if (!drain_pipe(h)) return;
+      continue;
     }
     if (h.cut) return cut(h);
     if (h.eof) return half_done(h, asio::error::eof);
@@ -210,28 +197,53 @@ void Tunnel::splice_step(Half& h) {
       // Out of fds for a pipe: this burst goes through user space instead.
       if (!open_pipe(h)) return buffer_step(h);
     }
-    const auto n = ::splice(h.from->native_handle(), nullptr, h.pipe_w, nullptr, 1 << 20,
-                            SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-    if (n > 0) {
-      // What the budgets refuse stays in the pipe, which is closed with the tunnel.
-      const auto ok = allowed(h, static_cast<std::size_t>(n));
-      h.in_pipe += ok;
-      h.bytes += ok;
-      last_activity_ = std::chrono::steady_clock::now();
-      continue;
-    }
-    if (n == 0) {
-      h.eof = true;
-      continue;
-    }
-    if (errno == EAGAIN || errno == EWOULDBLOCK) {
-      close_pipe(h);  // drained and nothing more to read: an idle direction holds no pipe
-      h.bulk = false;  // the next burst starts small again
-      return wait_readable(h);
-    }
-    return half_done(h, boost::system::error_code(errno, boost::system::system_category()));
+    if (!fill_pipe(h)) return;
   }
   asio::post(client_.get_executor(), [self = shared_from_this(), &h] { self->splice_step(h); });
+}
+
+bool Tunnel::drain_pipe(Half& h) {
+  const auto n =
+      ::splice(h.pipe_r, nullptr, h.to->native_handle(), nullptr, h.in_pipe, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+  if (n > 0) {
+    h.in_pipe -= static_cast<std::size_t>(n);
+    last_activity_ = std::chrono::steady_clock::now();
+    return true;
+  }
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+    h.to->async_wait(tcp::socket::wait_write, [self = shared_from_this(), &h](boost::system::error_code ec) {
+      if (ec) return self->half_done(h, ec);
+      self->splice_step(h);
+    });
+    return false;
+  }
+  half_done(h, boost::system::error_code(n < 0 ? errno : EPIPE, boost::system::system_category()));
+  return false;
+}
+
+bool Tunnel::fill_pipe(Half& h) {
+  const auto n =
+      ::splice(h.from->native_handle(), nullptr, h.pipe_w, nullptr, 1 << 20, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+  if (n > 0) {
+    // What the budgets refuse stays in the pipe, which is closed with the tunnel.
+    const auto ok = allowed(h, static_cast<std::size_t>(n));
+    h.in_pipe += ok;
+    h.bytes += ok;
+    last_activity_ = std::chrono::steady_clock::now();
+    return true;
+  }
+  if (n == 0) {
+    h.eof = true;
+    return true;
+  }
+  if (errno == EAGAIN || errno == EWOULDBLOCK) {
+    close_pipe(h);  // drained and nothing more to read: an idle direction holds no pipe
+    h.bulk = false;  // the next burst starts small again
+    wait_readable(h);
+    return false;
+  }
+  half_done(h, boost::system::error_code(errno, boost::system::system_category()));
+  return false;
 }
 
 Tunnel::Burst Tunnel::burst_step(Half& h) {

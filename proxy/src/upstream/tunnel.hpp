@@ -71,6 +71,10 @@ class Tunnel : public std::enable_shared_from_this<Tunnel> {
   void wait_readable(Half& h);
   void buffer_step(Half& h);
   void splice_step(Half& h);
+  // The pipe's bytes on to the other side / the source's bytes into the pipe. True: go on
+  // with the step; false: it ended here (waiting for the socket, or the direction is done).
+  bool drain_pipe(Half& h);
+  bool fill_pipe(Half& h);
   Burst burst_step(Half& h);
   bool open_pipe(Half& h);
   static void close_pipe(Half& h);

@@ -9,14 +9,19 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <sstream>
+#include <stdexcept>
 
 extern char** environ;
 
@@ -125,7 +130,11 @@ int UdpSink::packets() {
   return count_;
 }
 
-Subnet test_subnet(int index) {
+namespace {
+
+constexpr int kSubnetIndices = 156;  // 10.213.100.0/24 .. 10.213.255.0/24
+
+Subnet subnet_of(int index) {
   Subnet s;
   s.index = index;
   const int third = 100 + index;
@@ -136,6 +145,53 @@ Subnet test_subnet(int index) {
   s.veth_prefix = veth;
   return s;
 }
+
+// Where the claims live: /run (root, as these tests are), else the temporary folder.
+std::string claims_folder() {
+  for (const char* dir : {"/run/netbox-test-subnets", "/tmp/netbox-test-subnets"}) {
+    ::mkdir(dir, 01777);
+    if (::access(dir, W_OK) == 0) return dir;
+  }
+  throw std::runtime_error("test_subnet: neither /run nor /tmp holds a writable netbox-test-subnets folder");
+}
+
+// An exclusive lock on the index's file, held (its descriptor open, close-on-exec) until
+// this process ends: a test process that dies releases its subnets with it.
+bool claim(const std::string& folder, int index) {
+  const std::string path = folder + "/" + std::to_string(index) + ".lock";
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+  if (fd < 0) throw std::runtime_error("test_subnet: cannot open " + path);
+  if (::flock(fd, LOCK_EX | LOCK_NB) == 0) return true;  // kept open: the claim lasts
+  ::close(fd);
+  return false;
+}
+
+}  // namespace
+
+// A subnet no other test process holds: each index is claimed with an exclusive flock,
+// so tests that ctest runs in parallel never share one, whatever numbers they ask for.
+// `hint` is tried first (it keeps a test's subnet stable from run to run), then the next
+// free index; within one process the same hint gives the same subnet again.
+Subnet test_subnet(int hint) {
+  static std::mutex mu;
+  static std::map<int, int> claimed;  // hint -> index; -1: test_subnet()
+  static const std::string folder = claims_folder();
+  std::lock_guard lock(mu);
+  if (hint >= 0)
+    if (auto it = claimed.find(hint); it != claimed.end()) return subnet_of(it->second);
+  const int start = hint >= 0 ? hint % kSubnetIndices : 0;
+  for (int i = 0; i < kSubnetIndices; ++i) {
+    const int index = (start + i) % kSubnetIndices;
+    bool mine = false;
+    for (const auto& [h, taken] : claimed) mine = mine || taken == index;
+    if (mine || !claim(folder, index)) continue;
+    claimed.emplace(hint >= 0 ? hint : -1 - static_cast<int>(claimed.size()), index);
+    return subnet_of(index);
+  }
+  throw std::runtime_error("test_subnet: all " + std::to_string(kSubnetIndices) + " test subnets are taken");
+}
+
+Subnet test_subnet() { return test_subnet(-1); }
 
 std::vector<std::string> host_addresses() {
   std::vector<std::string> out;

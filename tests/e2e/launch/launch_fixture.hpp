@@ -85,8 +85,11 @@ class HostDir {
   std::filesystem::path path_;
 };
 
-// Each test launches from its own /24 of the default pool, so it can check that
-// nothing of its own is left behind while other tests run in parallel.
+// Each test launches from its own /24 of the default pool (10.213.100.0/24 ..
+// 10.213.255.0/24), so it can check that nothing of its own is left behind while other
+// tests run in parallel. The subnet is claimed for the life of the test process (a lock
+// file under /run): no two test processes get the same one. `index` is a hint only (tried
+// first; the same hint in one process gives the same subnet); test_subnet() takes any.
 struct Subnet {
   int index = 0;
   std::string cidr;         // "10.213.123.0/24"
@@ -94,6 +97,7 @@ struct Subnet {
   std::string veth_prefix;  // "nbx0ad57b"
 };
 Subnet test_subnet(int index);
+Subnet test_subnet();
 
 // No veth, nftables table or lease of this subnet remains.
 void expect_nothing_left(const Subnet& subnet);

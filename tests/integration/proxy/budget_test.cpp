@@ -304,5 +304,60 @@ TEST_F(BudgetTest, BandwidthDownShapesAConnectTunnelDownloadWithoutDroppingAByte
   EXPECT_GE(took, std::chrono::seconds(2));
 }
 
+// The same buckets shape plain HTTP bodies (issue 25): a POST body relayed by the request
+// loop at bandwidth_up, an answer at bandwidth_down. One-sided bounds again: 4 MiB at
+// 1 MiB/s with a bucket of 1 MiB takes about 3 s; unshaped, milliseconds.
+TEST_F(BudgetTest, BandwidthUpShapesAPlainHttpBodyWithoutDroppingAByte) {
+  start(R"("bandwidth_up": "1M")");
+  ProxyConnection conn(port);
+  conn.write("POST http://" + sink_authority() + "/upload HTTP/1.1\r\nHost: " + sink_authority() +
+             "\r\nContent-Length: " + std::to_string(kShaped) + "\r\n\r\n");
+  const auto t0 = std::chrono::steady_clock::now();
+  std::thread writer([&] { flood(conn, kShaped); });
+  // The sink gets the forwarded head, then the body: all of it is there once it has kShaped.
+  for (int i = 0; i < 3000 && sink.received() < kShaped; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  const auto took = std::chrono::steady_clock::now() - t0;
+  writer.join();
+  EXPECT_GE(sink.received(), kShaped);  // paced, never dropped
+  EXPECT_GE(took, std::chrono::seconds(2));
+}
+
+TEST_F(BudgetTest, BandwidthDownShapesAPlainHttpAnswerWithoutDroppingAByte) {
+  start(R"("bandwidth_down": "1M")");
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto big = proxy_get(port, upstream_url("/big?n=" + std::to_string(kShaped)));
+  const auto took = std::chrono::steady_clock::now() - t0;
+  EXPECT_EQ(big.status, 200);
+  EXPECT_EQ(big.body.size(), kShaped);
+  EXPECT_GE(took, std::chrono::seconds(2));
+}
+
+// An inspected host's answer is relayed by the same loop over the agent's TLS: shaped too.
+TEST_F(InspectedBudgetTest, BandwidthDownShapesAnInspectedAnswer) {
+  tls_upstream.script([](const std::string&, const TlsUpstreamServer::Send& send) {
+    const std::string chunk(kPiece, 'z');
+    if (!send("HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(kShaped + 4) + "\r\n\r\n")) return;
+    for (std::uint64_t sent = 0; sent < kShaped; sent += chunk.size())
+      if (!send(chunk)) return;
+    send("END!");
+  });
+  auto j = nlohmann::json::parse(base_policy());
+  j["allow"] = {"upstream.test"};
+  j["ports"] = {tls_upstream.port()};
+  j["inspect"] = {"upstream.test"};
+  j["limits"] = {{"bandwidth_down", "1M"}};
+  start_proxy(j.dump());
+  const std::string authority = "upstream.test:" + std::to_string(tls_upstream.port());
+  AgentTls tls(port, authority);
+  ASSERT_TRUE(tls.connected());
+  const auto t0 = std::chrono::steady_clock::now();
+  tls.send("GET /big HTTP/1.1\r\nHost: " + authority + "\r\n\r\n");
+  const auto got = tls.read_until("END!");
+  const auto took = std::chrono::steady_clock::now() - t0;
+  EXPECT_GE(got.size(), kShaped + 4);
+  EXPECT_EQ(got.substr(got.size() - 4), "END!");
+  EXPECT_GE(took, std::chrono::seconds(2));
+}
+
 }  // namespace
 }  // namespace netbox::test

@@ -57,6 +57,7 @@ constexpr const char* kPool = "198.18.0.0/15";
 constexpr const char* kDenied = "127.0.0.7";    // the policy's deny list names it
 constexpr const char* kInternal = "127.0.0.8";  // loopback, not in internal.allow
 constexpr std::uint16_t kClosedPort = 9;        // not in the policy's ports
+constexpr std::uint16_t kRefusingPort = 10;     // in the policy's ports, nothing listens on it
 
 enum class Door { http_forward, connect, socks5, captured, inspected };
 
@@ -81,6 +82,7 @@ struct Case {
   // upstream (whose certificate is for upstream.test only).
   std::string inspected_host{};
   bool closed_port = false;   // a port the policy does not list, instead of the door's own
+  bool refusing_port = false; // a port the policy lists where the upstream refuses connections
   std::string path = "/ok";
   std::string headers{};      // extra request headers
   std::string server_name{};  // a TLS hello naming this instead of a request (fronting)
@@ -94,6 +96,7 @@ struct Case {
   std::string rule{};
   std::string reason{};
   int status = 0;                   // the refusing row's status (0: not checked, for a report)
+  int socks_reply = -1;             // the SOCKS5 reply expected, when not the refusal's usual one
   std::vector<Door> not_through{};  // doors the case cannot be put to (why: at the case)
 };
 
@@ -134,6 +137,11 @@ std::vector<Case> cases() {
       {.name = "ReportedBlindTunnel", .host = "ruled.test", .server_name = "ruled.test", .report_mode = true,
        .decision = "report", .rule = "rules", .reason = "does not inspect",
        .not_through = {Door::http_forward, Door::inspected}},
+      // Admitted, but the upstream refuses the connection: 502 where netbox answers in
+      // HTTP, "connection refused" (5) in SOCKS5, the row `error` 502 on every door. The
+      // inspected door inspects its TLS port only: to this port it is a CONNECT.
+      {.name = "UpstreamRefuses", .host = "upstream.test", .refusing_port = true, .decision = "error", .status = 502,
+       .socks_reply = 5, .not_through = {Door::inspected}},
       // Refused (503, a SOCKS failure, a reset) and no row: the store takes none.
       {.name = "AuditStoreBlocked", .host = "upstream.test", .setup = Setup::store_blocked},
       {.name = "OutOfDescriptors", .host = "upstream.test", .setup = Setup::out_of_descriptors},
@@ -381,7 +389,7 @@ class DoorConformance : public CredentialsFixture, public ::testing::WithParamIn
     j["deny"] = {kDenied};
     j["internal"]["allow"] = {"127.0.0.1/32", std::string(kDenied) + "/32"};
     for (const char* name : {"ruled.test", "cred.test"}) j["resolve"][name] = {"127.0.0.1"};
-    j["ports"] = {tls_upstream.port(), upstream.port()};
+    j["ports"] = {tls_upstream.port(), upstream.port(), kRefusingPort};
     const std::string tls_port = ":" + std::to_string(tls_upstream.port());
     j["inspect"] = {"upstream.test" + tls_port, "ruled.test" + tls_port, "cred.test"};
     j["rules"] = nlohmann::json::parse(R"([{"host": "ruled.test", "methods": ["GET"], "paths": ["/ok"],
@@ -407,6 +415,7 @@ class DoorConformance : public CredentialsFixture, public ::testing::WithParamIn
 
   std::uint16_t port_for(const Case& c, Door d) const {
     if (c.closed_port) return kClosedPort;
+    if (c.refusing_port) return kRefusingPort;
     return d == Door::inspected ? tls_upstream.port() : upstream.port();
   }
   static std::string host_for(const Case& c, Door d) {
@@ -648,7 +657,9 @@ TEST_P(DoorConformance, EveryDoorAnswersTheCaseAlike) {
   // A SOCKS5 request refused before any connection: "not allowed" for the policy or a
   // limit, a general failure for anything else.
   if (answer.socks_reply >= 0) {
-    EXPECT_EQ(answer.socks_reply, c.decision == "deny" || c.decision == "cap" ? 2 : 1);
+    EXPECT_EQ(answer.socks_reply, c.socks_reply >= 0                         ? c.socks_reply
+                                  : c.decision == "deny" || c.decision == "cap" ? 2
+                                                                                : 1);
   }
   if (c.setup == Setup::store_blocked) {
     EXPECT_NE(status, 200);

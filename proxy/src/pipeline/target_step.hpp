@@ -1,0 +1,106 @@
+#pragma once
+// The step every door's adapter hands its target to (issue 23, item 1): once SOCKS5 has
+// read its request, or a captured connection its original destination (and first
+// message), the rest is the same for both and written here once:
+//
+//   decide (admission_steps.hpp) → open_row → one of
+//     the HTTP loop      plain HTTP: ClientSession with a FixedDestination, each request
+//                        decided with `rules`, one row each under the connection's
+//     an InspectedTunnel the profile inspects host:port (never a blind tunnel instead)
+//     a Tunnel           anything else, dialled first; a blind tunnel to a host some `rules`
+//                        entry names, or TLS naming another host (fronting), is refused
+//     a refusal          the row says why; the agent is answered the door's way
+//
+// A door supplies only how it answers (DoorAnswer): what netbox says once the upstream is
+// there (SOCKS5 "succeeded"; nothing on a captured connection, whose agent believes it
+// reached its destination) and what a refusal before that is told (a SOCKS reply code, a
+// 403 to plain HTTP; nothing: a reset). After the door's "connected" a refusal is a reset.
+// The agent's first message is read before deciding when the door knows it then (a
+// captured connection), else after "connected" (SOCKS5: the protocol answers first).
+// The HTTP listener's CONNECT runs the same admission steps inside its request loop
+// (http_session_forward.ipp), since its refusals are HTTP answers on a keep-alive stream.
+#include "doors/first_flight.hpp"
+#include "pipeline/admission.hpp"
+#include "pipeline/agent_connection.hpp"
+#include "pipeline/exchange.hpp"
+#include "upstream/dialer.hpp"
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace netbox::proxy {
+
+// Why a connection is refused, as a door needs it to choose its answer.
+struct Snag {
+  const Refusal& refusal;
+  DialFailure dial = DialFailure::none;  // the dial failed (refused, timed out ...)
+  bool unresolved = false;               // the name did not resolve
+};
+
+struct DoorAnswer {
+  std::string connected;  // sent once the upstream is there, before the agent's bytes; may be empty
+  // What a refusal before `connected` is told, then the connection closes; empty: a reset.
+  std::function<std::string(const Snag&)> refused;
+};
+
+// What the door's adapter read: where the agent wants to go, and what it sent so far.
+struct DoorTarget {
+  std::string kind;  // FixedDestination::kind: "socks", "transparent"
+  policy::Host host;
+  std::uint16_t port = 0;
+  std::string what;  // "CONNECT host:port", for refusals
+  // The agent's first message, when the door read it before deciding (a captured
+  // connection; its bytes go first once admitted); nullopt: it is read after `connected`,
+  // with `early` (bytes the agent sent before any answer) as its start.
+  std::optional<FirstFlight> flight;
+  std::string early;
+  std::string as;  // what the host is to the fronting check: "the name the SOCKS request asked for"
+  bool name_from_address = false;  // InspectionScope::name_from_address
+  std::shared_ptr<void> hold;      // kept while this step runs (a DNS view's synthetic address)
+};
+
+class TargetStep : public std::enable_shared_from_this<TargetStep> {
+ public:
+  // `exchange` has begun (its request, kind and target noted); `conn` is the door's.
+  TargetStep(ProxyRuntime& rt, Worker& worker, boost::asio::ip::tcp::socket client, AgentConnection conn,
+             Exchange exchange, DoorTarget target, DoorAnswer answer);
+  ~TargetStep();
+  void start();
+
+ private:
+  bool plain_http() const { return target_.flight && target_.flight->kind == FirstFlight::Kind::http; }
+  void act_on(AdmissionResult result);
+  void go_on();  // the row is open
+  void on_dialed(DialResult r);
+  void send_connected();
+  void on_first_flight(FirstFlight f);  // read after `connected`
+  void start_requests();
+  void start_inspection();
+  void start_tunnel(boost::asio::ip::tcp::socket upstream, std::string first);
+  void refuse(const Refusal& r, std::string error, DialFailure dial = DialFailure::none, bool unresolved = false);
+  void answer(const Snag& s);  // the door's answer to a refusal, then close (or a reset)
+  void close();
+  void reset();
+
+  ProxyRuntime& rt_;
+  Worker& worker_;
+  boost::asio::ip::tcp::socket client_;
+  boost::asio::steady_timer timer_;  // the first flight's waits, a refusal's write
+  AgentConnection conn_;
+  Admission admission_;
+  Exchange exchange_;
+  DoorTarget target_;
+  DoorAnswer answer_;
+  std::vector<boost::asio::ip::tcp::endpoint> allowed_;
+  policy::Decision decided_;
+  std::optional<DialResult> dialled_;  // the upstream, until the first flight says what it carries
+  std::string out_;  // what is being written to the agent
+};
+
+}  // namespace netbox::proxy
