@@ -1,5 +1,5 @@
 #pragma once
-// The steps every front door (ClientSession, SocksSession, TransparentSession) runs
+// The steps every front door (ClientSession; TargetStep for SOCKS5 and capture) runs
 // around Admission, written once: the decision with its lookup (timed into dns_latency),
 // the opening of an admitted exchange's row (with --audit-sync, only once the store has
 // made it durable; a row the store refuses means no connection, and an audit_refused

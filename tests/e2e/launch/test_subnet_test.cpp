@@ -11,7 +11,7 @@
 #include <filesystem>
 #include <set>
 
-namespace netbox::test {
+namespace netbox::launch_test {
 namespace {
 
 std::string lock_of(const Subnet& s) {
@@ -28,7 +28,7 @@ TEST(TestSubnet, AnotherProcessCannotClaimASubnetThisOneHolds) {
   ASSERT_FALSE(path.empty()) << "no claim was made for " << held.cidr;
   // flock -n fails (exit 1) while the lock is held elsewhere: exactly what a second test
   // process asking for the same index meets, so it goes on to another.
-  const auto other = run({"flock", "-n", path, "true"}, std::chrono::seconds(10));
+  const auto other = test::run({"flock", "-n", path, "true"}, std::chrono::seconds(10));
   EXPECT_NE(other.exit_code, 0) << held.cidr << " could be claimed by another process";
 }
 
@@ -46,4 +46,4 @@ TEST(TestSubnet, DistinctHintsGetDistinctSubnetsAndAHintKeepsItsOwn) {
 }
 
 }  // namespace
-}  // namespace netbox::test
+}  // namespace netbox::launch_test
