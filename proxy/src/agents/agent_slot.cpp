@@ -4,6 +4,7 @@
 #include "netbox/proxy/agent_name.hpp"
 
 #include "agents/agent_pools.hpp"
+#include "agents/agent_row.hpp"
 #include "agents/agent_sockets.hpp"
 #include "base/proxy_runtime.hpp"
 #include "doors/dns_view.hpp"
@@ -160,17 +161,7 @@ AgentSlot::AgentSlot(ProxyRuntime& core, const AgentAttachment& wanted) : core_(
 
 // Last: nothing after it can fail, so a row is never opened for an agent that is not attached.
 void AgentSlot::open_row(const AgentLaunch& launch) {
-  audit::AgentRecord rec;
-  rec.name = attached_.name;
-  rec.pid = launch.pid;
-  rec.command_line = launch.command_line;
-  rec.address = launch.address;
-  rec.policy_digest = launch.policy_digest.empty() ? core_.current_policy()->digest : launch.policy_digest;
-  rec.sandbox = launch.sandbox;
-  rec.started = audit::Clock::now();
-  attached_.pid = rec.pid;
-  attached_.row_opened = true;
-  core_.writer->agent_started(std::move(rec));
+  open_agent_row(core_, launch, launch.address, attached_);
   row_.agent = &attached_;
   row_.end = &end_;
   row_.core = &core_;

@@ -1,6 +1,5 @@
 #include "runtime/address_attachment.hpp"
 
-#include "netbox/audit/writer.hpp"
 #include "netbox/proxy/agent_name.hpp"
 #include "netbox/proxy/endpoint.hpp"
 
@@ -141,21 +140,6 @@ void attach_dns_view(ProxyRuntime& core, const AgentAttachment& a, AttachedAgent
   attached.dns_view = true;
   attached.dns_pool = a.dns_pool;
   if (a.ipv6) attached.dns_pool6 = a.ipv6->pool;
-}
-
-void open_agent_row(ProxyRuntime& core, const AgentLaunch& launch, const boost::asio::ip::address& addr,
-                    AttachedAgent& attached) {
-  audit::AgentRecord rec;
-  rec.name = attached.name;
-  rec.pid = launch.pid;
-  rec.command_line = launch.command_line;
-  rec.address = launch.address.empty() ? addr.to_string() : launch.address;
-  rec.policy_digest = launch.policy_digest.empty() ? core.current_policy()->digest : launch.policy_digest;
-  rec.sandbox = launch.sandbox;
-  rec.started = audit::Clock::now();
-  attached.pid = rec.pid;
-  attached.row_opened = true;
-  core.writer->agent_started(std::move(rec));
 }
 
 }  // namespace netbox::proxy

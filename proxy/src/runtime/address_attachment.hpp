@@ -1,7 +1,7 @@
 #pragma once
 // The parts of attaching an agent known by its address (ProxyRuntime::attach_by_address,
 // agent_attach.cpp): the checks of what a launcher asks for, the listeners, the DNS view
-// with its capture listeners, and the agent's row.
+// with its capture listeners (the agent's row: agents/agent_row.hpp).
 #include "netbox/proxy/agent_attachment.hpp"
 
 #include "base/proxy_runtime.hpp"
@@ -21,9 +21,6 @@ boost::asio::ip::tcp::endpoint open_listener(ProxyRuntime& core, const boost::as
 // The agent's DNS view on its listener's address, and its capture listeners (IPv4, and
 // IPv6 on the same port); recorded in `attached`. Throws, leaving nothing started.
 void attach_dns_view(ProxyRuntime& core, const AgentAttachment& a, AttachedAgent& attached);
-// The agent's row in the audit store (agents table), for a launched agent.
-void open_agent_row(ProxyRuntime& core, const AgentLaunch& launch, const boost::asio::ip::address& addr,
-                    AttachedAgent& attached);
 std::string profile_missing(const std::string& profile, const std::string& agent);
 
 }  // namespace netbox::proxy

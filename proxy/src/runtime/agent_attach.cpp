@@ -14,6 +14,7 @@
 #include "base/proxy_runtime.hpp"
 #include "doors/dns_view.hpp"
 #include "doors/transparent_listener.hpp"
+#include "agents/agent_row.hpp"
 #include "runtime/address_attachment.hpp"
 
 #include <boost/asio/dispatch.hpp>
@@ -174,7 +175,8 @@ AttachedAgent ProxyRuntime::attach_by_address(const AgentAttachment& wanted) {
     undo_listeners();
     throw;
   }
-  if (a.launch) open_agent_row(core, *a.launch, a.addr, attached);
+  if (a.launch)
+    open_agent_row(core, *a.launch, a.launch->address.empty() ? a.addr.to_string() : a.launch->address, attached);
   core.log.write(log_event::agent_registered,
                  {{log_key::agent, a.name},
                   {log_key::addr, a.addr.to_string()},
