@@ -31,6 +31,7 @@ class SqliteWriteStore final : public WriteStore {
         proxy_id_(o.proxy_id),
         signer_(o.signing_key.empty() ? nullptr : std::make_unique<Signer>(o.signing_key, "--audit-signing-key")) {
     keep_wal_on_close(db_.get());
+    if (o.wal_autocheckpoint_pages > 0) sqlite3_wal_autocheckpoint(db_.get(), o.wal_autocheckpoint_pages);
   }
 
   void begin() override {
