@@ -24,10 +24,10 @@ void keep_wal_on_close(sqlite3* db) {
   sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
 }
 
-// The WAL's size on disk bounds what the next first open reads (frames past the last
-// restart are never valid again, but a log truncated here holds only what was written since).
-// TRUNCATE writes every frame into the database, syncs it and empties the log; with no busy
-// wait, a reader in another process makes it give up, and the next close tries again.
+// The WAL file only shrinks when it is truncated, so its size bounds what the next first
+// open re-reads. TRUNCATE writes every frame into the database, syncs it and empties the
+// log; with no busy wait, a reader in another process makes it give up, and a later close
+// tries again.
 void truncate_long_wal(sqlite3* db, const std::string& wal_path, int limit_pages) {
   struct stat st {};
   if (::stat(wal_path.c_str(), &st) != 0) return;
