@@ -26,7 +26,8 @@ find_library(NETBOX_RE2_ARCHIVE NAMES libre2.a)
 if(NETBOX_RE2_ARCHIVE AND NOT CMAKE_BUILD_TYPE MATCHES "^(Asan|Tsan)$")
   set_target_properties(PkgConfig::RE2 PROPERTIES INTERFACE_LINK_LIBRARIES "${NETBOX_RE2_ARCHIVE};Threads::Threads")
 endif()
-# libpq, PostgreSQL's own C client, for the PostgreSQL audit store (docs/audit.md).
+# libpq, PostgreSQL's own C client, for the PostgreSQL audit store (docs/audit.md): its header
+# only; the library is loaded when a postgresql:// store is used (audit/libpq/libpq.cpp).
 pkg_check_modules(LIBPQ REQUIRED IMPORTED_TARGET libpq)
 
 # The netbox executable allocates with jemalloc: per request the proxy makes and frees

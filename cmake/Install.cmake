@@ -71,7 +71,10 @@ set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_DEPENDS "adduser")
 # The proxy verifies upstream certificates (inspected hosts) against the system's trust
 # store: without it every inspected host fails verification, which is safe but useless.
-set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "ca-certificates")
+# libpq5: netbox loads libpq only for a postgresql:// audit store (audit/libpq/libpq.cpp), so
+# dpkg-shlibdeps no longer sees it; without it such a store is refused with a message that
+# names the package, and everything else works.
+set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "ca-certificates, libpq5 (>= 9.0~)")
 set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA
     ${PROJECT_SOURCE_DIR}/packaging/debian/conffiles
     ${PROJECT_SOURCE_DIR}/packaging/debian/postinst

@@ -133,7 +133,8 @@ sqlite3* open_for_writing(const std::filesystem::path& path, bool synchronous_fu
   create_private(path);
   Db db = open_raw(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX);
   sqlite3_busy_timeout(db.get(), static_cast<int>(busy_timeout.count()));
-  refuse_newer(checked_version(db.get(), path), path);
+  const int version = checked_version(db.get(), path);
+  refuse_newer(version, path);
   try {
     detail::Statement wal(db.get(), "PRAGMA journal_mode = WAL");
     wal.step();
@@ -147,7 +148,9 @@ sqlite3* open_for_writing(const std::filesystem::path& path, bool synchronous_fu
   } catch (const std::exception& e) {
     throw std::runtime_error("cannot set up audit database " + shown(path) + ": " + e.what());
   }
-  migrate(db.get(), path);
+  // A store already at this version (every open but the first) needs none of the steps,
+  // each a write transaction of its own: a launch opens the store every time.
+  if (version < kSchemaVersion) migrate(db.get(), path);
   tighten_companions(path);
   return db.release();
 }

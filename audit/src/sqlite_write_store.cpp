@@ -6,6 +6,8 @@
 #include "write_store.hpp"
 #include "writer_statements.hpp"
 
+#include <sys/stat.h>
+
 namespace netbox::audit::detail {
 namespace {
 
@@ -22,6 +24,19 @@ void keep_wal_on_close(sqlite3* db) {
   sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
 }
 
+// The WAL file only shrinks when it is truncated, so its size bounds what the next first
+// open re-reads. TRUNCATE writes every frame into the database, syncs it and empties the
+// log; with no busy wait, a reader in another process makes it give up, and a later close
+// tries again.
+void truncate_long_wal(sqlite3* db, const std::string& wal_path, int limit_pages) {
+  struct stat st {};
+  if (::stat(wal_path.c_str(), &st) != 0) return;
+  constexpr long long kFrame = 4096 + 24;  // SQLite's default page (netbox keeps it) and a frame header
+  if (st.st_size <= limit_pages * kFrame) return;
+  sqlite3_busy_timeout(db, 0);
+  sqlite3_wal_checkpoint_v2(db, "main", SQLITE_CHECKPOINT_TRUNCATE, nullptr, nullptr);
+}
+
 class SqliteWriteStore final : public WriteStore {
  public:
   explicit SqliteWriteStore(const WriterOptions& o)
@@ -29,8 +44,13 @@ class SqliteWriteStore final : public WriteStore {
         statements_(db_.get(), o.proxy_id),
         chain_(db_.get()),
         proxy_id_(o.proxy_id),
+        wal_path_(o.db_path.string() + "-wal"),
+        wal_close_limit_pages_(o.wal_close_limit_pages),
         signer_(o.signing_key.empty() ? nullptr : std::make_unique<Signer>(o.signing_key, "--audit-signing-key")) {
     keep_wal_on_close(db_.get());
+  }
+  ~SqliteWriteStore() override {
+    if (wal_close_limit_pages_ > 0) truncate_long_wal(db_.get(), wal_path_, wal_close_limit_pages_);
   }
 
   void begin() override {
@@ -71,6 +91,8 @@ class SqliteWriteStore final : public WriteStore {
   WriterStatements statements_;
   SqliteChainStore chain_;
   std::string proxy_id_;
+  std::string wal_path_;
+  int wal_close_limit_pages_;
   std::unique_ptr<Signer> signer_;
   std::vector<Touched> touched_;  // rows the open batch wrote, for its chain links
 };

@@ -1,5 +1,6 @@
 #include "netbox/audit/store_address.hpp"
 
+#include "netbox/audit/libpq.hpp"
 #include "netbox/audit/schema.hpp"
 
 #include <libpq-fe.h>
@@ -13,6 +14,11 @@ bool is_postgresql(std::string_view address) {
 }
 
 void check_postgresql_address(std::string_view address, std::string_view flag) {
+  try {
+    load_libpq();  // the first libpq call of a process that names a postgresql:// store
+  } catch (const DatabaseRejected& e) {
+    throw DatabaseRejected(std::string(flag) + ": " + e.what());
+  }
   char* error = nullptr;
   const std::string text(address);
   PQconninfoOption* raw = PQconninfoParse(text.c_str(), &error);

@@ -501,6 +501,90 @@ end
                 raise RuntimeError(f"B6 {c}: a run exited non-zero: {cmds[c]}")
             log(f"B6 {c}: median {res['median'] * 1000:.2f} ms")
 
+    def b6_concurrent(self, rnd):
+        """Launches started at once: each one's wall time from its own start to its exit."""
+        n = 10 if self.smoke else 50
+        db = os.path.join(self.tmp, "launch-concurrent.db")
+        cmd = [self.netbox, "launch", "--quiet", "--audit-db", db, "--", "/bin/true"]
+        started, took, failed = {}, [], 0
+        t0 = time.monotonic()
+        for _ in range(n):
+            p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            started[p.pid] = (p, time.monotonic())
+        while started:
+            pid, status = os.wait()
+            if pid not in started:
+                continue
+            p, t = started.pop(pid)
+            p.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
+            took.append((time.monotonic() - t) * 1000)
+            failed += p.returncode != 0
+        if failed:
+            raise RuntimeError(f"B6 concurrent: {failed} of {n} launches exited non-zero")
+        took.sort()
+        self.record(("B6concurrent", "netbox", n, "p50_ms"), took[len(took) // 2])
+        self.record(("B6concurrent", "netbox", n, "p99_ms"), took[min(len(took) - 1, int(len(took) * 0.99))])
+        self.record(("B6concurrent", "netbox", n, "all_done_ms"), (time.monotonic() - t0) * 1000)
+        log(f"B6 {n} at once: p50 {took[len(took) // 2]:.1f} ms, p99 {took[-1]:.1f} ms")
+
+    def start_shared_proxy(self, name):
+        """`netbox proxy --control`: what `netbox launch --proxy-control` attaches agents to."""
+        policy = self.write(f"{name}-policy.json", json.dumps({"version": 1, "allow": ["127.0.0.1"]}))
+        sock = os.path.join(self.tmp, f"{name}.sock")
+        p = self.spawn(name, [self.netbox, "proxy", "--policy", policy, "--listen", "127.0.0.1:0", "--threads", "2",
+                              "--audit-db", os.path.join(self.tmp, f"{name}-audit.db"), "--control", sock])
+        deadline = time.monotonic() + 20
+        while not os.path.exists(sock):
+            if p.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"{name}: the shared proxy made no control socket")
+            time.sleep(0.05)
+        return p, [self.netbox, "launch", "--proxy-control", sock, "--", "/bin/true"]
+
+    def b6_attach(self, rnd):
+        """Agents a shared proxy attaches per second: launches through it, 8 at a time, and
+        the proxy's own CPU per attached agent (what bounds its rate once launchers are elsewhere)."""
+        n = 40 if self.smoke else 400
+        proxy, cmd = self.start_shared_proxy(f"shared-{rnd}")
+        for _ in range(5):
+            subprocess.run(cmd, check=True, stdin=subprocess.DEVNULL, capture_output=True, timeout=60)
+        cpu0, t0, running, done = cpu_seconds(proxy.pid), time.monotonic(), [], 0
+        while done < n:
+            while len(running) < 8 and done + len(running) < n:
+                running.append(subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                                stderr=subprocess.DEVNULL))
+            # Polled, not os.wait(): that would reap the harness's other children too.
+            time.sleep(0.001)
+            for p in [p for p in running if p.poll() is not None]:
+                running.remove(p)
+                done += 1
+                if p.returncode != 0:
+                    raise RuntimeError(f"B6 attach: a launch through the shared proxy failed: {cmd}")
+        secs, cpu = time.monotonic() - t0, cpu_seconds(proxy.pid) - cpu0
+        self.stop(proxy)
+        self.record(("B6attach", "netbox", 8, "agents_per_s"), n / secs)
+        self.record(("B6attach", "netbox", 8, "proxy_cpu_ms_per_agent"), cpu / n * 1000)
+        log(f"B6 shared proxy: {n / secs:.1f} agents/s (8 launchers at once), proxy CPU {cpu / n * 1000:.2f} ms/agent")
+
+    def b6_churn(self):
+        """Sequential launches through one shared proxy: its descriptors and RSS before and after."""
+        n = 50 if self.smoke else 1000
+        proxy, cmd = self.start_shared_proxy("churn")
+        for _ in range(30):
+            subprocess.run(cmd, check=True, stdin=subprocess.DEVNULL, capture_output=True, timeout=60)
+        time.sleep(1)
+        fds0, rss0, t0 = len(os.listdir(f"/proc/{proxy.pid}/fd")), rss_kib(proxy.pid), time.monotonic()
+        for _ in range(n):
+            subprocess.run(cmd, check=True, stdin=subprocess.DEVNULL, capture_output=True, timeout=60)
+        secs = time.monotonic() - t0
+        time.sleep(1)
+        fds1, rss1 = len(os.listdir(f"/proc/{proxy.pid}/fd")), rss_kib(proxy.pid)
+        self.stop(proxy)
+        self.record(("B6churn", "netbox", n, "ms_per_launch"), secs / n * 1000)
+        self.record(("B6churn", "netbox", n, "proxy_fds_after_minus_before"), fds1 - fds0)
+        self.record(("B6churn", "netbox", n, "proxy_rss_after_minus_before_kib"), rss1 - rss0)
+        self.facts["churn_rss_kib"] = [rss0, rss1]
+        log(f"B6 churn: {n} launches, {secs / n * 1000:.1f} ms each; proxy fds {fds0} -> {fds1}, RSS {rss0} -> {rss1} KiB")
+
     # ---------- driver ----------
     def run(self):
         # Raise the soft fd limit to the hard one (containers may cap the hard limit and
@@ -549,8 +633,12 @@ end
                 self.b5(rnd)
             if "B6" in only:
                 self.b6(rnd)
+                self.b6_concurrent(rnd)
+                self.b6_attach(rnd)
             if "B4" in only and rnd < (1 if self.smoke else self.args.b4_rounds):
                 self.b4(rnd)
+        if "B6" in (set(self.args.only.split(",")) if self.args.only else {"B6"}):
+            self.b6_churn()
         self.facts["seconds"] = time.time() - t0
         self.facts["load_after"] = os.getloadavg()
         # B5 afterwards: the proxy stops (draining its queue), then the whole file is checked.

@@ -91,6 +91,14 @@ def targets(data):
         ratio("B6 sandboxed launch (--memory 1G --pids 256) median ≤ 2× bwrap --unshare-all's",
               med(res, "B6", "netbox-sandbox", runs, "median_ms"), med(res, "B6", "bwrap-sandbox", runs, "median_ms"),
               "<=", 2)
+    c = next((r["param"] for r in res if r["bench"] == "B6concurrent"), None)
+    if c is not None:
+        p99 = med(res, "B6concurrent", "netbox", c, "p99_ms")
+        t.append({"target": f"B6 {c} launches at once: p99 ≤ 50 ms", "measured": f"{p99:.1f} ms", "met": p99 <= 50})
+    if any(r["bench"] == "B6attach" for r in res):
+        rate = med(res, "B6attach", "netbox", 8, "agents_per_s")
+        t.append({"target": "B6 a shared proxy attaches ≥ 100 agents/s", "measured": f"{rate:.1f} agents/s",
+                  "met": rate >= 100})
     return t
 
 
@@ -103,6 +111,9 @@ BENCH_TITLES = {
     "B5": "B5 audit rows through the proxy: exact request count (bench_client http, 50 connections)",
     "B5writer": "B5 audit store alone: insert + complete as fast as 2 producers can (audit_writer_bench)",
     "B6": "B6 launch wall time (hyperfine -N)",
+    "B6concurrent": "B6 launches started at once, each timed from its start to its exit",
+    "B6attach": "B6 launches through one shared proxy, 8 at a time (--proxy-control)",
+    "B6churn": "B6 sequential launches through one shared proxy: its descriptors and RSS after vs before",
 }
 
 
@@ -283,6 +294,11 @@ def main():
            "defaults: read-only root, workdir, cgroup limits), the same with `--memory unlimited --pids unlimited` "
            "(no cgroup layer) and with `--memory 1G --pids 256`, `bwrap --unshare-net --dev-bind / / /bin/true`, "
            "`bwrap --unshare-all --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp --tmpfs /var/tmp --bind CWD CWD --chdir CWD /bin/true`, `unshare -n /bin/true`.",
+           "- B6 at once: 50 `netbox launch --quiet --audit-db DB -- /bin/true` started together (one store), each "
+           "timed from its own start to its exit (p50, p99). B6 shared proxy: `netbox proxy --control S --threads 2`, "
+           "5 warm-up launches, then 400 `netbox launch --proxy-control S -- /bin/true`, 8 running at any time: "
+           "agents/s, and the proxy's CPU per agent. B6 churn (once): 30 warm-up launches through a shared proxy, "
+           "then 1,000 one after the other; the proxy's descriptors and RSS 1 s after the last minus 1 s before the first.",
            "- Contenders: nginx upstream (1 worker, sendfile, keep-alive); nginx reverse proxy (workers auto, "
            "upstream keepalive 256, access log buffered); squid (`-N`, cache off, allow list `dst 127.0.0.1/32` "
            "+ port, access log); tinyproxy (`-d`, filter `^127\\.0\\.0\\.1$` default deny, ConnectPort, log "

@@ -53,6 +53,11 @@ done
 outside=$(dpkg-deb -c "$deb" | grep -vE ' \./(usr/|etc/netbox/(policy|proxy)\.json$|etc/(netbox/)?$)' || true)
 [ -z "$outside" ] || fail "the .deb installs outside /usr and its two conffiles: $outside"
 echo "$info" | grep -q '^ Recommends: .*ca-certificates' || fail "Recommends lacks ca-certificates: $info"
+# libpq is loaded only for a postgresql:// store (audit/libpq/libpq.cpp): recommended, not
+# linked, so neither the binary nor Depends names it.
+echo "$info" | grep -q '^ Recommends: .*libpq5' || fail "Recommends lacks libpq5: $info"
+! echo "$depends" | grep -q libpq || fail "Depends names libpq, which netbox loads only for postgresql://: $depends"
+! objdump -p "$prefix/bin/netbox" | grep -q 'NEEDED.*libpq' || fail "the installed binary links libpq"
 [ "$(dpkg-deb -f "$deb" Package)" = netbox ] || fail "the package is not named netbox"
 conffiles=$(dpkg-deb --ctrl-tarfile "$deb" | tar -xO ./conffiles)
 [ "$conffiles" = "$(printf '/etc/netbox/policy.json\n/etc/netbox/proxy.json')" ] ||

@@ -90,6 +90,7 @@ ProxyRuntime::ProxyRuntime(ProxyOptions opts)
   wo.shutdown_grace = options.audit_shutdown_wait;
   wo.retention = options.audit_retention;
   wo.fold_refusals = options.audit_fold_refusals;
+  wo.wal_close_limit_pages = options.audit_wal_close_limit;
   writer = std::make_unique<audit::Writer>(wo);
   const unsigned n = options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
   const auto pool_share = per_thread(idle_pool, n);

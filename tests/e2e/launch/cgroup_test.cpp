@@ -20,39 +20,10 @@ using ::testing::Not;
 
 std::string audit_flag(const test::TempDir& dir) { return (dir.path() / "audit.db").string(); }
 
-// The agent cgroups of this test's launches: named netbox-<veth>-<launcher pid>, and the
-// veth names of a subnet share its prefix. Found by walking /sys/fs/cgroup, wherever
-// the launcher put them.
-std::vector<fs::path> agent_cgroups(const Subnet& subnet) {
-  const std::string prefix = "netbox-" + subnet.veth_prefix;
-  std::vector<fs::path> found;
-  std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator("/sys/fs/cgroup", fs::directory_options::skip_permission_denied, ec);
-       it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    if (ec) break;
-    if (!it->is_directory(ec) || it->is_symlink(ec)) {
-      it.disable_recursion_pending();
-      continue;
-    }
-    if (it.depth() > 6) it.disable_recursion_pending();
-    if (it->path().filename().string().starts_with(prefix)) found.push_back(it->path());
-  }
-  return found;
-}
-
 std::string joined(const std::vector<fs::path>& paths) {
   std::string out;
   for (const auto& p : paths) out += p.string() + "\n";
   return out;
-}
-
-void expect_no_cgroup_left(const Subnet& subnet) {
-  auto left = agent_cgroups(subnet);
-  EXPECT_TRUE(left.empty()) << "cgroups were left behind:\n" << joined(left);
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator("/run/netbox/cgroups", ec))
-    EXPECT_FALSE(e.path().filename().string().starts_with("netbox-" + subnet.veth_prefix))
-        << "a cgroup record was left behind: " << e.path();
 }
 
 std::string file(const fs::path& p) {

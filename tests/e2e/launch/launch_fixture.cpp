@@ -231,6 +231,33 @@ void expect_nothing_left(const Subnet& subnet) {
   EXPECT_EQ(addrs.out.find(subnet.addr_prefix), std::string::npos) << "an address was left behind:\n" << addrs.out;
 }
 
+std::vector<fs::path> agent_cgroups(const Subnet& subnet) {
+  const std::string prefix = "netbox-" + subnet.veth_prefix;
+  std::vector<fs::path> found;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator("/sys/fs/cgroup", fs::directory_options::skip_permission_denied, ec);
+       it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    if (ec) break;
+    if (!it->is_directory(ec) || it->is_symlink(ec)) {
+      it.disable_recursion_pending();
+      continue;
+    }
+    if (it.depth() > 6) it.disable_recursion_pending();
+    if (it->path().filename().string().starts_with(prefix)) found.push_back(it->path());
+  }
+  return found;
+}
+
+void expect_no_cgroup_left(const Subnet& subnet) {
+  std::string left;
+  for (const auto& p : agent_cgroups(subnet)) left += p.string() + "\n";
+  EXPECT_TRUE(left.empty()) << "cgroups were left behind:\n" << left;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator("/run/netbox/cgroups", ec))
+    EXPECT_FALSE(e.path().filename().string().starts_with("netbox-" + subnet.veth_prefix))
+        << "a cgroup record was left behind: " << e.path();
+}
+
 test::RunResult launch(const Subnet& subnet, const std::vector<std::string>& args, std::chrono::milliseconds timeout) {
   std::vector<std::string> full = {"launch", "--subnet", subnet.cidr};
   full.insert(full.end(), args.begin(), args.end());

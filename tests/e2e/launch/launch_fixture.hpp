@@ -102,6 +102,12 @@ Subnet test_subnet();
 // No veth, nftables table or lease of this subnet remains.
 void expect_nothing_left(const Subnet& subnet);
 
+// The agent cgroups of this subnet's launches (named netbox-<veth prefix>-...), wherever
+// under /sys/fs/cgroup the launcher put them.
+std::vector<std::filesystem::path> agent_cgroups(const Subnet& subnet);
+// None of them, and no record of one in /run/netbox/cgroups, remains.
+void expect_no_cgroup_left(const Subnet& subnet);
+
 // `netbox launch --subnet ... ARGS`; ARGS must contain the `--` and the command.
 test::RunResult launch(const Subnet& subnet, const std::vector<std::string>& args,
                        std::chrono::milliseconds timeout = std::chrono::seconds(60));

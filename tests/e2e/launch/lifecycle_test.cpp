@@ -326,11 +326,11 @@ TEST(LaunchLifecycle, ANamespaceHeldOpenDoesNotHoldTheLaunchBack) {
   ::close(held);
 }
 
-TEST(LaunchLifecycle, TwentyAgentsAtOnceThroughARunningProxy) {
+TEST(LaunchLifecycle, FiftyAgentsAtOnceThroughARunningProxy) {
   NETBOX_REQUIRE_ROOT();
   const auto subnet = test_subnet(18);
-  constexpr int kAgents = 20;
-  HttpServer upstream("127.0.0.1", kAgents);  // answers once all 20 are waiting
+  constexpr int kAgents = 50;
+  HttpServer upstream("127.0.0.1", kAgents);  // answers once all 50 are waiting
   test::TempDir dir;
   auto policy = dir.write("policy.json", policy_json(upstream.port()));
   HostDir host;

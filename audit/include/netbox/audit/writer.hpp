@@ -51,6 +51,13 @@ struct WriterOptions {
   // instead of off (a commit is then on the server's disk before the writer reports it).
   bool synchronous_full = false;
   std::chrono::milliseconds busy_timeout{5000};     // a write waits this long for another process's lock
+  // SQLite: at close, a WAL over this many pages is checkpointed into the database and
+  // truncated (0: never; SQLite's own checkpoint at 1,000 pages is all). The first open of
+  // the file re-reads the whole WAL to rebuild its index (the -shm does not survive the last
+  // connection), so a store opened once per launch keeps the log short: every open pays for
+  // what the log holds, the checkpoint only every few closes. Skipped, not waited for, while
+  // another process reads.
+  int wal_close_limit_pages = 0;
   std::chrono::milliseconds shutdown_grace{10000};  // how long the destructor retries a failing store
   // Retention: rows older than this are pruned (audit/prune.hpp) by the writer thread at
   // start and then every retention_interval, one small batch between its commits so

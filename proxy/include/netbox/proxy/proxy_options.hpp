@@ -85,6 +85,7 @@ struct ProxyOptions {
   // Rows older than this are pruned hourly by the writer thread (0: keep everything).
   std::chrono::seconds audit_retention{0};
   bool audit_fold_refusals = true;  // repeated refusals of one agent into counted rows
+  int audit_wal_close_limit = 0;  // WriterOptions::wal_close_limit_pages (an embedded launch's proxy)
   // The SIEM export (`--export`, export/): every completed row and agent event is handed
   // to it as well, without waiting. Null: none.
   std::shared_ptr<siem::Exporter> exporter;
