@@ -77,6 +77,13 @@ ProxyRuntime::ProxyRuntime(ProxyOptions opts)
                                                      log.write(ok ? "client_tokens_reloaded" : "client_tokens_unreadable",
                                                                {{"file", options.client_tokens->string()}, {ok ? "tokens" : "error", text}});
                                                    });
+  if (options.listen_tls)
+    listener_tls = std::make_unique<ListenerTls>(*options.listen_tls, options.allow_anonymous,
+                                                 [this](bool ok, const std::string& text) {
+                                                   log.write(ok ? "client_certs_reloaded" : "client_certs_unreadable",
+                                                             {{"file", options.listen_tls->client_certs->string()},
+                                                              {ok ? "certificates" : "error", text}});
+                                                 });
   policy.store(initial_policy(options, inspector != nullptr));
   note_policy_loaded();
   audit::WriterOptions wo;
@@ -142,7 +149,7 @@ void ProxyRuntime::start() {
     if (lifecycle != Lifecycle::created) return;
     lifecycle = Lifecycle::starting;
   }
-  for (const auto& ep : options.listen) add_listener(ep);
+  for (const auto& ep : options.listen) add_listener(ep, listener_tls ? ListenerKind::https : ListenerKind::http);
   host_refresh = std::make_unique<asio::steady_timer>(workers.front()->ioc);
   // Subscribed before the look below, so an address added in between is not missed.
   interface_watch = std::make_unique<InterfaceWatch>(workers.front()->ioc, [this] { refresh_host(); });
@@ -173,7 +180,10 @@ void ProxyRuntime::start() {
       wp->ioc.run();
     });
   }
-  for (const auto& ep : local_endpoints()) log.write("listening", {{"address", ep_text(ep)}});
+  for (const auto& ep : local_endpoints()) {
+    if (listener_tls) log.write("listening", {{"address", ep_text(ep)}, {"protocol", "https"}});
+    else log.write("listening", {{"address", ep_text(ep)}});
+  }
   log.write("connection_limits", {{"descriptors", fd_limit},
                                   {"agent_connections", client_slots->max_total()},
                                   {"per_agent", client_slots->max_per_agent()},
