@@ -67,6 +67,8 @@ struct ProxyArgs {
   std::size_t max_client_connections_per_agent = 0;
   std::vector<std::string> exports;  // --export SINK, repeatable
   std::string client_tokens;  // the token book; empty: no client tokens
+  std::string listen_cert, listen_key;   // the listeners' TLS; empty: plain HTTP
+  std::string client_ca, client_certs;   // client certificates asked for on them; empty: none
   bool allow_anonymous = false;
 };
 
@@ -77,6 +79,30 @@ boost::asio::ip::tcp::endpoint flag_endpoint(const std::string& source, const st
   } catch (const std::invalid_argument& e) {
     throw UsageError(source + " " + e.what());
   }
+}
+
+// The listeners' TLS (--listen-cert, --listen-key, --client-ca, --client-certs): flags that
+// only make sense together are refused apart. The files themselves are read by the Server,
+// whose errors name the flag and the file.
+std::optional<proxy::ListenerTlsFiles> listener_tls(const ProxyArgs& a, const FlagTable& flags) {
+  if (a.listen_cert.empty() != a.listen_key.empty())
+    throw UsageError(flags.source(a.listen_cert.empty() ? "--listen-key" : "--listen-cert") +
+                     " needs " + (a.listen_cert.empty() ? "--listen-cert FILE" : "--listen-key FILE") +
+                     " (the listener's certificate chain and its key)");
+  if (a.client_ca.empty() != a.client_certs.empty())
+    throw UsageError(flags.source(a.client_ca.empty() ? "--client-certs" : "--client-ca") + " needs " +
+                     (a.client_ca.empty() ? "--client-ca FILE" : "--client-certs FILE") +
+                     " (the CA that signs client certificates and the book that maps their subjects)");
+  if (a.listen_cert.empty()) {
+    if (!a.client_ca.empty()) throw UsageError(flags.source("--client-ca") + " needs --listen-cert FILE and --listen-key FILE");
+    return std::nullopt;
+  }
+  proxy::ListenerTlsFiles f{a.listen_cert, a.listen_key, std::nullopt, std::nullopt};
+  if (!a.client_ca.empty()) {
+    f.client_ca = a.client_ca;
+    f.client_certs = a.client_certs;
+  }
+  return f;
 }
 
 // Turns the arguments into the proxy's options; UsageError names the flag, or the config
@@ -132,8 +158,10 @@ proxy::ProxyOptions to_options(const ProxyArgs& a, const FlagTable& flags) {
   }
   if (!a.control.empty()) o.control_socket = a.control;
   if (!a.client_tokens.empty()) o.client_tokens = a.client_tokens;
-  if (a.allow_anonymous && a.client_tokens.empty())
-    throw UsageError(flags.source("--allow-anonymous") + " needs --client-tokens FILE (without it every client not launched is anonymous)");
+  o.listen_tls = listener_tls(a, flags);
+  if (a.allow_anonymous && a.client_tokens.empty() && a.client_certs.empty())
+    throw UsageError(flags.source("--allow-anonymous") +
+                     " needs --client-tokens FILE or --client-certs FILE (without them every client not launched is anonymous)");
   o.allow_anonymous = a.allow_anonymous;
   if (!a.subnets.empty()) o.launch_subnets.clear();
   for (const auto& s : a.subnets) {
@@ -333,7 +361,17 @@ void add_proxy_command(CLI::App& app, int& rc) {
            "The token book (`netbox token create`): a client netbox did not launch must show one of its tokens as "
            "its proxy password, else 407 (default: none; such clients are anonymous)");
   f.flag("--allow-anonymous", a.allow_anonymous,
-         "With --client-tokens: a client that shows no token is still served, as anonymous under the top-level profile");
+         "With --client-tokens or --client-certs: a client that shows no token or certificate is still served, as "
+         "anonymous under the top-level profile (a bad one never is)");
+  f.option("--listen-cert", a.listen_cert,
+           "A PEM certificate chain: the --listen listeners speak TLS (an HTTPS proxy; needs --listen-key)");
+  f.option("--listen-key", a.listen_key, "The PEM private key of --listen-cert");
+  f.option("--client-ca", a.client_ca,
+           "A PEM file of CA certificates: clients of the TLS listeners must show a certificate one of them signed "
+           "(needs --listen-cert and --client-certs)");
+  f.option("--client-certs", a.client_certs,
+           "The certificate book: which agent and profile each client certificate's subject (CN or URI SAN) is; "
+           "else 407 (needs --client-ca)");
   f.option("--subnet", a.subnets,
            "The launchers' subnet pool (their --subnet), repeatable (default 10.213.0.0/16): no request through "
            "the proxy may reach it");

@@ -14,19 +14,33 @@
 namespace netbox::audit::detail {
 namespace {
 
-// The columns as schema version 8 has them. A column added later is not covered until it
-// is named here, which changes every digest: that needs a new row tag ("-v2").
+constexpr const char* kRowV1 = "netbox-audit-row-v1";
+constexpr const char* kRowV2 = "netbox-audit-row-v2";
+
+// Every encoding a batch member can name, by its index (encode_members' table byte), so a
+// member keeps the encoding it was written with. 0..2: the columns as schema version 8 has
+// them (row tag v1). 3: requests with the process that opened the connection (schema 10's
+// client_pid, client_exe, client_argv), row tag v2, since schema version 11. A column added
+// later is not covered until it is named in a new entry with a new row tag; the columns of
+// an older entry of a table are a prefix of the newer one's (verify reads the newest).
 constexpr ChainedTable kTables[] = {
     {"requests",
      "id, ts, agent, client_addr, kind, method, host, port, path, resolved_addr, decision, rule, reason, status, "
      "bytes_up, bytes_down, duration_ms, error, count, parent_id, proxy_id",
-     "ts", "ts"},
-    {"events", "id, ts, kind, message, detail, count, proxy_id", "ts", "ts"},
+     "ts", "ts", kRowV1},
+    {"events", "id, ts, kind, message, detail, count, proxy_id", "ts", "ts", kRowV1},
     {"agents",
      "id, name, pid, command_line, policy_digest, address, started, ended, exit_status, resource_usage, sandbox, "
      "proxy_id",
-     "ended", "started"},
+     "ended", "started", kRowV1},
+    {"requests",
+     "id, ts, agent, client_addr, kind, method, host, port, path, resolved_addr, decision, rule, reason, status, "
+     "bytes_up, bytes_down, duration_ms, error, count, parent_id, proxy_id, client_pid, client_exe, client_argv",
+     "ts", "ts", kRowV2},
 };
+
+// What writers encode now and verify reads rows with: the newest entry of each table.
+constexpr const ChainedTable* kCurrent[] = {&kTables[3], &kTables[1], &kTables[2]};
 
 int column_count(const ChainedTable& t) {
   int n = 1;
@@ -123,11 +137,17 @@ struct MdCtxFree {
 
 }  // namespace
 
-std::span<const ChainedTable> chained_tables() { return kTables; }
+std::span<const ChainedTable* const> chained_tables() { return kCurrent; }
 
 const ChainedTable* chained_table(std::string_view name) {
+  for (const auto* t : kCurrent)
+    if (name == t->name) return t;
+  return nullptr;
+}
+
+const ChainedTable* v1_table(std::string_view name) {
   for (const auto& t : kTables)
-    if (name == t.name) return &t;
+    if (name == t.name && t.tag == std::string_view(kRowV1)) return &t;
   return nullptr;
 }
 
@@ -144,7 +164,7 @@ std::string to_hex(std::span<const unsigned char> bytes) {
 
 RowEncoding::RowEncoding(const ChainedTable& table) : table_(&table) {
   data_.reserve(512);
-  data_ = "netbox-audit-row-v1";
+  data_ = table.tag;
   data_ += '\0';
   data_ += table.name;
   data_ += '\0';
@@ -190,7 +210,7 @@ Sha256 RowEncoding::sha() const {
 
 Sha256 row_sha(const ChainedTable& table, const Row& row) {
   RowEncoding e(table);
-  const int n = column_count(table);
+  const int n = column_count(table);  // an older encoding's columns: a prefix of the row's
   // Integers come back as their decimal text from either store: encoded as text alike.
   for (int i = 0; i < n; ++i) row.is_null(i) ? e.null() : e.text(row.column_text(i));
   return e.sha();

@@ -1,7 +1,7 @@
 #pragma once
 // The audit chain (docs/audit.md "Integrity"): every row a writer makes or completes is
 // covered by its proxy's chain, in commit order per proxy. Each row's digest is
-//   SHA-256("netbox-audit-row-v1" 0 table 0 columns): RowEncoding below, fed by the writer
+//   SHA-256(tag 0 table 0 columns): RowEncoding below, fed by the writer
 //   with the values it binds (or an UPDATE's RETURNING row) and by `netbox audit verify`
 //   with the values it reads back, so nothing is read back on the writer's side.
 // Since schema version 9 the chain has one link per written batch (audit_chain_batches):
@@ -9,7 +9,10 @@
 //   hash    = SHA-256("netbox-audit-batch-link-v2" 0 previous hash (32 bytes) +
 //             length-prefixed proxy_id, seq + members);
 // so a batch costs one INSERT and its rows one SHA-256 each, and verify still names the row
-// that does not match (it recomputes each member's digest). Schema version 8 wrote one link
+// that does not match (it recomputes each member's digest). The tag is the encoding's: rows
+// linked before schema version 11 "netbox-audit-row-v1"; requests since then
+// "netbox-audit-row-v2", whose columns add client_pid, client_exe and client_argv. A
+// member's table byte names its encoding, so old rows keep verifying as they were written. Schema version 8 wrote one link
 // per row (audit_chain):
 //   hash   = SHA-256("netbox-audit-link-v1" 0 previous hash (32 bytes) + length-prefixed
 //            proxy_id, seq, table, row_id, ts + digest (32 bytes)).
@@ -50,9 +53,13 @@ struct ChainedTable {
   // is pruned its older links can go too.
   const char* prune_column;
   const char* open_column;
+  const char* tag;  // the row tag its digests begin with
 };
-std::span<const ChainedTable> chained_tables();
+// The encodings writers use now, one per table (verify reads each table's rows with these columns).
+std::span<const ChainedTable* const> chained_tables();
 const ChainedTable* chained_table(std::string_view name);
+// The table's schema-8 encoding (row tag v1), which version-8 row links used.
+const ChainedTable* v1_table(std::string_view name);
 
 std::string to_hex(std::span<const unsigned char> bytes);
 
@@ -79,7 +86,8 @@ class RowEncoding {
   std::string data_;
 };
 
-// The digest of a row read with `table`'s columns.
+// The digest of a row read with `table`'s columns (or a newer encoding's, whose columns
+// begin with them: the rest is not covered).
 Sha256 row_sha(const ChainedTable& table, const Row& row);
 std::string row_digest(const ChainedTable& table, const Row& row);  // hex
 // What a link records as its ts: the row's prune column, else its open column, else "~"

@@ -36,6 +36,7 @@ Touched request_touched(std::int64_t id, std::string_view ts, const AuditRecord&
   e.integer(optional_int(v.status)).integer(v.bytes_up).integer(v.bytes_down).integer(v.duration_ms).text(v.error);
   e.integer(static_cast<std::int64_t>(r.count));
   e.integer(parent_id ? std::optional<std::int64_t>(parent_id) : std::nullopt).text(proxy_id);
+  e.integer(r.origin.pid).text(r.origin.exe).text(r.origin.argv);  // row tag v2
   return finish("requests", id, ts, e);
 }
 

@@ -460,8 +460,8 @@ ALTER TABLE audit_chain_batches ALTER COLUMN members SET STORAGE EXTERNAL;
 
 // Version 10: who opened each request's connection (issue 27): the agent's process as the
 // proxy found it from the connection's socket (docs/audit.md). Added, never renamed; NULL
-// for rows before this step and for clients that were not launched. Not in the chain's
-// columns yet (chained_table): digests of older rows must stay what they were.
+// for rows before this step and for clients that were not launched. Covered by the chain
+// from version 11 on (row tag v2); digests of older rows stay what they were.
 constexpr const char* kV10 = R"sql(
 ALTER TABLE requests ADD COLUMN client_pid INTEGER;
 ALTER TABLE requests ADD COLUMN client_exe TEXT;
@@ -474,6 +474,14 @@ ALTER TABLE requests ADD COLUMN client_exe text COLLATE "C";
 ALTER TABLE requests ADD COLUMN client_argv text COLLATE "C";
 )sql";
 
+// Version 11: the audit chain's row tag v2 (chain.hpp): requests written from here on are
+// linked with client_pid, client_exe and client_argv in their digests, so an edit to them
+// fails `netbox audit verify`; rows linked before keep their v1 digests, which verify still
+// checks. No table changes: the step is the version, so that a netbox that knows only v1
+// refuses this store ("newer than the version ... this netbox understands") instead of
+// taking its v2 links for edited ones.
+constexpr const char* kV11 = "SELECT 1;";
+
 constexpr Migration kMigrations[] = {
     {1, kV1, nullptr, false},
     {2, kV2, nullptr, false},
@@ -485,6 +493,7 @@ constexpr Migration kMigrations[] = {
     {8, kV8, kPgV8, false},
     {9, kV9, kPgV9, false},
     {10, kV10, kPgV10, false},
+    {11, kV11, kV11, false},
 };
 
 static_assert(sizeof kMigrations / sizeof kMigrations[0] == kSchemaVersion,

@@ -37,6 +37,7 @@ struct Problem {
 // A row as a link covers it: a version-8 link's, or one member of a batch.
 struct Cover {
   const Link* link;
+  const detail::ChainedTable* encoding;  // the columns and row tag its digest was made with
   std::string table;
   std::int64_t row_id;
   const std::string* ts;
@@ -84,7 +85,7 @@ class Verifier {
     for (const auto& [proxy, links] : links_)
       if (!heads_.contains(proxy))
         add(proxy, links.front().seq, "proxy '" + proxy + "' has links but no chain head: the head was deleted");
-    for (const auto& table : detail::chained_tables()) check_rows(table);
+    for (const auto* table : detail::chained_tables()) check_rows(*table);
     for (const auto& [key, c] : latest_)
       if (!seen_.contains(key)) missing(c);
     std::stable_sort(problems_.begin(), problems_.end(),
@@ -179,7 +180,9 @@ class Verifier {
   // The rows `l` covers, each now latest.
   void cover(const std::string& proxy, const Link& l) {
     if (l.table != "batch") {
-      latest_[{l.table, l.row_id}] = Cover{&l, l.table, l.row_id, &l.ts, sha_from_hex(l.digest)};
+      const auto* v1 = detail::v1_table(l.table);
+      if (!v1) return add(proxy, l.seq, where(l) + ": it names no table netbox chains: it was edited");
+      latest_[{l.table, l.row_id}] = Cover{&l, v1, l.table, l.row_id, &l.ts, sha_from_hex(l.digest)};
       return;
     }
     auto members = detail::decode_members(l.member_bytes);
@@ -188,7 +191,7 @@ class Verifier {
       return;
     }
     auto& kept = members_.emplace_back(std::move(*members));
-    for (const auto& m : kept) latest_[{m.table->name, m.id}] = Cover{&l, m.table->name, m.id, &m.ts, m.digest};
+    for (const auto& m : kept) latest_[{m.table->name, m.id}] = Cover{&l, m.table, m.table->name, m.id, &m.ts, m.digest};
   }
 
   void check_rows(const detail::ChainedTable& table) {
@@ -211,7 +214,7 @@ class Verifier {
       }
       seen_.insert(it->first);
       // Each row's own digest, a batch's member included: the mismatch names its row.
-      if (detail::row_sha(table, r) != it->second.digest)
+      if (detail::row_sha(*it->second.encoding, r) != it->second.digest)
         add(it->second.link->proxy_id, it->second.link->seq,
             where(it->second) + ": the row does not match the hash recorded when it was written: it was edited");
     });

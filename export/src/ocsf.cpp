@@ -102,6 +102,7 @@ json netbox_attributes(const audit::AuditRecord& r, const Product& p) {
   text("rule", r.rule);
   text("reason", r.reason);
   text("error", r.error);
+  text("client_exe", r.origin.exe);  // never its argv: a command line may hold a secret
   n["port"] = r.port;
   if (r.status) n["status"] = *r.status;
   if (r.duration_ms) n["duration_ms"] = *r.duration_ms;
@@ -198,7 +199,9 @@ json finding(json e, const std::string& uid, const std::string& title, const std
 std::vector<json> ocsf_records(const audit::AuditRecord& original, const Product& product,
                                const std::string& finding_uid) {
   audit::AuditRecord row = original;
-  for (auto* text : {&row.host, &row.path, &row.method, &row.reason, &row.error, &row.client_addr})
+  row.origin = original.origin_now();
+  row.origin.argv.clear();
+  for (auto* text : {&row.host, &row.path, &row.method, &row.reason, &row.error, &row.client_addr, &row.origin.exe})
     withhold_placeholder(*text);
   std::vector<json> out;
   if (row.kind == "http") out.push_back(http_activity(row, product));

@@ -4,6 +4,10 @@
 
 #include "netbox/policy/near_miss.hpp"
 
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+
 #include <array>
 #include <cctype>
 #include <utility>
@@ -84,6 +88,21 @@ std::string read_webhook(const LoadContext& ctx, const nlohmann::json& v, const 
   return s;
 }
 
+// The CAs an https:// webhook must chain to: an absolute path to a readable PEM file holding
+// at least one certificate, read now so a typo is a load error, not a webhook that fails.
+std::string read_webhook_ca(const LoadContext& ctx, const nlohmann::json& v, const std::string& pointer) {
+  const std::string& path = ctx.expect_string(v, pointer);
+  if (path.empty() || path.front() != '/') ctx.fail(pointer, "must be an absolute path to a PEM file, not \"" + path + "\"");
+  BIO* bio = BIO_new_file(path.c_str(), "r");
+  X509* first = bio ? PEM_read_bio_X509(bio, nullptr, nullptr, nullptr) : nullptr;
+  const bool ok = first != nullptr;
+  X509_free(first);
+  BIO_free(bio);
+  ERR_clear_error();
+  if (!ok) ctx.fail(pointer, path + ": not a readable PEM certificate file");
+  return path;
+}
+
 void read_content(const LoadContext& ctx, const nlohmann::json& j, const std::string& pointer, ContentRules& c) {
   ctx.expect_object(j, pointer);
   ctx.check_keys(j, pointer, {"secrets", "body_window", "encoded_labels"});
@@ -104,11 +123,18 @@ void read_content(const LoadContext& ctx, const nlohmann::json& j, const std::st
 void read_guardian(const LoadContext& ctx, const nlohmann::json& object, const std::string& pointer,
                    const std::string& list_prefix, GuardianSettings& settings) {
   ctx.expect_object(object, pointer);
-  ctx.check_keys(object, pointer, {"rules", "webhook", "content"});
+  ctx.check_keys(object, pointer, {"rules", "webhook", "webhook_ca", "content"});
   if (auto it = object.find("rules"); it != object.end())
     ctx.keep_going([&] { settings.rules = read_rules(ctx, *it, child(pointer, "rules"), list_prefix + "guardian.rules"); });
-  if (auto it = object.find("webhook"); it != object.end())
+  if (auto it = object.find("webhook"); it != object.end()) {
     ctx.keep_going([&] { settings.webhook = read_webhook(ctx, *it, child(pointer, "webhook")); });
+    settings.webhook_ca.reset();  // a webhook named here takes only the trust named with it
+  }
+  if (auto it = object.find("webhook_ca"); it != object.end()) {
+    ctx.keep_going([&] { settings.webhook_ca = read_webhook_ca(ctx, *it, child(pointer, "webhook_ca")); });
+    if (!settings.webhook || !settings.webhook->starts_with("https://"))
+      ctx.keep_going([&] { ctx.fail(child(pointer, "webhook_ca"), "needs an https:// webhook beside it"); });
+  }
   if (auto it = object.find("content"); it != object.end())
     ctx.keep_going([&] { read_content(ctx, *it, child(pointer, "content"), settings.content); });
 }

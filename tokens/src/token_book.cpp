@@ -1,8 +1,7 @@
 #include "netbox/tokens/token_book.hpp"
 
-#include "netbox/policy/trusted_file.hpp"
+#include "book_file.hpp"
 
-#include <nlohmann/json.hpp>
 #include <openssl/crypto.h>
 
 #include <fcntl.h>
@@ -19,20 +18,8 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-
-[[noreturn]] void fail(const fs::path& path, const std::string& what) {
-  throw TokenBookError(path.string() + ": " + what);
-}
-
-std::string text_of(const json& e, const fs::path& path, const std::string& at, const char* key, bool required) {
-  const auto it = e.find(key);
-  if (it == e.end()) {
-    if (required) fail(path, at + "." + key + ": missing");
-    return {};
-  }
-  if (!it->is_string()) fail(path, at + "." + key + ": expected a string");
-  return it->get<std::string>();
-}
+using book_file::fail;
+using book_file::text_of;
 
 std::int64_t seconds_of(const json& e, const fs::path& path, const std::string& at, const char* key) {
   const auto it = e.find(key);
@@ -89,38 +76,12 @@ bool TokenBook::revoke(std::string_view id) {
 }
 
 TokenBook load_token_book(const fs::path& path, bool missing_is_empty) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    if (errno == ENOENT && missing_is_empty) return {};
-    fail(path, std::strerror(errno));
-  }
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
-  policy::FileTrust trust;
-  trust.owners = policy::invoking_owners();
-  trust.why = "whoever may write it can make up a client's identity";
-  if (auto why = policy::untrusted_because(fd, path, trust)) fail(path, *why);
-  std::string text;
-  char buf[8192];
-  for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) != 0;) {
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      fail(path, std::strerror(errno));
-    }
-    text.append(buf, static_cast<std::size_t>(n));
-  }
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::exception& e) {
-    fail(path, std::string("not JSON: ") + e.what());
-  }
-  if (!j.is_object()) fail(path, "expected an object with \"version\" and \"tokens\"");
-  if (j.value("version", 0) != 1) fail(path, "version: expected 1");
-  const auto tokens = j.find("tokens");
-  if (tokens == j.end() || !tokens->is_array()) fail(path, "tokens: expected an array");
+  const auto j = book_file::read_book_file(path, missing_is_empty, "whoever may write it can make up a client's identity");
+  if (!j) return {};
+  if (!j->is_object()) fail(path, "expected an object with \"version\" and \"tokens\"");
+  if (j->value("version", 0) != 1) fail(path, "version: expected 1");
+  const auto tokens = j->find("tokens");
+  if (tokens == j->end() || !tokens->is_array()) fail(path, "tokens: expected an array");
   std::vector<TokenEntry> entries;
   for (std::size_t i = 0; i < tokens->size(); ++i)
     entries.push_back(entry_of((*tokens)[i], path, "tokens[" + std::to_string(i) + "]"));

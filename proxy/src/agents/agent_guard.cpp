@@ -52,6 +52,7 @@ void AgentGuard::configure(const policy::Profile& profile) {
   limits_ = profile.limits;
   rules_ = profile.guardian.rules;
   webhook_ = profile.guardian.webhook;
+  webhook_ca_ = profile.guardian.webhook_ca;
   const auto now = Clock::now();
   auto budget = [&](std::optional<std::uint64_t> limit, const std::string& rule, std::string_view what,
                     const std::string& whose) -> std::optional<Budget> {

@@ -113,6 +113,10 @@ class AgentGuard : public std::enable_shared_from_this<AgentGuard> {
     std::lock_guard lock(mu_);
     return webhook_;
   }
+  std::optional<std::string> webhook_ca() const {  // guardian.webhook_ca: an https:// webhook's CAs
+    std::lock_guard lock(mu_);
+    return webhook_ca_;
+  }
   GuardReport report() const;
 
  private:
@@ -138,6 +142,7 @@ class AgentGuard : public std::enable_shared_from_this<AgentGuard> {
   policy::Limits limits_;
   std::vector<policy::GuardianRule> rules_;
   std::optional<std::string> webhook_;
+  std::optional<std::string> webhook_ca_;
   std::optional<Budget> up_, down_;
   std::optional<guardian::TokenBucket> rate_;
   std::optional<guardian::TokenBucket> new_hosts_;           // limits.new_hosts_per_minute

@@ -81,21 +81,22 @@ void Guardians::act(AgentGuard& guard, const policy::GuardianRule& rule, const s
   wake_.notify_one();
 }
 
-void Guardians::notify(const std::string& url, std::string body) {
+void Guardians::notify(const std::string& url, const std::string& ca, std::string body) {
   if (!rt_) return;
   Webhook* hook = nullptr;
   {
     std::lock_guard lock(mu_);
-    auto it = webhooks_.find(url);
+    const std::string key = url + '\0' + ca;  // one sender per URL and trust
+    auto it = webhooks_.find(key);
     if (it == webhooks_.end()) {
       auto parsed = parse_webhook_url(url);
       std::unique_ptr<Webhook> made;
-      if (parsed) made = std::make_unique<Webhook>(std::move(*parsed), url, rt_->counters, rt_->log);
+      if (parsed) made = std::make_unique<Webhook>(std::move(*parsed), url, ca, rt_->counters, rt_->log);
       else
-        rt_->log.write(
-            LogLevel::error, log_event::webhook_failed,
-            {{log_key::url, url}, {log_key::reason, "only http:// webhooks are sent; this one never will be"}});
-      it = webhooks_.emplace(url, std::move(made)).first;
+        rt_->log.write(LogLevel::error, log_event::webhook_failed,
+                       {{log_key::url, url},
+                        {log_key::reason, "only http:// and https:// webhooks are sent; this one never will be"}});
+      it = webhooks_.emplace(key, std::move(made)).first;
     }
     hook = it->second.get();
   }
@@ -153,7 +154,7 @@ void Guardians::record(AgentGuard& guard, const policy::GuardianRule& rule, cons
   e.message = message;
   e.detail = d.dump();
   if (rt_->options.exporter) rt_->options.exporter->event(e);
-  if (auto url = guard.webhook()) notify(*url, d.dump());
+  if (auto url = guard.webhook()) notify(*url, guard.webhook_ca().value_or(""), d.dump());
   rt_->writer->event(std::move(e));
 }
 

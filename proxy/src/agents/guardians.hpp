@@ -59,7 +59,7 @@ class Guardians {
 
  private:
   void run();
-  void notify(const std::string& url, std::string body);
+  void notify(const std::string& url, const std::string& ca, std::string body);  // ca: guardian.webhook_ca, or ""
   void sighted(const std::string& agent, policy::GuardianEvent event, const std::string& particulars,
                const std::string& message, const std::string& detail, LogFields fields);
   void record(AgentGuard& guard, const policy::GuardianRule& rule, const std::string& trigger,
@@ -69,7 +69,7 @@ class Guardians {
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<AgentGuard>, std::less<>> guards_;
   std::map<std::string, GuardianEnforcer, std::less<>> enforcers_;
-  std::map<std::string, std::unique_ptr<Webhook>, std::less<>> webhooks_;  // by URL, as written
+  std::map<std::string, std::unique_ptr<Webhook>, std::less<>> webhooks_;  // by URL as written, and CA file
   std::deque<std::function<void()>> work_;
   std::condition_variable wake_;
   bool stopping_ = false;

@@ -9,6 +9,7 @@
 #include "pipeline/caps.hpp"
 #include "pipeline/client_slots.hpp"
 #include "pipeline/client_tokens.hpp"
+#include "doors/tls_door.hpp"
 #include "base/counters.hpp"
 #include "doors/dns_view.hpp"
 #include "base/endpoint_registry.hpp"
@@ -142,6 +143,8 @@ struct ProxyRuntime {
   std::unique_ptr<audit::Writer> writer;
   std::unique_ptr<Inspector> inspector;  // with --ca-dir: TLS inspection
   std::unique_ptr<ClientTokens> client_tokens;  // with --client-tokens: who anonymous clients are
+  std::unique_ptr<ListenerTls> listener_tls;    // with --listen-cert: the listeners' TLS (tls_door.hpp)
+  RateLimitedLog tls_handshake_log;             // tls_door.hpp
   Caps caps;
   AgentRegistry agents;
   Guardians guardians{this};  // each agent's budgets, rates and guardian rules (issue 25)

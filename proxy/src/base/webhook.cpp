@@ -2,12 +2,19 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/context.hpp>
+#include <boost/asio/ssl/error.hpp>
+#include <boost/beast/core/stream_traits.hpp>
+#include <boost/beast/ssl/ssl_stream.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/string_body.hpp>
 #include <boost/beast/http/write.hpp>
+
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 
 #include <algorithm>
 #include <charconv>
@@ -17,12 +24,73 @@ namespace netbox::proxy {
 namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
+namespace ssl = asio::ssl;
+
+namespace {
+
+// One step of a POST: the private io_context runs until the step's handler set `ec`.
+struct Steps {
+  asio::io_context& ioc;
+  std::string& why;
+  beast::error_code ec;
+  bool done(const char* what) {
+    ioc.restart();
+    ioc.run();
+    if (ec) why = std::string(what) + ": " + ec.message();
+    return !ec;
+  }
+};
+
+// The request and its answer over a connected stream (plain or TLS), each within 5 s.
+template <class Stream>
+bool post_on(Stream& stream, Steps& s, const WebhookUrl& url, const std::string& body) {
+  http::request<http::string_body> req(http::verb::post, url.target, 11);
+  const bool default_port = url.port == (url.tls ? 443 : 80);
+  const std::string host = url.host.find(':') != std::string::npos ? "[" + url.host + "]" : url.host;
+  req.set(http::field::host, default_port ? host : host + ":" + std::to_string(url.port));
+  req.set(http::field::content_type, "application/json");
+  req.set(http::field::user_agent, "netbox-guardian");
+  req.keep_alive(false);
+  req.body() = body;
+  req.prepare_payload();
+  beast::get_lowest_layer(stream).expires_after(std::chrono::seconds(5));
+  http::async_write(stream, req, [&](beast::error_code e, std::size_t) { s.ec = e; });
+  if (!s.done("sending")) return false;
+  beast::flat_buffer buf;
+  http::response<http::string_body> res;
+  beast::get_lowest_layer(stream).expires_after(std::chrono::seconds(5));
+  http::async_read(stream, buf, res, [&](beast::error_code e, std::size_t) { s.ec = e; });
+  if (!s.done("reading the answer")) return false;
+  if (res.result_int() / 100 == 2) return true;
+  s.why = "answered " + std::to_string(res.result_int());
+  return false;
+}
+
+// The client side: TLS 1.2 or later, the peer verified against the system's roots or `ca`.
+bool tls_context(ssl::context& ctx, const std::string& ca, std::string& why) {
+  SSL_CTX_set_min_proto_version(ctx.native_handle(), TLS1_2_VERSION);
+  boost::system::error_code ec;
+  if (ca.empty()) ctx.set_default_verify_paths(ec);
+  else ctx.load_verify_file(ca, ec);
+  if (ec) why = (ca.empty() ? std::string("the system trust store") : "guardian.webhook_ca " + ca) + ": " + ec.message();
+  ctx.set_verify_mode(ssl::verify_peer);
+  return !ec;
+}
+
+}  // namespace
 
 std::optional<WebhookUrl> parse_webhook_url(const std::string& url) {
-  constexpr std::string_view kScheme = "http://";
-  if (!url.starts_with(kScheme)) return std::nullopt;
-  std::string_view rest = std::string_view(url).substr(kScheme.size());
   WebhookUrl out;
+  std::string_view rest = url;
+  if (rest.starts_with("https://")) {
+    out.tls = true;
+    out.port = 443;
+    rest.remove_prefix(8);
+  } else if (rest.starts_with("http://")) {
+    rest.remove_prefix(7);
+  } else {
+    return std::nullopt;
+  }
   const auto slash = rest.find('/');
   std::string_view authority = rest.substr(0, slash);
   if (slash != std::string_view::npos) out.target = std::string(rest.substr(slash));
@@ -49,8 +117,13 @@ std::optional<WebhookUrl> parse_webhook_url(const std::string& url) {
   return out;
 }
 
-Webhook::Webhook(WebhookUrl url, std::string written, Counters& counters, Logger& log)
-    : url_(std::move(url)), written_(std::move(written)), counters_(counters), log_(log), thread_([this] { run(); }) {}
+Webhook::Webhook(WebhookUrl url, std::string written, std::string ca, Counters& counters, Logger& log)
+    : url_(std::move(url)),
+      written_(std::move(written)),
+      ca_(std::move(ca)),
+      counters_(counters),
+      log_(log),
+      thread_([this] { run(); }) {}
 
 Webhook::~Webhook() {
   {
@@ -108,41 +181,35 @@ void Webhook::run() {
 // its asynchronous operations only: each step runs the private io_context to its end).
 bool Webhook::send(const std::string& body, std::string& why) {
   asio::io_context ioc;
-  beast::tcp_stream stream(ioc);
+  Steps s{ioc, why, {}};
   asio::ip::tcp::resolver resolver(ioc);
-  beast::error_code ec;
-  auto step = [&](const char* what) {
-    ioc.restart();
-    ioc.run();
-    if (ec) why = std::string(what) + ": " + ec.message();
-    return !ec;
-  };
-  const auto found = resolver.resolve(url_.host, std::to_string(url_.port), ec);
-  if (ec) {
-    why = "resolving " + url_.host + ": " + ec.message();
+  const auto found = resolver.resolve(url_.host, std::to_string(url_.port), s.ec);
+  if (s.ec) {
+    why = "resolving " + url_.host + ": " + s.ec.message();
     return false;
   }
+  beast::tcp_stream stream(ioc);
   stream.expires_after(std::chrono::seconds(5));
-  stream.async_connect(found, [&](beast::error_code e, const asio::ip::tcp::endpoint&) { ec = e; });
-  if (!step("connecting")) return false;
-  http::request<http::string_body> req(http::verb::post, url_.target, 11);
-  req.set(http::field::host, url_.host + ":" + std::to_string(url_.port));
-  req.set(http::field::content_type, "application/json");
-  req.set(http::field::user_agent, "netbox-guardian");
-  req.keep_alive(false);
-  req.body() = body;
-  req.prepare_payload();
-  stream.expires_after(std::chrono::seconds(5));
-  http::async_write(stream, req, [&](beast::error_code e, std::size_t) { ec = e; });
-  if (!step("sending")) return false;
-  beast::flat_buffer buf;
-  http::response<http::string_body> res;
-  stream.expires_after(std::chrono::seconds(5));
-  http::async_read(stream, buf, res, [&](beast::error_code e, std::size_t) { ec = e; });
-  if (!step("reading the answer")) return false;
-  if (res.result_int() / 100 == 2) return true;
-  why = "answered " + std::to_string(res.result_int());
-  return false;
+  stream.async_connect(found, [&](beast::error_code e, const asio::ip::tcp::endpoint&) { s.ec = e; });
+  if (!s.done("connecting")) return false;
+  if (!url_.tls) return post_on(stream, s, url_, body);
+  // A context per POST: the CA file is read as it is now (webhooks are rare).
+  ssl::context ctx(ssl::context::tls_client);
+  if (!tls_context(ctx, ca_, why)) return false;
+  beast::ssl_stream<beast::tcp_stream> tls(std::move(stream), ctx);
+  SSL* h = tls.native_handle();
+  boost::system::error_code not_ip;
+  asio::ip::make_address(url_.host, not_ip);
+  if (not_ip) {
+    SSL_ctrl(h, SSL_CTRL_SET_TLSEXT_HOSTNAME, TLSEXT_NAMETYPE_host_name, const_cast<char*>(url_.host.c_str()));  // SSL_set_tlsext_host_name, without its C cast
+    SSL_set1_host(h, url_.host.c_str());
+  } else {
+    X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(h), url_.host.c_str());
+  }
+  beast::get_lowest_layer(tls).expires_after(std::chrono::seconds(5));
+  tls.async_handshake(ssl::stream_base::client, [&](beast::error_code e) { s.ec = e; });
+  if (!s.done("TLS handshake")) return false;
+  return post_on(tls, s, url_, body);
 }
 
 }  // namespace netbox::proxy

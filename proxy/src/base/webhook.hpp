@@ -1,6 +1,9 @@
 #pragma once
 // The guardian's webhook (`guardian.webhook`, issue 25): every trigger and action, as a
-// JSON object, POSTed to an http:// URL by the proxy itself, outside any agent's policy
+// JSON object, POSTed to an http:// or https:// URL by the proxy itself, outside any
+// agent's policy. An https:// one is verified: its certificate must chain to the system's
+// roots or, when the policy names `guardian.webhook_ca`, to that file's CAs only, and name
+// the URL's host (SNI sent, a host name or IP literal checked by OpenSSL)
 // (it is netbox's own connection, never admitted as an agent's). At least once: a POST
 // that fails (no connection, no answer within 5 s, a non-2xx status) is tried again after
 // a backoff (0.2 s doubling to 10 s), 8 times in all, then given up and counted. It never
@@ -22,11 +25,12 @@
 namespace netbox::proxy {
 
 struct WebhookUrl {
+  bool tls = false;  // https://
   std::string host;
-  std::uint16_t port = 80;
+  std::uint16_t port = 80;  // 443 for https:// without a port
   std::string target = "/";
 };
-// An http:// URL, or nullopt (https:// is not sent yet: the caller says so).
+// An http:// or https:// URL, or nullopt.
 std::optional<WebhookUrl> parse_webhook_url(const std::string& url);
 
 class Webhook {
@@ -34,7 +38,8 @@ class Webhook {
   static constexpr std::size_t kQueue = 1024;
   static constexpr unsigned kAttempts = 8;
 
-  Webhook(WebhookUrl url, std::string written, Counters& counters, Logger& log);
+  // `ca`: for an https:// URL, the PEM file of the CAs to trust instead of the system's; empty: the system's.
+  Webhook(WebhookUrl url, std::string written, std::string ca, Counters& counters, Logger& log);
   ~Webhook();
   Webhook(const Webhook&) = delete;
   Webhook& operator=(const Webhook&) = delete;
@@ -47,6 +52,7 @@ class Webhook {
 
   WebhookUrl url_;
   std::string written_;
+  std::string ca_;
   Counters& counters_;
   Logger& log_;
   std::mutex mu_;

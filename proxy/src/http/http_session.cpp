@@ -61,6 +61,16 @@ HttpSession<Stream>::HttpSession(ProxyRuntime& impl, Worker& worker, tcp::socket
 }
 
 template <class Stream>
+HttpSession<Stream>::HttpSession(ProxyRuntime& impl, Worker& worker, tcp::socket socket, AgentConnection connection,
+                                 std::optional<policy::Decision> refused)
+  requires(!kTls)
+    : HttpSession(impl, worker, std::move(socket), ClientSlot()) {
+  static_cast<AgentConnection&>(link_) = std::move(connection);
+  link_.bridged = true;
+  link_.refused_identity = std::move(refused);
+}
+
+template <class Stream>
 HttpSession<Stream>::HttpSession(ProxyRuntime& impl, Worker& worker, Stream stream, FixedDestination fixed)
   requires(kTls)
     : impl_(impl),
@@ -97,7 +107,7 @@ HttpSession<Stream>::~HttpSession() {
 // here, as every door's is (agent_connection.hpp).
 template <class Stream>
 void HttpSession<Stream>::start() {
-  if (link_.fixed) return bind_connection();
+  if (link_.fixed || link_.bridged) return bind_connection();
   if constexpr (!kTls) {
     open_agent_connection(impl_, stream_.socket(), link_.slot, DoorKind::http,
                           [self = this->shared_from_this()](AgentConnection c) {
@@ -110,7 +120,7 @@ void HttpSession<Stream>::start() {
 template <class Stream>
 void HttpSession<Stream>::bind_connection() {
   boost::system::error_code ec;
-  link_.peer = beast::get_lowest_layer(stream_).socket().remote_endpoint(ec);
+  if (!link_.bridged) link_.peer = beast::get_lowest_layer(stream_).socket().remote_endpoint(ec);
   // Without the agent's address (its connection already gone) no key can name the agent.
   if (!ec) link_.pool_scope = UpstreamPool::scope(link_.who.agent, link_.peer.address());
   if (link_.fixed) {  // bytes its door read already

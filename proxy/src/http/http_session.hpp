@@ -73,6 +73,10 @@ struct SessionLink : AgentConnection {
   std::optional<FixedDestination> fixed;
   std::uint64_t requests = 0;  // heads read; the first one shows what an inspected connection carries
   bool identity_settled = false;  // a client token was asked for (or not needed): identity is fixed
+  // A TLS listener's connection (tls_door.hpp): its socket is the loop's end of a local
+  // pair, so its peer is the door's, never asked of the socket.
+  bool bridged = false;
+  std::optional<policy::Decision> refused_identity;  // its certificate was refused: 407, rule client_cert
 };
 
 // The current request: one value, reset by one assignment when the next one begins
@@ -114,6 +118,11 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
   HttpSession(ProxyRuntime& impl, Worker& worker, boost::asio::ip::tcp::socket socket, AgentConnection connection,
               FixedDestination fixed)
     requires(!kTls);
+  // A TLS listener's connection, opened by its door (tls_door.hpp), over the plaintext end
+  // of its bridge; `refused`: the credential it showed was refused (its first request gets 407).
+  HttpSession(ProxyRuntime& impl, Worker& worker, boost::asio::ip::tcp::socket socket, AgentConnection connection,
+              std::optional<policy::Decision> refused)
+    requires(!kTls);
   // An inspected connection after its handshake: its slot is the connection row's.
   HttpSession(ProxyRuntime& impl, Worker& worker, Stream stream, FixedDestination fixed)
     requires(kTls);
@@ -136,6 +145,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
   // A client that would be `anonymous` on a proxy with --client-tokens: its token (from
   // Proxy-Authorization) makes it the token's agent; false: refused 407 (client_tokens.hpp).
   bool take_client_token();
+  void refuse_credential(policy::Decision no);  // 407 with a row, then the connection closes
   void refuse_unparsed(boost::beast::error_code ec);
   void refuse_not_http(std::string why);  // an inspected connection that does not carry HTTP/1.1
   void note_target(std::string_view target, bool connect);

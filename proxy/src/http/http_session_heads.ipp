@@ -176,25 +176,28 @@ template <class Stream>
 bool HttpSession<Stream>::take_client_token() {
   if (link_.identity_settled) return true;
   link_.identity_settled = true;
+  if (link_.refused_identity) return refuse_credential(std::move(*link_.refused_identity)), false;
   if (kTls || link_.fixed || !impl_.client_tokens || !link_.who.is_anonymous()) return true;
   // A header that holds no token we read is a bad credential, never "none sent".
   const auto header = rq_.req[http::field::proxy_authorization];
   const auto token = tokens::token_from_proxy_authorization(header);
   auto v = impl_.client_tokens->identify(token ? *token : header.empty() ? "" : "?", *link_.policy);
-  if (!v.who) {
-    note_request(is_connect(), rq_.req.method_string());
-    note_target(rq_.req.target(), is_connect());
-    auto no = refusal_of(policy::Decision::refused("client_token", std::move(v.why)), 407);
-    no.what = what();
-    refuse(std::move(no), true);
-    return false;
-  }
+  if (!v.who) return refuse_credential(policy::Decision::refused("client_token", std::move(v.why))), false;
   if (v.who->is_anonymous()) return true;
   link_.become(std::move(*v.who), impl_);
   link_.bind(admission_, exchange_);
   exchange_.begin();  // this request's row is the token's agent's
   link_.pool_scope = UpstreamPool::scope(link_.who.agent, link_.peer.address());
   return true;
+}
+
+template <class Stream>
+void HttpSession<Stream>::refuse_credential(policy::Decision no) {
+  note_request(is_connect(), rq_.req.method_string());
+  note_target(rq_.req.target(), is_connect());
+  auto r = refusal_of(std::move(no), 407);
+  r.what = what();
+  refuse(std::move(r), true);
 }
 
 template <class Stream>

@@ -125,5 +125,7 @@ void UpgradedRelay<Client, Upstream>::finish() {
 
 template class UpgradedRelay<beast::tcp_stream, beast::tcp_stream>;
 template class UpgradedRelay<AgentTlsStream, UpstreamPool::TlsStream>;
+// The TLS listener's bridge to the request loop (tls_door.hpp).
+template class UpgradedRelay<AgentTlsStream, beast::tcp_stream>;
 
 }  // namespace netbox::proxy

@@ -56,20 +56,24 @@ tls::CertificateAuthority load_ca(const std::filesystem::path& dir) {
 
 }  // namespace
 
+void agent_side_tls(ssl::context& ctx) {
+  tls12_or_later(ctx);
+  // The agent's side offers AEAD suites only, in netbox's order: no CBC (its padding and
+  // MAC-then-encrypt have given one attack after another), AES-GCM first (hardware on
+  // every host netbox runs on), then ChaCha20-Poly1305. TLS 1.3's suites are all AEAD.
+  // The leaf keys are ECDSA (tls/leaf_certificate.hpp); the RSA names cost nothing.
+  if (SSL_CTX_set_cipher_list(ctx.native_handle(), kAgentTls12Suites) != 1)
+    throw std::runtime_error("OpenSSL refused netbox's TLS 1.2 cipher list");
+  SSL_CTX_set_options(ctx.native_handle(), SSL_OP_CIPHER_SERVER_PREFERENCE);
+  SSL_CTX_set_alpn_select_cb(ctx.native_handle(), select_http11, nullptr);
+}
+
 Inspector::Inspector(const std::filesystem::path& ca_dir, const std::optional<std::filesystem::path>& upstream_ca)
     : ca_(load_ca(ca_dir)),
       leaves_(ca_, kLeafCacheSize),
       agent_(ssl::context::tls_server),
       upstream_(ssl::context::tls_client) {
-  tls12_or_later(agent_);
-  // The agent's side offers AEAD suites only, in netbox's order: no CBC (its padding and
-  // MAC-then-encrypt have given one attack after another), AES-GCM first (hardware on
-  // every host netbox runs on), then ChaCha20-Poly1305. TLS 1.3's suites are all AEAD.
-  // The leaf keys are ECDSA (tls/leaf_certificate.hpp); the RSA names cost nothing.
-  if (SSL_CTX_set_cipher_list(agent_.native_handle(), kAgentTls12Suites) != 1)
-    throw std::runtime_error("OpenSSL refused netbox's TLS 1.2 cipher list");
-  SSL_CTX_set_options(agent_.native_handle(), SSL_OP_CIPHER_SERVER_PREFERENCE);
-  SSL_CTX_set_alpn_select_cb(agent_.native_handle(), select_http11, nullptr);
+  agent_side_tls(agent_);
 
   tls12_or_later(upstream_);
   boost::system::error_code ec;

@@ -18,6 +18,11 @@
 
 namespace netbox::proxy {
 
+// The server side agents handshake with, on an inspected connection and on the proxy's TLS
+// listener alike (tls_door.hpp): TLS 1.2+, AEAD suites in netbox's order, no
+// renegotiation, ALPN http/1.1 only, record buffers released while idle.
+void agent_side_tls(boost::asio::ssl::context& ctx);
+
 class Inspector {
  public:
   static constexpr std::size_t kLeafCacheSize = 1024;

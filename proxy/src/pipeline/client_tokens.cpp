@@ -5,13 +5,6 @@
 namespace netbox::proxy {
 namespace {
 
-using namespace std::chrono_literals;
-
-bool same_file(const struct stat& a, const struct stat& b) {
-  return a.st_dev == b.st_dev && a.st_ino == b.st_ino && a.st_size == b.st_size &&
-         a.st_mtim.tv_sec == b.st_mtim.tv_sec && a.st_mtim.tv_nsec == b.st_mtim.tv_nsec;
-}
-
 std::int64_t unix_now() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
@@ -20,31 +13,18 @@ std::int64_t unix_now() {
 
 ClientTokens::ClientTokens(std::filesystem::path book, bool allow_anonymous,
                            std::function<void(bool, const std::string&)> on_reload)
-    : path_(std::move(book)), allow_anonymous_(allow_anonymous), on_reload_(std::move(on_reload)) {
-  ::stat(path_.c_str(), &seen_);
-  book_ = std::make_shared<const tokens::TokenBook>(tokens::load_token_book(path_));
-  checked_ = std::chrono::steady_clock::now();
+    : allow_anonymous_(allow_anonymous),
+      book_(std::move(book), [](const std::filesystem::path& p) { return tokens::load_token_book(p); },
+            [](const tokens::TokenBook& b) { return std::to_string(b.entries().size()) + " tokens"; },
+            std::move(on_reload)) {}
+
+std::optional<std::string> missing_profile(const std::string& credential, const std::string& profile,
+                                           const policy::Policy& policy) {
+  if (profile.empty() || policy.agents.contains(profile)) return std::nullopt;
+  return credential + " names profile '" + profile + "', which the policy has no agents entry for";
 }
 
-std::shared_ptr<const tokens::TokenBook> ClientTokens::current() {
-  std::lock_guard lock(mu_);
-  const auto now = std::chrono::steady_clock::now();
-  if (now - checked_ < 1s) return book_;
-  checked_ = now;
-  struct stat st {};
-  if (::stat(path_.c_str(), &st) == 0 && same_file(st, seen_)) return book_;
-  seen_ = st;
-  try {
-    book_ = std::make_shared<const tokens::TokenBook>(tokens::load_token_book(path_));
-    if (on_reload_) on_reload_(true, std::to_string(book_->entries().size()) + " tokens");
-  } catch (const std::exception& e) {
-    book_ = std::make_shared<const tokens::TokenBook>();
-    if (on_reload_) on_reload_(false, e.what());
-  }
-  return book_;
-}
-
-std::size_t ClientTokens::size() { return current()->entries().size(); }
+std::size_t ClientTokens::size() { return book_.current()->entries().size(); }
 
 ClientTokens::Verdict ClientTokens::identify(std::string_view token, const policy::Policy& policy) {
   if (token.empty()) {
@@ -53,11 +33,10 @@ ClientTokens::Verdict ClientTokens::identify(std::string_view token, const polic
             "this proxy needs a client token: send it as the proxy password (http://agent:TOKEN@proxy:port); "
             "`netbox token create` issues one"};
   }
-  const auto v = current()->verify(token, unix_now());
+  const auto v = book_.current()->verify(token, unix_now());
   if (!v.grant) return {std::nullopt, v.why};
-  if (!v.grant->profile.empty() && !policy.agents.contains(v.grant->profile))
-    return {std::nullopt, "token " + std::string(tokens::kTokenPrefix) + v.grant->id + " names profile '" +
-                              v.grant->profile + "', which the policy has no agents entry for"};
+  if (auto why = missing_profile("token " + std::string(tokens::kTokenPrefix) + v.grant->id, v.grant->profile, policy))
+    return {std::nullopt, std::move(*why)};
   AgentIdentity who;
   who.agent = v.grant->agent;
   who.profile = v.grant->profile;

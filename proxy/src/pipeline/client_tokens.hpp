@@ -6,20 +6,15 @@
 // connection without one is refused 407 and recorded, unless `--allow-anonymous`. Launched
 // agents need none: their identity is the socket they came through.
 //
-// The book is read again when its file changes (checked at most once a second, on the
-// connection that needs it); a book that can no longer be read is an empty one (every token
-// refused, loudly), never the last good one, so a revocation cannot be lost to a bad write.
+// The book is followed as followed_book.hpp says (read again when it changes; unreadable:
+// every token refused, never the last good book).
 #include "netbox/tokens/token_book.hpp"
 
 #include "agents/agent_registry.hpp"
+#include "pipeline/followed_book.hpp"
 
-#include <sys/stat.h>
-
-#include <chrono>
 #include <filesystem>
 #include <functional>
-#include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -50,15 +45,13 @@ class ClientTokens {
   std::size_t size();  // tokens in the book as last read
 
  private:
-  std::shared_ptr<const tokens::TokenBook> current();
-
-  const std::filesystem::path path_;
   const bool allow_anonymous_;
-  std::function<void(bool, const std::string&)> on_reload_;
-  std::mutex mu_;
-  std::shared_ptr<const tokens::TokenBook> book_;
-  struct stat seen_ {};
-  std::chrono::steady_clock::time_point checked_;
+  FollowedBook<tokens::TokenBook> book_;
 };
+
+// Why a credential whose grant names `profile` cannot be served under `policy` (no agents
+// entry of that name); nullopt: it can. `credential` names it ("token nbt1_…").
+std::optional<std::string> missing_profile(const std::string& credential, const std::string& profile,
+                                           const policy::Policy& policy);
 
 }  // namespace netbox::proxy

@@ -34,7 +34,9 @@ void log_request(ProxyRuntime& impl, const audit::AuditRecord& r, Outcome outcom
                   {log_key::bytes_up, r.bytes_up},
                   {log_key::bytes_down, r.bytes_down},
                   {log_key::duration_ms, r.duration_ms},
-                  LogField::text_or_null(log_key::error, r.error)});
+                  LogField::text_or_null(log_key::error, r.error),
+                  // The executable, not its argv: a command line may hold a secret.
+                  LogField::text_or_null(log_key::client_exe, r.origin_now().exe)});
 }
 
 }  // namespace

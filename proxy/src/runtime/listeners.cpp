@@ -6,6 +6,7 @@
 #include "http/http_session.hpp"
 #include "base/proxy_runtime.hpp"
 #include "doors/socks_session.hpp"
+#include "doors/tls_door.hpp"
 #include "pipeline/target.hpp"
 
 #include <boost/asio/ip/v6_only.hpp>
@@ -69,6 +70,8 @@ tcp::endpoint ProxyRuntime::add_listener(const tcp::endpoint& ep, ListenerKind k
   if (lifecycle == Lifecycle::running) {  // start() says the rest
     if (kind == ListenerKind::socks)
       log.write(log_event::listening, {{log_key::address, ep_text(bound)}, {log_key::protocol, "socks5"}});
+    else if (kind == ListenerKind::https)
+      log.write(log_event::listening, {{log_key::address, ep_text(bound)}, {log_key::protocol, "https"}});
     else
       log.write(log_event::listening, {{log_key::address, ep_text(bound)}});
   }
@@ -102,7 +105,8 @@ std::vector<tcp::endpoint> ProxyRuntime::local_endpoints() const {
 
 void ProxyRuntime::accept_loop(Worker& w, std::shared_ptr<tcp::acceptor> acc, ListenerKind kind) {
   tcp::acceptor& a = *acc;
-  accept_with_backoff(*this, a, kind == ListenerKind::socks ? "socks5" : "http", std::move(acc),
+  accept_with_backoff(*this, a, kind == ListenerKind::socks ? "socks5" : kind == ListenerKind::https ? "https" : "http",
+                      std::move(acc),
                       [this, &w, kind](tcp::socket s) { take_connection(w, std::move(s), kind); });
 }
 
@@ -110,7 +114,9 @@ void ProxyRuntime::take_connection(Worker& w, tcp::socket s, ListenerKind kind) 
   const auto door = kind == ListenerKind::socks ? DoorKind::socks : DoorKind::http;
   auto slot = take_client_slot(*this, s, door);
   if (!slot) return;
-  if (door == DoorKind::socks)
+  if (kind == ListenerKind::https)
+    take_tls_connection(*this, w, std::move(s), std::move(*slot));
+  else if (door == DoorKind::socks)
     std::make_shared<SocksSession>(*this, w, std::move(s), std::move(*slot))->start();
   else
     std::make_shared<ClientSession>(*this, w, std::move(s), std::move(*slot))->start();

@@ -77,6 +77,13 @@ ProxyRuntime::ProxyRuntime(ProxyOptions opts)
           log.write(ok ? log_event::client_tokens_reloaded : log_event::client_tokens_unreadable,
                     {{log_key::file, options.client_tokens->string()}, {ok ? log_key::tokens : log_key::error, text}});
         });
+  if (options.listen_tls)
+    listener_tls = std::make_unique<ListenerTls>(
+        *options.listen_tls, options.allow_anonymous, [this](bool ok, const std::string& text) {
+          log.write(ok ? log_event::client_certs_reloaded : log_event::client_certs_unreadable,
+                    {{log_key::file, options.listen_tls->client_certs->string()},
+                     {ok ? log_key::certificates : log_key::error, text}});
+        });
   policy.store(initial_policy(options, inspector != nullptr));
   note_policy_loaded();
   audit::WriterOptions wo;
@@ -143,7 +150,7 @@ void ProxyRuntime::start() {
     if (lifecycle != Lifecycle::created) return;
     lifecycle = Lifecycle::starting;
   }
-  for (const auto& ep : options.listen) add_listener(ep);
+  for (const auto& ep : options.listen) add_listener(ep, listener_tls ? ListenerKind::https : ListenerKind::http);
   host_refresh = std::make_unique<asio::steady_timer>(workers.front()->ioc);
   // Subscribed before the look below, so an address added in between is not missed.
   interface_watch = std::make_unique<InterfaceWatch>(workers.front()->ioc, [this] { refresh_host(); });
@@ -175,7 +182,12 @@ void ProxyRuntime::start() {
       wp->ioc.run();
     });
   }
-  for (const auto& ep : local_endpoints()) log.write(log_event::listening, {{log_key::address, ep_text(ep)}});
+  for (const auto& ep : local_endpoints()) {
+    if (listener_tls)
+      log.write(log_event::listening, {{log_key::address, ep_text(ep)}, {log_key::protocol, "https"}});
+    else
+      log.write(log_event::listening, {{log_key::address, ep_text(ep)}});
+  }
   log.write(log_event::connection_limits, {{log_key::descriptors, fd_limit},
                                            {log_key::agent_connections, client_slots->max_total()},
                                            {log_key::per_agent, client_slots->max_per_agent()},

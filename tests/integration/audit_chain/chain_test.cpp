@@ -12,6 +12,7 @@
 #include "support/temp_dir.hpp"
 
 #include <gtest/gtest.h>
+#include <openssl/evp.h>
 #include <sqlite3.h>
 
 #include <atomic>
@@ -149,6 +150,111 @@ TEST_P(AuditChain, AnEditedColumnIsNamed) {
   EXPECT_NE(report.problems[0].find("requests row " + id + " "), std::string::npos) << joined(report.problems);
   EXPECT_NE(report.problems[0].find("edited"), std::string::npos) << joined(report.problems);
   EXPECT_EQ(report.problems.size(), 1u) << joined(report.problems);
+}
+
+// Row tag v2 (schema 11): the process that opened a request's connection (client_pid,
+// client_exe, client_argv) is in the row's digest, so an attacker who rewrites which
+// program sent a request (to blame another, or hide a tool) is named at that row.
+TEST_P(AuditChain, AnEditedClientProcessIsNamed) {
+  {
+    audit::WriterOptions o;
+    o.db_path = store->db();
+    o.proxy_id = "p1";
+    audit::Writer w(o);
+    for (int i = 0; i < 6; ++i) {
+      auto r = audit::testing::request("a", "h" + std::to_string(i) + ".test", "allow");
+      r.origin = audit::ProcessOrigin{100 + i, "/usr/bin/curl", "curl https://h" + std::to_string(i) + ".test/"};
+      const auto h = w.insert(r);
+      if (i % 2) w.flush();  // completed in a later batch: the row's latest link is the update's
+      w.complete(h, audit::Completion{200, 10, 20, 5, {}, {}, {}, {}, {}});
+    }
+    w.flush();
+  }
+  ASSERT_TRUE(audit::verify_chain(store->db()).ok());
+  const std::string exe = request_id(2), pid = request_id(3), argv = request_id(5);
+  store->exec("UPDATE requests SET client_exe = '/usr/bin/git' WHERE id = " + exe);
+  store->exec("UPDATE requests SET client_pid = 1 WHERE id = " + pid);
+  store->exec("UPDATE requests SET client_argv = 'git fetch' WHERE id = " + argv);
+  const auto report = audit::verify_chain(store->db());
+  ASSERT_EQ(report.problems.size(), 3u) << joined(report.problems);
+  const auto all = joined(report.problems);
+  for (const auto& id : {exe, pid, argv})
+    EXPECT_NE(all.find("requests row " + id + " (proxy 'p1', batch link"), std::string::npos) << id << ": " << all;
+  EXPECT_NE(report.problems[0].find("edited"), std::string::npos) << all;
+  const auto r = run_netbox({"audit", "verify", "--db", store->db()});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("FIRST MISMATCH: requests row " + exe + " "), std::string::npos) << r.out;
+}
+
+// A request linked before schema 11 (row tag v1: its member's table byte 0, its digest over
+// the columns without client_*) still verifies beside v2 rows. The v1 link is made here from
+// the format docs/audit.md gives, independently of the writer's code: the row's v1 digest,
+// its member rewritten, the batch hash and the head recomputed.
+std::string sha256_of(const std::string& data) {
+  unsigned char md[32];
+  unsigned int n = 0;
+  EVP_Digest(data.data(), data.size(), md, &n, EVP_sha256(), nullptr);
+  return std::string(reinterpret_cast<const char*>(md), n);
+}
+std::string to_hex(const std::string& bytes) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : bytes) out += {kDigits[c >> 4], kDigits[c & 15]};
+  return out;
+}
+std::string from_hex(const std::string& hex) {
+  std::string out;
+  for (std::size_t i = 0; i + 1 < hex.size(); i += 2) out += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
+  return out;
+}
+std::string be32(std::size_t n) {
+  return {static_cast<char>(n >> 24 & 0xff), static_cast<char>(n >> 16 & 0xff), static_cast<char>(n >> 8 & 0xff),
+          static_cast<char>(n & 0xff)};
+}
+
+TEST(AuditChainV1, ARequestLinkedUnderRowTagV1StillVerifiesAndAnEditOfItIsStillNamed) {
+  SqliteStore store;
+  {
+    audit::WriterOptions o;
+    o.db_path = store.db();
+    o.proxy_id = "p1";
+    audit::Writer w(o);
+    w.insert_complete(audit::testing::request("a", "old.test", "allow"));
+    w.flush();
+  }
+  ASSERT_EQ(store.scalar("SELECT COUNT(*) FROM audit_chain_batches"), "1");
+  ASSERT_EQ(store.scalar("SELECT seq FROM audit_chain_heads"), "1");
+  // The row's v1 digest: its 21 schema-8 columns, NULL or empty as 'N', else 'V' + length + text.
+  const char* kV1Columns[] = {"id", "ts", "agent", "client_addr", "kind", "method", "host", "port", "path",
+                              "resolved_addr", "decision", "rule", "reason", "status", "bytes_up", "bytes_down",
+                              "duration_ms", "error", "count", "parent_id", "proxy_id"};
+  std::string encoded = std::string("netbox-audit-row-v1") + '\0' + "requests" + '\0';
+  for (const char* c : kV1Columns) {
+    const std::string v = store.scalar(std::string("SELECT COALESCE(CAST(") + c + " AS TEXT), '') FROM requests");
+    encoded += v.empty() ? std::string("N") : "V" + be32(v.size()) + v;
+  }
+  const std::string digest = sha256_of(encoded);
+  // The member as written (table byte 3: requests under v2), rewritten as a v1 writer made it.
+  std::string members = from_hex(store.scalar("SELECT hex(members) FROM audit_chain_batches"));
+  ASSERT_EQ(static_cast<int>(members[0]), 3) << "the writer links requests under row tag v2";
+  members[0] = 0;
+  members.replace(members.size() - 32, 32, digest);
+  const std::string previous(32, '\0');
+  const std::string hash = sha256_of(std::string("netbox-audit-batch-link-v2") + '\0' + previous + be32(2) + "p1" +
+                                     be32(1) + "1" + members);
+  store.exec("UPDATE audit_chain_batches SET members = X'" + to_hex(members) + "', hash = X'" + to_hex(hash) + "'");
+  store.exec("UPDATE audit_chain_heads SET hash = '" + to_hex(hash) + "'");
+  auto report = audit::verify_chain(store.db());
+  EXPECT_TRUE(report.ok()) << joined(report.problems);
+  EXPECT_EQ(report.rows, 1u);
+  // A v2 row after it, in the same chain.
+  write_rows(store.db(), "p1", 2);
+  report = audit::verify_chain(store.db());
+  EXPECT_TRUE(report.ok()) << joined(report.problems);
+  store.exec("UPDATE requests SET host = 'other.test' WHERE host = 'old.test'");
+  report = audit::verify_chain(store.db());
+  ASSERT_EQ(report.problems.size(), 1u) << joined(report.problems);
+  EXPECT_NE(report.problems[0].find("edited"), std::string::npos) << joined(report.problems);
 }
 
 TEST_P(AuditChain, AForgedRowIsNamed) {

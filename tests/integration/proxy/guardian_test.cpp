@@ -6,12 +6,15 @@
 // what does not fit is dropped and counted.
 #include "proxy_fixture.hpp"
 
+#include "support/process.hpp"
 #include "support/raw_upstream.hpp"
+#include "support/tls_upstream_server.hpp"
 
 #include <nlohmann/json.hpp>
 
 #include <sys/socket.h>
 
+#include <fstream>
 #include <mutex>
 #include <thread>
 
@@ -88,6 +91,56 @@ class GuardianTest : public ProxyTest {
     return out;
   }
 };
+
+// An https:// webhook (issue 25 item 4): a loopback TLS receiver with a certificate from a
+// test CA the policy names (`webhook_ca`) gets the POST; one whose certificate names
+// another host gets nothing (the name is verified), the attempts counted as failed, and
+// neither the system's roots nor a plain connection is tried instead.
+TEST_F(GuardianTest, AnHttpsWebhookIsPostedOnlyToTheReceiverItsCaVouchesForByName) {
+  TlsUpstreamServer good("127.0.0.1"), wrong_name("receiver.test");
+  const std::string hook = "https://127.0.0.1:" + std::to_string(good.port()) + "/hook";
+  const std::string bad_hook = "https://127.0.0.1:" + std::to_string(wrong_name.port()) + "/hook";
+  start_proxy(base_policy(R"("deny": ["denied.test"],
+    "guardian": {"rules": [{"on": ["denied >= 1 in 60s"], "action": "report"}], "webhook": ")" + hook +
+                          R"(", "webhook_ca": ")" + good.ca_pem().string() + R"("},
+    "agents": {"other": {"guardian": {"rules": [{"on": ["denied >= 1 in 60s"], "action": "report"}],
+                                      "webhook": ")" + bad_hook + R"(", "webhook_ca": ")" + wrong_name.ca_pem().string() +
+                          R"("}}})"));
+  EXPECT_EQ(denied(), 403);
+  for (int i = 0; i < 1000 && good.requests() == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_EQ(good.requests(), 1u);
+  const auto echo = json::parse(good.last_echo());
+  EXPECT_EQ(echo["method"], "POST");
+  EXPECT_EQ(echo["target"], "/hook");
+  const auto body = json::parse(echo["body"].get<std::string>());
+  EXPECT_EQ(body["agent"], "anonymous");
+  EXPECT_EQ(body["action"], "report");
+
+  server->register_agent(boost::asio::ip::make_address("127.0.0.1"), "other-agent", "other");
+  EXPECT_EQ(denied(), 403);
+  for (int i = 0; i < 1000 && server->counters().webhook_failed == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_GT(server->counters().webhook_failed, 0u);
+  EXPECT_EQ(wrong_name.requests(), 0u) << "a certificate for another name is never posted to";
+  EXPECT_EQ(server->counters().webhook_sent, 1u);
+}
+
+TEST_F(GuardianTest, AWebhookCaThatIsNotACertificateOrWithoutAnHttpsWebhookIsAPolicyError) {
+  std::ofstream(dir.path() / "not-a-ca.pem") << "not a certificate\n";
+  const auto load = [&](const std::string& guardian) {
+    std::ofstream(dir.path() / "p.json") << R"({"allow": ["x.test"], "guardian": )" + guardian + "}";
+    return run_netbox({"policy", "check", (dir.path() / "p.json").string()});
+  };
+  auto r = load(R"({"webhook": "https://127.0.0.1:9/hook", "webhook_ca": ")" + (dir.path() / "not-a-ca.pem").string() + R"("})");
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE((r.out + r.err).find("webhook_ca"), std::string::npos) << r.out << r.err;
+  EXPECT_NE((r.out + r.err).find("not a readable PEM certificate file"), std::string::npos) << r.out << r.err;
+  r = load(R"({"webhook": "http://127.0.0.1:9/hook", "webhook_ca": "/etc/ssl/certs/ca-certificates.crt"})");
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE((r.out + r.err).find("needs an https:// webhook"), std::string::npos) << r.out << r.err;
+  r = load(R"({"webhook": "ftp://127.0.0.1:9/hook"})");
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+}
 
 TEST_F(GuardianTest, DenialsOverTheThresholdReportWithARowAMetricAndOneWebhookPost) {
   HookServer hook;

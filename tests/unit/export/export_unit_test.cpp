@@ -6,6 +6,7 @@
 
 #include <gmock/gmock.h>
 
+#include <future>
 #include <stdexcept>
 #include <vector>
 
@@ -78,6 +79,29 @@ TEST(Ocsf, ARefusedRequestIsItsActivityAndADetectionFinding) {
   EXPECT_EQ(records[1]["finding_info"]["uid"], "u-1");
   EXPECT_EQ(records[1]["finding_info"]["analytic"]["name"], "credentials.openai");
   for (const auto& j : records) EXPECT_EQ(j.dump().find("00112233"), std::string::npos) << j.dump();
+}
+
+// The process that opened the connection (issue 27's attribution): its executable goes
+// into the record, whether the writer had settled it or the lookup's answer is in; its
+// argv never does (a command line may hold a secret), nor a placeholder in its path.
+TEST(Ocsf, TheClientExecutableIsInTheRecordButNotItsArgv) {
+  audit::AuditRecord r;
+  r.kind = "http";
+  r.method = "GET";
+  r.host = "api.test";
+  r.port = 80;
+  r.decision = "allow";
+  std::promise<audit::ProcessOrigin> lookup;
+  r.origin_later = lookup.get_future().share();
+  EXPECT_FALSE(ocsf_records(r, {"0.1.0", "host-a"}, "u-1")[0]["unmapped"]["netbox"].contains("client_exe"))
+      << "an answer still under way is not waited for";
+  lookup.set_value(audit::ProcessOrigin{42, "/usr/bin/curl", "curl -H 'Authorization: Bearer sk-secret' https://api.test"});
+  const auto records = ocsf_records(r, {"0.1.0", "host-a"}, "u-1");
+  EXPECT_EQ(records[0]["unmapped"]["netbox"]["client_exe"], "/usr/bin/curl");
+  EXPECT_EQ(records[0].dump().find("sk-secret"), std::string::npos) << records[0].dump();
+  r.origin_later = {};
+  r.origin = audit::ProcessOrigin{42, "/tmp/nbx-openai-00112233445566778899aabbccddeeff/tool", "tool"};
+  EXPECT_EQ(ocsf_records(r, {"0.1.0", "host-a"}, "u-1")[0].dump().find("00112233"), std::string::npos);
 }
 
 }  // namespace

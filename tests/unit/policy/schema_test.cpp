@@ -70,7 +70,7 @@ TEST(Schema, BudgetAndGuardianKeysMatch) {
   EXPECT_EQ(keys(limits["destinations"]["items"]["properties"]),
             (std::set<std::string>{"host", "bytes_up", "bytes_down", "requests_per_minute", "burst"}));
   const auto& g = s["$defs"]["guardian"]["properties"];
-  EXPECT_EQ(keys(g), (std::set<std::string>{"rules", "webhook", "content"}));
+  EXPECT_EQ(keys(g), (std::set<std::string>{"rules", "webhook", "webhook_ca", "content"}));
   EXPECT_EQ(keys(g["rules"]["items"]["properties"]), (std::set<std::string>{"on", "action"}));
   EXPECT_EQ(g["rules"]["items"]["properties"]["action"]["enum"], json({"kill", "freeze", "report"}));
   EXPECT_EQ(keys(g["content"]["properties"]), (std::set<std::string>{"secrets", "body_window", "encoded_labels"}));

@@ -52,6 +52,15 @@ struct AuditRecord {
   // While the lookup runs: the writer thread takes its answer before it writes the row,
   // waiting a bounded time (then exe is "unknown"). Never waited on by the proxy.
   std::shared_future<ProcessOrigin> origin_later;
+
+  // The origin as far as it is known now, without waiting (for the request log line and
+  // the export, which must not wait): `origin`, or the lookup's answer once it is in;
+  // empty while the lookup is still under way, or for a client that was not launched.
+  ProcessOrigin origin_now() const {
+    if (!origin.exe.empty() || !origin_later.valid()) return origin;
+    if (origin_later.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return {};
+    return origin_later.get();
+  }
 };
 
 // What is known when a connection or request ends.

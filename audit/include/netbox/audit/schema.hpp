@@ -8,7 +8,7 @@ struct sqlite3;
 
 namespace netbox::audit {
 
-inline constexpr int kSchemaVersion = 10;
+inline constexpr int kSchemaVersion = 11;
 
 // The file is missing, is not SQLite, is not a netbox audit database, or was written by a
 // newer netbox: a configuration error (the CLI exits 2). The message names the path.

@@ -84,6 +84,9 @@ struct ContentRules {
 struct GuardianSettings {
   std::vector<GuardianRule> rules;
   std::optional<std::string> webhook;  // an http:// or https:// URL
+  // An https:// webhook's trust: a PEM file of the CAs its certificate must chain to
+  // (checked at load); none: the system's roots. The host name is verified either way.
+  std::optional<std::string> webhook_ca;
   ContentRules content;
 };
 

@@ -32,8 +32,19 @@ enum class LogRequests { all, refusals, none };
 // How a CONNECT tunnel moves bytes: splice(2) through a pipe, so they never enter user
 // space, or a plain buffer in user space (for comparisons; also used when no pipe can be had).
 enum class TunnelRelay { splice, buffer };
-// What a listener speaks: HTTP (forward and CONNECT) or SOCKS5 (CONNECT only).
-enum class ListenerKind { http, socks };
+// What a listener speaks: HTTP (forward and CONNECT), the same inside TLS (an HTTPS proxy:
+// ProxyOptions::listen_tls), or SOCKS5 (CONNECT only).
+enum class ListenerKind { http, https, socks };
+
+// The proxy's own listeners over TLS (issue 26 item 5): its certificate chain and key
+// (PEM), and, to require client certificates, the CA that signs them and the book mapping
+// their subjects to agents (netbox/tokens/cert_book.hpp). Launched agents' listeners stay plain.
+struct ListenerTlsFiles {
+  std::filesystem::path cert;
+  std::filesystem::path key;
+  std::optional<std::filesystem::path> client_ca;     // with client_certs, or neither
+  std::optional<std::filesystem::path> client_certs;
+};
 
 struct ProxyOptions {
   std::vector<boost::asio::ip::tcp::endpoint> listen;   // port 0 picks a free port
@@ -54,7 +65,9 @@ struct ProxyOptions {
   // must show a token from this book, unless allow_anonymous (client_tokens.hpp). Unset: no
   // tokens, and such clients are `anonymous` under the top-level profile, as before.
   std::optional<std::filesystem::path> client_tokens;
-  bool allow_anonymous = false;
+  // `--listen-cert`/`--listen-key` (and `--client-ca`/`--client-certs`): `listen` speaks TLS.
+  std::optional<ListenerTlsFiles> listen_tls;
+  bool allow_anonymous = false;  // a client that shows no token (or no certificate) is anonymous
   std::chrono::milliseconds shutdown_grace{5000};
   LogFormat log_format = LogFormat::text;
   LogRequests log_requests = LogRequests::all;
