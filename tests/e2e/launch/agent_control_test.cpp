@@ -108,8 +108,8 @@ void freeze_resume_kill(Background& launcher, const std::string& name, const std
 }
 
 void expect_operator_rows(const fs::path& db, const std::string& name) {
-  const auto rows = query(db, "SELECT message FROM events WHERE kind = 'operator_action' AND agent = '" + name +
-                                  "' ORDER BY id");
+  const auto rows = query(db, "SELECT message FROM events WHERE kind = 'operator_action' AND message LIKE '% " +
+                                  name + ": %' ORDER BY id");
   ASSERT_EQ(rows.size(), 4u);
   EXPECT_THAT(rows[0][0], HasSubstr("operator uid 0: freeze " + name + ": frozen"));
   EXPECT_THAT(rows[1][0], HasSubstr("resume " + name + ": resumed"));
@@ -183,8 +183,9 @@ TEST(AgentControl, AGuardianKillRuleOfASharedProxyEndsTheAgent) {
 }
 
 // What an agent tries: the launches' folder, a launch's socket by its path, and the
-// operator ops of the shared proxy it is registered with (its socket opened to everyone
-// here, as a careless operator might: SO_PEERCRED still refuses the agent's uid).
+// operator ops of the shared proxy it is registered with. The launcher hides the proxy's
+// control socket from its agents (by its folder); here a careless operator has also linked
+// it where the agent can see it, open to everyone: SO_PEERCRED still refuses the agent.
 const char* kAttack = R"PY(
 import os, socket, sys, time
 print("launches visible:", os.path.exists(sys.argv[1]), flush=True)
@@ -230,7 +231,9 @@ TEST(AgentControl, TheAgentCannotReachAnOperatorSocketNorUseTheSharedProxysOpera
   const auto policy = dir.write("policy.json", policy_json(8080));
   SharedProxy proxy(host, policy);
   ASSERT_TRUE(proxy.ready()) << proxy.err();
-  ASSERT_EQ(::chmod(proxy.socket().c_str(), 0666), 0);  // reachable by path: only SO_PEERCRED stands
+  const auto exposed = host.folder("exposed") / "proxy.sock";
+  ASSERT_EQ(::link(proxy.socket().c_str(), exposed.c_str()), 0) << std::strerror(errno);
+  ASSERT_EQ(::chmod(exposed.c_str(), 0666), 0);  // reachable by the agent: only SO_PEERCRED stands
   const auto victim = unique("victim");
   const auto attacker = unique("attacker");
   Background embedded({test::netbox_binary().string(), "launch", "--subnet", victim_subnet.cidr, "--policy",
@@ -244,7 +247,7 @@ TEST(AgentControl, TheAgentCannotReachAnOperatorSocketNorUseTheSharedProxysOpera
   const auto script = host.file("attack.py", kAttack);
   Background attack({test::netbox_binary().string(), "launch", "--subnet", attacker_subnet.cidr, "--proxy-control",
                      proxy.socket().string(), "--name", attacker, "--", kPython, script.string(), kLaunches.string(),
-                     victim_socket.string(), proxy.socket().string(), victim, attacker},
+                     victim_socket.string(), exposed.string(), victim, attacker},
                     dir.path(), "attacker");
   ASSERT_TRUE(eventually([&] { return attack.out().find("attacked") != std::string::npos; })) << attack.err();
   const auto out = attack.out();
