@@ -57,7 +57,7 @@ class ControlSession : public std::enable_shared_from_this<ControlSession> {
   ~ControlSession() {
     // A launcher that dies without saying goodbye leaves nothing attached.
     for (auto& [addr, agent] : attached_) {
-      impl_.guardians.delist(agent.name);
+      impl_.guardians.delist(agent.name, enlisted_[addr]);
       impl_.detach_agent(agent, {});
     }
     for (auto& [id, promise] : acts_) promise->set_value({id, false, "the launcher's control connection closed"});
@@ -188,11 +188,11 @@ class ControlSession : public std::enable_shared_from_this<ControlSession> {
   }
 
   // A launched agent (its registration names its launch) is enlisted with its launcher's hand.
-  void enlist(const control::Register& r, const AgentAttachment& a) {
+  void enlist(const control::Register& r, const AgentAttachment& a, const asio::ip::address& key) {
     if (!r.launch) return;
     AgentAttachment with_hand = a;
     with_hand.enforcer = launcher_hand();
-    impl_.guardians.enlist(a.name, agent_card(with_hand));
+    enlisted_[key] = impl_.guardians.enlist(a.name, agent_card(with_hand));
   }
 
   // Exactly the descriptors a request names may come with it: a registration by sockets
@@ -239,6 +239,7 @@ class ControlSession : public std::enable_shared_from_this<ControlSession> {
     const bool keep_socks = previous && previous->socks_listener_added && a.socks_listen &&
                             previous->socks_listener == a.socks_listen;
     if (previous) {
+      impl_.guardians.delist(previous->name, enlisted_[a.addr]);
       auto undo = *previous;
       undo.listener_added = undo.listener_added && !keep_listener;
       undo.socks_listener_added = undo.socks_listener_added && !keep_socks;
@@ -250,7 +251,7 @@ class ControlSession : public std::enable_shared_from_this<ControlSession> {
       got.socks_listener_added = got.socks_listener_added || keep_socks;
       auto reply = reply_of(got);
       attached_[a.addr] = std::move(got);
-      enlist(r, a);
+      enlist(r, a, a.addr);
       return reply;
     } catch (const std::exception& e) {
       if (keep_listener) impl_.remove_listener(*previous->listener);
@@ -342,8 +343,9 @@ class ControlSession : public std::enable_shared_from_this<ControlSession> {
       reply.addr = got.addr.to_string();
       if (got.dns_pool) reply.dns_pool = got.dns_pool->to_string();
       if (got.dns_pool6) reply.dns_pool6 = got.dns_pool6->to_string();
-      attached_[got.addr] = std::move(got);
-      enlist(r, a);
+      const auto key = got.addr;
+      attached_[key] = std::move(got);
+      enlist(r, a, key);
       return reply;
     } catch (const std::exception& e) {
       return control::Reply::refused(e.what());
@@ -355,7 +357,8 @@ class ControlSession : public std::enable_shared_from_this<ControlSession> {
     if (auto why = address_problem(u.addr, addr); !why.empty()) return control::Reply::refused(why);
     auto it = attached_.find(addr);
     if (it == attached_.end()) return control::Reply::refused(u.addr + " is not registered on this connection");
-    impl_.guardians.delist(it->second.name);
+    impl_.guardians.delist(it->second.name, enlisted_[addr]);
+    enlisted_.erase(addr);
     impl_.detach_agent(it->second, AgentEnd{u.exit_status, u.resource_usage});
     attached_.erase(it);
     return {};
@@ -367,6 +370,7 @@ class ControlSession : public std::enable_shared_from_this<ControlSession> {
   ReceivedFds fds_;  // what came with the lines not yet answered
   std::deque<std::string> out_;  // lines being written, the front one first
   std::map<asio::ip::address, AttachedAgent> attached_;
+  std::map<asio::ip::address, std::uint64_t> enlisted_;  // the serial of each one's card (Guardians::enlist)
   uid_t owner_;        // the proxy's user, who made the socket
   bool operator_only_;
   uid_t peer_;         // SO_PEERCRED, at connect

@@ -34,6 +34,7 @@ struct AgentCard {
   std::int64_t started_ms = 0;  // Unix epoch
   GuardianEnforcer enforcer;    // unset: no launcher can act on it
   bool frozen = false;          // by the last freeze or resume that was done
+  std::uint64_t serial = 0;     // set by enlist: which enlisting a delist undoes
 };
 
 // The card of an agent as its launcher attached it: now, its launch's pid and its hand.
@@ -59,10 +60,11 @@ class Guardians {
   std::shared_ptr<AgentGuard> find(const std::string& agent) const;
   // The agent has left: its next launch starts afresh; its card goes too.
   void forget(const std::string& agent);
-  // An attached agent, for `netbox agent list` and the actions on it (guardians_operator.cpp);
-  // delist: it left.
-  void enlist(const std::string& agent, AgentCard card);
-  void delist(const std::string& agent);
+  // An attached agent, for `netbox agent list` and the actions on it (guardians_operator.cpp).
+  // Agents are known by name: a second agent of a name replaces the first's card. Returns
+  // the card's serial; delist with it removes that card only (0: whatever card it has).
+  std::uint64_t enlist(const std::string& agent, AgentCard card);
+  void delist(const std::string& agent, std::uint64_t serial = 0);
   // Every enlisted agent by name, and the denials its guard counted (0: none yet).
   struct Listed {
     std::string name;
@@ -105,6 +107,7 @@ class Guardians {
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<AgentGuard>, std::less<>> guards_;
   std::map<std::string, AgentCard, std::less<>> cards_;
+  std::uint64_t last_serial_ = 0;
   std::map<std::string, std::unique_ptr<Webhook>, std::less<>> webhooks_;  // by URL, as written
   std::deque<std::function<void()>> work_;
   std::condition_variable wake_;

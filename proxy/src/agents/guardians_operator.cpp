@@ -19,14 +19,16 @@ AgentCard agent_card(const AgentAttachment& a) {
   return c;
 }
 
-void Guardians::enlist(const std::string& agent, AgentCard card) {
+std::uint64_t Guardians::enlist(const std::string& agent, AgentCard card) {
   std::lock_guard lock(mu_);
+  card.serial = ++last_serial_;
   cards_[agent] = std::move(card);
+  return last_serial_;
 }
 
-void Guardians::delist(const std::string& agent) {
+void Guardians::delist(const std::string& agent, std::uint64_t serial) {
   std::lock_guard lock(mu_);
-  cards_.erase(agent);
+  if (auto it = cards_.find(agent); it != cards_.end() && (serial == 0 || it->second.serial == serial)) cards_.erase(it);
 }
 
 std::vector<Guardians::Listed> Guardians::roster() const {
