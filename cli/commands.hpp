@@ -28,5 +28,7 @@ void add_gc_command(CLI::App& app, int& rc);
 void add_ca_command(CLI::App& app, int& rc);
 // `netbox token create | list | revoke` (token_command.cpp): client tokens for a shared proxy.
 void add_token_command(CLI::App& app, int& rc);
+// `netbox agent list | kill | freeze | resume` (agent_command.cpp): operator control of running agents.
+void add_agent_command(CLI::App& app, int& rc);
 
 }  // namespace netbox::cli

@@ -96,6 +96,7 @@ int main(int argc, char** argv) {
   netbox::cli::add_gc_command(app, rc);
   netbox::cli::add_ca_command(app, rc);
   netbox::cli::add_token_command(app, rc);
+  netbox::cli::add_agent_command(app, rc);
   app.add_subcommand("version", "Print the version and the commit it was built from")->callback([&version] {
     std::cout << version << "\n";
   });
@@ -123,6 +124,6 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (app.get_subcommands().empty())
-    return netbox::cli::usage_error(app, "a subcommand is required (proxy, launch, audit, policy, gc, ca, version, help)");
+    return netbox::cli::usage_error(app, "a subcommand is required (proxy, launch, agent, audit, policy, gc, ca, token, version, help)");
   return rc;
 }

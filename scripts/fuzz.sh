@@ -27,7 +27,7 @@ while (($#)); do
     *) echo "fuzz.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
-all=(fuzz_policy_json fuzz_host fuzz_http_request fuzz_seccomp_profile fuzz_audit_since fuzz_audit_format fuzz_client_hello fuzz_request_path fuzz_dns_query fuzz_socks_request fuzz_json_rpc fuzz_git_push fuzz_secret_scan)
+all=(fuzz_policy_json fuzz_host fuzz_http_request fuzz_seccomp_profile fuzz_audit_since fuzz_audit_format fuzz_client_hello fuzz_request_path fuzz_dns_query fuzz_socks_request fuzz_json_rpc fuzz_git_push fuzz_secret_scan fuzz_control_protocol)
 ((${#targets[@]})) || targets=("${all[@]}")
 for t in "${targets[@]}"; do
   [[ " ${all[*]} " == *" $t "* ]] || { echo "fuzz.sh: unknown target '$t' (one of: ${all[*]})" >&2; exit 2; }

@@ -46,6 +46,10 @@ const std::vector<TableColumn> kAgentColumns = {
     {"resource_usage", "USAGE", 40, false, false},
     {"proxy_id", "PROXY", 16, false, false}};
 
+const std::vector<TableColumn> kRunningColumns = {
+    {"name", "NAME", 24},  {"profile", "PROFILE", 12}, {"pid", "PID", 8, true},       {"state", "STATE", 8},
+    {"started", "STARTED", 24}, {"denied", "DENIED", 7, true}, {"via", "VIA", 40}};
+
 std::optional<std::string> cell(const detail::Row& s, int i) {
   if (s.is_null(i)) return std::nullopt;
   return s.column_text(i);
@@ -150,6 +154,10 @@ std::vector<TableRow> query_agents(const std::filesystem::path& db, const TableF
 
 std::string format_events(const std::vector<TableRow>& rows, std::string_view format) {
   return render(kEventColumns, rows, format, "no matching events");
+}
+
+std::string format_running_agents(const std::vector<TableRow>& rows, std::string_view format) {
+  return render(kRunningColumns, rows, format, "no agent is running (no launch answers, and no proxy has one attached)");
 }
 
 std::string format_agents(const std::vector<TableRow>& rows, std::string_view format) {

@@ -1,18 +1,24 @@
 // A running `netbox proxy --control PATH`, reached over its Unix socket (JSON lines): the
 // agent's sockets, made in its namespace, go with its registration (SCM_RIGHTS).
 // The connection stays open for the agent's lifetime: if the launcher dies, the
-// proxy sees it close and unregisters the agent by itself.
+// proxy sees it close and unregisters the agent by itself. Meanwhile the proxy may send
+// an Act on it (a guardian rule's or an operator's kill, freeze or resume): a thread of
+// the launcher reads it and acts with the same enforcer as for the embedded proxy.
 #include "netbox/launcher/launch.hpp"
 #include "netbox/launcher/proxy_link.hpp"
 #include "netbox/proxy/control_protocol.hpp"
 
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <fcntl.h>
+
 #include <cerrno>
 #include <cstring>
 #include <iostream>
+#include <thread>
 #include <vector>
 
 namespace netbox::launcher {
@@ -22,6 +28,7 @@ class ControlClient final : public ProxyLink {
  public:
   explicit ControlClient(std::filesystem::path socket) : path_(std::move(socket)) {}
   ~ControlClient() override {
+    stop_watching();
     if (fd_ >= 0) ::close(fd_);
   }
 
@@ -29,6 +36,9 @@ class ControlClient final : public ProxyLink {
     agent_ = agent;
     connect_socket();
     attach_sockets(agent);
+    if (::pipe2(stop_, O_CLOEXEC) != 0)
+      throw LaunchError(kExitLauncherFailure, std::string("a pipe for the control connection's reader: ") + std::strerror(errno));
+    watcher_ = std::thread([this] { watch(); });
   }
 
   // The agent's sockets go to the proxy with its registration (SCM_RIGHTS): it serves them
@@ -81,6 +91,7 @@ class ControlClient final : public ProxyLink {
   }
 
   void detach(const AgentOutcome& outcome) noexcept override {
+    stop_watching();
     if (fd_ < 0) return;
     try {
       const auto reply =
@@ -108,24 +119,109 @@ class ControlClient final : public ProxyLink {
     ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   }
 
-  // `fds` go with the line's first bytes (SCM_RIGHTS); the proxy duplicates what it keeps.
-  proxy::control::Reply exchange(const proxy::control::Request& req, const std::vector<int>& fds = {}) {
-    const std::string line = proxy::control::to_line(req);
+  // While the agent runs: the proxy's Acts, each done and answered, until detach stops it.
+  void watch() {
+    pollfd fds[2] = {{fd_, POLLIN, 0}, {stop_[0], POLLIN, 0}};
+    for (;;) {
+      if (::poll(fds, 2, -1) < 0) {
+        if (errno == EINTR) continue;
+        return;
+      }
+      if (fds[1].revents) return;
+      char buf[4096];
+      const ssize_t n = ::recv(fd_, buf, sizeof buf, MSG_DONTWAIT);
+      if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+      if (n <= 0) {
+        std::cerr << "netbox launch: the proxy at " << path_.string()
+                  << " closed the control connection; its guardian and operators can no longer act on the agent\n";
+        return;
+      }
+      buffer_.append(buf, static_cast<std::size_t>(n));
+      for (auto nl = buffer_.find('\n'); nl != std::string::npos; nl = buffer_.find('\n')) {
+        const std::string line = buffer_.substr(0, nl);
+        buffer_.erase(0, nl + 1);
+        read_from_proxy(line, false);
+      }
+      if (buffer_.size() > proxy::control::kMaxLine) buffer_.clear();  // a line too long for anything: dropped
+    }
+  }
+
+  // A line the proxy sent while nothing was asked: an Act is done (or, once the agent has
+  // ended, answered so) and answered; anything else is said and dropped.
+  void read_from_proxy(const std::string& line, bool ended) {
+    try {
+      const auto msg = proxy::control::parse_from_proxy(line);
+      if (const auto* act = std::get_if<proxy::control::Act>(&msg)) return act_on(*act, ended);
+      std::cerr << "netbox launch: the proxy sent an answer nothing asked for; ignored\n";
+    } catch (const proxy::control::ProtocolError& e) {
+      std::cerr << "netbox launch: an unreadable line from the proxy (" << e.what() << "); ignored\n";
+    }
+  }
+
+  void act_on(const proxy::control::Act& act, bool ended) {
+    proxy::control::Acted done{act.id, false, {}};
+    if (ended) {
+      done.ok = act.action == "kill";
+      done.result = done.ok ? "the agent had already ended" : "the agent has ended";
+    } else if (!agent_.enforcer) {
+      done.result = "this launcher has no hand on its agent";
+    } else {
+      try {
+        done.result = agent_.enforcer(act.action, act.why);
+        done.ok = true;
+      } catch (const std::exception& e) {
+        done.result = e.what();
+      }
+    }
+    try {
+      send_line(proxy::control::to_line(proxy::control::Request{done}));
+    } catch (const std::exception& e) {
+      std::cerr << "netbox launch: answering the proxy's " << act.action << ": " << e.what() << "\n";
+    }
+  }
+
+  void stop_watching() noexcept {
+    if (!watcher_.joinable()) return;
+    (void)!::write(stop_[1], "x", 1);
+    watcher_.join();
+    ::close(stop_[0]);
+    ::close(stop_[1]);
+    stop_[0] = stop_[1] = -1;
+  }
+
+  void send_line(const std::string& line) {
     for (std::size_t off = 0; off < line.size();) {
-      ssize_t n = off == 0 && !fds.empty() ? send_with_fds(line, fds)
-                                           : ::send(fd_, line.data() + off, line.size() - off, MSG_NOSIGNAL);
+      const ssize_t n = ::send(fd_, line.data() + off, line.size() - off, MSG_NOSIGNAL);
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0)
         throw LaunchError(kExitLauncherFailure, "--proxy-control " + path_.string() + ": send: " + std::strerror(errno));
       off += static_cast<std::size_t>(n);
     }
+  }
+
+  // `fds` go with the line's first bytes (SCM_RIGHTS); the proxy duplicates what it keeps.
+  // An Act that comes meanwhile (the agent has ended: this is its unregistering) is answered.
+  proxy::control::Reply exchange(const proxy::control::Request& req, const std::vector<int>& fds = {}) {
+    std::string line = proxy::control::to_line(req);
+    if (!fds.empty()) {
+      ssize_t n;
+      while ((n = send_with_fds(line, fds)) < 0 && errno == EINTR) {
+      }
+      if (n <= 0)
+        throw LaunchError(kExitLauncherFailure, "--proxy-control " + path_.string() + ": send: " + std::strerror(errno));
+      line.erase(0, static_cast<std::size_t>(n));
+    }
+    send_line(line);
     for (;;) {
       auto nl = buffer_.find('\n');
       if (nl != std::string::npos) {
         const std::string reply = buffer_.substr(0, nl);
         buffer_.erase(0, nl + 1);
         try {
-          return proxy::control::parse_reply(reply);
+          auto msg = proxy::control::parse_from_proxy(reply);
+          if (auto* answer = std::get_if<proxy::control::Reply>(&msg)) return std::move(*answer);
+          act_on(std::get<proxy::control::Act>(msg), true);
+          continue;
         } catch (const proxy::control::ProtocolError& e) {
           throw LaunchError(kExitLauncherFailure,
                             "--proxy-control " + path_.string() + ": unreadable answer (" + e.what() + ")");
@@ -165,6 +261,8 @@ class ControlClient final : public ProxyLink {
   int fd_ = -1;
   std::string buffer_;
   AgentIdentity agent_;
+  int stop_[2] = {-1, -1};  // written by detach: the reader stops
+  std::thread watcher_;
 };
 
 }  // namespace

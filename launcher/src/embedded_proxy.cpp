@@ -20,12 +20,13 @@ namespace ip = boost::asio::ip;
 class EmbeddedProxy final : public ProxyLink {
  public:
   EmbeddedProxy(policy::Policy policy, std::filesystem::path audit_db, policy::Cidr subnet, EmbeddedLog log,
-                EmbeddedInspection inspection)
+                EmbeddedInspection inspection, std::optional<std::filesystem::path> operator_socket)
       : policy_(std::move(policy)),
         audit_db_(std::move(audit_db)),
         inspection_(std::move(inspection)),
         subnet_(std::move(subnet)),
-        log_(log) {}
+        log_(log),
+        operator_socket_(std::move(operator_socket)) {}
   ~EmbeddedProxy() override { stop(); }
 
   // Opening the audit database and creating the io threads take a few ms and need
@@ -47,6 +48,8 @@ class EmbeddedProxy final : public ProxyLink {
       // adds about 9 pages): SQLite's 1,000-page bound made that 2 MB a launch on average;
       // a close that finds more than 64 pages empties it, one launch in seven (RESULTS.md, B6).
       options.audit_wal_close_limit = 64;
+      options.control_socket = operator_socket_;  // `netbox agent`'s, for this launch's agent only
+      options.control_operator_only = true;
       options.log_fd = log_.fd;
       if (log_.json) options.log_format = proxy::LogFormat::json;
       options.log_requests = log_.quiet          ? proxy::LogRequests::none
@@ -129,15 +132,17 @@ class EmbeddedProxy final : public ProxyLink {
   std::optional<proxy::AttachedAgent> attached_;
   std::unique_ptr<proxy::Server> server_;
   EmbeddedLog log_;
+  std::optional<std::filesystem::path> operator_socket_;
 };
 
 }  // namespace
 
 std::unique_ptr<ProxyLink> make_embedded_proxy(policy::Policy policy, std::filesystem::path audit_db,
                                                policy::Cidr subnet, EmbeddedLog log,
-                                               EmbeddedInspection inspection) {
+                                               EmbeddedInspection inspection,
+                                               std::optional<std::filesystem::path> operator_socket) {
   return std::make_unique<EmbeddedProxy>(std::move(policy), std::move(audit_db), std::move(subnet), log,
-                                         std::move(inspection));
+                                         std::move(inspection), std::move(operator_socket));
 }
 
 }  // namespace netbox::launcher

@@ -10,6 +10,7 @@
 #include "netbox/launcher/guardian_enforcer.hpp"
 #include "netbox/launcher/launch_plan.hpp"
 #include "netbox/launcher/launch_report.hpp"
+#include "netbox/launcher/operator_socket.hpp"
 #include "netbox/launcher/credential_secrets.hpp"
 #include "netbox/launcher/proxy_log_relay.hpp"
 #include "netbox/launcher/privileges.hpp"
@@ -95,7 +96,8 @@ std::unique_ptr<ProxyLink> open_proxy(const LaunchPlan& plan, const ProxyLogRela
   const auto pool = *parse_ipv4_network(o.subnet);
   const policy::Cidr pool_cidr{boost::asio::ip::address_v4(pool.address), static_cast<unsigned>(pool.prefix)};
   EmbeddedLog log{.fd = relay.write_fd(), .all_requests = true, .quiet = false, .json = true};
-  return make_embedded_proxy(*plan.policy, o.audit_db, pool_cidr, log, {o.ca_dir, o.upstream_ca});
+  return make_embedded_proxy(*plan.policy, o.audit_db, pool_cidr, log, {o.ca_dir, o.upstream_ca},
+                             prepare_operator_socket(o.state_dir, ::getpid()));
 }
 
 // The lease holds the agent's uid of its own (when it gets one; its HOME tmpfs is its own

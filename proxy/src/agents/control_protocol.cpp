@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <limits>
 
 namespace netbox::proxy::control {
@@ -112,6 +113,44 @@ json parse_object(std::string_view line) {
 
 std::string dump_line(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n"; }
 
+// The operator ops (docs/proxy.md "Operator ops"); the approval ops join this list.
+const std::vector<std::string_view> kOperatorOps = {"list", "kill", "freeze", "resume"};
+
+Operator operator_from(const json& j, std::string op) {
+  Operator o;
+  o.op = std::move(op);
+  o.agent = text(j, "agent", o.op != "list");
+  o.args = dump_line(j);
+  o.args.pop_back();
+  return o;
+}
+
+std::uint64_t id_from(const json& j) {
+  const auto id = integer<std::int64_t>(j, "id").value_or(0);
+  if (id < 0) throw ProtocolError("\"id\" is negative: " + std::to_string(id));
+  return static_cast<std::uint64_t>(id);
+}
+
+Acted acted_from(const json& j) {
+  Acted a;
+  a.id = id_from(j);
+  const auto ok = j.find("ok");
+  if (ok == j.end() || !ok->is_boolean()) throw ProtocolError("\"ok\" is missing or not true/false");
+  a.ok = ok->get<bool>();
+  a.result = text(j, "result");
+  return a;
+}
+
+Act act_from(const json& j) {
+  Act a;
+  a.action = text(j, "act", true);
+  if (a.action != "kill" && a.action != "freeze" && a.action != "resume")
+    throw ProtocolError("\"act\" \"" + a.action + "\" is not kill, freeze or resume");
+  a.id = id_from(j);
+  a.why = text(j, "why");
+  return a;
+}
+
 struct RequestWriter {
   json& j;
   void operator()(const Ping&) const { j = {{"op", "ping"}}; }
@@ -146,6 +185,12 @@ struct RequestWriter {
     if (u.exit_status) j["exit_status"] = *u.exit_status;
     if (!u.resource_usage.empty()) j["resource_usage"] = object_value(u.resource_usage, "resource_usage");
   }
+  void operator()(const Operator& o) const {
+    j = o.args.empty() ? json::object() : object_value(o.args, "args");
+    j["op"] = o.op;
+    if (!o.agent.empty()) j["agent"] = o.agent;
+  }
+  void operator()(const Acted& a) const { j = {{"op", "acted"}, {"id", a.id}, {"ok", a.ok}, {"result", a.result}}; }
 };
 
 }  // namespace
@@ -179,8 +224,14 @@ void from_json(const json& j, Request& request) {
     u.exit_status = integer<int>(j, "exit_status");
     u.resource_usage = object_text(j, "resource_usage");
     request = std::move(u);
+  } else if (op == "acted") {
+    request = acted_from(j);
+  } else if (std::find(kOperatorOps.begin(), kOperatorOps.end(), op) != kOperatorOps.end()) {
+    request = operator_from(j, op);
   } else {
-    throw ProtocolError("unknown op \"" + op + "\" (expected register, unregister, info or ping)");
+    std::string ops;
+    for (auto o : kOperatorOps) ops += ", " + std::string(o);
+    throw ProtocolError("unknown op \"" + op + "\" (expected register, unregister, info, ping, acted" + ops + ")");
   }
 }
 
@@ -198,6 +249,11 @@ void to_json(json& j, const Reply& reply) {
   if (!reply.policy_file.empty()) j["policy_file"] = reply.policy_file;
   if (!reply.audit_db.empty()) j["audit_db"] = reply.audit_db;
   if (!reply.ca_pem.empty()) j["ca_pem"] = reply.ca_pem;
+  if (!reply.result.empty()) j["result"] = reply.result;
+  if (!reply.agents.empty()) {
+    auto list = json::parse(reply.agents, nullptr, false);
+    j["agents"] = list.is_array() ? std::move(list) : json::array();
+  }
 }
 
 void from_json(const json& j, Reply& reply) {
@@ -219,10 +275,27 @@ void from_json(const json& j, Reply& reply) {
   reply.policy_file = text(j, "policy_file");
   reply.audit_db = text(j, "audit_db");
   reply.ca_pem = text(j, "ca_pem");
+  reply.result = text(j, "result");
+  if (const auto it = j.find("agents"); it != j.end() && !it->is_null()) {
+    if (!it->is_array()) throw ProtocolError(std::string("\"agents\" must be an array, not ") + type_name(*it));
+    reply.agents = it->dump(-1, ' ', false, json::error_handler_t::replace);
+  }
 }
 
 Request parse_request(std::string_view line) { return parse_object(line).get<Request>(); }
 Reply parse_reply(std::string_view line) { return parse_object(line).get<Reply>(); }
+
+const std::vector<std::string_view>& operator_ops() { return kOperatorOps; }
+
+FromProxy parse_from_proxy(std::string_view line) {
+  const auto j = parse_object(line);
+  if (j.contains("act")) return act_from(j);
+  return j.get<Reply>();
+}
+
+std::string to_line(const Act& act) {
+  return dump_line(json{{"act", act.action}, {"id", act.id}, {"why", act.why}});
+}
 
 // Built into a finished json, not with json's converting constructor: to_json may throw
 // (a field that must be an object), and a constructor that throws leaks what it built.

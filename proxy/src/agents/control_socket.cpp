@@ -8,15 +8,20 @@
 
 #include "inspect/inspector.hpp"
 #include "base/proxy_runtime.hpp"
+#include "agents/operator_ops.hpp"
 #include "agents/received_fds.hpp"
 
 #include <boost/asio/write.hpp>
 
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
-
+#include <chrono>
+#include <deque>
+#include <future>
 #include <map>
 
 namespace netbox::proxy {
@@ -32,12 +37,30 @@ std::string address_problem(const std::string& text, boost::asio::ip::address& o
   return ec ? "\"addr\" is not an IP address: \"" + text + "\"" : std::string();
 }
 
+// How long the proxy waits for a launcher to answer an Act: a kill's grace, then up to 5 s
+// for the cgroup to empty, with room to spare.
+constexpr auto kActWait = std::chrono::seconds(20);
+
+// The uid of the peer of a Unix socket (SO_PEERCRED); -1 when unknown, which operates nothing.
+uid_t peer_uid(int fd) {
+  ucred cred{};
+  socklen_t len = sizeof cred;
+  if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) return static_cast<uid_t>(-1);
+  return cred.uid;
+}
+
 class ControlSession : public std::enable_shared_from_this<ControlSession> {
  public:
-  ControlSession(ProxyRuntime& impl, stream::socket s) : impl_(impl), socket_(std::move(s)) {}
+  ControlSession(ProxyRuntime& impl, stream::socket s, uid_t owner, bool operator_only)
+      : impl_(impl), socket_(std::move(s)), owner_(owner), operator_only_(operator_only),
+        peer_(peer_uid(socket_.native_handle())) {}
   ~ControlSession() {
     // A launcher that dies without saying goodbye leaves nothing attached.
-    for (auto& [addr, agent] : attached_) impl_.detach_agent(agent, {});
+    for (auto& [addr, agent] : attached_) {
+      impl_.guardians.delist(agent.name, enlisted_[addr]);
+      impl_.detach_agent(agent, {});
+    }
+    for (auto& [id, promise] : acts_) promise->set_value({id, false, "the launcher's control connection closed"});
   }
   void start() { read(); }
 
@@ -70,25 +93,106 @@ class ControlSession : public std::enable_shared_from_this<ControlSession> {
     in_.erase(0, n);
     auto reply = answer(line);
     fds_.clear();  // what came with the line and no agent took: closed here
-    send(reply, true);
+    if (reply) send(*reply, true);
+    else read();  // answered later (an operator op), or nothing to answer (acted)
   }
 
+  // Replies, operator answers and Acts share the connection: written in turn, in order.
   void send(const control::Reply& reply, bool read_on) {
-    out_ = control::to_line(reply);
-    asio::async_write(socket_, asio::buffer(out_), [self = shared_from_this(), read_on](boost::system::error_code e,
-                                                                                        std::size_t) {
-      if (!e && read_on) self->read();
+    write(control::to_line(reply));
+    if (read_on) read();
+  }
+
+  void write(std::string line) {
+    out_.push_back(std::move(line));
+    if (out_.size() == 1) write_front();
+  }
+
+  void write_front() {
+    asio::async_write(socket_, asio::buffer(out_.front()), [self = shared_from_this()](boost::system::error_code e,
+                                                                                       std::size_t) {
+      if (e) return;
+      self->out_.pop_front();
+      if (!self->out_.empty()) self->write_front();
     });
   }
 
-  control::Reply answer(std::string_view line) {
+  // Nullopt: no answer now.
+  std::optional<control::Reply> answer(std::string_view line) {
     try {
       const auto request = control::parse_request(line);
       if (auto why = descriptors_problem(request); !why.empty()) return control::Reply::refused(why);
-      return std::visit([this](const auto& r) { return handle(r); }, request);
+      if (operator_only_ && !std::holds_alternative<control::Operator>(request) &&
+          !std::holds_alternative<control::Ping>(request))
+        return control::Reply::refused("this is a launch's operator socket: it answers the operator ops (" +
+                                       operator_op_names() + ") and ping only");
+      return std::visit([this](const auto& r) -> std::optional<control::Reply> { return handle(r); }, request);
     } catch (const std::exception& e) {
       return control::Reply::refused(e.what());
     }
+  }
+
+  static std::string operator_op_names() {
+    std::string out;
+    for (auto op : control::operator_ops()) out += (out.empty() ? "" : ", ") + std::string(op);
+    return out;
+  }
+
+  // An operator op, from the socket owner's uid or root only (SO_PEERCRED): its handler
+  // answers when it is done (a kill takes seconds), posted back to this connection.
+  std::optional<control::Reply> handle(const control::Operator& op) {
+    if (!may_operate(peer_, owner_))
+      return control::Reply::refused("operator op \"" + op.op + "\" refused: uid " + std::to_string(peer_) +
+                                     " is neither this socket's owner (uid " + std::to_string(owner_) + ") nor root");
+    const auto handler = operator_handler(op.op);
+    if (!handler) return control::Reply::refused("operator op \"" + op.op + "\" is not served by this proxy");
+    auto self = shared_from_this();
+    handler(impl_, OperatorCall{op, peer_, [self](control::Reply r) {
+                                  asio::post(self->socket_.get_executor(),
+                                             [self, r = std::move(r)] { self->write(control::to_line(r)); });
+                                }});
+    return std::nullopt;
+  }
+
+  // A launcher's answer to an Act of ours: the enforcer waiting for it gets it.
+  std::optional<control::Reply> handle(const control::Acted& acted) {
+    if (auto it = acts_.find(acted.id); it != acts_.end()) {
+      it->second->set_value(acted);
+      acts_.erase(it);
+    }
+    return std::nullopt;
+  }
+
+  // The hand of a launcher registered here on its agent (issue 25): an Act line on this
+  // connection, and its answer awaited on the caller's (the guardian's) thread.
+  GuardianEnforcer launcher_hand() {
+    std::weak_ptr<ControlSession> weak = weak_from_this();
+    return [weak](std::string_view action, const std::string& why) -> std::string {
+      auto promise = std::make_shared<std::promise<control::Acted>>();
+      auto answered = promise->get_future();
+      {
+        auto self = weak.lock();
+        if (!self) throw std::runtime_error("the launcher's control connection is closed");
+        asio::post(self->socket_.get_executor(), [self, promise, act = control::Act{0, std::string(action), why}]() mutable {
+          act.id = ++self->last_act_;
+          self->acts_[act.id] = promise;
+          self->write(control::to_line(act));
+        });
+      }
+      if (answered.wait_for(kActWait) != std::future_status::ready)
+        throw std::runtime_error("the launcher did not answer within " + std::to_string(kActWait.count()) + " s");
+      auto acted = answered.get();
+      if (!acted.ok) throw std::runtime_error(acted.result);
+      return acted.result;
+    };
+  }
+
+  // A launched agent (its registration names its launch) is enlisted with its launcher's hand.
+  void enlist(const control::Register& r, const AgentAttachment& a, const asio::ip::address& key) {
+    if (!r.launch) return;
+    AgentAttachment with_hand = a;
+    with_hand.enforcer = launcher_hand();
+    enlisted_[key] = impl_.guardians.enlist(a.name, agent_card(with_hand));
   }
 
   // Exactly the descriptors a request names may come with it: a registration by sockets
@@ -135,6 +239,7 @@ class ControlSession : public std::enable_shared_from_this<ControlSession> {
     const bool keep_socks = previous && previous->socks_listener_added && a.socks_listen &&
                             previous->socks_listener == a.socks_listen;
     if (previous) {
+      impl_.guardians.delist(previous->name, enlisted_[a.addr]);
       auto undo = *previous;
       undo.listener_added = undo.listener_added && !keep_listener;
       undo.socks_listener_added = undo.socks_listener_added && !keep_socks;
@@ -146,6 +251,7 @@ class ControlSession : public std::enable_shared_from_this<ControlSession> {
       got.socks_listener_added = got.socks_listener_added || keep_socks;
       auto reply = reply_of(got);
       attached_[a.addr] = std::move(got);
+      enlist(r, a, a.addr);
       return reply;
     } catch (const std::exception& e) {
       if (keep_listener) impl_.remove_listener(*previous->listener);
@@ -237,7 +343,9 @@ class ControlSession : public std::enable_shared_from_this<ControlSession> {
       reply.addr = got.addr.to_string();
       if (got.dns_pool) reply.dns_pool = got.dns_pool->to_string();
       if (got.dns_pool6) reply.dns_pool6 = got.dns_pool6->to_string();
-      attached_[got.addr] = std::move(got);
+      const auto key = got.addr;
+      attached_[key] = std::move(got);
+      enlist(r, a, key);
       return reply;
     } catch (const std::exception& e) {
       return control::Reply::refused(e.what());
@@ -249,6 +357,8 @@ class ControlSession : public std::enable_shared_from_this<ControlSession> {
     if (auto why = address_problem(u.addr, addr); !why.empty()) return control::Reply::refused(why);
     auto it = attached_.find(addr);
     if (it == attached_.end()) return control::Reply::refused(u.addr + " is not registered on this connection");
+    impl_.guardians.delist(it->second.name, enlisted_[addr]);
+    enlisted_.erase(addr);
     impl_.detach_agent(it->second, AgentEnd{u.exit_status, u.resource_usage});
     attached_.erase(it);
     return {};
@@ -258,14 +368,21 @@ class ControlSession : public std::enable_shared_from_this<ControlSession> {
   stream::socket socket_;
   std::string in_;
   ReceivedFds fds_;  // what came with the lines not yet answered
-  std::string out_;
+  std::deque<std::string> out_;  // lines being written, the front one first
   std::map<asio::ip::address, AttachedAgent> attached_;
+  std::map<asio::ip::address, std::uint64_t> enlisted_;  // the serial of each one's card (Guardians::enlist)
+  uid_t owner_;        // the proxy's user, who made the socket
+  bool operator_only_;
+  uid_t peer_;         // SO_PEERCRED, at connect
+  std::uint64_t last_act_ = 0;
+  std::map<std::uint64_t, std::shared_ptr<std::promise<control::Acted>>> acts_;  // Acts awaiting their answer
 };
 
 }  // namespace
 
-ControlServer::ControlServer(ProxyRuntime& impl, asio::io_context& ioc, std::filesystem::path path)
-    : impl_(impl), path_(std::move(path)), acceptor_(ioc) {
+ControlServer::ControlServer(ProxyRuntime& impl, asio::io_context& ioc, std::filesystem::path path,
+                             bool operator_only)
+    : impl_(impl), path_(std::move(path)), operator_only_(operator_only), acceptor_(ioc) {
   std::error_code fec;
   if (std::filesystem::is_socket(path_, fec)) std::filesystem::remove(path_, fec);
   boost::system::error_code ec;
@@ -296,7 +413,9 @@ void ControlServer::stop() {
 // launchers unable to register until the proxy restarted).
 void ControlServer::accept() {
   accept_with_backoff(impl_, acceptor_, "control", this,
-                      [this](stream::socket s) { std::make_shared<ControlSession>(impl_, std::move(s))->start(); });
+                      [this](stream::socket s) {
+                        std::make_shared<ControlSession>(impl_, std::move(s), ::geteuid(), operator_only_)->start();
+                      });
 }
 
 }  // namespace netbox::proxy

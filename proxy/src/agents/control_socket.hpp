@@ -17,8 +17,10 @@ struct ProxyRuntime;
 class ControlServer {
  public:
   // Binds `path` (replacing a stale socket file there) and sets mode 0600.
-  // Throws std::runtime_error naming the path.
-  ControlServer(ProxyRuntime& impl, boost::asio::io_context& ioc, std::filesystem::path path);
+  // Throws std::runtime_error naming the path. `operator_only`: it answers the operator
+  // ops (and ping) only, as a launch's own operator socket does.
+  ControlServer(ProxyRuntime& impl, boost::asio::io_context& ioc, std::filesystem::path path,
+                bool operator_only = false);
   ~ControlServer();
   void start();
   void stop();  // call on the io thread
@@ -27,6 +29,7 @@ class ControlServer {
   void accept();
   ProxyRuntime& impl_;
   std::filesystem::path path_;
+  bool operator_only_;
   boost::asio::local::stream_protocol::acceptor acceptor_;
 };
 

@@ -41,13 +41,7 @@ std::shared_ptr<AgentGuard> Guardians::find(const std::string& agent) const {
 void Guardians::forget(const std::string& agent) {
   std::lock_guard lock(mu_);
   guards_.erase(agent);
-  enforcers_.erase(agent);
-}
-
-void Guardians::set_enforcer(const std::string& agent, GuardianEnforcer enforcer) {
-  std::lock_guard lock(mu_);
-  if (enforcer) enforcers_[agent] = std::move(enforcer);
-  else enforcers_.erase(agent);
+  cards_.erase(agent);
 }
 
 void Guardians::act(AgentGuard& guard, const policy::GuardianRule& rule, const std::string& trigger,
@@ -56,7 +50,7 @@ void Guardians::act(AgentGuard& guard, const policy::GuardianRule& rule, const s
   GuardianEnforcer enforcer;
   {
     std::lock_guard lock(mu_);
-    if (auto it = enforcers_.find(guard.agent()); it != enforcers_.end()) enforcer = it->second;
+    if (auto it = cards_.find(guard.agent()); it != cards_.end()) enforcer = it->second.enforcer;
   }
   if (!enforcer)
     return record(guard, rule, trigger, detail,
@@ -65,20 +59,26 @@ void Guardians::act(AgentGuard& guard, const policy::GuardianRule& rule, const s
                   true);
   // Off the io thread: a kill waits out its grace. The guard stays alive for the record.
   auto keep = guard.shared_from_this();
-  std::lock_guard lock(mu_);
-  if (stopping_) return;
-  work_.push_back([this, keep, rule, trigger, detail, enforcer = std::move(enforcer)] {
+  queue([this, keep, rule, trigger, detail, enforcer = std::move(enforcer)] {
     std::string result;
     bool failed = false;
     try {
       result = enforcer(policy::to_string(rule.action), rule.cite() + " (on " + trigger + ")");
+      note_done(keep->agent(), policy::to_string(rule.action));
     } catch (const std::exception& e) {
       result = "could not " + std::string(policy::to_string(rule.action)) + " the agent: " + e.what();
       failed = true;
     }
     record(*keep, rule, trigger, detail, result, failed);
   });
+}
+
+bool Guardians::queue(std::function<void()> job) {
+  std::lock_guard lock(mu_);
+  if (stopping_) return false;
+  work_.push_back(std::move(job));
   wake_.notify_one();
+  return true;
 }
 
 void Guardians::notify(const std::string& url, const std::string& ca, std::string body) {

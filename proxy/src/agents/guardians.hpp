@@ -27,6 +27,25 @@ namespace netbox::proxy {
 
 struct ProxyRuntime;
 
+// An attached agent as `netbox agent list` shows it, and the launcher's hand on it.
+struct AgentCard {
+  std::string profile;
+  std::int64_t pid = 0;
+  std::int64_t started_ms = 0;  // Unix epoch
+  GuardianEnforcer enforcer;    // unset: no launcher can act on it
+  bool frozen = false;          // by the last freeze or resume that was done
+  std::uint64_t serial = 0;     // set by enlist: which enlisting a delist undoes
+};
+
+// The card of an agent as its launcher attached it: now, its launch's pid and its hand.
+AgentCard agent_card(const AgentAttachment& a);
+
+// An operator's action (`netbox agent kill|freeze|resume`), done or not.
+struct OperatorOutcome {
+  bool ok = false;
+  std::string result;  // what was done, or why not
+};
+
 class Guardians {
  public:
   // `rt` null: admission's unit tests, where rules are counted but nothing is recorded.
@@ -39,9 +58,25 @@ class Guardians {
   std::shared_ptr<AgentGuard> of(const std::string& agent);
   // Null when the agent has made no connection in this launch.
   std::shared_ptr<AgentGuard> find(const std::string& agent) const;
-  // The agent has left: its next launch starts afresh; its enforcer goes too.
+  // The agent has left: its next launch starts afresh; its card goes too.
   void forget(const std::string& agent);
-  void set_enforcer(const std::string& agent, GuardianEnforcer enforcer);
+  // An attached agent, for `netbox agent list` and the actions on it (guardians_operator.cpp).
+  // Agents are known by name: a second agent of a name replaces the first's card. Returns
+  // the card's serial; delist with it removes that card only (0: whatever card it has).
+  std::uint64_t enlist(const std::string& agent, AgentCard card);
+  void delist(const std::string& agent, std::uint64_t serial = 0);
+  // Every enlisted agent by name, and the denials its guard counted (0: none yet).
+  struct Listed {
+    std::string name;
+    AgentCard card;
+    std::uint64_t denied = 0;
+  };
+  std::vector<Listed> roster() const;
+  // An operator's kill, freeze or resume of `agent`, on the guardian's thread (a kill waits
+  // out its grace): an events row (operator_action, naming the operator's uid) and a
+  // metric either way; `done` is called once with the outcome, on any thread.
+  void operate(const std::string& agent, const std::string& action, unsigned uid,
+               std::function<void(OperatorOutcome)> done);
 
   // A rule of `guard`'s fired on `trigger` (as written); `detail`: what set it off.
   void act(AgentGuard& guard, const policy::GuardianRule& rule, const std::string& trigger, const std::string& detail);
@@ -62,13 +97,17 @@ class Guardians {
   void notify(const std::string& url, const std::string& ca, std::string body);  // ca: guardian.webhook_ca, or ""
   void sighted(const std::string& agent, policy::GuardianEvent event, const std::string& particulars,
                const std::string& message, const std::string& detail, LogFields fields);
+  bool queue(std::function<void()> job);  // false: stopping, not queued
+  void note_done(const std::string& agent, std::string_view action);
+  void record_operator(const std::string& agent, const std::string& action, unsigned uid, const OperatorOutcome& o);
   void record(AgentGuard& guard, const policy::GuardianRule& rule, const std::string& trigger,
               const std::string& detail, const std::string& result, bool failed);
 
   ProxyRuntime* rt_;
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<AgentGuard>, std::less<>> guards_;
-  std::map<std::string, GuardianEnforcer, std::less<>> enforcers_;
+  std::map<std::string, AgentCard, std::less<>> cards_;
+  std::uint64_t last_serial_ = 0;
   std::map<std::string, std::unique_ptr<Webhook>, std::less<>> webhooks_;  // by URL as written, and CA file
   std::deque<std::function<void()>> work_;
   std::condition_variable wake_;

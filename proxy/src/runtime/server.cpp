@@ -172,7 +172,8 @@ void ProxyRuntime::start() {
                                                 options.reload_on_sighup, std::move(hooks));
   }
   if (options.control_socket) {
-    control = std::make_unique<ControlServer>(*this, workers.front()->ioc, *options.control_socket);
+    control = std::make_unique<ControlServer>(*this, workers.front()->ioc, *options.control_socket,
+                                              options.control_operator_only);
     asio::post(workers.front()->ioc, [this] { control->start(); });
   }
   for (auto& w : workers) {
@@ -300,6 +301,9 @@ void ProxyRuntime::stop() {
     lifecycle = Lifecycle::stopping;
   }
   follower.reset();  // no reload while shutting down
+  // The guardian's and operators' actions under way finish first, while the io threads
+  // still carry their answers (an operator's kill is answered once the agent is gone).
+  guardians.stop();
   stop_dns_views();
   if (!workers.empty() && workers.front()->thread.joinable()) {
     // Stop accepting, on each io thread.
@@ -373,10 +377,13 @@ void Server::register_agent(const asio::ip::address& addr, std::string agent, st
 
 AttachedAgent Server::attach_agent(const AgentAttachment& attachment) {
   auto attached = impl_->attach_agent(attachment);
-  impl_->guardians.set_enforcer(attached.name, attachment.enforcer);  // the launcher's hand (embedded)
+  impl_->guardians.enlist(attached.name, agent_card(attachment));  // the launcher's hand (embedded)
   return attached;
 }
-void Server::detach_agent(const AttachedAgent& agent, const AgentEnd& end) noexcept { impl_->detach_agent(agent, end); }
+void Server::detach_agent(const AttachedAgent& agent, const AgentEnd& end) noexcept {
+  impl_->guardians.delist(agent.name);
+  impl_->detach_agent(agent, end);
+}
 
 void Server::unregister_agent(const asio::ip::address& addr) { impl_->agents.remove(addr); }
 

@@ -261,3 +261,45 @@ TEST(ControlProtocol, TheInfoReplyCarriesTheCaCertificateOnlyWhenTheProxyInspect
 }
 
 }  // namespace netbox::proxy::control
+
+namespace netbox::proxy::control {
+namespace {
+
+// The operator ops (`netbox agent`) and the proxy's Acts on a launcher's connection.
+TEST(ControlProtocol, OperatorOpsRoundTripAndNeedTheirAgent) {
+  const auto kill = std::get<Operator>(parse_request(to_line(Operator{"kill", "builder", ""})));
+  EXPECT_EQ(kill.op, "kill");
+  EXPECT_EQ(kill.agent, "builder");
+  EXPECT_EQ(std::get<Operator>(parse_request(R"({"op":"list"})")).agent, "");
+  expect_refused(R"({"op":"kill"})", "\"agent\" is missing");
+  expect_refused(R"({"op":"freeze","agent":7})", "\"agent\" must be a string, not number");
+  for (auto op : operator_ops()) EXPECT_EQ(refusal(R"({"op":")" + std::string(op) + R"(","agent":"a"})"), "accepted") << op;
+  Reply listed;
+  listed.agents = R"([{"name":"a","state":"frozen"}])";
+  listed.result = "done";
+  const auto back = parse_reply(to_line(listed));
+  EXPECT_EQ(json::parse(back.agents), json::parse(listed.agents));
+  EXPECT_EQ(back.result, "done");
+  EXPECT_THROW(parse_reply(R"({"ok":true,"agents":{"a":1}})"), ProtocolError);
+}
+
+TEST(ControlProtocol, ActsAndTheirAnswersRoundTripAndBadOnesAreRefused) {
+  const auto act = std::get<Act>(parse_from_proxy(to_line(Act{3, "kill", "guardian.rules[0]"})));
+  EXPECT_EQ(act.id, 3u);
+  EXPECT_EQ(act.action, "kill");
+  EXPECT_EQ(act.why, "guardian.rules[0]");
+  EXPECT_TRUE(std::holds_alternative<Reply>(parse_from_proxy(R"({"ok":true})")));
+  EXPECT_THROW(parse_from_proxy(R"({"act":"reboot","id":1})"), ProtocolError);
+  EXPECT_THROW(parse_from_proxy(R"({"act":"kill","id":-1})"), ProtocolError);
+  EXPECT_THROW(parse_from_proxy(R"({"act":["kill"]})"), ProtocolError);
+  EXPECT_THROW(parse_from_proxy("[1,2]"), ProtocolError);
+  const auto acted = std::get<Acted>(parse_request(to_line(Request{Acted{3, true, "killed"}})));
+  EXPECT_EQ(acted.id, 3u);
+  EXPECT_TRUE(acted.ok);
+  EXPECT_EQ(acted.result, "killed");
+  expect_refused(R"({"op":"acted","id":1})", "\"ok\" is missing");
+  expect_refused(R"({"op":"acted","id":"1","ok":true})", "\"id\" must be an integer");
+}
+
+}  // namespace
+}  // namespace netbox::proxy::control

@@ -30,5 +30,8 @@ std::vector<TableRow> query_agents(const std::filesystem::path& db, const TableF
 // `format`: table, json or csv (std::invalid_argument otherwise).
 std::string format_events(const std::vector<TableRow>& rows, std::string_view format);
 std::string format_agents(const std::vector<TableRow>& rows, std::string_view format);
+// `netbox agent list`: the agents running now, as launches and proxies answer them
+// (where, name, profile, pid, state, started, denied), with the same formats.
+std::string format_running_agents(const std::vector<TableRow>& rows, std::string_view format);
 
 }  // namespace netbox::audit

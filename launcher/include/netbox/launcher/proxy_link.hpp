@@ -37,7 +37,8 @@ struct AgentIdentity {
   // The agent reaches the proxy through these sockets in its namespace (agent_link.hpp),
   // and has no address; the launcher keeps and closes them (the proxy keeps duplicates).
   std::optional<proxy::AgentSockets> sockets;
-  // The guardian's hand on the agent's cgroup (freeze, kill); only the embedded proxy takes it.
+  // The hand on the agent's cgroup (freeze, resume, kill) for the guardian and operators: the
+  // embedded proxy calls it in-process, a running one by an Act on the control connection.
   proxy::GuardianEnforcer enforcer;
 };
 
@@ -75,9 +76,11 @@ struct EmbeddedInspection {
   std::optional<std::filesystem::path> ca_dir;
   std::optional<std::filesystem::path> upstream_ca;
 };
+// `operator_socket`: where it answers `netbox agent` (operator_socket.hpp); none: nowhere.
 std::unique_ptr<ProxyLink> make_embedded_proxy(policy::Policy policy, std::filesystem::path audit_db,
                                                policy::Cidr subnet, EmbeddedLog log = {},
-                                               EmbeddedInspection inspection = {});
+                                               EmbeddedInspection inspection = {},
+                                               std::optional<std::filesystem::path> operator_socket = {});
 std::unique_ptr<ProxyLink> make_control_client(std::filesystem::path control_socket);
 
 // What a running proxy keeps that its agents must not read, as it reports them ("info" on

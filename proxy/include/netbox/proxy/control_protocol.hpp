@@ -74,7 +74,26 @@ struct Unregister {
   std::string resource_usage;  // a JSON object as text; empty: none
 };
 
-using Request = std::variant<Ping, Info, Register, Unregister>;
+// An operator's request (`netbox agent`, docs/proxy.md "Operator ops"): only a peer with
+// the socket owner's uid, or root, may send one. `op` is one of operator_ops(); what each
+// does is the proxy's table (agents/operator_ops.hpp).
+struct Operator {
+  std::string op;
+  std::string agent;  // the agent acted on; empty for list
+  std::string args;   // the line's whole object as text, for an op with fields of its own
+};
+
+// A launcher's answer to an Act the proxy sent it on its registration connection.
+struct Acted {
+  std::uint64_t id = 0;
+  bool ok = false;
+  std::string result;  // what it did, or why it could not
+};
+
+using Request = std::variant<Ping, Info, Register, Unregister, Operator, Acted>;
+
+// The operator ops a proxy knows (list, kill, freeze, resume, and the approval ops).
+const std::vector<std::string_view>& operator_ops();
 
 // The answer to any request; the fields after `error` are set by the requests named.
 struct Reply {
@@ -91,6 +110,8 @@ struct Reply {
   std::string policy_file;  // info: absolute; empty when the proxy has no policy file
   std::string audit_db;     // info: absolute
   std::string ca_pem;       // info: the CA certificate (PEM) the proxy inspects with; empty: it does not
+  std::string result;       // kill, freeze, resume: what was done (kill: ok only once the agent is gone)
+  std::string agents;       // list: a JSON array of the attached agents, as text
 
   static Reply refused(std::string why) {
     Reply r;
@@ -99,6 +120,17 @@ struct Reply {
     return r;
   }
 };
+
+// Sent by the proxy on a launcher's registration connection, never as an answer: freeze,
+// resume or kill the agent registered there (a guardian rule or an operator asked; `why`
+// says which). The launcher answers with an Acted of the same id.
+struct Act {
+  std::uint64_t id = 0;
+  std::string action;  // freeze, resume or kill
+  std::string why;
+};
+// What a launcher reads on its registration connection: an answer, or an Act.
+using FromProxy = std::variant<Reply, Act>;
 
 // A line that is not a message of this protocol; what() names the key and what it
 // should have been, for the answer to a broken or hostile peer.
@@ -114,6 +146,9 @@ Reply parse_reply(std::string_view line);
 // replaced); throws ProtocolError when `sandbox` or `resource_usage` is not a JSON object.
 std::string to_line(const Request& request);
 std::string to_line(const Reply& reply);
+std::string to_line(const Act& act);
+// A line on a launcher's connection: an Act when it has "act", else a Reply. Throws ProtocolError.
+FromProxy parse_from_proxy(std::string_view line);
 
 // The same, as JSON values (nlohmann's ADL hooks); from_json throws ProtocolError.
 void to_json(nlohmann::json& j, const Request& request);

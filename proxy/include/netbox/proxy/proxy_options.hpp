@@ -61,6 +61,9 @@ struct ProxyOptions {
   std::vector<boost::asio::ip::udp::endpoint> dns_servers;  // empty: /etc/resolv.conf
   unsigned threads = 0;                                  // 0: one per core
   std::optional<std::filesystem::path> control_socket;  // Unix socket, JSON lines (control_protocol.hpp)
+  // The control socket answers the operator ops only (`netbox agent`; a launch's own
+  // operator socket, whose one agent is attached in-process): no registration there.
+  bool control_operator_only = false;
   // Client tokens (`--client-tokens`, issue 26 item 5): a client that would be `anonymous`
   // must show a token from this book, unless allow_anonymous (client_tokens.hpp). Unset: no
   // tokens, and such clients are `anonymous` under the top-level profile, as before.
