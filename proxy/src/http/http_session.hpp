@@ -136,6 +136,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
   // A client that would be `anonymous` on a proxy with --client-tokens: its token (from
   // Proxy-Authorization) makes it the token's agent; false: refused 407 (client_tokens.hpp).
   bool take_client_token();
+  bool token_still_holds();          // false: refused 407, the token revoked or expired since
+  bool refuse_token(std::string why);  // answers 407 and closes; false
   void refuse_unparsed(boost::beast::error_code ec);
   void refuse_not_http(std::string why);  // an inspected connection that does not carry HTTP/1.1
   void note_target(std::string_view target, bool connect);

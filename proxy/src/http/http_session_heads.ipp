@@ -174,27 +174,41 @@ void HttpSession<Stream>::take_head(beast::error_code ec) {
 
 template <class Stream>
 bool HttpSession<Stream>::take_client_token() {
-  if (link_.identity_settled) return true;
+  if (link_.identity_settled) return token_still_holds();
   link_.identity_settled = true;
-  if (kTls || link_.fixed || !impl_.client_tokens || !link_.who.is_anonymous()) return true;
+  if (kTls || link_.fixed || !impl_.client_tokens || !link_.who.is_anonymous()) return token_still_holds();
   // A header that holds no token we read is a bad credential, never "none sent".
   const auto header = rq_.req[http::field::proxy_authorization];
   const auto token = tokens::token_from_proxy_authorization(header);
   auto v = impl_.client_tokens->identify(token ? *token : header.empty() ? "" : "?", *link_.policy);
-  if (!v.who) {
-    note_request(is_connect(), rq_.req.method_string());
-    note_target(rq_.req.target(), is_connect());
-    auto no = refusal_of(policy::Decision::refused("client_token", std::move(v.why)), 407);
-    no.what = what();
-    refuse(std::move(no), true);
-    return false;
-  }
+  if (!v.who) return refuse_token(std::move(v.why));
   if (v.who->is_anonymous()) return true;
   link_.become(std::move(*v.who), impl_);
+  link_.token = std::move(v.held);
   link_.bind(admission_, exchange_);
   exchange_.begin();  // this request's row is the token's agent's
   link_.pool_scope = UpstreamPool::scope(link_.who.agent, link_.peer.address());
   return true;
+}
+
+// A later request on a connection a token identified (here or at a SOCKS5 door): the token
+// is checked again, so one revoked or expired since stops here, whatever the keep-alive.
+template <class Stream>
+bool HttpSession<Stream>::token_still_holds() {
+  if (!link_.token || !impl_.client_tokens) return true;
+  auto why = impl_.client_tokens->recheck(*link_.token);
+  return why.empty() || refuse_token(std::move(why));
+}
+
+// 407 with the reason (never the token), a row (rule client_token), and the connection closes.
+template <class Stream>
+bool HttpSession<Stream>::refuse_token(std::string why) {
+  note_request(is_connect(), rq_.req.method_string());
+  note_target(rq_.req.target(), is_connect());
+  auto no = refusal_of(policy::Decision::refused("client_token", std::move(why)), 407);
+  no.what = what();
+  refuse(std::move(no), true);
+  return false;
 }
 
 template <class Stream>
