@@ -1,6 +1,7 @@
 #pragma once
 // WebSocket frames as a test's raw client writes and expects them (RFC 6455 5.2): short
 // text messages (under 126 bytes), a client's masked, a server's not, and the handshake.
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -25,6 +26,15 @@ inline std::string server_text_frame(std::string_view message) {
   frame.push_back(static_cast<char>(message.size()));
   frame += message;
   return frame;
+}
+
+// The head of a client's binary message of `length` bytes, in one frame (64-bit length)
+// with a zero mask, so the payload that follows goes as written: a large upload streamed
+// in pieces. A server reading whole messages (websocket_echo) answers only once it is all there.
+inline std::string client_binary_frame_head(std::uint64_t length) {
+  std::string head = "\x82\xff";
+  for (int shift = 56; shift >= 0; shift -= 8) head.push_back(static_cast<char>((length >> shift) & 0xff));
+  return head + std::string(4, '\0');
 }
 
 // A client's close, without payload.

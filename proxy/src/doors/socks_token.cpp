@@ -17,6 +17,7 @@ bool SocksSession::take_token(const std::string& password) {
   }
   if (v.who->is_anonymous()) return true;
   conn_.become(std::move(*v.who), impl_);
+  conn_.token = std::move(v.held);  // plain HTTP carried on it checks it again per request
   conn_.bind(exchange_);
   return true;
 }

@@ -146,6 +146,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
   // Proxy-Authorization) makes it the token's agent; false: refused 407 (client_tokens.hpp).
   bool take_client_token();
   void refuse_credential(policy::Decision no);  // 407 with a row, then the connection closes
+  bool token_still_holds();  // false: refused 407, the token revoked or expired since
   void refuse_unparsed(boost::beast::error_code ec);
   void refuse_not_http(std::string why);  // an inspected connection that does not carry HTTP/1.1
   void note_target(std::string_view target, bool connect);

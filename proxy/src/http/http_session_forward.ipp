@@ -231,7 +231,7 @@ void HttpSession<Stream>::start_upgraded() {
   buffer_.shrink_to_fit();
   parser_.reset();
   upgraded_.start(*upstream_, relay_.take_early(), std::move(to_upstream), link_.profile->limits.idle_timeout,
-                  exchange_.bytes_up, exchange_.bytes_down, this->shared_from_this());
+                  exchange_.bytes_up, exchange_.bytes_down, exchange_.meter, this->shared_from_this());
 }
 
 template <class Stream>

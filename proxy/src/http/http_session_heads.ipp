@@ -174,10 +174,10 @@ void HttpSession<Stream>::take_head(beast::error_code ec) {
 
 template <class Stream>
 bool HttpSession<Stream>::take_client_token() {
-  if (link_.identity_settled) return true;
+  if (link_.identity_settled) return token_still_holds();
   link_.identity_settled = true;
   if (link_.refused_identity) return refuse_credential(std::move(*link_.refused_identity)), false;
-  if (kTls || link_.fixed || !impl_.client_tokens || !link_.who.is_anonymous()) return true;
+  if (kTls || link_.fixed || !impl_.client_tokens || !link_.who.is_anonymous()) return token_still_holds();
   // A header that holds no token we read is a bad credential, never "none sent".
   const auto header = rq_.req[http::field::proxy_authorization];
   const auto token = tokens::token_from_proxy_authorization(header);
@@ -185,10 +185,22 @@ bool HttpSession<Stream>::take_client_token() {
   if (!v.who) return refuse_credential(policy::Decision::refused("client_token", std::move(v.why))), false;
   if (v.who->is_anonymous()) return true;
   link_.become(std::move(*v.who), impl_);
+  link_.token = std::move(v.held);
   link_.bind(admission_, exchange_);
   exchange_.begin();  // this request's row is the token's agent's
   link_.pool_scope = UpstreamPool::scope(link_.who.agent, link_.peer.address());
   return true;
+}
+
+// A later request on a connection a token identified (here or at a SOCKS5 door): the token
+// is checked again, so one revoked or expired since stops here, whatever the keep-alive.
+template <class Stream>
+bool HttpSession<Stream>::token_still_holds() {
+  if (!link_.token || !impl_.client_tokens) return true;
+  auto why = impl_.client_tokens->recheck(*link_.token);
+  if (why.empty()) return true;
+  refuse_credential(policy::Decision::refused("client_token", std::move(why)));  // 407, never the token
+  return false;
 }
 
 template <class Stream>

@@ -30,6 +30,10 @@ class Pacer {
   // The pauses of the relay under way, in all: time the sender was held back, not slow.
   Duration paused() const { return paused_; }
   void restart() { paused_ = Duration::zero(); }
+  // A pause under way ends now (its `then` runs at once): its owner is stopping.
+  void cancel() {
+    if (timer_) timer_->cancel();
+  }
 
  private:
   std::optional<boost::asio::steady_timer> timer_;

@@ -19,14 +19,15 @@ using tcp = asio::ip::tcp;
 template <class Client, class Upstream>
 void UpgradedRelay<Client, Upstream>::start(Upstream& upstream, std::string to_agent, std::string to_upstream,
                                             std::chrono::milliseconds idle_timeout, std::uint64_t& bytes_up,
-                                            std::uint64_t& bytes_down, std::shared_ptr<void> keep) {
+                                            std::uint64_t& bytes_down, ByteMeter& meter, std::shared_ptr<void> keep) {
   upstream_ = &upstream;
+  meter_ = &meter;
   keep_ = std::move(keep);
   idle_timeout_ = idle_timeout;
   error_.clear();
   finished_ = false;
-  up_ = Half{std::make_unique<char[]>(kPiece), std::move(to_upstream), &bytes_up, false};
-  down_ = Half{std::make_unique<char[]>(kPiece), std::move(to_agent), &bytes_down, false};
+  up_ = Half{std::make_unique<char[]>(kPiece), std::move(to_upstream), &bytes_up, false, false, {}};
+  down_ = Half{std::make_unique<char[]>(kPiece), std::move(to_agent), &bytes_down, false, false, {}};
   // The relay's own idle timer bounds it: the streams' per-operation timers would end a
   // direction that is merely quiet while the other one talks.
   beast::get_lowest_layer(client_).expires_never();
@@ -53,17 +54,43 @@ void UpgradedRelay<Client, Upstream>::pump(Half& h, From& from, To& to) {
                        });
 }
 
+// One piece on, charged to the budgets first (the early bytes too); once it is written,
+// the pause it earned is waited out before the direction reads again.
 template <class Client, class Upstream>
 template <class From, class To>
 void UpgradedRelay<Client, Upstream>::write(Half& h, From& from, To& to, const char* data, std::size_t n) {
   last_activity_ = std::chrono::steady_clock::now();
+  n = allowed(h, n);
+  if (n == 0) return cut(h, to);
   *h.bytes += n;
-  asio::async_write(to, asio::buffer(data, n), [this, keep = keep_, &h, &from, &to](beast::error_code ec, std::size_t) {
+  asio::async_write(to, asio::buffer(data, n), [this, keep = keep_, &h, &from, &to](beast::error_code ec, std::size_t sent) {
     if (!h.early.empty()) h.early = std::string();
     if (ec) return half_done(h, to, ec, &h == &up_ ? "upstream" : "agent");
+    if (h.cut) return cut(h, to);
     last_activity_ = std::chrono::steady_clock::now();
-    pump(h, from, to);
+    const auto pause = &h == &up_ ? meter_->pace_up(sent) : meter_->pace_down(sent);
+    h.pacer.after(pause, client_.get_executor(), [this, keep = keep_, &h, &from, &to] {
+      if (!error_.empty()) return half_done(h, to, asio::error::operation_aborted, "");  // stopped while paused
+      last_activity_ = std::chrono::steady_clock::now();
+      pump(h, from, to);
+    });
   });
+}
+
+template <class Client, class Upstream>
+std::size_t UpgradedRelay<Client, Upstream>::allowed(Half& h, std::size_t n) {
+  const auto ok = static_cast<std::size_t>(&h == &up_ ? meter_->up(n) : meter_->down(n));
+  if (ok < n) h.cut = true;
+  return ok;
+}
+
+// A budget is spent: both sides close (the other direction's read or pause ends with
+// them), and the row names the budget (Exchange::finish, from the meter).
+template <class Client, class Upstream>
+template <class To>
+void UpgradedRelay<Client, Upstream>::cut(Half& h, To& to) {
+  stop(meter_->cut()->reason);
+  half_done(h, to, asio::error::operation_aborted, "");
 }
 
 template <class Client, class Upstream>
@@ -112,6 +139,8 @@ void UpgradedRelay<Client, Upstream>::stop(std::string why) {
   beast::error_code ignored;
   beast::get_lowest_layer(client_).socket().close(ignored);
   beast::get_lowest_layer(*upstream_).socket().close(ignored);
+  up_.pacer.cancel();  // a direction waiting out a pause ends now, not when it is over
+  down_.pacer.cancel();
 }
 
 template <class Client, class Upstream>

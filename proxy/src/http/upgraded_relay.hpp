@@ -10,7 +10,13 @@
 // direction half-closes the other side's socket (after a close_notify to an agent inside
 // TLS, whose stack would answer a bare end with an alert); the relay ends when both have ended, or
 // at once on an error or the idle limit. The bytes are counted into the request's row as
-// they go.
+// they go, and charged to the exchange's ByteMeter before they are sent (issue 25): past
+// a budget, what it still allows goes, then both sides close and the row says `budget`
+// (Exchange::finish, from the meter); under limits.bandwidth_*, each piece sent earns its
+// direction a pause (Pacer) before it reads again, as a tunnel's does.
+#include "agents/agent_guard.hpp"
+#include "http/pacer.hpp"
+
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core/error.hpp>
 
@@ -32,9 +38,10 @@ class UpgradedRelay {
   UpgradedRelay(Client& client, Done done) : client_(client), done_(std::move(done)) {}
 
   // `to_agent`: what the upstream sent after its 101 head; `to_upstream`: what the agent
-  // sent after its request. `keep` holds the owner alive while the relay runs.
+  // sent after its request. `meter`: the exchange's, charged and paced by both directions.
+  // `keep` holds the owner alive while the relay runs.
   void start(Upstream& upstream, std::string to_agent, std::string to_upstream, std::chrono::milliseconds idle_timeout,
-             std::uint64_t& bytes_up, std::uint64_t& bytes_down, std::shared_ptr<void> keep);
+             std::uint64_t& bytes_up, std::uint64_t& bytes_down, ByteMeter& meter, std::shared_ptr<void> keep);
 
  private:
   struct Half {
@@ -42,11 +49,17 @@ class UpgradedRelay {
     std::string early;  // bytes to write before the first read
     std::uint64_t* bytes = nullptr;
     bool done = false;
+    bool cut = false;  // a budget is spent: once what it allowed has gone, the relay ends
+    Pacer pacer;       // limits.bandwidth_*: the pause after each piece sent
   };
   template <class From, class To>
   void pump(Half& h, From& from, To& to);
   template <class From, class To>
   void write(Half& h, From& from, To& to, const char* data, std::size_t n);
+  // `n` bytes are about to go for `h`: how many of them its budgets let go.
+  std::size_t allowed(Half& h, std::size_t n);
+  template <class To>
+  void cut(Half& h, To& to);
   template <class To>
   void half_done(Half& h, To& to, boost::beast::error_code ec, const char* side);
   template <class To>
@@ -58,6 +71,7 @@ class UpgradedRelay {
   Client& client_;
   Done done_;
   Upstream* upstream_ = nullptr;
+  ByteMeter* meter_ = nullptr;
   std::shared_ptr<void> keep_;
   std::optional<boost::asio::steady_timer> idle_;
   std::chrono::milliseconds idle_timeout_{0};

@@ -45,6 +45,9 @@ struct AgentConnection {
   boost::asio::ip::tcp::endpoint peer;
   std::string peer_text;  // the peer as rows and log lines show it
   AgentIdentity who;
+  // The client token it showed, if any (client_tokens.hpp): HTTP checks it again before
+  // each later request on the connection, so a revoked one stops there.
+  std::optional<ClientTokens::Held> token;
   // The policy in force when the connection was opened decides all of it: a reload
   // applies to new connections. `profile` is the agent's, inside *policy.
   PolicyPtr policy;

@@ -28,19 +28,46 @@ std::size_t ClientTokens::size() { return book_.current()->entries().size(); }
 
 ClientTokens::Verdict ClientTokens::identify(std::string_view token, const policy::Policy& policy) {
   if (token.empty()) {
-    if (allow_anonymous_) return {AgentIdentity{}, {}};
+    if (allow_anonymous_) return {AgentIdentity{}, {}, {}};
     return {std::nullopt,
             "this proxy needs a client token: send it as the proxy password (http://agent:TOKEN@proxy:port); "
-            "`netbox token create` issues one"};
+            "`netbox token create` issues one",
+            {}};
   }
-  const auto v = book_.current()->verify(token, unix_now());
-  if (!v.grant) return {std::nullopt, v.why};
+  const auto now = book_.snapshot();
+  const auto v = now.book->verify(token, unix_now());
+  if (!v.grant) return {std::nullopt, v.why, {}};
   if (auto why = missing_profile("token " + std::string(tokens::kTokenPrefix) + v.grant->id, v.grant->profile, policy))
-    return {std::nullopt, std::move(*why)};
+    return {std::nullopt, std::move(*why), {}};
   AgentIdentity who;
   who.agent = v.grant->agent;
   who.profile = v.grant->profile;
-  return {std::move(who), {}};
+  Held held{{}, now.generation};
+  for (const auto& e : now.book->entries())
+    if (e.id == v.grant->id) held.entry = e;
+  return {std::move(who), {}, std::move(held)};
+}
+
+std::string ClientTokens::recheck(Held& held) {
+  // The common path: the book has not changed and the token has not expired.
+  const bool looked = book_.due(std::chrono::steady_clock::now());
+  const auto id = "token " + std::string(tokens::kTokenPrefix) + held.entry.id;
+  if (unix_now() >= held.entry.expires) return id + " has expired";
+  if (!looked && held.generation == book_.generation()) return {};
+  const auto now = book_.snapshot();
+  if (held.generation == now.generation) return {};
+  const tokens::TokenEntry* found = nullptr;
+  for (const auto& e : now.book->entries())
+    if (e.id == held.entry.id) found = &e;
+  if (!found) return id + " is no longer in the token book";
+  if (found->revoked) return id + " was revoked";
+  // Re-issued under the same id, or moved to another agent or profile: a new connection
+  // must show it again.
+  if (found->digest != held.entry.digest || found->agent != held.entry.agent ||
+      found->profile != held.entry.profile || found->expires != held.entry.expires)
+    return id + " changed in the token book: connect again";
+  held.generation = now.generation;
+  return {};
 }
 
 }  // namespace netbox::proxy

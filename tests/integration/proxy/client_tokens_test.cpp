@@ -3,11 +3,15 @@
 // (plain and CONNECT) and SOCKS5, with the proxy URL's password: a good token makes the rows
 // the token's agent's and applies its profile; none, a forged, a revoked (after the book is
 // rewritten under the running proxy) or an expired token gets 407 and a row; the token is in
-// no row, log or event; --allow-anonymous serves only the client that sent none.
+// no row, log or event; --allow-anonymous serves only the client that sent none. A token
+// revoked (with the CLI) or expired while a keep-alive connection is open stops at that
+// connection's next request.
 #include "proxy_fixture.hpp"
 
 #include "support/curl.hpp"
 #include "support/process.hpp"
+#include "support/proxy_client.hpp"
+#include "support/secret_samples.hpp"
 
 #include "netbox/tokens/token_book.hpp"
 
@@ -140,6 +144,60 @@ TEST_F(ClientTokensTest, NoForgedRevokedOrExpiredTokenGetsThroughAndEachIsRecord
     EXPECT_THAT(store, Not(HasSubstr(t2.substr(18)))) << "a token's secret is in the store";
     EXPECT_THAT(log, Not(HasSubstr(t2.substr(18)))) << "a token's secret is in the log";
   }
+}
+
+// One keep-alive connection, as a client that keeps its proxy connection open for hours:
+// `request(token)` is a GET on it with the token as the proxy password.
+class KeptConnection {
+ public:
+  KeptConnection(unsigned short port, std::string url) : conn_(port), url_(std::move(url)) {}
+  Reply request(const std::string& token) {
+    return conn_.send("GET " + url_ + " HTTP/1.1\r\nHost: upstream.test\r\nProxy-Authorization: Basic " +
+                      base64("ci:" + token, false) + "\r\n\r\n");
+  }
+  bool closed_within(std::chrono::milliseconds wait) { return conn_.closed_within(wait); }
+
+ private:
+  ProxyConnection conn_;
+  std::string url_;
+};
+
+void expect_stopped(KeptConnection& conn, const Reply& r, const AuditRow& row, const std::string& reason) {
+  EXPECT_EQ(r.status, 407) << r.body;
+  EXPECT_THAT(r.body, HasSubstr(reason));
+  EXPECT_EQ(row.decision, "deny");
+  EXPECT_EQ(row.rule, "client_token");
+  EXPECT_EQ(*row.status, 407);
+  EXPECT_THAT(row.reason, HasSubstr(reason));
+  EXPECT_TRUE(conn.closed_within(5s)) << "the connection of a revoked token stayed open";
+}
+
+TEST_F(ClientTokensTest, ARevokedTokenStopsAtTheNextRequestOfAnOpenConnection) {
+  start();
+  KeptConnection conn(port, upstream_url("/echo"));
+  ASSERT_EQ(conn.request(good.token).status, 200);
+  EXPECT_EQ(last_row().agent, "ci-runner");
+  const auto revoke = run_netbox({"token", "revoke", "--client-tokens", book_path.string(), good.entry.id});
+  ASSERT_EQ(revoke.exit_code, 0) << revoke.out << revoke.err;
+  std::this_thread::sleep_for(1100ms);  // the proxy looks at the book at most once a second
+  const auto r = conn.request(good.token);
+  expect_stopped(conn, r, last_row(), "was revoked");
+  EXPECT_EQ(upstream.requests(), 1u);
+}
+
+TEST_F(ClientTokensTest, AnExpiredTokenStopsAtTheNextRequestOfAnOpenConnection) {
+  start();
+  const auto brief = tokens::issue_token("brief-runner", "builders", 3s, unix_now());
+  auto book = tokens::load_token_book(book_path);
+  book.add(brief.entry);
+  tokens::save_token_book(book_path, book);
+  std::this_thread::sleep_for(1100ms);  // read again
+  KeptConnection conn(port, upstream_url("/echo"));
+  ASSERT_EQ(conn.request(brief.token).status, 200);
+  while (unix_now() < brief.entry.expires) std::this_thread::sleep_for(100ms);
+  const auto r = conn.request(brief.token);
+  expect_stopped(conn, r, last_row(), "has expired");
+  EXPECT_EQ(upstream.requests(), 1u);
 }
 
 TEST_F(ClientTokensTest, AllowAnonymousServesOnlyTheClientThatSentNoToken) {
