@@ -8,6 +8,7 @@
 #include "agents/attribution.hpp"
 #include "pipeline/caps.hpp"
 #include "pipeline/client_slots.hpp"
+#include "pipeline/approvals.hpp"
 #include "pipeline/client_tokens.hpp"
 #include "base/counters.hpp"
 #include "doors/dns_view.hpp"
@@ -149,6 +150,7 @@ struct ProxyRuntime {
   Attribution attribution{[this](const std::string& agent, const std::string& why) {
     log.write(LogLevel::warn, "attribution_unavailable", {{"agent", agent}, {"message", why}});
   }};
+  ApprovalBook approvals{*this};  // `--ask` agents' questions and grants (issue 27)
   Snapshot<policy::Policy> policy;
   std::mutex reload_mu;
   std::optional<FileStamp> loaded_stamp;  // of the policy file last read (under reload_mu)
