@@ -28,5 +28,7 @@ void add_gc_command(CLI::App& app, int& rc);
 void add_ca_command(CLI::App& app, int& rc);
 // `netbox token create | list | revoke` (token_command.cpp): client tokens for a shared proxy.
 void add_token_command(CLI::App& app, int& rc);
+// `netbox agent pending | approve | deny` (agent_approval_command.cpp), under `agent`.
+void add_agent_approval_commands(CLI::App& agent, int& rc);
 
 }  // namespace netbox::cli

@@ -96,6 +96,9 @@ int main(int argc, char** argv) {
   netbox::cli::add_gc_command(app, rc);
   netbox::cli::add_ca_command(app, rc);
   netbox::cli::add_token_command(app, rc);
+  // TEMPORARY (s/ask): the lead wires add_agent_approval_commands into `netbox agent`'s dispatcher.
+  netbox::cli::add_agent_approval_commands(
+      *app.add_subcommand("agent", "Operate running agents: pending, approve, deny")->require_subcommand(1), rc);
   app.add_subcommand("version", "Print the version and the commit it was built from")->callback([&version] {
     std::cout << version << "\n";
   });

@@ -39,6 +39,8 @@ struct AgentIdentity {
   std::optional<proxy::AgentSockets> sockets;
   // The guardian's hand on the agent's cgroup (freeze, kill); only the embedded proxy takes it.
   proxy::GuardianEnforcer enforcer;
+  // --ask: how long its questions wait (AgentAttachment::ask); unset: refused at once.
+  std::optional<proxy::AskSettings> ask;
 };
 
 // The synthetic addresses the DNS view hands out: the benchmarking range (RFC 2544),
@@ -75,9 +77,17 @@ struct EmbeddedInspection {
   std::optional<std::filesystem::path> ca_dir;
   std::optional<std::filesystem::path> upstream_ca;
 };
+// --ask with the embedded proxy: its questions are asked on the launch's terminal when the
+// agent does not own it (ask_prompt.hpp); `policy_file`, the launch's --policy, is where an
+// answer of scope `policy` writes (none: that scope is not offered).
+struct EmbeddedAsk {
+  bool ask = false;
+  std::optional<std::filesystem::path> policy_file;
+  bool quiet = false;  // --quiet: not even the hint on answering from another terminal
+};
 std::unique_ptr<ProxyLink> make_embedded_proxy(policy::Policy policy, std::filesystem::path audit_db,
                                                policy::Cidr subnet, EmbeddedLog log = {},
-                                               EmbeddedInspection inspection = {});
+                                               EmbeddedInspection inspection = {}, EmbeddedAsk ask = {});
 std::unique_ptr<ProxyLink> make_control_client(std::filesystem::path control_socket);
 
 // What a running proxy keeps that its agents must not read, as it reports them ("info" on
