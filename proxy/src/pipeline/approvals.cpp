@@ -25,6 +25,10 @@ std::string_view expiry_of(AskScope s) {
   return "";
 }
 
+std::string question_detail(const PendingAsk& q) {
+  return nlohmann::json{{"id", q.id}, {"agent", q.agent}, {"host", q.host}, {"port", q.port}, {"door", q.door}}.dump();
+}
+
 }  // namespace
 
 std::string_view to_string(AskScope s) {
@@ -111,7 +115,7 @@ std::variant<ApprovalBook::Parked, std::string> ApprovalBook::park(const std::st
   }
   if (announce) {
     record("ask_pending", *announce, "asking whether " + announce->agent + " may reach " +
-                                         authority_of(announce->host, announce->port), {});
+                                         authority_of(announce->host, announce->port), question_detail(*announce));
     if (rt_.options.on_ask) rt_.options.on_ask(*announce);
   }
   return p;
@@ -134,7 +138,7 @@ bool ApprovalBook::leave(const Parked& p, std::string_view why) {
   }
   if (expired) record("ask_expired", *expired, "nobody answered whether " + expired->agent + " may reach " +
                                                    authority_of(expired->host, expired->port) + ": " + std::string(why),
-                      {});
+                      question_detail(*expired));
   return true;
 }
 
@@ -188,8 +192,9 @@ std::string ApprovalBook::answer(const AskTarget& target, const AskAnswer& ans) 
       if (auto a = agents_.find(q.shown.agent); a != agents_.end()) a->second.grants[{g.host, g.port}] = g;
   }
   const std::string where = authority_of(q.shown.host, q.shown.port);
-  nlohmann::json detail = {{"id", q.shown.id},     {"host", q.shown.host},   {"port", q.shown.port},
-                           {"door", q.shown.door}, {"grantor", ans.grantor}, {"waiters", q.waiters.size()}};
+  nlohmann::json detail = {{"id", q.shown.id},     {"agent", q.shown.agent},     {"host", q.shown.host},
+                           {"port", q.shown.port}, {"door", q.shown.door},       {"grantor", ans.grantor},
+                           {"waiters", q.waiters.size()}};
   if (ans.approve) {
     detail["scope"] = std::string(to_string(ans.scope));
     detail["expires"] = std::string(expiry_of(ans.scope));
