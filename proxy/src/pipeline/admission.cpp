@@ -40,6 +40,12 @@ policy::Profile with_grant(const policy::Profile& p, const policy::Host& host, s
 
 }  // namespace
 
+// An address literal that is internal (whatever internal.allow excepts) or netbox's own
+// endpoint is never put to a person: such a refusal stays final.
+bool Admission::never_asked(const policy::Host& host, std::uint16_t port) const {
+  return host.is_ip() && (!policy::internal_range(*host.ip).empty() || !own_.refusal(*host.ip, port).empty());
+}
+
 std::optional<AdmissionResult> Admission::begin(const policy::Host& host, std::uint16_t port, const Grant* grant) {
   host_ = host;
   port_ = port;
@@ -57,7 +63,7 @@ std::optional<AdmissionResult> Admission::begin(const policy::Host& host, std::u
   if (!name_.lets_through()) {
     auto no = refused({403, outcome_of(name_.verdict), {}, name_.rule, name_.reason, {}});
     // Not listed (no rule), or a port the port list lacks: what a person may allow.
-    no.askable = asks_ && !grant_ && (name_.rule.empty() || name_.rule == "ports");
+    no.askable = asks_ && !grant_ && (name_.rule.empty() || name_.rule == "ports") && !never_asked(host_, port_);
     return no;
   }
   // Before any lookup: the lookup alone would carry an encoded label to the domain's servers.

@@ -86,6 +86,7 @@ class Admission {
  private:
   AdmissionResult decide(std::span<const boost::asio::ip::address> addresses);
   static Refused refused(Refusal r, std::string resolved_addr = {});
+  bool never_asked(const policy::Host& host, std::uint16_t port) const;
 
   const OwnEndpoints& own_;
   Caps& caps_;

@@ -16,6 +16,10 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
 #include <fstream>
 #include <sstream>
 
@@ -122,6 +126,19 @@ class TerminalLaunch {
 constexpr const char* kQuestion = "netbox ask: agent asker wants denied.test:";
 
 std::string curl(const std::string& url) { return std::string(kCurl) + " -s -m 90 " + url + "; echo; "; }
+
+// A port free on 127.0.0.1 now (for the admin endpoint).
+std::uint16_t free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
 
 // The rows of the requests to denied.test: path, decision, rule.
 std::vector<std::vector<std::string>> asked_rows(const std::filesystem::path& db) {
@@ -230,23 +247,30 @@ TEST(LaunchAsk, PolicyScopeWritesTheHostIntoThePolicyFile) {
   expect_nothing_left(subnet);
 }
 
-TEST(LaunchAsk, SharedProxyQuestionsAreAnsweredWithAgentApprove) {
+TEST(LaunchAsk, SharedProxyQuestionsAreAnsweredWithAgentApproveAndTheAdminApi) {
   NETBOX_REQUIRE_ROOT();
   const auto subnet = test_subnet(54);
   HttpServer upstream;
   HostDir host;
   test::TempDir dir;
-  SharedProxy proxy(host, dir.write("policy.json", policy_json(upstream.port())));
+  const auto token = dir.write("admin.token", "s3cret-admin-token\n");
+  std::filesystem::permissions(token, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  const std::string admin = "127.0.0.1:" + std::to_string(free_port());
+  SharedProxy proxy(host, dir.write("policy.json", policy_json(upstream.port())),
+                    {"--admin", admin, "--admin-token-file", token.string()});
   ASSERT_TRUE(proxy.ready()) << proxy.err();
   const std::string dest = "denied.test:" + std::to_string(upstream.port());
   Background launch({test::netbox_binary().string(), "launch", "--subnet", subnet.cidr, "--proxy-control",
                      proxy.socket().string(), "--name", "shared-asker", "--ask", "--", kSh, "-c",
-                     curl("http://" + dest + "/shared")},
+                     curl("http://" + dest + "/shared") + curl("http://" + dest + "/by-admin")},
                     host.path(), "launch");
   const std::string control = proxy.socket().string();
-  ASSERT_TRUE(eventually([&] {
-    return test::run_netbox({"agent", "pending", "--control", control}).out.find(dest) != std::string::npos;
-  })) << launch.err() << proxy.err();
+  auto waiting = [&] {
+    return eventually([&] {
+      return test::run_netbox({"agent", "pending", "--control", control}).out.find(dest) != std::string::npos;
+    });
+  };
+  ASSERT_TRUE(waiting()) << launch.err() << proxy.err();
   EXPECT_THAT(launch.err(), HasSubstr("netbox agent pending --control PATH"));
   const auto pending = test::run_netbox({"agent", "pending", "--control", control, "--format", "json"});
   EXPECT_THAT(pending.out, HasSubstr("\"agent\": \"shared-asker\""));
@@ -255,13 +279,23 @@ TEST(LaunchAsk, SharedProxyQuestionsAreAnsweredWithAgentApprove) {
   EXPECT_THAT(wrong.err, HasSubstr("is not waiting on other.test"));
   const auto ok = test::run_netbox({"agent", "approve", "--control", control, "shared-asker", dest});
   EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  // The second request asks again (once); the admin API answers it, with its token only.
+  ASSERT_TRUE(waiting()) << launch.err() << proxy.err();
+  const std::string body = R"({"agent":"shared-asker","host":")" + dest + R"(","scope":"launch"})";
+  const auto no_token = test::run({kCurl, "-s", "-o", "/dev/null", "-w", "%{http_code}", "-X", "POST", "--data", body,
+                                   "http://" + admin + "/api/approve"});
+  EXPECT_EQ(no_token.out, "401");
+  const auto with_token = test::run({kCurl, "-s", "-X", "POST", "-H", "Authorization: Bearer s3cret-admin-token",
+                                     "--data", body, "http://" + admin + "/api/approve"});
+  EXPECT_EQ(with_token.out, "{\"ok\":true}\n");
   EXPECT_EQ(launch.wait(), 0) << launch.err();
-  EXPECT_EQ(launch.out(), std::string(HttpServer::kBody) + "\n");
+  EXPECT_EQ(launch.out(), std::string(HttpServer::kBody) + "\n" + HttpServer::kBody + "\n");
   EXPECT_EQ(proxy.stop(), 0) << proxy.err();
-  EXPECT_EQ(query(proxy.store(), "SELECT decision, substr(rule, 1, 6) FROM requests WHERE path = '/shared'"),
-            (std::vector<std::vector<std::string>>{{"allow", "grant:"}}));
-  EXPECT_EQ(query(proxy.store(), "SELECT json_extract(detail, '$.grantor') FROM events WHERE kind = 'ask_granted'"),
-            (std::vector<std::vector<std::string>>{{"uid 0 (control socket)"}}));
+  EXPECT_EQ(query(proxy.store(), "SELECT path, decision, substr(rule, 1, 6) FROM requests WHERE host = 'denied.test' ORDER BY id"),
+            (std::vector<std::vector<std::string>>{{"/shared", "allow", "grant:"}, {"/by-admin", "allow", "grant:"}}));
+  EXPECT_EQ(query(proxy.store(),
+                  "SELECT json_extract(detail, '$.grantor') FROM events WHERE kind = 'ask_granted' ORDER BY id"),
+            (std::vector<std::vector<std::string>>{{"uid 0 (control socket)"}, {"the admin API (token holder)"}}));
   expect_nothing_left(subnet);
 }
 
@@ -274,28 +308,41 @@ TEST(LaunchAsk, TheAgentCannotApproveItself) {
   HttpServer upstream;
   HostDir host;
   test::TempDir dir;
-  SharedProxy proxy(host, dir.write("policy.json", policy_json(upstream.port())));
+  const auto token = dir.write("admin.token", "s3cret-admin-token\n");
+  std::filesystem::permissions(token, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  const std::string admin = "127.0.0.1:" + std::to_string(free_port());
+  SharedProxy proxy(host, dir.write("policy.json", policy_json(upstream.port())),
+                    {"--admin", admin, "--admin-token-file", token.string()});
   ASSERT_TRUE(proxy.ready()) << proxy.err();
   const std::string dest = "denied.test:" + std::to_string(upstream.port());
   const std::string approve = R"({"op":"approve","agent":"self","host":"denied.test","scope":"launch"})";
+  const std::string admin_post = std::string(kCurl) + " -s -m 5 -D - -X POST --data '" + approve + "' ";
   const std::string script =
       std::string(kCurl) + " -s -m 90 -H 'X-Netbox-Decision: allow' -H 'X-Netbox-Approve: launch' http://" + dest +
       "/self & sleep 1; " + kPython + " -c \"import socket,sys\ntry:\n s=socket.socket(socket.AF_UNIX)\n s.connect('" +
       proxy.socket().string() + "')\n s.sendall(b'" + approve + "\\n')\n print('control:', s.recv(4096))\n" +
       "except Exception as e:\n print('control refused:', e)\"; (echo l > /dev/tty) 2>/dev/null && echo tty-written; " +
-      kCurl + " -s -m 5 --unix-socket " + proxy.socket().string() + " http://x/ && echo curl-unix; wait; echo";
+      kCurl + " -s -m 5 --unix-socket " + proxy.socket().string() + " http://x/ && echo curl-unix; " + admin_post +
+      "--noproxy '' http://" + admin + "/api/approve; echo; " + admin_post + "--noproxy '*' http://" + admin +
+      "/api/approve && echo admin-direct; wait; echo";
   auto r = launch(subnet, {"--proxy-control", proxy.socket().string(), "--name", "self", "--ask", "--ask-timeout",
                            "4s", "--", kSh, "-c", script});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("control refused:"));
   EXPECT_THAT(r.out, Not(HasSubstr("control: b'{\"ok\":true")));
   EXPECT_THAT(r.out, Not(HasSubstr("tty-written")));
+  EXPECT_THAT(r.out, Not(HasSubstr("curl-unix")));
+  EXPECT_THAT(r.out, Not(HasSubstr("admin-direct")));
+  EXPECT_THAT(r.out, Not(HasSubstr("\"ok\":true"))) << "nothing the agent reached took its answer";
+  EXPECT_THAT(r.out, HasSubstr("Request: POST http://" + admin + "/api/approve\nReason: 127.0.0.1 is not in allow; "
+                               "add it to allow to permit it\n"))
+      << "the admin endpoint through the proxy: refused at once, never asked";
   EXPECT_THAT(r.out, Not(HasSubstr(HttpServer::kBody)));
   EXPECT_THAT(r.out, HasSubstr("asked; no answer within 4s"));
   EXPECT_EQ(upstream.connections(), 0);
   EXPECT_EQ(proxy.stop(), 0) << proxy.err();
-  EXPECT_EQ(query(proxy.store(), "SELECT count(*) FROM events WHERE kind = 'ask_granted'"),
-            (std::vector<std::vector<std::string>>{{"0"}}));
+  EXPECT_EQ(query(proxy.store(), "SELECT kind, json_extract(detail, '$.host') FROM events WHERE kind LIKE 'ask_%' ORDER BY id"),
+            (std::vector<std::vector<std::string>>{{"ask_pending", "denied.test"}, {"ask_expired", "denied.test"}}));
   expect_nothing_left(subnet);
 }
 
