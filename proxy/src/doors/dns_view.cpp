@@ -230,8 +230,8 @@ std::vector<std::uint8_t> DnsView::answer(std::span<const std::uint8_t> message,
     // An agent that asks (--ask): a name no entry lists gets a synthetic address like any
     // other, so that its connection reaches the proxy and is asked about. The answer sends
     // nothing anywhere and grants nothing; a deny entry's name stays NXDOMAIN.
-    else if (identity.asks && d.verdict == policy::Verdict::deny && d.rule.empty())
-      d = policy::Decision{policy::Verdict::allow, "", host.host->name + " is not in allow; answered to be asked"};
+    else if (identity.asks)
+      d = policy::answer_to_ask(std::move(d), host.host->name);
   }
 
   const auto now = dns::SyntheticPool::Clock::now();
