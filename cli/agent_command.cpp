@@ -121,7 +121,7 @@ void add_agent_command(CLI::App& app, int& rc) {
     cmd->add_option("NAME", b->args.name, "The agent's name (netbox agent list shows them)")->required();
     cmd->callback([&rc, b, cmd, op = std::string(act.name)] { rc = run_act(*cmd, b->args, op); });
   }
-  // Here: add_agent_approval_commands(*agent, rc);  (pending, approve, deny)
+  add_agent_approval_commands(*agent, rc);  // pending, approve, deny (agent_approval_command.cpp)
 }
 
 }  // namespace netbox::cli

@@ -30,5 +30,7 @@ void add_ca_command(CLI::App& app, int& rc);
 void add_token_command(CLI::App& app, int& rc);
 // `netbox agent list | kill | freeze | resume` (agent_command.cpp): operator control of running agents.
 void add_agent_command(CLI::App& app, int& rc);
+// `netbox agent pending | approve | deny` (agent_approval_command.cpp), under `agent`.
+void add_agent_approval_commands(CLI::App& agent, int& rc);
 
 }  // namespace netbox::cli

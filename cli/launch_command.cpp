@@ -27,6 +27,7 @@ struct LaunchArgs {
   launcher::LaunchOptions o;
   std::optional<std::chrono::milliseconds> timeout;
   std::optional<std::chrono::milliseconds> grace;
+  std::optional<std::chrono::milliseconds> ask_timeout;
   std::optional<std::string> preset;
   bool learn = false;
 };
@@ -50,6 +51,13 @@ void bind_proxy_flags(FlagTable& f, LaunchArgs& a) {
       ->check(CLI::IsMember({"enforce", "report"}))
       ->default_str("enforce");
   f.flag("--learn", a.learn, "The same as --mode report");
+  f.flag("--ask", o.ask,
+         "Ask before refusing a host or port the policy does not list: on this terminal when the agent does not "
+         "own it (o once, l for this launch, p add to the policy file, d deny), else from another terminal with "
+         "`netbox agent pending` / `netbox agent approve NAME HOST`; unanswered questions are refused");
+  f.duration("--ask-timeout", a.ask_timeout,
+             "With --ask: how long a request waits for an answer before it is refused, a DURATION (default 60s)")
+      ->default_str("60s");
   f.option("--control,--proxy-control", o.proxy_control,
            "Control socket of a running `netbox proxy --control PATH` to register with");
   f.option("--audit-db", o.audit_db,
@@ -168,6 +176,11 @@ int run_launch(LaunchArgs& a, FlagTable& flags) {
     o.network_given = flags.given("--network");
     if (a.timeout) o.timeout_seconds = static_cast<double>(a.timeout->count()) / 1000;
     if (a.grace) o.kill_grace = *a.grace;
+    if (a.ask_timeout) {
+      if (!o.ask) throw UsageError(flags.source("--ask-timeout") + " is given without --ask");
+      if (a.ask_timeout->count() <= 0) throw UsageError("--ask-timeout must be longer than 0");
+      o.ask_timeout = *a.ask_timeout;
+    }
   } catch (const UsageError& e) {
     return usage_error(flags.command(), e.what());
   }

@@ -112,6 +112,7 @@ proxy::ProxyOptions to_options(const ProxyArgs& a, const FlagTable& flags) {
   if (a.policy.empty())
     throw UsageError("--policy is required (or the key policy in " + a.config + ")");
   o.policy_file = a.policy;
+  if (!audit::is_postgresql(a.policy)) o.ask_policy_file = a.policy;  // --ask's scope policy writes there
   if (audit::is_postgresql(a.policy)) {
     // The latest version published there (docs/fleet.md); a password in it is refused, as
     // for --audit-db, before anything connects.

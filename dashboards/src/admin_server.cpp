@@ -7,6 +7,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <nlohmann/json.hpp>
 
 #include <atomic>
 #include <condition_variable>
@@ -89,8 +90,10 @@ struct AdminServer::Impl {
       return res;
     };
 
-    if (req.method() != http::verb::get && req.method() != http::verb::head)
-      return reply(http::status::method_not_allowed, "text/plain", "the admin endpoint only answers GET\n");
+    const bool answer = path == "/api/approve" || path == "/api/deny";
+    if (answer ? req.method() != http::verb::post : req.method() != http::verb::get && req.method() != http::verb::head)
+      return reply(http::status::method_not_allowed, "text/plain",
+                   answer ? "answer with POST\n" : "the admin endpoint only answers GET (and POST to /api/approve, /api/deny)\n");
     if (path == "/healthz") return reply(http::status::ok, "text/plain", "ok\n");
     if (path == "/readyz") {
       bool ok = !opts.ready || opts.ready();
@@ -131,6 +134,7 @@ struct AdminServer::Impl {
       if (path == "/api/events") return reply(http::status::ok, "application/json", api_events(opts.audit_db, query));
       if (path == "/api/launches") return reply(http::status::ok, "application/json", api_launches(opts.audit_db, query));
       if (path == "/api/timeline") return reply(http::status::ok, "application/json", api_timeline(opts.audit_db, query));
+      if (path == "/api/pending" || answer) return approvals(path, req.body(), reply);
     } catch (const BadParameter& e) {
       return reply(http::status::bad_request, "application/json", json_error(e.what()));
     } catch (const std::exception& e) {
@@ -139,6 +143,27 @@ struct AdminServer::Impl {
     if (auto asset = find_asset(path))
       return reply(http::status::ok, asset->content_type, std::string(asset->body));
     return reply(http::status::not_found, "text/plain", "no such page: " + path + "\n");
+  }
+
+  // /api/pending, /api/approve, /api/deny: the proxy's approval ops (AdminOptions::approvals).
+  template <class Reply>
+  http::response<http::string_body> approvals(const std::string& path, const std::string& body, Reply& reply) {
+    if (!opts.approvals)
+      return reply(http::status::not_found, "application/json", json_error("this proxy asks nobody (no --ask agents)"));
+    if (opts.bearer_token.empty())
+      return reply(http::status::forbidden, "application/json",
+                   json_error("questions are answered only on an admin endpoint with a token (--admin-token-file)"));
+    std::string line = R"({"op":"pending"})";
+    if (path != "/api/pending") {
+      auto j = nlohmann::json::parse(body, nullptr, false);
+      if (!j.is_object()) return reply(http::status::bad_request, "application/json", json_error("the body must be a JSON object"));
+      j["op"] = path == "/api/approve" ? "approve" : "deny";
+      line = j.dump();
+    }
+    auto out = opts.approvals(line);
+    const auto parsed = nlohmann::json::parse(out, nullptr, false);
+    const bool ok = parsed.is_object() && parsed.value("ok", false);
+    return reply(ok ? http::status::ok : http::status::conflict, "application/json", std::move(out));
   }
 
   static std::string json_error(std::string_view message) {

@@ -1,4 +1,5 @@
 #include "netbox/dashboards/proxy_admin.hpp"
+#include "netbox/proxy/approval_ops.hpp"
 
 #include "netbox/audit/writer.hpp"
 #include "netbox/dashboards/proxy_metrics.hpp"
@@ -37,6 +38,13 @@ std::unique_ptr<AdminServer> start_admin(proxy::Server& server, const boost::asi
   o.live = [&server] { return live_stats(server.counters()); };
   o.agent = [&server](const std::string& name) { return server.guardian_report(name); };
   o.ready = [&server] { return server.audit().healthy() && !server.local_endpoints().empty(); };
+  o.approvals = [&server](const std::string& line) {
+    const proxy::ApprovalDesk desk{[&server] { return server.pending_asks(); },
+                                   [&server](const proxy::AskTarget& t, const proxy::AskAnswer& a) {
+                                     return server.answer_ask(t, a);
+                                   }};
+    return proxy::approval_op(desk, line, "the admin API (token holder)");
+  };
   auto admin = std::make_unique<AdminServer>(std::move(o));
   // The admin API shows every agent's traffic: no agent may reach it through the proxy,
   // even with 127.0.0.1 under internal.allow.

@@ -144,7 +144,43 @@ function showAgentPage() {
   $("agent-name").textContent = name;
 }
 
+// The questions of agents launched with --ask (/api/pending, served only behind the admin
+// token): each with its answers, POSTed to /api/approve or /api/deny. The panel stays hidden
+// when the proxy asks nobody or the endpoint has no token.
+function answerButton(p, label, op, scope) {
+  const b = document.createElement("button");
+  b.textContent = label;
+  b.addEventListener("click", async () => {
+    const body = { id: p.id };
+    if (scope) body.scope = scope;
+    const r = await fetch(`/api/${op}`, { method: "POST", credentials: "same-origin",
+                                          headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) });
+    if (!r.ok) $("status").textContent = `${op}: ${(await r.json()).error}`;
+    refreshPending();
+  });
+  return b;
+}
+
+async function refreshPending() {
+  let r;
+  try {
+    r = await getJSON("/api/pending");
+  } catch (e) {
+    $("pending-panel").hidden = true;
+    return;
+  }
+  $("pending-panel").hidden = false;
+  fill("pending", r.pending, (p) => {
+    const answers = document.createElement("td");
+    for (const s of p.scopes) answers.append(answerButton(p, s === "once" ? "allow once" : `allow (${s})`, "approve", s));
+    answers.append(answerButton(p, "deny", "deny"));
+    return [cell(fmtTime(p.first_seen)), cell(p.agent), cell(`${p.host}:${p.port}`), cell(p.door),
+            cell(p.waiters, "num"), answers];
+  }, "nothing is waiting");
+}
+
 async function poll() {
+  refreshPending();
   const q = filters();
   try {
     const agent = $("f-agent").value;

@@ -56,6 +56,7 @@ class ControlClient final : public ProxyLink {
     if (agent.dns_pool6) req.dns_pool6 = agent.dns_pool6->to_string();
     req.launch = proxy::AgentLaunch{agent.pid, agent.command_line, "", agent.policy_digest, agent.sandbox};
     req.credentials = agent.credentials;
+    req.ask = agent.ask;
     std::vector<int> fds;
     for (const auto* list : {&s.http, &s.socks, &s.capture}) fds.insert(fds.end(), list->begin(), list->end());
     if (agent.dns_pool) fds.insert(fds.end(), {s.dns_udp, s.dns_tcp});

@@ -1,6 +1,7 @@
 // The proxy run in-process for the agent's lifetime (no --proxy-control).
 #include "netbox/audit/location.hpp"
 #include "netbox/audit/writer.hpp"
+#include "netbox/launcher/ask_prompt.hpp"
 #include "netbox/launcher/launch.hpp"
 #include "netbox/launcher/proxy_link.hpp"
 #include "netbox/launcher/subnet_pool.hpp"
@@ -20,12 +21,13 @@ namespace ip = boost::asio::ip;
 class EmbeddedProxy final : public ProxyLink {
  public:
   EmbeddedProxy(policy::Policy policy, std::filesystem::path audit_db, policy::Cidr subnet, EmbeddedLog log,
-                EmbeddedInspection inspection, std::optional<std::filesystem::path> operator_socket)
+                EmbeddedInspection inspection, EmbeddedAsk ask, std::optional<std::filesystem::path> operator_socket)
       : policy_(std::move(policy)),
         audit_db_(std::move(audit_db)),
         inspection_(std::move(inspection)),
         subnet_(std::move(subnet)),
         log_(log),
+        ask_(std::move(ask)),
         operator_socket_(std::move(operator_socket)) {}
   ~EmbeddedProxy() override { stop(); }
 
@@ -60,7 +62,16 @@ class EmbeddedProxy final : public ProxyLink {
       // proxy listens there).
       if (!(subnet_.base == options.launch_subnets.front().base && subnet_.prefix == options.launch_subnets.front().prefix))
         options.launch_subnets.push_back(subnet_);
+      if (ask_.ask) {
+        if (ask_.policy_file) options.ask_policy_file = *ask_.policy_file;
+        prompt_ = AskPrompt::open();  // null: the agent owns the terminal, or there is none
+        if (prompt_) options.on_ask = prompt_->notifier();
+        else if (!ask_.quiet) std::cerr << ask_elsewhere_hint(false);
+      }
       server_ = std::make_unique<proxy::Server>(std::move(options));
+      if (prompt_) prompt_->answer_with([s = server_.get()](const proxy::AskTarget& t, const proxy::AskAnswer& a) {
+        return s->answer_ask(t, a);
+      });
       server_->start();
     } catch (const tls::CaError& e) {
       prepare_error_ = e.what();  // --ca-dir is the operator's to fix: a usage error
@@ -93,6 +104,7 @@ class EmbeddedProxy final : public ProxyLink {
       attachment.dns_pool6 = agent.dns_pool6;
       attachment.credentials = agent.credentials;
       attachment.enforcer = agent.enforcer;
+      attachment.ask = agent.ask;
       attached_ = server_->attach_agent(attachment);
     } catch (const LaunchError&) {
       throw;
@@ -121,6 +133,7 @@ class EmbeddedProxy final : public ProxyLink {
       std::cerr << "netbox launch: stopping the embedded proxy: " << e.what() << "\n";
     }
     server_.reset();
+    prompt_.reset();  // after the server: nothing tells it of a question any more
   }
 
   policy::Policy policy_;
@@ -132,6 +145,8 @@ class EmbeddedProxy final : public ProxyLink {
   std::optional<proxy::AttachedAgent> attached_;
   std::unique_ptr<proxy::Server> server_;
   EmbeddedLog log_;
+  EmbeddedAsk ask_;
+  std::unique_ptr<AskPrompt> prompt_;  // reset in stop(), after the server
   std::optional<std::filesystem::path> operator_socket_;
 };
 
@@ -139,10 +154,10 @@ class EmbeddedProxy final : public ProxyLink {
 
 std::unique_ptr<ProxyLink> make_embedded_proxy(policy::Policy policy, std::filesystem::path audit_db,
                                                policy::Cidr subnet, EmbeddedLog log,
-                                               EmbeddedInspection inspection,
+                                               EmbeddedInspection inspection, EmbeddedAsk ask,
                                                std::optional<std::filesystem::path> operator_socket) {
   return std::make_unique<EmbeddedProxy>(std::move(policy), std::move(audit_db), std::move(subnet), log,
-                                         std::move(inspection), std::move(operator_socket));
+                                         std::move(inspection), std::move(ask), std::move(operator_socket));
 }
 
 }  // namespace netbox::launcher

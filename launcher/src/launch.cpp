@@ -1,6 +1,7 @@
 #include "netbox/launcher/launch.hpp"
 
 #include "netbox/launcher/agent_link.hpp"
+#include "netbox/launcher/ask_prompt.hpp"
 #include "netbox/launcher/agent_stdio.hpp"
 #include "netbox/launcher/agent_trust.hpp"
 #include "netbox/launcher/cgroup.hpp"
@@ -92,12 +93,15 @@ int open_log_file(const LaunchOptions& o) {
 // Every line of the embedded proxy to the relay (proxy_log_relay.hpp), or a running proxy.
 std::unique_ptr<ProxyLink> open_proxy(const LaunchPlan& plan, const ProxyLogRelay& relay) {
   const LaunchOptions& o = plan.options;
-  if (o.proxy_control) return make_control_client(*o.proxy_control);
+  if (o.proxy_control) {
+    if (o.ask && !o.quiet) std::cerr << ask_elsewhere_hint(true);
+    return make_control_client(*o.proxy_control);
+  }
   const auto pool = *parse_ipv4_network(o.subnet);
   const policy::Cidr pool_cidr{boost::asio::ip::address_v4(pool.address), static_cast<unsigned>(pool.prefix)};
   EmbeddedLog log{.fd = relay.write_fd(), .all_requests = true, .quiet = false, .json = true};
   return make_embedded_proxy(*plan.policy, o.audit_db, pool_cidr, log, {o.ca_dir, o.upstream_ca},
-                             prepare_operator_socket(o.state_dir, ::getpid()));
+                             {o.ask, o.policy_file, o.quiet}, prepare_operator_socket(o.state_dir, ::getpid()));
 }
 
 // The lease holds the agent's uid of its own (when it gets one; its HOME tmpfs is its own
@@ -140,6 +144,7 @@ ProxyPorts attach_agent(const LaunchPlan& plan, const SandboxReport& report, con
     identity.dns_pool6 = shared ? policy::Cidr::parse(synthetic_pool6_for(lease)) : kSyntheticPool6;
   }
   identity.credentials = plan.credentials.secrets;
+  if (plan.options.ask) identity.ask = proxy::AskSettings{plan.options.ask_timeout};
   identity.enforcer = guardian_enforcer(cgroup, child.pid());
   link.attach(identity);
   return sockets.ports();  // the proxy holds its own copies; nothing else keeps the namespace

@@ -132,6 +132,11 @@ Decision decide_dns_name(const Profile& profile, const std::string& name) {
   return finish(profile, not_allowed(name));
 }
 
+Decision answer_to_ask(Decision by_name, const std::string& name) {
+  if (by_name.verdict != Verdict::deny || !by_name.rule.empty()) return by_name;
+  return Decision{Verdict::allow, "", name + " is not in allow; answered so that its connection can be asked about"};
+}
+
 std::optional<Decision> unlisted_lookup_refused(const Policy& policy, const Profile& profile, const Decision& by_name,
                                                 const std::string& name) {
   // Only the network branch above lets a name through without a rule.

@@ -189,6 +189,11 @@ LineColumn PositionIndex::value(const std::string& pointer) const {
   return line_column_at(text_, it->second);
 }
 
+std::size_t PositionIndex::value_offset(const std::string& pointer) const {
+  auto it = values_.find(pointer);
+  return it == values_.end() ? std::string_view::npos : it->second;
+}
+
 LineColumn PositionIndex::key(const std::string& pointer) const {
   auto it = keys_.find(pointer);
   if (it == keys_.end()) return value(pointer);

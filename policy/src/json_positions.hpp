@@ -35,6 +35,8 @@ class PositionIndex {
 
   LineColumn value(const std::string& pointer) const;  // where the value starts
   LineColumn key(const std::string& pointer) const;    // where its key starts (else the value)
+  // The byte offset where the value starts; npos when the pointer names nothing.
+  std::size_t value_offset(const std::string& pointer) const;
 
  private:
   std::string_view text_;

@@ -21,6 +21,7 @@
 namespace netbox::proxy {
 
 class Tripwire;
+class ApprovalBook;
 
 // What rows of clients that nothing identifies say.
 inline constexpr std::string_view kAnonymousAgent = "anonymous";
@@ -36,6 +37,9 @@ struct AgentIdentity {
   // An agent known by its sockets: the cookie of the network namespace they are in (the
   // launcher made them there), which keys its DNS view and capture. 0: known by address.
   std::uint64_t netns = 0;
+  // Attached with `ask` (netbox launch --ask): the book its askable refusals are parked in
+  // (pipeline/approvals.hpp); null: refused at once.
+  ApprovalBook* asks = nullptr;
   bool is_anonymous() const { return agent == kAnonymousAgent && netns == 0; }
   // One connection's, set by identify_client: the lookup of the agent's process that opened
   // it (attribution.hpp). Invalid: none (a client known by its address).

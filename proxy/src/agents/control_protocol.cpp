@@ -91,6 +91,15 @@ Register::Sockets sockets_from(const json& v) {
   return s;
 }
 
+AskSettings ask_from(const json& v) {
+  if (!v.is_object()) throw ProtocolError(std::string("\"ask\" must be an object, not ") + type_name(v));
+  AskSettings s;
+  const auto ms = integer<std::int64_t>(v, "timeout_ms").value_or(AskSettings::kDefaultTimeout.count());
+  if (ms < 1 || ms > 24 * 3600 * 1000) throw ProtocolError("\"ask\" \"timeout_ms\" is out of range: " + std::to_string(ms));
+  s.timeout = std::chrono::milliseconds(ms);
+  return s;
+}
+
 AgentLaunch launch_from(const json& l) {
   if (!l.is_object()) throw ProtocolError(std::string("\"launch\" must be an object, not ") + type_name(l));
   AgentLaunch r;
@@ -173,6 +182,7 @@ struct RequestWriter {
       if (!r.launch->sandbox.empty()) l["sandbox"] = object_value(r.launch->sandbox, "sandbox");
       j["launch"] = std::move(l);
     }
+    if (r.ask) j["ask"] = {{"timeout_ms", r.ask->timeout.count()}};
     if (!r.credentials.empty()) {
       json list = json::array();
       for (const auto& c : r.credentials)
@@ -217,6 +227,7 @@ void from_json(const json& j, Request& request) {
     if (const auto it = j.find("ipv6"); it != j.end() && !it->is_null()) r.ipv6 = ipv6_from(*it);
     if (const auto it = j.find("launch"); it != j.end() && !it->is_null()) r.launch = launch_from(*it);
     if (const auto it = j.find("credentials"); it != j.end() && !it->is_null()) r.credentials = credentials_from(*it);
+    if (const auto it = j.find("ask"); it != j.end() && !it->is_null()) r.ask = ask_from(*it);
     request = std::move(r);
   } else if (op == "unregister") {
     Unregister u;

@@ -3,6 +3,7 @@
 #include "runtime/policy_source.hpp"
 #include "pipeline/accept_loop.hpp"
 
+#include "netbox/proxy/approval_ops.hpp"
 #include "netbox/proxy/control_protocol.hpp"
 #include "netbox/proxy/endpoint.hpp"
 
@@ -91,6 +92,10 @@ class ControlSession : public std::enable_shared_from_this<ControlSession> {
   void on_line(std::size_t n) {
     const std::string line = in_.substr(0, n);
     in_.erase(0, n);
+    if (is_approval_op(line)) {  // pending, approve, deny: control_approvals.cpp
+      fds_.clear();
+      return send_text(approval_op(desk(), line, grantor()), true);
+    }
     auto reply = answer(line);
     fds_.clear();  // what came with the line and no agent took: closed here
     if (reply) send(*reply, true);
@@ -98,9 +103,26 @@ class ControlSession : public std::enable_shared_from_this<ControlSession> {
   }
 
   // Replies, operator answers and Acts share the connection: written in turn, in order.
-  void send(const control::Reply& reply, bool read_on) {
-    write(control::to_line(reply));
+  void send(const control::Reply& reply, bool read_on) { send_text(control::to_line(reply), read_on); }
+  void send_text(std::string line, bool read_on) {
+    write(std::move(line));
     if (read_on) read();
+  }
+
+  // Who may answer questions (approval_ops.hpp): the peer with this proxy's uid, or root.
+  // The socket's mode already keeps others out; this holds if its folder or mode is loosened.
+  std::string grantor() {
+    ucred cred{};
+    socklen_t len = sizeof cred;
+    if (::getsockopt(socket_.native_handle(), SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) return {};
+    if (cred.uid != 0 && cred.uid != ::geteuid()) return {};
+    return "uid " + std::to_string(cred.uid) + " (control socket)";
+  }
+
+  ApprovalDesk desk() const {
+    auto& book = impl_.approvals;
+    return {[&book] { return book.pending(); },
+            [&book](const AskTarget& t, const AskAnswer& a) { return book.answer(t, a); }};
   }
 
   void write(std::string line) {
@@ -267,6 +289,7 @@ class ControlSession : public std::enable_shared_from_this<ControlSession> {
     a.profile = r.profile;
     a.credentials = r.credentials;
     a.launch = r.launch;
+    a.ask = r.ask;
     try {
       if (!r.listen.empty()) a.listen = parse_endpoint(r.listen);
     } catch (const std::invalid_argument& e) {
@@ -318,6 +341,7 @@ class ControlSession : public std::enable_shared_from_this<ControlSession> {
     a.profile = r.profile;
     a.credentials = r.credentials;
     a.launch = r.launch;
+    a.ask = r.ask;
     if (r.sockets->dns == r.dns_pool.empty())
       return control::Reply::refused("\"sockets\" \"dns\" and \"dns_pool\" go together: the DNS view's sockets serve its pool");
     if (!r.dns_pool.empty() && !(a.dns_pool = policy::Cidr::parse(r.dns_pool)))

@@ -8,6 +8,7 @@
 #include "agents/attribution.hpp"
 #include "pipeline/caps.hpp"
 #include "pipeline/client_slots.hpp"
+#include "pipeline/approvals.hpp"
 #include "pipeline/client_tokens.hpp"
 #include "doors/tls_door.hpp"
 #include "base/counters.hpp"
@@ -152,6 +153,7 @@ struct ProxyRuntime {
   Attribution attribution{[this](const std::string& agent, const std::string& why) {
     log.write(LogLevel::warn, log_event::attribution_unavailable, {{log_key::agent, agent}, {log_key::message, why}});
   }};
+  ApprovalBook approvals{*this};  // `--ask` agents' questions and grants (issue 27)
   Snapshot<policy::Policy> policy;
   std::mutex reload_mu;
   std::optional<FileStamp> loaded_stamp;  // of the policy file last read (under reload_mu)

@@ -227,6 +227,11 @@ std::vector<std::uint8_t> DnsView::answer(std::span<const std::uint8_t> message,
     d = policy::decide_dns_name(profile, host.host->name);
     // A name the connection could not be resolved for is refused now, with that reason.
     if (auto no = policy::unlisted_lookup_refused(*policy, profile, d, host.host->name)) d = std::move(*no);
+    // An agent that asks (--ask): a name no entry lists gets a synthetic address like any
+    // other, so that its connection reaches the proxy and is asked about. The answer sends
+    // nothing anywhere and grants nothing; a deny entry's name stays NXDOMAIN.
+    else if (identity.asks)
+      d = policy::answer_to_ask(std::move(d), host.host->name);
   }
 
   const auto now = dns::SyntheticPool::Clock::now();

@@ -1,25 +1,71 @@
 #include "pipeline/admission.hpp"
 
 #include "inspect/credentials.hpp"
+#include "pipeline/target.hpp"
 
 namespace netbox::proxy {
 
 void Admission::bind(const policy::Policy& policy, const policy::Profile& profile, const AgentIdentity& who) {
   policy_ = &policy;
   profile_ = &profile;
+  bound_profile_ = &profile;
+  asks_ = who.asks;
   agent_ = who.agent;
   tripwire_ = who.tripwire;
   guard_ = guardians_.of(agent_);
   guard_->configure(profile);
 }
 
-std::optional<AdmissionResult> Admission::begin(const policy::Host& host, std::uint16_t port) {
+namespace {
+
+// The grant as an allow entry of its own, put first: a deny entry still refuses first, and
+// an internal address or netbox's own endpoint is still refused by the address steps.
+policy::Profile with_grant(const policy::Profile& p, const policy::Host& host, std::uint16_t port, const Grant& g) {
+  policy::Profile out = p;
+  policy::Rule r;
+  if (host.is_ip()) {
+    r.kind = policy::Rule::Kind::network;
+    r.network = policy::Cidr{*host.ip, static_cast<unsigned>(host.ip->is_v4() ? 32 : 128)};
+  } else {
+    r.kind = policy::Rule::Kind::exact_host;
+    r.host = host.name;
+  }
+  r.port = port;
+  r.written = g.rule();
+  r.list = "grant";
+  r.index = g.id;
+  out.allow.insert(out.allow.begin(), std::move(r));
+  return out;
+}
+
+}  // namespace
+
+// An address literal that is internal (whatever internal.allow excepts) or netbox's own
+// endpoint is never put to a person: such a refusal stays final.
+bool Admission::never_asked(const policy::Host& host, std::uint16_t port) const {
+  return host.is_ip() && (!policy::internal_range(*host.ip).empty() || !own_.refusal(*host.ip, port).empty());
+}
+
+std::optional<AdmissionResult> Admission::begin(const policy::Host& host, std::uint16_t port, const Grant* grant) {
   host_ = host;
   port_ = port;
+  profile_ = bound_profile_;
+  granted_.reset();
+  grant_.reset();
+  if (grant) {
+    grant_ = *grant;
+    granted_ = with_grant(*bound_profile_, host, port, *grant);
+    profile_ = &*granted_;
+  }
   if (tripwire_)
     if (auto r = tripwire_->check_host_name(host_.name)) return refused(std::move(*r));
   name_ = policy::decide_name(*profile_, host_, port_);
-  if (!name_.lets_through()) return refused({403, outcome_of(name_.verdict), {}, name_.rule, name_.reason, {}});
+  if (!name_.lets_through()) {
+    auto no = refused({403, outcome_of(name_.verdict), {}, name_.rule, name_.reason, {}});
+    // Not listed (no rule), or a port the port list lacks: what a person may allow.
+    no.askable = asks_ && !grant_ && (name_.rule.empty() || name_.rule == "ports") && !never_asked(host_, port_);
+    return no;
+  }
   // Before any lookup: the lookup alone would carry an encoded label to the domain's servers.
   if (auto no = guardians_.check_labels(agent_, *profile_, host_.name, port_)) return refused(std::move(*no));
   if (host_.is_ip()) return decide({&*host_.ip, 1});
@@ -71,6 +117,11 @@ AdmissionResult Admission::decide(std::span<const boost::asio::ip::address> addr
 
   Admitted a;
   a.decision = std::move(d.decision);
+  if (grant_ && a.decision.rule.rfind("grant[", 0) == 0) {  // let through by the grant's entry
+    a.decision.rule = grant_->rule();
+    a.decision.reason = authority(host_.name, port_) + " was granted by " + grant_->grantor + " (" +
+                        std::string(to_string(grant_->scope)) + ")";
+  }
   a.endpoints.reserve(d.allowed.size());
   for (const auto& addr : d.allowed) a.endpoints.emplace_back(addr, port_);
   a.cap = std::move(cap.token);

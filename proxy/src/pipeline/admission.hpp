@@ -18,6 +18,7 @@
 
 #include "agents/agent_guard.hpp"
 #include "agents/agent_registry.hpp"
+#include "pipeline/approvals.hpp"
 #include "pipeline/caps.hpp"
 #include "base/counters.hpp"
 #include "pipeline/denial.hpp"
@@ -51,6 +52,10 @@ struct Refused {
   std::string reason;
   std::string resolved_addr;  // the address the refusal is about, if any
   std::string error;
+  // A person may be asked instead (netbox launch --ask, approvals.hpp): the agent asks, and
+  // the policy only does not list the host or port. Never for a deny entry, an internal
+  // address, netbox's own endpoints, a cap, a budget, a content rule or a tripwire.
+  bool askable = false;
 };
 
 using AdmissionResult = std::variant<Admitted, Refused>;
@@ -67,12 +72,21 @@ class Admission {
 
   // Decides host:port as far as it can without a lookup. nullopt: the caller resolves
   // host.name and hands the answer to resolved().
-  std::optional<AdmissionResult> begin(const policy::Host& host, std::uint16_t port);
+  // `grant`: a person let this agent reach host:port (approvals.hpp): decided as if the
+  // policy's allow list named it first, every other step as it is; the row's rule names it.
+  std::optional<AdmissionResult> begin(const policy::Host& host, std::uint16_t port, const Grant* grant = nullptr);
   AdmissionResult resolved(const ResolveResult& r);
+  // The book this agent's askable refusals are parked in; null: it does not ask.
+  ApprovalBook* asks() const { return asks_; }
+  const std::string& agent() const { return agent_; }
+  // Which door the connection came in by (http, socks, capture), for the question asked.
+  void door(std::string_view d) { door_ = d; }
+  std::string_view door() const { return door_; }
 
  private:
   AdmissionResult decide(std::span<const boost::asio::ip::address> addresses);
   static Refused refused(Refusal r, std::string resolved_addr = {});
+  bool never_asked(const policy::Host& host, std::uint16_t port) const;
 
   const OwnEndpoints& own_;
   Caps& caps_;
@@ -83,7 +97,12 @@ class Admission {
   const policy::Profile* profile_ = nullptr;
   std::string agent_;
   std::shared_ptr<const Tripwire> tripwire_;
+  ApprovalBook* asks_ = nullptr;
+  std::string_view door_ = "http";
+  const policy::Profile* bound_profile_ = nullptr;  // the connection's; profile_ is it or granted_
   // The request under decision.
+  std::optional<policy::Profile> granted_;  // bound_profile_ with the grant first in allow
+  std::optional<Grant> grant_;
   policy::Host host_;
   std::uint16_t port_ = 0;
   policy::Decision name_;

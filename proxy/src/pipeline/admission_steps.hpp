@@ -8,6 +8,7 @@
 // its own, the steps are these. Templates, so that a door's completion handler is not
 // wrapped (and allocated) on the path that does not wait.
 #include "pipeline/admission.hpp"
+#include "pipeline/ask_step.hpp"
 #include "upstream/dialer.hpp"
 #include "pipeline/exchange.hpp"
 #include "base/proxy_runtime.hpp"
@@ -23,11 +24,23 @@ namespace netbox::proxy {
 
 // Decides host:port; when admission needs a lookup it runs on the worker's resolver.
 // `then(AdmissionResult)` runs at once or on the lookup's completion; it keeps the door
-// (and so `admission`) alive.
+// (and so `admission`) alive. An askable refusal of an agent launched with --ask waits for
+// a person's answer first (ask_step.hpp), never on the io thread.
 template <class Then>
 void decide(Admission& admission, Worker& worker, Counters& counters, const policy::Host& host, std::uint16_t port,
             Then then) {
-  if (auto r = admission.begin(host, port)) return then(std::move(*r));
+  decide_as(admission, worker, counters, host, port, nullptr, std::move(then));
+}
+
+// decide, under a person's grant (null: none).
+template <class Then>
+void decide_as(Admission& admission, Worker& worker, Counters& counters, const policy::Host& host,
+               std::uint16_t port, const Grant* grant, Then then) {
+  if (auto r = admission.begin(host, port, grant)) {
+    if (auto* no = std::get_if<Refused>(&*r); no && no->askable)
+      return ask_person(admission, worker, counters, host, port, std::move(*no), std::move(then));
+    return then(std::move(*r));
+  }
   const auto t0 = std::chrono::steady_clock::now();
   worker.resolver->resolve(host.name, [&admission, &counters, t0, then = std::move(then)](ResolveResult r) mutable {
     if (!r.from_cache) counters.dns_latency.observe(std::chrono::steady_clock::now() - t0);

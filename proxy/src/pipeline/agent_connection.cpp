@@ -35,6 +35,7 @@ void refuse_connection(tcp::socket& s, const std::string& reason, DoorKind door)
 
 void AgentConnection::bind(Admission& admission, Exchange& exchange) const {
   admission.bind(*policy, *profile, who);
+  admission.door(door_name(door));
   bind(exchange);
 }
 
@@ -74,6 +75,7 @@ std::optional<AgentConnection> identify_connection(ProxyRuntime& rt, tcp::socket
   if (!who) return std::nullopt;  // on an agent's own listener, from none of its addresses
   AgentConnection c;
   c.slot = std::move(slot);
+  c.door = door;
   boost::system::error_code ec;
   c.peer = s.remote_endpoint(ec);
   if (!ec) c.peer_text = authority(canonical_address(c.peer.address()).to_string(), c.peer.port());

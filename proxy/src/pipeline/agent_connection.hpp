@@ -53,6 +53,7 @@ struct AgentConnection {
   PolicyPtr policy;
   const policy::Profile* profile = nullptr;
   std::string metric_label;  // ProxyRuntime::metric_label(who)
+  DoorKind door = DoorKind::http;
 
   // A door's Admission and its row belong to this connection.
   void bind(Admission& admission, Exchange& exchange) const;

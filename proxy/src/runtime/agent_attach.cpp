@@ -137,7 +137,14 @@ std::shared_ptr<DnsView> ProxyRuntime::dns_view_of(const boost::asio::ip::addres
 }
 
 AttachedAgent ProxyRuntime::attach_agent(const AgentAttachment& wanted) {
-  return wanted.sockets ? attach_by_sockets(wanted) : attach_by_address(wanted);
+  // Before its identity is registered (register_agent reads it), undone if it is refused.
+  if (wanted.ask) approvals.enable(wanted.name, wanted.profile, *wanted.ask);
+  try {
+    return wanted.sockets ? attach_by_sockets(wanted) : attach_by_address(wanted);
+  } catch (...) {
+    if (wanted.ask) approvals.forget(wanted.name);
+    throw;
+  }
 }
 
 // A client that is not launched (a CI job pointing HTTP_PROXY at a running proxy): known by
@@ -190,6 +197,7 @@ AttachedAgent ProxyRuntime::attach_by_address(const AgentAttachment& wanted) {
 
 void ProxyRuntime::detach_agent(const AttachedAgent& agent, const AgentEnd& end) noexcept {
   auto& core = *this;
+  approvals.forget(agent.name);  // its grants end with the launch; what waits is refused
   if (agent.netns) {  // its slot ends its row
     detach_by_sockets(agent, end);
     core.log.write(log_event::agent_unregistered, {{log_key::agent, agent.name}, {log_key::link, "sockets"}});
@@ -235,8 +243,9 @@ void ProxyRuntime::register_agent(const boost::asio::ip::address& addr, std::str
   auto bound = bind_credentials(p, std::move(credentials));
   std::shared_ptr<const Tripwire> tripwire;
   if (!bound.empty()) tripwire = std::make_shared<const Tripwire>(*this, agent, std::move(bound));
+  ApprovalBook* asks = approvals.settings(agent) ? &approvals : nullptr;  // attached with `ask`
   agents.add(addr, AgentIdentity{std::move(agent), std::move(profile), std::move(tripwire), canonical_address(counted_as),
-                                 netns});
+                                 netns, asks});
 }
 
 }  // namespace netbox::proxy

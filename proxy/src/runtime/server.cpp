@@ -385,6 +385,12 @@ void Server::detach_agent(const AttachedAgent& agent, const AgentEnd& end) noexc
   impl_->detach_agent(agent, end);
 }
 
+std::vector<PendingAsk> Server::pending_asks() const { return impl_->approvals.pending(); }
+
+std::string Server::answer_ask(const AskTarget& target, const AskAnswer& answer) {
+  return impl_->approvals.answer(target, answer);
+}
+
 void Server::unregister_agent(const asio::ip::address& addr) { impl_->agents.remove(addr); }
 
 tcp::endpoint Server::add_listener(const tcp::endpoint& ep, ListenerKind kind) { return impl_->add_listener(ep, kind); }

@@ -35,6 +35,11 @@ struct AdminOptions {
   std::function<bool()> ready;              // /readyz: 200 when true (audit store healthy, listening)
   // /api/agents/{name}: the guardian's JSON for that agent; nullopt: 404.
   std::function<std::optional<std::string>(const std::string&)> agent;
+  // Approve on the spot (netbox launch --ask): an approval op line (proxy/approval_ops.hpp)
+  // to its reply line. GET /api/pending, POST /api/approve and /api/deny (a JSON body with
+  // "agent", "host" and for approve "scope"). Served only behind the bearer token: without
+  // one, anybody who reaches the endpoint could approve. Null: none.
+  std::function<std::string(const std::string& op_line)> approvals;
 };
 
 class AdminServer {

@@ -68,6 +68,10 @@ struct LaunchOptions {
   // none. --log-file: every line of the embedded proxy into FILE (0600); see ProxyLogRelay.
   bool quiet = false;
   std::optional<std::string> log_file;
+  // --ask: a destination the policy does not list is asked of a person (the launch's
+  // terminal, or `netbox agent approve` from another) for up to ask_timeout, then refused.
+  bool ask = false;
+  std::chrono::milliseconds ask_timeout{60000};
   std::string explain_format = "text";                // text | json (the agents row's `sandbox`)
   std::vector<std::string> command;                   // COMMAND [ARG...]
 };

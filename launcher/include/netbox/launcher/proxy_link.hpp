@@ -40,6 +40,8 @@ struct AgentIdentity {
   // The hand on the agent's cgroup (freeze, resume, kill) for the guardian and operators: the
   // embedded proxy calls it in-process, a running one by an Act on the control connection.
   proxy::GuardianEnforcer enforcer;
+  // --ask: how long its questions wait (AgentAttachment::ask); unset: refused at once.
+  std::optional<proxy::AskSettings> ask;
 };
 
 // The synthetic addresses the DNS view hands out: the benchmarking range (RFC 2544),
@@ -76,10 +78,18 @@ struct EmbeddedInspection {
   std::optional<std::filesystem::path> ca_dir;
   std::optional<std::filesystem::path> upstream_ca;
 };
+// --ask with the embedded proxy: its questions are asked on the launch's terminal when the
+// agent does not own it (ask_prompt.hpp); `policy_file`, the launch's --policy, is where an
+// answer of scope `policy` writes (none: that scope is not offered).
+struct EmbeddedAsk {
+  bool ask = false;
+  std::optional<std::filesystem::path> policy_file;
+  bool quiet = false;  // --quiet: not even the hint on answering from another terminal
+};
 // `operator_socket`: where it answers `netbox agent` (operator_socket.hpp); none: nowhere.
 std::unique_ptr<ProxyLink> make_embedded_proxy(policy::Policy policy, std::filesystem::path audit_db,
                                                policy::Cidr subnet, EmbeddedLog log = {},
-                                               EmbeddedInspection inspection = {},
+                                               EmbeddedInspection inspection = {}, EmbeddedAsk ask = {},
                                                std::optional<std::filesystem::path> operator_socket = {});
 std::unique_ptr<ProxyLink> make_control_client(std::filesystem::path control_socket);
 

@@ -27,6 +27,12 @@ Decision decide_name(const Profile& profile, const Host& host, uint16_t port);
 // grants nothing: every connection is decided again, in full, by the steps below.
 Decision decide_dns_name(const Profile& profile, const std::string& name);
 
+// The DNS view of an agent launched with --ask: `by_name` (decide_dns_name's) turned into
+// an answer when only the missing allow entry refuses it (no rule matched), so that the
+// agent's connection reaches the proxy and a person can be asked about it. A deny entry's
+// refusal stays. The answer is a synthetic address: it grants nothing.
+Decision answer_to_ask(Decision by_name, const std::string& name);
+
 // Step 1b, for a name `by_name` let through only pending its addresses (no allow entry
 // lists it; a network entry may allow where it resolves to): the lookup itself would send
 // the name, and whatever data the agent encoded in it, to the resolver and on to whoever

@@ -2,6 +2,7 @@
 // An agent as its launcher attaches it to a proxy (Server::attach_agent), whether the
 // proxy runs in the launcher (embedded) or is reached over the control socket.
 #include "netbox/policy/cidr.hpp"
+#include "netbox/proxy/approval.hpp"
 #include "netbox/proxy/credential_secret.hpp"
 
 #include <boost/asio/ip/address.hpp>
@@ -86,6 +87,9 @@ struct AgentAttachment {
   // How the guardian freezes or kills this agent; unset: it cannot (its actions are then
   // recorded as not taken).
   GuardianEnforcer enforcer;
+  // `netbox launch --ask`: a destination its policy does not list is asked of a person
+  // (approval.hpp) instead of refused at once. Unset: refused at once.
+  std::optional<AskSettings> ask;
 };
 
 // What attach_agent did, for detach_agent to undo: a value the caller keeps.

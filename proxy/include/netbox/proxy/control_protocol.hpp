@@ -66,6 +66,8 @@ struct Register {
   };
   std::optional<Sockets> sockets;
   std::string dns_pool6;  // with sockets and dns_pool: the synthetic IPv6 pool (AAAA answers); empty: none
+  // "ask": {"timeout_ms": N}: netbox launch --ask (AgentAttachment::ask); absent: refused at once.
+  std::optional<AskSettings> ask;
 };
 
 struct Unregister {

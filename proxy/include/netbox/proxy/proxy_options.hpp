@@ -3,6 +3,7 @@
 // build a Server from. Apart from server.hpp, so the proxy's own sources (which a Server
 // runs) include their options without the Server above them.
 #include "netbox/policy/policy.hpp"
+#include "netbox/proxy/approval.hpp"
 #include "netbox/proxy/agent_attachment.hpp"
 #include "netbox/proxy/log_field.hpp"
 
@@ -124,6 +125,13 @@ struct ProxyOptions {
   // when that is less, so one agent never takes every slot.
   std::size_t max_client_connections = 0;
   std::size_t max_client_connections_per_agent = 0;
+  // Approve on the spot (agents attached with AgentAttachment::ask, approval.hpp): told of
+  // each new question (the embedded proxy's launcher asks on its terminal); null: nobody is
+  // told but the readers of pending questions (control socket, admin API).
+  AskNotifier on_ask;
+  // The policy file an answer of scope `policy` adds the host to (then reloaded when it is
+  // policy_file); empty: that scope is not offered.
+  std::filesystem::path ask_policy_file;
 
   static policy::Cidr default_synthetic_range() { return {boost::asio::ip::make_address_v4("198.18.0.0"), 15}; }
   static policy::Cidr default_synthetic_range6() { return {boost::asio::ip::make_address_v6("2001:2::"), 48}; }

@@ -87,6 +87,12 @@ class Server {
   // a connection in this launch.
   std::optional<std::string> guardian_report(const std::string& agent) const;
 
+  // Approve on the spot (approval.hpp): the questions waiting now, and an answer to one
+  // (empty: taken; otherwise why not). Only for callers that are not the agent: the
+  // launch's terminal, the control socket's owner, the admin API's token holder.
+  std::vector<PendingAsk> pending_asks() const;
+  std::string answer_ask(const AskTarget& target, const AskAnswer& answer);
+
  private:
   std::unique_ptr<ProxyRuntime> impl_;
 };

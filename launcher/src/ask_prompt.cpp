@@ -1,0 +1,163 @@
+#include "netbox/launcher/ask_prompt.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+
+namespace netbox::launcher {
+namespace {
+
+std::string authority_of(const proxy::PendingAsk& q) {
+  const bool v6 = q.host.find(':') != std::string::npos;
+  return (v6 ? "[" + q.host + "]" : q.host) + ":" + std::to_string(q.port);
+}
+
+std::string seconds_left(std::chrono::system_clock::time_point until) {
+  const auto left = std::chrono::duration_cast<std::chrono::seconds>(until - std::chrono::system_clock::now()).count();
+  return std::to_string(left > 0 ? left : 0) + "s";
+}
+
+}  // namespace
+
+std::unique_ptr<AskPrompt> AskPrompt::open() {
+  if (::isatty(0) == 1) return nullptr;  // the agent reads the terminal: nothing is asked there
+  const int tty = ::open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
+  if (tty < 0) return nullptr;
+  return std::unique_ptr<AskPrompt>(new AskPrompt(tty));
+}
+
+AskPrompt::AskPrompt(int tty) : tty_(tty), wake_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
+  thread_ = std::thread([this] { run(); });
+}
+
+AskPrompt::~AskPrompt() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  const std::uint64_t one = 1;
+  if (wake_ >= 0) [[maybe_unused]] auto n = ::write(wake_, &one, sizeof one);
+  if (thread_.joinable()) thread_.join();
+  if (wake_ >= 0) ::close(wake_);
+  ::close(tty_);
+}
+
+proxy::AskNotifier AskPrompt::notifier() {
+  return [this](const proxy::PendingAsk& q) {
+    {
+      std::lock_guard lock(mu_);
+      queue_.push_back(q);
+    }
+    cv_.notify_all();
+  };
+}
+
+void AskPrompt::answer_with(Answer answer) {
+  {
+    std::lock_guard lock(mu_);
+    answer_ = std::move(answer);
+  }
+  cv_.notify_all();
+}
+
+void AskPrompt::run() {
+  for (;;) {
+    proxy::PendingAsk q;
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [this] { return stop_ || (!queue_.empty() && answer_); });
+      if (stop_) return;
+      q = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    ask(q);
+  }
+}
+
+void AskPrompt::ask(const proxy::PendingAsk& q) {
+  if (q.expires <= std::chrono::system_clock::now()) return;  // waited in the queue past its time
+  const std::string what = "agent " + q.agent + " wants " + authority_of(q) + " (" + q.door + ", not in the policy)";
+  const std::string choices = std::string("[o]nce, for this [l]aunch, ") +
+                              (q.policy_offered ? "add to the [p]olicy file, " : "") + "[d]eny";
+  for (;;) {
+    say("netbox ask: " + what + "; " + choices + "? (" + seconds_left(q.expires) + ") ");
+    const std::string line = read_line(q.expires);
+    if (line.empty()) {
+      say("\nnetbox ask: no answer for " + authority_of(q) + "; refused\n");
+      return;
+    }
+    proxy::AskAnswer a;
+    a.grantor = "the launch's terminal";
+    const char c = line.front();
+    if (c == 'd' || c == 'D') {
+      a.approve = false;
+    } else if (auto scope = proxy::parse_ask_scope(std::string(1, static_cast<char>(c | 0x20)));
+               scope && (*scope != proxy::AskScope::policy || q.policy_offered)) {
+      a.approve = true;
+      a.scope = *scope;
+    } else {
+      say("netbox ask: answer o, l, " + std::string(q.policy_offered ? "p, " : "") + "or d\n");
+      continue;
+    }
+    Answer answer;
+    {
+      std::lock_guard lock(mu_);
+      answer = answer_;
+    }
+    const auto why = answer({q.id, {}, {}, 0}, a);
+    if (!why.empty()) say("netbox ask: " + why + "\n");
+    else say(std::string("netbox ask: ") + (a.approve ? "allowed " : "refused ") + authority_of(q) +
+             (a.approve ? " (" + std::string(proxy::to_string(a.scope)) + ")" : "") + "\n");
+    return;
+  }
+}
+
+std::string AskPrompt::read_line(std::chrono::system_clock::time_point deadline) {
+  std::string line;
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::system_clock::now());
+    if (left.count() <= 0) return {};
+    pollfd fds[2] = {{tty_, POLLIN, 0}, {wake_, POLLIN, 0}};
+    const int n = ::poll(fds, 2, static_cast<int>(std::min<std::int64_t>(left.count(), 1000)));
+    if (n < 0 && errno != EINTR) return {};
+    {
+      std::lock_guard lock(mu_);
+      if (stop_) return {};
+    }
+    if (n <= 0 || !(fds[0].revents & (POLLIN | POLLHUP))) continue;
+    char c = 0;
+    const ssize_t got = ::read(tty_, &c, 1);
+    if (got <= 0) return {};
+    if (c == '\n' || c == '\r') {
+      const auto first = line.find_first_not_of(" \t");
+      if (first == std::string::npos) continue;  // an empty line asks again below
+      return line.substr(first);
+    }
+    line += c;
+  }
+}
+
+void AskPrompt::say(const std::string& text) {
+  std::size_t off = 0;
+  while (off < text.size()) {
+    const ssize_t n = ::write(tty_, text.data() + off, text.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    off += static_cast<std::size_t>(n);
+  }
+}
+
+std::string ask_elsewhere_hint(bool shared_proxy) {
+  return std::string("netbox launch: --ask: requests the policy does not allow wait for an answer; list them with "
+                     "`netbox agent pending") +
+         (shared_proxy ? " --control PATH" : "") + "` and answer with `netbox agent approve NAME HOST` or `netbox "
+         "agent deny NAME HOST` from another terminal" +
+         (shared_proxy ? " (or the proxy's dashboard)" : "") + "\n";
+}
+
+}  // namespace netbox::launcher
