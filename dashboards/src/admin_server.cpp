@@ -148,11 +148,18 @@ struct AdminServer::Impl {
   // /api/pending, /api/approve, /api/deny: the proxy's approval ops (AdminOptions::approvals).
   template <class Reply>
   http::response<http::string_body> approvals(const std::string& path, const std::string& body, Reply& reply) {
-    if (!opts.approvals)
-      return reply(http::status::not_found, "application/json", json_error("this proxy asks nobody (no --ask agents)"));
-    if (opts.bearer_token.empty())
-      return reply(http::status::forbidden, "application/json",
-                   json_error("questions are answered only on an admin endpoint with a token (--admin-token-file)"));
+    // Where no question can be answered, the list says so (200, for the page to hide its
+    // panel without an error); answering still refuses.
+    const char* cannot = !opts.approvals ? "this proxy asks nobody (no --ask agents)"
+                         : opts.bearer_token.empty()
+                             ? "questions are answered only on an admin endpoint with a token (--admin-token-file)"
+                             : nullptr;
+    if (cannot && path == "/api/pending")
+      return reply(http::status::ok, "application/json",
+                   nlohmann::json{{"pending", nlohmann::json::array()}, {"answerable", false}, {"why", cannot}}.dump());
+    if (cannot)
+      return reply(opts.approvals ? http::status::forbidden : http::status::not_found, "application/json",
+                   json_error(cannot));
     std::string line = R"({"op":"pending"})";
     if (path != "/api/pending") {
       auto j = nlohmann::json::parse(body, nullptr, false);

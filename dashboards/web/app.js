@@ -166,6 +166,9 @@ async function refreshPending() {
   try {
     r = await getJSON("/api/pending");
   } catch (e) {
+    r = { answerable: false };
+  }
+  if (r.answerable === false) {  // no --ask agent, or no admin token: nothing to answer here
     $("pending-panel").hidden = true;
     return;
   }

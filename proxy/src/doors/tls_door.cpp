@@ -120,7 +120,7 @@ class TlsDoor : public std::enable_shared_from_this<TlsDoor> {
     outer_.emplace(std::move(outer));
     const auto idle = c.profile->limits.idle_timeout;
     std::make_shared<ClientSession>(rt_, worker_, std::move(inner), std::move(c), std::move(refused))->start();
-    relay_.start(*outer_, {}, {}, idle, up_, down_, shared_from_this());
+    relay_.start(*outer_, {}, {}, idle, up_, down_, unmetered_, shared_from_this());
   }
 
   ProxyRuntime& rt_;
@@ -128,6 +128,9 @@ class TlsDoor : public std::enable_shared_from_this<TlsDoor> {
   ClientSlot slot_;
   AgentTlsStream tls_;
   std::optional<beast::tcp_stream> outer_;
+  // The bridge's bytes are the request loop's, which charges the agent's budgets: this
+  // relay charges nothing (a default ByteMeter), or every byte would count twice.
+  ByteMeter unmetered_;
   UpgradedRelay<AgentTlsStream, beast::tcp_stream> relay_;
   std::uint64_t up_ = 0, down_ = 0;  // counted by the loop's rows, not here
 };

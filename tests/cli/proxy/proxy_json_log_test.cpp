@@ -91,7 +91,7 @@ TEST_F(ProxyJsonLogTest, RequestLinesCarryTheAuditColumnsTypedAndALevel) {
   const std::set<std::string> columns = {"ts",       "agent",  "client_addr", "kind",     "method",
                                          "host",     "port",   "path",        "resolved_addr", "decision",
                                          "rule",     "reason", "status",      "bytes_up", "bytes_down",
-                                         "duration_ms", "error"};
+                                         "duration_ms", "error", "client_exe"};
   for (const auto& r : requests)
     for (const auto& [key, value] : r.items())
       EXPECT_TRUE(key == "level" || key == "event" || columns.count(key)) << "not an audit column: " << key;
