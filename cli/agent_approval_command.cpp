@@ -1,8 +1,10 @@
 // `netbox agent pending | approve NAME HOST | deny NAME HOST` (issue 27 item 3): the
 // questions of agents launched with --ask, answered from another terminal than the
-// agent's, over a proxy's control socket (--control PATH: a shared proxy's, or a launch's
-// operator socket). Only the socket's owner or root may (the proxy checks the peer's uid);
+// agent's, over the socket that answers for the agent: the launch's operator socket that
+// lists it, else a shared proxy's control socket (--control PATH, default
+// /run/netbox/proxy.sock), found as `netbox agent kill` finds it (agent_channel.hpp). Only the socket's owner or root may (the proxy checks the peer's uid);
 // nothing an agent can reach answers anything. See docs/launch.md, "Asking".
+#include "agent_channel.hpp"
 #include "commands.hpp"
 #include "flag_table.hpp"
 #include "usage.hpp"
@@ -101,8 +103,8 @@ int approval_reporting(const CLI::App& cmd, Body body) {
 
 void bind_control(FlagTable& f, ApprovalArgs& a) {
   f.option("--control", a.control,
-           "The proxy's control socket (`netbox proxy --control PATH`), or a launch's operator socket")
-      ->required();
+           "A shared proxy's control socket (netbox proxy --control), or a launch's operator socket; default: the "
+           "launches' sockets and /run/netbox/proxy.sock when it exists");
 }
 
 void add_pending(CLI::App& agent, int& rc) {
@@ -112,8 +114,13 @@ void add_pending(CLI::App& agent, int& rc) {
   cmd->flags.option("--format", cmd->args.format, "text (default) or json")->check(CLI::IsMember({"text", "json"}));
   sub->callback([cmd, sub, &rc] {
     rc = approval_reporting(*sub, [&] {
-      print_pending(ask_control(cmd->args.control, {{"op", "pending"}}).value("pending", json::array()),
-                    cmd->args.format);
+      json all = json::array();
+      const auto sockets = cmd->args.control.empty() ? every_agent_socket(*sub, "")
+                                                     : std::vector<std::filesystem::path>{cmd->args.control};
+      for (const auto& socket : sockets)
+        for (auto& p : ask_control(socket.string(), {{"op", "pending"}}).value("pending", json::array()))
+          all.push_back(std::move(p));
+      print_pending(all, cmd->args.format);
       return 0;
     });
   });
@@ -140,7 +147,10 @@ void add_answer(CLI::App& agent, int& rc, bool approve) {
       json req = {{"op", approve ? "approve" : "deny"}, {"agent", cmd->args.agent}, {"host", t.host}};
       if (t.port) req["port"] = t.port;
       if (approve) req["scope"] = cmd->args.scope;
-      ask_control(cmd->args.control, req);
+      ask_control((cmd->args.control.empty() ? socket_for_agent(*sub, cmd->args.agent, "")
+                                             : std::filesystem::path(cmd->args.control))
+                      .string(),
+                  req);
       std::cout << (approve ? "approved " : "denied ") << cmd->args.agent << " " << cmd->args.host
                 << (approve ? " (" + cmd->args.scope + ")" : "") << "\n";
       return 0;

@@ -5,6 +5,8 @@
 // per connection (docs/proxy.md "Operator ops").
 #include "netbox/proxy/control_protocol.hpp"
 
+#include <CLI/CLI.hpp>
+
 #include <chrono>
 #include <filesystem>
 #include <optional>
@@ -40,5 +42,12 @@ struct ListedAgent {
 };
 // What `socket` lists (its "agents"). Throws ChannelError, or for a refusal std::runtime_error.
 std::vector<ListedAgent> list_agents(const std::filesystem::path& socket);
+
+// For `netbox agent pending | approve | deny` (agent_approval_command.cpp), found as the
+// other ops find them (agent_command.cpp): the socket that answers for agent `name` (the
+// launch that lists it, else the shared proxy: `control`, or the default socket), and every
+// socket there is to ask. Throw naming what was looked at.
+std::filesystem::path socket_for_agent(const CLI::App& cmd, const std::string& name, const std::string& control);
+std::vector<std::filesystem::path> every_agent_socket(const CLI::App& cmd, const std::string& control);
 
 }  // namespace netbox::cli

@@ -96,6 +96,23 @@ void common(FlagTable& f, AgentArgs& a) {
 
 }  // namespace
 
+std::filesystem::path socket_for_agent(const CLI::App& cmd, const std::string& name, const std::string& control) {
+  AgentArgs a;
+  a.control = control;
+  a.name = name;
+  return find_agent(cmd, a);
+}
+
+std::vector<std::filesystem::path> every_agent_socket(const CLI::App& cmd, const std::string& control) {
+  AgentArgs a;
+  a.control = control;
+  std::string problem;
+  auto all = launch_sockets(a.launches, problem);
+  if (!problem.empty()) std::cerr << command_path(cmd) << ": the launches' sockets are not readable (" << problem << ")\n";
+  if (const auto shared = shared_control(a)) all.push_back(*shared);
+  return all;
+}
+
 // The dispatcher: one subcommand per op. The approval ops (pending, approve, deny) are
 // added by add_agent_approval_commands (cli/agent_approval_command.cpp), called below.
 void add_agent_command(CLI::App& app, int& rc) {

@@ -306,6 +306,44 @@ TEST(LaunchAsk, SharedProxyQuestionsAreAnsweredWithAgentApproveAndTheAdminApi) {
 // The agent tries every way it has to answer its own question: the control socket (it
 // knows the path), the launch's terminal (/dev/tty), a header saying it is approved. Each
 // fails; the question times out and the request is refused.
+// A launch with no terminal to ask on (an agent that owns the launch's terminal is the
+// same for netbox: nothing to prompt on): its questions are found and answered from
+// another terminal by the agent's name alone, over the launch's operator socket, with no
+// --control (`netbox agent pending`, `netbox agent approve NAME HOST`).
+TEST(LaunchAsk, AnEmbeddedLaunchIsAnsweredByNameFromAnotherTerminal) {
+  NETBOX_REQUIRE_ROOT();
+  const auto subnet = test_subnet(56);
+  HostDir host;
+  const auto work = host.folder("work");
+  HttpServer upstream;
+  test::TempDir db;
+  const auto policy = db.write("policy.json", policy_json(upstream.port()));
+  const std::string port = std::to_string(upstream.port());
+  const std::string name = "asked-by-name-" + std::to_string(::getpid());
+  Background launch({test::netbox_binary().string(), "launch", "--subnet", subnet.cidr, "--audit-db",
+                     (db.path() / "a.db").string(), "--policy", policy.string(), "--workdir", work.string(), "--name",
+                     name, "--ask", "--", kSh, "-c", curl("http://denied.test:" + port + "/by-name")},
+                    host.path(), "by-name");
+  test::RunResult pending;
+  ASSERT_TRUE(eventually([&] {
+    pending = test::run_netbox({"agent", "pending", "--format", "json"}, std::chrono::seconds(30));
+    return pending.out.find("\"" + name + "\"") != std::string::npos;
+  }))
+      << pending.out << pending.err << launch.err();
+  const auto approved =
+      test::run_netbox({"agent", "approve", name, "denied.test:" + port}, std::chrono::seconds(30));
+  EXPECT_EQ(approved.exit_code, 0) << approved.err;
+  EXPECT_EQ(launch.wait(), 0) << launch.err();
+  EXPECT_EQ(launch.out(), std::string(HttpServer::kBody) + "\n");
+  const auto rows = asked_rows(db.path() / "a.db");
+  ASSERT_FALSE(rows.empty());
+  EXPECT_THAT(rows.back()[2], ::testing::StartsWith("grant:"));
+  EXPECT_EQ(query(db.path() / "a.db",
+                  "SELECT json_extract(detail, '$.grantor') FROM events WHERE kind = 'ask_granted'"),
+            (std::vector<std::vector<std::string>>{{"uid 0 (control socket)"}}));
+  expect_nothing_left(subnet);
+}
+
 TEST(LaunchAsk, TheAgentCannotApproveItself) {
   NETBOX_REQUIRE_ROOT();
   const auto subnet = test_subnet(55);
