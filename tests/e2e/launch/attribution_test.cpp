@@ -86,35 +86,50 @@ void expect_attributed(const fs::path& db, const std::string& out, const std::st
   EXPECT_THAT(nothing.out, HasSubstr("no matching requests"));
 }
 
+// A lookup past its bounds (docs/audit.md: 100 ms of scanning, 1 s in the queue) records
+// `unknown`, which a machine loaded by the tests ctest runs beside this one can cause: such
+// a run says nothing about which process is named, so it is tried again, up to 3 runs.
+bool some_unknown(const fs::path& db) {
+  return !query(db, "SELECT 1 FROM requests WHERE client_exe = 'unknown' AND path != ''").empty();
+}
+
 TEST(LaunchAttribution, EachRowNamesTheProcessThatMadeItEmbedded) {
   NETBOX_REQUIRE_ROOT();
   const auto subnet = test_subnet(111);
   HttpServer upstream("127.0.0.1", kPrograms);
   test::TempDir dir;
   const auto policy = dir.write("policy.json", policy_json(upstream.port()));
-  const auto db = dir.path() / "audit.db";
   const std::string url = "http://allowed.test:" + std::to_string(upstream.port());
-  auto r = launch(subnet, {"--policy", policy.string(), "--audit-db", db.string(), "--", kSh, "-c",
-                           two_programs_script(url)});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  ASSERT_THAT(r.out, HasSubstr("done"));
-  expect_attributed(db, r.out, url);
+  for (int run = 0; run < 3; ++run) {
+    const auto db = dir.path() / ("audit-" + std::to_string(run) + ".db");
+    auto r = launch(subnet, {"--policy", policy.string(), "--audit-db", db.string(), "--", kSh, "-c",
+                             two_programs_script(url)});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    ASSERT_THAT(r.out, HasSubstr("done"));
+    if (run < 2 && some_unknown(db)) continue;
+    expect_attributed(db, r.out, url);
+    break;
+  }
 }
 
 TEST(LaunchAttribution, EachRowNamesTheProcessThatMadeItSharedProxy) {
   NETBOX_REQUIRE_ROOT();
   const auto subnet = test_subnet(113);
   HttpServer upstream("127.0.0.1", kPrograms);
-  HostDir host;
-  test::TempDir dir;
-  SharedProxy proxy(host, dir.write("policy.json", policy_json(upstream.port())));
-  ASSERT_TRUE(proxy.ready()) << proxy.err();
   const std::string url = "http://allowed.test:" + std::to_string(upstream.port());
-  auto r = launch(subnet, {"--proxy-control", proxy.socket().string(), "--", kSh, "-c", two_programs_script(url)});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  ASSERT_THAT(r.out, HasSubstr("done"));
-  EXPECT_EQ(proxy.stop(), 0) << proxy.err();
-  expect_attributed(proxy.store(), r.out, url);
+  for (int run = 0; run < 3; ++run) {  // some_unknown: why a run may be tried again
+    HostDir host;
+    test::TempDir dir;
+    SharedProxy proxy(host, dir.write("policy.json", policy_json(upstream.port())));
+    ASSERT_TRUE(proxy.ready()) << proxy.err();
+    auto r = launch(subnet, {"--proxy-control", proxy.socket().string(), "--", kSh, "-c", two_programs_script(url)});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    ASSERT_THAT(r.out, HasSubstr("done"));
+    EXPECT_EQ(proxy.stop(), 0) << proxy.err();
+    if (run < 2 && some_unknown(proxy.store())) continue;
+    expect_attributed(proxy.store(), r.out, url);
+    break;
+  }
 }
 
 // An agent holding more descriptors than one lookup may read (17 processes of 4000 each,
