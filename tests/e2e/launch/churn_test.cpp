@@ -41,23 +41,6 @@ long resident_kib(pid_t pid) {
   return -1;
 }
 
-std::set<std::string> network_namespaces() {
-  std::set<std::string> out;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator("/proc", ec)) {
-    std::error_code lec;
-    auto target = fs::read_symlink(e.path() / "ns" / "net", lec);
-    if (!lec) out.insert(target.string());
-  }
-  return out;
-}
-
-std::size_t host_mounts() {
-  std::ifstream in("/proc/self/mountinfo");
-  std::size_t n = 0;
-  for (std::string line; std::getline(in, line);) ++n;
-  return n;
-}
 
 // The count: a launch through a running proxy took 42 ms on this 2-core machine at a load
 // of 7 and 130 ms at 12, so 1,000 would take 45 s to two minutes of the suite's 45; 500 keep

@@ -264,6 +264,24 @@ test::RunResult launch(const Subnet& subnet, const std::vector<std::string>& arg
   return test::run_netbox(full, timeout);
 }
 
+std::set<std::string> network_namespaces() {
+  std::set<std::string> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator("/proc", ec)) {
+    std::error_code lec;
+    auto target = fs::read_symlink(e.path() / "ns" / "net", lec);
+    if (!lec) out.insert(target.string());
+  }
+  return out;
+}
+
+std::size_t host_mounts() {
+  std::ifstream in("/proc/self/mountinfo");
+  std::size_t n = 0;
+  for (std::string line; std::getline(in, line);) ++n;
+  return n;
+}
+
 std::string policy_json(std::uint16_t upstream_port) {
   return R"({
   "version": 1,

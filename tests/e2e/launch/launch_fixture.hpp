@@ -14,6 +14,7 @@
 #include <functional>
 #include <cstdint>
 #include <filesystem>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -154,6 +155,9 @@ class SharedProxy {
 // Polls until `pred` holds (bounded); returns whether it did.
 bool eventually(const std::function<bool()>& pred, std::chrono::milliseconds limit = std::chrono::seconds(30));
 bool lease_exists(const Subnet& subnet);
+// Network namespaces and mounts on the host: what a launch could leave behind.
+std::set<std::string> network_namespaces();
+std::size_t host_mounts();
 // Every IPv4 and IPv6 address of the host's interfaces but loopback and link-local ones.
 std::vector<std::string> host_addresses();
 bool host_table_exists(const Subnet& subnet);

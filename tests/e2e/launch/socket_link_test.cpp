@@ -122,23 +122,6 @@ TEST(LaunchSocketLink, ToolsWorkAndTheAgentsOwnLoopbackServerToo) {
   EXPECT_TRUE(kinds.contains("transparent /captured")) << r.out;
 }
 
-// Network namespaces and mounts on the host: what a launch could leave behind.
-std::set<std::string> network_namespaces() {
-  std::set<std::string> out;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator("/proc", ec)) {
-    std::error_code lec;
-    auto target = fs::read_symlink(e.path() / "ns" / "net", lec);
-    if (!lec) out.insert(target.string());
-  }
-  return out;
-}
-std::size_t host_mounts() {
-  std::ifstream in("/proc/self/mountinfo");
-  std::size_t n = 0;
-  for (std::string line; std::getline(in, line);) ++n;
-  return n;
-}
 
 TEST(LaunchSocketLink, ManySequentialLaunchesLeaveNoNamespaceMountOrProcessBehind) {
   NETBOX_REQUIRE_ROOT();
