@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace netbox::tokens::book_file {
 
@@ -24,5 +25,20 @@ std::optional<nlohmann::json> read_book_file(const std::filesystem::path& path, 
 // `at.key` of the object `e`, a string; empty when absent and not `required`.
 std::string text_of(const nlohmann::json& e, const std::filesystem::path& path, const std::string& at, const char* key,
                     bool required);
+
+// The entries of a book's JSON `j`, {"version": 1, "<list>": [...]}, each read by
+// `entry_of(item, path, "<list>[i]")`; anything else fails naming the file and the key.
+template <class Entry, class Read>
+std::vector<Entry> entries_of(const nlohmann::json& j, const std::filesystem::path& path, const std::string& list,
+                              Read entry_of) {
+  if (!j.is_object()) fail(path, "expected an object with \"version\" and \"" + list + "\"");
+  if (j.value("version", 0) != 1) fail(path, "version: expected 1");
+  const auto items = j.find(list);
+  if (items == j.end() || !items->is_array()) fail(path, list + ": expected an array");
+  std::vector<Entry> out;
+  for (std::size_t i = 0; i < items->size(); ++i)
+    out.push_back(entry_of((*items)[i], path, list + "[" + std::to_string(i) + "]"));
+  return out;
+}
 
 }  // namespace netbox::tokens::book_file

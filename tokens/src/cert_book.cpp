@@ -44,13 +44,7 @@ const CertEntry* CertBook::find(const CertSubject& subject) const {
 
 CertBook load_cert_book(const fs::path& path) {
   const auto j = book_file::read_book_file(path, false, "whoever may write it can make up a client's identity");
-  if (!j->is_object()) fail(path, "expected an object with \"version\" and \"certificates\"");
-  if (j->value("version", 0) != 1) fail(path, "version: expected 1");
-  const auto certs = j->find("certificates");
-  if (certs == j->end() || !certs->is_array()) fail(path, "certificates: expected an array");
-  std::vector<CertEntry> entries;
-  for (std::size_t i = 0; i < certs->size(); ++i)
-    entries.push_back(entry_of((*certs)[i], path, "certificates[" + std::to_string(i) + "]"));
+  auto entries = book_file::entries_of<CertEntry>(*j, path, "certificates", entry_of);
   return CertBook(std::move(entries));
 }
 

@@ -78,13 +78,7 @@ bool TokenBook::revoke(std::string_view id) {
 TokenBook load_token_book(const fs::path& path, bool missing_is_empty) {
   const auto j = book_file::read_book_file(path, missing_is_empty, "whoever may write it can make up a client's identity");
   if (!j) return {};
-  if (!j->is_object()) fail(path, "expected an object with \"version\" and \"tokens\"");
-  if (j->value("version", 0) != 1) fail(path, "version: expected 1");
-  const auto tokens = j->find("tokens");
-  if (tokens == j->end() || !tokens->is_array()) fail(path, "tokens: expected an array");
-  std::vector<TokenEntry> entries;
-  for (std::size_t i = 0; i < tokens->size(); ++i)
-    entries.push_back(entry_of((*tokens)[i], path, "tokens[" + std::to_string(i) + "]"));
+  auto entries = book_file::entries_of<TokenEntry>(*j, path, "tokens", entry_of);
   return TokenBook(std::move(entries));
 }
 
