@@ -57,7 +57,7 @@ void RequestRelay<Client, Upstream>::send_continue() {
   static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
   beast::get_lowest_layer(client_).expires_after(idle_timeout_);
   asio::async_write(client_, asio::buffer(kContinue.data(), kContinue.size()),
-                    [this, keep = keep_](beast::error_code ec, std::size_t) {
+                    [this, keep = keep_.lock()](beast::error_code ec, std::size_t) {
                       if (ec) return finish({RequestBodyResult::Kind::agent_failed, ec, {}});
                       read_piece();
                     });
@@ -88,7 +88,7 @@ void RequestRelay<Client, Upstream>::read_piece() {
   beast::get_lowest_layer(client_).expires_at(
       std::min(std::chrono::steady_clock::now() + idle_timeout_, rate_deadline()));
   http::async_read_some(client_, buffer_, *parser_,
-                        [this, keep = keep_](beast::error_code ec, std::size_t) { piece(ec); });
+                        [this, keep = keep_.lock()](beast::error_code ec, std::size_t) { piece(ec); });
 }
 
 template <class Client, class Upstream>
@@ -213,7 +213,7 @@ void RequestRelay<Client, Upstream>::send(std::size_t n, bool last, const char* 
   const std::array<asio::const_buffer, 3> pieces{asio::buffer(out_), asio::buffer(n > 0 ? data : nullptr, n),
                                                  asio::buffer(tail.data(), tail.size())};
   beast::get_lowest_layer(*upstream_).expires_after(idle_timeout_);
-  asio::async_write(*upstream_, pieces, [this, keep = keep_](beast::error_code ec, std::size_t) { on_written(ec); });
+  asio::async_write(*upstream_, pieces, [this, keep = keep_.lock()](beast::error_code ec, std::size_t) { on_written(ec); });
 }
 
 template <class Client, class Upstream>
@@ -227,7 +227,7 @@ void RequestRelay<Client, Upstream>::on_written(beast::error_code ec) {
   // last piece's is the bucket's debt: the agent's next relay waits it out).
   const auto pause = body_.meter ? body_.meter->pace_up(sending_) : Pacer::Duration::zero();
   if (last_) return finish({});
-  pacer_.after(pause, beast::get_lowest_layer(client_).get_executor(), [this, keep = keep_] { read_piece(); });
+  pacer_.after(pause, beast::get_lowest_layer(client_).get_executor(), [this, keep = keep_.lock()] { read_piece(); });
 }
 
 template <class Client, class Upstream>
@@ -239,7 +239,8 @@ std::chrono::steady_clock::time_point RequestRelay<Client, Upstream>::rate_deadl
 
 template <class Client, class Upstream>
 void RequestRelay<Client, Upstream>::finish(RequestBodyResult r) {
-  auto keep = std::move(keep_);  // the owner lives until done_ returns
+  auto keep = keep_.lock();  // the owner lives until done_ returns
+  keep_.reset();
   if (whole_.capacity() > 0) std::string().swap(whole_);  // up to a window (16 MiB at most) is not kept
   done_(std::move(r));
 }

@@ -112,7 +112,10 @@ class RequestRelay {
   HeldTail tail_;
   std::chrono::milliseconds idle_timeout_{0};
   std::uint64_t* bytes_up_ = nullptr;
-  std::shared_ptr<void> keep_;
+  // The owner, for each step's handler to hold while it is pending. Weak: the owner holds
+  // this relay, so a strong copy here would keep both alive for good once no step is pending
+  // (an io_context destroyed at stop drops its handlers, and LeakSanitizer found the pair).
+  std::weak_ptr<void> keep_;
   std::string out_;         // the head (first write only) and chunk framing
   std::string whole_;       // a gated body, gathered until its gate decides
   std::size_t held_ = 0;    // bytes at the front of the piece buffer, kept from the last piece

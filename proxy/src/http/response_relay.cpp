@@ -49,7 +49,7 @@ void ResponseRelay<Client, Upstream>::read_header() {
   if (req_.method == http::verb::head) parser_->skip(true);
   beast::get_lowest_layer(*upstream_).expires_after(idle_timeout_);
   http::async_read_header(*upstream_, buffer_, *parser_,
-                          [this, keep = keep_](beast::error_code ec, std::size_t) { on_header(ec); });
+                          [this, keep = keep_.lock()](beast::error_code ec, std::size_t) { on_header(ec); });
 }
 
 template <class Client, class Upstream>
@@ -183,7 +183,7 @@ void ResponseRelay<Client, Upstream>::read_piece() {
   // read_some, not read: whatever arrived goes on at once. A whole read would hold a
   // trickling stream (server-sent events, tokens) until 64 KiB had gathered.
   http::async_read_some(*upstream_, buffer_, *parser_,
-                        [this, keep = keep_](beast::error_code ec, std::size_t) { piece_read(ec); });
+                        [this, keep = keep_.lock()](beast::error_code ec, std::size_t) { piece_read(ec); });
 }
 
 template <class Client, class Upstream>
@@ -258,7 +258,7 @@ void ResponseRelay<Client, Upstream>::send_piece(const char* data, std::size_t g
   const std::array<asio::const_buffer, 3> pieces{asio::buffer(out_), asio::buffer(data, got),
                                                  asio::buffer(tail.data(), tail.size())};
   beast::get_lowest_layer(client_).expires_after(idle_timeout_);
-  asio::async_write(client_, pieces, [this, keep = keep_](beast::error_code ec, std::size_t) { on_piece_written(ec); });
+  asio::async_write(client_, pieces, [this, keep = keep_.lock()](beast::error_code ec, std::size_t) { on_piece_written(ec); });
 }
 
 template <class Client, class Upstream>
@@ -270,7 +270,7 @@ void ResponseRelay<Client, Upstream>::on_piece_written(beast::error_code ec) {
   // (the last piece's is the bucket's debt: the agent's next relay waits it out).
   const auto pause = req_.meter ? req_.meter->pace_down(sent_) : Pacer::Duration::zero();
   if (last_piece_) return finish({});
-  pacer_.after(pause, beast::get_lowest_layer(client_).get_executor(), [this, keep = keep_] { read_piece(); });
+  pacer_.after(pause, beast::get_lowest_layer(client_).get_executor(), [this, keep = keep_.lock()] { read_piece(); });
 }
 
 template <class Client, class Upstream>
@@ -285,7 +285,8 @@ void ResponseRelay<Client, Upstream>::finish(std::string error) {
   result_.error = std::move(error);
   result_.reusable = result_.error.empty() && upstream_keep_alive_ && parser_->is_done() && buffer_.size() == 0;
   parser_.reset();
-  auto keep = std::move(keep_);  // the owner lives until done_ returns
+  auto keep = keep_.lock();  // the owner lives until done_ returns
+  keep_.reset();
   done_(std::move(result_));
 }
 

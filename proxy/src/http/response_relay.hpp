@@ -102,7 +102,10 @@ class ResponseRelay {
   RelayedRequest req_;
   std::chrono::milliseconds idle_timeout_{0};
   std::uint64_t* bytes_down_ = nullptr;
-  std::shared_ptr<void> keep_;
+  // The owner, for each step's handler to hold while it is pending. Weak: the owner holds
+  // this relay, so a strong copy here would keep both alive for good once no step is pending
+  // (an io_context destroyed at stop drops its handlers, and LeakSanitizer found the pair).
+  std::weak_ptr<void> keep_;
   boost::beast::flat_buffer buffer_;
   std::optional<boost::beast::http::response_parser<boost::beast::http::buffer_body>> parser_;
   // The response head and chunk framing on their way out; kept across requests so its

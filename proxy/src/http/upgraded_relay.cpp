@@ -48,7 +48,7 @@ void UpgradedRelay<Client, Upstream>::pump(Half& h, From& from, To& to) {
     return write(h, from, to, h.early.data(), n);
   }
   from.async_read_some(asio::buffer(h.buf.get(), kPiece),
-                       [this, keep = keep_, &h, &from, &to](beast::error_code ec, std::size_t n) {
+                       [this, keep = keep_.lock(), &h, &from, &to](beast::error_code ec, std::size_t n) {
                          if (n > 0) return write(h, from, to, h.buf.get(), n);
                          half_done(h, to, ec ? ec : asio::error::eof, &h == &up_ ? "agent" : "upstream");
                        });
@@ -63,13 +63,13 @@ void UpgradedRelay<Client, Upstream>::write(Half& h, From& from, To& to, const c
   n = allowed(h, n);
   if (n == 0) return cut(h, to);
   *h.bytes += n;
-  asio::async_write(to, asio::buffer(data, n), [this, keep = keep_, &h, &from, &to](beast::error_code ec, std::size_t sent) {
+  asio::async_write(to, asio::buffer(data, n), [this, keep = keep_.lock(), &h, &from, &to](beast::error_code ec, std::size_t sent) {
     if (!h.early.empty()) h.early = std::string();
     if (ec) return half_done(h, to, ec, &h == &up_ ? "upstream" : "agent");
     if (h.cut) return cut(h, to);
     last_activity_ = std::chrono::steady_clock::now();
     const auto pause = &h == &up_ ? meter_->pace_up(sent) : meter_->pace_down(sent);
-    h.pacer.after(pause, client_.get_executor(), [this, keep = keep_, &h, &from, &to] {
+    h.pacer.after(pause, client_.get_executor(), [this, keep = keep_.lock(), &h, &from, &to] {
       if (!error_.empty()) return half_done(h, to, asio::error::operation_aborted, "");  // stopped while paused
       last_activity_ = std::chrono::steady_clock::now();
       pump(h, from, to);
@@ -117,7 +117,7 @@ void UpgradedRelay<Client, Upstream>::end_sending(To& to) {
   };
   if constexpr (std::is_same_v<To, AgentTlsStream>) {
     // The write side is free: this direction wrote its last piece before reading the end.
-    return to.async_shutdown([keep = keep_, half_close](beast::error_code, std::size_t) { half_close(); });
+    return to.async_shutdown([keep = keep_.lock(), half_close](beast::error_code, std::size_t) { half_close(); });
   }
   half_close();
 }
@@ -125,7 +125,7 @@ void UpgradedRelay<Client, Upstream>::end_sending(To& to) {
 template <class Client, class Upstream>
 void UpgradedRelay<Client, Upstream>::arm_idle() {
   idle_->expires_at(last_activity_ + idle_timeout_);
-  idle_->async_wait([this, keep = keep_](beast::error_code ec) {
+  idle_->async_wait([this, keep = keep_.lock()](beast::error_code ec) {
     if (ec || finished_) return;
     if (std::chrono::steady_clock::now() - last_activity_ >= idle_timeout_)
       return stop("idle for " + std::to_string(idle_timeout_.count()) + " ms (limits.idle_timeout_ms)");
@@ -148,7 +148,8 @@ void UpgradedRelay<Client, Upstream>::finish() {
   if (finished_) return;
   finished_ = true;
   idle_->cancel();
-  auto keep = std::move(keep_);  // the owner lives until done_ returns
+  auto keep = keep_.lock();  // the owner lives until done_ returns
+  keep_.reset();
   done_(std::move(error_));
 }
 

@@ -72,7 +72,10 @@ class UpgradedRelay {
   Done done_;
   Upstream* upstream_ = nullptr;
   ByteMeter* meter_ = nullptr;
-  std::shared_ptr<void> keep_;
+  // The owner, for each step's handler to hold while it is pending. Weak: the owner holds
+  // this relay, so a strong copy here would keep both alive for good once no step is pending
+  // (an io_context destroyed at stop drops its handlers, and LeakSanitizer found the pair).
+  std::weak_ptr<void> keep_;
   std::optional<boost::asio::steady_timer> idle_;
   std::chrono::milliseconds idle_timeout_{0};
   std::chrono::steady_clock::time_point last_activity_;

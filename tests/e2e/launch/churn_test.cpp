@@ -47,7 +47,13 @@ long resident_kib(pid_t pid) {
 // it near 20-60 s and still show a descriptor left per launch (500 of them) or 6 KiB left
 // per launch (the RSS bound below). scripts/bench.sh's B6 churn does the full 1,000.
 constexpr int kWarmup = 30;
+#if defined(__SANITIZE_ADDRESS__)
+// A sanitized launch is several times slower (seen: 500 took 208 s in CI); 150 still show a
+// descriptor left per launch, and LeakSanitizer checks the proxy's heap when it stops.
+constexpr int kLaunches = 150;
+#else
 constexpr int kLaunches = 500;
+#endif
 // What may grow that is not a leak: the audit store's SQLite page cache fills as the store
 // grows (about 3 KiB of rows a launch) up to its bound, 2,000 KiB (cache_size -2000, SQLite's
 // default), and stays there (measured: RSS 16.4 -> 18.8 MB over the first 650 launches,
@@ -93,9 +99,17 @@ TEST(LaunchChurn, SequentialLaunchesThroughARunningProxyLeaveNothingBehind) {
 
   EXPECT_TRUE(eventually([&] { return open_descriptors(proxy.pid()) <= fds; }))
       << open_descriptors(proxy.pid()) << " descriptors in the proxy, " << fds << " before:\n" << descriptor_targets(proxy.pid());
+#if defined(__SANITIZE_ADDRESS__)
+  // AddressSanitizer keeps freed memory in its quarantine (256 MiB by default) before reusing
+  // it, so a sanitized proxy's RSS grows with every allocation however little it keeps (seen
+  // in CI: 340 MB -> 384 MB over 500 launches). The normal build bounds the RSS; here
+  // LeakSanitizer reports what the proxy still holds unreachable when it stops (below).
+  (void)rss;
+#else
   long after = 0;
   EXPECT_TRUE(eventually([&] { return (after = resident_kib(proxy.pid())) <= rss + kRssSlackKib; }))
       << "the proxy's RSS grew from " << rss << " KiB to " << after << " KiB over " << kLaunches << " launches";
+#endif
   EXPECT_EQ(host_mounts(), mounts);
   EXPECT_TRUE(eventually([&] { return network_namespaces().size() <= namespaces; }))
       << network_namespaces().size() << " network namespaces, " << namespaces << " before";
