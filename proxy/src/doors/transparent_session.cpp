@@ -2,15 +2,10 @@
 
 #include "doors/dns_view.hpp"
 #include "doors/original_destination.hpp"
-#include "pipeline/denial.hpp"
 #include "pipeline/policy_answer.hpp"
 #include "pipeline/target_step.hpp"
 
 #include "netbox/policy/decide_request.hpp"
-
-#include <boost/beast/http/write.hpp>
-
-#include <sstream>
 
 namespace netbox::proxy {
 
@@ -22,14 +17,7 @@ namespace {
 // How the capture door answers: plain HTTP gets what every proxied request gets, a
 // status and X-Netbox-Reason; anything else a reset. Nothing is said once connected: the
 // agent believes it reached its destination.
-DoorAnswer capture_answer(bool plain_http) {
-  if (!plain_http) return {};
-  return {{}, [](const Snag& s) {
-            std::ostringstream out;
-            out << make_refusal(s.refusal, 11, false);
-            return out.str();
-          }};
-}
+DoorAnswer capture_answer(bool plain_http) { return plain_http ? http_answer({}) : DoorAnswer{}; }
 
 }  // namespace
 

@@ -12,6 +12,7 @@
 #include "http/head_writer.hpp"
 #include "http/headers.hpp"
 #include "pipeline/policy_answer.hpp"
+#include "pipeline/target_step.hpp"
 #include "upstream/tunnel.hpp"
 #include "http/upgraded_request.hpp"
 

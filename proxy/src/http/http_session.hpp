@@ -11,8 +11,9 @@
 // request goes out over a pooled or new upstream connection (plain, or TLS verified
 // against the trust store: upstream_link.hpp), its body relayed by RequestRelay and the
 // answer by ResponseRelay, both streaming (64 KiB at most in memory per connection); or a
-// CONNECT becomes a Tunnel or an InspectedTunnel, which hands the agent's TLS stream back
-// to this loop (http_session_forward.ipp); or a WebSocket handshake answered 101 turns the
+// CONNECT's target goes to TargetStep (target_step.hpp), as SOCKS5's and a captured
+// connection's do, whose InspectedTunnel hands the agent's TLS stream back to this loop
+// (FixedDestination); or a WebSocket handshake answered 101 turns the
 // connection into an UpgradedRelay, its bytes counted in the handshake's row (any other
 // Upgrade is refused: upgraded_request.hpp). A refused request's body is never read, and
 // its connection is closed. The parts are members: no allocation per request for them.
@@ -52,7 +53,7 @@
 namespace netbox::proxy {
 
 // A connection whose destination was admitted once, as a connection, with that
-// connection's row: a captured or SOCKS5 one carrying plain HTTP (transparent_session.hpp),
+// connection's row: a captured or SOCKS5 one carrying plain HTTP (target_step.hpp),
 // or an inspected one (inspected_tunnel.hpp). Each request inside is read, decided with
 // `rules` and forwarded by the same loop as a proxied request, to the admitted
 // addresses; its row (kind `kind`) links to the connection's. The target is origin-form
@@ -86,7 +87,6 @@ struct ActiveRequest {
   Target target;
   policy::Host host;
   std::vector<boost::asio::ip::tcp::endpoint> allowed;
-  policy::Decision decided;
   RequestHeadCheck head_check;
   std::chrono::steady_clock::time_point head_deadline;  // first byte + header_timeout
   std::string pool_key;
@@ -156,6 +156,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
 
   // http_session_decide.ipp: the decision.
   void take_proxy_target();
+  void hand_on_connect();  // a CONNECT's target, to TargetStep
   void take_fixed_target();  // a request on a FixedDestination connection
   bool tripped();            // the tripwire refused the request (answered and recorded)
   bool refused_upgrade();    // an Upgrade netbox does not carry was refused (upgraded_request.hpp)
@@ -176,10 +177,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
   bool may_resend() const;
   void relay_response();
   void on_relayed(RelayResult r);
-  void start_tunnel(boost::asio::ip::tcp::socket upstream);
   void start_upgraded();  // the upstream's 101 went to the agent: bytes both ways (upgraded_relay.hpp)
   void on_upgraded_end(std::string error);
-  void start_inspection();  // an admitted CONNECT to an inspected host (inspected_tunnel.hpp)
 
   // http_session_close.ipp: answers without forwarding; the exchange writes (or
   // completes, as error) the row.

@@ -13,7 +13,7 @@ void HttpSession<Stream>::refuse_unaudited(std::string why) {
 
 template <class Stream>
 void HttpSession<Stream>::upstream_failed(unsigned status, std::string error) {
-  refuse({status, Outcome::error, what(), {}, error, {}}, !rq_.keep_alive || is_connect(), error);
+  refuse({status, Outcome::error, what(), {}, error, {}}, !rq_.keep_alive, error);
 }
 
 template <class Stream>

@@ -22,8 +22,29 @@ void HttpSession<Stream>::take_proxy_target() {
   }
   rq_.host = *parsed.host;
   exchange_.host(rq_.host.name);
+  if (is_connect()) return hand_on_connect();
   if (refused_upgrade() || tripped()) return;
   admit();
+}
+
+// A CONNECT's target goes to the step every door hands its target to (target_step.hpp),
+// as a SOCKS5 request's does: admission, the row, then a 200 and a blind tunnel (its
+// first message checked for fronting) or an inspected one, or a refusal in HTTP. Its
+// bytes are opaque by its protocol. The agent's connection is the step's from here on.
+template <class Stream>
+void HttpSession<Stream>::hand_on_connect() {
+  if constexpr (!kTls) {
+    stream_.expires_never();
+    // Bytes the agent sent after the CONNECT head (a pipelined TLS hello) start its first message.
+    std::string early(static_cast<const char*>(buffer_.data().data()), buffer_.size());
+    buffer_.consume(buffer_.size());
+    DoorTarget target{{}, rq_.host, rq_.target.port, what(), std::nullopt, std::move(early),
+                      "the host the CONNECT request named", false, nullptr, true};
+    std::make_shared<TargetStep>(impl_, worker_, stream_.release_socket(),
+                                 std::move(static_cast<AgentConnection&>(link_)), std::move(exchange_),
+                                 std::move(target), http_answer("HTTP/1.1 200 Connection Established\r\n\r\n", rq_.req.version()))
+        ->start();
+  }
 }
 
 // A credential's placeholder on its way to a host not listed for it (credentials.hpp).
@@ -32,7 +53,6 @@ void HttpSession<Stream>::take_proxy_target() {
 // The content rules read the same head next (content_rules.hpp): a known secret format.
 template <class Stream>
 bool HttpSession<Stream>::tripped() {
-  if (is_connect()) return false;
   std::optional<Refusal> r;
   if (link_.who.tripwire)
     r = link_.who.tripwire->check_request(rq_.host.name, rq_.target.port, rq_.req, rq_.target.path_and_query);
@@ -46,10 +66,9 @@ bool HttpSession<Stream>::tripped() {
 
 // An Upgrade is carried only to a WebSocket (then the request is decided as any other);
 // any other one is refused here, on every door, rather than stripped into a request the
-// agent did not send. A CONNECT names no protocol to switch to: its Upgrade is dropped.
+// agent did not send. (A CONNECT, which names no protocol to switch to, never comes here.)
 template <class Stream>
 bool HttpSession<Stream>::refused_upgrade() {
-  if (is_connect()) return false;
   auto up = check_upgrade(rq_.req, rq_.had_body);
   rq_.upgrade = up.ask == UpgradeAsk::websocket;
   if (!up.refused) return false;
@@ -119,8 +138,6 @@ void HttpSession<Stream>::act_on(AdmissionResult result) {
     no->refusal.what = what();
     return refuse(std::move(no->refusal), !rq_.keep_alive);
   }
-  // An inspected tunnel's requests start from the CONNECT's decision.
-  if (is_connect()) rq_.decided = yes.decision;
   // From here on the row is open: a refusal completes it as error.
   open_row(impl_, exchange_, yes, rq_.allowed, rq_.host.name, link_.who.agent, stream_.get_executor(),
            [self = this->shared_from_this()](std::string unaudited) {
@@ -129,17 +146,13 @@ void HttpSession<Stream>::act_on(AdmissionResult result) {
            });
 }
 
-// The host is let through; the policy still decides the request (`rules`) or the
-// tunnel (policy/decide_request.hpp). A request goes with the canonical path it matched.
+// The host is let through; the policy still decides the request (`rules`,
+// policy/decide_request.hpp). A request goes with the canonical path it matched.
 template <class Stream>
 std::optional<Refused> HttpSession<Stream>::apply_request_rules(Admitted& yes) {
   const auto& profile = *link_.profile;
   auto& target = rq_.target;
   const policy::Admitted at{rq_.host.name, target.port, yes.decision};
-  if (is_connect()) {
-    auto t = policy::decide_tunnel(profile, at, policy::Carried::opaque);
-    return take_decision(yes, std::move(t.decision), t.status);
-  }
   // Every door reaches this loop, and the loop reads bodies: a rule's body checks are
   // applied (RequestRelay holds the body for rq_.gate), never refused for want of them.
   auto r = policy::decide_request(profile, at, rq_.req.method_string(), target.path_and_query,

@@ -1,16 +1,12 @@
 // Part of http_session.cpp: the admitted request's way out. An upstream connection (a
 // pooled one to a checked address, or a new one: upstream_link.hpp), the request head
-// and body going up (RequestRelay), then the answer coming back (ResponseRelay); or, for
-// CONNECT, a Tunnel or an InspectedTunnel.
+// and body going up (RequestRelay), then the answer coming back (ResponseRelay). (A
+// CONNECT is TargetStep's, which makes its Tunnel or InspectedTunnel: target_step.hpp.)
 namespace netbox::proxy {
 
 template <class Stream>
 void HttpSession<Stream>::forward() {
   if constexpr (!kTls) {
-    if (is_connect()) {
-      if (policy::inspects(*link_.profile, rq_.host.name, rq_.target.port)) return start_inspection();
-      return connect_upstream();
-    }
     if (link_.fixed && link_.fixed->dialled) {  // the connection its front door made already
       auto r = std::move(*link_.fixed->dialled);
       link_.fixed->dialled.reset();
@@ -53,9 +49,6 @@ void HttpSession<Stream>::on_connected(UpstreamConnected<kTls> r) {
     return upstream_failed(r.failure_status, r.error);
   }
   exchange_.dialled(r.endpoint.address().to_string());
-  if constexpr (!kTls) {
-    if (is_connect()) return start_tunnel(r.stream->release_socket());
-  }
   upstream_key(rq_.pool_key, link_.pool_scope, r.endpoint, rq_.host.name, kTls, impl_);
   if constexpr (kTls) upstream_ = std::move(r.stream);
   else upstream_.emplace(std::move(*r.stream));
@@ -239,42 +232,6 @@ void HttpSession<Stream>::on_upgraded_end(std::string error) {
   upstream_.reset();
   exchange_.finish(101, std::move(error));
   close_client();
-}
-
-template <class Stream>
-void HttpSession<Stream>::start_tunnel(tcp::socket upstream) {
-  if constexpr (!kTls) {
-    // Bytes the agent sent after the CONNECT header (a pipelined TLS hello) go first.
-    stream_.expires_never();
-    std::string early(static_cast<const char*>(buffer_.data().data()), buffer_.size());
-    buffer_.consume(buffer_.size());
-    boost::system::error_code ec;
-    const auto port = upstream.remote_endpoint(ec).port();
-    exchange_.client_slot = std::move(link_.slot);  // the agent's connection lives on in the tunnel
-    exchange_.settle();  // dialled: whatever happens next, the tunnel was allowed
-    const auto& limits = link_.profile->limits;
-    auto t = std::make_shared<Tunnel>(impl_, stream_.release_socket(), std::move(upstream), std::move(early),
-                                      std::move(exchange_), limits.idle_timeout);
-    t->verify_first_flight(rq_.host, port, limits.header_timeout);  // domain fronting, as every door
-    t->start();
-  }
-}
-
-template <class Stream>
-void HttpSession<Stream>::start_inspection() {
-  if constexpr (!kTls) {
-    // The policy guard lets `inspect` in only with a CA; never a blind tunnel instead.
-    if (!impl_.inspector) return upstream_failed(503, "netbox has no CA loaded to inspect " + rq_.host.name);
-    stream_.expires_never();
-    std::string early(static_cast<const char*>(buffer_.data().data()), buffer_.size());
-    buffer_.consume(buffer_.size());
-    exchange_.client_slot = std::move(link_.slot);
-    auto scope = InspectionScope::of(link_, rq_.host, rq_.target.port, rq_.allowed, rq_.decided);
-    auto t = std::make_shared<InspectedTunnel>(impl_, worker_, stream_.release_socket(),
-                                               "HTTP/1.1 200 Connection Established\r\n\r\n", std::move(early),
-                                               std::move(exchange_), std::move(scope));
-    t->start();
-  }
 }
 
 }  // namespace netbox::proxy

@@ -1,6 +1,6 @@
 #pragma once
-// The steps every front door (ClientSession; TargetStep for SOCKS5 and capture) runs
-// around Admission, written once: the decision with its lookup (timed into dns_latency),
+// The steps every front door runs around Admission (TargetStep for a CONNECT, SOCKS5 and
+// capture; the request loop, http_session.hpp, for each HTTP request), written once: the decision with its lookup (timed into dns_latency),
 // the opening of an admitted exchange's row (with --audit-sync, only once the store has
 // made it durable; a row the store refuses means no connection, and an audit_refused
 // line says why), and the dial of the admitted addresses (timed into connect_latency).

@@ -8,8 +8,9 @@
 //   take_client_slot                          the connection caps; a refusal the door's way
 //   open_agent_connection                     audit room → identity → policy → profile
 //   the door's adapter                        its own first bytes → a target (host, port)
-//   decide → open_row → dial                  admission_steps.hpp; for SOCKS5 and capture
-//                                             all of it, and what follows, in TargetStep
+//   decide → open_row → dial                  admission_steps.hpp; for a CONNECT, SOCKS5
+//                                             and capture all of it, and what follows, in
+//                                             TargetStep; for a forwarded request, the loop
 //   Tunnel | InspectedTunnel | HttpSession | a refusal   (target_step.hpp)
 //
 // The doors' adapters: the HTTP listener's request loop (http_session.hpp), SOCKS5

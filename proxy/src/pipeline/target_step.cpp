@@ -3,17 +3,29 @@
 #include "http/http_session.hpp"
 #include "inspect/inspected_tunnel.hpp"
 #include "pipeline/admission_steps.hpp"
+#include "pipeline/denial.hpp"
 #include "pipeline/policy_answer.hpp"
 #include "upstream/tunnel.hpp"
 
 #include "netbox/policy/decide_request.hpp"
 
 #include <boost/asio/write.hpp>
+#include <boost/beast/http/write.hpp>
+
+#include <sstream>
 
 namespace netbox::proxy {
 
 namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
+
+DoorAnswer http_answer(std::string connected, unsigned version) {
+  return {std::move(connected), [version](const Snag& s) {
+            std::ostringstream out;
+            out << make_refusal(s.refusal, version ? version : 11, false);
+            return out.str();
+          }};
+}
 
 TargetStep::TargetStep(ProxyRuntime& rt, Worker& worker, tcp::socket client, AgentConnection conn, Exchange exchange,
                        DoorTarget target, DoorAnswer answer)
@@ -53,9 +65,9 @@ void TargetStep::act_on(AdmissionResult result) {
     return refuse(no->refusal, std::move(no->error), DialFailure::none, unresolved);
   }
   auto& yes = std::get<Admitted>(result);
-  if (target_.flight) {
-    // As for CONNECT: a blind tunnel to a host some rule names would carry requests no
-    // rule could check; an inspected host's requests, and plain HTTP's, are decided inside.
+  if (target_.flight || target_.opaque) {
+    // A blind tunnel to a host some rule names would carry requests no rule could check;
+    // an inspected host's requests, and plain HTTP's, are decided inside.
     auto t = policy::decide_tunnel(*conn_.profile, {target_.host.name, target_.port, yes.decision},
                                    plain_http() ? policy::Carried::plain_http : policy::Carried::opaque);
     if (auto no = take_decision(yes, std::move(t.decision), t.status)) {
@@ -68,7 +80,7 @@ void TargetStep::act_on(AdmissionResult result) {
   open_row(rt_, exchange_, yes, allowed_, target_.host.name, conn_.who.agent, client_.get_executor(),
            [self = shared_from_this()](std::string unaudited) {
              if (unaudited.empty()) return self->go_on();
-             const Refusal no{503, Outcome::error, self->target_.what, {}, unaudited, {}};
+             const Refusal no{503, Outcome::error, self->target_.what, "audit", unaudited, {}};
              self->answer({no});  // the row is complete already (note_unaudited)
            });
 }
@@ -110,12 +122,12 @@ void TargetStep::on_first_flight(FirstFlight f) {
     exchange_.finish(std::nullopt, std::move(f.error), true);
     return close();
   }
-  if (f.kind == FirstFlight::Kind::http) {
+  if (f.kind == FirstFlight::Kind::http && !target_.opaque) {
     target_.early = std::move(f.bytes);
     return start_requests();
   }
-  // As for CONNECT: a blind tunnel to a host some rule names would carry requests no rule
-  // could check (an inspected host never gets here).
+  // A blind tunnel to a host some rule names would carry requests no rule could check (an
+  // inspected host never gets here; a CONNECT to such a host was refused before its 200).
   auto no = check_first_flight(f, target_.host, target_.as);
   auto tunnel =
       policy::decide_tunnel(*conn_.profile, {target_.host.name, target_.port, decided_}, policy::Carried::opaque);
@@ -125,7 +137,7 @@ void TargetStep::on_first_flight(FirstFlight f) {
     exchange_.finish(no->status, no->reason);
     return reset();
   }
-  // Report mode: the row shows what the rules would have refused, as a CONNECT's does.
+  // Report mode: the row shows what the rules would have refused (a CONNECT's says so already).
   if (tunnel.decision.rule != decided_.rule)
     exchange_.overrule(outcome_of(tunnel.decision.verdict), tunnel.decision.rule, tunnel.decision.reason);
   start_tunnel(std::move(dialled_->socket), std::move(f.bytes));
@@ -163,7 +175,7 @@ void TargetStep::start_tunnel(tcp::socket upstream, std::string first) {
   exchange_.settle();  // dialled: whatever happens next, the tunnel was allowed
   std::make_shared<Tunnel>(rt_, std::move(client_), std::move(upstream), std::move(first), std::move(exchange_),
                            conn_.profile->limits.idle_timeout)
-      ->start(false);
+      ->start();
 }
 
 void TargetStep::refuse(const Refusal& r, std::string error, DialFailure dial, bool unresolved) {

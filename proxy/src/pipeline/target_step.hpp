@@ -1,7 +1,7 @@
 #pragma once
-// The step every door's adapter hands its target to (issue 23, item 1): once SOCKS5 has
-// read its request, or a captured connection its original destination (and first
-// message), the rest is the same for both and written here once:
+// The step every door's adapter hands its target to (issue 23, item 1): once the HTTP
+// listener has read a CONNECT, SOCKS5 its request, or a captured connection its original
+// destination (and first message), the rest is the same for all three, written here once:
 //
 //   decide (admission_steps.hpp) → open_row → one of
 //     the HTTP loop      plain HTTP: ClientSession with a FixedDestination, each request
@@ -12,13 +12,16 @@
 //     a refusal          the row says why; the agent is answered the door's way
 //
 // A door supplies only how it answers (DoorAnswer): what netbox says once the upstream is
-// there (SOCKS5 "succeeded"; nothing on a captured connection, whose agent believes it
-// reached its destination) and what a refusal before that is told (a SOCKS reply code, a
-// 403 to plain HTTP; nothing: a reset). After the door's "connected" a refusal is a reset.
-// The agent's first message is read before deciding when the door knows it then (a
-// captured connection), else after "connected" (SOCKS5: the protocol answers first).
-// The HTTP listener's CONNECT runs the same admission steps inside its request loop
-// (http_session_forward.ipp), since its refusals are HTTP answers on a keep-alive stream.
+// there (CONNECT's 200, SOCKS5 "succeeded"; nothing on a captured connection, whose agent
+// believes it reached its destination) and what a refusal before that is told (an HTTP
+// answer to a CONNECT and to plain HTTP, a SOCKS reply code; nothing: a reset). After the
+// door's "connected" a refusal is a reset. The agent's first message is read before
+// deciding when the door knows it then (a captured connection), else after "connected"
+// (CONNECT, SOCKS5: the protocol answers first). A CONNECT's bytes are opaque by its
+// protocol (DoorTarget::opaque): its tunnel is decided before its 200, so a blind tunnel
+// to a host `rules` name gets a 403 with the reason, and its plain HTTP is relayed unread
+// (checked for fronting only), as a TLS tunnel's bytes are; SOCKS5 and a captured
+// connection say nothing of theirs, so their plain HTTP goes to the request loop.
 #include "doors/first_flight.hpp"
 #include "pipeline/admission.hpp"
 #include "pipeline/agent_connection.hpp"
@@ -49,9 +52,14 @@ struct DoorAnswer {
   std::function<std::string(const Snag&)> refused;
 };
 
+// The answer of a door that speaks HTTP before "connected" (a CONNECT, plain HTTP on a
+// captured connection): a refusal is what every proxied request gets, a status with
+// X-Netbox-Decision and X-Netbox-Reason (denial.hpp), then the close.
+DoorAnswer http_answer(std::string connected, unsigned version = 11);
+
 // What the door's adapter read: where the agent wants to go, and what it sent so far.
 struct DoorTarget {
-  std::string kind;  // FixedDestination::kind: "socks", "transparent"
+  std::string kind;  // FixedDestination::kind: "socks", "transparent" (an opaque one has none)
   policy::Host host;
   std::uint16_t port = 0;
   std::string what;  // "CONNECT host:port", for refusals
@@ -60,9 +68,10 @@ struct DoorTarget {
   // with `early` (bytes the agent sent before any answer) as its start.
   std::optional<FirstFlight> flight;
   std::string early;
-  std::string as;  // what the host is to the fronting check: "the name the SOCKS request asked for"
+  std::string as;  // what the host is to the fronting check: "the host the CONNECT request named"
   bool name_from_address = false;  // InspectionScope::name_from_address
   std::shared_ptr<void> hold;      // kept while this step runs (a DNS view's synthetic address)
+  bool opaque = false;  // the door's protocol says its bytes are a tunnel's (CONNECT), whatever they look like
 };
 
 class TargetStep : public std::enable_shared_from_this<TargetStep> {

@@ -1,4 +1,5 @@
-// The Server: io threads, policy reloads, orderly shutdown (its listeners: listeners.cpp).
+// The Server: io threads, policy reloads (its listeners: listeners.cpp; its orderly
+// shutdown: shutdown.cpp).
 #include "netbox/proxy/server.hpp"
 
 #include "netbox/proxy/enforceable_policy.hpp"
@@ -21,7 +22,6 @@
 
 #include <pthread.h>
 
-#include <future>
 #include <stdexcept>
 
 namespace netbox::proxy {
@@ -292,74 +292,6 @@ void ProxyRuntime::reload_if_changed() {
     if (file_stamp(options.policy_file) == loaded_stamp) return;
   }
   reload_policy();
-}
-
-void ProxyRuntime::stop() {
-  {
-    std::lock_guard lock(state_mu);
-    if (lifecycle >= Lifecycle::stopping) return;
-    lifecycle = Lifecycle::stopping;
-  }
-  follower.reset();  // no reload while shutting down
-  // The guardian's and operators' actions under way finish first, while the io threads
-  // still carry their answers (an operator's kill is answered once the agent is gone).
-  guardians.stop();
-  stop_dns_views();
-  if (!workers.empty() && workers.front()->thread.joinable()) {
-    // Stop accepting, on each io thread.
-    for (auto& w : workers) {
-      std::promise<void> done;
-      auto f = done.get_future();
-      asio::post(w->ioc, [this, wp = w.get(), &done] {
-        for (auto& [ep, acc] : wp->acceptors) {
-          boost::system::error_code ec;
-          acc->close(ec);
-        }
-        wp->acceptors.clear();
-        if (wp == workers.front().get() && control) control->stop();
-        if (wp == workers.front().get() && host_refresh) host_refresh->cancel();
-        if (wp == workers.front().get() && interface_watch) interface_watch->stop();
-        done.set_value();
-      });
-      f.wait();
-    }
-    // Let open tunnels and requests finish for the grace period.
-    const auto deadline = std::chrono::steady_clock::now() + options.shutdown_grace;
-    while (counters.active_exchanges.load() > 0 && std::chrono::steady_clock::now() < deadline)
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    for (auto& w : workers) {
-      w->guard.reset();
-      w->ioc.stop();
-    }
-    for (auto& w : workers)
-      if (w->thread.joinable()) w->thread.join();
-  }
-  // Sessions waiting for audit queue room go with their io_contexts below, not later.
-  if (writer) writer->cancel_room_waiters();
-  // Resolvers and pools go first; then each io_context, whose destruction drops the
-  // sessions still open (their audit rows are completed by their destructors).
-  control.reset();
-  host_refresh.reset();
-  interface_watch.reset();
-  for (auto& w : workers) {
-    w->acceptors.clear();
-    w->resolver.reset();
-    w->pool.reset();
-  }
-  workers.clear();
-  registry.withdraw();
-  if (writer) writer->flush();
-  log.write(log_event::stopped, {});
-  {
-    std::lock_guard lock(state_mu);
-    lifecycle = Lifecycle::stopped;
-  }
-  state_cv.notify_all();
-}
-
-void ProxyRuntime::wait() {
-  std::unique_lock lock(state_mu);
-  state_cv.wait(lock, [this] { return lifecycle == Lifecycle::stopped; });
 }
 
 // ---- Server ----

@@ -17,16 +17,14 @@ namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
 
 Tunnel::Tunnel(ProxyRuntime& impl, tcp::socket client, tcp::socket upstream, std::string early_data,
-               Exchange exchange, std::chrono::milliseconds idle_timeout, std::string_view established)
+               Exchange exchange, std::chrono::milliseconds idle_timeout)
     : impl_(impl),
       client_(std::move(client)),
       upstream_(std::move(upstream)),
       early_(std::move(early_data)),
-      established_(established),
       exchange_(std::move(exchange)),
       idle_timeout_(idle_timeout),
-      idle_(client_.get_executor()),
-      flight_timer_(client_.get_executor()) {
+      idle_(client_.get_executor()) {
   up_.from = &client_;
   up_.to = &upstream_;
   down_.from = &upstream_;
@@ -45,29 +43,8 @@ Tunnel::~Tunnel() {
   exchange_.bytes_down = down_.bytes;
 }
 
-void Tunnel::start(bool announce) {
+void Tunnel::start() {
   last_activity_ = std::chrono::steady_clock::now();
-  if (!announce) return on_established({});
-  asio::async_write(client_, asio::buffer(established_.data(), established_.size()),
-                    [self = shared_from_this()](boost::system::error_code ec, std::size_t) {
-                      self->on_established(ec);
-                    });
-}
-
-void Tunnel::verify_first_flight(policy::Host host, std::uint16_t port, std::chrono::milliseconds header_timeout) {
-  check_ = FlightCheck{std::move(host), port, header_timeout};
-}
-
-void Tunnel::on_established(boost::system::error_code ec) {
-  if (ec) {
-    error_ = "telling the agent the tunnel is open failed: " + ec.message();
-    return finish();
-  }
-  if (check_)
-    return read_first_flight(client_, flight_timer_, check_->header_timeout,
-                             agent_must_speak_first(check_->port, false),
-                             [self = shared_from_this()](FirstFlight f) { self->on_first_flight(std::move(f)); },
-                             std::move(early_));
   // Both relay paths read speculatively and only then wait for readiness: the splice
   // path with MSG_DONTWAIT / SPLICE_F_NONBLOCK on descriptors Asio already made
   // non-blocking; the buffer path sets Asio's own flag when it first reads (buffer_step).
@@ -335,25 +312,6 @@ void Tunnel::arm_idle() {
   });
 }
 
-void Tunnel::on_first_flight(FirstFlight f) {
-  const FlightCheck check = std::move(*check_);
-  check_.reset();
-  if (!f.error.empty()) {
-    error_ = std::move(f.error);
-    return finish();
-  }
-  if (auto no = check_first_flight(f, check.host, "the host the CONNECT request named")) {
-    exchange_.overrule(no->outcome, no->rule, no->reason);
-    status_ = no->status;
-    error_ = no->reason;
-    boost::system::error_code ignored;
-    client_.set_option(asio::socket_base::linger(true, 0), ignored);  // a reset: nothing was relayed
-    return finish();
-  }
-  early_ = std::move(f.bytes);
-  on_established({});
-}
-
 void Tunnel::abort(std::string why) {
   if (error_.empty()) error_ = std::move(why);
   boost::system::error_code ignored;
@@ -365,7 +323,6 @@ void Tunnel::finish() {
   if (finished_) return;
   finished_ = true;
   idle_.cancel();
-  flight_timer_.cancel();
   for (Half* h : {&up_, &down_})
     if (h->pacer) h->pacer->cancel();
   boost::system::error_code ignored;
@@ -373,7 +330,7 @@ void Tunnel::finish() {
   upstream_.close(ignored);
   exchange_.bytes_up = up_.bytes;
   exchange_.bytes_down = down_.bytes;
-  exchange_.finish(status_, error_);
+  exchange_.finish(200, error_);
 }
 
 }  // namespace netbox::proxy

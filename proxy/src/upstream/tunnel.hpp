@@ -1,17 +1,15 @@
 #pragma once
-// A CONNECT tunnel: answers "200 Connection Established" (or, for SOCKS, the reply it is
-// given) and relays bytes both ways
-// until both sides have closed (half-close honoured) or nothing moved for idle_timeout.
+// A blind tunnel (a CONNECT, a SOCKS5 or a captured connection, once TargetStep admitted,
+// dialled and answered it and checked its first message: target_step.hpp): relays bytes
+// both ways, the early ones first, until both sides have closed (half-close honoured) or
+// nothing moved for idle_timeout.
 //
 // An idle tunnel holds its two sockets and nothing else: each direction gets its relay
 // pipe (splice path) or buffer (buffer path) only once bytes are waiting, and gives it
 // back as soon as it has drained everything and the source has nothing more to read.
 // Ten thousand idle tunnels then cost a few KiB and two fds each, not 128 KiB and six.
 #include "pipeline/exchange.hpp"
-#include "doors/first_flight.hpp"
 #include "base/proxy_runtime.hpp"
-
-#include "netbox/policy/host.hpp"
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -27,27 +25,13 @@ class Tunnel : public std::enable_shared_from_this<Tunnel> {
  public:
   static constexpr std::size_t kBufferSize = 64 * 1024;
   static constexpr std::size_t kBurstSize = 16 * 1024;  // a burst's first bytes, relayed by copy
-  static constexpr std::string_view kHttpEstablished = "HTTP/1.1 200 Connection Established\r\n\r\n";
 
   Tunnel(ProxyRuntime& impl, boost::asio::ip::tcp::socket client, boost::asio::ip::tcp::socket upstream,
-         std::string early_data, Exchange exchange, std::chrono::milliseconds idle_timeout,
-         std::string_view established = kHttpEstablished);
+         std::string early_data, Exchange exchange, std::chrono::milliseconds idle_timeout);
   ~Tunnel();
-  // announce: answer "200 Connection Established" first (CONNECT); a captured
-  // connection (transparent) gets nothing but the upstream's bytes.
-  void start(bool announce = true);
-  // Before start(), for a CONNECT: once "200" is sent, the agent's first message (with
-  // the early data) is read and checked against `host` (check_first_flight: a hello or
-  // Host header naming another host is domain fronting) before a byte goes upstream.
-  void verify_first_flight(policy::Host host, std::uint16_t port, std::chrono::milliseconds header_timeout);
+  void start();
 
  private:
-  struct FlightCheck {
-    policy::Host host;
-    std::uint16_t port = 0;
-    std::chrono::milliseconds header_timeout{};
-  };
-  void on_first_flight(FirstFlight f);
   struct Half {
     boost::asio::ip::tcp::socket* from = nullptr;
     boost::asio::ip::tcp::socket* to = nullptr;
@@ -66,7 +50,6 @@ class Tunnel : public std::enable_shared_from_this<Tunnel> {
     std::unique_ptr<boost::asio::steady_timer> pacer;  // made on the first pause
   };
   enum class Burst { moved, waiting };  // waiting: a wait or write is under way, or the half is done
-  void on_established(boost::system::error_code ec);
   void relay(Half& h);
   void wait_readable(Half& h);
   void buffer_step(Half& h);
@@ -93,16 +76,12 @@ class Tunnel : public std::enable_shared_from_this<Tunnel> {
   boost::asio::ip::tcp::socket client_;
   boost::asio::ip::tcp::socket upstream_;
   std::string early_;
-  std::string_view established_;  // static storage: what tells the agent the tunnel is open
   Exchange exchange_;  // taken over from the session: completed when the tunnel ends
   std::chrono::milliseconds idle_timeout_;
   boost::asio::steady_timer idle_;
   std::chrono::steady_clock::time_point last_activity_;
   Half up_;    // agent -> upstream
   Half down_;  // upstream -> agent
-  std::optional<FlightCheck> check_;
-  boost::asio::steady_timer flight_timer_;  // the first flight's read only
-  unsigned status_ = 200;                   // the row's: 403 for a first flight refused
   std::string error_;
   bool finished_ = false;
   bool use_splice_ = false;

@@ -4,7 +4,9 @@
 // the row and the metrics, an upstream failure `error` on the wire but `allow` in the row).
 #include "proxy_fixture.hpp"
 
+#include <chrono>
 #include <map>
+#include <thread>
 #include <utility>
 
 namespace netbox::test {
@@ -54,6 +56,10 @@ TEST_F(ProxyTest, TheAnswerTheRowAndTheMetricSayTheSameDecision) {
     ProxyConnection tunnel(port);  // holds upstream.test's one slot while it is open
     ASSERT_EQ(tunnel.send("CONNECT upstream.test:" + up + " HTTP/1.1\r\n\r\n", true).status, 200);
     r = proxy_get(port, upstream_url("/"));
+    // Established once its first message passed the fronting check: a silent agent's, on
+    // this port, once it has been silent for 300 ms (first_flight.hpp).
+    for (int i = 0; i < 400 && requests_by_decision(server->counters())[Key("connect", "allow")] == 0; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(25));
     EXPECT_EQ(requests_by_decision(server->counters())[Key("connect", "allow")], 1U)
         << "an established tunnel is counted while it is open";
   }
