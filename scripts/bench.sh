@@ -62,6 +62,13 @@ if [ "$mode" = smoke ]; then
 else
   python3 tests/bench/capture_bench.py --build "$dir"
 fi
+# Heap allocations per proxied request (issue 24's B1 shape; jemalloc's own counters).
+# Printed; RESULTS.md records a run.
+if [ "$mode" = smoke ]; then
+  python3 tests/bench/alloc_bench.py --smoke --netbox "$dir/netbox" --client "$dir/tests/bench/bench_client"
+else
+  python3 tests/bench/alloc_bench.py --netbox "$dir/netbox" --client "$dir/tests/bench/bench_client"
+fi
 if [ "$mode" = smoke ]; then
   python3 tests/bench/report.py "$out/results.json" --png "$out/bench.png" --require-clean
   echo "bench smoke ok (targets are only judged in the full run)"

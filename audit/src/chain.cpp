@@ -162,12 +162,27 @@ std::string to_hex(std::span<const unsigned char> bytes) {
   return out;
 }
 
-RowEncoding::RowEncoding(const ChainedTable& table) : table_(&table) {
+namespace {
+// The writer encodes a row for every request; the buffer stays with the thread between
+// rows (taken by a RowEncoding, given back by its destructor), so encoding allocates only
+// for a row longer than any before it. Kept only up to a bound: one huge row must not
+// pin its memory for the thread's life.
+thread_local std::string spare_encoding;
+constexpr std::size_t kSpareEncodingMax = 64 * 1024;
+}  // namespace
+
+RowEncoding::RowEncoding(const ChainedTable& table) : table_(&table), data_(std::move(spare_encoding)) {
+  data_.clear();
   data_.reserve(512);
   data_ = table.tag;
   data_ += '\0';
   data_ += table.name;
   data_ += '\0';
+}
+
+RowEncoding::~RowEncoding() {
+  if (data_.capacity() <= kSpareEncodingMax && data_.capacity() > spare_encoding.capacity())
+    spare_encoding = std::move(data_);
 }
 
 RowEncoding& RowEncoding::null() {

@@ -71,6 +71,9 @@ std::string to_hex(std::span<const unsigned char> bytes);
 class RowEncoding {
  public:
   explicit RowEncoding(const ChainedTable& table);
+  ~RowEncoding();  // gives its buffer back to the thread's spare (chain.cpp)
+  RowEncoding(const RowEncoding&) = delete;
+  RowEncoding& operator=(const RowEncoding&) = delete;
   RowEncoding& text(std::string_view value);
   RowEncoding& integer(std::int64_t value);
   RowEncoding& integer(std::optional<std::int64_t> value);  // nullopt: NULL

@@ -21,7 +21,7 @@ void two_digits(char* out, int v) {
 // Every audit row and log line carries one, so this runs on the request path: the
 // "YYYY-MM-DDTHH:MM:SS" part is kept per thread for the second it names (gmtime_r and
 // snprintf once a second, not once a row), and the milliseconds are written by hand.
-std::string format_timestamp(Clock::time_point tp) {
+TimestampText::TimestampText(Clock::time_point tp) {
   using namespace std::chrono;
   const auto ms = duration_cast<milliseconds>(tp.time_since_epoch()).count();
   std::time_t secs = static_cast<std::time_t>(ms / 1000);
@@ -38,16 +38,18 @@ std::string format_timestamp(Clock::time_point tp) {
     prefix_len = n > 0 ? std::min<std::size_t>(static_cast<std::size_t>(n), sizeof prefix - 1) : 0;
     cached_secs = secs;
   }
-  char out[40];
-  std::memcpy(out, prefix, prefix_len);
-  char* p = out + prefix_len;
+  static_assert(sizeof text_ >= sizeof prefix + 5);  // the prefix, '.', 3 digits, 'Z'
+  std::memcpy(text_, prefix, prefix_len);
+  char* p = text_ + prefix_len;
   *p++ = '.';
   *p++ = static_cast<char>('0' + frac / 100);
   two_digits(p, static_cast<int>(frac % 100));
   p += 2;
   *p++ = 'Z';
-  return std::string(out, static_cast<std::size_t>(p - out));
+  size_ = static_cast<std::size_t>(p - text_);
 }
+
+std::string format_timestamp(Clock::time_point tp) { return std::string(TimestampText(tp).view()); }
 
 namespace detail {
 namespace {

@@ -65,9 +65,10 @@ Touched WriterStatements::insert_request(const AuditRecord& r, const Completion*
   auto& s = insert_request_;
   const RequestValues v = request_values(r, c);
   // Text is bound without a copy (bind_view): the record, the completion and `ts` all
-  // outlive run(s), which steps and resets the statement before returning.
-  const std::string ts = format_timestamp(r.ts);
-  s.bind_view(1, ts);
+  // outlive run(s), which steps and resets the statement before returning. `ts` is a
+  // fixed buffer: one row per request, no allocation for its time.
+  const TimestampText ts(r.ts);
+  s.bind_view(1, ts.view());
   s.bind_view(2, r.agent);
   s.bind_view_or_null(3, r.client_addr);
   s.bind_view(4, r.kind);
@@ -91,7 +92,7 @@ Touched WriterStatements::insert_request(const AuditRecord& r, const Completion*
   s.bind_view_or_null(22, r.origin.exe);
   s.bind_view_or_null(23, r.origin.argv);
   run(s);
-  return request_touched(sqlite3_last_insert_rowid(db_), ts, r, c, parent_id, proxy_id_);
+  return request_touched(sqlite3_last_insert_rowid(db_), ts.view(), r, c, parent_id, proxy_id_);
 }
 
 std::optional<Touched> WriterStatements::complete_request(std::int64_t rowid, const Completion& c) {

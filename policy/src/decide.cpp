@@ -80,9 +80,14 @@ bool has_network_allow(const Profile& p) {
   return false;
 }
 
+// Every request a rule lets through comes here (twice for a name: by name, then by
+// address), so the reason is sized once rather than grown piece by piece.
 Decision matched(Verdict v, const Rule& r, const std::string& who) {
   std::string cite = r.cite();
-  std::string reason = who + " matches " + cite;
+  static constexpr std::string_view kMatches = " matches ";
+  std::string reason;
+  reason.reserve(who.size() + kMatches.size() + cite.size());
+  reason.append(who).append(kMatches).append(cite);
   return Decision{v, std::move(cite), std::move(reason)};
 }
 
@@ -156,7 +161,15 @@ Decision decide_address(const Profile& profile, const Host& host, uint16_t port,
     return host.is_ip() ? addr.to_string() : host.name + " resolved to " + addr.to_string() + ", which";
   };
   // "10.0.0.5" for a literal, "db.example (10.0.0.5)" for a name.
-  auto who = [&] { return host.is_ip() ? addr.to_string() : host.name + " (" + addr.to_string() + ")"; };
+  // Sized once: a name's is built for every request its address lets through.
+  auto who = [&] {
+    std::string a = addr.to_string();
+    if (host.is_ip()) return a;
+    std::string s;
+    s.reserve(host.name.size() + a.size() + 3);
+    s.append(host.name).append(" (").append(a).append(1, ')');
+    return s;
+  };
 
   NameCheck c;
   if (!host.is_ip()) {

@@ -2,7 +2,7 @@
 
 namespace netbox::policy {
 
-Destination decide_destination(const Profile& profile, const Host& host, uint16_t port, Decision name,
+Destination decide_destination(const Profile& profile, const Host& host, uint16_t port, const Decision& name,
                                std::span<const boost::asio::ip::address> addresses,
                                const OwnEndpoint& own_endpoint) {
   Destination out;
@@ -31,7 +31,7 @@ Destination decide_destination(const Profile& profile, const Host& host, uint16_
   }
   // A report on either step is what the row must show; otherwise the address decision.
   if (chosen->verdict == Verdict::report) out.decision = std::move(*chosen);
-  else if (name.verdict == Verdict::report) out.decision = std::move(name);
+  else if (name.verdict == Verdict::report) out.decision = name;
   else out.decision = std::move(*chosen);
   return out;
 }

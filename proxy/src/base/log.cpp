@@ -58,10 +58,11 @@ LogLevel level_of(std::string_view event) {
 }  // namespace
 
 void Logger::render_into(std::string& line, LogLevel level, std::string_view event, std::span<const LogField> fields) const {
-  const auto ts = audit::format_timestamp(audit::Clock::now());
+  const audit::TimestampText stamp(audit::Clock::now());  // a fixed buffer: a line per request
+  const std::string_view ts = stamp.view();
   if (format_ == LogFormat::json) {
     nlohmann::ordered_json j;  // ts, level and event first, for a reader's eye
-    j[std::string(log_key::ts)] = ts;
+    j[std::string(log_key::ts)] = std::string(ts);
     j[std::string(log_key::level)] = to_string(level);
     j[std::string(log_key::event)] = event;
     for (const auto& f : fields) {

@@ -417,6 +417,34 @@ TEST_P(AuditChain, OneBatchOfManyRowsNamesTheRowEditedOrDeletedInIt) {
       << joined(report.problems);
 }
 
+// The writer encodes every row into one buffer its thread keeps (RowEncoding): a row much
+// longer than the rest, between short ones in one batch, leaves nothing of itself in the
+// rows encoded after it, and a short row edited after it is still named.
+TEST_P(AuditChain, ALongRowAmongShortOnesInOneBatchLeavesNothingInTheNext) {
+  {
+    audit::WriterOptions o;
+    o.db_path = store->db();
+    o.proxy_id = "p1";
+    audit::Writer w(o);
+    for (int i = 0; i < 6; ++i) {
+      auto r = audit::testing::request("a", "h" + std::to_string(i) + ".test", "allow");
+      if (i == 2) r.reason = std::string(3000, 'r');  // grows the buffer past its first size
+      w.insert_complete(r);
+    }
+    w.flush();
+  }
+  ASSERT_EQ(store->scalar("SELECT COUNT(*) FROM audit_chain_batches"), "1") << "the 6 rows were one batch";
+  const auto clean = audit::verify_chain(store->db());
+  ASSERT_TRUE(clean.ok()) << joined(clean.problems);
+  const std::string edited = request_id(4);
+  store->exec("UPDATE requests SET host = 'h9.test' WHERE id = " + edited);
+  const auto report = audit::verify_chain(store->db());
+  ASSERT_EQ(report.problems.size(), 1u) << joined(report.problems);
+  EXPECT_NE(report.problems[0].find("requests row " + edited + " (proxy 'p1', batch link 1): the row does not match"),
+            std::string::npos)
+      << joined(report.problems);
+}
+
 // The batch links themselves, one attack per proxy's chain: a list of rows replaced by
 // another batch's (p1), two batches swapped (p2), a batch removed from the middle (p3).
 TEST_P(AuditChain, EditedReorderedOrRemovedBatchLinksAreNamed) {

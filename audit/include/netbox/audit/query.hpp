@@ -4,6 +4,7 @@
 // rows the same way. Text that is NULL in the store is an empty string in these values.
 #include "netbox/audit/record.hpp"
 
+#include <cstddef>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -112,5 +113,17 @@ std::string format_summary(const std::vector<SummaryRow>& rows, std::string_view
 
 // ISO-8601 UTC with milliseconds, "2026-11-22T04:15:41.123Z".
 std::string format_timestamp(Clock::time_point tp);
+
+// The same text in a buffer of its own, for the request path (every audit row and log
+// line has one): a value, no allocation. format_timestamp is this, copied into a string.
+class TimestampText {
+ public:
+  explicit TimestampText(Clock::time_point tp);
+  std::string_view view() const { return {text_, size_}; }
+
+ private:
+  char text_[40];  // 24 characters up to year 9999; room for any year gmtime can name
+  std::size_t size_ = 0;
+};
 
 }  // namespace netbox::audit

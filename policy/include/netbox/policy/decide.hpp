@@ -66,7 +66,8 @@ struct Destination {
 // Step 3: `name` is what decide_name said (and let through) for host:port; `addresses`
 // what the host resolved to (or its literal). Every address is decided with
 // decide_address and checked against `own_endpoint`; those let through may be dialled.
-Destination decide_destination(const Profile& profile, const Host& host, uint16_t port, Decision name,
+// `name` is read, not taken: it is copied only when it is the answer (a report by name).
+Destination decide_destination(const Profile& profile, const Host& host, uint16_t port, const Decision& name,
                                std::span<const boost::asio::ip::address> addresses,
                                const OwnEndpoint& own_endpoint);
 
