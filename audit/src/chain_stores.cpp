@@ -13,9 +13,6 @@ std::string hex(std::string_view bytes) {
   return to_hex(std::span(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size()));
 }
 
-// bytea in PostgreSQL's hex input format: the parameters are text.
-std::string bytea_param(std::string_view bytes) { return "\\x" + hex(bytes); }
-
 }  // namespace
 
 SqliteChainStore::SqliteChainStore(sqlite3* db)
@@ -60,22 +57,46 @@ void SqliteChainStore::reset() {
   for (Statement* s : {&create_head_, &read_head_, &insert_batch_, &move_head_}) s->reset();
 }
 
-ChainStore::Head PgChainStore::lock_head(const std::string& proxy_id) {
-  std::string create = kCreateHead;
-  create.replace(create.find("?1"), 2, "$1");
-  conn_.query(create, {proxy_id});
-  auto r = conn_.query("SELECT seq, hash FROM audit_chain_heads WHERE proxy_id = $1 FOR UPDATE", {proxy_id});
-  if (PQntuples(r.get()) == 0) return {};
-  return {std::stoll(pg_value(r.get(), 0, 0)), pg_value(r.get(), 0, 1)};
+std::string PgChainStore::lock_sql(const std::string& proxy_id) {
+  std::string id;
+  append_sql_literal(id, proxy_id);
+  std::string sql = kCreateHead;
+  sql.replace(sql.find("?1"), 2, id);
+  return sql + ";SELECT seq, hash FROM audit_chain_heads WHERE proxy_id = " + id + " FOR UPDATE;";
+}
+
+ChainStore::Head PgChainStore::head(const PGresult* locked) {
+  if (PQntuples(locked) == 0) return {};
+  return {std::stoll(pg_value(locked, 0, 0)), pg_value(locked, 0, 1)};
 }
 
 void PgChainStore::append(const Batch& b) {
-  conn_.query("INSERT INTO audit_chain_batches (proxy_id, seq, ts, members, hash, signature) "
-              "VALUES ($1, $2, $3, $4, $5, $6)",
-              {b.proxy_id, std::to_string(b.seq), std::string(b.ts), bytea_param(b.members), bytea_param(b.hash),
-               b.signature.empty() ? std::nullopt : std::optional<std::string>(bytea_param(b.signature))});
-  conn_.query("UPDATE audit_chain_heads SET seq = $2, hash = $3 WHERE proxy_id = $1",
-              {b.proxy_id, std::to_string(b.seq), hex(b.hash)});
+  // bytea as a literal in PostgreSQL's hex input format (E'\\x...': hex digits need no escape).
+  const auto bytea = [this](std::string_view bytes) {
+    if (bytes.empty()) {
+      script_ += "NULL";
+      return;
+    }
+    script_ += "E'\\\\x";
+    script_ += hex(bytes);
+    script_ += '\'';
+  };
+  const std::string seq = std::to_string(b.seq);
+  script_ += "INSERT INTO audit_chain_batches (proxy_id, seq, ts, members, hash, signature) VALUES (";
+  append_sql_literal(script_, b.proxy_id);
+  script_ += "," + seq + ",";
+  append_sql_literal(script_, b.ts);
+  script_ += ",";
+  bytea(b.members);
+  script_ += ",";
+  bytea(b.hash);
+  script_ += ",";
+  bytea(b.signature);
+  script_ += ");UPDATE audit_chain_heads SET seq = " + seq + ", hash = ";
+  append_sql_literal(script_, hex(b.hash));
+  script_ += " WHERE proxy_id = ";
+  append_sql_literal(script_, b.proxy_id);
+  script_ += ";";
 }
 
 RunSql sqlite_runner(sqlite3* db) {

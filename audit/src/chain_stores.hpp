@@ -21,15 +21,24 @@ class SqliteChainStore final : public ChainStore {
   Statement create_head_, read_head_, insert_batch_, move_head_;
 };
 
+// PostgreSQL's side rides on the batch's own round trips (pg_write_store.cpp): the head is
+// read by lock_sql() among the batch's first statements, and the link's statements are added
+// to the script that ends with its COMMIT.
 class PgChainStore final : public ChainStore {
  public:
-  explicit PgChainStore(PgConn& conn) : conn_(conn) {}
-  // SELECT ... FOR UPDATE: another writer with the same proxy_id waits for our commit.
-  Head lock_head(const std::string& proxy_id) override;
+  // Statements that create the proxy's head if absent and read it, locked (SELECT ... FOR
+  // UPDATE: another writer with the same proxy_id waits for our commit); one row, for head().
+  static std::string lock_sql(const std::string& proxy_id);
+  static Head head(const PGresult* locked);
+
+  // `head`: what lock_sql() read; append() adds its statements to `script`.
+  PgChainStore(Head head, std::string& script) : head_(std::move(head)), script_(script) {}
+  Head lock_head(const std::string&) override { return head_; }
   void append(const Batch& batch) override;
 
  private:
-  PgConn& conn_;
+  Head head_;
+  std::string& script_;
 };
 
 // trim_chain's statements on either backend's connection.

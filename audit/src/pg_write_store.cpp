@@ -1,15 +1,18 @@
 // The PostgreSQL store. A batch is collected in memory and sent at commit() in one
-// transaction: request rows with one COPY, completions with one COPY and one UPDATE, so a
-// batch of thousands of rows costs a handful of round trips. Row ids come from the shared
-// sequence in blocks (unique across proxies); a batch written again after a failure gets
-// the same ids in the same order, and then goes through a staging table with ON CONFLICT
-// DO NOTHING, so a batch whose commit did happen although its answer was lost (the server
-// stopped at that moment) adds no row twice.
+// transaction and three round trips whatever its size: the statements before the rows (the
+// chain head's lock, the completions as one UPDATE ... FROM VALUES) with the rows' COPY; the
+// COPY's data; the chain's link with the COMMIT (an event or an agent row, seldom in a
+// batch, adds one each). Row ids come from the shared sequence in blocks (unique across
+// proxies); a batch written again after a failure gets the same ids in the same order, and
+// then goes through a staging table with ON CONFLICT DO NOTHING, so a batch whose commit did
+// happen although its answer was lost (the server stopped at that moment) adds no row twice.
 #include "netbox/audit/query.hpp"
 #include "chain_stores.hpp"
 #include "pg_schema.hpp"
 #include "write_store.hpp"
 
+#include <algorithm>
+#include <deque>
 #include <set>
 #include <variant>
 #include <vector>
@@ -18,6 +21,7 @@ namespace netbox::audit::detail {
 namespace {
 
 constexpr std::int64_t kIdBlock = 1024;  // the sequence's INCREMENT BY (migrations.cpp)
+constexpr int kBlocksAtOnce = 4;         // blocks taken per round trip
 
 constexpr const char* kRequestColumns =
     "(id, ts, agent, client_addr, kind, method, host, port, path, resolved_addr, decision, rule, reason, status, "
@@ -81,44 +85,7 @@ class PgWriteStore final : public WriteStore {
   }
 
   void commit() override {
-    conn_->exec("BEGIN");
-    for (const auto& day : days_)
-      if (!known_days_.contains(day)) ensure_day_partition(*conn_, day);
-    if (!requests_.empty()) {
-      // A retry may repeat rows a lost commit already stored; a first attempt cannot.
-      if (retry_) {
-        conn_->copy_in(std::string("COPY requests_in ") + kRequestColumns + " FROM STDIN", requests_);
-        conn_->exec("INSERT INTO requests SELECT * FROM requests_in ON CONFLICT DO NOTHING");
-      } else {
-        conn_->copy_in(std::string("COPY requests ") + kRequestColumns + " FROM STDIN", requests_);
-      }
-    }
-    // The rows this attempt completes are added to touched_ and taken off again at the end,
-    // success or not: a retry completes them anew (no copy of the batch's rows per commit).
-    struct Restore {
-      std::vector<Touched>& v;
-      std::size_t n;
-      ~Restore() { v.erase(v.begin() + static_cast<std::ptrdiff_t>(n), v.end()); }
-    } restore{touched_, touched_.size()};
-    std::vector<Touched>& touched = touched_;
-    if (!completions_.empty()) {
-      conn_->copy_in("COPY completions_in FROM STDIN", completions_);
-      // RETURNING: the rows as completed, for their chain links (nothing is read back).
-      static const std::string kComplete =
-          "UPDATE requests r SET status = c.status, bytes_up = c.bytes_up, bytes_down = c.bytes_down, "
-          "duration_ms = c.duration_ms, error = c.error, resolved_addr = COALESCE(c.resolved_addr, r.resolved_addr), "
-          "decision = COALESCE(c.decision, r.decision), rule = COALESCE(c.rule, r.rule), "
-          "reason = COALESCE(c.reason, r.reason) FROM completions_in c WHERE r.id = c.id RETURNING " +
-          qualified_columns(*chained_table("requests"), "r");
-      auto r = conn_->query(kComplete);
-      const ChainedTable& requests = *chained_table("requests");
-      for (int i = 0; i < PQntuples(r.get()); ++i) touched.push_back(returned_touched(requests, PgRow(r.get(), i)));
-    }
-    for (const auto& e : events_) write_event(e.first, e.second);
-    for (const auto& a : agents_) touched.push_back(std::visit([this](const auto& x) { return write_agent(x); }, a));
-    PgChainStore chain(*conn_);
-    seal(chain, proxy_id_, touched, signer_.get());
-    conn_->exec("COMMIT");
+    if (!requests_.empty() || !completions_.empty() || !events_.empty() || !agents_.empty()) write_batch();
     known_days_.insert(days_.begin(), days_.end());
     attempt_ids_.clear();
     reuse_ = 0;
@@ -168,18 +135,25 @@ class PgWriteStore final : public WriteStore {
   }
 
   bool complete_request(std::int64_t id, const Completion& c) override {
+    // One row of the completions' VALUES list, typed (a column may be NULL in every row).
     std::string& out = completions_;
-    field(out, id);
-    field(out, c.status ? std::optional<std::int64_t>(*c.status) : std::nullopt);
-    field(out, static_cast<std::int64_t>(c.bytes_up));
-    field(out, static_cast<std::int64_t>(c.bytes_down));
-    field(out, c.duration_ms);
-    field(out, c.error);
-    field(out, c.resolved_addr);
-    field(out, c.decision);
-    field(out, c.rule);
-    field(out, c.reason);
-    end_row(out);
+    const auto number = [&out](std::optional<std::int64_t> n, const char* type) {
+      out += n ? std::to_string(*n) : "NULL";
+      out += type;
+    };
+    const auto text = [&out](std::string_view t) {
+      if (t.empty()) out += "NULL::text";
+      else append_sql_literal(out, t);
+      out += ',';
+    };
+    out += out.empty() ? "(" : ",(";
+    number(id, "::bigint,");
+    number(c.status ? std::optional<std::int64_t>(*c.status) : std::nullopt, "::integer,");
+    number(static_cast<std::int64_t>(c.bytes_up), "::bigint,");
+    number(static_cast<std::int64_t>(c.bytes_down), "::bigint,");
+    number(c.duration_ms, "::bigint,");
+    for (const std::string* t : {&c.error, &c.resolved_addr, &c.decision, &c.rule, &c.reason}) text(*t);
+    out.back() = ')';
     return true;
   }
 
@@ -205,17 +179,73 @@ class PgWriteStore final : public WriteStore {
     // server's machine may lose the last commits.
     conn_->exec(std::string("SET synchronous_commit = ") + (sync_ ? "on" : "off"));
     conn_->exec("CREATE TEMP TABLE IF NOT EXISTS requests_in (LIKE requests INCLUDING DEFAULTS) ON COMMIT DELETE ROWS");
-    conn_->exec(
-        "CREATE TEMP TABLE IF NOT EXISTS completions_in (id bigint, status integer, bytes_up bigint, bytes_down bigint, "
-        "duration_ms bigint, error text, resolved_addr text, decision text, rule text, reason text) "
-        "ON COMMIT DELETE ROWS");
+  }
+
+  void write_batch() {
+    std::string sql = "BEGIN;";
+    if (std::any_of(days_.begin(), days_.end(), [this](const std::string& d) { return !known_days_.contains(d); })) {
+      conn_->exec("BEGIN");  // the partitions first: a day's rows need its partition
+      for (const auto& day : days_)
+        if (!known_days_.contains(day)) ensure_day_partition(*conn_, day);
+      sql.clear();
+    }
+    sql += PgChainStore::lock_sql(proxy_id_);
+    if (!completions_.empty()) sql += complete_sql();
+    // A retry may repeat rows a lost commit already stored; a first attempt cannot.
+    if (!requests_.empty() && retry_)
+      sql += std::string("COPY requests_in ") + kRequestColumns +
+             " FROM STDIN;INSERT INTO requests SELECT * FROM requests_in ON CONFLICT DO NOTHING;";
+    else if (!requests_.empty())
+      sql += std::string("COPY requests ") + kRequestColumns + " FROM STDIN;";
+    const std::vector<PgResult> rows = conn_->script(sql, requests_);
+    // The rows this attempt completes are added to touched_ and taken off again at the end,
+    // success or not: a retry completes them anew (no copy of the batch's rows per commit).
+    struct Restore {
+      std::vector<Touched>& v;
+      std::size_t n;
+      ~Restore() { v.erase(v.begin() + static_cast<std::ptrdiff_t>(n), v.end()); }
+    } restore{touched_, touched_.size()};
+    std::vector<Touched>& touched = touched_;
+    if (!completions_.empty()) {
+      const ChainedTable& requests = *chained_table("requests");
+      const PGresult* r = rows.at(1).get();
+      for (int i = 0; i < PQntuples(r); ++i) touched.push_back(returned_touched(requests, PgRow(r, i)));
+    }
+    for (const auto& e : events_) write_event(e.first, e.second);
+    for (const auto& a : agents_) touched.push_back(std::visit([this](const auto& x) { return write_agent(x); }, a));
+    std::string tail;
+    PgChainStore chain(PgChainStore::head(rows.at(0).get()), tail);
+    seal(chain, proxy_id_, touched, signer_.get());
+    conn_->script(tail + "COMMIT");
+  }
+
+  // The batch's completions in one statement. A VALUES list rather than a staging table: the
+  // planner knows how many rows it holds and probes requests' primary key for each, where a
+  // table it has no statistics for made it scan the whole day partition per batch. RETURNING:
+  // the rows as completed, for their chain links (nothing is read back).
+  std::string complete_sql() const {
+    static const std::string kSet =
+        "UPDATE requests r SET status = c.status, bytes_up = c.bytes_up, bytes_down = c.bytes_down, "
+        "duration_ms = c.duration_ms, error = c.error, resolved_addr = COALESCE(c.resolved_addr, r.resolved_addr), "
+        "decision = COALESCE(c.decision, r.decision), rule = COALESCE(c.rule, r.rule), "
+        "reason = COALESCE(c.reason, r.reason) FROM (VALUES ";
+    static const std::string kWhere =
+        ") AS c(id, status, bytes_up, bytes_down, duration_ms, error, resolved_addr, decision, rule, reason) "
+        "WHERE r.id = c.id RETURNING " +
+        qualified_columns(*chained_table("requests"), "r") + ";";
+    return kSet + completions_ + kWhere;
   }
 
   std::int64_t take_id() {
     if (reuse_ < attempt_ids_.size()) return attempt_ids_[reuse_++];
     if (next_id_ == block_end_) {
-      auto r = conn_->query("SELECT nextval('netbox_row_ids')");
-      next_id_ = std::stoll(pg_value(r.get(), 0, 0));
+      if (blocks_.empty()) {
+        auto r = conn_->query("SELECT nextval('netbox_row_ids') FROM generate_series(1, " +
+                              std::to_string(kBlocksAtOnce) + ")");
+        for (int i = 0; i < PQntuples(r.get()); ++i) blocks_.push_back(std::stoll(pg_value(r.get(), i, 0)));
+      }
+      next_id_ = blocks_.front();
+      blocks_.pop_front();
       block_end_ = next_id_ + kIdBlock;
     }
     attempt_ids_.push_back(next_id_);
@@ -272,7 +302,7 @@ class PgWriteStore final : public WriteStore {
 
   // The open batch.
   std::string requests_;     // COPY text
-  std::string completions_;  // COPY text
+  std::string completions_;  // rows of a VALUES list
   std::vector<std::pair<std::int64_t, Event>> events_;
   std::vector<std::variant<AgentStart, AgentEnd>> agents_;
   std::set<std::string> days_;
@@ -282,6 +312,7 @@ class PgWriteStore final : public WriteStore {
   std::vector<std::int64_t> attempt_ids_;  // ids handed out since the last commit, in order
   std::size_t reuse_ = 0;                  // how many of them this attempt has taken again
   bool retry_ = false;                     // the open batch failed once already
+  std::deque<std::int64_t> blocks_;  // first ids of blocks taken and not yet used
   std::int64_t next_id_ = 0;
   std::int64_t block_end_ = 0;
 };
