@@ -64,19 +64,30 @@ PgResult PgConn::query(const std::string& sql, const PgParams& params) {
   return r;
 }
 
-std::vector<PgResult> PgConn::script(const std::string& sql, std::string_view copy_data) {
+std::vector<PgResult> PgConn::script(const std::string& sql, const CopyFeed& feed) {
   if (!conn_) fail("no connection to PostgreSQL");
   if (PQsendQuery(conn_, sql.c_str()) != 1) fail("sending to PostgreSQL");
   std::vector<PgResult> rows;
   PgResult failed;
+  const auto put = [this](std::string_view data) {
+    if (!data.empty() && PQputCopyData(conn_, data.data(), static_cast<int>(data.size())) != 1)
+      fail("sending rows to PostgreSQL");
+  };
   while (PgResult r{PQgetResult(conn_)}) {
     switch (PQresultStatus(r.get())) {
       case PGRES_TUPLES_OK: rows.push_back(std::move(r)); break;
       case PGRES_COMMAND_OK: break;
       case PGRES_COPY_IN:
-        if (PQputCopyData(conn_, copy_data.data(), static_cast<int>(copy_data.size())) != 1 ||
-            PQputCopyEnd(conn_, nullptr) != 1)
-          fail("sending rows to PostgreSQL");
+        try {
+          if (feed) feed(put);
+        } catch (...) {
+          // The server drops what it took of this COPY; the connection stays usable.
+          PQputCopyEnd(conn_, "netbox: the batch was abandoned");
+          while (PgResult rest{PQgetResult(conn_)}) {
+          }
+          throw;
+        }
+        if (PQputCopyEnd(conn_, nullptr) != 1) fail("sending rows to PostgreSQL");
         break;
       default:
         // The first failure is the one to report; the rest are read off the connection.

@@ -7,6 +7,7 @@
 #include <libpq-fe.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -49,12 +50,15 @@ class PgConn {
   void exec(const std::string& sql);
   // One statement with $1.. parameters; returns its rows (or none).
   PgResult query(const std::string& sql, const PgParams& params = {});
+  // What feeds a COPY ... FROM STDIN: calls `put` with its data (COPY's text format) in as
+  // many pieces as it likes; the server takes each piece in while the next one is made.
+  using CopyFeed = std::function<void(const std::function<void(std::string_view)>& put)>;
   // Several statements in one message, so one round trip for all of them (the simple-query
   // protocol: no parameters, values as append_sql_literal()s). A COPY ... FROM STDIN among them
-  // is fed `copy_data` (COPY's text format). Returns the results of the statements that return
-  // rows, in order. Throws PgError at the first statement that fails (the server runs none
-  // after it, and the transaction, if one is open, is then aborted).
-  std::vector<PgResult> script(const std::string& sql, std::string_view copy_data = {});
+  // is fed by `feed`. Returns the results of the statements that return rows, in order.
+  // Throws PgError at the first statement that fails (the server runs none after it, and the
+  // transaction, if one is open, is then aborted); a feed that throws ends the COPY as failed.
+  std::vector<PgResult> script(const std::string& sql, const CopyFeed& feed = {});
   // libpq's own handle, for LISTEN's socket and notifications (policy_store.cpp).
   PGconn* native() const { return conn_; }
 

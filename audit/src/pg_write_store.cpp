@@ -50,6 +50,14 @@ std::optional<std::string> text_or_null(std::string_view text) {
   return pg_text(text);
 }
 
+struct PendingRequest {
+  std::int64_t id;
+  std::int64_t parent_id;  // 0: NULL
+  const AuditRecord* record;
+  const Completion* completion;  // written final with these values; nullptr: open
+  std::size_t touched;           // its place in the batch's touched rows
+};
+
 struct AgentStart {
   std::int64_t id;
   AgentRecord agent;
@@ -75,7 +83,7 @@ class PgWriteStore final : public WriteStore {
       conn_->reconnect();
       set_up_session();
     }
-    requests_.clear();
+    pending_.clear();
     completions_.clear();
     events_.clear();
     agents_.clear();
@@ -85,7 +93,7 @@ class PgWriteStore final : public WriteStore {
   }
 
   void commit() override {
-    if (!requests_.empty() || !completions_.empty() || !events_.empty() || !agents_.empty()) write_batch();
+    if (!pending_.empty() || !completions_.empty() || !events_.empty() || !agents_.empty()) write_batch();
     known_days_.insert(days_.begin(), days_.end());
     attempt_ids_.clear();
     reuse_ = 0;
@@ -99,38 +107,14 @@ class PgWriteStore final : public WriteStore {
     retry_ = true;
   }
 
+  // The row is encoded later, while its COPY runs (write_batch): `r` and `c` are the
+  // writer's and stay as they are until commit() or abandon() returns (write_store.hpp).
   std::int64_t insert_request(const AuditRecord& r, const Completion* c, std::int64_t parent_id) override {
     const std::int64_t id = take_id();
-    const std::string ts = format_timestamp(r.ts);
-    touched_.push_back(request_touched(id, ts, r, c, parent_id, proxy_id_));
-    const RequestValues v = request_values(r, c);
-    days_.insert(ts.substr(0, 10));
-    std::string& out = requests_;
-    field(out, id);
-    required(out, ts);
-    required(out, r.agent);
-    field(out, r.client_addr);
-    required(out, r.kind);
-    field(out, r.method);
-    required(out, r.host);
-    field(out, std::int64_t{r.port});
-    field(out, r.path);
-    field(out, v.resolved_addr);
-    required(out, v.decision);
-    field(out, v.rule);
-    field(out, v.reason);
-    field(out, v.status ? std::optional<std::int64_t>(*v.status) : std::nullopt);
-    field(out, v.bytes_up);
-    field(out, v.bytes_down);
-    field(out, v.duration_ms);
-    field(out, v.error);
-    field(out, static_cast<std::int64_t>(r.count));
-    field(out, parent_id ? std::optional<std::int64_t>(parent_id) : std::nullopt);
-    field(out, proxy_id_);
-    field(out, r.origin.pid);
-    field(out, r.origin.exe);
-    field(out, r.origin.argv);
-    end_row(out);
+    std::string ts = format_timestamp(r.ts);
+    if (days_.empty() || days_.rbegin()->compare(0, 10, ts, 0, 10) != 0) days_.insert(ts.substr(0, 10));
+    pending_.push_back({id, parent_id, &r, c, touched_.size()});
+    touched_.push_back(Touched{chained_table("requests"), id, std::move(ts), {}});  // its digest: in write_batch
     return id;
   }
 
@@ -181,6 +165,56 @@ class PgWriteStore final : public WriteStore {
     conn_->exec("CREATE TEMP TABLE IF NOT EXISTS requests_in (LIKE requests INCLUDING DEFAULTS) ON COMMIT DELETE ROWS");
   }
 
+  // One pending row as COPY text, and its digest into its place in touched_.
+  void encode(const PendingRequest& p, std::string& out) {
+    const AuditRecord& r = *p.record;
+    Touched& link = touched_[p.touched];
+    const std::string& ts = link.ts;
+    link.digest = request_touched(p.id, ts, r, p.completion, p.parent_id, proxy_id_).digest;
+    const RequestValues v = request_values(r, p.completion);
+    field(out, p.id);
+    required(out, ts);
+    required(out, r.agent);
+    field(out, r.client_addr);
+    required(out, r.kind);
+    field(out, r.method);
+    required(out, r.host);
+    field(out, std::int64_t{r.port});
+    field(out, r.path);
+    field(out, v.resolved_addr);
+    required(out, v.decision);
+    field(out, v.rule);
+    field(out, v.reason);
+    field(out, v.status ? std::optional<std::int64_t>(*v.status) : std::nullopt);
+    field(out, v.bytes_up);
+    field(out, v.bytes_down);
+    field(out, v.duration_ms);
+    field(out, v.error);
+    field(out, static_cast<std::int64_t>(r.count));
+    field(out, p.parent_id ? std::optional<std::int64_t>(p.parent_id) : std::nullopt);
+    field(out, proxy_id_);
+    field(out, r.origin.pid);
+    field(out, r.origin.exe);
+    field(out, r.origin.argv);
+    end_row(out);
+  }
+
+  // The rows go in pieces as they are encoded, so the server inserts one piece while the
+  // writer encodes the next (the two work on different cores).
+  void feed_rows(const std::function<void(std::string_view)>& put) {
+    constexpr std::size_t kPiece = 64 * 1024;
+    std::string& out = copy_buffer_;
+    out.clear();
+    for (const PendingRequest& p : pending_) {
+      encode(p, out);
+      if (out.size() >= kPiece) {
+        put(out);
+        out.clear();
+      }
+    }
+    put(out);
+  }
+
   void write_batch() {
     std::string sql = "BEGIN;";
     if (std::any_of(days_.begin(), days_.end(), [this](const std::string& d) { return !known_days_.contains(d); })) {
@@ -192,12 +226,12 @@ class PgWriteStore final : public WriteStore {
     sql += PgChainStore::lock_sql(proxy_id_);
     if (!completions_.empty()) sql += complete_sql();
     // A retry may repeat rows a lost commit already stored; a first attempt cannot.
-    if (!requests_.empty() && retry_)
+    if (!pending_.empty() && retry_)
       sql += std::string("COPY requests_in ") + kRequestColumns +
              " FROM STDIN;INSERT INTO requests SELECT * FROM requests_in ON CONFLICT DO NOTHING;";
-    else if (!requests_.empty())
+    else if (!pending_.empty())
       sql += std::string("COPY requests ") + kRequestColumns + " FROM STDIN;";
-    const std::vector<PgResult> rows = conn_->script(sql, requests_);
+    const std::vector<PgResult> rows = conn_->script(sql, [this](const auto& put) { feed_rows(put); });
     // The rows this attempt completes are added to touched_ and taken off again at the end,
     // success or not: a retry completes them anew (no copy of the batch's rows per commit).
     struct Restore {
@@ -301,7 +335,8 @@ class PgWriteStore final : public WriteStore {
   std::unique_ptr<Signer> signer_;
 
   // The open batch.
-  std::string requests_;     // COPY text
+  std::vector<PendingRequest> pending_;  // request rows, encoded in write_batch
+  std::string copy_buffer_;               // one piece of their COPY text
   std::string completions_;  // rows of a VALUES list
   std::vector<std::pair<std::int64_t, Event>> events_;
   std::vector<std::variant<AgentStart, AgentEnd>> agents_;
