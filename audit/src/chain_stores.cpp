@@ -1,5 +1,6 @@
 #include "chain_stores.hpp"
 
+#include <cstdint>
 #include <string>
 
 namespace netbox::audit::detail {
@@ -70,33 +71,52 @@ ChainStore::Head PgChainStore::head(const PGresult* locked) {
   return {std::stoll(pg_value(locked, 0, 0)), pg_value(locked, 0, 1)};
 }
 
+std::string PgChainStore::append_sql(const std::string& proxy_id) {
+  std::string id;
+  append_sql_literal(id, proxy_id);
+  return "COPY audit_chain_batches (proxy_id, seq, ts, members, hash, signature) FROM STDIN (FORMAT binary);"
+         "UPDATE audit_chain_heads h SET seq = b.seq, hash = encode(b.hash, 'hex') FROM audit_chain_batches b "
+         "WHERE h.proxy_id = " + id + " AND b.proxy_id = h.proxy_id AND b.seq = h.seq + 1;";
+}
+
+namespace {
+
+void put_be(std::string& out, std::uint64_t n, int bytes) {
+  for (int shift = 8 * (bytes - 1); shift >= 0; shift -= 8) out += static_cast<char>((n >> shift) & 0xff);
+}
+
+// One field of a binary COPY row: its length (-1: NULL) and its bytes (text as UTF-8, bytea raw).
+void put_field(std::string& out, std::string_view bytes, bool null_if_empty = false) {
+  if (bytes.empty() && null_if_empty) {
+    put_be(out, 0xffffffffu, 4);
+    return;
+  }
+  put_be(out, bytes.size(), 4);
+  out += bytes;
+}
+
+}  // namespace
+
 void PgChainStore::append(const Batch& b) {
-  // bytea as a literal in PostgreSQL's hex input format (E'\\x...': hex digits need no escape).
-  const auto bytea = [this](std::string_view bytes) {
-    if (bytes.empty()) {
-      script_ += "NULL";
-      return;
-    }
-    script_ += "E'\\\\x";
-    script_ += hex(bytes);
-    script_ += '\'';
-  };
-  const std::string seq = std::to_string(b.seq);
-  script_ += "INSERT INTO audit_chain_batches (proxy_id, seq, ts, members, hash, signature) VALUES (";
-  append_sql_literal(script_, b.proxy_id);
-  script_ += "," + seq + ",";
-  append_sql_literal(script_, b.ts);
-  script_ += ",";
-  bytea(b.members);
-  script_ += ",";
-  bytea(b.hash);
-  script_ += ",";
-  bytea(b.signature);
-  script_ += ");UPDATE audit_chain_heads SET seq = " + seq + ", hash = ";
-  append_sql_literal(script_, hex(b.hash));
-  script_ += " WHERE proxy_id = ";
-  append_sql_literal(script_, b.proxy_id);
-  script_ += ";";
+  row_.clear();
+  put_be(row_, 6, 2);  // columns
+  put_field(row_, b.proxy_id);
+  put_be(row_, 8, 4);  // seq: bigint, 8 bytes big-endian
+  put_be(row_, static_cast<std::uint64_t>(b.seq), 8);
+  put_field(row_, b.ts);
+  put_field(row_, b.members);
+  put_field(row_, b.hash);
+  put_field(row_, b.signature, true);
+}
+
+std::string PgChainStore::copy_data() const {
+  static constexpr char kSignature[] = "PGCOPY\n\377\r\n";  // and its NUL
+  std::string out(kSignature, sizeof kSignature);
+  put_be(out, 0, 4);  // flags
+  put_be(out, 0, 4);  // header extension length
+  out += row_;
+  put_be(out, 0xffff, 2);  // trailer
+  return out;
 }
 
 RunSql sqlite_runner(sqlite3* db) {

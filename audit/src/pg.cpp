@@ -64,12 +64,13 @@ PgResult PgConn::query(const std::string& sql, const PgParams& params) {
   return r;
 }
 
-std::vector<PgResult> PgConn::script(const std::string& sql, const CopyFeed& feed) {
+std::vector<PgResult> PgConn::script(const std::string& sql, const std::vector<CopyFeed>& feeds) {
   if (!conn_) fail("no connection to PostgreSQL");
   if (PQsendQuery(conn_, sql.c_str()) != 1) fail("sending to PostgreSQL");
   std::vector<PgResult> rows;
   PgResult failed;
-  const auto put = [this](std::string_view data) {
+  std::size_t copies = 0;
+  const CopyPut put = [this](std::string_view data) {
     if (!data.empty() && PQputCopyData(conn_, data.data(), static_cast<int>(data.size())) != 1)
       fail("sending rows to PostgreSQL");
   };
@@ -79,7 +80,8 @@ std::vector<PgResult> PgConn::script(const std::string& sql, const CopyFeed& fee
       case PGRES_COMMAND_OK: break;
       case PGRES_COPY_IN:
         try {
-          if (feed) feed(put);
+          if (copies < feeds.size() && feeds[copies]) feeds[copies](rows, put);
+          ++copies;
         } catch (...) {
           // The server drops what it took of this COPY; the connection stays usable.
           PQputCopyEnd(conn_, "netbox: the batch was abandoned");

@@ -50,15 +50,18 @@ class PgConn {
   void exec(const std::string& sql);
   // One statement with $1.. parameters; returns its rows (or none).
   PgResult query(const std::string& sql, const PgParams& params = {});
-  // What feeds a COPY ... FROM STDIN: calls `put` with its data (COPY's text format) in as
-  // many pieces as it likes; the server takes each piece in while the next one is made.
-  using CopyFeed = std::function<void(const std::function<void(std::string_view)>& put)>;
+  // What feeds a COPY ... FROM STDIN: calls `put` with its data in as many pieces as it
+  // likes (the server takes each in while the next is made), given the results of the
+  // statements before it that returned rows.
+  using CopyPut = std::function<void(std::string_view)>;
+  using CopyFeed = std::function<void(const std::vector<PgResult>& rows, const CopyPut& put)>;
   // Several statements in one message, so one round trip for all of them (the simple-query
-  // protocol: no parameters, values as append_sql_literal()s). A COPY ... FROM STDIN among them
-  // is fed by `feed`. Returns the results of the statements that return rows, in order.
-  // Throws PgError at the first statement that fails (the server runs none after it, and the
-  // transaction, if one is open, is then aborted); a feed that throws ends the COPY as failed.
-  std::vector<PgResult> script(const std::string& sql, const CopyFeed& feed = {});
+  // protocol: no parameters, values as append_sql_literal()s). The n-th COPY ... FROM STDIN
+  // among them is fed by feeds[n]. Returns the results of the statements that return rows, in
+  // order. Throws PgError at the first statement that fails (the server runs none after it,
+  // and the transaction, if one is open, is then aborted); a feed that throws ends its COPY
+  // as failed, and what it threw is rethrown.
+  std::vector<PgResult> script(const std::string& sql, const std::vector<CopyFeed>& feeds = {});
   // libpq's own handle, for LISTEN's socket and notifications (policy_store.cpp).
   PGconn* native() const { return conn_; }
 

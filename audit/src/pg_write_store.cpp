@@ -1,8 +1,8 @@
 // The PostgreSQL store. A batch is collected in memory and sent at commit() in one
-// transaction and three round trips whatever its size: the statements before the rows (the
-// chain head's lock, the completions as one UPDATE ... FROM VALUES) with the rows' COPY; the
-// COPY's data; the chain's link with the COMMIT (an event or an agent row, seldom in a
-// batch, adds one each). Row ids come from the shared sequence in blocks (unique across
+// transaction, as one message whatever its size (write_batch): the chain head's lock, the
+// completions as one UPDATE ... FROM VALUES, the rows' COPY, the chain link's COPY and the
+// COMMIT; the client feeds each COPY as the server asks for it, so the round trips are the
+// message's and the COPYs' (an event or an agent row, seldom in a batch, adds one each). Row ids come from the shared sequence in blocks (unique across
 // proxies); a batch written again after a failure gets the same ids in the same order, and
 // then goes through a staging table with ON CONFLICT DO NOTHING, so a batch whose commit did
 // happen although its answer was lost (the server stopped at that moment) adds no row twice.
@@ -215,23 +215,20 @@ class PgWriteStore final : public WriteStore {
     put(out);
   }
 
+  // One message: the head's lock, the completions, the rows' COPY, the chain link's COPY, the
+  // head moved, COMMIT. The client sends the COPYs' data as the server asks for it and reads
+  // the rest at the end.
   void write_batch() {
     std::string sql = "BEGIN;";
-    if (std::any_of(days_.begin(), days_.end(), [this](const std::string& d) { return !known_days_.contains(d); })) {
-      conn_->exec("BEGIN");  // the partitions first: a day's rows need its partition
-      for (const auto& day : days_)
-        if (!known_days_.contains(day)) ensure_day_partition(*conn_, day);
+    const bool new_day =
+        std::any_of(days_.begin(), days_.end(), [this](const std::string& d) { return !known_days_.contains(d); });
+    if (new_day || !events_.empty() || !agents_.empty()) {
+      conn_->exec("BEGIN");
       sql.clear();
     }
-    sql += PgChainStore::lock_sql(proxy_id_);
-    if (!completions_.empty()) sql += complete_sql();
-    // A retry may repeat rows a lost commit already stored; a first attempt cannot.
-    if (!pending_.empty() && retry_)
-      sql += std::string("COPY requests_in ") + kRequestColumns +
-             " FROM STDIN;INSERT INTO requests SELECT * FROM requests_in ON CONFLICT DO NOTHING;";
-    else if (!pending_.empty())
-      sql += std::string("COPY requests ") + kRequestColumns + " FROM STDIN;";
-    const std::vector<PgResult> rows = conn_->script(sql, [this](const auto& put) { feed_rows(put); });
+    // The partitions first: a day's rows need its partition.
+    for (const auto& day : days_)
+      if (!known_days_.contains(day)) ensure_day_partition(*conn_, day);
     // The rows this attempt completes are added to touched_ and taken off again at the end,
     // success or not: a retry completes them anew (no copy of the batch's rows per commit).
     struct Restore {
@@ -239,18 +236,34 @@ class PgWriteStore final : public WriteStore {
       std::size_t n;
       ~Restore() { v.erase(v.begin() + static_cast<std::ptrdiff_t>(n), v.end()); }
     } restore{touched_, touched_.size()};
-    std::vector<Touched>& touched = touched_;
+    // Events and agent rows, seldom in a batch, are written one by one before the rest (an
+    // agent's exit looks for its start row).
+    for (const auto& e : events_) write_event(e.first, e.second);
+    for (const auto& a : agents_) touched_.push_back(std::visit([this](const auto& x) { return write_agent(x); }, a));
+    sql += PgChainStore::lock_sql(proxy_id_);
+    if (!completions_.empty()) sql += complete_sql();
+    std::vector<PgConn::CopyFeed> feeds;
+    // A retry may repeat rows a lost commit already stored; a first attempt cannot.
+    if (!pending_.empty()) {
+      sql += std::string(retry_ ? "COPY requests_in " : "COPY requests ") + kRequestColumns + " FROM STDIN;";
+      if (retry_) sql += "INSERT INTO requests SELECT * FROM requests_in ON CONFLICT DO NOTHING;";
+      feeds.push_back([this](const auto&, const auto& put) { feed_rows(put); });
+    }
+    sql += PgChainStore::append_sql(proxy_id_);
+    feeds.push_back([this](const std::vector<PgResult>& rows, const PgConn::CopyPut& put) { feed_link(rows, put); });
+    conn_->script(sql + "COMMIT", feeds);
+  }
+
+  // The chain's link, once the head and the completed rows are known.
+  void feed_link(const std::vector<PgResult>& rows, const PgConn::CopyPut& put) {
     if (!completions_.empty()) {
       const ChainedTable& requests = *chained_table("requests");
       const PGresult* r = rows.at(1).get();
-      for (int i = 0; i < PQntuples(r); ++i) touched.push_back(returned_touched(requests, PgRow(r, i)));
+      for (int i = 0; i < PQntuples(r); ++i) touched_.push_back(returned_touched(requests, PgRow(r, i)));
     }
-    for (const auto& e : events_) write_event(e.first, e.second);
-    for (const auto& a : agents_) touched.push_back(std::visit([this](const auto& x) { return write_agent(x); }, a));
-    std::string tail;
-    PgChainStore chain(PgChainStore::head(rows.at(0).get()), tail);
-    seal(chain, proxy_id_, touched, signer_.get());
-    conn_->script(tail + "COMMIT");
+    PgChainStore chain(PgChainStore::head(rows.at(0).get()));
+    seal(chain, proxy_id_, touched_, signer_.get());
+    put(chain.copy_data());
   }
 
   // The batch's completions in one statement. A VALUES list rather than a staging table: the
