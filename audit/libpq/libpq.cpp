@@ -40,6 +40,7 @@
   X(int, PQputCopyEnd, (PGconn * c, const char* error), (c, error))                                            \
   X(char*, PQresultErrorMessage, (const PGresult* r), (r))                                                     \
   X(ExecStatusType, PQresultStatus, (const PGresult* r), (r))                                                  \
+  X(int, PQsendQuery, (PGconn * c, const char* q), (c, q))                                                     \
   X(int, PQsocket, (const PGconn* c), (c))                                                                     \
   X(ConnStatusType, PQstatus, (const PGconn* c), (c))                                                          \
   X(PGTransactionStatusType, PQtransactionStatus, (const PGconn* c), (c))                                      \

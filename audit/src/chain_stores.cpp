@@ -1,5 +1,6 @@
 #include "chain_stores.hpp"
 
+#include <cstdint>
 #include <string>
 
 namespace netbox::audit::detail {
@@ -12,9 +13,6 @@ constexpr const char* kCreateHead =
 std::string hex(std::string_view bytes) {
   return to_hex(std::span(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size()));
 }
-
-// bytea in PostgreSQL's hex input format: the parameters are text.
-std::string bytea_param(std::string_view bytes) { return "\\x" + hex(bytes); }
 
 }  // namespace
 
@@ -60,22 +58,65 @@ void SqliteChainStore::reset() {
   for (Statement* s : {&create_head_, &read_head_, &insert_batch_, &move_head_}) s->reset();
 }
 
-ChainStore::Head PgChainStore::lock_head(const std::string& proxy_id) {
-  std::string create = kCreateHead;
-  create.replace(create.find("?1"), 2, "$1");
-  conn_.query(create, {proxy_id});
-  auto r = conn_.query("SELECT seq, hash FROM audit_chain_heads WHERE proxy_id = $1 FOR UPDATE", {proxy_id});
-  if (PQntuples(r.get()) == 0) return {};
-  return {std::stoll(pg_value(r.get(), 0, 0)), pg_value(r.get(), 0, 1)};
+std::string PgChainStore::lock_sql(const std::string& proxy_id) {
+  std::string id;
+  append_sql_literal(id, proxy_id);
+  std::string sql = kCreateHead;
+  sql.replace(sql.find("?1"), 2, id);
+  return sql + ";SELECT seq, hash FROM audit_chain_heads WHERE proxy_id = " + id + " FOR UPDATE;";
 }
 
+ChainStore::Head PgChainStore::head(const PGresult* locked) {
+  if (PQntuples(locked) == 0) return {};
+  return {std::stoll(pg_value(locked, 0, 0)), pg_value(locked, 0, 1)};
+}
+
+std::string PgChainStore::append_sql(const std::string& proxy_id) {
+  std::string id;
+  append_sql_literal(id, proxy_id);
+  return "COPY audit_chain_batches (proxy_id, seq, ts, members, hash, signature) FROM STDIN (FORMAT binary);"
+         "UPDATE audit_chain_heads h SET seq = b.seq, hash = encode(b.hash, 'hex') FROM audit_chain_batches b "
+         "WHERE h.proxy_id = " + id + " AND b.proxy_id = h.proxy_id AND b.seq = h.seq + 1;";
+}
+
+namespace {
+
+void put_be(std::string& out, std::uint64_t n, int bytes) {
+  for (int shift = 8 * (bytes - 1); shift >= 0; shift -= 8) out += static_cast<char>((n >> shift) & 0xff);
+}
+
+// One field of a binary COPY row: its length (-1: NULL) and its bytes (text as UTF-8, bytea raw).
+void put_field(std::string& out, std::string_view bytes, bool null_if_empty = false) {
+  if (bytes.empty() && null_if_empty) {
+    put_be(out, 0xffffffffu, 4);
+    return;
+  }
+  put_be(out, bytes.size(), 4);
+  out += bytes;
+}
+
+}  // namespace
+
 void PgChainStore::append(const Batch& b) {
-  conn_.query("INSERT INTO audit_chain_batches (proxy_id, seq, ts, members, hash, signature) "
-              "VALUES ($1, $2, $3, $4, $5, $6)",
-              {b.proxy_id, std::to_string(b.seq), std::string(b.ts), bytea_param(b.members), bytea_param(b.hash),
-               b.signature.empty() ? std::nullopt : std::optional<std::string>(bytea_param(b.signature))});
-  conn_.query("UPDATE audit_chain_heads SET seq = $2, hash = $3 WHERE proxy_id = $1",
-              {b.proxy_id, std::to_string(b.seq), hex(b.hash)});
+  row_.clear();
+  put_be(row_, 6, 2);  // columns
+  put_field(row_, b.proxy_id);
+  put_be(row_, 8, 4);  // seq: bigint, 8 bytes big-endian
+  put_be(row_, static_cast<std::uint64_t>(b.seq), 8);
+  put_field(row_, b.ts);
+  put_field(row_, b.members);
+  put_field(row_, b.hash);
+  put_field(row_, b.signature, true);
+}
+
+std::string PgChainStore::copy_data() const {
+  static constexpr char kSignature[] = "PGCOPY\n\377\r\n";  // and its NUL
+  std::string out(kSignature, sizeof kSignature);
+  put_be(out, 0, 4);  // flags
+  put_be(out, 0, 4);  // header extension length
+  out += row_;
+  put_be(out, 0xffff, 2);  // trailer
+  return out;
 }
 
 RunSql sqlite_runner(sqlite3* db) {

@@ -21,15 +21,28 @@ class SqliteChainStore final : public ChainStore {
   Statement create_head_, read_head_, insert_batch_, move_head_;
 };
 
+// PostgreSQL's side rides on the batch's own message (pg_write_store.cpp): the head is read
+// by lock_sql() among the batch's first statements, and the link is a binary COPY (no hex to
+// write or parse) followed by the statement that moves the head to it, before the COMMIT.
 class PgChainStore final : public ChainStore {
  public:
-  explicit PgChainStore(PgConn& conn) : conn_(conn) {}
-  // SELECT ... FOR UPDATE: another writer with the same proxy_id waits for our commit.
-  Head lock_head(const std::string& proxy_id) override;
-  void append(const Batch& batch) override;
+  // Statements that create the proxy's head if absent and read it, locked (SELECT ... FOR
+  // UPDATE: another writer with the same proxy_id waits for our commit); one row, for head().
+  static std::string lock_sql(const std::string& proxy_id);
+  static Head head(const PGresult* locked);
+  // The COPY that takes copy_data(), then the head moved to the link it stored (if any).
+  static std::string append_sql(const std::string& proxy_id);
+
+  // `head`: what lock_sql() read.
+  explicit PgChainStore(Head head) : head_(std::move(head)) {}
+  Head lock_head(const std::string&) override { return head_; }
+  void append(const Batch& batch) override;  // the link's row, into copy_data()
+  // COPY's binary format: its header, the row append() made (or none), its trailer.
+  std::string copy_data() const;
 
  private:
-  PgConn& conn_;
+  Head head_;
+  std::string row_;
 };
 
 // trim_chain's statements on either backend's connection.

@@ -64,23 +64,41 @@ PgResult PgConn::query(const std::string& sql, const PgParams& params) {
   return r;
 }
 
-void PgConn::copy_in(const std::string& copy_sql, const std::string& data) {
+std::vector<PgResult> PgConn::script(const std::string& sql, const std::vector<CopyFeed>& feeds) {
   if (!conn_) fail("no connection to PostgreSQL");
-  {
-    PgResult r(PQexec(conn_, copy_sql.c_str()));
-    if (PQresultStatus(r.get()) != PGRES_COPY_IN) fail("PostgreSQL", r.get());
-  }
-  if (PQputCopyData(conn_, data.data(), static_cast<int>(data.size())) != 1 || PQputCopyEnd(conn_, nullptr) != 1)
-    fail("sending rows to PostgreSQL");
-  for (;;) {
-    PgResult r(PQgetResult(conn_));
-    if (!r) break;
-    if (PQresultStatus(r.get()) != PGRES_COMMAND_OK) {
-      while (PgResult rest{PQgetResult(conn_)}) {
-      }
-      fail("PostgreSQL", r.get());
+  if (PQsendQuery(conn_, sql.c_str()) != 1) fail("sending to PostgreSQL");
+  std::vector<PgResult> rows;
+  PgResult failed;
+  std::size_t copies = 0;
+  const CopyPut put = [this](std::string_view data) {
+    if (!data.empty() && PQputCopyData(conn_, data.data(), static_cast<int>(data.size())) != 1)
+      fail("sending rows to PostgreSQL");
+  };
+  while (PgResult r{PQgetResult(conn_)}) {
+    switch (PQresultStatus(r.get())) {
+      case PGRES_TUPLES_OK: rows.push_back(std::move(r)); break;
+      case PGRES_COMMAND_OK: break;
+      case PGRES_COPY_IN:
+        try {
+          if (copies < feeds.size() && feeds[copies]) feeds[copies](rows, put);
+          ++copies;
+        } catch (...) {
+          // The server drops what it took of this COPY; the connection stays usable.
+          PQputCopyEnd(conn_, "netbox: the batch was abandoned");
+          while (PgResult rest{PQgetResult(conn_)}) {
+          }
+          throw;
+        }
+        if (PQputCopyEnd(conn_, nullptr) != 1) fail("sending rows to PostgreSQL");
+        break;
+      default:
+        // The first failure is the one to report; the rest are read off the connection.
+        if (!failed) failed = std::move(r);
     }
   }
+  if (failed) fail("PostgreSQL", failed.get());
+  if (PQstatus(conn_) != CONNECTION_OK) fail("PostgreSQL");
+  return rows;
 }
 
 namespace {
@@ -126,6 +144,13 @@ void each_safe_piece(std::string_view text, Put&& put) {
   }
 }
 
+// ASCII without NUL: as PostgreSQL stores it.
+bool is_plain(std::string_view text) {
+  for (const char c : text)
+    if (c == 0 || static_cast<unsigned char>(c) >= 0x80) return false;
+  return true;
+}
+
 }  // namespace
 
 void append_copy_text(std::string& out, std::string_view text) {
@@ -142,15 +167,23 @@ void append_copy_text(std::string& out, std::string_view text) {
   });
 }
 
+void append_sql_literal(std::string& out, std::string_view text) {
+  // Doubled: the one escape a backslash or a quote needs in E''.
+  const auto put = [&out](std::string_view piece) {
+    for (const char c : piece) {
+      if (c == '\\' || c == '\'') out += c;
+      out += c;
+    }
+  };
+  out += "E'";
+  if (is_plain(text)) put(text);
+  else each_safe_piece(text, [&put](std::string_view piece, bool) { put(piece); });
+  out += '\'';
+}
+
 void append_pg_text(std::string& out, std::string_view text) {
   // Most text is printable ASCII: one scan, one append.
-  bool plain = true;
-  for (const char c : text)
-    if (c == 0 || static_cast<unsigned char>(c) >= 0x80) {
-      plain = false;
-      break;
-    }
-  if (plain) {
+  if (is_plain(text)) {
     out += text;
     return;
   }

@@ -7,6 +7,7 @@
 #include <libpq-fe.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -49,8 +50,18 @@ class PgConn {
   void exec(const std::string& sql);
   // One statement with $1.. parameters; returns its rows (or none).
   PgResult query(const std::string& sql, const PgParams& params = {});
-  // COPY ... FROM STDIN with `data` in COPY's text format.
-  void copy_in(const std::string& copy_sql, const std::string& data);
+  // What feeds a COPY ... FROM STDIN: calls `put` with its data in as many pieces as it
+  // likes (the server takes each in while the next is made), given the results of the
+  // statements before it that returned rows.
+  using CopyPut = std::function<void(std::string_view)>;
+  using CopyFeed = std::function<void(const std::vector<PgResult>& rows, const CopyPut& put)>;
+  // Several statements in one message, so one round trip for all of them (the simple-query
+  // protocol: no parameters, values as append_sql_literal()s). The n-th COPY ... FROM STDIN
+  // among them is fed by feeds[n]. Returns the results of the statements that return rows, in
+  // order. Throws PgError at the first statement that fails (the server runs none after it,
+  // and the transaction, if one is open, is then aborted); a feed that throws ends its COPY
+  // as failed, and what it threw is rethrown.
+  std::vector<PgResult> script(const std::string& sql, const std::vector<CopyFeed>& feeds = {});
   // libpq's own handle, for LISTEN's socket and notifications (policy_store.cpp).
   PGconn* native() const { return conn_; }
 
@@ -66,6 +77,9 @@ class PgConn {
 // (a NUL, a byte that is not UTF-8) are stored as the four characters \xNN, as `netbox
 // audit` shows them anyway: an agent's bytes must never make the store refuse a batch.
 void append_copy_text(std::string& out, std::string_view text);
+// `text` (pg_text'd) as an SQL string literal, E'...', for script(): right whatever the
+// server's standard_conforming_strings.
+void append_sql_literal(std::string& out, std::string_view text);
 // The same replacement without COPY's escaping, for a parameter.
 std::string pg_text(std::string_view text);
 // pg_text appended to `out`: text as PostgreSQL stores it, whichever backend is in use.

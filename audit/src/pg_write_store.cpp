@@ -1,15 +1,18 @@
 // The PostgreSQL store. A batch is collected in memory and sent at commit() in one
-// transaction: request rows with one COPY, completions with one COPY and one UPDATE, so a
-// batch of thousands of rows costs a handful of round trips. Row ids come from the shared
-// sequence in blocks (unique across proxies); a batch written again after a failure gets
-// the same ids in the same order, and then goes through a staging table with ON CONFLICT
-// DO NOTHING, so a batch whose commit did happen although its answer was lost (the server
-// stopped at that moment) adds no row twice.
+// transaction, as one message whatever its size (write_batch): the chain head's lock, the
+// completions as one UPDATE ... FROM VALUES, the rows' COPY, the chain link's COPY and the
+// COMMIT; the client feeds each COPY as the server asks for it, so the round trips are the
+// message's and the COPYs' (an event or an agent row, seldom in a batch, adds one each). Row ids come from the shared sequence in blocks (unique across
+// proxies); a batch written again after a failure gets the same ids in the same order, and
+// then goes through a staging table with ON CONFLICT DO NOTHING, so a batch whose commit did
+// happen although its answer was lost (the server stopped at that moment) adds no row twice.
 #include "netbox/audit/query.hpp"
 #include "chain_stores.hpp"
 #include "pg_schema.hpp"
 #include "write_store.hpp"
 
+#include <algorithm>
+#include <deque>
 #include <set>
 #include <variant>
 #include <vector>
@@ -18,6 +21,7 @@ namespace netbox::audit::detail {
 namespace {
 
 constexpr std::int64_t kIdBlock = 1024;  // the sequence's INCREMENT BY (migrations.cpp)
+constexpr int kBlocksAtOnce = 4;         // blocks taken per round trip
 
 constexpr const char* kRequestColumns =
     "(id, ts, agent, client_addr, kind, method, host, port, path, resolved_addr, decision, rule, reason, status, "
@@ -46,6 +50,14 @@ std::optional<std::string> text_or_null(std::string_view text) {
   return pg_text(text);
 }
 
+struct PendingRequest {
+  std::int64_t id;
+  std::int64_t parent_id;  // 0: NULL
+  const AuditRecord* record;
+  const Completion* completion;  // written final with these values; nullptr: open
+  std::size_t touched;           // its place in the batch's touched rows
+};
+
 struct AgentStart {
   std::int64_t id;
   AgentRecord agent;
@@ -71,7 +83,7 @@ class PgWriteStore final : public WriteStore {
       conn_->reconnect();
       set_up_session();
     }
-    requests_.clear();
+    pending_.clear();
     completions_.clear();
     events_.clear();
     agents_.clear();
@@ -81,44 +93,7 @@ class PgWriteStore final : public WriteStore {
   }
 
   void commit() override {
-    conn_->exec("BEGIN");
-    for (const auto& day : days_)
-      if (!known_days_.contains(day)) ensure_day_partition(*conn_, day);
-    if (!requests_.empty()) {
-      // A retry may repeat rows a lost commit already stored; a first attempt cannot.
-      if (retry_) {
-        conn_->copy_in(std::string("COPY requests_in ") + kRequestColumns + " FROM STDIN", requests_);
-        conn_->exec("INSERT INTO requests SELECT * FROM requests_in ON CONFLICT DO NOTHING");
-      } else {
-        conn_->copy_in(std::string("COPY requests ") + kRequestColumns + " FROM STDIN", requests_);
-      }
-    }
-    // The rows this attempt completes are added to touched_ and taken off again at the end,
-    // success or not: a retry completes them anew (no copy of the batch's rows per commit).
-    struct Restore {
-      std::vector<Touched>& v;
-      std::size_t n;
-      ~Restore() { v.erase(v.begin() + static_cast<std::ptrdiff_t>(n), v.end()); }
-    } restore{touched_, touched_.size()};
-    std::vector<Touched>& touched = touched_;
-    if (!completions_.empty()) {
-      conn_->copy_in("COPY completions_in FROM STDIN", completions_);
-      // RETURNING: the rows as completed, for their chain links (nothing is read back).
-      static const std::string kComplete =
-          "UPDATE requests r SET status = c.status, bytes_up = c.bytes_up, bytes_down = c.bytes_down, "
-          "duration_ms = c.duration_ms, error = c.error, resolved_addr = COALESCE(c.resolved_addr, r.resolved_addr), "
-          "decision = COALESCE(c.decision, r.decision), rule = COALESCE(c.rule, r.rule), "
-          "reason = COALESCE(c.reason, r.reason) FROM completions_in c WHERE r.id = c.id RETURNING " +
-          qualified_columns(*chained_table("requests"), "r");
-      auto r = conn_->query(kComplete);
-      const ChainedTable& requests = *chained_table("requests");
-      for (int i = 0; i < PQntuples(r.get()); ++i) touched.push_back(returned_touched(requests, PgRow(r.get(), i)));
-    }
-    for (const auto& e : events_) write_event(e.first, e.second);
-    for (const auto& a : agents_) touched.push_back(std::visit([this](const auto& x) { return write_agent(x); }, a));
-    PgChainStore chain(*conn_);
-    seal(chain, proxy_id_, touched, signer_.get());
-    conn_->exec("COMMIT");
+    if (!pending_.empty() || !completions_.empty() || !events_.empty() || !agents_.empty()) write_batch();
     known_days_.insert(days_.begin(), days_.end());
     attempt_ids_.clear();
     reuse_ = 0;
@@ -132,54 +107,37 @@ class PgWriteStore final : public WriteStore {
     retry_ = true;
   }
 
+  // The row is encoded later, while its COPY runs (write_batch): `r` and `c` are the
+  // writer's and stay as they are until commit() or abandon() returns (write_store.hpp).
   std::int64_t insert_request(const AuditRecord& r, const Completion* c, std::int64_t parent_id) override {
     const std::int64_t id = take_id();
-    const std::string ts = format_timestamp(r.ts);
-    touched_.push_back(request_touched(id, ts, r, c, parent_id, proxy_id_));
-    const RequestValues v = request_values(r, c);
-    days_.insert(ts.substr(0, 10));
-    std::string& out = requests_;
-    field(out, id);
-    required(out, ts);
-    required(out, r.agent);
-    field(out, r.client_addr);
-    required(out, r.kind);
-    field(out, r.method);
-    required(out, r.host);
-    field(out, std::int64_t{r.port});
-    field(out, r.path);
-    field(out, v.resolved_addr);
-    required(out, v.decision);
-    field(out, v.rule);
-    field(out, v.reason);
-    field(out, v.status ? std::optional<std::int64_t>(*v.status) : std::nullopt);
-    field(out, v.bytes_up);
-    field(out, v.bytes_down);
-    field(out, v.duration_ms);
-    field(out, v.error);
-    field(out, static_cast<std::int64_t>(r.count));
-    field(out, parent_id ? std::optional<std::int64_t>(parent_id) : std::nullopt);
-    field(out, proxy_id_);
-    field(out, r.origin.pid);
-    field(out, r.origin.exe);
-    field(out, r.origin.argv);
-    end_row(out);
+    std::string ts = format_timestamp(r.ts);
+    if (days_.empty() || days_.rbegin()->compare(0, 10, ts, 0, 10) != 0) days_.insert(ts.substr(0, 10));
+    pending_.push_back({id, parent_id, &r, c, touched_.size()});
+    touched_.push_back(Touched{chained_table("requests"), id, std::move(ts), {}});  // its digest: in write_batch
     return id;
   }
 
   bool complete_request(std::int64_t id, const Completion& c) override {
+    // One row of the completions' VALUES list, typed (a column may be NULL in every row).
     std::string& out = completions_;
-    field(out, id);
-    field(out, c.status ? std::optional<std::int64_t>(*c.status) : std::nullopt);
-    field(out, static_cast<std::int64_t>(c.bytes_up));
-    field(out, static_cast<std::int64_t>(c.bytes_down));
-    field(out, c.duration_ms);
-    field(out, c.error);
-    field(out, c.resolved_addr);
-    field(out, c.decision);
-    field(out, c.rule);
-    field(out, c.reason);
-    end_row(out);
+    const auto number = [&out](std::optional<std::int64_t> n, const char* type) {
+      out += n ? std::to_string(*n) : "NULL";
+      out += type;
+    };
+    const auto text = [&out](std::string_view t) {
+      if (t.empty()) out += "NULL::text";
+      else append_sql_literal(out, t);
+      out += ',';
+    };
+    out += out.empty() ? "(" : ",(";
+    number(id, "::bigint,");
+    number(c.status ? std::optional<std::int64_t>(*c.status) : std::nullopt, "::integer,");
+    number(static_cast<std::int64_t>(c.bytes_up), "::bigint,");
+    number(static_cast<std::int64_t>(c.bytes_down), "::bigint,");
+    number(c.duration_ms, "::bigint,");
+    for (const std::string* t : {&c.error, &c.resolved_addr, &c.decision, &c.rule, &c.reason}) text(*t);
+    out.back() = ')';
     return true;
   }
 
@@ -205,17 +163,136 @@ class PgWriteStore final : public WriteStore {
     // server's machine may lose the last commits.
     conn_->exec(std::string("SET synchronous_commit = ") + (sync_ ? "on" : "off"));
     conn_->exec("CREATE TEMP TABLE IF NOT EXISTS requests_in (LIKE requests INCLUDING DEFAULTS) ON COMMIT DELETE ROWS");
-    conn_->exec(
-        "CREATE TEMP TABLE IF NOT EXISTS completions_in (id bigint, status integer, bytes_up bigint, bytes_down bigint, "
-        "duration_ms bigint, error text, resolved_addr text, decision text, rule text, reason text) "
-        "ON COMMIT DELETE ROWS");
+  }
+
+  // One pending row as COPY text, and its digest into its place in touched_.
+  void encode(const PendingRequest& p, std::string& out) {
+    const AuditRecord& r = *p.record;
+    Touched& link = touched_[p.touched];
+    const std::string& ts = link.ts;
+    link.digest = request_touched(p.id, ts, r, p.completion, p.parent_id, proxy_id_).digest;
+    const RequestValues v = request_values(r, p.completion);
+    field(out, p.id);
+    required(out, ts);
+    required(out, r.agent);
+    field(out, r.client_addr);
+    required(out, r.kind);
+    field(out, r.method);
+    required(out, r.host);
+    field(out, std::int64_t{r.port});
+    field(out, r.path);
+    field(out, v.resolved_addr);
+    required(out, v.decision);
+    field(out, v.rule);
+    field(out, v.reason);
+    field(out, v.status ? std::optional<std::int64_t>(*v.status) : std::nullopt);
+    field(out, v.bytes_up);
+    field(out, v.bytes_down);
+    field(out, v.duration_ms);
+    field(out, v.error);
+    field(out, static_cast<std::int64_t>(r.count));
+    field(out, p.parent_id ? std::optional<std::int64_t>(p.parent_id) : std::nullopt);
+    field(out, proxy_id_);
+    field(out, r.origin.pid);
+    field(out, r.origin.exe);
+    field(out, r.origin.argv);
+    end_row(out);
+  }
+
+  // The rows go in pieces as they are encoded, so the server inserts one piece while the
+  // writer encodes the next (the two work on different cores).
+  void feed_rows(const std::function<void(std::string_view)>& put) {
+    constexpr std::size_t kPiece = 64 * 1024;
+    std::string& out = copy_buffer_;
+    out.clear();
+    for (const PendingRequest& p : pending_) {
+      encode(p, out);
+      if (out.size() >= kPiece) {
+        put(out);
+        out.clear();
+      }
+    }
+    put(out);
+  }
+
+  // One message: the head's lock, the completions, the rows' COPY, the chain link's COPY, the
+  // head moved, COMMIT. The client sends the COPYs' data as the server asks for it and reads
+  // the rest at the end.
+  void write_batch() {
+    std::string sql = "BEGIN;";
+    const bool new_day =
+        std::any_of(days_.begin(), days_.end(), [this](const std::string& d) { return !known_days_.contains(d); });
+    if (new_day || !events_.empty() || !agents_.empty()) {
+      conn_->exec("BEGIN");
+      sql.clear();
+    }
+    // The partitions first: a day's rows need its partition.
+    for (const auto& day : days_)
+      if (!known_days_.contains(day)) ensure_day_partition(*conn_, day);
+    // The rows this attempt completes are added to touched_ and taken off again at the end,
+    // success or not: a retry completes them anew (no copy of the batch's rows per commit).
+    struct Restore {
+      std::vector<Touched>& v;
+      std::size_t n;
+      ~Restore() { v.erase(v.begin() + static_cast<std::ptrdiff_t>(n), v.end()); }
+    } restore{touched_, touched_.size()};
+    // Events and agent rows, seldom in a batch, are written one by one before the rest (an
+    // agent's exit looks for its start row).
+    for (const auto& e : events_) write_event(e.first, e.second);
+    for (const auto& a : agents_) touched_.push_back(std::visit([this](const auto& x) { return write_agent(x); }, a));
+    sql += PgChainStore::lock_sql(proxy_id_);
+    if (!completions_.empty()) sql += complete_sql();
+    std::vector<PgConn::CopyFeed> feeds;
+    // A retry may repeat rows a lost commit already stored; a first attempt cannot.
+    if (!pending_.empty()) {
+      sql += std::string(retry_ ? "COPY requests_in " : "COPY requests ") + kRequestColumns + " FROM STDIN;";
+      if (retry_) sql += "INSERT INTO requests SELECT * FROM requests_in ON CONFLICT DO NOTHING;";
+      feeds.push_back([this](const auto&, const auto& put) { feed_rows(put); });
+    }
+    sql += PgChainStore::append_sql(proxy_id_);
+    feeds.push_back([this](const std::vector<PgResult>& rows, const PgConn::CopyPut& put) { feed_link(rows, put); });
+    conn_->script(sql + "COMMIT", feeds);
+  }
+
+  // The chain's link, once the head and the completed rows are known.
+  void feed_link(const std::vector<PgResult>& rows, const PgConn::CopyPut& put) {
+    if (!completions_.empty()) {
+      const ChainedTable& requests = *chained_table("requests");
+      const PGresult* r = rows.at(1).get();
+      for (int i = 0; i < PQntuples(r); ++i) touched_.push_back(returned_touched(requests, PgRow(r, i)));
+    }
+    PgChainStore chain(PgChainStore::head(rows.at(0).get()));
+    seal(chain, proxy_id_, touched_, signer_.get());
+    put(chain.copy_data());
+  }
+
+  // The batch's completions in one statement. A VALUES list rather than a staging table: the
+  // planner knows how many rows it holds and probes requests' primary key for each, where a
+  // table it has no statistics for made it scan the whole day partition per batch. RETURNING:
+  // the rows as completed, for their chain links (nothing is read back).
+  std::string complete_sql() const {
+    static const std::string kSet =
+        "UPDATE requests r SET status = c.status, bytes_up = c.bytes_up, bytes_down = c.bytes_down, "
+        "duration_ms = c.duration_ms, error = c.error, resolved_addr = COALESCE(c.resolved_addr, r.resolved_addr), "
+        "decision = COALESCE(c.decision, r.decision), rule = COALESCE(c.rule, r.rule), "
+        "reason = COALESCE(c.reason, r.reason) FROM (VALUES ";
+    static const std::string kWhere =
+        ") AS c(id, status, bytes_up, bytes_down, duration_ms, error, resolved_addr, decision, rule, reason) "
+        "WHERE r.id = c.id RETURNING " +
+        qualified_columns(*chained_table("requests"), "r") + ";";
+    return kSet + completions_ + kWhere;
   }
 
   std::int64_t take_id() {
     if (reuse_ < attempt_ids_.size()) return attempt_ids_[reuse_++];
     if (next_id_ == block_end_) {
-      auto r = conn_->query("SELECT nextval('netbox_row_ids')");
-      next_id_ = std::stoll(pg_value(r.get(), 0, 0));
+      if (blocks_.empty()) {
+        auto r = conn_->query("SELECT nextval('netbox_row_ids') FROM generate_series(1, " +
+                              std::to_string(kBlocksAtOnce) + ")");
+        for (int i = 0; i < PQntuples(r.get()); ++i) blocks_.push_back(std::stoll(pg_value(r.get(), i, 0)));
+      }
+      next_id_ = blocks_.front();
+      blocks_.pop_front();
       block_end_ = next_id_ + kIdBlock;
     }
     attempt_ids_.push_back(next_id_);
@@ -271,8 +348,9 @@ class PgWriteStore final : public WriteStore {
   std::unique_ptr<Signer> signer_;
 
   // The open batch.
-  std::string requests_;     // COPY text
-  std::string completions_;  // COPY text
+  std::vector<PendingRequest> pending_;  // request rows, encoded in write_batch
+  std::string copy_buffer_;               // one piece of their COPY text
+  std::string completions_;  // rows of a VALUES list
   std::vector<std::pair<std::int64_t, Event>> events_;
   std::vector<std::variant<AgentStart, AgentEnd>> agents_;
   std::set<std::string> days_;
@@ -282,6 +360,7 @@ class PgWriteStore final : public WriteStore {
   std::vector<std::int64_t> attempt_ids_;  // ids handed out since the last commit, in order
   std::size_t reuse_ = 0;                  // how many of them this attempt has taken again
   bool retry_ = false;                     // the open batch failed once already
+  std::deque<std::int64_t> blocks_;  // first ids of blocks taken and not yet used
   std::int64_t next_id_ = 0;
   std::int64_t block_end_ = 0;
 };

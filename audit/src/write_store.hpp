@@ -25,6 +25,8 @@ class WriteStore {
 
   // The row's id. With `completion`, the row is written final as it stands.
   // `parent_id`: the id of the row this one belongs to (an inspected tunnel's); 0: NULL.
+  // `record` and `completion` may be read until commit() or abandon() returns (PostgreSQL's
+  // store encodes its rows while their COPY runs): the writer keeps its batch until then.
   virtual std::int64_t insert_request(const AuditRecord& record, const Completion* completion,
                                       std::int64_t parent_id) = 0;
   // false when the store knows no row has that id.

@@ -492,6 +492,46 @@ TEST_P(AuditChain, VerifyBesideALiveWriterSeesOneMomentOfTheStore) {
   EXPECT_GT(runs, 0);
 }
 
+// PostgreSQL's writer sends completions, the chain's link and the proxy id as SQL literals
+// (pg_write_store.cpp: one round trip for many statements); texts an upstream or an agent
+// chose, and a --proxy-id with a quote in it, must be stored as the text they are.
+TEST_P(AuditChain, CompletionTextsThatAreSqlAreStoredAsText) {
+  const std::string proxy = "o'brien\\'; DROP TABLE audit_chain_heads; --";
+  const std::vector<std::string> hostile = {
+      "x'); DROP TABLE requests; --",
+      "\\'); DELETE FROM requests; --",
+      "E'\\x41' || chr(39) $$ $q$",
+      "\\\\' \\",
+  };
+  {
+    audit::WriterOptions o;
+    o.db_path = store->db();
+    o.proxy_id = proxy;
+    audit::Writer w(o);
+    std::vector<audit::RowHandle> open;
+    for (std::size_t i = 0; i < hostile.size(); ++i) open.push_back(w.insert(audit::testing::request("a", "h.test", "allow")));
+    w.flush();  // committed open: each completion below is an UPDATE of an earlier batch's row
+    for (std::size_t i = 0; i < hostile.size(); ++i) {
+      const std::string& t = hostile[i];
+      w.complete(open[i], audit::Completion{502, 1, 2, 3, t, t, "error", t, t});
+    }
+    w.flush();
+  }
+  EXPECT_EQ(store->scalar("SELECT COUNT(*) FROM requests"), std::to_string(hostile.size()));
+  EXPECT_EQ(store->scalar("SELECT COUNT(*) FROM audit_chain_heads"), "1");
+  EXPECT_EQ(store->scalar("SELECT proxy_id FROM audit_chain_heads"), proxy);
+  for (std::size_t i = 0; i < hostile.size(); ++i) {
+    const std::string id = request_id(static_cast<int>(i) + 1);
+    for (const char* column : {"error", "resolved_addr", "rule", "reason"})
+      EXPECT_EQ(store->scalar(std::string("SELECT ") + column + " FROM requests WHERE id = " + id), hostile[i]) << column;
+    EXPECT_EQ(store->scalar("SELECT status FROM requests WHERE id = " + id), "502");
+    EXPECT_EQ(store->scalar("SELECT proxy_id FROM requests WHERE id = " + id), proxy);
+  }
+  const auto report = audit::verify_chain(store->db());
+  EXPECT_TRUE(report.ok()) << joined(report.problems);
+  EXPECT_EQ(report.rows, hostile.size());
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, AuditChain, ::testing::Values(Backend::sqlite, Backend::postgresql),
                          [](const auto& p) { return p.param == Backend::sqlite ? "sqlite" : "postgresql"; });
 
