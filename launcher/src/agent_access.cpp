@@ -2,6 +2,7 @@
 
 #include <grp.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -20,15 +21,22 @@ std::string owner_and_mode(const struct stat& st) {
   return "owner uid " + std::to_string(st.st_uid) + ", gid " + std::to_string(st.st_gid) + ", mode " + mode;
 }
 
-// Only async-signal-safe calls between fork and _exit: the launcher may have threads.
+// A vfork: the probe shares the launcher's memory until its _exit, so no page table is
+// copied and no page faulted in again (a fork here was one launch's whole second copy of
+// its address space). Its uid and groups are its own task's: raw syscalls only, since
+// glibc's setresuid/setgroups would signal the launcher's other threads to change theirs
+// (they share this memory), and nothing here writes memory but errno.
 bool access_as(const std::filesystem::path& path, int mask, const AgentUser& user) {
-  const pid_t pid = ::fork();
+  const char* file = path.c_str();
+  const gid_t* groups = user.groups.data();
+  const std::size_t ngroups = user.groups.size();
+  const pid_t pid = ::vfork();
   if (pid < 0) return false;  // unknown: never claim writable
   if (pid == 0) {
-    if (::setgroups(user.groups.size(), user.groups.data()) != 0 || ::setresgid(user.gid, user.gid, user.gid) != 0 ||
-        ::setresuid(user.uid, user.uid, user.uid) != 0)
+    if (::syscall(SYS_setgroups, ngroups, groups) != 0 || ::syscall(SYS_setresgid, user.gid, user.gid, user.gid) != 0 ||
+        ::syscall(SYS_setresuid, user.uid, user.uid, user.uid) != 0)
       ::_exit(2);
-    ::_exit(::access(path.c_str(), mask) == 0 ? 0 : 1);
+    ::_exit(::syscall(SYS_faccessat, AT_FDCWD, file, mask) == 0 ? 0 : 1);
   }
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {

@@ -92,5 +92,29 @@ TEST(LaunchWorkdirSafety, ARootOwnedProjectIsNotCalledWritableForTheDefaultUser)
   expect_nothing_left(subnet);
 }
 
+// The check is an access(2) as the agent's user (a vfork that switches uid; B6), not the
+// mode bits: a folder anyone may write, inside a folder only root may search, is still
+// not writable for the agent, and one it can reach is called writable.
+TEST(LaunchWorkdirSafety, WritableIsAskedAsTheAgentsUserNotReadFromTheModeBits) {
+  NETBOX_REQUIRE_ROOT();
+  const auto subnet = test_subnet(160);
+  HostDir host;
+  const auto open_project = host.folder("open", fs::perms(0777));
+  const auto closed_parent = host.folder("closed", fs::perms(0700));
+  const auto hidden_project = host.folder("closed/open", fs::perms(0777));
+
+  auto reachable = launch_from(open_project, subnet, {"--explain", "--", "true"});
+  ASSERT_EQ(reachable.exit_code, 0) << reachable.err;
+  EXPECT_THAT(reachable.out, HasSubstr("writable: " + open_project.string() + "\n"));
+  EXPECT_THAT(reachable.out, Not(HasSubstr("NOT writable")));
+
+  auto unreachable = launch_from(hidden_project, subnet, {"--explain", "--", "true"});
+  ASSERT_EQ(unreachable.exit_code, 0) << unreachable.err;
+  EXPECT_THAT(unreachable.out, HasSubstr("not writable by the agent's user: " + hidden_project.string()));
+  EXPECT_THAT(unreachable.out, HasSubstr("writable: nothing on the host\n"));
+  (void)closed_parent;
+  expect_nothing_left(subnet);
+}
+
 }  // namespace
 }  // namespace netbox::launch_test
