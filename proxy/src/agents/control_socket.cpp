@@ -213,6 +213,9 @@ class ControlSession : public std::enable_shared_from_this<ControlSession> {
 
   // A launch's terminal answering its own agent's question (terminal_asks.hpp).
   std::optional<control::Reply> handle(const control::Answer& a) {
+    if (!may_operate(peer_, owner_))  // as for approve and deny: the socket's mode may be loosened
+      return control::Reply::refused("answer refused: uid " + std::to_string(peer_) + " is neither this socket's owner (uid " +
+                                     std::to_string(owner_) + ") nor root");
     std::set<std::string> own;
     for (const auto& [addr, agent] : attached_) own.insert(agent.name);
     return answer_from_terminal(impl_.approvals, a, own, peer_);
