@@ -187,7 +187,8 @@ std::map<ApprovalBook::Key, ApprovalBook::Question>::iterator ApprovalBook::find
   for (auto it = questions_.begin(); it != questions_.end(); ++it) {
     const auto& s = it->second.shown;
     // By id, and the agent when named too (a launch's terminal answers its own agent's only).
-    const bool match = t.id ? s.id == t.id && (t.agent.empty() || s.agent == t.agent) : s.agent == t.agent && s.host == t.host && (!t.port || s.port == t.port);
+    const bool match = t.id ? s.id == t.id && (t.agent.empty() || s.agent == t.agent)
+                            : s.agent == t.agent && s.host == t.host && (!t.port || s.port == t.port);
     if (!match) continue;
     if (found != questions_.end()) {
       why = "agent " + t.agent + " waits on " + t.host + " on more than one port; name the port (HOST:PORT)";
@@ -196,7 +197,8 @@ std::map<ApprovalBook::Key, ApprovalBook::Question>::iterator ApprovalBook::find
     found = it;
   }
   if (found == questions_.end())
-    why = t.id ? "no question " + std::to_string(t.id) + (t.agent.empty() ? "" : " of agent " + t.agent) + " is waiting (answered, or no answer came in time)"
+    why = t.id ? "no question " + std::to_string(t.id) + (t.agent.empty() ? "" : " of agent " + t.agent) +
+                     " is waiting (answered, or no answer came in time)"
                : "agent " + t.agent + " is not waiting on " + (t.port ? authority_of(t.host, t.port) : t.host) +
                      " (answered, or no answer came in time); `netbox agent pending` lists what waits";
   return found;
