@@ -47,14 +47,38 @@ AskPrompt::~AskPrompt() {
   ::close(tty_);
 }
 
-proxy::AskNotifier AskPrompt::notifier() {
-  return [this](const proxy::PendingAsk& q) {
+proxy::AskListener AskPrompt::listener() {
+  proxy::AskListener l;
+  l.asked = [this](const proxy::PendingAsk& q) {
     {
       std::lock_guard lock(mu_);
       queue_.push_back(q);
     }
     cv_.notify_all();
   };
+  l.settled = [this](std::uint64_t id, bool answered, const std::string& how) { settled(id, answered, how); };
+  return l;
+}
+
+// Kept until the question comes up (or is being asked: the read wakes); the prompt's own
+// answer takes its entry back.
+void AskPrompt::settled(std::uint64_t id, bool answered, const std::string& how) {
+  {
+    std::lock_guard lock(mu_);
+    if (settled_.size() >= 1024) settled_.erase(settled_.begin());  // ends of questions never queued here
+    settled_[id] = {answered, how};
+  }
+  const std::uint64_t one = 1;
+  if (wake_ >= 0) [[maybe_unused]] auto n = ::write(wake_, &one, sizeof one);
+}
+
+std::optional<std::pair<bool, std::string>> AskPrompt::take_settled(std::uint64_t id) {
+  std::lock_guard lock(mu_);
+  auto it = settled_.find(id);
+  if (it == settled_.end()) return std::nullopt;
+  auto out = std::move(it->second);
+  settled_.erase(it);
+  return out;
 }
 
 void AskPrompt::answer_with(Answer answer) {
@@ -80,14 +104,19 @@ void AskPrompt::run() {
 }
 
 void AskPrompt::ask(const proxy::PendingAsk& q) {
-  if (q.expires <= std::chrono::system_clock::now()) return;  // waited in the queue past its time
+  // Waited in the queue past its time, or ended meanwhile: nothing to ask.
+  if (take_settled(q.id) || q.expires <= std::chrono::system_clock::now()) return;
   const std::string what = "agent " + q.agent + " wants " + authority_of(q) + " (" + q.door + ", not in the policy)";
   const std::string choices = std::string("[o]nce, for this [l]aunch, ") +
                               (q.policy_offered ? "add to the [p]olicy file, " : "") + "[d]eny";
   for (;;) {
     say("netbox ask: " + what + "; " + choices + "? (" + seconds_left(q.expires) + ") ");
-    const std::string line = read_line(q.expires);
-    if (line.empty()) {
+    const std::string line = read_line(q.expires, q.id);
+    if (auto ended = take_settled(q.id); ended && ended->first) {
+      say("\nnetbox ask: " + authority_of(q) + " was answered elsewhere: " + ended->second + "\n");
+      return;
+    }
+    if (line.empty()) {  // no answer in time (the proxy's timer may have said so first)
       say("\nnetbox ask: no answer for " + authority_of(q) + "; refused\n");
       return;
     }
@@ -110,6 +139,7 @@ void AskPrompt::ask(const proxy::PendingAsk& q) {
       answer = answer_;
     }
     const auto why = answer({q.id, {}, {}, 0}, a);
+    take_settled(q.id);  // this answer's own end, or (when refused) one elsewhere: said below
     if (!why.empty()) say("netbox ask: " + why + "\n");
     else say(std::string("netbox ask: ") + (a.approve ? "allowed " : "refused ") + authority_of(q) +
              (a.approve ? " (" + std::string(proxy::to_string(a.scope)) + ")" : "") + "\n");
@@ -117,7 +147,7 @@ void AskPrompt::ask(const proxy::PendingAsk& q) {
   }
 }
 
-std::string AskPrompt::read_line(std::chrono::system_clock::time_point deadline) {
+std::string AskPrompt::read_line(std::chrono::system_clock::time_point deadline, std::uint64_t id) {
   std::string line;
   for (;;) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::system_clock::now());
@@ -125,9 +155,13 @@ std::string AskPrompt::read_line(std::chrono::system_clock::time_point deadline)
     pollfd fds[2] = {{tty_, POLLIN, 0}, {wake_, POLLIN, 0}};
     const int n = ::poll(fds, 2, static_cast<int>(std::min<std::int64_t>(left.count(), 1000)));
     if (n < 0 && errno != EINTR) return {};
+    if (n > 0 && (fds[1].revents & POLLIN)) {
+      std::uint64_t drained = 0;
+      [[maybe_unused]] auto r = ::read(wake_, &drained, sizeof drained);
+    }
     {
       std::lock_guard lock(mu_);
-      if (stop_) return {};
+      if (stop_ || settled_.count(id)) return {};
     }
     if (n <= 0 || !(fds[0].revents & (POLLIN | POLLHUP))) continue;
     char c = 0;

@@ -4,11 +4,16 @@
 // proxy sees it close and unregisters the agent by itself. Meanwhile the proxy may send
 // an Act on it (a guardian rule's or an operator's kill, freeze or resume): a thread of
 // the launcher reads it and acts with the same enforcer as for the embedded proxy.
+// With --ask and a terminal the agent does not own, the proxy also pushes the agent's
+// questions on it (Asked, Settled): asked on the launch's terminal by the same prompt as
+// with the embedded proxy (ask_prompt.hpp), and answered on the same connection (Answer).
+#include "netbox/launcher/ask_prompt.hpp"
 #include "netbox/launcher/launch.hpp"
 #include "netbox/launcher/proxy_link.hpp"
 #include "netbox/proxy/control_protocol.hpp"
 
 #include <poll.h>
+#include <pwd.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -16,19 +21,43 @@
 #include <fcntl.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <future>
 #include <iostream>
+#include <mutex>
 #include <thread>
 #include <vector>
 
 namespace netbox::launcher {
 namespace {
 
+// Who sits at the launch's terminal, as the grantor of its answers names them: the sudo
+// caller (SUDO_UID) when run as root through sudo, else the launcher's own user.
+std::string terminal_user() {
+  uid_t uid = ::getuid();
+  if (const char* sudo = std::getenv("SUDO_UID"); uid == 0 && sudo && *sudo) {
+    char* end = nullptr;
+    const unsigned long n = std::strtoul(sudo, &end, 10);
+    if (end && *end == '\0') uid = static_cast<uid_t>(n);
+  }
+  passwd pw{};
+  passwd* found = nullptr;
+  std::vector<char> buf(4096);
+  if (::getpwuid_r(uid, &pw, buf.data(), buf.size(), &found) == 0 && found) return found->pw_name;
+  return "uid " + std::to_string(uid);
+}
+
+// How long the terminal's answer waits for the proxy to take it.
+constexpr auto kAnswerWait = std::chrono::seconds(10);
+
 class ControlClient final : public ProxyLink {
  public:
-  explicit ControlClient(std::filesystem::path socket) : path_(std::move(socket)) {}
+  ControlClient(std::filesystem::path socket, std::unique_ptr<AskPrompt> prompt = nullptr)
+      : path_(std::move(socket)), prompt_(std::move(prompt)) {}
   ~ControlClient() override {
     stop_watching();
+    stop_asking();
     if (fd_ >= 0) ::close(fd_);
   }
 
@@ -57,6 +86,11 @@ class ControlClient final : public ProxyLink {
     req.launch = proxy::AgentLaunch{agent.pid, agent.command_line, "", agent.policy_digest, agent.sandbox};
     req.credentials = agent.credentials;
     req.ask = agent.ask;
+    if (req.ask && prompt_) {
+      req.ask->terminal = true;  // the proxy pushes the questions here; the prompt answers them
+      asks_ = prompt_->listener();
+      prompt_->answer_with([this](const proxy::AskTarget& t, const proxy::AskAnswer& a) { return answer(t, a); });
+    }
     std::vector<int> fds;
     for (const auto* list : {&s.http, &s.socks, &s.capture}) fds.insert(fds.end(), list->begin(), list->end());
     if (agent.dns_pool) fds.insert(fds.end(), {s.dns_udp, s.dns_tcp});
@@ -93,6 +127,7 @@ class ControlClient final : public ProxyLink {
 
   void detach(const AgentOutcome& outcome) noexcept override {
     stop_watching();
+    stop_asking();
     if (fd_ < 0) return;
     try {
       const auto reply =
@@ -135,7 +170,7 @@ class ControlClient final : public ProxyLink {
       if (n <= 0) {
         std::cerr << "netbox launch: the proxy at " << path_.string()
                   << " closed the control connection; its guardian and operators can no longer act on the agent\n";
-        return;
+        return close_answers("the proxy closed the control connection");
       }
       buffer_.append(buf, static_cast<std::size_t>(n));
       for (auto nl = buffer_.find('\n'); nl != std::string::npos; nl = buffer_.find('\n')) {
@@ -147,16 +182,78 @@ class ControlClient final : public ProxyLink {
     }
   }
 
-  // A line the proxy sent while nothing was asked: an Act is done (or, once the agent has
-  // ended, answered so) and answered; anything else is said and dropped.
+  // A line the proxy sent while the agent runs: an Act is done (or, once the agent has
+  // ended, answered so) and answered; a question, or its end, goes to the prompt; a reply
+  // to the prompt's answer to it; anything else is said and dropped.
   void read_from_proxy(const std::string& line, bool ended) {
     try {
-      const auto msg = proxy::control::parse_from_proxy(line);
-      if (const auto* act = std::get_if<proxy::control::Act>(&msg)) return act_on(*act, ended);
-      std::cerr << "netbox launch: the proxy sent an answer nothing asked for; ignored\n";
+      dispatch(proxy::control::parse_from_proxy(line), ended);
     } catch (const proxy::control::ProtocolError& e) {
       std::cerr << "netbox launch: an unreadable line from the proxy (" << e.what() << "); ignored\n";
     }
+  }
+
+  void dispatch(const proxy::control::FromProxy& msg, bool ended) {
+    if (const auto* act = std::get_if<proxy::control::Act>(&msg)) return act_on(*act, ended);
+    if (const auto* q = std::get_if<proxy::control::Asked>(&msg)) {
+      if (asks_.asked && !ended) asks_.asked(q->question);
+      return;
+    }
+    if (const auto* s = std::get_if<proxy::control::Settled>(&msg)) {
+      if (asks_.settled) asks_.settled(s->id, s->answered, s->how);
+      return;
+    }
+    {
+      std::lock_guard lock(answer_mu_);
+      if (answer_waiting_) {
+        answer_waiting_->set_value(std::get<proxy::control::Reply>(msg));
+        answer_waiting_.reset();
+        return;
+      }
+    }
+    std::cerr << "netbox launch: the proxy sent an answer nothing asked for; ignored\n";
+  }
+
+  // The terminal's answer (the prompt's thread), on the registration connection; its reply
+  // comes to the reader. Empty: taken; otherwise why not.
+  std::string answer(const proxy::AskTarget& t, const proxy::AskAnswer& a) {
+    std::future<proxy::control::Reply> reply;
+    {
+      std::lock_guard lock(answer_mu_);
+      if (answers_closed_) return "not answered: " + answers_closed_why_;
+      answer_waiting_.emplace();
+      reply = answer_waiting_->get_future();
+      try {
+        send_line(proxy::control::to_line(
+            proxy::control::Request{proxy::control::Answer{t.id, a.approve, a.scope, terminal_user()}}));
+      } catch (const std::exception& e) {
+        answer_waiting_.reset();
+        return std::string("not answered: ") + e.what();
+      }
+    }
+    if (reply.wait_for(kAnswerWait) != std::future_status::ready) {
+      std::lock_guard lock(answer_mu_);
+      answer_waiting_.reset();
+      return "the proxy did not take the answer within " + std::to_string(kAnswerWait.count()) + " s";
+    }
+    const auto r = reply.get();
+    return r.ok ? std::string() : r.error;
+  }
+
+  // After the reader: nothing tells the prompt of a question any more. Its thread ends
+  // (an answer it was giving returns at once: the answers are closed).
+  void stop_asking() noexcept {
+    asks_ = {};
+    prompt_.reset();
+  }
+
+  // No more answers go out (the reader stops): one waiting is told why.
+  void close_answers(const std::string& why) noexcept {
+    std::lock_guard lock(answer_mu_);
+    answers_closed_ = true;
+    answers_closed_why_ = why;
+    if (answer_waiting_) answer_waiting_->set_value(proxy::control::Reply::refused(why));
+    answer_waiting_.reset();
   }
 
   void act_on(const proxy::control::Act& act, bool ended) {
@@ -182,6 +279,7 @@ class ControlClient final : public ProxyLink {
   }
 
   void stop_watching() noexcept {
+    close_answers("the launch is ending");
     if (!watcher_.joinable()) return;
     (void)!::write(stop_[1], "x", 1);
     watcher_.join();
@@ -190,7 +288,9 @@ class ControlClient final : public ProxyLink {
     stop_[0] = stop_[1] = -1;
   }
 
+  // From the reader (an Act's answer) and the prompt's thread (an answer): one line at a time.
   void send_line(const std::string& line) {
+    std::lock_guard lock(send_mu_);
     for (std::size_t off = 0; off < line.size();) {
       const ssize_t n = ::send(fd_, line.data() + off, line.size() - off, MSG_NOSIGNAL);
       if (n < 0 && errno == EINTR) continue;
@@ -221,7 +321,7 @@ class ControlClient final : public ProxyLink {
         try {
           auto msg = proxy::control::parse_from_proxy(reply);
           if (auto* answer = std::get_if<proxy::control::Reply>(&msg)) return std::move(*answer);
-          act_on(std::get<proxy::control::Act>(msg), true);
+          dispatch(msg, true);
           continue;
         } catch (const proxy::control::ProtocolError& e) {
           throw LaunchError(kExitLauncherFailure,
@@ -264,12 +364,20 @@ class ControlClient final : public ProxyLink {
   AgentIdentity agent_;
   int stop_[2] = {-1, -1};  // written by detach: the reader stops
   std::thread watcher_;
+  std::mutex send_mu_;
+  // The launch's terminal (--ask), null when it does not ask there; asks_ is its listener.
+  std::unique_ptr<AskPrompt> prompt_;
+  proxy::AskListener asks_;
+  std::mutex answer_mu_;
+  std::optional<std::promise<proxy::control::Reply>> answer_waiting_;  // the prompt's answer, awaiting its reply
+  bool answers_closed_ = false;
+  std::string answers_closed_why_;
 };
 
 }  // namespace
 
-std::unique_ptr<ProxyLink> make_control_client(std::filesystem::path control_socket) {
-  return std::make_unique<ControlClient>(std::move(control_socket));
+std::unique_ptr<ProxyLink> make_control_client(std::filesystem::path control_socket, std::unique_ptr<AskPrompt> prompt) {
+  return std::make_unique<ControlClient>(std::move(control_socket), std::move(prompt));
 }
 
 RunningProxyFiles running_proxy_files(const std::filesystem::path& control_socket) {

@@ -65,8 +65,7 @@ class EmbeddedProxy final : public ProxyLink {
       if (ask_.ask) {
         if (ask_.policy_file) options.ask_policy_file = *ask_.policy_file;
         prompt_ = AskPrompt::open();  // null: the agent owns the terminal, or there is none
-        if (prompt_) options.on_ask = prompt_->notifier();
-        else if (!ask_.quiet) std::cerr << ask_elsewhere_hint(false);
+        if (!prompt_ && !ask_.quiet) std::cerr << ask_elsewhere_hint(false);
       }
       server_ = std::make_unique<proxy::Server>(std::move(options));
       if (prompt_) prompt_->answer_with([s = server_.get()](const proxy::AskTarget& t, const proxy::AskAnswer& a) {
@@ -105,6 +104,7 @@ class EmbeddedProxy final : public ProxyLink {
       attachment.credentials = agent.credentials;
       attachment.enforcer = agent.enforcer;
       attachment.ask = agent.ask;
+      if (prompt_) attachment.ask_listener = prompt_->listener();
       attached_ = server_->attach_agent(attachment);
     } catch (const LaunchError&) {
       throw;

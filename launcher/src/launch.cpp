@@ -94,8 +94,9 @@ int open_log_file(const LaunchOptions& o) {
 std::unique_ptr<ProxyLink> open_proxy(const LaunchPlan& plan, const ProxyLogRelay& relay) {
   const LaunchOptions& o = plan.options;
   if (o.proxy_control) {
-    if (o.ask && !o.quiet) std::cerr << ask_elsewhere_hint(true);
-    return make_control_client(*o.proxy_control);
+    auto prompt = o.ask ? AskPrompt::open() : nullptr;  // null: the agent owns the terminal, or there is none
+    if (o.ask && !prompt && !o.quiet) std::cerr << ask_elsewhere_hint(true);
+    return make_control_client(*o.proxy_control, std::move(prompt));
   }
   const auto pool = *parse_ipv4_network(o.subnet);
   const policy::Cidr pool_cidr{boost::asio::ip::address_v4(pool.address), static_cast<unsigned>(pool.prefix)};

@@ -97,6 +97,56 @@ AskSettings ask_from(const json& v) {
   const auto ms = integer<std::int64_t>(v, "timeout_ms").value_or(AskSettings::kDefaultTimeout.count());
   if (ms < 1 || ms > 24 * 3600 * 1000) throw ProtocolError("\"ask\" \"timeout_ms\" is out of range: " + std::to_string(ms));
   s.timeout = std::chrono::milliseconds(ms);
+  if (const auto t = v.find("terminal"); t != v.end() && !t->is_null()) {
+    if (!t->is_boolean()) throw ProtocolError(std::string("\"ask\" \"terminal\" must be true or false, not ") + type_name(*t));
+    s.terminal = t->get<bool>();
+  }
+  return s;
+}
+
+Answer answer_from(const json& j) {
+  Answer a;
+  const auto id = integer<std::int64_t>(j, "id");
+  if (!id || *id <= 0) throw ProtocolError("\"id\" is missing or not a question's id (a positive integer)");
+  a.id = static_cast<std::uint64_t>(*id);
+  const auto approve = j.find("approve");
+  if (approve == j.end() || !approve->is_boolean()) throw ProtocolError("\"approve\" is missing or not true/false");
+  a.approve = approve->get<bool>();
+  if (const auto scope = text(j, "scope"); !scope.empty()) {
+    const auto parsed = parse_ask_scope(scope);
+    if (!parsed) throw ProtocolError("\"scope\" must be \"once\", \"launch\" or \"policy\", not \"" + scope + "\"");
+    a.scope = *parsed;
+  }
+  a.user = text(j, "user");
+  return a;
+}
+
+std::int64_t epoch_ms(std::chrono::system_clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+}
+
+Asked asked_from(const json& v) {
+  if (!v.is_object()) throw ProtocolError(std::string("\"asked\" must be an object, not ") + type_name(v));
+  Asked a;
+  auto& q = a.question;
+  q.id = static_cast<std::uint64_t>(integer<std::int64_t>(v, "id").value_or(0));
+  q.agent = text(v, "agent", true);
+  q.host = text(v, "host", true);
+  q.port = integer<std::uint16_t>(v, "port").value_or(0);
+  q.door = text(v, "door");
+  q.expires = std::chrono::system_clock::time_point(std::chrono::milliseconds(integer<std::int64_t>(v, "expires_ms").value_or(0)));
+  if (const auto scopes = v.find("scopes"); scopes != v.end() && scopes->is_array())
+    q.policy_offered = std::find(scopes->begin(), scopes->end(), "policy") != scopes->end();
+  return a;
+}
+
+Settled settled_from(const json& v) {
+  if (!v.is_object()) throw ProtocolError(std::string("\"settled\" must be an object, not ") + type_name(v));
+  Settled s;
+  s.id = static_cast<std::uint64_t>(integer<std::int64_t>(v, "id").value_or(0));
+  const auto answered = v.find("answered");
+  s.answered = answered != v.end() && answered->is_boolean() && answered->get<bool>();
+  s.how = text(v, "how");
   return s;
 }
 
@@ -182,7 +232,10 @@ struct RequestWriter {
       if (!r.launch->sandbox.empty()) l["sandbox"] = object_value(r.launch->sandbox, "sandbox");
       j["launch"] = std::move(l);
     }
-    if (r.ask) j["ask"] = {{"timeout_ms", r.ask->timeout.count()}};
+    if (r.ask) {
+      j["ask"] = {{"timeout_ms", r.ask->timeout.count()}};
+      if (r.ask->terminal) j["ask"]["terminal"] = true;
+    }
     if (!r.credentials.empty()) {
       json list = json::array();
       for (const auto& c : r.credentials)
@@ -201,6 +254,11 @@ struct RequestWriter {
     if (!o.agent.empty()) j["agent"] = o.agent;
   }
   void operator()(const Acted& a) const { j = {{"op", "acted"}, {"id", a.id}, {"ok", a.ok}, {"result", a.result}}; }
+  void operator()(const Answer& a) const {
+    j = {{"op", "answer"}, {"id", a.id}, {"approve", a.approve}};
+    if (a.approve) j["scope"] = std::string(to_string(a.scope));
+    if (!a.user.empty()) j["user"] = a.user;
+  }
 };
 
 }  // namespace
@@ -237,12 +295,14 @@ void from_json(const json& j, Request& request) {
     request = std::move(u);
   } else if (op == "acted") {
     request = acted_from(j);
+  } else if (op == "answer") {
+    request = answer_from(j);
   } else if (std::find(kOperatorOps.begin(), kOperatorOps.end(), op) != kOperatorOps.end()) {
     request = operator_from(j, op);
   } else {
     std::string ops;
     for (auto o : kOperatorOps) ops += ", " + std::string(o);
-    throw ProtocolError("unknown op \"" + op + "\" (expected register, unregister, info, ping, acted" + ops + ")");
+    throw ProtocolError("unknown op \"" + op + "\" (expected register, unregister, info, ping, acted, answer" + ops + ")");
   }
 }
 
@@ -301,11 +361,26 @@ const std::vector<std::string_view>& operator_ops() { return kOperatorOps; }
 FromProxy parse_from_proxy(std::string_view line) {
   const auto j = parse_object(line);
   if (j.contains("act")) return act_from(j);
+  if (const auto it = j.find("asked"); it != j.end()) return asked_from(*it);
+  if (const auto it = j.find("settled"); it != j.end()) return settled_from(*it);
   return j.get<Reply>();
 }
 
 std::string to_line(const Act& act) {
   return dump_line(json{{"act", act.action}, {"id", act.id}, {"why", act.why}});
+}
+
+std::string to_line(const Asked& asked) {
+  const auto& q = asked.question;
+  json scopes = {"once", "launch"};
+  if (q.policy_offered) scopes.push_back("policy");
+  return dump_line(json{{"asked",
+                         {{"id", q.id}, {"agent", q.agent}, {"host", q.host}, {"port", q.port}, {"door", q.door},
+                          {"expires_ms", epoch_ms(q.expires)}, {"scopes", std::move(scopes)}}}});
+}
+
+std::string to_line(const Settled& s) {
+  return dump_line(json{{"settled", {{"id", s.id}, {"answered", s.answered}, {"how", s.how}}}});
 }
 
 // Built into a finished json, not with json's converting constructor: to_json may throw

@@ -11,6 +11,7 @@
 #include "base/proxy_runtime.hpp"
 #include "agents/operator_ops.hpp"
 #include "agents/received_fds.hpp"
+#include "agents/terminal_asks.hpp"
 
 #include <boost/asio/write.hpp>
 
@@ -24,6 +25,7 @@
 #include <deque>
 #include <future>
 #include <map>
+#include <set>
 
 namespace netbox::proxy {
 
@@ -209,6 +211,26 @@ class ControlSession : public std::enable_shared_from_this<ControlSession> {
     };
   }
 
+  // A launch's terminal answering its own agent's question (terminal_asks.hpp).
+  std::optional<control::Reply> handle(const control::Answer& a) {
+    if (!may_operate(peer_, owner_))  // as for approve and deny: the socket's mode may be loosened
+      return control::Reply::refused("answer refused: uid " + std::to_string(peer_) + " is neither this socket's owner (uid " +
+                                     std::to_string(owner_) + ") nor root");
+    std::set<std::string> own;
+    for (const auto& [addr, agent] : attached_) own.insert(agent.name);
+    return answer_from_terminal(impl_.approvals, a, own, peer_);
+  }
+
+  // A launch that asks on its own terminal is pushed its agent's questions on this connection.
+  void listen_for_terminal(AgentAttachment& a) {
+    if (!a.ask || !a.ask->terminal) return;
+    std::weak_ptr<ControlSession> weak = weak_from_this();
+    a.ask_listener = terminal_listener([weak](std::string line) {
+      if (auto self = weak.lock())
+        asio::post(self->socket_.get_executor(), [self, line = std::move(line)]() mutable { self->write(std::move(line)); });
+    });
+  }
+
   // A launched agent (its registration names its launch) is enlisted with its launcher's hand.
   void enlist(const control::Register& r, const AgentAttachment& a, const asio::ip::address& key) {
     if (!r.launch) return;
@@ -249,6 +271,7 @@ class ControlSession : public std::enable_shared_from_this<ControlSession> {
     if (r.sockets) return register_sockets(r);
     AgentAttachment a;
     if (auto why = read_attachment(r, a); !why.empty()) return control::Reply::refused(why);
+    listen_for_terminal(a);
     // Registering an address again replaces its earlier registration; a listener that
     // one added and this one names again is kept, not closed and bound again.
     std::optional<AttachedAgent> previous;
@@ -342,6 +365,7 @@ class ControlSession : public std::enable_shared_from_this<ControlSession> {
     a.credentials = r.credentials;
     a.launch = r.launch;
     a.ask = r.ask;
+    listen_for_terminal(a);
     if (r.sockets->dns == r.dns_pool.empty())
       return control::Reply::refused("\"sockets\" \"dns\" and \"dns_pool\" go together: the DNS view's sockets serve its pool");
     if (!r.dns_pool.empty() && !(a.dns_pool = policy::Cidr::parse(r.dns_pool)))

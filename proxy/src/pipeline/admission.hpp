@@ -82,6 +82,10 @@ class Admission {
   // Which door the connection came in by (http, socks, capture), for the question asked.
   void door(std::string_view d) { door_ = d; }
   std::string_view door() const { return door_; }
+  // The agent's socket (its descriptor, owned by the door): a request parked on a question
+  // watches it, so that a client that leaves while asked is let go at once (ask_step.hpp).
+  void client(int fd) { client_ = fd; }
+  int client() const { return client_; }
 
  private:
   AdmissionResult decide(std::span<const boost::asio::ip::address> addresses);
@@ -99,6 +103,7 @@ class Admission {
   std::shared_ptr<const Tripwire> tripwire_;
   ApprovalBook* asks_ = nullptr;
   std::string_view door_ = "http";
+  int client_ = -1;
   const policy::Profile* bound_profile_ = nullptr;  // the connection's; profile_ is it or granted_
   // The request under decision.
   std::optional<policy::Profile> granted_;  // bound_profile_ with the grant first in allow

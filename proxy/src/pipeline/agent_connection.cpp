@@ -36,6 +36,7 @@ void refuse_connection(tcp::socket& s, const std::string& reason, DoorKind door)
 void AgentConnection::bind(Admission& admission, Exchange& exchange) const {
   admission.bind(*policy, *profile, who);
   admission.door(door_name(door));
+  admission.client(client_fd);
   bind(exchange);
 }
 
@@ -76,6 +77,7 @@ std::optional<AgentConnection> identify_connection(ProxyRuntime& rt, tcp::socket
   AgentConnection c;
   c.slot = std::move(slot);
   c.door = door;
+  c.client_fd = s.native_handle();
   boost::system::error_code ec;
   c.peer = s.remote_endpoint(ec);
   if (!ec) c.peer_text = authority(canonical_address(c.peer.address()).to_string(), c.peer.port());

@@ -55,6 +55,7 @@ struct AgentConnection {
   const policy::Profile* profile = nullptr;
   std::string metric_label;  // ProxyRuntime::metric_label(who)
   DoorKind door = DoorKind::http;
+  int client_fd = -1;  // the agent's socket (the door owns it), for Admission::client
 
   // A door's Admission and its row belong to this connection.
   void bind(Admission& admission, Exchange& exchange) const;

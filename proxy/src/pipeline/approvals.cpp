@@ -42,11 +42,41 @@ std::optional<AskScope> parse_ask_scope(std::string_view t) {
   return std::nullopt;
 }
 
-void ApprovalBook::enable(const std::string& agent, const std::string& profile, AskSettings settings) {
+void ApprovalBook::enable(const std::string& agent, const std::string& profile, AskSettings settings,
+                          AskListener listener) {
   std::lock_guard lock(mu_);
   auto& a = agents_[agent];
   a.settings = settings;
+  a.listener = std::move(listener);
   a.profile = profile;
+}
+
+AskListener ApprovalBook::listener_locked(const std::string& agent) const {
+  const auto a = agents_.find(agent);
+  return a == agents_.end() ? AskListener{} : a->second.listener;
+}
+
+void ApprovalBook::reap_locked(std::vector<Ended>& ended) {
+  const auto now = std::chrono::system_clock::now();
+  for (auto it = questions_.begin(); it != questions_.end();) {
+    if (!it->second.waiters.empty() || it->second.shown.expires > now) {
+      ++it;
+      continue;
+    }
+    ended.push_back({it->second.shown, listener_locked(it->second.shown.agent),
+                     "its expiry passed after its clients had left"});
+    it = questions_.erase(it);
+  }
+}
+
+// Each a row (`ask_expired`), and its listener told (a prompt showing it stops asking).
+void ApprovalBook::expired(const std::vector<Ended>& ended) {
+  for (const auto& e : ended) {
+    record("ask_expired", e.question, "nobody answered whether " + e.question.agent + " may reach " +
+                                          authority_of(e.question.host, e.question.port) + ": " + e.why,
+           question_detail(e.question));
+    if (e.listener.settled) e.listener.settled(e.question.id, false, e.why);
+  }
 }
 
 void ApprovalBook::forget(const std::string& agent) {
@@ -87,12 +117,22 @@ std::variant<ApprovalBook::Parked, std::string> ApprovalBook::park(const std::st
                                                                   std::uint16_t port, std::string_view door,
                                                                   std::chrono::system_clock::time_point expires,
                                                                   Resume resume) {
+  {
+    std::vector<Ended> ended;  // an expired question of this host and port is asked anew
+    {
+      std::lock_guard lock(mu_);
+      reap_locked(ended);
+    }
+    expired(ended);
+  }
   std::optional<PendingAsk> announce;
+  AskListener listener;
   Parked p;
   {
     std::lock_guard lock(mu_);
     auto a = agents_.find(agent);
     if (a == agents_.end()) return std::string("the agent is not asking");
+    listener = a->second.listener;
     auto it = questions_.find({agent, host, port});
     if (it == questions_.end()) {
       std::size_t mine = 0;
@@ -116,29 +156,28 @@ std::variant<ApprovalBook::Parked, std::string> ApprovalBook::park(const std::st
   if (announce) {
     record("ask_pending", *announce, "asking whether " + announce->agent + " may reach " +
                                          authority_of(announce->host, announce->port), question_detail(*announce));
-    if (rt_.options.on_ask) rt_.options.on_ask(*announce);
+    if (listener.asked) listener.asked(*announce);
   }
   return p;
 }
 
-bool ApprovalBook::leave(const Parked& p, std::string_view why) {
-  std::optional<PendingAsk> expired;
+bool ApprovalBook::leave(const Parked& p, std::string_view why, Leaving how) {
+  std::vector<Ended> ended;
   {
     std::lock_guard lock(mu_);
     for (auto it = questions_.begin(); it != questions_.end(); ++it) {
       if (it->second.shown.id != p.question) continue;
       if (it->second.waiters.erase(p.ticket) == 0) return false;
       it->second.shown.waiters = it->second.waiters.size();
-      if (it->second.waiters.empty()) {
-        expired = it->second.shown;
+      if (it->second.waiters.empty() && how == Leaving::timed_out) {
+        ended.push_back({it->second.shown, listener_locked(it->second.shown.agent), std::string(why)});
         questions_.erase(it);
       }
       break;
     }
+    reap_locked(ended);
   }
-  if (expired) record("ask_expired", *expired, "nobody answered whether " + expired->agent + " may reach " +
-                                                   authority_of(expired->host, expired->port) + ": " + std::string(why),
-                      question_detail(*expired));
+  expired(ended);
   return true;
 }
 
@@ -147,7 +186,9 @@ std::map<ApprovalBook::Key, ApprovalBook::Question>::iterator ApprovalBook::find
   auto found = questions_.end();
   for (auto it = questions_.begin(); it != questions_.end(); ++it) {
     const auto& s = it->second.shown;
-    const bool match = t.id ? s.id == t.id : s.agent == t.agent && s.host == t.host && (!t.port || s.port == t.port);
+    // By id, and the agent when named too (a launch's terminal answers its own agent's only).
+    const bool match = t.id ? s.id == t.id && (t.agent.empty() || s.agent == t.agent)
+                            : s.agent == t.agent && s.host == t.host && (!t.port || s.port == t.port);
     if (!match) continue;
     if (found != questions_.end()) {
       why = "agent " + t.agent + " waits on " + t.host + " on more than one port; name the port (HOST:PORT)";
@@ -156,7 +197,8 @@ std::map<ApprovalBook::Key, ApprovalBook::Question>::iterator ApprovalBook::find
     found = it;
   }
   if (found == questions_.end())
-    why = t.id ? "no question " + std::to_string(t.id) + " is waiting (answered, or no answer came in time)"
+    why = t.id ? "no question " + std::to_string(t.id) + (t.agent.empty() ? "" : " of agent " + t.agent) +
+                     " is waiting (answered, or no answer came in time)"
                : "agent " + t.agent + " is not waiting on " + (t.port ? authority_of(t.host, t.port) : t.host) +
                      " (answered, or no answer came in time); `netbox agent pending` lists what waits";
   return found;
@@ -175,26 +217,40 @@ std::string ApprovalBook::write_policy_locked(const Question& q) {
   return {};
 }
 
+std::string ApprovalBook::take_locked(const AskTarget& target, const AskAnswer& ans, Question& q, Grant& g) {
+  std::string why;
+  auto it = find_locked(target, why);
+  if (it == questions_.end()) return why;
+  if (ans.approve && ans.scope == AskScope::policy)
+    if (auto no = write_policy_locked(it->second); !no.empty()) return no;
+  q = std::move(it->second);
+  questions_.erase(it);
+  g = Grant{q.shown.id, q.shown.host, q.shown.port, ans.scope, ans.grantor};
+  if (ans.approve && ans.scope != AskScope::once)
+    if (auto a = agents_.find(q.shown.agent); a != agents_.end()) a->second.grants[{g.host, g.port}] = g;
+  return {};
+}
+
 std::string ApprovalBook::answer(const AskTarget& target, const AskAnswer& ans) {
   Question q;
   Grant g;
+  AskListener listener;
+  std::vector<Ended> ended;
+  std::string why;
   {
     std::lock_guard lock(mu_);
-    std::string why;
-    auto it = find_locked(target, why);
-    if (it == questions_.end()) return why;
-    if (ans.approve && ans.scope == AskScope::policy)
-      if (auto no = write_policy_locked(it->second); !no.empty()) return no;
-    q = std::move(it->second);
-    questions_.erase(it);
-    g = Grant{q.shown.id, q.shown.host, q.shown.port, ans.scope, ans.grantor};
-    if (ans.approve && ans.scope != AskScope::once)
-      if (auto a = agents_.find(q.shown.agent); a != agents_.end()) a->second.grants[{g.host, g.port}] = g;
+    reap_locked(ended);
+    why = take_locked(target, ans, q, g);
+    if (why.empty()) listener = listener_locked(q.shown.agent);
   }
+  expired(ended);
+  if (!why.empty()) return why;
   const std::string where = authority_of(q.shown.host, q.shown.port);
   nlohmann::json detail = {{"id", q.shown.id},     {"agent", q.shown.agent},     {"host", q.shown.host},
                            {"port", q.shown.port}, {"door", q.shown.door},       {"grantor", ans.grantor},
                            {"waiters", q.waiters.size()}};
+  const std::string how = ans.approve ? "allowed (" + std::string(to_string(ans.scope)) + ") by " + ans.grantor
+                                      : "denied by " + ans.grantor;
   if (ans.approve) {
     detail["scope"] = std::string(to_string(ans.scope));
     detail["expires"] = std::string(expiry_of(ans.scope));
@@ -204,18 +260,23 @@ std::string ApprovalBook::answer(const AskTarget& target, const AskAnswer& ans) 
            detail.dump());
     if (ans.scope == AskScope::policy && rt_.options.policy_file == rt_.options.ask_policy_file) rt_.reload_policy();
   } else {
-    record("ask_denied", q.shown, q.shown.agent + " may not reach " + where + ": denied by " + ans.grantor,
-           detail.dump());
+    record("ask_denied", q.shown, q.shown.agent + " may not reach " + where + ": " + how, detail.dump());
   }
+  if (listener.settled) listener.settled(q.shown.id, true, how);
   for (auto& [ticket, resume] : q.waiters)
     resume(ans.approve ? AskOutcome{g, {}} : AskOutcome{std::nullopt, "asked, and denied by " + ans.grantor});
   return {};
 }
 
-std::vector<PendingAsk> ApprovalBook::pending() const {
-  std::lock_guard lock(mu_);
+std::vector<PendingAsk> ApprovalBook::pending() {
+  std::vector<Ended> ended;
   std::vector<PendingAsk> out;
-  for (const auto& [key, q] : questions_) out.push_back(q.shown);
+  {
+    std::lock_guard lock(mu_);
+    reap_locked(ended);
+    for (const auto& [key, q] : questions_) out.push_back(q.shown);
+  }
+  expired(ended);
   return out;
 }
 

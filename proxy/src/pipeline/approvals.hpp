@@ -51,8 +51,9 @@ class ApprovalBook {
 
   explicit ApprovalBook(ProxyRuntime& rt) : rt_(rt) {}
 
-  // An agent attached with `ask` (its profile: where scope `policy` writes); forget() when it leaves.
-  void enable(const std::string& agent, const std::string& profile, AskSettings settings);
+  // An agent attached with `ask` (its profile: where scope `policy` writes; `listener`: who
+  // is told of its questions, may be unset); forget() when it leaves.
+  void enable(const std::string& agent, const std::string& profile, AskSettings settings, AskListener listener = {});
   // The agent is gone: its grants end, its questions are refused (their waiters resumed).
   void forget(const std::string& agent);
   std::optional<AskSettings> settings(const std::string& agent) const;
@@ -71,15 +72,21 @@ class ApprovalBook {
   std::variant<Parked, std::string> park(const std::string& agent, const std::string& host, std::uint16_t port,
                                          std::string_view door, std::chrono::system_clock::time_point expires,
                                          Resume resume);
-  // The waiter gives up (its timer fired, its client left); its resume is not called. The
-  // question ends with its last waiter (an `ask_expired` event when nobody answered it).
-  // Returns whether the waiter was still parked (false: an answer already took it).
-  bool leave(const Parked& p, std::string_view why);
+  // Why a waiter gives up.
+  enum class Leaving {
+    timed_out,    // its timer fired: the question ends with its last waiter (`ask_expired`)
+    client_left,  // its client closed: the question stays, answerable, until its expiry
+  };
+  // The waiter gives up; its resume is not called. A question left without waiters by a
+  // client that closed stays listed until it expires: the agent's retry joins it instead
+  // of asking again, and a `launch` or `policy` answer still counts for it. Returns whether
+  // the waiter was still parked (false: an answer already took it).
+  bool leave(const Parked& p, std::string_view why, Leaving how = Leaving::timed_out);
 
   // An answer: empty when it was taken, otherwise why not (no such question, scope policy
   // where no policy file may be written, the file refused the entry).
   std::string answer(const AskTarget& target, const AskAnswer& answer);
-  std::vector<PendingAsk> pending() const;
+  std::vector<PendingAsk> pending();
 
  private:
   struct Question {
@@ -88,12 +95,25 @@ class ApprovalBook {
   };
   struct AgentAsk {
     AskSettings settings;
+    AskListener listener;
     std::string profile;
     std::map<std::pair<std::string, std::uint16_t>, Grant> grants;
   };
   using Key = std::tuple<std::string, std::string, std::uint16_t>;  // agent, host, port
 
+  // A question that ended unanswered, with whom to tell.
+  struct Ended {
+    PendingAsk question;
+    AskListener listener;
+    std::string why;
+  };
   std::map<Key, Question>::iterator find_locked(const AskTarget& t, std::string& why);
+  // The question an answer takes out of the book (and its grant kept); empty, or why not.
+  std::string take_locked(const AskTarget& target, const AskAnswer& ans, Question& q, Grant& g);
+  // Questions without waiters past their expiry (their clients left) end now.
+  void reap_locked(std::vector<Ended>& ended);
+  AskListener listener_locked(const std::string& agent) const;
+  void expired(const std::vector<Ended>& ended);
   std::string write_policy_locked(const Question& q);
   void record(const std::string& kind, const PendingAsk& q, const std::string& message, const std::string& detail);
 

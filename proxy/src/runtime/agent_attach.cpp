@@ -138,7 +138,7 @@ std::shared_ptr<DnsView> ProxyRuntime::dns_view_of(const boost::asio::ip::addres
 
 AttachedAgent ProxyRuntime::attach_agent(const AgentAttachment& wanted) {
   // Before its identity is registered (register_agent reads it), undone if it is refused.
-  if (wanted.ask) approvals.enable(wanted.name, wanted.profile, *wanted.ask);
+  if (wanted.ask) approvals.enable(wanted.name, wanted.profile, *wanted.ask, wanted.ask_listener);
   try {
     return wanted.sockets ? attach_by_sockets(wanted) : attach_by_address(wanted);
   } catch (...) {

@@ -19,8 +19,10 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 namespace netbox::launch_test {
@@ -385,6 +387,203 @@ TEST(LaunchAsk, TheAgentCannotApproveItself) {
   EXPECT_EQ(proxy.stop(), 0) << proxy.err();
   EXPECT_EQ(query(proxy.store(), "SELECT kind, json_extract(detail, '$.host') FROM events WHERE kind LIKE 'ask_%' ORDER BY id"),
             (std::vector<std::vector<std::string>>{{"ask_pending", "denied.test"}, {"ask_expired", "denied.test"}}));
+  expect_nothing_left(subnet);
+}
+
+// A connection to a shared proxy's control socket, as a launcher (or a hostile client with
+// its uid) holds one: lines out, lines in.
+class ControlLine {
+ public:
+  explicit ControlLine(const std::filesystem::path& socket) {
+    fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::strncpy(a.sun_path, socket.c_str(), sizeof a.sun_path - 1);
+    if (::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) throw std::runtime_error("connect");
+    timeval tv{30, 0};
+    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  }
+  ~ControlLine() { ::close(fd_); }
+  std::string ask(const std::string& line) {
+    const std::string out = line + "\n";
+    if (::send(fd_, out.data(), out.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(out.size())) return {};
+    for (;;) {
+      if (const auto nl = in_.find('\n'); nl != std::string::npos) {
+        std::string got = in_.substr(0, nl);
+        in_.erase(0, nl + 1);
+        return got;
+      }
+      char buf[4096];
+      const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+      if (n <= 0) return {};
+      in_.append(buf, static_cast<std::size_t>(n));
+    }
+  }
+
+ private:
+  int fd_ = -1;
+  std::string in_;
+};
+
+// The question ids waiting for `agent` on the proxy at `control`.
+std::vector<std::uint64_t> waiting_ids(const std::string& control, const std::string& agent) {
+  const auto r = test::run_netbox({"agent", "pending", "--control", control, "--format", "json"});
+  std::vector<std::uint64_t> out;
+  const auto j = nlohmann::json::parse(r.out, nullptr, false);
+  const auto& list = j.is_object() && j.contains("pending") ? j["pending"] : j;
+  if (!list.is_array()) return out;
+  for (const auto& q : list)
+    if (q.value("agent", "") == agent) out.push_back(q.value("id", std::uint64_t{0}));
+  return out;
+}
+
+// A launch registered with a shared proxy asks on its own terminal, as an embedded launch
+// does (the agent does not own it): once lets the waiting request through, deny refuses
+// the next; the grantor is the person at that terminal.
+TEST(LaunchAsk, SharedProxyQuestionsAreAskedOnTheLaunchsOwnTerminal) {
+  NETBOX_REQUIRE_ROOT();
+  const auto subnet = test_subnet(160);
+  HttpServer upstream;
+  HostDir host;
+  test::TempDir dir;
+  SharedProxy proxy(host, dir.write("policy.json", policy_json(upstream.port())));
+  ASSERT_TRUE(proxy.ready()) << proxy.err();
+  const std::string dest = "denied.test:" + std::to_string(upstream.port());
+  TerminalLaunch run({"--subnet", subnet.cidr, "--proxy-control", proxy.socket().string(), "--name", "asker", "--ask",
+                      "--", kSh, "-c", curl("http://" + dest + "/once") + curl("http://" + dest + "/denied")},
+                     host.path());
+  ASSERT_TRUE(run.shown(kQuestion)) << run.screen() << run.err() << proxy.err();
+  EXPECT_THAT(run.screen(), HasSubstr("(http, not in the policy); [o]nce, for this [l]aunch, add to the [p]olicy file, [d]eny?"));
+  run.type("o\n");
+  ASSERT_TRUE(run.shown(kQuestion, 2)) << "a grant for once asks again:\n" << run.screen() << run.err();
+  run.type("d\n");
+  EXPECT_EQ(run.wait(), 0) << run.err();
+  EXPECT_THAT(run.screen(), HasSubstr("netbox ask: allowed " + dest + " (once)"));
+  EXPECT_THAT(run.screen(), HasSubstr("netbox ask: refused " + dest));
+  EXPECT_THAT(run.err(), Not(HasSubstr("netbox agent pending"))) << "asked here, not elsewhere";
+  EXPECT_THAT(run.out(), HasSubstr(HttpServer::kBody));
+  EXPECT_THAT(run.out(), HasSubstr("asked, and denied by "));
+  EXPECT_EQ(proxy.stop(), 0) << proxy.err();
+  EXPECT_EQ(query(proxy.store(), "SELECT path, decision, coalesce(substr(rule, 1, 6), '') = 'grant:' FROM requests WHERE host = "
+                                 "'denied.test' ORDER BY id"),
+            (std::vector<std::vector<std::string>>{{"/once", "allow", "1"}, {"/denied", "deny", "0"}}));
+  const auto answers = query(proxy.store(), "SELECT kind, json_extract(detail, '$.grantor') FROM events WHERE kind IN "
+                                            "('ask_granted', 'ask_denied') ORDER BY id");
+  ASSERT_EQ(answers.size(), 2u) << ::testing::PrintToString(answers);
+  EXPECT_EQ(answers[0][0], "ask_granted");
+  EXPECT_EQ(answers[1][0], "ask_denied");
+  for (const auto& a : answers)
+    EXPECT_THAT(a[1], ::testing::EndsWith(" at the launch's terminal (agent asker, control connection uid 0)"));
+  expect_nothing_left(subnet);
+}
+
+// The same question answered elsewhere first (`netbox agent approve --control`): the first
+// answer wins, and the launch's terminal stops asking and says so.
+TEST(LaunchAsk, SharedProxyQuestionAnsweredElsewhereFirstEndsTheTerminalsPrompt) {
+  NETBOX_REQUIRE_ROOT();
+  const auto subnet = test_subnet(161);
+  HttpServer upstream;
+  HostDir host;
+  test::TempDir dir;
+  SharedProxy proxy(host, dir.write("policy.json", policy_json(upstream.port())));
+  ASSERT_TRUE(proxy.ready()) << proxy.err();
+  const std::string dest = "denied.test:" + std::to_string(upstream.port());
+  TerminalLaunch run({"--subnet", subnet.cidr, "--proxy-control", proxy.socket().string(), "--name", "asker", "--ask",
+                      "--", kSh, "-c", curl("http://" + dest + "/elsewhere")},
+                     host.path());
+  ASSERT_TRUE(run.shown(kQuestion)) << run.screen() << run.err() << proxy.err();
+  const auto ok = test::run_netbox({"agent", "approve", "--control", proxy.socket().string(), "asker", dest});
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  ASSERT_TRUE(run.shown("netbox ask: " + dest + " was answered elsewhere: allowed (once) by uid 0 (control socket)"))
+      << run.screen();
+  EXPECT_EQ(run.wait(), 0) << run.err();
+  EXPECT_EQ(run.out(), std::string(HttpServer::kBody) + "\n");
+  EXPECT_EQ(proxy.stop(), 0) << proxy.err();
+  EXPECT_EQ(query(proxy.store(), "SELECT json_extract(detail, '$.grantor') FROM events WHERE kind LIKE 'ask_%' AND "
+                                 "kind != 'ask_pending'"),
+            (std::vector<std::vector<std::string>>{{"uid 0 (control socket)"}}));
+  expect_nothing_left(subnet);
+}
+
+// A hostile client with the proxy's uid registers an agent of its own by address (inside
+// the proxy's pool, where no test launches: so its connection
+// is a registration connection) and answers another launch's question with the terminal's
+// op: refused, and the question still waits for someone who may answer it.
+TEST(LaunchAsk, ARegistrationConnectionCannotAnswerAnotherAgentsQuestion) {
+  NETBOX_REQUIRE_ROOT();
+  const auto subnet = test_subnet(162);
+  HttpServer upstream;
+  HostDir host;
+  test::TempDir dir;
+  SharedProxy proxy(host, dir.write("policy.json", policy_json(upstream.port())));
+  ASSERT_TRUE(proxy.ready()) << proxy.err();
+  const std::string control = proxy.socket().string();
+  const std::string dest = "denied.test:" + std::to_string(upstream.port());
+  Background launch({test::netbox_binary().string(), "launch", "--subnet", subnet.cidr, "--proxy-control", control,
+                     "--name", "victim", "--ask", "--", kSh, "-c", curl("http://" + dest + "/victim")},
+                    host.path(), "victim");
+  std::vector<std::uint64_t> ids;
+  ASSERT_TRUE(eventually([&] { return !(ids = waiting_ids(control, "victim")).empty(); })) << launch.err() << proxy.err();
+  ControlLine hostile(proxy.socket());
+  EXPECT_EQ(hostile.ask(R"({"op":"register","addr":"10.213.255.7","agent":"hostile","ask":{"terminal":true}})"),
+            R"({"ok":true})");
+  const auto answered = hostile.ask(R"({"op":"answer","id":)" + std::to_string(ids.front()) +
+                                    R"(,"approve":true,"scope":"launch","user":"mallory"})");
+  EXPECT_THAT(answered, HasSubstr("\"ok\":false"));
+  EXPECT_THAT(answered, HasSubstr("is agent victim's, not of an agent registered on this connection"));
+  EXPECT_EQ(waiting_ids(control, "victim"), ids) << "the question still waits";
+  const auto denied = test::run_netbox({"agent", "deny", "--control", control, "victim", dest});
+  EXPECT_EQ(denied.exit_code, 0) << denied.err;
+  EXPECT_EQ(launch.wait(), 0) << launch.err();
+  EXPECT_THAT(launch.out(), HasSubstr("asked, and denied by uid 0 (control socket)"));
+  EXPECT_EQ(upstream.connections(), 0);
+  EXPECT_EQ(proxy.stop(), 0) << proxy.err();
+  EXPECT_EQ(query(proxy.store(), "SELECT kind, json_extract(detail, '$.grantor') FROM events WHERE kind IN "
+                                 "('ask_granted', 'ask_denied')"),
+            (std::vector<std::vector<std::string>>{{"ask_denied", "uid 0 (control socket)"}}));
+  expect_nothing_left(subnet);
+}
+
+// A client that gives up while asked (curl -m 3, against a 600 s question) is let go at
+// once: its row is closed saying so, long before the question's timeout; the question
+// stays, and the agent's retry joins it (asked once) and goes through when approved.
+TEST(LaunchAsk, AClientThatLeavesWhileAskedIsLetGoAtOnceAndItsRetryJoinsTheQuestion) {
+  NETBOX_REQUIRE_ROOT();
+  const auto subnet = test_subnet(163);
+  HttpServer upstream;
+  HostDir host;
+  test::TempDir dir;
+  SharedProxy proxy(host, dir.write("policy.json", policy_json(upstream.port())));
+  ASSERT_TRUE(proxy.ready()) << proxy.err();
+  const std::string control = proxy.socket().string();
+  const std::string dest = "denied.test:" + std::to_string(upstream.port());
+  Background launch({test::netbox_binary().string(), "launch", "--subnet", subnet.cidr, "--proxy-control", control,
+                     "--name", "leaver", "--ask", "--ask-timeout", "600s", "--", kSh, "-c",
+                     std::string(kCurl) + " -s -m 3 http://" + dest + "/gave-up; echo; " + curl("http://" + dest + "/retry")},
+                    host.path(), "leaver");
+  std::vector<std::vector<std::string>> left;
+  ASSERT_TRUE(eventually([&] {
+    left = query(proxy.store(), "SELECT decision, reason FROM requests WHERE path = '/gave-up'");
+    return !left.empty();
+  }, std::chrono::seconds(90)))
+      << "the row of the client that left stays open until the question's timeout\n" << launch.err() << proxy.err();
+  EXPECT_EQ(left[0][0], "deny");
+  EXPECT_THAT(left[0][1], HasSubstr("(asked; the client left while asking)"));
+  std::vector<std::uint64_t> ids;
+  ASSERT_TRUE(eventually([&] {
+    const auto r = test::run_netbox({"agent", "pending", "--control", control, "--format", "json"});
+    return r.out.find("\"waiters\": 1") != std::string::npos && !(ids = waiting_ids(control, "leaver")).empty();
+  })) << launch.err();
+  const auto ok = test::run_netbox({"agent", "approve", "--control", control, "leaver", dest});
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_EQ(launch.wait(), 0) << launch.err();
+  EXPECT_EQ(launch.out(), "\n" + std::string(HttpServer::kBody) + "\n");
+  EXPECT_EQ(proxy.stop(), 0) << proxy.err();
+  EXPECT_EQ(query(proxy.store(), "SELECT kind FROM events WHERE kind LIKE 'ask_%' ORDER BY id"),
+            (std::vector<std::vector<std::string>>{{"ask_pending"}, {"ask_granted"}}))
+      << "the retry joined the question its first try left";
+  EXPECT_EQ(query(proxy.store(), "SELECT path, decision FROM requests WHERE host = 'denied.test' ORDER BY id"),
+            (std::vector<std::vector<std::string>>{{"/gave-up", "deny"}, {"/retry", "allow"}}));
   expect_nothing_left(subnet);
 }
 

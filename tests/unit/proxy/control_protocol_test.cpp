@@ -301,5 +301,47 @@ TEST(ControlProtocol, ActsAndTheirAnswersRoundTripAndBadOnesAreRefused) {
   expect_refused(R"({"op":"acted","id":"1","ok":true})", "\"id\" must be an integer");
 }
 
+// A launch's terminal asking through a shared proxy: the question and its end pushed to the
+// launcher, its answer back, and the registration's "terminal".
+TEST(ControlProtocol, TerminalQuestionsAnswersAndTheirEndsRoundTripAndBadOnesAreRefused) {
+  PendingAsk q;
+  q.id = 7;
+  q.agent = "a1";
+  q.host = "api.example.com";
+  q.port = 443;
+  q.door = "http";
+  q.expires = std::chrono::system_clock::time_point(std::chrono::milliseconds(1796000000123));
+  q.policy_offered = true;
+  const auto asked = std::get<Asked>(parse_from_proxy(to_line(Asked{q}))).question;
+  EXPECT_EQ(asked.id, 7u);
+  EXPECT_EQ(asked.agent, "a1");
+  EXPECT_EQ(asked.host, "api.example.com");
+  EXPECT_EQ(asked.port, 443);
+  EXPECT_EQ(asked.door, "http");
+  EXPECT_EQ(asked.expires, q.expires);
+  EXPECT_TRUE(asked.policy_offered);
+  const auto settled = std::get<Settled>(parse_from_proxy(to_line(Settled{7, true, "denied by x"})));
+  EXPECT_EQ(settled.id, 7u);
+  EXPECT_TRUE(settled.answered);
+  EXPECT_EQ(settled.how, "denied by x");
+  EXPECT_THROW(parse_from_proxy(R"({"asked":[1]})"), ProtocolError);
+  const auto answer = std::get<Answer>(parse_request(to_line(Request{Answer{7, true, AskScope::launch, "alice"}})));
+  EXPECT_EQ(answer.id, 7u);
+  EXPECT_TRUE(answer.approve);
+  EXPECT_EQ(answer.scope, AskScope::launch);
+  EXPECT_EQ(answer.user, "alice");
+  expect_refused(R"({"op":"answer","approve":true})", "\"id\" is missing");
+  expect_refused(R"({"op":"answer","id":7})", "\"approve\" is missing");
+  expect_refused(R"({"op":"answer","id":7,"approve":true,"scope":"forever"})", "\"scope\" must be");
+  Register r;
+  r.addr = "10.0.0.2";
+  r.ask = AskSettings{std::chrono::milliseconds(5000), true};
+  const auto back = std::get<Register>(parse_request(to_line(Request{r})));
+  ASSERT_TRUE(back.ask);
+  EXPECT_TRUE(back.ask->terminal);
+  EXPECT_EQ(back.ask->timeout, std::chrono::milliseconds(5000));
+  expect_refused(R"({"op":"register","addr":"10.0.0.2","ask":{"terminal":"yes"}})", "\"terminal\" must be true or false");
+}
+
 }  // namespace
 }  // namespace netbox::proxy::control

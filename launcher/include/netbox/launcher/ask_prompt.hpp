@@ -1,18 +1,23 @@
 #pragma once
-// The launch's terminal asking a person (netbox launch --ask, embedded proxy): one line per
+// The launch's terminal asking a person (netbox launch --ask, with the embedded proxy or a
+// shared one, --proxy-control: control_client.cpp pushes it the proxy's questions): one line per
 // question on /dev/tty, naming the agent, host:port and door, answered with one line:
 // o (once), l (for this launch), p (add to the policy file, when offered), d (deny). Read
 // from /dev/tty of the launch, never the agent's stdin; nothing is asked there when the
 // agent owns the terminal (its stdin is the terminal: a full-screen agent), and questions
 // then wait for `netbox agent pending` / `netbox agent approve` from another terminal.
 //
-// The proxy tells of a question on an io thread (ProxyOptions::on_ask), which must not
-// block: the question is queued, and a thread of the prompt's own asks, waits for the line
-// (until the question's expiry) and hands the answer to the proxy.
+// The proxy tells of a question on an io thread (AgentAttachment::ask_listener; or the
+// control connection's reader), which must not block: the question is queued, and a thread
+// of the prompt's own asks, waits for the line (until the question's expiry) and hands the
+// answer to the proxy. A question answered elsewhere first (`netbox agent approve`, the
+// dashboard) stops being asked, and the terminal says by whom.
 #include "netbox/proxy/approval.hpp"
 
 #include <condition_variable>
 #include <deque>
+#include <map>
+#include <optional>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -32,17 +37,22 @@ class AskPrompt {
   AskPrompt(const AskPrompt&) = delete;
   AskPrompt& operator=(const AskPrompt&) = delete;
 
-  // What the proxy calls for each new question (queues it; never blocks).
-  proxy::AskNotifier notifier();
-  // Where answers go (the embedded proxy's Server::answer_ask); questions asked before wait.
+  // What the proxy calls for each new question and each end of one (queues; never blocks).
+  proxy::AskListener listener();
+  // Where answers go (the embedded proxy's Server::answer_ask, or the control connection);
+  // questions asked before wait.
   void answer_with(Answer answer);
 
  private:
   explicit AskPrompt(int tty);
   void run();
   void ask(const proxy::PendingAsk& q);
-  // A line from the terminal before `deadline`; empty when none came (or the prompt stops).
-  std::string read_line(std::chrono::system_clock::time_point deadline);
+  void settled(std::uint64_t id, bool answered, const std::string& how);
+  // A line from the terminal before `deadline`; empty when none came, the prompt stops, or
+  // question `id` ended elsewhere (then in settled_).
+  std::string read_line(std::chrono::system_clock::time_point deadline, std::uint64_t id);
+  // How question `id` ended elsewhere, taken; nullopt: it has not.
+  std::optional<std::pair<bool, std::string>> take_settled(std::uint64_t id);
   void say(const std::string& text);
 
   int tty_ = -1;
@@ -50,6 +60,7 @@ class AskPrompt {
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<proxy::PendingAsk> queue_;
+  std::map<std::uint64_t, std::pair<bool, std::string>> settled_;  // questions that ended: answered?, how
   Answer answer_;
   bool stop_ = false;
   std::thread thread_;

@@ -21,6 +21,8 @@
 
 namespace netbox::launcher {
 
+class AskPrompt;
+
 struct AgentIdentity {
   std::string name;
   std::string profile;
@@ -91,7 +93,10 @@ std::unique_ptr<ProxyLink> make_embedded_proxy(policy::Policy policy, std::files
                                                policy::Cidr subnet, EmbeddedLog log = {},
                                                EmbeddedInspection inspection = {}, EmbeddedAsk ask = {},
                                                std::optional<std::filesystem::path> operator_socket = {});
-std::unique_ptr<ProxyLink> make_control_client(std::filesystem::path control_socket);
+// `prompt`: the launch's terminal, asking the agent's questions there (--ask, when the agent
+// does not own it); null: the questions wait for `netbox agent approve` and the dashboard.
+std::unique_ptr<ProxyLink> make_control_client(std::filesystem::path control_socket,
+                                               std::unique_ptr<AskPrompt> prompt);
 
 // What a running proxy keeps that its agents must not read, as it reports them ("info" on
 // the control socket). Throws LaunchError(125) when the proxy cannot be reached.

@@ -90,6 +90,10 @@ struct AgentAttachment {
   // `netbox launch --ask`: a destination its policy does not list is asked of a person
   // (approval.hpp) instead of refused at once. Unset: refused at once.
   std::optional<AskSettings> ask;
+  // With ask: who is told of its questions as they come and end (the launch's terminal
+  // prompt, embedded; the registration connection of a shared proxy's launcher). Unset:
+  // nobody but the readers of pending questions (control socket, admin API).
+  AskListener ask_listener;
 };
 
 // What attach_agent did, for detach_agent to undo: a value the caller keeps.

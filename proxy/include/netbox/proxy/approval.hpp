@@ -25,6 +25,10 @@ std::optional<AskScope> parse_ask_scope(std::string_view text);
 struct AskSettings {
   std::chrono::milliseconds timeout{60000};
   static constexpr std::chrono::milliseconds kDefaultTimeout{60000};
+  // The launch asks its questions on its own terminal (a launcher registered with a shared
+  // proxy: "ask": {"terminal": true}); the proxy then pushes each to its registration
+  // connection (docs/proxy.md, "Control socket").
+  bool terminal = false;
 };
 
 // One question waiting for an answer. Requests of one agent to one host and port share it.
@@ -57,8 +61,17 @@ struct AskTarget {
   std::uint16_t port = 0;
 };
 
-// ProxyOptions::on_ask: told of each new question (not of requests that join one). Called
-// on an io thread: it must not block (the launcher's prompt queues it for its own thread).
-using AskNotifier = std::function<void(const PendingAsk&)>;
+// AgentAttachment::ask_listener: told of each new question of one agent (not of requests
+// that join one) and of how each ended, so that a prompt showing it can say it was
+// answered elsewhere. Called on any thread (an io thread, the control socket's, an
+// answerer's), never under the book's lock: it must not block (the launcher's prompt
+// queues for its own thread; the control socket posts a line to its connection).
+struct AskListener {
+  std::function<void(const PendingAsk&)> asked;
+  // Question `id` is over: `answered` by someone (`how`: "allowed (once) by uid 1000 (control
+  // socket)", "denied by ..."), or not (no answer in time).
+  std::function<void(std::uint64_t id, bool answered, const std::string& how)> settled;
+  explicit operator bool() const { return asked != nullptr; }
+};
 
 }  // namespace netbox::proxy

@@ -66,7 +66,9 @@ struct Register {
   };
   std::optional<Sockets> sockets;
   std::string dns_pool6;  // with sockets and dns_pool: the synthetic IPv6 pool (AAAA answers); empty: none
-  // "ask": {"timeout_ms": N}: netbox launch --ask (AgentAttachment::ask); absent: refused at once.
+  // "ask": {"timeout_ms": N, "terminal": true}: netbox launch --ask (AgentAttachment::ask);
+  // "terminal": the launcher asks on its own terminal, so the proxy pushes it each question
+  // (Asked) and answers its Answer. Absent: refused at once.
   std::optional<AskSettings> ask;
 };
 
@@ -92,7 +94,17 @@ struct Acted {
   std::string result;  // what it did, or why it could not
 };
 
-using Request = std::variant<Ping, Info, Register, Unregister, Operator, Acted>;
+// A launch's terminal answering a question of the agent registered on this connection
+// (pushed to it as an Asked): {"op":"answer","id":N,"approve":true,"scope":"once","user":"alice"}.
+// A question of any other agent is refused.
+struct Answer {
+  std::uint64_t id = 0;
+  bool approve = false;
+  AskScope scope = AskScope::once;
+  std::string user;  // who sits at the launch's terminal (named in the grantor)
+};
+
+using Request = std::variant<Ping, Info, Register, Unregister, Operator, Acted, Answer>;
 
 // The operator ops a proxy knows (list, kill, freeze, resume, and the approval ops).
 const std::vector<std::string_view>& operator_ops();
@@ -131,8 +143,23 @@ struct Act {
   std::string action;  // freeze, resume or kill
   std::string why;
 };
-// What a launcher reads on its registration connection: an answer, or an Act.
-using FromProxy = std::variant<Reply, Act>;
+// Sent by the proxy on the registration connection of an agent registered with
+// "ask": {"terminal": true}: a new question of that agent (its launch asks it on its
+// terminal, and answers with an Answer of the same id).
+//   {"asked":{"id":7,"agent":"a1","host":"h","port":443,"door":"http","expires_ms":N,"scopes":[...]}}
+struct Asked {
+  PendingAsk question;
+};
+// ... and the end of one: answered elsewhere (or on the terminal), or not at all.
+//   {"settled":{"id":7,"answered":true,"how":"allowed (once) by uid 1000 (control socket)"}}
+struct Settled {
+  std::uint64_t id = 0;
+  bool answered = false;
+  std::string how;
+};
+// What a launcher reads on its registration connection: an answer, an Act, or a question
+// and its end.
+using FromProxy = std::variant<Reply, Act, Asked, Settled>;
 
 // A line that is not a message of this protocol; what() names the key and what it
 // should have been, for the answer to a broken or hostile peer.
@@ -149,6 +176,8 @@ Reply parse_reply(std::string_view line);
 std::string to_line(const Request& request);
 std::string to_line(const Reply& reply);
 std::string to_line(const Act& act);
+std::string to_line(const Asked& asked);
+std::string to_line(const Settled& settled);
 // A line on a launcher's connection: an Act when it has "act", else a Reply. Throws ProtocolError.
 FromProxy parse_from_proxy(std::string_view line);
 

@@ -125,10 +125,6 @@ struct ProxyOptions {
   // when that is less, so one agent never takes every slot.
   std::size_t max_client_connections = 0;
   std::size_t max_client_connections_per_agent = 0;
-  // Approve on the spot (agents attached with AgentAttachment::ask, approval.hpp): told of
-  // each new question (the embedded proxy's launcher asks on its terminal); null: nobody is
-  // told but the readers of pending questions (control socket, admin API).
-  AskNotifier on_ask;
   // The policy file an answer of scope `policy` adds the host to (then reloaded when it is
   // policy_file); empty: that scope is not offered.
   std::filesystem::path ask_policy_file;
