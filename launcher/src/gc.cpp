@@ -2,6 +2,7 @@
 
 #include "netbox/launcher/cgroup.hpp"
 #include "netbox/launcher/nft_rules.hpp"
+#include "netbox/launcher/operator_socket.hpp"
 #include "netbox/launcher/subnet_pool.hpp"
 #include "netbox/launcher/rtnetlink.hpp"
 
@@ -99,7 +100,9 @@ GcReport collect_garbage_locked(const fs::path& state_dir, bool orphans) {
 
 GcReport collect_garbage(const fs::path& state_dir) {
   StateLock lock(state_dir);
-  return collect_garbage_locked(state_dir);
+  auto report = collect_garbage_locked(state_dir);
+  collect_operator_sockets(state_dir, report.removed);  // `netbox gc` only: no launch pays for it
+  return report;
 }
 
 }  // namespace netbox::launcher

@@ -10,6 +10,7 @@
 #include "inspect/inspector.hpp"
 #include "base/proxy_runtime.hpp"
 #include "agents/operator_ops.hpp"
+#include "agents/process_table.hpp"
 #include "agents/received_fds.hpp"
 #include "agents/terminal_asks.hpp"
 
@@ -24,6 +25,7 @@
 #include <chrono>
 #include <deque>
 #include <future>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -51,12 +53,20 @@ uid_t peer_uid(int fd) {
   if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) return static_cast<uid_t>(-1);
   return cred.uid;
 }
+// The pid of the peer of a Unix socket (SO_PEERCRED, at connect); 0 when unknown (a peer in
+// a PID namespace the proxy does not see).
+pid_t peer_pid(int fd) {
+  ucred cred{};
+  socklen_t len = sizeof cred;
+  if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) return 0;
+  return cred.pid;
+}
 
 class ControlSession : public std::enable_shared_from_this<ControlSession> {
  public:
   ControlSession(ProxyRuntime& impl, stream::socket s, uid_t owner, bool operator_only)
       : impl_(impl), socket_(std::move(s)), owner_(owner), operator_only_(operator_only),
-        peer_(peer_uid(socket_.native_handle())) {}
+        peer_(peer_uid(socket_.native_handle())), peer_pid_(peer_pid(socket_.native_handle())) {}
   ~ControlSession() {
     // A launcher that dies without saying goodbye leaves nothing attached.
     for (auto& [addr, agent] : attached_) {
@@ -359,6 +369,7 @@ class ControlSession : public std::enable_shared_from_this<ControlSession> {
   // them); attach_agent checks each (type, listening, family, its own namespace) and keeps
   // duplicates, so what came is closed after the answer whatever it was.
   control::Reply register_sockets(const control::Register& r) {
+    if (auto why = init_problem(r); !why.empty()) return control::Reply::refused(why);
     AgentAttachment a;
     a.name = r.agent;
     a.profile = r.profile;
@@ -400,6 +411,25 @@ class ControlSession : public std::enable_shared_from_this<ControlSession> {
     }
   }
 
+  // The launch's pid is the init of the agent's PID namespace: the processes below it are
+  // taken for the agent's (attribution.hpp) and its row names it. Only the client's own
+  // launch may be named: a process it started (SO_PEERCRED's pid, at connect), not the
+  // proxy or any other process on the host.
+  std::string init_problem(const control::Register& r) const {
+    if (!r.launch || r.launch->pid == 0) return {};
+    const auto pid = r.launch->pid;
+    if (peer_pid_ <= 0)
+      return "\"launch\" \"pid\" " + std::to_string(pid) +
+             " cannot be checked: the registering client's pid is unknown here (another PID namespace)";
+    if (pid == ::getpid())  // a client the proxy started is still not the proxy
+      return "\"launch\" \"pid\" " + std::to_string(pid) + " is this proxy: only the client's own launch's init may be named";
+    if (pid < 0 || pid > std::numeric_limits<pid_t>::max() || !descends_from(static_cast<pid_t>(pid), peer_pid_))
+      return "\"launch\" \"pid\" " + std::to_string(pid) +
+             " is not a process the registering client (pid " + std::to_string(peer_pid_) +
+             ") started: only its own launch's init may be named";
+    return {};
+  }
+
   control::Reply handle(const control::Unregister& u) {
     asio::ip::address addr;
     if (auto why = address_problem(u.addr, addr); !why.empty()) return control::Reply::refused(why);
@@ -422,6 +452,7 @@ class ControlSession : public std::enable_shared_from_this<ControlSession> {
   uid_t owner_;        // the proxy's user, who made the socket
   bool operator_only_;
   uid_t peer_;         // SO_PEERCRED, at connect
+  pid_t peer_pid_;     // likewise
   std::uint64_t last_act_ = 0;
   std::map<std::uint64_t, std::shared_ptr<std::promise<control::Acted>>> acts_;  // Acts awaiting their answer
 };

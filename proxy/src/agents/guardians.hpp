@@ -58,7 +58,13 @@ class Guardians {
   std::shared_ptr<AgentGuard> of(const std::string& agent);
   // Null when the agent has made no connection in this launch.
   std::shared_ptr<AgentGuard> find(const std::string& agent) const;
-  // The agent has left: its next launch starts afresh; its card goes too.
+  // An agent of this name was attached (by address or by its sockets). Guards are kept by
+  // name, so they live while any agent of the name is attached.
+  void attached(const std::string& agent);
+  // An agent of this name has left: when it was the last one of the name, its guard (spent
+  // budgets, rate buckets, event windows) and its card go, so the next launch of the name
+  // is a new agent with its full budgets ("per agent per launch") and nothing is kept per
+  // launch. A guard still held by a connection of the old launch dies with it.
   void forget(const std::string& agent);
   // An attached agent, for `netbox agent list` and the actions on it (guardians_operator.cpp).
   // Agents are known by name: a second agent of a name replaces the first's card. Returns
@@ -107,6 +113,7 @@ class Guardians {
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<AgentGuard>, std::less<>> guards_;
   std::map<std::string, AgentCard, std::less<>> cards_;
+  std::map<std::string, std::size_t, std::less<>> attached_;  // agents of each name attached now
   std::uint64_t last_serial_ = 0;
   std::map<std::string, std::unique_ptr<Webhook>, std::less<>> webhooks_;  // by URL as written, and CA file
   std::deque<std::function<void()>> work_;

@@ -91,7 +91,31 @@ void children_of(pid_t pid, std::deque<pid_t>& out, std::size_t most) {
 
 std::string socket_link(std::uint64_t inode) { return "socket:[" + std::to_string(inode) + "]"; }
 
+// `pid`'s parent (field 4 of /proc/PID/stat, after the command's name in parentheses,
+// which may hold anything); nullopt when it is gone.
+std::optional<pid_t> parent_of(pid_t pid) {
+  const std::string stat = read_bounded(proc(pid, "stat"), 1024);
+  const auto close = stat.rfind(')');
+  if (close == std::string::npos || close + 4 >= stat.size()) return std::nullopt;
+  std::string_view rest = std::string_view(stat).substr(close + 4);  // past ") S "
+  rest = rest.substr(0, rest.find(' '));
+  if (rest == "0") return 0;
+  return number(rest);
+}
+
 }  // namespace
+
+bool descends_from(pid_t pid, pid_t ancestor) {
+  if (pid <= 0 || ancestor <= 0 || pid == ancestor) return false;
+  // Bounded: a chain of parents ends at the PID namespace's init (parent 0) long before.
+  for (int hops = 0; hops < 4096; ++hops) {
+    const auto parent = parent_of(pid);
+    if (!parent || *parent <= 0) return false;
+    if (*parent == ancestor) return true;
+    pid = *parent;
+  }
+  return false;
+}
 
 SocketOwner find_socket_owner(pid_t root, std::uint64_t inode, const ScanBudget& budget) {
   const std::string wanted = socket_link(inode);

@@ -39,6 +39,10 @@ SocketOwner find_socket_owner(pid_t root, std::uint64_t inode, const ScanBudget&
 // describe_process: the pid was not reused meanwhile).
 bool holds_socket(pid_t pid, std::uint64_t inode, std::size_t max_descriptors);
 
+// Whether `pid` is a child of `ancestor`, or a child's child, and so on (from /proc/PID/stat's
+// parents). Not `ancestor` itself. Reads a few /proc files: once per registration.
+bool descends_from(pid_t pid, pid_t ancestor);
+
 // What `pid` runs: its pid inside its own PID namespace (the last of NSpid), its
 // executable's path (as its own mount namespace names it) and its command line's first
 // words, made printable and bounded. Nullopt: it is gone.

@@ -135,7 +135,38 @@ class TlsDoor : public std::enable_shared_from_this<TlsDoor> {
   std::uint64_t up_ = 0, down_ = 0;  // counted by the loop's rows, not here
 };
 
+// A fatal internal_error alert (RFC 8446 6.2; RFC 5246 7.2), in the clear as every alert
+// before a handshake is: the refusal is about the proxy's state, not the client's hello.
+constexpr unsigned char kInternalErrorAlert[] = {0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 80};
+
+class TlsRefusal : public std::enable_shared_from_this<TlsRefusal> {
+ public:
+  explicit TlsRefusal(tcp::socket s) : s_(std::move(s)) {}
+  void start() {
+    // Seven bytes into a fresh socket's empty send buffer: never blocks, never partial.
+    [[maybe_unused]] const auto sent = ::send(s_.socket().native_handle(), kInternalErrorAlert,
+                                              sizeof kInternalErrorAlert, MSG_DONTWAIT | MSG_NOSIGNAL);
+    boost::system::error_code ec;
+    s_.socket().shutdown(tcp::socket::shutdown_send, ec);
+    s_.expires_after(kRefusalDrain);
+    drain();
+  }
+
+ private:
+  void drain() {
+    s_.async_read_some(asio::buffer(buf_), [self = shared_from_this()](boost::system::error_code ec, std::size_t) {
+      if (!ec) self->drain();  // closed (destroyed) on EOF, an error or the deadline
+    });
+  }
+  beast::tcp_stream s_;
+  char buf_[4096];
+};
+
 }  // namespace
+
+void refuse_tls_connection(tcp::socket s) {
+  std::make_shared<TlsRefusal>(std::move(s))->start();
+}
 
 ListenerTls::ListenerTls(const ListenerTlsFiles& files, bool allow_anonymous,
                          std::function<void(bool, const std::string&)> on_reload)

@@ -14,6 +14,7 @@
 // room, identity, policy) → its certificate's verdict (a registered address keeps its
 // agent) → the loop, bound to it. A refused certificate is answered by the loop: 407 to
 // its first request, with a row (rule `client_cert`), then the connection is closed.
+// A connection over the caps gets no handshake: a TLS alert (refuse_tls_connection).
 #include "netbox/proxy/proxy_options.hpp"
 
 #include "pipeline/client_certs.hpp"
@@ -52,5 +53,14 @@ class ListenerTls {
 
 // Takes a connection accepted on a TLS listener, with its client slot.
 void take_tls_connection(ProxyRuntime& rt, Worker& w, boost::asio::ip::tcp::socket s, ClientSlot slot);
+
+// A connection on a TLS listener that the connection caps refused (take_client_slot has
+// counted and logged it): answered with a fatal TLS alert (internal_error), the record a
+// TLS client reads and reports in place of its ServerHello, then closed once the client
+// has closed (at most kRefusalDrain: the client's hello is read and dropped, so the close
+// is a FIN the client sees after the alert, not a reset ahead of it). No handshake is made
+// for a connection over the caps: it would cost the proxy what the caps protect.
+inline constexpr std::chrono::seconds kRefusalDrain{1};
+void refuse_tls_connection(boost::asio::ip::tcp::socket s);
 
 }  // namespace netbox::proxy

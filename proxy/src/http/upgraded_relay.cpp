@@ -124,10 +124,13 @@ void UpgradedRelay<Client, Upstream>::end_sending(To& to) {
 
 template <class Client, class Upstream>
 void UpgradedRelay<Client, Upstream>::arm_idle() {
-  idle_->expires_at(last_activity_ + idle_timeout_);
-  idle_->async_wait([this, keep = keep_.lock()](beast::error_code ec) {
+  const auto deadline = [this] {
+    return idle_deadline(last_activity_, idle_timeout_, up_.pacer.pausing() || down_.pacer.pausing());
+  };
+  idle_->expires_at(deadline());
+  idle_->async_wait([this, deadline, keep = keep_.lock()](beast::error_code ec) {
     if (ec || finished_) return;
-    if (std::chrono::steady_clock::now() - last_activity_ >= idle_timeout_)
+    if (std::chrono::steady_clock::now() >= deadline())
       return stop("idle for " + std::to_string(idle_timeout_.count()) + " ms (limits.idle_timeout_ms)");
     arm_idle();
   });

@@ -50,7 +50,7 @@ void AgentConnection::become(AgentIdentity next, const ProxyRuntime& rt) {
   metric_label = rt.metric_label(who);
 }
 
-std::optional<ClientSlot> take_client_slot(ProxyRuntime& rt, tcp::socket& s, DoorKind door) {
+std::optional<ClientSlot> take_client_slot(ProxyRuntime& rt, tcp::socket& s, DoorKind door, bool answer) {
   boost::system::error_code peer_ec;
   const auto peer = s.remote_endpoint(peer_ec);
   ClientSlotResult slot;
@@ -63,7 +63,7 @@ std::optional<ClientSlot> take_client_slot(ProxyRuntime& rt, tcp::socket& s, Doo
                                                    {log_key::door, door_name(door)},
                                                    {log_key::reason, slot.reason},
                                                    {log_key::count, rt.refused_log.take()}});
-    refuse_connection(s, slot.reason, door);
+    if (answer) refuse_connection(s, slot.reason, door);
     return std::nullopt;
   }
   boost::system::error_code ignored;

@@ -68,8 +68,10 @@ struct AgentConnection {
 // The client slot of a connection just accepted (client_identity.hpp: per agent). Nullopt:
 // a limit was hit; counted, logged (`connection_refused`, rate-limited) and answered the
 // door's way: a 503 on the HTTP listener, a close on SOCKS5, a reset on a captured
-// connection or the DNS view's TCP side.
-std::optional<ClientSlot> take_client_slot(ProxyRuntime& rt, boost::asio::ip::tcp::socket& s, DoorKind door);
+// connection or the DNS view's TCP side. With `answer` false, a refused `s` is left open
+// for the door to answer (the TLS listener's alert, tls_door.hpp).
+std::optional<ClientSlot> take_client_slot(ProxyRuntime& rt, boost::asio::ip::tcp::socket& s, DoorKind door,
+                                           bool answer = true);
 
 // Who the connection on `s` is, under the policy in force now. Nullopt: refused and `s`
 // reset (identify_client: an agent's own listener, from none of its addresses).

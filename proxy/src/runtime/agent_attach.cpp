@@ -140,7 +140,9 @@ AttachedAgent ProxyRuntime::attach_agent(const AgentAttachment& wanted) {
   // Before its identity is registered (register_agent reads it), undone if it is refused.
   if (wanted.ask) approvals.enable(wanted.name, wanted.profile, *wanted.ask, wanted.ask_listener);
   try {
-    return wanted.sockets ? attach_by_sockets(wanted) : attach_by_address(wanted);
+    auto attached = wanted.sockets ? attach_by_sockets(wanted) : attach_by_address(wanted);
+    guardians.attached(attached.name);  // detach_agent forgets it, on either link
+    return attached;
   } catch (...) {
     if (wanted.ask) approvals.forget(wanted.name);
     throw;
@@ -198,6 +200,7 @@ AttachedAgent ProxyRuntime::attach_by_address(const AgentAttachment& wanted) {
 void ProxyRuntime::detach_agent(const AttachedAgent& agent, const AgentEnd& end) noexcept {
   auto& core = *this;
   approvals.forget(agent.name);  // its grants end with the launch; what waits is refused
+  core.guardians.forget(agent.name);  // its next launch is a new agent: full budgets, no frozen state
   if (agent.netns) {  // its slot ends its row
     detach_by_sockets(agent, end);
     core.log.write(log_event::agent_unregistered, {{log_key::agent, agent.name}, {log_key::link, "sockets"}});
@@ -208,7 +211,6 @@ void ProxyRuntime::detach_agent(const AttachedAgent& agent, const AgentEnd& end)
     unlink_listeners(core.agents, agent);
     core.agents.remove(agent.addr);
     if (agent.addr6) core.agents.remove(*agent.addr6);
-    core.guardians.forget(agent.name);  // its next launch starts with full budgets
     if (agent.listener_added) core.remove_listener(*agent.listener);
     if (agent.socks_listener_added) core.remove_listener(*agent.socks_listener);
     if (agent.row_opened || end.exit_status) {

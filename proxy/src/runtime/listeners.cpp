@@ -112,8 +112,12 @@ void ProxyRuntime::accept_loop(Worker& w, std::shared_ptr<tcp::acceptor> acc, Li
 
 void ProxyRuntime::take_connection(Worker& w, tcp::socket s, ListenerKind kind) {
   const auto door = kind == ListenerKind::socks ? DoorKind::socks : DoorKind::http;
-  auto slot = take_client_slot(*this, s, door);
-  if (!slot) return;
+  // Refused on a TLS listener: an alert the client's TLS reads, never plaintext in its place.
+  auto slot = take_client_slot(*this, s, door, kind != ListenerKind::https);
+  if (!slot) {
+    if (kind == ListenerKind::https) refuse_tls_connection(std::move(s));
+    return;
+  }
   if (kind == ListenerKind::https)
     take_tls_connection(*this, w, std::move(s), std::move(*slot));
   else if (door == DoorKind::socks)

@@ -1,5 +1,7 @@
 #include "upstream/tunnel.hpp"
 
+#include "http/pacer.hpp"
+
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
@@ -277,7 +279,9 @@ void Tunnel::on_written(Half& h, boost::system::error_code ec) {
 void Tunnel::paced_relay(Half& h) {
   if (!h.pacer) h.pacer = std::make_unique<asio::steady_timer>(client_.get_executor());
   h.pacer->expires_after(std::exchange(h.pause, {}));
+  h.pausing = true;
   h.pacer->async_wait([self = shared_from_this(), &h](boost::system::error_code ec) {
+    h.pausing = false;
     if (ec || self->finished_) return self->half_done(h, asio::error::operation_aborted);
     self->last_activity_ = std::chrono::steady_clock::now();
     self->relay(h);
@@ -302,11 +306,11 @@ void Tunnel::half_done(Half& h, const boost::system::error_code& ec) {
 }
 
 void Tunnel::arm_idle() {
-  const auto deadline = last_activity_ + idle_timeout_;
-  idle_.expires_at(deadline);
+  idle_.expires_at(idle_deadline(last_activity_, idle_timeout_, up_.pausing || down_.pausing));
   idle_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
     if (ec || self->finished_) return;
-    if (std::chrono::steady_clock::now() - self->last_activity_ >= self->idle_timeout_)
+    const bool pausing = self->up_.pausing || self->down_.pausing;
+    if (std::chrono::steady_clock::now() >= idle_deadline(self->last_activity_, self->idle_timeout_, pausing))
       return self->abort("idle for " + std::to_string(self->idle_timeout_.count()) + " ms (limits.idle_timeout_ms)");
     self->arm_idle();
   });

@@ -48,6 +48,7 @@ class Tunnel : public std::enable_shared_from_this<Tunnel> {
     // limits.bandwidth_*: the pause the bytes under way earned, waited out before the next read.
     std::chrono::steady_clock::duration pause{};
     std::unique_ptr<boost::asio::steady_timer> pacer;  // made on the first pause
+    bool pausing = false;  // a pause is under way: the idle clock stands still (arm_idle)
   };
   enum class Burst { moved, waiting };  // waiting: a wait or write is under way, or the half is done
   void relay(Half& h);

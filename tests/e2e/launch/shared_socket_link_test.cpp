@@ -273,5 +273,52 @@ TEST(LaunchSharedSocketLink, AHostileControlClientsDescriptorsAreRefusedAndNoneS
   EXPECT_TRUE(query(proxy.store(), "SELECT name FROM agents").empty()) << "a refused registration opened a row";
 }
 
+// The launch's pid names the init of the agent's PID namespace: the proxy takes the processes
+// below it for the agent's (attribution) and the row names it. A hostile control client
+// naming the proxy itself, or another process of the host, is refused; its own child is
+// taken. SO_PEERCRED tells the proxy who registers.
+TEST(LaunchSharedSocketLink, AControlClientNamesNoInitButOneItStarted) {
+  NETBOX_REQUIRE_ROOT();
+  HostDir host;
+  test::TempDir dir;
+  SharedProxy proxy(host, dir.write("policy.json", policy_json(8080)));
+  ASSERT_TRUE(proxy.ready()) << proxy.err();
+  const auto [listener, diag] = listener_and_diag_elsewhere();
+  ASSERT_GE(diag, 0);
+  Background own_child({"/bin/sleep", "60"}, dir.path(), "child");
+  const auto reg = [](std::int64_t pid) {
+    return nlohmann::json{{"op", "register"}, {"agent", "intruder"}, {"sockets", {{"http", 1}, {"diag", true}}},
+                          {"launch", {{"pid", pid}, {"command_line", "sh"}}}}
+               .dump() +
+           "\n";
+  };
+  const int c = connect_control(proxy.socket());
+  ASSERT_GE(c, 0);
+  // The proxy (this test's child, so the descent alone would not refuse it).
+  auto reply = nlohmann::json::parse(exchange(c, reg(proxy.pid()), {listener, diag}), nullptr, false);
+  ASSERT_TRUE(reply.is_object());
+  EXPECT_EQ(reply.value("ok", true), false);
+  EXPECT_THAT(reply.value("error", ""), HasSubstr("\"launch\" \"pid\" " + std::to_string(proxy.pid()) + " is this proxy"));
+  // The host's init, the client itself, no process at all.
+  for (const std::int64_t hostile : {std::int64_t{1}, static_cast<std::int64_t>(::getpid()), std::int64_t{-5}}) {
+    reply = nlohmann::json::parse(exchange(c, reg(hostile), {listener, diag}), nullptr, false);
+    ASSERT_TRUE(reply.is_object()) << hostile;
+    EXPECT_EQ(reply.value("ok", true), false) << hostile;
+    EXPECT_THAT(reply.value("error", ""), HasSubstr("\"launch\" \"pid\" " + std::to_string(hostile) +
+                                                    " is not a process the registering client (pid " +
+                                                    std::to_string(::getpid()) + ") started"));
+  }
+  // Its own child: attached.
+  reply = nlohmann::json::parse(exchange(c, reg(own_child.pid()), {listener, diag}), nullptr, false);
+  ASSERT_TRUE(reply.is_object());
+  EXPECT_EQ(reply.value("ok", false), true) << reply.dump();
+  ::close(c);
+  ::close(listener);
+  ::close(diag);
+  EXPECT_EQ(proxy.stop(), 0) << proxy.err();
+  EXPECT_EQ(query(proxy.store(), "SELECT name, pid FROM agents"),
+            (std::vector<std::vector<std::string>>{{"intruder", std::to_string(own_child.pid())}}));
+}
+
 }  // namespace
 }  // namespace netbox::launch_test

@@ -332,6 +332,31 @@ TEST_F(BudgetTest, BandwidthDownShapesAPlainHttpAnswerWithoutDroppingAByte) {
   EXPECT_GE(took, std::chrono::seconds(2));
 }
 
+// The pauses of limits.bandwidth_* are netbox's, not the agent's or the upstream's silence:
+// with each 64 KiB piece earning a pause of half a second (128 KiB/s) and
+// idle_timeout_ms at 250, every pause is longer than the idle limit, and the transfer still
+// completes whole: the idle clock stands still while a pause is under way. A tunnel (its
+// own idle timer) and a plain HTTP answer (the streams' timers, armed per read and write).
+constexpr std::uint64_t kPausedPast = 384 * 1024;  // a 128 KiB bucket, then 2 s of pauses
+constexpr const char* kShortIdle = R"("bandwidth_down": "128K", "idle_timeout_ms": 250)";
+
+TEST_F(BudgetTest, PacingPausesLongerThanTheIdleLimitDoNotCutAConnectTunnel) {
+  Source source(kPausedPast);
+  start_proxy(base_policy(R"("allow": ["source.test"], "ports": [)" + std::to_string(source.port()) +
+                          R"(], "resolve": {"source.test": ["127.0.0.1"]}, "limits": {)" + kShortIdle + "}"));
+  ProxyConnection conn(port, std::chrono::seconds(30));
+  ASSERT_EQ(conn.send("CONNECT source.test:" + std::to_string(source.port()) + " HTTP/1.1\r\n\r\n", true).status, 200);
+  EXPECT_EQ(conn.read_exactly(kPausedPast).size(), kPausedPast) << "cut during a pause";
+}
+
+TEST_F(BudgetTest, PacingPausesLongerThanTheIdleLimitDoNotCutAPlainHttpAnswer) {
+  start(kShortIdle);
+  const auto big = proxy_get(port, upstream_url("/big?n=" + std::to_string(kPausedPast)));
+  EXPECT_EQ(big.status, 200);
+  EXPECT_EQ(big.body.size(), kPausedPast);
+  EXPECT_EQ(last_row().error, "");
+}
+
 // An inspected host's answer is relayed by the same loop over the agent's TLS: shaped too.
 TEST_F(InspectedBudgetTest, BandwidthDownShapesAnInspectedAnswer) {
   tls_upstream.script([](const std::string&, const TlsUpstreamServer::Send& send) {

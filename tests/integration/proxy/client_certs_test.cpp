@@ -16,13 +16,19 @@
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <fstream>
+#include <thread>
 
 namespace netbox::test {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 namespace fs = std::filesystem;
 
 struct Pem {
@@ -79,7 +85,7 @@ void expire(const Pem& c, const Pem& ca) {
 
 class ClientCertsTest : public ProxyTest {
  protected:
-  void start(bool allow_anonymous = false) {
+  void start(bool allow_anonymous = false, std::size_t max_clients = 0) {
     const auto d = dir.path();
     listener_ca = make_ca(d, "listener-ca");
     listener = make_cert(d, listener_ca, "listener", "/CN=netbox-proxy",
@@ -98,9 +104,10 @@ class ClientCertsTest : public ProxyTest {
       {"cn": "ci-runner-01", "agent": "ci-runner", "profile": "builders"},
       {"uri": "spiffe://corp/ci", "agent": "spiffe-runner", "profile": "builders"}]})";
     fs::permissions(book, fs::perms::owner_read | fs::perms::owner_write);
-    configure = [this, allow_anonymous](proxy::ProxyOptions& o) {
+    configure = [this, allow_anonymous, max_clients](proxy::ProxyOptions& o) {
       o.listen_tls = proxy::ListenerTlsFiles{listener.crt, listener.key, client_ca.crt, book};
       o.allow_anonymous = allow_anonymous;
+      o.max_client_connections = max_clients;
     };
     start_proxy(base_policy(R"("allow": ["nothing.test"], "agents": {"builders": {"allow": ["upstream.test"]}})"));
   }
@@ -174,6 +181,29 @@ TEST_F(ClientCertsTest, AllowAnonymousServesOnlyTheClientThatShowedNoCertificate
   EXPECT_NE(last_row().rule, "client_cert");
   EXPECT_EQ(status_of(get(foreign)), 407) << "a bad certificate is never downgraded to anonymous";
   EXPECT_EQ(status_of(get(good)), 200);
+}
+
+// Over the connection caps, the TLS listener answers in TLS: a fatal alert the client's
+// TLS reports (never an HTTP 503 in plaintext where the client reads a TLS record, which
+// it would report as a broken record), and the proxy serves again once there is room.
+TEST_F(ClientCertsTest, AClientOverTheCapsGetsATlsAlertNotPlaintext) {
+  start(false, 1);
+  const int held = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::connect(held, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);  // the one slot, mid-handshake
+  auto r = get(good);
+  EXPECT_EQ(status_of(r), 0) << r.out << r.err;
+  EXPECT_THAT(r.err, HasSubstr("alert internal error")) << r.err;
+  EXPECT_THAT(r.out + r.err, Not(HasSubstr("503")));
+  ::close(held);
+  int status = 0;  // the slot is freed when the proxy sees the close: polled, bounded
+  for (int i = 0; i < 100 && (status = status_of(get(good))) != 200; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(status, 200) << "the slot was never freed";
+  EXPECT_EQ(upstream.requests(), 1u);
 }
 
 TEST_F(ClientCertsTest, BadListenerFilesStopTheProxyNamingTheFlag) {

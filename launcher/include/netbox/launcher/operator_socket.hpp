@@ -8,6 +8,8 @@
 
 #include <filesystem>
 #include <optional>
+#include <string>
+#include <vector>
 
 namespace netbox::launcher {
 
@@ -17,5 +19,10 @@ std::filesystem::path operator_sockets_dir(const std::filesystem::path& state_di
 // (root's, not a symlink, mode 0700). Nullopt, said on stderr, when the folder is not
 // safe: the launch then runs without an operator socket rather than one others could reach.
 std::optional<std::filesystem::path> prepare_operator_socket(const std::filesystem::path& state_dir, pid_t launcher);
+
+// For `netbox gc`: removes the sockets of STATE/launches whose launcher is gone (no
+// process holds its pid, or one that started after the socket was made) and on which
+// nothing listens; says each in `removed`. A live launch's socket is never touched.
+void collect_operator_sockets(const std::filesystem::path& state_dir, std::vector<std::string>& removed);
 
 }  // namespace netbox::launcher
