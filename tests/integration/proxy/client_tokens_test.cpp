@@ -3,9 +3,11 @@
 // (plain and CONNECT) and SOCKS5, with the proxy URL's password: a good token makes the rows
 // the token's agent's and applies its profile; none, a forged, a revoked (after the book is
 // rewritten under the running proxy) or an expired token gets 407 and a row; the token is in
-// no row, log or event; --allow-anonymous serves only the client that sent none. A token
+// no row, log, event or export (the OCSF JSONL file and a real OTLP/HTTP receiver on
+// loopback, both attached to every proxy here); --allow-anonymous serves only the client that sent none. A token
 // revoked (with the CLI) or expired while a keep-alive connection is open stops at that
 // connection's next request.
+#include "export_files.hpp"
 #include "proxy_fixture.hpp"
 
 #include "support/curl.hpp"
@@ -13,6 +15,7 @@
 #include "support/proxy_client.hpp"
 #include "support/secret_samples.hpp"
 
+#include "netbox/export/exporter.hpp"
 #include "netbox/tokens/token_book.hpp"
 
 #include <gmock/gmock.h>
@@ -24,6 +27,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -38,13 +42,6 @@ std::int64_t unix_now() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-std::string slurp(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 class ClientTokensTest : public ProxyTest {
  protected:
   // The `builders` profile may reach upstream.test; the top level may not.
@@ -56,10 +53,17 @@ class ClientTokensTest : public ProxyTest {
     tokens::save_token_book(book_path, tokens::TokenBook({good.entry, revoked.entry, expired.entry}));
     log_path = dir.path() / "proxy.log";
     log_fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    jsonl = dir.path() / "export.jsonl";
+    receiver.emplace(dir.path(), "ok");
     configure = [this, allow_anonymous](proxy::ProxyOptions& o) {
       o.client_tokens = book_path;
       o.allow_anonymous = allow_anonymous;
       o.log_fd = log_fd;  // searched for the tokens' secrets
+      // Both exports, searched too.
+      exporter = std::make_shared<siem::Exporter>(
+          std::vector<siem::SinkSpec>{siem::parse_sink("ocsf-jsonl:" + jsonl.string()), siem::parse_sink(receiver->sink())},
+          siem::ExporterOptions{});
+      o.exporter = exporter;
     };
     start_proxy(base_policy(R"("allow": ["nothing.test"], "agents": {"builders": {"allow": ["upstream.test"]}})"));
     socks_port = server->add_listener({boost::asio::ip::make_address("127.0.0.1"), 0}, proxy::ListenerKind::socks).port();
@@ -77,7 +81,9 @@ class ClientTokensTest : public ProxyTest {
   }
 
   tokens::IssuedToken good, revoked, expired;
-  std::filesystem::path book_path, log_path;
+  std::filesystem::path book_path, log_path, jsonl;
+  std::optional<Receiver> receiver;
+  std::shared_ptr<siem::Exporter> exporter;
   int log_fd = -1;
   unsigned short socks_port = 0;
 };
@@ -135,14 +141,31 @@ TEST_F(ClientTokensTest, NoForgedRevokedOrExpiredTokenGetsThroughAndEachIsRecord
   EXPECT_EQ(last_row().rule, "client_token");
   EXPECT_EQ(upstream.requests(), 0u);
 
-  // No token's secret anywhere the proxy writes.
+  // And the good token, on both doors, so that its rows are exported too.
+  EXPECT_EQ(status_of(get(http_proxy(good.token))), 200);
+  EXPECT_EQ(status_of(get(socks_proxy(good.token))), 200);
+
+  // No token's secret anywhere the proxy writes. The exporter's destructor drains both
+  // sinks: the file is complete and the receiver has had every POST.
   stop_proxy();
-  const auto store = slurp(db_path) + slurp(db_path.string() + "-wal");
-  const auto log = slurp(log_path);
+  exporter.reset();
+  const auto store = file_bytes(db_path) + file_bytes(db_path.string() + "-wal");
+  const auto log = file_bytes(log_path);
+  const auto exported = file_bytes(jsonl);
+  const auto received = file_bytes(receiver->out);
   EXPECT_THAT(log, HasSubstr("rule=client_token")) << "the log was searched";
+  // The exports were searched: each holds the refusals and the good token's agent.
+  for (const auto* e : {&exported, &received}) {
+    EXPECT_THAT(*e, HasSubstr("client_token"));
+    EXPECT_THAT(*e, HasSubstr("ci-runner"));
+  }
+  EXPECT_EQ(json_lines(jsonl).size(), receiver->log_records().size()) << "the receiver got every record";
   for (const auto& t2 : {good.token, revoked.token, expired.token, forged}) {
-    EXPECT_THAT(store, Not(HasSubstr(t2.substr(18)))) << "a token's secret is in the store";
-    EXPECT_THAT(log, Not(HasSubstr(t2.substr(18)))) << "a token's secret is in the log";
+    const auto secret = t2.substr(18);
+    EXPECT_THAT(store, Not(HasSubstr(secret))) << "a token's secret is in the store";
+    EXPECT_THAT(log, Not(HasSubstr(secret))) << "a token's secret is in the log";
+    EXPECT_THAT(exported, Not(HasSubstr(secret))) << "a token's secret is in the OCSF export";
+    EXPECT_THAT(received, Not(HasSubstr(secret))) << "a token's secret reached the OTLP receiver";
   }
 }
 

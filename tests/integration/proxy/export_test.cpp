@@ -5,6 +5,7 @@
 // placeholder, and compared with what the receiver got; a receiver that is down or that
 // never answers must cost the proxy nothing but counted drops.
 #include "credentials_fixture.hpp"
+#include "export_files.hpp"
 
 #include "support/background_process.hpp"
 #include "support/curl.hpp"
@@ -34,21 +35,6 @@ namespace {
 
 using ::testing::HasSubstr;
 using nlohmann::json;
-
-std::string file_bytes(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-std::vector<json> json_lines(const std::filesystem::path& p) {
-  std::vector<json> out;
-  std::ifstream in(p);
-  for (std::string line; std::getline(in, line);)
-    if (!line.empty()) out.push_back(json::parse(line));
-  return out;
-}
 
 // Up to 20 s: a wait, not a timing claim.
 bool eventually(const std::function<bool()>& pred) {
@@ -181,30 +167,6 @@ class ExportTest : public CredentialsFixture {
   std::optional<proxy::AttachedAgent> dns_agent;
 };
 
-// An OTLP receiver (otlp_receiver.py) on a free loopback port.
-struct Receiver {
-  Receiver(const std::filesystem::path& folder, const std::string& mode)
-      : port(free_port()), out(folder / ("otlp-" + mode + ".jsonl")),
-        process({"python3", "-B", (source_dir() / "tests/integration/proxy/otlp_receiver.py").string(),
-                 std::to_string(port), out.string(), mode},
-                folder / ("otlp-" + mode + ".log")) {
-    wait_for_port(port);
-  }
-  std::string sink() const { return "otlp-http://127.0.0.1:" + std::to_string(port); }
-  // Every log record it was sent, across the POSTs.
-  std::vector<json> log_records() const {
-    std::vector<json> out_records;
-    for (const auto& body : json_lines(out))
-      for (const auto& rl : body["resourceLogs"])
-        for (const auto& sl : rl["scopeLogs"])
-          for (const auto& lr : sl["logRecords"]) out_records.push_back(lr);
-    return out_records;
-  }
-  unsigned short port;
-  std::filesystem::path out;
-  BackgroundProcess process;
-};
-
 json attribute(const json& log_record, const std::string& key) {
   for (const auto& a : log_record["attributes"])
     if (a["key"] == key) return a["value"];
@@ -250,8 +212,7 @@ TEST_F(ExportTest, EveryKindOfExchangeIsAnOcsfRecordOfItsClassThatValidatesAgain
   EXPECT_TRUE(tunnel);
   EXPECT_TRUE(tripwire);
 
-  const auto check = run({"python3", "-B", (source_dir() / "tests/data/ocsf/check_ocsf.py").string(),
-                          (source_dir() / "tests/data/ocsf").string(), jsonl.string()});
+  const auto check = check_ocsf(jsonl);
   EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
   EXPECT_THAT(check.out, HasSubstr("detection_finding"));
   EXPECT_THAT(check.out, HasSubstr("dns_activity"));
@@ -269,8 +230,7 @@ TEST_F(ExportTest, EveryKindOfExchangeIsAnOcsfRecordOfItsClassThatValidatesAgain
   bad_type["severity_id"] = "1";
   const auto bad_file = dir.path() / "bad.jsonl";
   std::ofstream(bad_file) << broken.dump() << "\n" << bad_enum.dump() << "\n" << bad_type.dump() << "\n";
-  const auto bad = run({"python3", "-B", (source_dir() / "tests/data/ocsf/check_ocsf.py").string(),
-                        (source_dir() / "tests/data/ocsf").string(), bad_file.string()});
+  const auto bad = check_ocsf(bad_file);
   EXPECT_EQ(bad.exit_code, 1) << bad.out;
   EXPECT_THAT(bad.out, HasSubstr("required attribute time is missing"));
   EXPECT_THAT(bad.out, HasSubstr("activity_id = 77 is not one of"));

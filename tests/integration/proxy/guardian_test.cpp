@@ -2,19 +2,24 @@
 // counted over a window fire a rule, which is an `events` row, a metric, a POST to the
 // policy's webhook (a loopback HTTP server here) and, for the agent's launcher, an action.
 // Without a launcher to act (this in-process proxy), a kill is recorded as not done:
-// never as done. A webhook that never answers blocks nothing: its queue is bounded and
+// never as done. Each action reaches a SIEM export as an OCSF Detection Finding that
+// validates against the schema. A webhook that never answers blocks nothing: its queue is bounded and
 // what does not fit is dropped and counted.
+#include "export_files.hpp"
 #include "proxy_fixture.hpp"
 
 #include "support/process.hpp"
 #include "support/raw_upstream.hpp"
 #include "support/tls_upstream_server.hpp"
 
+#include "netbox/export/exporter.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <sys/socket.h>
 
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -201,6 +206,63 @@ TEST_F(GuardianTest, AKillWithNoLauncherToActIsRecordedAsNotDone) {
   const auto posts = hook.wait_for(1);
   ASSERT_EQ(posts.size(), 1u);
   EXPECT_EQ(posts[0]["failed"], true);
+}
+
+// The export a security team watches (issue 26 item 3): a report and a kill the proxy could
+// not carry out are each a Detection Finding (class 2004) naming the agent, the rule, the
+// trigger and the action in netbox.*, beside the finding of each refusal, and every record
+// validates against the OCSF schema's class files.
+TEST_F(GuardianTest, EachGuardianActionIsAnOcsfDetectionFindingInTheExport) {
+  HookServer hook;
+  const auto jsonl = dir.path() / "export.jsonl";
+  std::shared_ptr<siem::Exporter> exporter;
+  configure = [&](proxy::ProxyOptions& o) {
+    exporter = std::make_shared<siem::Exporter>(
+        std::vector<siem::SinkSpec>{siem::parse_sink("ocsf-jsonl:" + jsonl.string())}, siem::ExporterOptions{});
+    o.exporter = exporter;
+  };
+  start(R"([{"on": ["denied >= 2 in 60s"], "action": "report"}, {"on": ["denied >= 3 in 60s"], "action": "kill"}])",
+        hook.url());
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(denied(), 403) << i;
+  EXPECT_EQ(actions("report", "denied"), 1u);
+  EXPECT_EQ(actions("kill", "denied"), 1u);
+  stop_proxy();
+  exporter.reset();  // drains the sink: the file is complete
+
+  const auto records = json_lines(jsonl);
+  std::map<std::string, json> actions_found;
+  int refusals = 0;
+  for (const auto& r : records) {
+    if (r["class_uid"] != 2004) continue;
+    const auto& n = r["unmapped"]["netbox"];
+    const auto event = n.value("event", "");
+    if (event.empty()) {
+      ++refusals;  // a refused request's finding
+      continue;
+    }
+    EXPECT_EQ(r["category_uid"], 2) << r.dump();  // Findings
+    EXPECT_EQ(r["type_uid"], 200401) << r.dump();  // Detection Finding: Create
+    EXPECT_EQ(n["agent"], "anonymous") << r.dump();
+    EXPECT_EQ(r["finding_info"]["analytic"]["name"], event) << r.dump();
+    actions_found[n["detail"]["action"].get<std::string>()] = r;
+  }
+  EXPECT_EQ(refusals, 3);
+  ASSERT_EQ(actions_found.size(), 2u) << "a report and a kill: " << file_bytes(jsonl);
+  const auto& report = actions_found["report"]["unmapped"]["netbox"];
+  EXPECT_EQ(report["event"], "guardian_action");
+  EXPECT_EQ(report["detail"]["rule"], "guardian.rules[0]");
+  EXPECT_EQ(report["detail"]["trigger"], "denied >= 2 in 60s");
+  EXPECT_EQ(report["detail"]["failed"], false);
+  const auto& kill = actions_found["kill"]["unmapped"]["netbox"];
+  EXPECT_EQ(kill["event"], "guardian_action_failed");
+  EXPECT_EQ(kill["detail"]["rule"], "guardian.rules[1]");
+  EXPECT_EQ(kill["detail"]["trigger"], "denied >= 3 in 60s");
+  EXPECT_EQ(kill["detail"]["failed"], true);
+  EXPECT_NE(actions_found["kill"]["message"].get<std::string>().find("could not kill"), std::string::npos);
+
+  const auto check = check_ocsf(jsonl);
+  EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
+  EXPECT_NE(check.out.find("detection_finding"), std::string::npos) << check.out;
 }
 
 TEST_F(GuardianTest, ADeadWebhookBlocksNothingAndItsDropsAreCounted) {
