@@ -28,7 +28,7 @@
 
 namespace netbox::proxy {
 
-struct ProxyRuntime;
+struct DoorServices;
 struct Worker;
 class ClientSlot;
 
@@ -51,6 +51,6 @@ class ListenerTls {
 };
 
 // Takes a connection accepted on a TLS listener, with its client slot.
-void take_tls_connection(ProxyRuntime& rt, Worker& w, boost::asio::ip::tcp::socket s, ClientSlot slot);
+void take_tls_connection(DoorServices& rt, Worker& w, boost::asio::ip::tcp::socket s, ClientSlot slot);
 
 }  // namespace netbox::proxy

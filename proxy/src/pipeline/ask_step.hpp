@@ -9,7 +9,7 @@
 // had, its reason saying what the asking came to.
 #include "pipeline/admission.hpp"
 #include "pipeline/approvals.hpp"
-#include "base/proxy_runtime.hpp"
+#include "base/door_services.hpp"
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
