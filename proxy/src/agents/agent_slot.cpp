@@ -8,7 +8,7 @@
 #include "agents/agent_sockets.hpp"
 #include "base/proxy_runtime.hpp"
 #include "doors/dns_view.hpp"
-#include "doors/transparent_listener.hpp"
+#include "runtime/transparent_listener.hpp"
 
 #include <boost/asio/dispatch.hpp>
 

@@ -1,12 +1,12 @@
 #include "agents/guardians.hpp"
 
-#include "base/proxy_runtime.hpp"
+#include "base/door_services.hpp"
 
 #include <nlohmann/json.hpp>
 
 namespace netbox::proxy {
 
-Guardians::Guardians(ProxyRuntime* rt) : rt_(rt), thread_([this] { run(); }) {}
+Guardians::Guardians(DoorServices* rt) : rt_(rt), thread_([this] { run(); }) {}
 
 Guardians::~Guardians() { stop(); }
 

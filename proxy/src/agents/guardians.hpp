@@ -25,7 +25,7 @@
 
 namespace netbox::proxy {
 
-struct ProxyRuntime;
+struct DoorServices;
 
 // An attached agent as `netbox agent list` shows it, and the launcher's hand on it.
 struct AgentCard {
@@ -49,7 +49,7 @@ struct OperatorOutcome {
 class Guardians {
  public:
   // `rt` null: admission's unit tests, where rules are counted but nothing is recorded.
-  explicit Guardians(ProxyRuntime* rt);
+  explicit Guardians(DoorServices* rt);
   ~Guardians();
   Guardians(const Guardians&) = delete;
   Guardians& operator=(const Guardians&) = delete;
@@ -109,7 +109,7 @@ class Guardians {
   void record(AgentGuard& guard, const policy::GuardianRule& rule, const std::string& trigger,
               const std::string& detail, const std::string& result, bool failed);
 
-  ProxyRuntime* rt_;
+  DoorServices* rt_;
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<AgentGuard>, std::less<>> guards_;
   std::map<std::string, AgentCard, std::less<>> cards_;

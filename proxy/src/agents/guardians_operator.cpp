@@ -3,7 +3,7 @@
 // guardian rule's action and recorded the same way (an events row and the metric).
 #include "agents/guardians.hpp"
 
-#include "base/proxy_runtime.hpp"
+#include "base/door_services.hpp"
 
 #include <nlohmann/json.hpp>
 

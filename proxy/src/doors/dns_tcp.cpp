@@ -6,7 +6,7 @@
 #include "pipeline/accept_loop.hpp"
 #include "pipeline/agent_connection.hpp"
 #include "pipeline/audit_room.hpp"
-#include "base/proxy_runtime.hpp"
+#include "base/door_services.hpp"
 
 #include <boost/asio/read.hpp>
 #include <boost/asio/steady_timer.hpp>

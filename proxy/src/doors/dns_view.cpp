@@ -6,7 +6,7 @@
 #include "pipeline/audit_room.hpp"
 #include "inspect/credentials.hpp"
 
-#include "base/proxy_runtime.hpp"
+#include "base/door_services.hpp"
 
 #include "netbox/policy/decide.hpp"
 #include "netbox/proxy/endpoint.hpp"
@@ -87,7 +87,7 @@ DnsRefusalRows::Suppressed DnsRefusalRows::take_suppressed() {
   return out;
 }
 
-DnsView::DnsView(ProxyRuntime& rt, asio::io_context& ioc, ip::address host, ip::address agent_addr,
+DnsView::DnsView(DoorServices& rt, asio::io_context& ioc, ip::address host, ip::address agent_addr,
                  const policy::Cidr& pool, const std::optional<policy::Cidr>& pool6)
     : rt_(rt),
       ioc_(ioc),
@@ -116,7 +116,7 @@ DnsView::DnsView(ProxyRuntime& rt, asio::io_context& ioc, ip::address host, ip::
   }
 }
 
-DnsView::DnsView(ProxyRuntime& rt, asio::io_context& ioc, int udp_fd, int tcp_fd, ip::address agent,
+DnsView::DnsView(DoorServices& rt, asio::io_context& ioc, int udp_fd, int tcp_fd, ip::address agent,
                  const policy::Cidr& pool, const std::optional<policy::Cidr>& pool6)
     : rt_(rt),
       ioc_(ioc),

@@ -25,7 +25,7 @@
 
 namespace netbox::proxy {
 
-struct ProxyRuntime;
+struct DoorServices;
 
 // How often one agent's refused names become rows: one row per name per minute, and at most
 // kRowsPerMinute names a minute; repeats and names past that are counted in one summary row
@@ -66,13 +66,13 @@ class DnsView : public std::enable_shared_from_this<DnsView> {
 
   // Binds UDP and TCP `host`:53 (throws naming the address); serves on `ioc`. A records
   // come from `pool`, AAAA records from `pool6` (none: AAAA gets no records).
-  DnsView(ProxyRuntime& rt, boost::asio::io_context& ioc, boost::asio::ip::address host,
+  DnsView(DoorServices& rt, boost::asio::io_context& ioc, boost::asio::ip::address host,
           boost::asio::ip::address agent_addr, const policy::Cidr& pool,
           const std::optional<policy::Cidr>& pool6 = std::nullopt);
   // On the UDP and TCP sockets made in the agent's own namespace (AgentSockets), taken over
   // (closed with the view): every query there is the agent's, known by its key `agent`
   // (netns_key), whatever address it comes from. Throws when they cannot be used.
-  DnsView(ProxyRuntime& rt, boost::asio::io_context& ioc, int udp_fd, int tcp_fd, boost::asio::ip::address agent,
+  DnsView(DoorServices& rt, boost::asio::io_context& ioc, int udp_fd, int tcp_fd, boost::asio::ip::address agent,
           const policy::Cidr& pool, const std::optional<policy::Cidr>& pool6 = std::nullopt);
   ~DnsView();
   void start();
@@ -106,7 +106,7 @@ class DnsView : public std::enable_shared_from_this<DnsView> {
   // The pool `a` belongs to by family (under mu_); null: none of that family.
   dns::SyntheticPool* pool_of(const boost::asio::ip::address& a);
 
-  ProxyRuntime& rt_;
+  DoorServices& rt_;
   boost::asio::io_context& ioc_;
   boost::asio::ip::address host_;
   boost::asio::ip::address agent_addr_;

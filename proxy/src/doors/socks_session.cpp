@@ -18,7 +18,7 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 using tcp = asio::ip::tcp;
 
-SocksSession::SocksSession(ProxyRuntime& impl, Worker& worker, tcp::socket socket, ClientSlot slot)
+SocksSession::SocksSession(DoorServices& impl, Worker& worker, tcp::socket socket, ClientSlot slot)
     : impl_(impl), worker_(worker), stream_(std::move(socket)), exchange_(impl) {
   conn_.slot = std::move(slot);
   impl_.counters.active_connections.fetch_add(1);

@@ -13,7 +13,7 @@
 //   the upstream refuses / times out   0x05 connection refused / 0x06 TTL expired
 //   anything else netbox cannot do     0x01 general failure
 // and the connection is closed after each.
-#include "base/proxy_runtime.hpp"
+#include "base/door_services.hpp"
 #include "doors/socks_request.hpp"
 #include "pipeline/admission.hpp"
 #include "pipeline/agent_connection.hpp"
@@ -31,7 +31,7 @@ namespace netbox::proxy {
 
 class SocksSession : public std::enable_shared_from_this<SocksSession> {
  public:
-  SocksSession(ProxyRuntime& impl, Worker& worker, boost::asio::ip::tcp::socket socket, ClientSlot slot);
+  SocksSession(DoorServices& impl, Worker& worker, boost::asio::ip::tcp::socket socket, ClientSlot slot);
   ~SocksSession();
   void start();
 
@@ -55,7 +55,7 @@ class SocksSession : public std::enable_shared_from_this<SocksSession> {
   void refuse_token(std::string why, std::array<std::uint8_t, 2> answer);
   void close();
 
-  ProxyRuntime& impl_;
+  DoorServices& impl_;
   Worker& worker_;
   boost::beast::tcp_stream stream_;
   std::chrono::steady_clock::time_point deadline_;  // accept + header_timeout: the whole handshake

@@ -2,7 +2,7 @@
 
 #include "netbox/proxy/endpoint.hpp"
 
-#include "base/proxy_runtime.hpp"
+#include "base/door_services.hpp"
 #include "http/http_session.hpp"
 #include "http/upgraded_relay.hpp"
 #include "inspect/agent_tls_stream.hpp"
@@ -59,7 +59,7 @@ void load(ssl::context& ctx, const ListenerTlsFiles& f) {
 // its TLS stream and the request loop's end of the socket pair.
 class TlsDoor : public std::enable_shared_from_this<TlsDoor> {
  public:
-  TlsDoor(ProxyRuntime& rt, Worker& w, tcp::socket s, ClientSlot slot)
+  TlsDoor(DoorServices& rt, Worker& w, tcp::socket s, ClientSlot slot)
       : rt_(rt),
         worker_(w),
         slot_(std::move(slot)),
@@ -123,7 +123,7 @@ class TlsDoor : public std::enable_shared_from_this<TlsDoor> {
     relay_.start(*outer_, {}, {}, idle, up_, down_, unmetered_, shared_from_this());
   }
 
-  ProxyRuntime& rt_;
+  DoorServices& rt_;
   Worker& worker_;
   ClientSlot slot_;
   AgentTlsStream tls_;
@@ -176,7 +176,7 @@ ListenerTls::ListenerTls(const ListenerTlsFiles& files, bool allow_anonymous,
   if (files.client_certs) certs_ = std::make_unique<ClientCerts>(*files.client_certs, allow_anonymous, std::move(on_reload));
 }
 
-void take_tls_connection(ProxyRuntime& rt, Worker& w, tcp::socket s, ClientSlot slot) {
+void take_tls_connection(DoorServices& rt, Worker& w, tcp::socket s, ClientSlot slot) {
   std::make_shared<TlsDoor>(rt, w, std::move(s), std::move(slot))->start();
 }
 

@@ -29,7 +29,7 @@
 
 namespace netbox::proxy {
 
-struct ProxyRuntime;
+struct DoorServices;
 struct Worker;
 class ClientSlot;
 
@@ -52,7 +52,7 @@ class ListenerTls {
 };
 
 // Takes a connection accepted on a TLS listener, with its client slot.
-void take_tls_connection(ProxyRuntime& rt, Worker& w, boost::asio::ip::tcp::socket s, ClientSlot slot);
+void take_tls_connection(DoorServices& rt, Worker& w, boost::asio::ip::tcp::socket s, ClientSlot slot);
 
 // A connection on a TLS listener that the connection caps refused (take_client_slot has
 // counted and logged it): answered with a fatal TLS alert (internal_error), the record a

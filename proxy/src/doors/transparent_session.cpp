@@ -21,7 +21,7 @@ DoorAnswer capture_answer(bool plain_http) { return plain_http ? http_answer({})
 
 }  // namespace
 
-TransparentSession::TransparentSession(ProxyRuntime& rt, Worker& w, tcp::socket s, ClientSlot slot)
+TransparentSession::TransparentSession(DoorServices& rt, Worker& w, tcp::socket s, ClientSlot slot)
     : rt_(rt), worker_(w), client_(std::move(s)), timer_(client_.get_executor()), exchange_(rt) {
   conn_.slot = std::move(slot);
   rt_.counters.active_connections.fetch_add(1);

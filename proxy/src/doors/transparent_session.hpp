@@ -16,9 +16,8 @@
 // InspectedTunnel as an inspected CONNECT, anything else to a Tunnel that answers nothing.
 // What the capture door supplies is how it answers: a refusal of plain HTTP is a 403 with
 // X-Netbox-Reason, any other a reset.
-#include "base/proxy_runtime.hpp"
+#include "base/door_services.hpp"
 #include "doors/first_flight.hpp"
-#include "doors/transparent_listener.hpp"
 #include "pipeline/agent_connection.hpp"
 #include "pipeline/exchange.hpp"
 
@@ -32,7 +31,7 @@ namespace netbox::proxy {
 
 class TransparentSession : public std::enable_shared_from_this<TransparentSession> {
  public:
-  TransparentSession(ProxyRuntime& rt, Worker& w, boost::asio::ip::tcp::socket s, ClientSlot slot);
+  TransparentSession(DoorServices& rt, Worker& w, boost::asio::ip::tcp::socket s, ClientSlot slot);
   ~TransparentSession();
   void start();
 
@@ -41,7 +40,7 @@ class TransparentSession : public std::enable_shared_from_this<TransparentSessio
   void hand_over(FirstFlight f);  // on to the step every door shares (target_step.hpp)
   void refuse(const Refusal& r);  // before the first flight: the row, and a reset
 
-  ProxyRuntime& rt_;
+  DoorServices& rt_;
   Worker& worker_;
   boost::asio::ip::tcp::socket client_;
   boost::asio::steady_timer timer_;

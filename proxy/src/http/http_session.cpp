@@ -38,7 +38,7 @@ namespace http = beast::http;
 using tcp = asio::ip::tcp;
 
 template <class Stream>
-HttpSession<Stream>::HttpSession(ProxyRuntime& impl, Worker& worker, tcp::socket socket, ClientSlot slot)
+HttpSession<Stream>::HttpSession(DoorServices& impl, Worker& worker, tcp::socket socket, ClientSlot slot)
   requires(!kTls)
     : impl_(impl),
       worker_(worker),
@@ -53,7 +53,7 @@ HttpSession<Stream>::HttpSession(ProxyRuntime& impl, Worker& worker, tcp::socket
 }
 
 template <class Stream>
-HttpSession<Stream>::HttpSession(ProxyRuntime& impl, Worker& worker, tcp::socket socket, AgentConnection connection,
+HttpSession<Stream>::HttpSession(DoorServices& impl, Worker& worker, tcp::socket socket, AgentConnection connection,
                                  FixedDestination fixed)
   requires(!kTls)
     : HttpSession(impl, worker, std::move(socket), ClientSlot()) {
@@ -62,7 +62,7 @@ HttpSession<Stream>::HttpSession(ProxyRuntime& impl, Worker& worker, tcp::socket
 }
 
 template <class Stream>
-HttpSession<Stream>::HttpSession(ProxyRuntime& impl, Worker& worker, tcp::socket socket, AgentConnection connection,
+HttpSession<Stream>::HttpSession(DoorServices& impl, Worker& worker, tcp::socket socket, AgentConnection connection,
                                  std::optional<policy::Decision> refused)
   requires(!kTls)
     : HttpSession(impl, worker, std::move(socket), ClientSlot()) {
@@ -72,7 +72,7 @@ HttpSession<Stream>::HttpSession(ProxyRuntime& impl, Worker& worker, tcp::socket
 }
 
 template <class Stream>
-HttpSession<Stream>::HttpSession(ProxyRuntime& impl, Worker& worker, Stream stream, FixedDestination fixed)
+HttpSession<Stream>::HttpSession(DoorServices& impl, Worker& worker, Stream stream, FixedDestination fixed)
   requires(kTls)
     : impl_(impl),
       worker_(worker),

@@ -34,7 +34,7 @@
 #include "http/request_head.hpp"
 #include "http/request_relay.hpp"
 #include "http/response_relay.hpp"
-#include "base/proxy_runtime.hpp"
+#include "base/door_services.hpp"
 #include "pipeline/target.hpp"
 #include "http/upgraded_relay.hpp"
 #include "upstream/upstream_link.hpp"
@@ -112,19 +112,19 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
   static constexpr std::chrono::seconds kLingerTime{2};
 
   // The HTTP listener's connection: the session opens it (open_agent_connection).
-  HttpSession(ProxyRuntime& impl, Worker& worker, boost::asio::ip::tcp::socket socket, ClientSlot slot)
+  HttpSession(DoorServices& impl, Worker& worker, boost::asio::ip::tcp::socket socket, ClientSlot slot)
     requires(!kTls);
   // Plain HTTP on a captured or SOCKS5 connection its door opened and admitted.
-  HttpSession(ProxyRuntime& impl, Worker& worker, boost::asio::ip::tcp::socket socket, AgentConnection connection,
+  HttpSession(DoorServices& impl, Worker& worker, boost::asio::ip::tcp::socket socket, AgentConnection connection,
               FixedDestination fixed)
     requires(!kTls);
   // A TLS listener's connection, opened by its door (tls_door.hpp), over the plaintext end
   // of its bridge; `refused`: the credential it showed was refused (its first request gets 407).
-  HttpSession(ProxyRuntime& impl, Worker& worker, boost::asio::ip::tcp::socket socket, AgentConnection connection,
+  HttpSession(DoorServices& impl, Worker& worker, boost::asio::ip::tcp::socket socket, AgentConnection connection,
               std::optional<policy::Decision> refused)
     requires(!kTls);
   // An inspected connection after its handshake: its slot is the connection row's.
-  HttpSession(ProxyRuntime& impl, Worker& worker, Stream stream, FixedDestination fixed)
+  HttpSession(DoorServices& impl, Worker& worker, Stream stream, FixedDestination fixed)
     requires(kTls);
   ~HttpSession();
   void start();
@@ -198,7 +198,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
   bool body_unread() const;        // an admitted or refused request's body is still in the socket
   std::string not_resent() const;  // why a request was not sent again, for a reason
 
-  ProxyRuntime& impl_;
+  DoorServices& impl_;
   Worker& worker_;
   Stream stream_;
   boost::beast::flat_buffer buffer_;

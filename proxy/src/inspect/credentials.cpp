@@ -1,7 +1,7 @@
 #include "inspect/credentials.hpp"
 
 #include "pipeline/policy_answer.hpp"
-#include "base/proxy_runtime.hpp"
+#include "base/door_services.hpp"
 #include "inspect/secret_forms.hpp"
 
 #include <boost/beast/core/string.hpp>
@@ -201,7 +201,7 @@ std::optional<Exfiltration> scan_host_name(const AgentCredentials& credentials, 
   return std::nullopt;
 }
 
-Tripwire::Tripwire(ProxyRuntime& rt, std::string agent, AgentCredentials credentials)
+Tripwire::Tripwire(DoorServices& rt, std::string agent, AgentCredentials credentials)
     : rt_(rt), agent_(std::move(agent)), credentials_(std::move(credentials)) {}
 
 std::optional<Refusal> Tripwire::check_request(const std::string& host, std::uint16_t port,

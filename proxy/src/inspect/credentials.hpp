@@ -28,7 +28,7 @@
 
 namespace netbox::proxy {
 
-struct ProxyRuntime;
+struct DoorServices;
 
 // One credential of an attached agent. Printing it prints no secret: there is no
 // operator<<, and the secret is a Secret.
@@ -137,7 +137,7 @@ class Tripwire {
   // (64 KiB, the held tail of the last piece included).
   static constexpr std::size_t kBodyScan = 64 * 1024;
 
-  Tripwire(ProxyRuntime& rt, std::string agent, AgentCredentials credentials);
+  Tripwire(DoorServices& rt, std::string agent, AgentCredentials credentials);
 
   const AgentCredentials& credentials() const { return credentials_; }
 
@@ -153,7 +153,7 @@ class Tripwire {
  private:
   Refusal trip(const Exfiltration& e, const std::string& host) const;
 
-  ProxyRuntime& rt_;
+  DoorServices& rt_;
   std::string agent_;
   AgentCredentials credentials_;
 };

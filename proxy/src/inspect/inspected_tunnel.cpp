@@ -21,7 +21,7 @@ namespace http = beast::http;
 namespace ssl = asio::ssl;
 using tcp = asio::ip::tcp;
 
-InspectedTunnel::InspectedTunnel(ProxyRuntime& impl, Worker& worker, tcp::socket client, std::string preface,
+InspectedTunnel::InspectedTunnel(DoorServices& impl, Worker& worker, tcp::socket client, std::string preface,
                                  std::string early, Exchange tunnel, InspectionScope scope)
     : impl_(impl),
       worker_(worker),

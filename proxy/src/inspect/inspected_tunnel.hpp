@@ -21,7 +21,7 @@
 #include "pipeline/denial.hpp"
 #include "pipeline/exchange.hpp"
 #include "inspect/inspector.hpp"
-#include "base/proxy_runtime.hpp"
+#include "base/door_services.hpp"
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -63,7 +63,7 @@ class InspectedTunnel : public std::enable_shared_from_this<InspectedTunnel> {
  public:
   // `preface`: what the agent is answered before its ClientHello is read (the front
   // door's "connected"; empty for a captured connection). `early`: bytes already read.
-  InspectedTunnel(ProxyRuntime& impl, Worker& worker, boost::asio::ip::tcp::socket client, std::string preface,
+  InspectedTunnel(DoorServices& impl, Worker& worker, boost::asio::ip::tcp::socket client, std::string preface,
                   std::string early, Exchange tunnel, InspectionScope scope);
   ~InspectedTunnel();
   void start();
@@ -79,7 +79,7 @@ class InspectedTunnel : public std::enable_shared_from_this<InspectedTunnel> {
   void on_handshake(boost::system::error_code ec);
   void close(std::string error = {});
 
-  ProxyRuntime& impl_;
+  DoorServices& impl_;
   Worker& worker_;
   boost::asio::ip::tcp::socket client_;  // until the handshake starts; then inside tls_
   std::string preface_;

@@ -16,18 +16,18 @@
 
 namespace netbox::proxy {
 
-struct ProxyRuntime;
+struct DoorServices;
 
 inline constexpr std::chrono::milliseconds kAcceptPause{100};
 
 // Counts an accept failure and logs it, rate-limited; `listener` names the socket.
-void note_accept_error(ProxyRuntime& rt, std::string_view listener, const boost::system::error_code& ec);
+void note_accept_error(DoorServices& rt, std::string_view listener, const boost::system::error_code& ec);
 
 // Accepts on `acc` until it is closed, handing each connection to `on_socket(socket)` on the
 // acceptor's executor. `keep` (a shared_ptr, or a plain pointer to an owner that outlives
 // the io threads) is held by every pending operation: it is what keeps `acc` alive.
 template <class Acceptor, class Keep, class OnSocket>
-void accept_with_backoff(ProxyRuntime& rt, Acceptor& acc, std::string_view listener, Keep keep, OnSocket on_socket) {
+void accept_with_backoff(DoorServices& rt, Acceptor& acc, std::string_view listener, Keep keep, OnSocket on_socket) {
   using Socket = typename Acceptor::protocol_type::socket;
   acc.async_accept([&rt, &acc, listener, keep = std::move(keep), on_socket = std::move(on_socket)](
                        boost::system::error_code ec, Socket s) mutable {

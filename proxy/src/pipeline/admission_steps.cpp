@@ -2,7 +2,7 @@
 
 namespace netbox::proxy {
 
-void note_unaudited(ProxyRuntime& rt, Exchange& exchange, const std::string& host, const std::string& agent,
+void note_unaudited(DoorServices& rt, Exchange& exchange, const std::string& host, const std::string& agent,
                     const std::string& why) {
   // Fail closed: no connection. A row already queued is completed by the Exchange.
   exchange.end();

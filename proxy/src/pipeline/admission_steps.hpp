@@ -11,7 +11,7 @@
 #include "pipeline/ask_step.hpp"
 #include "upstream/dialer.hpp"
 #include "pipeline/exchange.hpp"
-#include "base/proxy_runtime.hpp"
+#include "base/door_services.hpp"
 
 #include <boost/asio/post.hpp>
 
@@ -49,7 +49,7 @@ void decide_as(Admission& admission, Worker& worker, Counters& counters, const p
 }
 
 // The exchange could not be recorded: it ends, and the log says why (`host`, `agent`).
-void note_unaudited(ProxyRuntime& rt, Exchange& exchange, const std::string& host, const std::string& agent,
+void note_unaudited(DoorServices& rt, Exchange& exchange, const std::string& host, const std::string& agent,
                     const std::string& why);
 
 // Opens the admitted exchange's row and moves the admitted addresses to `allowed`.
@@ -57,7 +57,7 @@ void note_unaudited(ProxyRuntime& rt, Exchange& exchange, const std::string& hos
 // runs on `on`); otherwise the exchange has ended (note_unaudited) and the door answers
 // without connecting anything. `then` keeps the door (and `exchange`) alive.
 template <class Executor, class Then>
-void open_row(ProxyRuntime& rt, Exchange& exchange, Admitted& yes, std::vector<boost::asio::ip::tcp::endpoint>& allowed,
+void open_row(DoorServices& rt, Exchange& exchange, Admitted& yes, std::vector<boost::asio::ip::tcp::endpoint>& allowed,
               const std::string& host, const std::string& agent, const Executor& on, Then then) {
   const bool queued = exchange.admitted(yes);
   allowed = std::move(yes.endpoints);
@@ -81,7 +81,7 @@ void open_row(ProxyRuntime& rt, Exchange& exchange, Admitted& yes, std::vector<b
 
 // Dials the admitted addresses under the profile's limits; `then(DialResult)`.
 template <class Then>
-void dial_admitted(ProxyRuntime& rt, Worker& worker, const std::vector<boost::asio::ip::tcp::endpoint>& to,
+void dial_admitted(DoorServices& rt, Worker& worker, const std::vector<boost::asio::ip::tcp::endpoint>& to,
                    const policy::Limits& limits, Then then) {
   const auto t0 = std::chrono::steady_clock::now();
   dial(worker.ioc, to, DialLimits::of(limits, rt.dial_fd_ceiling, worker.pool.get()),

@@ -44,13 +44,13 @@ void AgentConnection::bind(Exchange& exchange) const {
   exchange.connection(who.agent, peer_text, metric_label, who.origin);
 }
 
-void AgentConnection::become(AgentIdentity next, const ProxyRuntime& rt) {
+void AgentConnection::become(AgentIdentity next, const DoorServices& rt) {
   who = std::move(next);
   profile = who.profile.empty() ? &policy->base : &policy->profile_for(who.profile);
   metric_label = rt.metric_label(who);
 }
 
-std::optional<ClientSlot> take_client_slot(ProxyRuntime& rt, tcp::socket& s, DoorKind door, bool answer) {
+std::optional<ClientSlot> take_client_slot(DoorServices& rt, tcp::socket& s, DoorKind door, bool answer) {
   boost::system::error_code peer_ec;
   const auto peer = s.remote_endpoint(peer_ec);
   ClientSlotResult slot;
@@ -71,7 +71,7 @@ std::optional<ClientSlot> take_client_slot(ProxyRuntime& rt, tcp::socket& s, Doo
   return std::move(slot.slot);
 }
 
-std::optional<AgentConnection> identify_connection(ProxyRuntime& rt, tcp::socket& s, ClientSlot slot, DoorKind door) {
+std::optional<AgentConnection> identify_connection(DoorServices& rt, tcp::socket& s, ClientSlot slot, DoorKind door) {
   auto who = identify_client(rt, s, door_name(door));
   if (!who) return std::nullopt;  // on an agent's own listener, from none of its addresses
   AgentConnection c;

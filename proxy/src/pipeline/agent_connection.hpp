@@ -22,7 +22,7 @@
 #include "pipeline/audit_room.hpp"
 #include "pipeline/client_slots.hpp"
 #include "pipeline/exchange.hpp"
-#include "base/proxy_runtime.hpp"
+#include "base/door_services.hpp"
 
 #include <boost/asio/ip/tcp.hpp>
 
@@ -53,7 +53,7 @@ struct AgentConnection {
   // applies to new connections. `profile` is the agent's, inside *policy.
   PolicyPtr policy;
   const policy::Profile* profile = nullptr;
-  std::string metric_label;  // ProxyRuntime::metric_label(who)
+  std::string metric_label;  // DoorServices::metric_label(who)
   DoorKind door = DoorKind::http;
   int client_fd = -1;  // the agent's socket (the door owns it), for Admission::client
 
@@ -62,7 +62,7 @@ struct AgentConnection {
   void bind(Exchange& exchange) const;  // a row before any admission (a door's handshake)
   // The connection is `who` after all (a client token it showed, client_tokens.hpp): its
   // profile and label follow, under the same policy snapshot. Bind again afterwards.
-  void become(AgentIdentity who, const ProxyRuntime& rt);
+  void become(AgentIdentity who, const DoorServices& rt);
 };
 
 // The client slot of a connection just accepted (client_identity.hpp: per agent). Nullopt:
@@ -70,12 +70,12 @@ struct AgentConnection {
 // door's way: a 503 on the HTTP listener, a close on SOCKS5, a reset on a captured
 // connection or the DNS view's TCP side. With `answer` false, a refused `s` is left open
 // for the door to answer (the TLS listener's alert, tls_door.hpp).
-std::optional<ClientSlot> take_client_slot(ProxyRuntime& rt, boost::asio::ip::tcp::socket& s, DoorKind door,
+std::optional<ClientSlot> take_client_slot(DoorServices& rt, boost::asio::ip::tcp::socket& s, DoorKind door,
                                            bool answer = true);
 
 // Who the connection on `s` is, under the policy in force now. Nullopt: refused and `s`
 // reset (identify_client: an agent's own listener, from none of its addresses).
-std::optional<AgentConnection> identify_connection(ProxyRuntime& rt, boost::asio::ip::tcp::socket& s, ClientSlot slot,
+std::optional<AgentConnection> identify_connection(DoorServices& rt, boost::asio::ip::tcp::socket& s, ClientSlot slot,
                                                    DoorKind door);
 
 // Opens the connection on `s` once the audit writer has room (back pressure for every
@@ -83,7 +83,7 @@ std::optional<AgentConnection> identify_connection(ProxyRuntime& rt, boost::asio
 // then `then(AgentConnection)` on the socket's executor. A refused connection is reset and
 // `then` is not called. `s` and `slot` belong to the door, which `then` keeps alive.
 template <class Then>
-void open_agent_connection(ProxyRuntime& rt, boost::asio::ip::tcp::socket& s, ClientSlot& slot, DoorKind door,
+void open_agent_connection(DoorServices& rt, boost::asio::ip::tcp::socket& s, ClientSlot& slot, DoorKind door,
                            Then then) {
   if (!audit_room_or_wait(*rt.writer, s.get_executor(),
                           [&rt, &s, &slot, door, then] { open_agent_connection(rt, s, slot, door, then); }))

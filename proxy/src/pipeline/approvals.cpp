@@ -2,7 +2,7 @@
 
 #include "netbox/policy/allow_addition.hpp"
 
-#include "base/proxy_runtime.hpp"
+#include "base/door_services.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -258,7 +258,7 @@ std::string ApprovalBook::answer(const AskTarget& target, const AskAnswer& ans) 
            q.shown.agent + " may reach " + where + " (" + std::string(to_string(ans.scope)) + ", grant:" +
                std::to_string(g.id) + ") granted by " + ans.grantor + "; expires: " + std::string(expiry_of(ans.scope)),
            detail.dump());
-    if (ans.scope == AskScope::policy && rt_.options.policy_file == rt_.options.ask_policy_file) rt_.reload_policy();
+    if (ans.scope == AskScope::policy && rt_.options.policy_file == rt_.options.ask_policy_file) reload_policy_();
   } else {
     record("ask_denied", q.shown, q.shown.agent + " may not reach " + where + ": " + how, detail.dump());
   }

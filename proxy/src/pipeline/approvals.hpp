@@ -23,7 +23,7 @@
 
 namespace netbox::proxy {
 
-struct ProxyRuntime;
+struct DoorServices;
 
 // A destination a person let an agent reach. The rows of the requests it let through name
 // it (rule `grant:ID`).
@@ -49,7 +49,9 @@ class ApprovalBook {
   // Requests waiting on one question (an agent retrying in a loop); more are refused at once.
   static constexpr std::size_t kMaxWaitersPerQuestion = 64;
 
-  explicit ApprovalBook(ProxyRuntime& rt) : rt_(rt) {}
+  // `reload_policy`: after a grant of scope policy written to the policy file in force.
+  ApprovalBook(DoorServices& rt, std::function<void()> reload_policy)
+      : rt_(rt), reload_policy_(std::move(reload_policy)) {}
 
   // An agent attached with `ask` (its profile: where scope `policy` writes; `listener`: who
   // is told of its questions, may be unset); forget() when it leaves.
@@ -117,7 +119,8 @@ class ApprovalBook {
   std::string write_policy_locked(const Question& q);
   void record(const std::string& kind, const PendingAsk& q, const std::string& message, const std::string& detail);
 
-  ProxyRuntime& rt_;
+  DoorServices& rt_;
+  std::function<void()> reload_policy_;
   mutable std::mutex mu_;
   std::map<std::string, AgentAsk> agents_;
   std::map<Key, Question> questions_;

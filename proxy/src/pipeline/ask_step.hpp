@@ -11,7 +11,7 @@
 // row's reason saying the client left); the question stays (ApprovalBook::leave).
 #include "pipeline/admission.hpp"
 #include "pipeline/approvals.hpp"
-#include "base/proxy_runtime.hpp"
+#include "base/door_services.hpp"
 
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/post.hpp>

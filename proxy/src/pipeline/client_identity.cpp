@@ -2,11 +2,11 @@
 
 #include "netbox/proxy/endpoint.hpp"
 
-#include "base/proxy_runtime.hpp"
+#include "base/door_services.hpp"
 
 namespace netbox::proxy {
 
-std::optional<AgentIdentity> identify_client(ProxyRuntime& rt, boost::asio::ip::tcp::socket& s, std::string_view door) {
+std::optional<AgentIdentity> identify_client(DoorServices& rt, boost::asio::ip::tcp::socket& s, std::string_view door) {
   boost::system::error_code local_ec, peer_ec;
   const auto local = s.local_endpoint(local_ec);
   const auto peer = s.remote_endpoint(peer_ec);
@@ -22,7 +22,7 @@ std::optional<AgentIdentity> identify_client(ProxyRuntime& rt, boost::asio::ip::
   return std::nullopt;
 }
 
-ClientSlotResult acquire_client_slot(ProxyRuntime& rt, boost::asio::ip::tcp::socket& s,
+ClientSlotResult acquire_client_slot(DoorServices& rt, boost::asio::ip::tcp::socket& s,
                                      const boost::asio::ip::address& peer) {
   const std::uint64_t netns = netns_cookie(s.native_handle());
   // An agent known by its sockets is counted under its key, whatever address it comes from.
@@ -30,7 +30,7 @@ ClientSlotResult acquire_client_slot(ProxyRuntime& rt, boost::asio::ip::tcp::soc
   return rt.client_slots->acquire(rt.agents.lookup(peer).slot_address(peer));
 }
 
-void note_foreign_source(ProxyRuntime& rt, std::string_view door, const std::string& local, const std::string& peer) {
+void note_foreign_source(DoorServices& rt, std::string_view door, const std::string& local, const std::string& peer) {
   rt.counters.foreign_sources_refused.fetch_add(1);
   if (rt.foreign_source_log.note())
     rt.log.write(log_event::foreign_source_refused, {{log_key::door, door},

@@ -1,6 +1,6 @@
 #include "pipeline/exchange.hpp"
 
-#include "base/proxy_runtime.hpp"
+#include "base/door_services.hpp"
 
 #include "netbox/audit/printable.hpp"
 
@@ -8,7 +8,7 @@
 namespace netbox::proxy {
 namespace {
 
-void log_request(ProxyRuntime& impl, const audit::AuditRecord& r, Outcome outcome) {
+void log_request(DoorServices& impl, const audit::AuditRecord& r, Outcome outcome) {
   const bool refused = !plainly_allowed(outcome) || r.status.value_or(0) >= 400 || !r.error.empty();
   switch (impl.options.log_requests) {
     case LogRequests::all: break;

@@ -25,11 +25,11 @@
 
 namespace netbox::proxy {
 
-struct ProxyRuntime;
+struct DoorServices;
 
 class Exchange {
  public:
-  explicit Exchange(ProxyRuntime& impl) : impl_(&impl) {}
+  explicit Exchange(DoorServices& impl) : impl_(&impl) {}
   Exchange(Exchange&& o) noexcept;
   Exchange& operator=(Exchange&&) = delete;
   Exchange(const Exchange&) = delete;
@@ -37,7 +37,7 @@ class Exchange {
   ~Exchange() { end(); }
 
   // Once per agent connection: who sends its requests, and the agent label their counts
-  // carry (ProxyRuntime::metric_label).
+  // carry (DoorServices::metric_label).
   // `origin`: the lookup of the process that opened it (AgentIdentity::origin), which every
   // row of the connection records.
   void connection(std::string agent, std::string client_addr, std::string metric_label,
@@ -101,7 +101,7 @@ class Exchange {
  private:
   void note_refusal(Outcome outcome, const std::string& rule);
 
-  ProxyRuntime* impl_;
+  DoorServices* impl_;
   std::shared_ptr<AgentGuard> guard_;  // the agent's: its refusals are guardian events
   std::string agent_;
   std::string client_addr_;

@@ -27,7 +27,7 @@ DoorAnswer http_answer(std::string connected, unsigned version) {
           }};
 }
 
-TargetStep::TargetStep(ProxyRuntime& rt, Worker& worker, tcp::socket client, AgentConnection conn, Exchange exchange,
+TargetStep::TargetStep(DoorServices& rt, Worker& worker, tcp::socket client, AgentConnection conn, Exchange exchange,
                        DoorTarget target, DoorAnswer answer)
     : rt_(rt),
       worker_(worker),

@@ -77,7 +77,7 @@ struct DoorTarget {
 class TargetStep : public std::enable_shared_from_this<TargetStep> {
  public:
   // `exchange` has begun (its request, kind and target noted); `conn` is the door's.
-  TargetStep(ProxyRuntime& rt, Worker& worker, boost::asio::ip::tcp::socket client, AgentConnection conn,
+  TargetStep(DoorServices& rt, Worker& worker, boost::asio::ip::tcp::socket client, AgentConnection conn,
              Exchange exchange, DoorTarget target, DoorAnswer answer);
   ~TargetStep();
   void start();
@@ -97,7 +97,7 @@ class TargetStep : public std::enable_shared_from_this<TargetStep> {
   void close();
   void reset();
 
-  ProxyRuntime& rt_;
+  DoorServices& rt_;
   Worker& worker_;
   boost::asio::ip::tcp::socket client_;
   boost::asio::steady_timer timer_;  // the first flight's waits, a refusal's write

@@ -6,7 +6,7 @@
 #include "agents/agent_pools.hpp"
 #include "base/own_endpoints.hpp"
 #include "doors/dns_view.hpp"
-#include "doors/transparent_listener.hpp"
+#include "runtime/transparent_listener.hpp"
 
 #include <stdexcept>
 

@@ -13,7 +13,7 @@
 #include "base/own_endpoints.hpp"
 #include "base/proxy_runtime.hpp"
 #include "doors/dns_view.hpp"
-#include "doors/transparent_listener.hpp"
+#include "runtime/transparent_listener.hpp"
 #include "agents/agent_row.hpp"
 #include "runtime/address_attachment.hpp"
 
@@ -128,12 +128,6 @@ void ProxyRuntime::stop_dns_views() {
   for (auto& [addr, view] : views)
     if (stopped.insert(view.get()).second) view->stop();
   for (auto& [addr, capture] : captures) capture->stop();
-}
-
-std::shared_ptr<DnsView> ProxyRuntime::dns_view_of(const boost::asio::ip::address& agent) const {
-  std::lock_guard lock(dns_mu);
-  auto it = dns_views.find(canonical_address(agent));
-  return it == dns_views.end() ? nullptr : it->second;
 }
 
 AttachedAgent ProxyRuntime::attach_agent(const AgentAttachment& wanted) {

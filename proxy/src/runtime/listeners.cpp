@@ -126,7 +126,7 @@ void ProxyRuntime::take_connection(Worker& w, tcp::socket s, ListenerKind kind) 
     std::make_shared<ClientSession>(*this, w, std::move(s), std::move(*slot))->start();
 }
 
-void note_accept_error(ProxyRuntime& rt, std::string_view listener, const boost::system::error_code& ec) {
+void note_accept_error(DoorServices& rt, std::string_view listener, const boost::system::error_code& ec) {
   rt.counters.accept_errors.fetch_add(1);
   if (rt.accept_error_log.note())
     rt.log.write(log_event::accept_error, {{log_key::listener, listener},

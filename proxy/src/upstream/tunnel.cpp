@@ -18,7 +18,7 @@ namespace netbox::proxy {
 namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
 
-Tunnel::Tunnel(ProxyRuntime& impl, tcp::socket client, tcp::socket upstream, std::string early_data,
+Tunnel::Tunnel(DoorServices& impl, tcp::socket client, tcp::socket upstream, std::string early_data,
                Exchange exchange, std::chrono::milliseconds idle_timeout)
     : impl_(impl),
       client_(std::move(client)),

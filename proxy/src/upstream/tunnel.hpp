@@ -9,7 +9,7 @@
 // back as soon as it has drained everything and the source has nothing more to read.
 // Ten thousand idle tunnels then cost a few KiB and two fds each, not 128 KiB and six.
 #include "pipeline/exchange.hpp"
-#include "base/proxy_runtime.hpp"
+#include "base/door_services.hpp"
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -26,7 +26,7 @@ class Tunnel : public std::enable_shared_from_this<Tunnel> {
   static constexpr std::size_t kBufferSize = 64 * 1024;
   static constexpr std::size_t kBurstSize = 16 * 1024;  // a burst's first bytes, relayed by copy
 
-  Tunnel(ProxyRuntime& impl, boost::asio::ip::tcp::socket client, boost::asio::ip::tcp::socket upstream,
+  Tunnel(DoorServices& impl, boost::asio::ip::tcp::socket client, boost::asio::ip::tcp::socket upstream,
          std::string early_data, Exchange exchange, std::chrono::milliseconds idle_timeout);
   ~Tunnel();
   void start();
@@ -73,7 +73,7 @@ class Tunnel : public std::enable_shared_from_this<Tunnel> {
   void abort(std::string why);
   void finish();
 
-  ProxyRuntime& impl_;
+  DoorServices& impl_;
   boost::asio::ip::tcp::socket client_;
   boost::asio::ip::tcp::socket upstream_;
   std::string early_;

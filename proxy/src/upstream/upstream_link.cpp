@@ -17,7 +17,7 @@ namespace ssl = asio::ssl;
 using tcp = asio::ip::tcp;
 
 void upstream_key(std::string& out, std::string_view scope, const tcp::endpoint& ep, std::string_view host, bool tls,
-                  ProxyRuntime& rt) {
+                  DoorServices& rt) {
   if (!tls) return UpstreamPool::key(out, scope, ep, host);
   UpstreamPool::tls_key(out, scope, ep, host, rt.inspector->upstream_context().native_handle());
 }
@@ -59,7 +59,7 @@ void reset_upstream(UpstreamLink<true>::Holder& s) {
   s.reset();
 }
 
-void connect_plain(ProxyRuntime& rt, Worker& worker, const std::vector<tcp::endpoint>& to,
+void connect_plain(DoorServices& rt, Worker& worker, const std::vector<tcp::endpoint>& to,
                    const policy::Limits& limits, std::function<void(UpstreamConnected<false>)> done) {
   dial_admitted(rt, worker, to, limits, [done = std::move(done)](DialResult r) {
     UpstreamConnected<false> c;
@@ -91,7 +91,7 @@ void name_the_host(SSL* s, const std::string& host) {
 
 }  // namespace
 
-void connect_tls(ProxyRuntime& rt, Worker& worker, const std::vector<tcp::endpoint>& to,
+void connect_tls(DoorServices& rt, Worker& worker, const std::vector<tcp::endpoint>& to,
                  const policy::Limits& limits, const std::string& host,
                  std::function<void(UpstreamConnected<true>)> done) {
   dial_admitted(rt, worker, to, limits, [&rt, host, timeout = limits.idle_timeout, done = std::move(done)](DialResult r) {

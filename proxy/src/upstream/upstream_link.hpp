@@ -7,7 +7,7 @@
 // with 502 and OpenSSL's reason (expired, hostname mismatch, unknown issuer), never a
 // silent pass. Pooled connections are kept per agent, address, port and host name (and,
 // for TLS, trust store) by the worker's UpstreamPool.
-#include "base/proxy_runtime.hpp"
+#include "base/door_services.hpp"
 #include "upstream/upstream_pool.hpp"
 
 #include "netbox/policy/policy.hpp"
@@ -50,7 +50,7 @@ struct UpstreamConnected {
 // The pool key of a connection to `ep` for `host` (`tls`: verified against the inspector's
 // trust store).
 void upstream_key(std::string& out, std::string_view scope, const boost::asio::ip::tcp::endpoint& ep,
-                  std::string_view host, bool tls, ProxyRuntime& rt);
+                  std::string_view host, bool tls, DoorServices& rt);
 bool take_pooled(UpstreamPool& pool, const std::string& key, UpstreamLink<false>::Holder& into);
 bool take_pooled(UpstreamPool& pool, const std::string& key, UpstreamLink<true>::Holder& into);
 void put_pooled(UpstreamPool& pool, const std::string& key, UpstreamLink<false>::Holder& from);
@@ -62,14 +62,14 @@ void reset_upstream(UpstreamLink<true>::Holder& s);
 
 // A new connection to one of `to` (the admitted addresses, in order), under the profile's
 // limits; `done` runs from a completion handler.
-void connect_plain(ProxyRuntime& rt, Worker& worker, const std::vector<boost::asio::ip::tcp::endpoint>& to,
+void connect_plain(DoorServices& rt, Worker& worker, const std::vector<boost::asio::ip::tcp::endpoint>& to,
                    const policy::Limits& limits, std::function<void(UpstreamConnected<false>)> done);
-void connect_tls(ProxyRuntime& rt, Worker& worker, const std::vector<boost::asio::ip::tcp::endpoint>& to,
+void connect_tls(DoorServices& rt, Worker& worker, const std::vector<boost::asio::ip::tcp::endpoint>& to,
                  const policy::Limits& limits, const std::string& host,
                  std::function<void(UpstreamConnected<true>)> done);
 
 template <bool Tls, class Done>
-void connect_upstream_to(ProxyRuntime& rt, Worker& worker, const std::vector<boost::asio::ip::tcp::endpoint>& to,
+void connect_upstream_to(DoorServices& rt, Worker& worker, const std::vector<boost::asio::ip::tcp::endpoint>& to,
                          const policy::Limits& limits, const std::string& host, Done done) {
   if constexpr (Tls) connect_tls(rt, worker, to, limits, host, std::move(done));
   else connect_plain(rt, worker, to, limits, std::move(done));

@@ -1,4 +1,4 @@
-#include "doors/transparent_listener.hpp"
+#include "runtime/transparent_listener.hpp"
 
 #include <unistd.h>
 
