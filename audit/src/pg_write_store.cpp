@@ -165,9 +165,10 @@ class PgWriteStore final : public WriteStore {
       set_up_session();
     }
     auto r = conn_->query(
-        "SELECT COALESCE(MAX((detail::jsonb->>'upto')::bigint), 0) FROM events "
-        "WHERE kind = 'audit_spool_shipped' AND proxy_id IS NOT DISTINCT FROM $1 AND detail::jsonb->>'spool' = $2",
-        {text_or_null(proxy_id_), pg_text(spool_key)});
+        // Text matching, not a jsonb cast: the server may try the cast on any event's detail.
+        "SELECT COALESCE(MAX(substring(detail from '\"upto\":([0-9]+)')::bigint), 0) FROM events "
+        "WHERE kind = 'audit_spool_shipped' AND proxy_id IS NOT DISTINCT FROM $1 AND strpos(detail, $2) > 0",
+        {text_or_null(proxy_id_), "\"spool\":\"" + spool_key + "\""});
     return std::stoll(pg_value(r.get(), 0, 0));
   }
 
