@@ -88,7 +88,9 @@ TEST_F(PostgresSpool, ServerAwayLongerThanTheQueueHoldsEveryRequestAnsweredEvery
 
 TEST_F(PostgresSpool, AProxyKilledWithRowsInItsSpoolShipsThemAtItsNextStartNoneTwice) {
   const auto db = server.create_database("killed");
-  auto p = start_spooling(db, "proxy-k");
+  // --audit-sync: a request is answered once its row is durable, in the spool while the
+  // server is away, so every answered request must survive the kill.
+  auto p = start_spooling(db, "proxy-k", {"--audit-sync"});
   ProxyLoad load(p.port, url_base(), "k", 4);
   load.wait_until_answered(100, 60s);
   server.stop();
@@ -102,7 +104,7 @@ TEST_F(PostgresSpool, AProxyKilledWithRowsInItsSpoolShipsThemAtItsNextStartNoneT
   const auto shown = run_netbox({"audit", "--db", db, "--audit-spool", spool.string()});
   EXPECT_NE(shown.err.find("holds " + std::to_string(left) + " request rows"), std::string::npos) << shown.err;
   server.start();
-  auto again = start_spooling(db, "proxy-k");
+  auto again = start_spooling(db, "proxy-k", {"--audit-sync"});
   EXPECT_TRUE(wait_for([&] { return spooled_rows(spool) == 0; }, 120s)) << again.process->log();
   EXPECT_EQ(again.process->stop(SIGTERM), 0) << again.process->log();
   expect_every_answer_stored_once(load, "killed", "k");
