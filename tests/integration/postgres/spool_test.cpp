@@ -111,7 +111,7 @@ TEST_F(PostgresSpool, AProxyKilledWithRowsInItsSpoolShipsThemAtItsNextStartNoneT
 }
 
 TEST_F(PostgresSpool, AFullSpoolRefusesWith503AndDropsNoRow) {
-  const auto db = server.create_database("full");
+  const auto db = server.create_database("spoolfull");
   auto p = start_spooling(db, "proxy-f", {"--audit-spool-size", "200000"});
   ProxyLoad load(p.port, url_base(), "f", 4);
   load.wait_until_answered(100, 60s);
@@ -128,7 +128,7 @@ TEST_F(PostgresSpool, AFullSpoolRefusesWith503AndDropsNoRow) {
   server.start();
   EXPECT_TRUE(wait_for([&] { return spooled_rows(spool) == 0; }, 120s)) << p.process->log();
   EXPECT_EQ(p.process->stop(SIGTERM), 0) << p.process->log();
-  expect_every_answer_stored_once(load, "full", "f");
+  expect_every_answer_stored_once(load, "spoolfull", "f");
 }
 
 TEST_F(PostgresSpool, ASpoolForAnSqliteStoreOrInAWritableDirectoryIsRefusedAtTheFlag) {
