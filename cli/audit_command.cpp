@@ -9,7 +9,9 @@
 #include "netbox/audit/prune.hpp"
 #include "netbox/audit/query.hpp"
 #include "netbox/audit/schema.hpp"
+#include "netbox/audit/spool_summary.hpp"
 #include "netbox/audit/store_address.hpp"
+#include "netbox/audit/writer.hpp"
 
 #include <chrono>
 #include <filesystem>
@@ -30,6 +32,7 @@ struct AuditArgs {
   std::string since;
   long long limit = 100;
   std::string format = "table";
+  std::string spool;  // empty: the default one of this host's proxy id, with a PostgreSQL --db
 };
 
 // The same filters on `audit` and on `audit summary`, bound to the same values, so they may
@@ -52,6 +55,9 @@ void add_filters(FlagTable& cmd, AuditArgs& a) {
   cmd.option("--since", a.since, "Only newer requests: 30s, 15m, 2h, 1d, 1w or a timestamp (2026-11-22T04:00:00Z)");
   cmd.option("--limit", a.limit, "At most N rows, newest first (summary: the N busiest agent/host pairs); 0 for all")
       ->capture_default_str();
+  cmd.option("--audit-spool", a.spool,
+             "A proxy's local spool (its --audit-spool) to report on: rows in it are not in the PostgreSQL store yet "
+             "(default with a postgresql:// --db: this host's default spool, if there is one)");
   cmd.option("--format", a.format, "Output: table, json or csv")
       ->type_name("TEXT:{table,json,csv}")
       ->capture_default_str();
@@ -77,9 +83,25 @@ audit::Filter to_filter(const AuditArgs& a) {
   return f;
 }
 
+// Rows a spool holds are not in the store being read: said on stderr, so that the output
+// itself stays the store's rows (scripts read it), and said before them.
+void report_spool(const AuditArgs& a) {
+  if (a.spool.empty() && !audit::is_postgresql(a.db)) return;
+  const std::filesystem::path path = a.spool.empty() ? audit::default_spool_path(audit::default_proxy_id()) : std::filesystem::path(a.spool);
+  const auto held = audit::read_spool_summary(path);
+  if (!held) {
+    if (!a.spool.empty()) throw UsageError("--audit-spool " + a.spool + ": no such file");
+    return;
+  }
+  if (held->items == 0) return;
+  std::cerr << "netbox audit: the local spool " << path.string() << " holds " << held->rows
+            << " request rows (" << held->bytes << " bytes) not yet shipped to the PostgreSQL store\n";
+}
+
 int run_audit(const CLI::App& cmd, const AuditArgs& a, bool summary) {
   return run_reporting(cmd, [&] {
     const audit::Filter filter = to_filter(a);
+    report_spool(a);
     require_db(a.db);
     if (summary) std::cout << audit::format_summary(audit::summarize(a.db, filter), a.format);
     else std::cout << audit::format_requests(audit::query_requests(a.db, filter), a.format);

@@ -11,6 +11,8 @@
 #include "netbox/audit/printable.hpp"
 #include "netbox/audit/query.hpp"
 #include "netbox/audit/verify.hpp"
+#include "netbox/audit/spool_summary.hpp"
+#include "netbox/audit/writer.hpp"
 #include "netbox/dashboards/proxy_admin.hpp"
 #include "netbox/export/exporter.hpp"
 #include "netbox/policy/load.hpp"
@@ -47,6 +49,8 @@ struct ProxyArgs {
   std::string audit_db;  // empty: audit::default_db_path()
   std::size_t audit_queue = 65536;
   std::size_t audit_hold = 16384;
+  std::string audit_spool;  // empty: next to the default store, when --audit-db is PostgreSQL
+  std::size_t audit_spool_size = std::size_t{256} << 20;
   std::optional<std::chrono::milliseconds> audit_shutdown_wait;
   std::optional<std::chrono::milliseconds> audit_retention;
   std::string proxy_id;  // empty: the host name
@@ -107,6 +111,18 @@ std::optional<proxy::ListenerTlsFiles> listener_tls(const ProxyArgs& a, const Fl
 
 // Turns the arguments into the proxy's options; UsageError names the flag, or the config
 // file and key, that gave a bad value.
+// A PostgreSQL store's spool: the flag's file, checked as an SQLite --audit-db is, or one per
+// proxy id beside the default SQLite store (created 0700 as that one's directory).
+std::filesystem::path spool_location(const ProxyArgs& a, const proxy::ProxyOptions& o, const FlagTable& flags) {
+  if (!a.audit_spool.empty()) {
+    audit::check_db_location(a.audit_spool, flags.source("--audit-spool"));
+    return a.audit_spool;
+  }
+  const auto spool = audit::default_spool_path(o.proxy_id.empty() ? audit::default_proxy_id() : o.proxy_id);
+  audit::prepare_default_location(spool, "--audit-spool (default)");
+  return spool;
+}
+
 proxy::ProxyOptions to_options(const ProxyArgs& a, const FlagTable& flags) {
   proxy::ProxyOptions o;
   if (a.policy.empty())
@@ -132,6 +148,12 @@ proxy::ProxyOptions to_options(const ProxyArgs& a, const FlagTable& flags) {
   if (a.audit_queue == 0) throw UsageError(flags.source("--audit-queue") + ": expected a positive number of rows");
   o.audit_queue = a.audit_queue;
   o.audit_hold = a.audit_hold;
+  if (a.audit_spool_size == 0)
+    throw UsageError(flags.source("--audit-spool-size") + ": expected a positive number of bytes");
+  o.audit_spool_size = a.audit_spool_size;
+  if (!a.audit_spool.empty() && !a.audit_db.empty() && !audit::is_postgresql(a.audit_db))
+    throw UsageError(flags.source("--audit-spool") + ": a spool is for a PostgreSQL --audit-db (postgresql://...); "
+                     "an SQLite store is local already");
   o.audit_shutdown_wait = a.audit_shutdown_wait.value_or(std::chrono::seconds(10));
   if (a.audit_retention) o.audit_retention = std::chrono::duration_cast<std::chrono::seconds>(*a.audit_retention);
   o.threads = a.threads;
@@ -246,6 +268,7 @@ int run_proxy(const ProxyArgs& a, FlagTable& flags) {
       o.audit_db = a.audit_db;
       audit::check_db_location(o.audit_db, flags.source("--audit-db"));
     }
+    if (audit::is_postgresql(o.audit_db.native())) o.audit_spool = spool_location(a, o, flags);
     if (!a.admin_token_file.empty()) admin_token = dashboards::read_token_file(a.admin_token_file);
   } catch (const std::exception& e) {
     std::cerr << "netbox proxy: " << e.what() << "\n";
@@ -341,6 +364,12 @@ void add_proxy_command(CLI::App& app, int& rc) {
            "Audit rows queued before clients are read no further until the writer catches up (default 65536)");
   f.option("--audit-hold", a.audit_hold,
            "Audit rows held in memory while the store cannot write; past them new requests get 503 (default 16384)");
+  f.option("--audit-spool", a.audit_spool,
+           "With a PostgreSQL --audit-db: the local SQLite spool that takes the rows while the server cannot, shipped "
+           "in order once it returns (default: audit-spool-PROXYID.db beside the default SQLite store; its directory "
+           "must be writable by its owner only)");
+  f.option("--audit-spool-size", a.audit_spool_size,
+           "Bytes the audit spool may hold; when it is full new requests get 503 (default 268435456)");
   f.duration("--audit-retention", a.audit_retention,
            "Prune rows older than this DURATION (30d, 12h, 1w ...) at start and hourly, in small batches beside the "
            "inserts; each run is an audit_prune event (default: keep everything)",

@@ -58,6 +58,17 @@ struct PendingRequest {
   std::size_t touched;           // its place in the batch's touched rows
 };
 
+// Ids handed out since the last commit, in order, and how many of them this attempt has taken again.
+struct AttemptIds {
+  std::vector<std::int64_t> ids;
+  std::size_t reuse = 0;
+  void rewind() { reuse = 0; }
+  void clear() {
+    ids.clear();
+    reuse = 0;
+  }
+};
+
 struct AgentStart {
   std::int64_t id;
   AgentRecord agent;
@@ -89,28 +100,28 @@ class PgWriteStore final : public WriteStore {
     agents_.clear();
     days_.clear();
     touched_.clear();
-    reuse_ = 0;
+    rows_.rewind();
+    others_.rewind();
   }
 
   void commit() override {
     if (!pending_.empty() || !completions_.empty() || !events_.empty() || !agents_.empty()) write_batch();
     known_days_.insert(days_.begin(), days_.end());
-    attempt_ids_.clear();
-    reuse_ = 0;
-    retry_ = false;
+    forget_retry();
   }
 
   void abandon() override {
     conn_->rollback();
     // The same items come again, in the same order: they get the same ids.
-    reuse_ = 0;
+    rows_.rewind();
+    others_.rewind();
     retry_ = true;
   }
 
   // The row is encoded later, while its COPY runs (write_batch): `r` and `c` are the
   // writer's and stay as they are until commit() or abandon() returns (write_store.hpp).
   std::int64_t insert_request(const AuditRecord& r, const Completion* c, std::int64_t parent_id) override {
-    const std::int64_t id = take_id();
+    const std::int64_t id = take_id(rows_);
     std::string ts = format_timestamp(r.ts);
     if (days_.empty() || days_.rbegin()->compare(0, 10, ts, 0, 10) != 0) days_.insert(ts.substr(0, 10));
     pending_.push_back({id, parent_id, &r, c, touched_.size()});
@@ -142,11 +153,30 @@ class PgWriteStore final : public WriteStore {
   }
 
   void insert_event(const Event& e) override {
-    events_.emplace_back(take_id(), e);
+    events_.emplace_back(take_id(others_), e);
     touched_.push_back(event_touched(events_.back().first, format_timestamp(e.ts), e, proxy_id_));
   }
-  void insert_agent(const AgentRecord& a) override { agents_.emplace_back(AgentStart{take_id(), a}); }
-  void agent_exited(const AgentExit& x) override { agents_.emplace_back(AgentEnd{take_id(), x}); }
+  void insert_agent(const AgentRecord& a) override { agents_.emplace_back(AgentStart{take_id(others_), a}); }
+  void agent_exited(const AgentExit& x) override { agents_.emplace_back(AgentEnd{take_id(others_), x}); }
+
+  std::int64_t shipped_upto(const std::string& spool_key) override {
+    if (!conn_->connected()) {
+      conn_->reconnect();
+      set_up_session();
+    }
+    auto r = conn_->query(
+        // Text matching, not a jsonb cast: the server may try the cast on any event's detail.
+        "SELECT COALESCE(MAX(substring(detail from '\"upto\":([0-9]+)')::bigint), 0) FROM events "
+        "WHERE kind = 'audit_spool_shipped' AND proxy_id IS NOT DISTINCT FROM $1 AND strpos(detail, $2) > 0",
+        {text_or_null(proxy_id_), "\"spool\":\"" + spool_key + "\""});
+    return std::stoll(pg_value(r.get(), 0, 0));
+  }
+
+  void forget_retry() override {
+    rows_.clear();
+    others_.clear();
+    retry_ = false;
+  }
 
   PruneCounts prune_batch(Clock::time_point cutoff, Clock::time_point now, std::uint64_t limit) override {
     if (!conn_->connected()) {
@@ -283,8 +313,11 @@ class PgWriteStore final : public WriteStore {
     return kSet + completions_ + kWhere;
   }
 
-  std::int64_t take_id() {
-    if (reuse_ < attempt_ids_.size()) return attempt_ids_[reuse_++];
+  // Request rows and the other rows reuse their ids apart: a retry may write events the
+  // first attempt did not (the writer's audit_error/audit_recovered, the spool's), and the
+  // request rows must still get the ids they had.
+  std::int64_t take_id(AttemptIds& ids) {
+    if (ids.reuse < ids.ids.size()) return ids.ids[ids.reuse++];
     if (next_id_ == block_end_) {
       if (blocks_.empty()) {
         auto r = conn_->query("SELECT nextval('netbox_row_ids') FROM generate_series(1, " +
@@ -295,8 +328,8 @@ class PgWriteStore final : public WriteStore {
       blocks_.pop_front();
       block_end_ = next_id_ + kIdBlock;
     }
-    attempt_ids_.push_back(next_id_);
-    ++reuse_;
+    ids.ids.push_back(next_id_);
+    ++ids.reuse;
     return next_id_++;
   }
 
@@ -357,8 +390,8 @@ class PgWriteStore final : public WriteStore {
   std::vector<Touched> touched_;  // rows the open batch writes or completes, for its chain links
 
   std::set<std::string> known_days_;  // partitions this writer made sure of
-  std::vector<std::int64_t> attempt_ids_;  // ids handed out since the last commit, in order
-  std::size_t reuse_ = 0;                  // how many of them this attempt has taken again
+  AttemptIds rows_;    // request rows' ids handed out since the last commit
+  AttemptIds others_;  // events' and agents'
   bool retry_ = false;                     // the open batch failed once already
   std::deque<std::int64_t> blocks_;  // first ids of blocks taken and not yet used
   std::int64_t next_id_ = 0;

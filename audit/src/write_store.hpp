@@ -35,6 +35,13 @@ class WriteStore {
   virtual void insert_agent(const AgentRecord& agent) = 0;
   virtual void agent_exited(const AgentExit& exit) = 0;
 
+  // The spool's shipped-up-to marker (writer.cpp): the largest spool seq the server holds
+  // an audit_spool_shipped event for, committed with the rows it names; 0: none.
+  virtual std::int64_t shipped_upto(const std::string& /*spool_key*/) { return 0; }
+  // The failed batch will not be written again (its rows were found shipped): its ids must
+  // not be handed to other rows.
+  virtual void forget_retry() {}
+
   // Retention, outside any batch: see prune_batch in prune.hpp.
   virtual PruneCounts prune_batch(Clock::time_point cutoff, Clock::time_point now, std::uint64_t limit) = 0;
 };

@@ -5,6 +5,7 @@
 #include "netbox/audit/schema.hpp"
 #include "netbox/audit/stored_text.hpp"
 #include "refusal_folder.hpp"
+#include "spool.hpp"
 #include "write_store.hpp"
 
 #include "netbox/audit/prune.hpp"
@@ -49,6 +50,9 @@ constexpr std::chrono::milliseconds kFoldSweep{100};
 // (AuditRecord::origin_later); a row whose answer is later is written "unknown". The
 // lookups are bounded themselves (proxy/src/agents/attribution.hpp), so this is seldom reached.
 constexpr std::chrono::milliseconds kOriginWait{250};
+// A PostgreSQL store that failed this many attempts in a row (about 0.3 s with the backoff)
+// is away, not blipping: its batches go to the spool.
+constexpr std::uint64_t kSpoolAfterAttempts = 5;
 
 struct InsertItem {
   RowHandle handle;
@@ -88,6 +92,7 @@ struct Writer::Impl {
         event_folder(detail::kEventWindow, options.event_fold_after, options.agent_event_rows) {
     options.max_batch = std::max<std::size_t>(options.max_batch, 1);
     options.queue_capacity = std::max<std::size_t>(options.queue_capacity, 1);
+    if (!options.spool_path.empty()) open_spool();
     thread = std::thread([this] { run(); });
   }
 
@@ -319,6 +324,11 @@ struct Writer::Impl {
     for (;;) {
       bool ignored = false;
       take_folds(stopping, ignored);
+      // While the spool holds items, everything new goes behind them (order).
+      if (spool && spool->items() > 0) {
+        if (!spool_turn(lk, backoff)) return;
+        continue;
+      }
       if (batch.empty() && !stopping) prune_if_due(lk);
       if (batch.empty()) {
         if (queue.empty()) {
@@ -358,7 +368,9 @@ struct Writer::Impl {
         release_flush_markers();
         retry_at = SteadyClock::now() + backoff;
         backoff = std::min(backoff * 2, kLongestRetry);
-        if (stopping) {
+        if (should_spool() && spool_batch(lk, callbacks)) {
+          // Held in the spool now; shipped once the server takes writes again.
+        } else if (stopping) {
           if (give_up_at == SteadyClock::time_point::max()) give_up_at = SteadyClock::now() + options.shutdown_grace;
           if (SteadyClock::now() >= give_up_at) {
             abandon_everything(callbacks);
@@ -377,6 +389,235 @@ struct Writer::Impl {
       wake_room_waiters();
       lk.lock();
     }
+  }
+
+  // ---- the spool (a PostgreSQL store's, docs/audit.md "When the server is away") ----
+
+  void open_spool() {
+    spool = std::make_unique<detail::Spool>(options.spool_path, options.spool_max_bytes);
+    // A spool left by an earlier run: its completions name that run's handles.
+    next_handle = std::max<RowHandle>(next_handle, spool->max_handle() + 1);
+    spool_unsure = spool->items() > 0;
+    counters.spool_rows = spool->rows();
+    counters.spool_bytes = spool->bytes();
+  }
+
+  // Caller holds `mu`. After a failed batch: move it to the spool now rather than hold it in
+  // memory? Once the store has failed a few times (not a blip), when the memory queue is
+  // full, when a caller waits for its row (--audit-sync: durable in the spool is its answer),
+  // or at shutdown (the next start ships it).
+  bool should_spool() const {
+    if (!spool) return false;
+    if (stopping || depth() >= options.queue_capacity || failed_attempts >= kSpoolAfterAttempts) return true;
+    return std::any_of(batch.begin(), batch.end(), [](const Item& i) { return std::holds_alternative<CallbackItem>(i); });
+  }
+
+  // Caller holds `mu` (released while the file is written). Appends the batch to the spool
+  // and answers what waited on it: callbacks (their rows are durable in the spool) and
+  // flush markers. false, the batch kept in memory and new rows refused, when the spool is
+  // full or cannot write: a row is never dropped.
+  bool spool_batch(std::unique_lock<std::mutex>& lk, Callbacks& callbacks) {
+    const bool first = spool->items() == 0;
+    const std::string error = counters.last_error;
+    lk.unlock();
+    settle_origins(batch);
+    std::vector<detail::SpoolItem> items;
+    items.reserve(batch.size() + 1);
+    if (first) items.push_back(spool_started(error));
+    std::uint64_t ticket = 0;
+    Callbacks answered;
+    for (Item& item : batch) to_spool(item, items, answered, ticket);
+    std::string why;
+    try {
+      if (!spool->append(items))
+        why = "the audit spool " + spool->path().string() + " is full (" + std::to_string(spool->bytes()) + " of " +
+              std::to_string(spool->max_bytes()) + " bytes, --audit-spool-size)";
+    } catch (const std::exception& e) {
+      why = e.what();
+    }
+    if (why.empty()) {
+      batch.clear();
+      for (auto& a : answered) callbacks.push_back(std::move(a));
+    }
+    lk.lock();
+    counters.spool_rows = spool->rows();
+    counters.spool_bytes = spool->bytes();
+    counters.spool_full = !why.empty();
+    if (!why.empty()) {
+      if (!spool_full_said) std::cerr << "netbox: " << why << "; refusing new requests until rows ship\n";
+      spool_full_said = true;
+      counters.last_error = why;
+      healthy = false;
+      update_room();
+      return false;
+    }
+    spool_full_said = false;
+    flushed_ticket = std::max(flushed_ticket, ticket);
+    held_rows = 0;
+    healthy = true;
+    update_room();
+    return true;
+  }
+
+  detail::SpoolItem spool_started(const std::string& error) const {
+    std::cerr << "netbox: audit store " << options.db_path.string() << " cannot write (" << error
+              << "); rows go to the spool " << spool->path().string() << " until it returns\n";
+    nlohmann::json detail{{"spool", spool->path().string()}, {"store", options.db_path.string()}, {"error", error}};
+    return Event{Clock::now(), "audit_spool_started",
+                 "audit store cannot write (" + error + "); rows go to the local spool " + spool->path().string(),
+                 detail.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)};
+  }
+
+  // One batch item as the spool keeps it; callbacks and flush markers are answered instead.
+  static void to_spool(const Item& item, std::vector<detail::SpoolItem>& out, Callbacks& callbacks,
+                       std::uint64_t& ticket) {
+    if (const auto* in = std::get_if<InsertItem>(&item)) {
+      AuditRecord r = in->record;
+      r.origin_later = {};
+      out.push_back(detail::SpooledInsert{in->handle, std::move(r)});
+    } else if (const auto* done = std::get_if<CompleteItem>(&item)) {
+      out.push_back(detail::SpooledComplete{done->handle, done->completion});
+    } else if (const auto* e = std::get_if<Event>(&item)) {
+      Event copy = *e;
+      copy.ts = now_if_unset(copy.ts);
+      out.push_back(std::move(copy));
+    } else if (const auto* a = std::get_if<AgentRecord>(&item)) {
+      AgentRecord copy = *a;
+      copy.started = now_if_unset(copy.started);
+      out.push_back(std::move(copy));
+    } else if (const auto* x = std::get_if<AgentExit>(&item)) {
+      AgentExit copy = *x;
+      copy.ended = now_if_unset(copy.ended);
+      out.push_back(std::move(copy));
+    } else if (const auto* f = std::get_if<FlushItem>(&item)) {
+      ticket = std::max(ticket, f->ticket);
+    } else if (const auto* cb = std::get_if<CallbackItem>(&item)) {
+      callbacks.emplace_back(cb->fn, cb->known);
+    }
+  }
+
+  static Item from_spool(detail::SpoolItem&& item) {
+    return std::visit(
+        [](auto&& x) -> Item {
+          using T = std::decay_t<decltype(x)>;
+          if constexpr (std::is_same_v<T, detail::SpooledInsert>) return InsertItem{x.handle, std::move(x.record)};
+          else if constexpr (std::is_same_v<T, detail::SpooledComplete>) return CompleteItem{x.handle, std::move(x.completion)};
+          else return std::move(x);
+        },
+        std::move(item));
+  }
+
+  // Caller holds `mu` (released meanwhile). One turn while the spool holds items: ship its
+  // oldest piece when the backoff allows, then put what was queued meanwhile behind the
+  // rest. At shutdown it ships while the server takes it; once it does not, what is left
+  // stays in the spool for the next start. false: the thread is done.
+  bool spool_turn(std::unique_lock<std::mutex>& lk, std::chrono::milliseconds& backoff) {
+    if (!stopping && batch.empty() && queue.empty())
+      work_cv.wait_until(lk, retry_at, [&] { return stopping || !queue.empty(); });
+    else if (!stopping && !batch.empty())
+      work_cv.wait_until(lk, retry_at, [&] { return stopping; });
+    if (batch.empty()) take_items();
+    urgent = false;
+    const bool ship_now = stopping || SteadyClock::now() >= retry_at;
+    lk.unlock();
+    const bool shipped = !ship_now || ship_piece();
+    lk.lock();
+    if (ship_now && shipped) backoff = kFirstRetry;
+    if (!shipped) {
+      retry_at = SteadyClock::now() + backoff;
+      backoff = std::min(backoff * 2, kLongestRetry);
+    }
+    Callbacks callbacks;
+    // Emptied: the batch goes to the server as usual (the next turn of run()).
+    if (spool->items() > 0 && !batch.empty() && !spool_batch(lk, callbacks)) release_flush_markers();
+    const bool done = stopping && !shipped && spool->items() > 0 && spool_the_rest(lk, callbacks);
+    lk.unlock();
+    flushed_cv.notify_all();
+    for (auto& [fn, result] : callbacks) fn(result);
+    if (!done) wake_room_waiters();
+    lk.lock();
+    return !done;
+  }
+
+  // Caller holds `mu`. Shutdown with the server away: everything queued goes to the spool.
+  // A full spool is retried until --audit-shutdown-wait has passed; then, as without a
+  // spool, what is left is lost, loudly. true: nothing is left to do.
+  bool spool_the_rest(std::unique_lock<std::mutex>& lk, Callbacks& callbacks) {
+    while (!batch.empty() || !queue.empty()) {
+      if (batch.empty()) take_items();
+      if (!spool_batch(lk, callbacks)) break;
+    }
+    if (batch.empty() && queue.empty()) return true;
+    if (spool_give_up_at == SteadyClock::time_point::max())
+      spool_give_up_at = SteadyClock::now() + options.shutdown_grace;
+    if (SteadyClock::now() < spool_give_up_at) {
+      work_cv.wait_until(lk, std::min(retry_at, spool_give_up_at), [] { return false; });
+      return false;
+    }
+    abandon_everything(callbacks);
+    return true;
+  }
+
+  // Writer thread, no lock. The spool's oldest piece (max_batch rows at most) in one
+  // transaction with its shipped-up-to marker, an audit_spool_shipped event naming the last
+  // seq it holds: before each attempt that follows a failure, the marker says whether the
+  // failed one committed after all (its answer lost), and what it shipped is dropped here
+  // instead of being sent twice. Then the piece is dropped from the spool.
+  bool ship_piece() {
+    try {
+      if (spool_unsure) {
+        const std::uint64_t before = spool->items();
+        if (const std::int64_t upto = store->shipped_upto(spool->key()); upto > 0) spool->drop_through(upto);
+        if (spool->items() != before) store->forget_retry();
+        spool_unsure = false;
+      }
+      if (spool->items() == 0) return spool_emptied();
+    } catch (const std::exception& e) {
+      note_failure(e.what());
+      return false;
+    }
+    std::vector<detail::SpoolEntry> entries = spool->head(options.max_batch);
+    const std::int64_t upto = entries.back().seq;
+    std::vector<Item> piece;
+    piece.reserve(entries.size() + 1);
+    std::uint64_t rows = 0;
+    for (auto& entry : entries) {
+      rows += std::holds_alternative<detail::SpooledInsert>(entry.item);
+      piece.push_back(from_spool(std::move(entry.item)));
+    }
+    const std::uint64_t left = spool->rows() - rows;
+    nlohmann::json detail{{"spool", spool->key()}, {"upto", upto}, {"rows", rows}, {"left", left},
+                          {"path", spool->path().string()}};
+    piece.push_back(Event{Clock::now(), "audit_spool_shipped",
+                          "shipped " + std::to_string(rows) + " rows from the local spool " + spool->path().string() +
+                              " (" + std::to_string(left) + " left)",
+                          detail.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)});
+    if (!write_items(piece, false)) {
+      spool_unsure = true;
+      return false;
+    }
+    Callbacks none;
+    const Committed c = settle_committed(piece, none, rows > 0);
+    try {
+      spool->drop_through(upto);
+    } catch (const std::exception&) {
+      spool_unsure = true;  // the marker drops them before the next piece
+    }
+    std::lock_guard lk(mu);
+    publish_counts(c);
+    failing_since.reset();
+    counters.spool_shipped += rows;
+    counters.spool_rows = spool->rows();
+    counters.spool_bytes = spool->bytes();
+    counters.spool_full = false;
+    return true;
+  }
+
+  bool spool_emptied() {
+    std::lock_guard lk(mu);
+    counters.spool_rows = spool->rows();
+    counters.spool_bytes = spool->bytes();
+    return true;
   }
 
   // Caller holds `mu` (released meanwhile). Retention: when due, one batch of at most
@@ -443,18 +684,27 @@ struct Writer::Impl {
 
   // One transaction for the whole batch. Only this thread touches the connection.
   bool write_batch() {
+    // Only flush markers and callbacks: nothing to write, and they are answered as committed.
+    if (held_rows == 0 && !failing_since) {
+      write_items(batch, true);  // resets the per-batch maps
+      return true;
+    }
+    return write_items(batch, false);
+  }
+
+  // `items` in one transaction (a batch, or a piece of the spool being shipped).
+  bool write_items(std::vector<Item>& items, bool nothing) {
     tentative_rowids.clear();
     batch_rowids.clear();
     completed.clear();
     batch_unknown_completions = 0;
-    // Only flush markers and callbacks: nothing to write, and they are answered as committed.
-    if (held_rows == 0 && !failing_since) return true;
-    settle_origins();
-    pair_completions();
+    if (nothing) return true;
+    settle_origins(items);
+    pair_completions(items);
     try {
       store->begin();
       if (failing_since) record_recovery();
-      for (const Item& item : batch) std::visit([this](const auto& x) { write(x); }, item);
+      for (const Item& item : items) std::visit([this](const auto& x) { write(x); }, item);
       store->commit();
       return true;
     } catch (const std::exception& e) {
@@ -465,9 +715,9 @@ struct Writer::Impl {
   }
 
   // Each row's process, once: in place, so a batch retried writes the same answer.
-  void settle_origins() {
+  void settle_origins(std::vector<Item>& items) {
     const auto deadline = SteadyClock::now() + kOriginWait;
-    for (Item& item : batch) {
+    for (Item& item : items) {
       auto* in = std::get_if<InsertItem>(&item);
       if (!in || !in->record.origin_later.valid()) continue;
       auto& r = in->record;
@@ -487,9 +737,9 @@ struct Writer::Impl {
   // row instead of an INSERT and an UPDATE. Only the first completion after the insert is
   // taken (a second one stays unknown, as before); the batch itself is left as it is, so a
   // failed batch is retried from the same items.
-  void pair_completions() {
+  void pair_completions(const std::vector<Item>& items) {
     paired.clear();
-    for (const Item& item : batch) {
+    for (const Item& item : items) {
       if (const auto* in = std::get_if<InsertItem>(&item); in && in->handle != kNoRow) {
         paired.emplace(in->handle, nullptr);
       } else if (const auto* done = std::get_if<CompleteItem>(&item)) {
@@ -587,12 +837,17 @@ struct Writer::Impl {
       failed_attempts = 0;
       refused_while_failing = 0;
       // Said once per failure: the store cannot take the event until it recovers.
-      std::cerr << "netbox: audit store " << options.db_path.string() << " cannot write (" << what
-                << "); holding up to " << options.held_while_failing
-                << " rows in memory and retrying, then refusing new requests\n";
+      if (spool)
+        std::cerr << "netbox: audit store " << options.db_path.string() << " cannot write (" << what
+                  << "); retrying, then spooling to " << spool->path().string() << "\n";
+      else
+        std::cerr << "netbox: audit store " << options.db_path.string() << " cannot write (" << what
+                  << "); holding up to " << options.held_while_failing
+                  << " rows in memory and retrying, then refusing new requests\n";
     }
     ++failed_attempts;
-    healthy = false;
+    // With a spool, callers go on (back pressure at the queue's bound) until the spool is full.
+    if (!spool || counters.spool_full) healthy = false;
     update_room();
     ++counters.write_errors;
     counters.last_error = what;
@@ -608,9 +863,10 @@ struct Writer::Impl {
 
   // Writer thread, no lock: the batch is committed; settle the handle map and collect
   // what callers are waiting for.
-  Committed settle_committed(Callbacks& callbacks) {
+  Committed settle_committed(Callbacks& callbacks) { return settle_committed(batch, callbacks, held_rows > 0); }
+  Committed settle_committed(std::vector<Item>& items, Callbacks& callbacks, bool had_rows) {
     Committed c;
-    for (auto& item : batch) {
+    for (auto& item : items) {
       if (std::holds_alternative<InsertItem>(item)) ++c.rows;
       if (auto* f = std::get_if<FlushItem>(&item)) c.ticket = std::max(c.ticket, f->ticket);
       if (auto* cb = std::get_if<CallbackItem>(&item)) callbacks.emplace_back(std::move(cb->fn), cb->known);
@@ -625,17 +881,22 @@ struct Writer::Impl {
     tentative_rowids.clear();
     c.completions = completed.size();
     c.unknown_completions = batch_unknown_completions;
-    c.counts_as_batch = held_rows > 0 || failing_since.has_value();
+    c.counts_as_batch = had_rows || failing_since.has_value();
     return c;
   }
 
   // Caller holds `mu`.
-  void publish(const Committed& c) {
+  void publish_counts(const Committed& c) {
     if (c.counts_as_batch) ++counters.batches;
     counters.rows_written += c.rows;
     counters.completions_written += c.completions;
     counters.unknown_completions += c.unknown_completions;
     flushed_ticket = std::max(flushed_ticket, c.ticket);
+  }
+
+  // Caller holds `mu`.
+  void publish(const Committed& c) {
+    publish_counts(c);
     failing_since.reset();
     healthy = true;
     held_rows = 0;
@@ -717,6 +978,11 @@ struct Writer::Impl {
   std::optional<Clock::time_point> failing_since;
   std::string first_error;
   std::uint64_t failed_attempts = 0;
+
+  std::unique_ptr<detail::Spool> spool;  // PostgreSQL with a spool only; writer thread
+  bool spool_unsure = false;  // a ship's outcome is unknown: ask the server's marker first
+  bool spool_full_said = false;
+  SteadyClock::time_point spool_give_up_at = SteadyClock::time_point::max();
 
   std::thread thread;  // last: starts after every member above exists
 };

@@ -125,6 +125,13 @@ std::string render_metrics(const proxy::CountersSnapshot& c, const audit::Writer
   e.counter("netbox_audit_rejected_total",
             "Audit records refused because the queue was full or the store unhealthy (the connection was refused too).",
             {}, static_cast<double>(a.rejected));
+  // A PostgreSQL store's local spool (docs/audit.md, "When the server is away"); 0 without one.
+  e.gauge("netbox_audit_spool_rows", "Request rows in the local audit spool, not yet shipped to the server.", {},
+          static_cast<double>(a.spool_rows));
+  e.gauge("netbox_audit_spool_bytes", "Bytes the local audit spool's items take (bounded by --audit-spool-size).", {},
+          static_cast<double>(a.spool_bytes));
+  e.counter("netbox_audit_spool_shipped_total", "Request rows shipped from the local audit spool to the server.", {},
+            static_cast<double>(a.spool_shipped));
   e.gauge("netbox_audit_healthy", "1 while the audit store can write; 0 while new connections are refused.", {},
           a.healthy ? 1 : 0);
   e.gauge("netbox_build_info", "Always 1; the labels say which netbox this is.",

@@ -24,6 +24,11 @@ void ProxyLoad::wait_until_answered(std::size_t n, std::chrono::milliseconds tim
   while (answered_count() < n && Clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(20));
 }
 
+std::map<int, std::size_t> ProxyLoad::other_statuses() const {
+  std::lock_guard lk(mu_);
+  return others_;
+}
+
 std::size_t ProxyLoad::answered_count() const {
   std::lock_guard lk(mu_);
   return answered_.size();
@@ -46,6 +51,9 @@ void ProxyLoad::client_loop(unsigned id) {
         if (r.status == 200) {
           std::lock_guard lk(mu_);
           answered_.emplace(path, Clock::now());
+        } else if (r.status != 0) {
+          std::lock_guard lk(mu_);
+          ++others_[r.status];
         }
         if (r.status == 0 || r.header("connection") == "close") break;  // reconnect while loading
       }

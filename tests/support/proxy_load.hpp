@@ -26,6 +26,8 @@ class ProxyLoad {
   void wait_until_answered(std::size_t n, std::chrono::milliseconds timeout);
   std::size_t answered_count() const;
   std::map<std::string, Clock::time_point> answered() const;
+  // Answers other than 200, by status (503: the audit store refused the row).
+  std::map<int, std::size_t> other_statuses() const;
 
  private:
   void client_loop(unsigned id);
@@ -38,6 +40,7 @@ class ProxyLoad {
   std::vector<std::thread> clients_;
   mutable std::mutex mu_;
   std::map<std::string, Clock::time_point> answered_;
+  std::map<int, std::size_t> others_;
 };
 
 }  // namespace netbox::test

@@ -72,6 +72,8 @@ ProxyRuntime::ProxyRuntime(ProxyOptions opts)
   wo.synchronous_full = options.audit_sync;
   wo.queue_capacity = options.audit_queue;
   wo.held_while_failing = options.audit_hold;
+  wo.spool_path = options.audit_spool;
+  wo.spool_max_bytes = options.audit_spool_size;
   wo.queue_overflow = options.audit_overflow;
   wo.shutdown_grace = options.audit_shutdown_wait;
   wo.retention = options.audit_retention;

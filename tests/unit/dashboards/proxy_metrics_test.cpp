@@ -50,6 +50,9 @@ TEST(ProxyMetrics, CountersMoveWithTrafficAndUseBaseUnits) {
   a.queue_depth = 7;
   a.rows_written = 42;
   a.rejected = 3;
+  a.spool_rows = 11;
+  a.spool_bytes = 4400;
+  a.spool_shipped = 9;
   const auto text = dashboards::render_metrics(busy(), a);
   EXPECT_NE(text.find("netbox_requests_total{agent=\"coder\",decision=\"allow\",kind=\"http\"} 5\n"), std::string::npos) << text;
   EXPECT_NE(text.find("netbox_requests_total{agent=\"coder\",decision=\"deny\",kind=\"connect\"} 2\n"), std::string::npos);
@@ -63,6 +66,9 @@ TEST(ProxyMetrics, CountersMoveWithTrafficAndUseBaseUnits) {
   EXPECT_NE(text.find("netbox_audit_queue_depth 7\n"), std::string::npos);
   EXPECT_NE(text.find("netbox_audit_rows_written_total 42\n"), std::string::npos);
   EXPECT_NE(text.find("netbox_audit_rejected_total 3\n"), std::string::npos);
+  EXPECT_NE(text.find("netbox_audit_spool_rows 11\n"), std::string::npos);
+  EXPECT_NE(text.find("netbox_audit_spool_bytes 4400\n"), std::string::npos);
+  EXPECT_NE(text.find("netbox_audit_spool_shipped_total 9\n"), std::string::npos);
 }
 
 TEST(ProxyMetrics, EveryLineIsValidExpositionSyntax) {

@@ -67,6 +67,12 @@ struct WriterOptions {
   // --audit-signing-key: an Ed25519 private key (PEM); the last chain link of every batch
   // is signed with it (docs/audit.md "Integrity"). Empty: links are not signed.
   std::filesystem::path signing_key;
+  // PostgreSQL only: the local spool (docs/audit.md, "When the server is away"). While the
+  // server cannot take the rows, batches go to this SQLite file instead of being refused,
+  // and are shipped in order once it returns. Empty: no spool (rows are held in memory up to
+  // held_while_failing, then refused). The caller checks the path (check_db_location).
+  std::filesystem::path spool_path;
+  std::uint64_t spool_max_bytes = std::uint64_t{256} << 20;  // the spool's items' bytes at most
 };
 
 struct WriterStats {
@@ -83,6 +89,10 @@ struct WriterStats {
   std::uint64_t events_folded = 0;     // agent-caused events accounted for in counted rows
   std::uint64_t room_waits = 0;        // when_room() calls that had to wait (back pressure)
   std::uint64_t pruned = 0;            // rows removed by retention
+  std::uint64_t spool_rows = 0;        // request rows in the spool, not yet shipped
+  std::uint64_t spool_bytes = 0;       // the bytes they (and the spooled events, completions) take
+  std::uint64_t spool_shipped = 0;     // request rows shipped from the spool to the server
+  bool spool_full = false;             // the spool refused a batch: new rows are refused (503)
 };
 
 // A handle to a queued request row, used to complete it later.

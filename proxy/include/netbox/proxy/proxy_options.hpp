@@ -95,6 +95,9 @@ struct ProxyOptions {
   // waits for a failing store to take them.
   std::size_t audit_queue = 65536;
   std::size_t audit_hold = 16384;
+  // A PostgreSQL store's local spool (WriterOptions::spool_path; empty: none) and its bound.
+  std::filesystem::path audit_spool;
+  std::uint64_t audit_spool_size = std::uint64_t{256} << 20;
   // Rows a session that ignored back pressure could queue past audit_queue before insert()
   // refuses (WriterOptions::queue_overflow). No door ignores it; tests make it small to show so.
   std::size_t audit_overflow = 16384;

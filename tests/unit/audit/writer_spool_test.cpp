@@ -1,0 +1,127 @@
+// The writer's local spool (docs/audit.md, "When the server is away: the local spool"),
+// driven by a store that cannot write (an SQLite file another connection locks): rows go to
+// the spool instead of being refused, keep their order, have their completions land, and
+// are shipped once each when the store writes again; a full spool refuses, and drops nothing.
+// PostgreSQL's shipped-up-to marker is covered by tests/integration/postgres/spool_test.cpp.
+#include "netbox/audit/writer.hpp"
+#include "sqlite_probe.hpp"
+#include "support/sample_records.hpp"
+#include "support/temp_dir.hpp"
+
+#include <sys/stat.h>
+
+#include <gtest/gtest.h>
+
+#include <future>
+#include <thread>
+
+namespace netbox::audit {
+namespace {
+
+using testing::request;
+using testing::SqliteProbe;
+using namespace std::chrono_literals;
+
+WriterOptions spooling(const std::filesystem::path& dir) {
+  WriterOptions o;
+  o.db_path = dir / "audit.db";
+  o.spool_path = dir / "spool.db";
+  o.flush_interval = 1ms;
+  o.busy_timeout = 5ms;
+  o.queue_capacity = 4;
+  o.held_while_failing = 2;
+  o.shutdown_grace = 200ms;
+  return o;
+}
+
+bool spool_drains(Writer& writer) {
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  while (std::chrono::steady_clock::now() < deadline) {
+    writer.flush();
+    if (writer.stats().spool_rows == 0) return true;
+    std::this_thread::sleep_for(20ms);
+  }
+  return false;
+}
+
+TEST(AuditWriterSpool, RowsPastTheHoldGoToTheSpoolAndShipOnceInOrderWithTheirCompletions) {
+  test::TempDir dir;
+  auto o = spooling(dir.path());
+  Writer writer(o);
+  const RowHandle before = writer.insert(request("a", "h-before", "allow"));
+  writer.flush();
+  SqliteProbe locker(o.db_path);
+  ASSERT_EQ(locker.exec("BEGIN EXCLUSIVE"), SQLITE_OK) << locker.last_error();
+  std::vector<RowHandle> handles;
+  for (int i = 0; i < 200; ++i) {
+    const RowHandle h = writer.insert(request("a", "h" + std::to_string(i), "allow"));
+    ASSERT_NE(h, kNoRow) << "row " << i << " refused while the spool has room";
+    handles.push_back(h);
+    if (i % 10 == 0) std::this_thread::sleep_for(2ms);
+  }
+  Completion c;
+  c.status = 201;
+  EXPECT_TRUE(writer.complete(before, c));
+  for (const RowHandle h : handles) EXPECT_TRUE(writer.complete(h, c));
+  // A caller waiting for its row is answered once the row is in the spool.
+  std::promise<bool> durable;
+  writer.on_committed(handles.back(), [&](bool ok) { durable.set_value(ok); });
+  auto answer = durable.get_future();
+  ASSERT_EQ(answer.wait_for(30s), std::future_status::ready);
+  EXPECT_TRUE(answer.get());
+  EXPECT_GT(writer.stats().spool_rows, 0u);
+  struct stat st {};
+  ASSERT_EQ(::stat(o.spool_path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+
+  ASSERT_EQ(locker.exec("COMMIT"), SQLITE_OK);
+  ASSERT_TRUE(spool_drains(writer));
+  writer.flush();
+  SqliteProbe probe(o.db_path);
+  std::string expected = "h-before";
+  for (int i = 0; i < 200; ++i) expected += ",h" + std::to_string(i);
+  EXPECT_EQ(probe.text("SELECT group_concat(host, ',') FROM (SELECT host FROM requests ORDER BY id)"), expected);
+  EXPECT_EQ(probe.number("SELECT COUNT(*) FROM requests WHERE status = 201"), 201);
+  EXPECT_EQ(probe.number("SELECT COUNT(*) FROM events WHERE kind = 'audit_spool_started'"), 1);
+  EXPECT_GE(probe.number("SELECT COUNT(*) FROM events WHERE kind = 'audit_spool_shipped'"), 1);
+  const auto s = writer.stats();
+  EXPECT_EQ(s.rejected, 0u);
+  EXPECT_EQ(s.spool_shipped, 200u);
+  EXPECT_EQ(s.spool_bytes, 0u);
+  EXPECT_EQ(s.unknown_completions, 0u);
+}
+
+TEST(AuditWriterSpool, AFullSpoolRefusesNewRowsAndLosesNoneItTook) {
+  test::TempDir dir;
+  auto o = spooling(dir.path());
+  o.spool_max_bytes = 4000;  // a few rows
+  Writer writer(o);
+  writer.insert(request("a", "first", "allow"));
+  writer.flush();
+  SqliteProbe locker(o.db_path);
+  ASSERT_EQ(locker.exec("BEGIN EXCLUSIVE"), SQLITE_OK) << locker.last_error();
+  std::size_t accepted = 0;
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  while (!writer.stats().spool_full && std::chrono::steady_clock::now() < deadline) {
+    if (writer.insert(request("a", "r" + std::to_string(accepted), "allow")) != kNoRow) ++accepted;
+    std::this_thread::sleep_for(1ms);
+  }
+  ASSERT_TRUE(writer.stats().spool_full);
+  // Past the hold, with the spool full: refused (the proxy answers 503).
+  bool refused = false;
+  for (int i = 0; i < 100 && !refused; ++i) {
+    refused = writer.insert(request("a", "refused", "allow")) == kNoRow;
+    std::this_thread::sleep_for(5ms);
+  }
+  EXPECT_TRUE(refused);
+  EXPECT_NE(writer.stats().last_error.find("is full"), std::string::npos) << writer.stats().last_error;
+  ASSERT_EQ(locker.exec("COMMIT"), SQLITE_OK);
+  ASSERT_TRUE(spool_drains(writer));
+  writer.flush();
+  SqliteProbe probe(o.db_path);
+  EXPECT_EQ(probe.number("SELECT COUNT(*) FROM requests WHERE host LIKE 'r%'"), static_cast<long long>(accepted));
+  EXPECT_EQ(probe.number("SELECT COUNT(*) FROM requests WHERE host = 'refused'"), 0);
+}
+
+}  // namespace
+}  // namespace netbox::audit
