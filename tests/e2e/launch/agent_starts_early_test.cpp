@@ -79,5 +79,37 @@ TEST(LaunchLifecycle, AProxyThatFailsToStartKillsTheAgentItStartedAndNothingItSe
   expect_nothing_left(subnet);
 }
 
+// A store beside the command the agent runs is covered file by file (its folder cannot be
+// covered whole). A store this launch makes has no -wal or -shm when the init hides the
+// rest, so there the agent waits for the proxy: else they would appear after the hiding,
+// in the agent's view. The agent's first request is answered only once the store is open,
+// so it looks after that.
+TEST(LaunchLifecycle, AStoreMadeByTheLaunchBesideTheCommandIsHiddenEvenThoughTheAgentStartsEarly) {
+  NETBOX_REQUIRE_ROOT();
+  const auto subnet = test_subnet(162);
+  HttpServer upstream;
+  HostDir host;
+  const auto work = host.folder("work");
+  const auto tools = host.folder("tools");
+  const auto policy = host.file("policy.json", policy_json(upstream.port()));
+  const auto db = tools / "audit.db";
+  const std::string url = "http://allowed.test:" + std::to_string(upstream.port()) + "/";
+  const auto probe = host.file("tools/probe", "#!/bin/sh\n" + std::string(kCurl) + " -s -o /dev/null " + url +
+                                                  "\nfor f in " + db.string() + " " + db.string() + "-wal " +
+                                                  db.string() + "-shm; do [ -s \"$f\" ] && echo \"VISIBLE $f\"; done\n"
+                                                  "echo checked\n",
+                               std::filesystem::perms(0755));
+  for (const int run : {1, 2}) {  // made by this launch, then there already
+    std::vector<std::string> argv = {kSh, "-c", "cd \"$0\" && exec \"$@\"", work.string(),
+                                     test::netbox_binary().string(), "launch", "--subnet", subnet.cidr, "--policy",
+                                     policy.string(), "--audit-db", db.string(), "--", probe.string()};
+    auto r = test::run(argv, std::chrono::seconds(60));
+    EXPECT_EQ(r.exit_code, 0) << "run " << run << ": " << r.err;
+    EXPECT_EQ(r.out, "checked\n") << "run " << run;
+    EXPECT_EQ(query(db, "SELECT COUNT(*) FROM requests"), (std::vector<std::vector<std::string>>{{std::to_string(run)}}));
+  }
+  expect_nothing_left(subnet);
+}
+
 }  // namespace
 }  // namespace netbox::launch_test
