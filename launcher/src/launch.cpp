@@ -294,7 +294,16 @@ int run(const LaunchPlan& plan, std::chrono::steady_clock::time_point started) {
       }
     throw;
   }
-  if (!proxy.attached()) proxy.attach(identity);
+  if (!proxy.attached()) {
+    try {
+      proxy.attach(identity);
+    } catch (...) {
+      // Dead before its sockets close (below, on the way out): the agent neither sees a
+      // reset of what it sent nor runs on after the proxy failed.
+      child.kill_and_reap();
+      throw;
+    }
+  }
   child.hand_over();
   detach_on_error.dismiss();
   AgentOutcome outcome = supervise_agent(plan, child, cgroup);
