@@ -407,13 +407,16 @@ ConfinedChild::ConfinedChild(ConfinedChild&& o) noexcept
       owned_(std::exchange(o.owned_, false)),
       command0_(std::move(o.command0_)) {}
 
-ConfinedChild::~ConfinedChild() {
+ConfinedChild::~ConfinedChild() { kill_and_reap(); }
+
+void ConfinedChild::kill_and_reap() noexcept {
   if (owned_ && pid_ > 0) {
     kill(pid_, SIGKILL);  // PID 1 of the namespace: everything in it dies too
     int st = 0;
     while (waitpid(pid_, &st, 0) < 0 && errno == EINTR) {
     }
   }
+  owned_ = false;
 }
 
 void ConfinedChild::send_ports(const ProxyPorts& ports) {

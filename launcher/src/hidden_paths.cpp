@@ -158,4 +158,14 @@ HiddenPaths plan_hidden_paths(const NetboxFiles& files, const std::vector<fs::pa
   return h.finish();
 }
 
+bool hidden_paths_exist(const HiddenPaths& hidden) {
+  std::error_code ec;
+  auto exists = [&ec](const std::string& p) { return fs::exists(fs::symlink_status(p, ec)); };
+  auto folder_exists = [&](const SharedFolder& s) { return exists(s.folder); };
+  auto file_exists = [&](const std::string& f) { return f.ends_with("-journal") || exists(f); };
+  return std::all_of(hidden.folders.begin(), hidden.folders.end(), exists) &&
+         std::all_of(hidden.shared.begin(), hidden.shared.end(), folder_exists) &&
+         std::all_of(hidden.files.begin(), hidden.files.end(), file_exists);
+}
+
 }  // namespace netbox::launcher

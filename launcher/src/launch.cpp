@@ -9,6 +9,7 @@
 #include "netbox/launcher/confined_child.hpp"
 #include "netbox/launcher/environment.hpp"
 #include "netbox/launcher/guardian_enforcer.hpp"
+#include "netbox/launcher/hidden_paths.hpp"
 #include "netbox/launcher/launch_plan.hpp"
 #include "netbox/launcher/launch_report.hpp"
 #include "netbox/launcher/operator_socket.hpp"
@@ -115,20 +116,19 @@ void use_lease(const LaunchPlan& plan, const Lease& lease, ChildSpec& spec, Sand
   report.user = describe_launch_uid(plan.who, *lease.uid);
 }
 
-// Makes the agent's sockets in its namespace while the proxy prepares, and hands them to
-// the proxy with the agent's identity. Returns the ports for the agent's environment.
-ProxyPorts attach_agent(const LaunchPlan& plan, const SandboxReport& report, const Lease& lease,
-                        const ConfinedChild& child, AgentCgroup& cgroup, ProxyLink& link) {
-  // The proxy prepares on its own thread while the sockets are made (threads are fine
-  // now that the child is cloned); joined before anything needs the proxy.
-  std::jthread preparing([&link] { link.prepare(); });
-  AgentLink sockets;
+// The agent's sockets, made by a thread that enters its namespace (the init sets up the
+// rest meanwhile).
+AgentLink make_agent_sockets(const LaunchPlan& plan, const ConfinedChild& child) {
   try {
-    sockets = AgentLink::make(child.pid(), plan.dns_view);
+    return AgentLink::make(child.pid(), plan.dns_view);
   } catch (const std::runtime_error& e) {
     throw LaunchError(kExitLauncherFailure, e.what());
   }
-  preparing.join();
+}
+
+// Who the agent is, for the proxy to serve its sockets as its own and write its agents row.
+AgentIdentity agent_identity(const LaunchPlan& plan, const SandboxReport& report, const Lease& lease,
+                             const ConfinedChild& child, AgentCgroup& cgroup, const AgentLink& sockets) {
   const bool shared = plan.options.proxy_control.has_value();
   AgentIdentity identity;
   identity.name = plan.name;
@@ -147,19 +147,40 @@ ProxyPorts attach_agent(const LaunchPlan& plan, const SandboxReport& report, con
   identity.credentials = plan.credentials.secrets;
   if (plan.options.ask) identity.ask = proxy::AskSettings{plan.options.ask_timeout};
   identity.enforcer = guardian_enforcer(cgroup, child.pid());
-  link.attach(identity);
-  return sockets.ports();  // the proxy holds its own copies; nothing else keeps the namespace
+  return identity;
 }
 
-// The child hides netbox's files now that the proxy has them open; it forks the agent
-// only on release(), once it is in the agent's cgroup. Throws with the agent's reason
-// (127, 126, 125) when it could not exec.
+// The proxy, prepared on a thread of its own (its audit store's open is the longest step
+// of a launch), then given the agent. Only that thread touches the proxy until the join.
+class ProxyStart {
+ public:
+  explicit ProxyStart(ProxyLink& link) : link_(link), preparing_([&link] { link.prepare(); }) {}
+  void wait_prepared() {
+    if (preparing_.joinable()) preparing_.join();
+  }
+  // Throws LaunchError with the proxy's reason (a store that cannot be opened, a running
+  // proxy that refuses the registration).
+  void attach(const AgentIdentity& agent) {
+    wait_prepared();
+    link_.attach(agent);
+    attached_ = true;
+  }
+  bool attached() const { return attached_; }
+
+ private:
+  ProxyLink& link_;
+  std::jthread preparing_;
+  bool attached_ = false;
+};
+
+// The child hides netbox's files; it forks the agent only on release(), once it is in the
+// agent's cgroup. Throws with the agent's reason (127, 126, 125) when it could not exec.
+// The child is handed over (to supervise) by the caller, once the proxy has the agent.
 void start_agent(ConfinedChild& child, AgentCgroup& cgroup, const ProxyPorts& ports) {
   child.send_ports(ports);
   cgroup.finish_attach();
   child.release();
   child.wait_for_exec();
-  child.hand_over();
 }
 
 AgentOutcome supervise_agent(const LaunchPlan& plan, ConfinedChild& child, AgentCgroup& cgroup) {
@@ -246,16 +267,45 @@ int run(const LaunchPlan& plan, std::chrono::steady_clock::time_point started) {
   // Into the cgroup before it forks the agent (on release()): nothing escapes the limits.
   cgroup.start_attach(child.pid());
   stdio.start();
-  const ProxyPorts ports = attach_agent(plan, report, lease, child, cgroup, *link);
+  ProxyStart proxy(*link);
+  const AgentLink sockets = make_agent_sockets(plan, child);
+  const AgentIdentity identity = agent_identity(plan, report, lease, child, cgroup, sockets);
   AgentOutcome failed;
   failed.exit_status = kExitLauncherFailure;
-  ScopeExit detach_on_error([&] { link->detach(failed); });
+  ScopeExit detach_on_error([&] {
+    proxy.wait_prepared();
+    link->detach(failed);
+  });
+  // The embedded proxy need not be ready for the agent to start: its sockets listen
+  // already, so what it sends first waits in their queues until the proxy, given the
+  // agent, accepts (its agents row written first). If the proxy then fails, the agent is
+  // killed (the child is handed over only after the attach) before anything it sent was
+  // accepted. A running proxy may refuse the registration, and a store not made yet would
+  // show its -wal and -shm to the agent after the init hid the rest: then, as before, the
+  // agent starts only once the proxy has it.
+  if (o.proxy_control || !hidden_paths_exist(spec.hidden)) proxy.attach(identity);
   try {
-    start_agent(child, cgroup, ports);
+    start_agent(child, cgroup, sockets.ports());
   } catch (const LaunchError& e) {
     failed.exit_status = e.exit_code();
+    // The agents row says how it ended (127, 126, ...), as when it was attached first.
+    if (!proxy.attached()) try {
+        proxy.attach(identity);
+      } catch (const std::exception&) {  // the agent's own reason is the one to report
+      }
     throw;
   }
+  if (!proxy.attached()) {
+    try {
+      proxy.attach(identity);
+    } catch (...) {
+      // Dead before its sockets close (below, on the way out): the agent neither sees a
+      // reset of what it sent nor runs on after the proxy failed.
+      child.kill_and_reap();
+      throw;
+    }
+  }
+  child.hand_over();
   detach_on_error.dismiss();
   AgentOutcome outcome = supervise_agent(plan, child, cgroup);
   // The agent is gone: its namespace is the kernel's to take down (nothing here waits for

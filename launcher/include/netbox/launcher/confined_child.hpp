@@ -69,6 +69,9 @@ class ConfinedChild {
   void wait_for_exec();
   // The launcher supervises (and reaps) the child from here on.
   void hand_over() { owned_ = false; }
+  // Kills a child that was never supervised and reaps it now (PID 1 of its namespace:
+  // once reaped, nothing of the agent runs any more); then the destructor has nothing to do.
+  void kill_and_reap() noexcept;
   // Once the child has been reaped: the bytes the agent wrote into the --workdir-quota
   // overlay, as the init counted them; none without an overlay, or when the init was
   // killed before it could count.

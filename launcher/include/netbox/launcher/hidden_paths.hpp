@@ -38,4 +38,10 @@ HiddenPaths plan_hidden_paths(const NetboxFiles& files, const std::vector<std::f
                               const std::vector<std::filesystem::path>& writable = {},
                               const std::filesystem::path& fresh_home = {});
 
+// Whether the init can hide everything `hidden` names without waiting for the proxy to
+// open its audit store: every folder exists, and every file covered on its own does too
+// (a -journal excepted: a store in WAL mode never makes one). False for a store not made
+// yet: its -wal and -shm would appear after the hiding, where the agent sees them.
+bool hidden_paths_exist(const HiddenPaths& hidden);
+
 }  // namespace netbox::launcher
