@@ -8,6 +8,11 @@
 import socket, struct, sys, time
 
 ns = [l.split()[1] for l in open("/etc/resolv.conf") if l.startswith("nameserver")][0]
+# Inside a launch the resolver is the DNS view on the agent's loopback (127.0.0.53). Anywhere
+# else this would flood a real resolver (a network's, not ours) with queries: refuse.
+if not (ns.startswith("127.") or ns == "::1"):
+    sys.exit(f"dns_view_bench.py: /etc/resolv.conf names {ns}, not the DNS view on loopback: "
+             "run it inside `netbox launch` (see the comment at the top)")
 
 
 def query(qid):
