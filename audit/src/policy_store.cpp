@@ -45,7 +45,7 @@ std::int64_t publish_policy(const std::string& address, const std::string& body,
 
 struct PolicyWatch::State {
   std::string address;
-  std::function<void()> changed;
+  std::function<bool()> changed;
   std::function<void(std::string)> trouble;
   int stop_fd = -1;  // an eventfd: written once to end the thread
   std::string last_trouble;
@@ -66,17 +66,20 @@ struct PolicyWatch::State {
     last_trouble.clear();
     // Whatever changed while nothing listened (before the first LISTEN, or while the
     // connection was down): the caller reloads only what differs from what it runs.
-    changed();
+    bool unread = !changed();
     PGconn* c = conn.native();
     while (!stopping) {
-      if (!wait(PQsocket(c), 60000, stopping)) continue;
+      if (!wait(PQsocket(c), unread ? 1000 : 60000, stopping)) {
+        if (unread && !stopping) unread = !changed();
+        continue;
+      }
       if (PQconsumeInput(c) != 1) throw detail::PgError(std::string("PostgreSQL: ") + PQerrorMessage(c));
       bool any = false;
       while (PGnotify* n = PQnotifies(c)) {
         any = true;
         PQfreemem(n);
       }
-      if (any) changed();
+      if (any || unread) unread = !changed();
       if (PQstatus(c) != CONNECTION_OK) throw detail::PgError("the connection to PostgreSQL was lost");
     }
   }
@@ -98,7 +101,7 @@ struct PolicyWatch::State {
   }
 };
 
-PolicyWatch::PolicyWatch(std::string address, std::function<void()> changed, std::function<void(std::string)> trouble)
+PolicyWatch::PolicyWatch(std::string address, std::function<bool()> changed, std::function<void(std::string)> trouble)
     : state_(std::make_unique<State>()) {
   state_->address = std::move(address);
   state_->changed = std::move(changed);

@@ -77,7 +77,7 @@ struct ProxyRuntime : DoorServices {
   std::mutex reload_mu;
   std::optional<FileStamp> loaded_stamp;  // of the policy file last read (under reload_mu)
   std::unique_ptr<PolicyFollower> follower;
-  void reload_if_changed();
+  bool reload_if_changed();  // false: a database source could not be read (asked again)
 
   mutable std::mutex listeners_mu;
   std::vector<boost::asio::ip::tcp::endpoint> listeners;

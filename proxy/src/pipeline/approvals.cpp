@@ -31,17 +31,6 @@ std::string question_detail(const PendingAsk& q) {
 
 }  // namespace
 
-std::string_view to_string(AskScope s) {
-  return s == AskScope::once ? "once" : s == AskScope::launch ? "launch" : "policy";
-}
-
-std::optional<AskScope> parse_ask_scope(std::string_view t) {
-  if (t == "once" || t == "o") return AskScope::once;
-  if (t == "launch" || t == "l") return AskScope::launch;
-  if (t == "policy" || t == "p") return AskScope::policy;
-  return std::nullopt;
-}
-
 void ApprovalBook::enable(const std::string& agent, const std::string& profile, AskSettings settings,
                           AskListener listener) {
   std::lock_guard lock(mu_);

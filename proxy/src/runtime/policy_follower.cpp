@@ -36,7 +36,7 @@ PolicyFollower::PolicyFollower(std::filesystem::path file, bool watch, bool sigh
   if (watch && is_database_source(file_))
     // The hooks run on the watch's thread: reload_if_changed and the log take their locks.
     database_ = std::make_unique<audit::PolicyWatch>(
-        file_.native(), [this] { hooks_.changed(); }, [this](std::string why) { hooks_.cannot_watch(std::move(why)); });
+        file_.native(), [this] { return hooks_.changed(); }, [this](std::string why) { hooks_.cannot_watch(std::move(why)); });
   else if (watch)
     watch_folder();
   if (sighup) {
@@ -105,7 +105,7 @@ void PolicyFollower::on_events(boost::system::error_code ec, std::size_t n) {
   if (relevant) {
     quiet_.expires_after(kQuiet);
     quiet_.async_wait([this](boost::system::error_code e) {
-      if (!e) hooks_.changed();
+      if (!e) (void)hooks_.changed();  // a file that cannot be read is reported; its next change is read
     });
   }
   if (gone) return hooks_.cannot_watch(file_.parent_path().string() + " was removed or moved away");

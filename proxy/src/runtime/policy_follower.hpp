@@ -48,7 +48,9 @@ std::optional<FileStamp> file_stamp(const std::filesystem::path& path);
 class PolicyFollower {
  public:
   struct Hooks {
-    std::function<void()> changed;  // the folder was quiet after events
+    // The folder was quiet after events, or the database notified. False: the source could
+    // not be read (a database only); the database's watch asks again a second later.
+    std::function<bool()> changed;
     std::function<void()> hangup;   // SIGHUP
     std::function<void(std::string)> cannot_watch;  // why; SIGHUP still works
   };

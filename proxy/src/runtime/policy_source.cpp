@@ -12,7 +12,12 @@ bool is_database_source(const std::filesystem::path& source) { return audit::is_
 
 policy::Policy load_policy_source(const std::filesystem::path& source) {
   if (!is_database_source(source)) return policy::load_policy_file(source);
-  const auto published = audit::latest_policy(source.native());
+  audit::PublishedPolicy published;
+  try {
+    published = audit::latest_policy(source.native());
+  } catch (const std::exception& e) {
+    throw SourceUnreadable(e.what());
+  }
   // The source name is what events, logs and `policy_load` rows show: which version runs.
   return policy::parse_policy(published.body, source.native() + " version " + std::to_string(published.version));
 }

@@ -7,13 +7,21 @@
 #include <cstdint>
 #include <filesystem>
 #include <optional>
+#include <stdexcept>
 
 namespace netbox::proxy {
 
 bool is_database_source(const std::filesystem::path& source);
 
+// A database source that could not be read now (the server down, the connection refused):
+// unlike a bad policy, worth asking again.
+struct SourceUnreadable : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 // The policy `source` names now. Throws policy::PolicyError for a bad policy (its source
-// name: the address and the version), std::runtime_error when it cannot be read.
+// name: the address and the version), SourceUnreadable when a database cannot be read,
+// std::runtime_error when a file cannot.
 policy::Policy load_policy_source(const std::filesystem::path& source);
 
 // What a database source holds now, to tell a change from a repeated notification: the

@@ -111,7 +111,7 @@ void ProxyRuntime::start() {
   refresh_host();  // the host and the registry as they are now, before the first request
   if (!options.policy && (options.watch_policy_file || options.reload_on_sighup)) {
     PolicyFollower::Hooks hooks;
-    hooks.changed = [this] { reload_if_changed(); };
+    hooks.changed = [this] { return reload_if_changed(); };
     hooks.hangup = [this] { reload_policy(); };
     hooks.cannot_watch = [this](std::string why) {
       log.write(log_event::policy_watch_unavailable, {{log_key::file, options.policy_file.string()},
@@ -215,6 +215,9 @@ bool ProxyRuntime::reload_policy() {
     log.write(log_event::policy_load, {{log_key::file, source}, {log_key::digest, digest}});
     return true;
   } catch (const std::exception& e) {
+    // A database that failed between its stamp and its text: forgotten, so the watch's
+    // next try reads it again (a bad policy keeps its stamp, and is not read again).
+    if (dynamic_cast<const SourceUnreadable*>(&e)) loaded_stamp.reset();
     counters.policy_reloads_failed.fetch_add(1);
     event("policy_reload_failed", e.what());
     log.write(log_event::policy_reload_failed, {{log_key::file, options.policy_file.string()},
@@ -224,12 +227,17 @@ bool ProxyRuntime::reload_policy() {
   }
 }
 
-void ProxyRuntime::reload_if_changed() {
+bool ProxyRuntime::reload_if_changed() {
+  const bool database = is_database_source(options.policy_file);
   {
     std::lock_guard lock(reload_mu);
-    if (file_stamp(options.policy_file) == loaded_stamp) return;
+    const auto now = file_stamp(options.policy_file);
+    if (database && !now) return false;  // unreadable now: asked again, not taken for a change
+    if (now == loaded_stamp) return true;
   }
   reload_policy();
+  std::lock_guard lock(reload_mu);
+  return !database || loaded_stamp.has_value();
 }
 
 // ---- Server ----

@@ -142,16 +142,16 @@ TEST_F(PolicySource, APushedPolicyReloadsTwoProxiesAndABadOneIsRefusedByBoth) {
 // The issue's test: a policy row changed in the database reloads two proxies, and a bad
 // one is refused by both. Nothing here goes through `netbox policy push` or SIGHUP: the
 // rows are written with SQL, and the only thing that tells a proxy is the trigger's
-// NOTIFY on the channel it LISTENs on. The 10 s bound is a wait, not a measurement (the
+// NOTIFY on the channel it LISTENs on. The 20 s bound is a wait, not a measurement (the
 // issue asks for 2 s; speed belongs to benchmarks); with LISTEN broken nothing ever
 // reloads, which is what this test tells apart.
 TEST_F(PolicySource, ARowChangedBySqlReachesBothProxiesByNotifyAndABadOneIsRefusedByBoth) {
   ASSERT_EQ(push(policy_allowing("v1.json", "upstream.test")).exit_code, 0);
   Proxy a = start_proxy("a"), b = start_proxy("b");
   const std::string v1_digest = scalar("SELECT digest FROM policies WHERE version = 1");
-  EXPECT_EQ(metric_digest(a), v1_digest);
-  EXPECT_EQ(metric_digest(b), v1_digest);
-  EXPECT_EQ(status(a), 200);
+  ASSERT_EQ(metric_digest(a), v1_digest) << a.process->log();
+  ASSERT_EQ(metric_digest(b), v1_digest) << b.process->log();
+  EXPECT_EQ(status(a), 200) << a.process->log();
 
   // Version 2, inserted by hand: it no longer allows upstream.test. The digest column is
   // what the operator wrote; the proxies name the digest of the text they loaded.
@@ -159,11 +159,8 @@ TEST_F(PolicySource, ARowChangedBySqlReachesBothProxiesByNotifyAndABadOneIsRefus
                        std::to_string(upstream.port()) + "]}";
   server.query("fleet", "INSERT INTO policies (published, digest, body) VALUES ('now', 'by-hand', '" + v2_text + "')");
   const auto reloaded = [&](const Proxy& p) { return metric_digest(p) != v1_digest && !metric_digest(p).empty(); };
-  bool both = false;
-  for (int i = 0; i < 100 && !both; ++i) {  // at most 10 s
-    both = loaded_by("policy_load", "reloaded policy %version 2") == "2" && reloaded(a) && reloaded(b);
-    if (!both) std::this_thread::sleep_for(100ms);
-  }
+  const bool both = eventually(
+      [&] { return loaded_by("policy_load", "reloaded policy %version 2") == "2" && reloaded(a) && reloaded(b); });
   ASSERT_TRUE(both) << "both proxies should have reloaded version 2 on the notification\n"
                     << scalar("SELECT string_agg(proxy_id || ': ' || kind || ': ' || message, E'\\n') FROM events")
                     << a.process->log() << b.process->log();
@@ -179,12 +176,9 @@ TEST_F(PolicySource, ARowChangedBySqlReachesBothProxiesByNotifyAndABadOneIsRefus
   // Version 3 fails `policy check`: both refuse it, say so, and keep version 2.
   server.query("fleet", "INSERT INTO policies (published, digest, body) VALUES ('now', 'x', "
                         "'{\"version\": 1, \"allow\": [\"*.*.bad\"]}')");
-  bool refused = false;
-  for (int i = 0; i < 100 && !refused; ++i) {  // at most 10 s
-    refused = loaded_by("policy_reload_failed", "%version 3%") == "2";
-    if (!refused) std::this_thread::sleep_for(100ms);
-  }
-  ASSERT_TRUE(refused) << scalar("SELECT string_agg(proxy_id || ': ' || kind || ': ' || message, E'\\n') FROM events");
+  const bool refused = eventually([&] { return loaded_by("policy_reload_failed", "%version 3%") == "2"; });
+  ASSERT_TRUE(refused) << scalar("SELECT string_agg(proxy_id || ': ' || kind || ': ' || message, E'\\n') FROM events")
+                       << a.process->log() << b.process->log();
   EXPECT_EQ(metric_digest(a), v2_digest);
   EXPECT_EQ(metric_digest(b), v2_digest);
   EXPECT_EQ(loaded_by("policy_load", "%version 3"), "0");
@@ -193,6 +187,31 @@ TEST_F(PolicySource, ARowChangedBySqlReachesBothProxiesByNotifyAndABadOneIsRefus
 
   EXPECT_EQ(a.process->stop(SIGTERM), 0) << a.process->log();
   EXPECT_EQ(b.process->stop(SIGTERM), 0) << b.process->log();
+}
+
+// A notification is not repeated: a proxy that cannot read the table when it is told of a
+// change (here the table is renamed away while the LISTEN connection stands) asks again
+// every second until it can, instead of staying on the old version for good.
+TEST_F(PolicySource, AChangeThatCannotBeReadWhenNotifiedIsReadOnceTheTableIsBack) {
+  ASSERT_EQ(push(policy_allowing("v1.json", "upstream.test")).exit_code, 0);
+  Proxy a = start_proxy("a");
+  const std::string v1_digest = scalar("SELECT digest FROM policies WHERE version = 1");
+  ASSERT_TRUE(eventually([&] { return metric_digest(a) == v1_digest; })) << a.process->log();
+  ASSERT_EQ(status(a), 200) << a.process->log();
+
+  server.query("fleet", "ALTER TABLE policies RENAME TO policies_away");
+  const auto v2_text = std::string(R"({"version": 1, "allow": ["elsewhere.test"], "ports": [)") +
+                       std::to_string(upstream.port()) + "]}";
+  server.query("fleet", "INSERT INTO policies_away (published, digest, body) VALUES ('now', 'by-hand', '" + v2_text +
+                            "')");  // the trigger follows the table: the proxy is told, and cannot read
+  std::this_thread::sleep_for(1500ms);  // long enough for the notification and a first retry to fail
+  EXPECT_EQ(status(a), 200) << "nothing readable was published yet";
+  server.query("fleet", "ALTER TABLE policies_away RENAME TO policies");
+  EXPECT_TRUE(eventually([&] { return status(a) == 403; }))
+      << "the proxy should read version 2 once the table is back, with no further notification\n"
+      << a.process->log();
+  EXPECT_NE(metric_digest(a), v1_digest);
+  EXPECT_EQ(a.process->stop(SIGTERM), 0) << a.process->log();
 }
 
 TEST_F(PolicySource, APasswordInThePolicyAddressIsRefusedAndNotRepeated) {

@@ -29,11 +29,14 @@ std::int64_t publish_policy(const std::string& address, const std::string& body,
 
 // LISTENs for changes on a connection and a thread of its own. `changed` runs on that thread
 // after each notification, and after the connection was lost and made again (a change may
-// have been missed meanwhile); `trouble` says why the connection is down (retried every
+// have been missed meanwhile); it returns false when it could not read what changed (a
+// query failing while the LISTEN connection stands), and then runs again every second
+// until it could: a notification is not repeated, so one lost read would otherwise leave
+// the proxy on the old version. `trouble` says why the connection is down (retried every
 // second). Never throws once constructed.
 class PolicyWatch {
  public:
-  PolicyWatch(std::string address, std::function<void()> changed, std::function<void(std::string)> trouble);
+  PolicyWatch(std::string address, std::function<bool()> changed, std::function<void(std::string)> trouble);
   ~PolicyWatch();  // stops and joins the thread
   PolicyWatch(const PolicyWatch&) = delete;
   PolicyWatch& operator=(const PolicyWatch&) = delete;
