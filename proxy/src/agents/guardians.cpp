@@ -38,14 +38,13 @@ std::shared_ptr<AgentGuard> Guardians::find(const std::string& agent) const {
   return it == guards_.end() ? nullptr : it->second;
 }
 
-void Guardians::attached(const std::string& agent) {
+bool Guardians::claim(const std::string& agent) {
   std::lock_guard lock(mu_);
-  ++attached_[agent];
+  return attached_.insert(agent).second;
 }
 
 void Guardians::forget(const std::string& agent) {
   std::lock_guard lock(mu_);
-  if (auto it = attached_.find(agent); it != attached_.end() && --it->second > 0) return;  // another is still here
   attached_.erase(agent);
   guards_.erase(agent);
   cards_.erase(agent);

@@ -20,6 +20,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -58,13 +59,15 @@ class Guardians {
   std::shared_ptr<AgentGuard> of(const std::string& agent);
   // Null when the agent has made no connection in this launch.
   std::shared_ptr<AgentGuard> find(const std::string& agent) const;
-  // An agent of this name was attached (by address or by its sockets). Guards are kept by
-  // name, so they live while any agent of the name is attached.
-  void attached(const std::string& agent);
-  // An agent of this name has left: when it was the last one of the name, its guard (spent
-  // budgets, rate buckets, event windows) and its card go, so the next launch of the name
-  // is a new agent with its full budgets ("per agent per launch") and nothing is kept per
-  // launch. A guard still held by a connection of the old launch dies with it.
+  // The name for an agent being attached (by address or by its sockets); false when an
+  // agent of that name is attached already. One name is one agent: guards, approvals,
+  // grants and operator actions are all kept by name, so a second agent under a name in
+  // use would share the first's budgets, answer its questions and use its grants.
+  bool claim(const std::string& agent);
+  // The agent of this name has left (or its attach failed): its guard (spent budgets,
+  // rate buckets, event windows) and its card go, so the next launch of the name is a new
+  // agent with its full budgets ("per agent per launch") and nothing is kept per launch.
+  // A guard still held by a connection of the old launch dies with it.
   void forget(const std::string& agent);
   // An attached agent, for `netbox agent list` and the actions on it (guardians_operator.cpp).
   // Agents are known by name: a second agent of a name replaces the first's card. Returns
@@ -113,7 +116,7 @@ class Guardians {
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<AgentGuard>, std::less<>> guards_;
   std::map<std::string, AgentCard, std::less<>> cards_;
-  std::map<std::string, std::size_t, std::less<>> attached_;  // agents of each name attached now
+  std::set<std::string, std::less<>> attached_;  // the names of the agents attached now
   std::uint64_t last_serial_ = 0;
   std::map<std::string, std::unique_ptr<Webhook>, std::less<>> webhooks_;  // by URL as written, and CA file
   std::deque<std::function<void()>> work_;

@@ -131,14 +131,19 @@ void ProxyRuntime::stop_dns_views() {
 }
 
 AttachedAgent ProxyRuntime::attach_agent(const AgentAttachment& wanted) {
-  // Before its identity is registered (register_agent reads it), undone if it is refused.
-  if (wanted.ask) approvals.enable(wanted.name, wanted.profile, *wanted.ask, wanted.ask_listener);
+  // Held until detach_agent forgets it, on either link; refused while another agent has it.
+  if (!guardians.claim(wanted.name))
+    throw std::runtime_error("an agent named " + wanted.name +
+                             " is attached to this proxy already: one name is one agent (its budgets, questions and "
+                             "grants are kept by name); give this launch another --name, or wait until that one "
+                             "ends");
   try {
-    auto attached = wanted.sockets ? attach_by_sockets(wanted) : attach_by_address(wanted);
-    guardians.attached(attached.name);  // detach_agent forgets it, on either link
-    return attached;
+    // Before its identity is registered (register_agent reads it), undone if it is refused.
+    if (wanted.ask) approvals.enable(wanted.name, wanted.profile, *wanted.ask, wanted.ask_listener);
+    return wanted.sockets ? attach_by_sockets(wanted) : attach_by_address(wanted);
   } catch (...) {
-    if (wanted.ask) approvals.forget(wanted.name);
+    approvals.forget(wanted.name);
+    guardians.forget(wanted.name);
     throw;
   }
 }

@@ -143,6 +143,32 @@ TEST_F(ControlTest, AnAddressAnotherConnectionRegisteredIsRefusedNotTakenOver) {
   EXPECT_EQ(last_row().agent, "first");
 }
 
+// One name is one agent: budgets, questions, grants and operator actions are kept by name,
+// so a second registration under a name in use (another launcher, or a hostile client
+// wanting the first agent's questions pushed to it) is refused, whatever its address, and
+// the name is free again once its agent leaves.
+TEST_F(ControlTest, ANameAnotherAgentHoldsIsRefusedUntilThatAgentLeaves) {
+  ControlClient first(control);
+  ASSERT_EQ(first.call({{"op", "register"}, {"addr", "127.0.0.1"}, {"agent", "builder-1"}, {"profile", "builder"},
+                        {"ask", {{"timeout_ms", 60000}, {"terminal", true}}}})["ok"],
+            true);
+  ControlClient second(control);
+  for (const json& ask : {json(nullptr), json({{"timeout_ms", 60000}, {"terminal", true}})}) {
+    auto r = second.call({{"op", "register"}, {"addr", "127.0.0.2"}, {"agent", "builder-1"}, {"ask", ask}});
+    EXPECT_EQ(r["ok"], false) << r.dump();
+    EXPECT_NE(r.value("error", "").find("an agent named builder-1 is attached to this proxy already"),
+              std::string::npos)
+        << r.dump();
+  }
+  EXPECT_EQ(proxy_get(port, other_url()).status, 200) << "the first keeps its profile";
+  EXPECT_EQ(last_row().agent, "builder-1");
+  // The refusals left nothing behind: the first's registration still ends cleanly, and the
+  // name is then free.
+  ASSERT_EQ(first.call({{"op", "unregister"}, {"addr", "127.0.0.1"}})["ok"], true);
+  auto again = second.call({{"op", "register"}, {"addr", "127.0.0.2"}, {"agent", "builder-1"}});
+  EXPECT_EQ(again["ok"], true) << again.dump();
+}
+
 TEST_F(ControlTest, BadRegistrationsAreRefusedWithAReason) {
   ControlClient c(control);
   auto r = c.call({{"op", "register"}, {"addr", "not-an-ip"}, {"agent", "x"}});
