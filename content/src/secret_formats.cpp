@@ -3,6 +3,7 @@
 #include <openssl/evp.h>
 #include <re2/re2.h>
 
+#include <algorithm>
 #include <array>
 #include <memory>
 #include <vector>
@@ -124,6 +125,15 @@ int base64_value(char c) {
   return -1;
 }
 
+std::size_t longest_base64_run(std::string_view text) {
+  std::size_t longest = 0, run = 0;
+  for (char c : text) {
+    run = base64_value(c) >= 0 ? run + 1 : 0;
+    longest = std::max(longest, run);
+  }
+  return longest;
+}
+
 // A run of base64 (either alphabet, padding dropped), decoded; empty when it cannot be.
 std::string base64_decoded(std::string_view run) {
   while (!run.empty() && run.back() == '=') run.remove_suffix(1);
@@ -189,6 +199,7 @@ std::string_view encoding_name(SecretEncoding e) {
 }
 
 std::optional<SecretFound> find_secret(std::string_view text) {
+  if (text.size() < kShortestSecret) return std::nullopt;
   if (text.size() > kMaxSecretScan) text = text.substr(0, kMaxSecretScan);
   if (auto f = match(text, SecretEncoding::plain)) return f;
   std::string decoded;
@@ -202,6 +213,9 @@ std::optional<SecretFound> find_secret(std::string_view text) {
   // characters); hex is tried first, since every hex run is also a base64 run.
   static const RE2 hex_run(R"(([0-9a-fA-F]{32,}))");
   static const RE2 base64_run(R"(([A-Za-z0-9+/_-]{22,}={0,2}))");
+  // Without a run that long (every hex run is one too), neither search can find anything:
+  // one loop over the bytes instead of two regular-expression passes.
+  if (longest_base64_run(runs_in) < 22) return std::nullopt;
   std::size_t budget = kMaxSecretScan;
   if (auto f = in_runs(runs_in, hex_run, hex_decoded, 2, SecretEncoding::hex, budget)) return f;
   return in_runs(runs_in, base64_run, base64_decoded, 4, SecretEncoding::base64, budget);

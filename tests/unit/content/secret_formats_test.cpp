@@ -82,6 +82,43 @@ TEST(SecretFormatsTest, EveryFormatIsFoundBehindPercentBase64AndHex) {
   }
 }
 
+// find_secret skips any text shorter than kShortestSecret: every format's shortest match is
+// found and no shorter than that bound, and one character less is not a match.
+TEST(SecretFormatsTest, NoFormatMatchesFewerCharactersThanTheShortcutSkips) {
+  const std::vector<Sample> shortest = {
+      {"private_key", std::string("-----BEGIN ") + "PRIVATE KEY-----"},
+      {"aws_access_key_id", "AKIA" + run_of(kUpperDigits, 16, 1)},
+      {"aws_secret_access_key", "secret_access_key=" + run_of(kAlnum, 40, 3)},
+      {"github_token", "ghp_" + run_of(kAlnum, 36, 4)},
+      {"gitlab_token", "gldt-" + run_of(kAlnum, 20, 6)},
+      {"slack_token", "xoxb-" + run_of("0123456789", 10, 7)},
+      {"slack_webhook", "hooks.slack.com/services/T" + run_of(kUpperDigits, 6, 9) + "/B" +
+                            run_of(kUpperDigits, 6, 10) + "/" + run_of(kAlnum, 16, 11)},
+      {"anthropic_api_key", "sk-ant-" + run_of(kAlnum, 20, 12)},
+      {"openai_api_key", "sk-" + run_of(kAlnum, 40, 14)},
+      {"google_api_key", "AIza" + run_of(kAlnum, 35, 15)},
+      {"stripe_key", "rk_test_" + run_of(kAlnum, 24, 16)},
+      {"npm_token", "npm_" + run_of(kAlnum, 36, 17)},
+      {"huggingface_token", "hf_" + run_of(kAlnum, 34, 18)},
+      {"jwt", "eyJ" + run_of(kAlnum, 10, 19) + ".eyJ" + run_of(kAlnum, 10, 20) + "." + run_of(kAlnum, 16, 21)},
+  };
+  std::set<std::string> kinds;
+  for (const auto& f : secret_formats()) kinds.insert(std::string(f.kind));
+  std::size_t fewest = SIZE_MAX;
+  for (const auto& s : shortest) {
+    SCOPED_TRACE(s.value);
+    const auto f = find_secret(s.value);
+    ASSERT_TRUE(f);
+    EXPECT_EQ(f->kind, s.kind);
+    EXPECT_FALSE(find_secret(s.value.substr(0, s.value.size() - 1))) << "one character less still matches";
+    EXPECT_GE(s.value.size(), kShortestSecret);
+    fewest = std::min(fewest, s.value.size());
+    kinds.erase(s.kind);
+  }
+  EXPECT_TRUE(kinds.empty()) << "a format without its shortest match here: " << *kinds.begin();
+  EXPECT_EQ(fewest, kShortestSecret) << "the bound should be the shortest format's, not below it";
+}
+
 TEST(SecretFormatsTest, TheDigestMatchesOneValueAndNoOther) {
   const auto a = find_secret("ghp_" + run_of(kAlnum, 36, 40));
   const auto again = find_secret("token ghp_" + run_of(kAlnum, 36, 40) + " again");

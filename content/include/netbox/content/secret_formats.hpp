@@ -40,6 +40,12 @@ struct SecretFound {
 // window first); decoding never grows the work past a small multiple of it.
 inline constexpr std::size_t kMaxSecretScan = 1024 * 1024;
 
+// The fewest characters any format matches (a Slack token: "xoxb-" and ten more). A
+// shorter text holds no secret in any encoding, since decoding only shrinks a text: most
+// header values (Host, Accept, Content-Length) are skipped without a regular expression.
+// The unit tests hold each format's shortest match to this bound.
+inline constexpr std::size_t kShortestSecret = 15;
+
 // The first secret in `text`: as written, then in its percent-decoded form, then inside
 // each base64 or hex run of it, decoded. Nullopt: none of the known formats.
 std::optional<SecretFound> find_secret(std::string_view text);
