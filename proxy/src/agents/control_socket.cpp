@@ -98,7 +98,11 @@ class ControlSession : public std::enable_shared_from_this<ControlSession> {
   void send(const control::Reply& reply, bool read_on) { send_text(control::to_line(reply), read_on); }
   void send_text(std::string line, bool read_on) {
     write(std::move(line));
-    if (read_on) read();
+    if (!read_on) return;
+    // A client that sends lines and never reads its answers: its next line is read once
+    // they drained (write_front), so it cannot make the proxy hold its answers for it.
+    if (out_bytes_ >= kPauseReadingAbove) reading_paused_ = true;
+    else read();
   }
 
   // Who may answer questions (approval_ops.hpp): the peer with this proxy's uid, or root.
@@ -118,6 +122,15 @@ class ControlSession : public std::enable_shared_from_this<ControlSession> {
   }
 
   void write(std::string line) {
+    if (!socket_.is_open()) return;
+    // Pushes (a launch's questions) come whether or not the client reads: past the bound it
+    // is closed, which detaches its agents, rather than the proxy's memory growing for it.
+    if (out_bytes_ + line.size() > kMaxUnsent) {
+      boost::system::error_code ec;
+      socket_.close(ec);
+      return;
+    }
+    out_bytes_ += line.size();
     out_.push_back(std::move(line));
     if (out_.size() == 1) write_front();
   }
@@ -126,8 +139,13 @@ class ControlSession : public std::enable_shared_from_this<ControlSession> {
     asio::async_write(socket_, asio::buffer(out_.front()), [self = shared_from_this()](boost::system::error_code e,
                                                                                        std::size_t) {
       if (e) return;
+      self->out_bytes_ -= self->out_.front().size();
       self->out_.pop_front();
       if (!self->out_.empty()) self->write_front();
+      if (self->reading_paused_ && self->out_bytes_ < kPauseReadingAbove) {
+        self->reading_paused_ = false;
+        self->read();
+      }
     });
   }
 
@@ -321,6 +339,10 @@ class ControlSession : public std::enable_shared_from_this<ControlSession> {
   std::string in_;
   ReceivedFds fds_;  // what came with the lines not yet answered
   std::deque<std::string> out_;  // lines being written, the front one first
+  std::size_t out_bytes_ = 0;    // their size
+  bool reading_paused_ = false;  // until out_ drains below kPauseReadingAbove
+  static constexpr std::size_t kPauseReadingAbove = 64 * 1024;
+  static constexpr std::size_t kMaxUnsent = 1024 * 1024;
   std::map<asio::ip::address, AttachedAgent> attached_;
   std::map<asio::ip::address, std::uint64_t> enlisted_;  // the serial of each one's card (Guardians::enlist)
   uid_t owner_;        // the proxy's user, who made the socket

@@ -13,7 +13,10 @@
 #include <boost/asio/write.hpp>
 #include <nlohmann/json.hpp>
 #include <sqlite3.h>
+#include <fcntl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 
 #include <chrono>
 #include <map>
@@ -288,6 +291,60 @@ TEST_F(ControlTest, HostileLinesAreAnsweredWithAReasonAndNeverStopTheProxy) {
   EXPECT_EQ(ControlClient(control).call({{"op", "ping"}})["ok"], true);
   EXPECT_EQ(proxy_get(port, other_url()).status, 403);
   EXPECT_EQ(last_row().agent, "anonymous");
+}
+
+// A client that sends lines and never reads the answers: the proxy stops reading it once
+// its unsent answers pass a bound (the client's writes then block), instead of queueing
+// answers for it without end; others are served meanwhile, and it gets every answer, in
+// order, once it reads.
+TEST_F(ControlTest, AClientThatNeverReadsItsAnswersIsNotReadFurther) {
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_un sa{};
+  sa.sun_family = AF_UNIX;
+  std::snprintf(sa.sun_path, sizeof sa.sun_path, "%s", control.c_str());
+  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
+  const std::string ping = "{\"op\":\"ping\"}\n";
+  std::string lines;
+  for (int i = 0; i < 4096; ++i) lines += ping;
+  std::size_t sent = 0;
+  constexpr std::size_t kTries = 64u << 20;  // 64 MiB of pings: far past any socket buffer
+  bool blocked = false;
+  for (int idle = 0; sent < kTries && idle < 50;) {
+    const std::size_t at = sent % lines.size();  // whole lines, however the kernel cuts them
+    const ssize_t n = ::send(fd, lines.data() + at, lines.size() - at, MSG_NOSIGNAL);
+    if (n > 0) {
+      sent += static_cast<std::size_t>(n);
+      idle = 0;
+    } else if (errno == EAGAIN) {
+      ++idle;  // the proxy may still be reading: give it 50 chances of 10 ms
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    } else {
+      break;
+    }
+    blocked = idle >= 50;
+  }
+  EXPECT_TRUE(blocked) << "the proxy read " << sent << " bytes of pings whose answers nobody read";
+  EXPECT_LT(sent, std::size_t{16} << 20);
+  EXPECT_EQ(ControlClient(control).call({{"op", "ping"}})["ok"], true) << "others are served meanwhile";
+
+  // Reading now: an answer for every ping the proxy took, each one whole, and the
+  // connection goes on.
+  const int flags = ::fcntl(fd, F_GETFL);
+  ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+  const std::string answer = "{\"ok\":true}\n";
+  std::string got;
+  char buf[65536];
+  const std::size_t pings = sent / ping.size();
+  while (got.size() < pings * answer.size()) {
+    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    ASSERT_GT(n, 0) << "closed after " << got.size() << " bytes of answers";
+    got.append(buf, static_cast<std::size_t>(n));
+  }
+  EXPECT_EQ(got.substr(0, answer.size()), answer);
+  const auto odd = got.find_first_not_of("{\"ok\":true}\n");
+  EXPECT_EQ(odd, std::string::npos) << got.substr(odd == std::string::npos ? 0 : odd - std::min<std::size_t>(odd, 40), 200);
+  ::close(fd);
 }
 
 // The count of an agent's requests in the metrics: by profile unless asked otherwise, so a
