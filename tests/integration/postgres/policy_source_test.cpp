@@ -49,7 +49,10 @@ class PolicySource : public ::testing::Test {
     p.process = std::make_unique<BackgroundProcess>(
         proxy_command(db, p.port, db,
                       {"--proxy-id", id, "--log-format", "json", "--admin", "127.0.0.1:" + std::to_string(p.admin),
-                       "--admin-insecure"}),
+                       "--admin-insecure",
+                       // Its own spool: the default (/var/lib/netbox/audit-spool-ID.db) is
+                       // one file for every test's proxy "a", which ctest runs side by side.
+                       "--audit-spool", (dir.path() / ("spool-" + id + ".db")).string()}),
         dir.path() / (id + ".log"));
     EXPECT_TRUE(wait_for_port(p.port)) << p.process->log();
     EXPECT_TRUE(wait_for_port(p.admin)) << p.process->log();
