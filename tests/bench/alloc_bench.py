@@ -60,7 +60,7 @@ class AllocBench(VariantBench):
         """Allocation requests of a fresh proxy (start to exit) that served `requests`."""
         self.netbox = binary
         name = f"alloc-{label}-{seq}"
-        port, _admin, proc, db = self.start_netbox_with(name, [])
+        port, _admin, proc, db = self.start_netbox_with(name, [], self.policy_keys.get(label))
         r = self.client_json(["http", "--proxy", f"127.0.0.1:{port}", "--target", f"127.0.0.1:{self.up}",
                               "--requests", str(requests), "--conns", str(conns), "--max-seconds", "120"], 180)
         self.stop(proc, timeout=60)
@@ -97,12 +97,12 @@ class AllocBench(VariantBench):
         per = self.count(binaries, a.rounds, a.base, a.requests, a.conns)
         out = {"requests": a.requests, "base": a.base, "conns": a.conns, "rounds": a.rounds,
                "load_before": load_before,
-               "allocations_per_request": {k: statistics.median(v) for k, v in per.items()}, "all": per}
+               "allocations_per_request": {k: statistics.median(v) for k, v in per.items() if v}, "all": per}
         if a.cpu_rounds:
             proxies = {}
             for label, binary in binaries.items():
                 self.netbox = binary
-                proxies[label] = self.start_netbox_with(f"cpu-{label}", [])
+                proxies[label] = self.start_netbox_with(f"cpu-{label}", [], self.policy_keys.get(label))
             med, res, b1_before, b1_after = self.run_b1(proxies, a.cpu_rounds)
             out["b1"] = {"rounds": a.cpu_rounds, "duration_s": self.dur, "load_before": b1_before,
                          "load_after": b1_after, "median": med, "all": res}
@@ -121,6 +121,9 @@ def main():
     ap.add_argument("--conns", type=int, default=50)
     ap.add_argument("--cpu-rounds", type=int, default=0)
     ap.add_argument("--duration", type=int, default=5)
+    ap.add_argument("--policy-keys", action="append", default=[],
+                    help="LABEL=JSON: keys merged into that label's policy (e.g. a feature turned off, to "
+                         "tell its cost from the rest); the same binary may run under two labels")
     a = ap.parse_args()
     if a.smoke:
         a.rounds, a.requests, a.base, a.conns, a.cpu_rounds = 1, 3000, 1000, 10, 0
@@ -133,6 +136,12 @@ def main():
     args = argparse.Namespace(smoke=False, rounds=a.rounds, duration=a.duration, netbox=None, client=a.client,
                               writer_bench=None)
     b = AllocBench(args)
+    b.policy_keys = {}
+    for spec in a.policy_keys:
+        label, _, keys = spec.partition("=")
+        if label not in binaries:
+            ap.error(f"--policy-keys {spec}: no --netbox labelled {label!r}")
+        b.policy_keys[label] = json.loads(keys)
     try:
         b.main(a, binaries)
     finally:
