@@ -216,7 +216,7 @@ Spool::~Spool() {
 
 void Spool::recount() {
   Statement count(db_.get(),
-                  "SELECT COUNT(*), COALESCE(SUM(is_row), 0), COALESCE(SUM(length(body)), 0), "
+                  "SELECT COUNT(*), COALESCE(SUM(is_row), 0), COALESCE(SUM(length(CAST(body AS BLOB))), 0), "
                   "COALESCE(MAX(handle), 0) FROM items");
   count.step();
   items_ = static_cast<std::uint64_t>(count.column_int(0));
@@ -269,7 +269,23 @@ std::vector<SpoolEntry> Spool::head(std::size_t rows) {
     const bool row = get.column_int(1) != 0;
     if (row && taken == rows) break;
     taken += row;
-    out.push_back({get.column_int(0), from_json(json::parse(get.column_text(2)))});
+    const std::int64_t seq = get.column_int(0);
+    try {
+      out.push_back({seq, from_json(json::parse(get.column_text(2)))});
+    } catch (const std::exception& e) {
+      // A body that does not read back (a damaged file, one written by another version, a
+      // hand edit): shipped as an event saying so, in its place, rather than stopping the
+      // writer or silently skipping a row. Its text is not repeated: it may hold anything.
+      const json detail{{"spool", path_.string()}, {"seq", seq}, {"error", e.what()}};
+      SpoolEntry lost{seq, SpoolItem(std::in_place_type<Event>)};
+      auto& ev = std::get<Event>(lost.item);
+      ev.ts = Clock::now();
+      ev.kind = "audit_spool_unreadable";
+      ev.message = "item " + std::to_string(seq) + " of the local spool " + path_.string() +
+                   " could not be read and is lost: " + e.what();
+      ev.detail = detail.dump(-1, ' ', false, json::error_handler_t::replace);
+      out.push_back(std::move(lost));
+    }
   }
   return out;
 }
@@ -296,7 +312,7 @@ std::optional<SpoolSummary> read_spool_summary(const std::filesystem::path& path
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) return std::nullopt;
   Db db = open_file(path, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOFOLLOW);
-  Statement count(db.get(), "SELECT COUNT(*), COALESCE(SUM(is_row), 0), COALESCE(SUM(length(body)), 0) FROM items");
+  Statement count(db.get(), "SELECT COUNT(*), COALESCE(SUM(is_row), 0), COALESCE(SUM(length(CAST(body AS BLOB))), 0) FROM items");
   count.step();
   return SpoolSummary{static_cast<std::uint64_t>(count.column_int(1)), static_cast<std::uint64_t>(count.column_int(0)),
                       static_cast<std::uint64_t>(count.column_int(2))};

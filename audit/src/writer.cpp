@@ -576,7 +576,13 @@ struct Writer::Impl {
       note_failure(e.what());
       return false;
     }
-    std::vector<detail::SpoolEntry> entries = spool->head(options.max_batch);
+    std::vector<detail::SpoolEntry> entries;
+    try {
+      entries = spool->head(options.max_batch);  // a file SQLite cannot read: retried, said
+    } catch (const std::exception& e) {
+      note_failure("the audit spool " + spool->path().string() + " cannot be read: " + e.what());
+      return false;
+    }
     const std::int64_t upto = entries.back().seq;
     std::vector<Item> piece;
     piece.reserve(entries.size() + 1);

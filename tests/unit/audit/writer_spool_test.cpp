@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include <future>
+#include <memory>
 #include <thread>
 
 namespace netbox::audit {
@@ -128,6 +129,37 @@ TEST(AuditWriterSpool, AFullSpoolRefusesNewRowsAndLosesNoneItTook) {
   SqliteProbe probe(o.db_path);
   EXPECT_EQ(probe.number("SELECT COUNT(*) FROM requests WHERE host GLOB 'r[0-9]*'"), static_cast<long long>(accepted));
   EXPECT_EQ(probe.number("SELECT COUNT(*) FROM requests WHERE host = 'late'"), static_cast<long long>(late));
+}
+
+// The spool's size bound counts bytes, also when the writer counts it again from the file
+// (after a restart, or a drop): an agent whose rows carry multi-byte text (a path of "é",
+// three bytes per replaced invalid byte) must not get a spool several times its bound.
+TEST(AuditWriterSpool, TheSizeReadBackFromTheFileIsInBytesAsWhenItWasWritten) {
+  test::TempDir dir;
+  auto o = spooling(dir.path());
+  std::string wide;
+  for (int i = 0; i < 100; ++i) wide += "\xc3\xa9";  // é: two bytes, one character
+  auto writer = std::make_unique<Writer>(o);
+  writer->insert(request("a", "first", "allow"));
+  writer->flush();
+  SqliteProbe locker(o.db_path);
+  ASSERT_EQ(locker.exec("BEGIN EXCLUSIVE"), SQLITE_OK) << locker.last_error();
+  RowHandle last = kNoRow;
+  for (int i = 0; i < 20; ++i) last = writer->insert(request("a", wide + std::to_string(i), "allow"));
+  ASSERT_NE(last, kNoRow);
+  std::promise<bool> durable;
+  writer->on_committed(last, [&](bool ok) { durable.set_value(ok); });
+  auto answer = durable.get_future();
+  ASSERT_EQ(answer.wait_for(30s), std::future_status::ready);
+  ASSERT_TRUE(answer.get());
+  writer.reset();  // stopped with the store still locked: what it holds stays in the spool
+  SqliteProbe spool(o.spool_path);
+  const auto bytes = spool.number("SELECT SUM(length(CAST(body AS BLOB))) FROM items");
+  const auto characters = spool.number("SELECT SUM(length(body)) FROM items");
+  ASSERT_GT(bytes, characters + 20 * 100 - 1) << "the rows should hold their é as two bytes each";
+  Writer again(o);  // reads the spool back at its start, the store still locked
+  EXPECT_EQ(static_cast<std::int64_t>(again.stats().spool_bytes), bytes);
+  ASSERT_EQ(locker.exec("COMMIT"), SQLITE_OK);
 }
 
 }  // namespace
