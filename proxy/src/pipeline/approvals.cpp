@@ -152,11 +152,13 @@ std::variant<ApprovalBook::Parked, std::string> ApprovalBook::park(const std::st
 
 bool ApprovalBook::leave(const Parked& p, std::string_view why, Leaving how) {
   std::vector<Ended> ended;
+  bool parked = false;
   {
     std::lock_guard lock(mu_);
     for (auto it = questions_.begin(); it != questions_.end(); ++it) {
       if (it->second.shown.id != p.question) continue;
       if (it->second.waiters.erase(p.ticket) == 0) return false;
+      parked = true;
       it->second.shown.waiters = it->second.waiters.size();
       if (it->second.waiters.empty() && how == Leaving::timed_out) {
         ended.push_back({it->second.shown, listener_locked(it->second.shown.agent), std::string(why)});
@@ -167,7 +169,9 @@ bool ApprovalBook::leave(const Parked& p, std::string_view why, Leaving how) {
     reap_locked(ended);
   }
   expired(ended);
-  return true;
+  // No such question: an answer (or the launch's end) took it out, waiters and all, and
+  // this waiter's resume is on its way with that verdict.
+  return parked;
 }
 
 std::map<ApprovalBook::Key, ApprovalBook::Question>::iterator ApprovalBook::find_locked(const AskTarget& t,
