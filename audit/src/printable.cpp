@@ -73,7 +73,11 @@ std::string escape_controls(std::string_view text) {
 }
 
 bool needs_escaping(std::string_view text) {
-  for (std::size_t i = 0; i < text.size();) {
+  // Printable ASCII, byte by byte, first: almost every value (hosts, paths, methods) is
+  // only that, and the UTF-8 decoding below is then not needed.
+  std::size_t i = 0;
+  while (i < text.size() && static_cast<unsigned char>(text[i]) >= 0x20 && static_cast<unsigned char>(text[i]) < 0x7F) ++i;
+  for (; i < text.size();) {
     char32_t cp = 0;
     const std::size_t n = utf8_sequence(text, i, cp);
     if (n == 0 || is_unsafe(cp)) return true;

@@ -54,7 +54,19 @@ boost::asio::ip::tcp::endpoint parse_endpoint(std::string_view text, PortZero ze
 }
 
 std::string endpoint_text(const boost::asio::ip::tcp::endpoint& ep) {
-  return authority(ep.address().to_string(), ep.port());
+  return authority(address_text(ep.address()), ep.port());
+}
+
+std::string address_text(const boost::asio::ip::address& addr) {
+  if (!addr.is_v4()) return addr.to_string();
+  const auto bytes = addr.to_v4().to_bytes();
+  char text[16];
+  char* at = text;
+  for (std::size_t i = 0; i < bytes.size(); ++i) {
+    if (i) *at++ = '.';
+    at = std::to_chars(at, text + sizeof text, bytes[i]).ptr;
+  }
+  return std::string(text, static_cast<std::size_t>(at - text));
 }
 
 }  // namespace netbox::proxy

@@ -4,6 +4,8 @@
 // the two instantiations.
 #include "http/http_session.hpp"
 
+#include "netbox/proxy/endpoint.hpp"
+
 #include "pipeline/admission_steps.hpp"
 #include "pipeline/audit_room.hpp"
 #include "pipeline/client_tokens.hpp"

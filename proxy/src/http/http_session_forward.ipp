@@ -27,7 +27,7 @@ bool HttpSession<Stream>::take_pooled() {
     upstream_key(rq_.pool_key, link_.pool_scope, ep, rq_.host.name, kTls, impl_);
     if (!proxy::take_pooled(*worker_.pool, rq_.pool_key, upstream_)) continue;
     rq_.reused_upstream = true;
-    if (ep != rq_.allowed.front()) exchange_.dialled(ep.address().to_string());
+    if (ep != rq_.allowed.front()) exchange_.dialled(address_text(ep.address()));
     return true;
   }
   return false;
@@ -48,7 +48,7 @@ void HttpSession<Stream>::on_connected(UpstreamConnected<kTls> r) {
     impl_.counters.upstream_errors.fetch_add(1);
     return upstream_failed(r.failure_status, r.error);
   }
-  exchange_.dialled(r.endpoint.address().to_string());
+  exchange_.dialled(address_text(r.endpoint.address()));
   upstream_key(rq_.pool_key, link_.pool_scope, r.endpoint, rq_.host.name, kTls, impl_);
   if constexpr (kTls) upstream_ = std::move(r.stream);
   else upstream_.emplace(std::move(*r.stream));

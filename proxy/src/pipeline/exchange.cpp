@@ -1,5 +1,7 @@
 #include "pipeline/exchange.hpp"
 
+#include "netbox/proxy/endpoint.hpp"
+
 #include "base/door_services.hpp"
 
 #include "netbox/audit/printable.hpp"
@@ -109,7 +111,7 @@ bool Exchange::admitted(Admitted& a) {
   outcome_ = a.outcome();
   record_.rule = std::move(a.decision.rule);
   record_.reason = std::move(a.decision.reason);
-  record_.resolved_addr = a.endpoints.front().address().to_string();
+  record_.resolved_addr = address_text(a.endpoints.front().address());
   cap_ = std::move(a.cap);
   meter = std::move(a.meter);
   record_.ts = audit::Clock::now();

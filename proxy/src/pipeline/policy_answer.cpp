@@ -1,5 +1,7 @@
 #include "pipeline/policy_answer.hpp"
 
+#include "netbox/proxy/endpoint.hpp"
+
 #include <utility>
 
 namespace netbox::proxy {
@@ -14,7 +16,7 @@ std::optional<Refused> take_decision(Admitted& yes, policy::Decision d, unsigned
     return std::nullopt;
   }
   Refused no{refusal_of(d, status), d.rule, d.reason, {}, {}};
-  if (!yes.endpoints.empty()) no.resolved_addr = yes.endpoints.front().address().to_string();
+  if (!yes.endpoints.empty()) no.resolved_addr = address_text(yes.endpoints.front().address());
   return no;
 }
 

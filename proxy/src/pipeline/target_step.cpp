@@ -1,5 +1,7 @@
 #include "pipeline/target_step.hpp"
 
+#include "netbox/proxy/endpoint.hpp"
+
 #include "http/http_session.hpp"
 #include "inspect/inspected_tunnel.hpp"
 #include "pipeline/admission_steps.hpp"
@@ -97,7 +99,7 @@ void TargetStep::on_dialed(DialResult r) {
     rt_.counters.upstream_errors.fetch_add(1);
     return refuse({http_status(r.failure), Outcome::error, target_.what, {}, r.error, {}}, r.error, r.failure);
   }
-  exchange_.dialled(r.endpoint.address().to_string());
+  exchange_.dialled(address_text(r.endpoint.address()));
   if (target_.flight) return start_tunnel(std::move(r.socket), std::move(target_.early));
   dialled_.emplace(std::move(r));
   send_connected();
