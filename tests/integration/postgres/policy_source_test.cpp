@@ -16,6 +16,8 @@
 #include <gtest/gtest.h>
 
 #include <csignal>
+#include <cstdlib>
+#include <fstream>
 #include <functional>
 #include <memory>
 #include <thread>
@@ -215,6 +217,60 @@ TEST_F(PolicySource, AChangeThatCannotBeReadWhenNotifiedIsReadOnceTheTableIsBack
       << a.process->log();
   EXPECT_NE(metric_digest(a), v1_digest);
   EXPECT_EQ(a.process->stop(SIGTERM), 0) << a.process->log();
+}
+
+// docs/fleet.md, "Privileges": the proxies' role, which writes the audit (and owns its
+// tables: it makes a partition a day), must not be able to publish the fleet's policy, or
+// one compromised proxy host would decide for every proxy. With `policies` (and its
+// trigger's function) handed to a publisher role and only SELECT granted back, the proxy
+// still loads and reloads the policy and writes its rows; a push with its role is refused
+// by the server; the publisher's push reaches it.
+TEST_F(PolicySource, AProxyRoleThatMayOnlyReadThePoliciesRunsAndCannotPublish) {
+  const std::string port = std::to_string(server.port());
+  server.query("fleet", "CREATE ROLE netbox_proxy LOGIN PASSWORD 'proxy-pw'");
+  server.query("fleet", "CREATE ROLE netbox_publisher LOGIN PASSWORD 'publisher-pw'");
+  server.query("fleet", "GRANT CREATE, USAGE ON SCHEMA public TO netbox_proxy");
+  {
+    std::ofstream pass(std::getenv("PGPASSFILE"), std::ios::app);
+    pass << "*:*:*:netbox_proxy:proxy-pw\n*:*:*:netbox_publisher:publisher-pw\n";
+  }
+  const auto as_proxy = "postgresql://netbox_proxy@127.0.0.1:" + port + "/fleet";
+  const auto as_publisher = "postgresql://netbox_publisher@127.0.0.1:" + port + "/fleet";
+  // The first push, with the proxies' role, makes the schema (as a first proxy would).
+  auto r = run_netbox({"policy", "push", policy_allowing("v1.json", "upstream.test").string(), "--policy", as_proxy});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  // The operator's step (docs/fleet.md): the policies go to the publisher.
+  server.query("fleet", "ALTER TABLE policies OWNER TO netbox_publisher");
+  server.query("fleet", "ALTER FUNCTION netbox_policy_changed() OWNER TO netbox_publisher");
+  server.query("fleet", "GRANT SELECT ON policies TO netbox_proxy");
+  server.query("fleet", "GRANT USAGE ON SCHEMA public TO netbox_publisher");
+  server.query("fleet", "GRANT SELECT ON ALL TABLES IN SCHEMA public TO netbox_publisher");
+
+  Proxy p;
+  p.port = free_port();
+  p.admin = free_port();
+  p.process = std::make_unique<BackgroundProcess>(
+      proxy_command(as_proxy, p.port, as_proxy,
+                    {"--proxy-id", "ro", "--audit-spool", (dir.path() / "spool-ro.db").string()}),
+      dir.path() / "ro.log");
+  ASSERT_TRUE(wait_for_port(p.port)) << p.process->log();
+  EXPECT_EQ(status(p), 200) << p.process->log();
+
+  r = run_netbox({"policy", "push", policy_allowing("v2.json", "elsewhere.test").string(), "--policy", as_proxy});
+  EXPECT_NE(r.exit_code, 0) << "the proxies' role published a policy\n" << r.out << r.err;
+  EXPECT_NE(r.err.find("permission denied"), std::string::npos) << r.err;
+  EXPECT_EQ(scalar("SELECT COUNT(*) FROM policies"), "1");
+
+  r = run_netbox({"policy", "push", policy_allowing("v2.json", "elsewhere.test").string(), "--policy", as_publisher});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_TRUE(eventually([&] { return status(p) == 403; })) << "the proxy reloads what the publisher pushed\n"
+                                                             << p.process->log();
+  EXPECT_EQ(p.process->stop(SIGTERM), 0) << p.process->log();
+  // Its rows arrived, under either version: what it allowed, then what it refused.
+  EXPECT_EQ(scalar("SELECT string_agg(DISTINCT decision, ',' ORDER BY decision) FROM requests WHERE proxy_id = 'ro' "
+                   "AND host = 'upstream.test'"),
+            "allow,deny")
+      << p.process->log();
 }
 
 TEST_F(PolicySource, APasswordInThePolicyAddressIsRefusedAndNotRepeated) {
