@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <stdexcept>
 #include <thread>
 
@@ -66,20 +67,27 @@ struct PolicyWatch::State {
     last_trouble.clear();
     // Whatever changed while nothing listened (before the first LISTEN, or while the
     // connection was down): the caller reloads only what differs from what it runs.
-    bool unread = !changed();
+    bool due = !changed();  // a read is owed: one failed, or notifications came too soon
+    auto last = std::chrono::steady_clock::now();
     PGconn* c = conn.native();
     while (!stopping) {
-      if (!wait(PQsocket(c), unread ? 1000 : 60000, stopping)) {
-        if (unread && !stopping) unread = !changed();
+      // At most one read a second: any role that may connect to the database can NOTIFY
+      // this channel, and every read is a query of every proxy; notifications that come
+      // meanwhile are one change to read.
+      const auto next = last + std::chrono::seconds(1);
+      const auto now = std::chrono::steady_clock::now();
+      if (due && now >= next) {
+        last = now;
+        due = !changed();
         continue;
       }
+      const int ms = due ? static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(next - now).count()) : 60000;
+      if (!wait(PQsocket(c), ms, stopping)) continue;
       if (PQconsumeInput(c) != 1) throw detail::PgError(std::string("PostgreSQL: ") + PQerrorMessage(c));
-      bool any = false;
       while (PGnotify* n = PQnotifies(c)) {
-        any = true;
+        due = true;
         PQfreemem(n);
       }
-      if (any || unread) unread = !changed();
       if (PQstatus(c) != CONNECTION_OK) throw detail::PgError("the connection to PostgreSQL was lost");
     }
   }

@@ -273,6 +273,34 @@ TEST_F(PolicySource, AProxyRoleThatMayOnlyReadThePoliciesRunsAndCannotPublish) {
       << p.process->log();
 }
 
+// Any role that may connect can NOTIFY the proxies' channel: a flood of notifications is
+// read as one change a second, not one query of the policies per notification per proxy.
+TEST_F(PolicySource, AFloodOfNotificationsIsReadAtMostOnceASecond) {
+  ASSERT_EQ(push(policy_allowing("v1.json", "upstream.test")).exit_code, 0);
+  Proxy a = start_proxy("a");
+  ASSERT_EQ(status(a), 200) << a.process->log();
+  // Reads of the table, as the server counts them (a proxy reads with a connection of its
+  // own, whose counts the server has once it closes).
+  const auto reads = [&] {
+    std::this_thread::sleep_for(1500ms);
+    return std::stoll(scalar("SELECT COALESCE(seq_scan, 0) + COALESCE(idx_scan, 0) FROM pg_stat_user_tables WHERE "
+                             "relname = 'policies'"));
+  };
+  const auto before = reads();
+  const auto started = std::chrono::steady_clock::now();
+  for (int i = 0; i < 100; ++i) {  // each its own transaction: delivered one by one
+    server.query("fleet", "SELECT pg_notify('netbox_policy', 'flood " + std::to_string(i) + "')");
+    std::this_thread::sleep_for(20ms);
+  }
+  const auto seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  const auto after = reads();
+  EXPECT_LE(after - before, static_cast<long long>(seconds) + 3)
+      << "reads of the policies during " << seconds << " s of notifications";
+  EXPECT_GE(after - before, 1) << "a notification must still be read";
+  EXPECT_EQ(status(a), 200) << a.process->log();
+  EXPECT_EQ(a.process->stop(SIGTERM), 0) << a.process->log();
+}
+
 TEST_F(PolicySource, APasswordInThePolicyAddressIsRefusedAndNotRepeated) {
   const auto with_password = "postgresql://" + server.user() + ":" + server.password() + "@127.0.0.1:" +
                              std::to_string(server.port()) + "/fleet";

@@ -28,8 +28,9 @@ std::int64_t publish_policy(const std::string& address, const std::string& body,
                             const std::string& by);
 
 // LISTENs for changes on a connection and a thread of its own. `changed` runs on that thread
-// after each notification, and after the connection was lost and made again (a change may
-// have been missed meanwhile); it returns false when it could not read what changed (a
+// after each notification (at most once a second: notifications closer together are read
+// as one change, since any role that may connect can NOTIFY), and after the connection was
+// lost and made again (a change may have been missed meanwhile); it returns false when it could not read what changed (a
 // query failing while the LISTEN connection stands), and then runs again every second
 // until it could: a notification is not repeated, so one lost read would otherwise leave
 // the proxy on the old version. `trouble` says why the connection is down (retried every
