@@ -19,13 +19,13 @@ control::Reply answer_from_terminal(ApprovalBook& book, const control::Answer& a
                                     uid_t peer) {
   const auto waiting = book.pending();
   const auto q = std::find_if(waiting.begin(), waiting.end(), [&a](const PendingAsk& p) { return p.id == a.id; });
-  if (q == waiting.end())
+  // Another agent's question is refused as one that does not exist: a connection learns
+  // nothing of other launches' questions (whose agent, that it waits) by probing ids.
+  if (q == waiting.end() || !own.count(q->agent))
     return control::Reply::refused("no question " + std::to_string(a.id) +
-                                   " is waiting (answered elsewhere, or no answer came in time)");
-  if (!own.count(q->agent))
-    return control::Reply::refused("question " + std::to_string(a.id) + " is agent " + q->agent +
-                                   "'s, not of an agent registered on this connection: a launch answers its own "
-                                   "agent's questions only");
+                                   " of an agent registered on this connection is waiting (answered elsewhere, no "
+                                   "answer came in time, or not this launch's: a launch answers its own agent's "
+                                   "questions only)");
   AskAnswer answer;
   answer.approve = a.approve;
   answer.scope = a.scope;

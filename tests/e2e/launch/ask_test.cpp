@@ -530,7 +530,8 @@ TEST(LaunchAsk, ARegistrationConnectionCannotAnswerAnotherAgentsQuestion) {
   const auto answered = hostile.ask(R"({"op":"answer","id":)" + std::to_string(ids.front()) +
                                     R"(,"approve":true,"scope":"launch","user":"mallory"})");
   EXPECT_THAT(answered, HasSubstr("\"ok\":false"));
-  EXPECT_THAT(answered, HasSubstr("is agent victim's, not of an agent registered on this connection"));
+  EXPECT_THAT(answered, HasSubstr("of an agent registered on this connection is waiting"));
+  EXPECT_THAT(answered, Not(HasSubstr("victim"))) << "nothing of another launch's question is told";
   EXPECT_EQ(waiting_ids(control, "victim"), ids) << "the question still waits";
   const auto denied = test::run_netbox({"agent", "deny", "--control", control, "victim", dest});
   EXPECT_EQ(denied.exit_code, 0) << denied.err;
