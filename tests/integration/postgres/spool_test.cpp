@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 
 #include <csignal>
+#include <memory>
 #include <thread>
 
 namespace netbox::test {
@@ -56,6 +57,22 @@ class PostgresSpool : public PostgresFleet {
     expect_in_order(got);
   }
 
+  // A --audit-sync proxy answers `first` requests, then `while_away` more with the server
+  // stopped (each answered once its row is durable in the spool), and is killed with rows
+  // in its spool. The load, stopped, says what was answered.
+  std::unique_ptr<ProxyLoad> spool_then_kill(const std::string& db, const std::string& id, const std::string& tag,
+                                             unsigned clients, std::size_t first, std::size_t while_away) {
+    auto p = start_spooling(db, id, {"--audit-sync"});
+    auto load = std::make_unique<ProxyLoad>(p.port, url_base(), tag, clients);
+    load->wait_until_answered(first, 60s);
+    server.stop();
+    load->wait_until_answered(load->answered_count() + while_away, 120s);
+    load->stop();
+    EXPECT_TRUE(wait_for([&] { return spooled_rows(spool) > 1; }, 30s)) << p.process->log();
+    p.process->stop(SIGKILL);
+    return load;
+  }
+
   std::filesystem::path spool = dir.path() / "spool.db";
 };
 
@@ -91,14 +108,7 @@ TEST_F(PostgresSpool, AProxyKilledWithRowsInItsSpoolShipsThemAtItsNextStartNoneT
   const auto db = server.create_database("killed");
   // --audit-sync: a request is answered once its row is durable, in the spool while the
   // server is away, so every answered request must survive the kill.
-  auto p = start_spooling(db, "proxy-k", {"--audit-sync"});
-  ProxyLoad load(p.port, url_base(), "k", 4);
-  load.wait_until_answered(100, 60s);
-  server.stop();
-  load.wait_until_answered(load.answered_count() + 1000, 120s);
-  load.stop();
-  ASSERT_TRUE(wait_for([&] { return spooled_rows(spool) > 0; }, 30s)) << p.process->log();
-  p.process->stop(SIGKILL);
+  const auto load = spool_then_kill(db, "proxy-k", "k", 4, 100, 1000);
   const std::size_t left = spooled_rows(spool);
   EXPECT_GT(left, 0u);
   // `netbox audit` says the rows are in the spool, not in the store (which is away).
@@ -108,7 +118,7 @@ TEST_F(PostgresSpool, AProxyKilledWithRowsInItsSpoolShipsThemAtItsNextStartNoneT
   auto again = start_spooling(db, "proxy-k", {"--audit-sync"});
   EXPECT_TRUE(wait_for([&] { return spooled_rows(spool) == 0; }, 120s)) << again.process->log();
   EXPECT_EQ(again.process->stop(SIGTERM), 0) << again.process->log();
-  expect_every_answer_stored_once(load, "killed", "k");
+  expect_every_answer_stored_once(*load, "killed", "k");
 }
 
 // A spool damaged while the proxy was down (a body that does not read back, as a disk error,
@@ -117,14 +127,7 @@ TEST_F(PostgresSpool, AProxyKilledWithRowsInItsSpoolShipsThemAtItsNextStartNoneT
 // the writer thread threw at that item on every start and took the proxy down.
 TEST_F(PostgresSpool, ADamagedSpoolItemIsShippedAsAnEventSayingSoAndTheRestArrives) {
   const auto db = server.create_database("damaged");
-  auto p = start_spooling(db, "proxy-d", {"--audit-sync"});
-  ProxyLoad load(p.port, url_base(), "d", 2);
-  load.wait_until_answered(20, 60s);
-  server.stop();
-  load.wait_until_answered(load.answered_count() + 100, 120s);
-  load.stop();
-  ASSERT_TRUE(wait_for([&] { return spooled_rows(spool) > 1; }, 30s)) << p.process->log();
-  p.process->stop(SIGKILL);
+  const auto load = spool_then_kill(db, "proxy-d", "d", 2, 20, 100);
   const std::size_t left = spooled_rows(spool);
   {
     sqlite3* s = nullptr;
@@ -148,7 +151,7 @@ TEST_F(PostgresSpool, ADamagedSpoolItemIsShippedAsAnEventSayingSoAndTheRestArriv
   ASSERT_EQ(events.size(), 1u);
   EXPECT_NE(events[0].find("could not be read and is lost"), std::string::npos) << events[0];
   // Every answered request but the damaged one has its row, once.
-  const auto answered = load.answered();
+  const auto answered = load->answered();
   const auto got = rows("damaged");
   std::size_t lost = 0;
   for (const auto& [path, when] : answered) lost += got.contains(path) ? 0 : 1;
