@@ -129,12 +129,16 @@ class ControlClient final : public ProxyLink {
     stop_watching();
     stop_asking();
     if (fd_ < 0) return;
-    try {
-      const auto reply =
-          exchange(proxy::control::Unregister{key_, outcome.exit_status, outcome.resource_usage_json()});
-      if (!reply.ok) std::cerr << "netbox launch: the proxy did not unregister the agent: " << reply.error << "\n";
-    } catch (const std::exception& e) {
-      std::cerr << "netbox launch: unregistering the agent: " << e.what() << "\n";
+    // Never registered (refused, or no key named): nothing to unregister; closing the
+    // connection ends whatever the proxy may hold for it.
+    if (!key_.empty()) {
+      try {
+        const auto reply =
+            exchange(proxy::control::Unregister{key_, outcome.exit_status, outcome.resource_usage_json()});
+        if (!reply.ok) std::cerr << "netbox launch: the proxy did not unregister the agent: " << reply.error << "\n";
+      } catch (const std::exception& e) {
+        std::cerr << "netbox launch: unregistering the agent: " << e.what() << "\n";
+      }
     }
     ::close(fd_);
     fd_ = -1;

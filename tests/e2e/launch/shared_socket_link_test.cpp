@@ -111,6 +111,39 @@ TEST(LaunchSharedSocketLink, TwoAgentsOnOneProxyAreToldApartBySocket) {
             (std::vector<std::vector<std::string>>{{"agent-a", "0"}, {"agent-b", "0"}}));
 }
 
+// One name is one agent on a shared proxy: a second launch under the name of one still
+// running is refused before its agent runs (125, the reason named, no other noise), and
+// the name is free again once the first has ended.
+TEST(LaunchSharedSocketLink, ASecondLaunchUnderARunningAgentsNameIsRefused) {
+  NETBOX_REQUIRE_ROOT();
+  HttpServer upstream;
+  HostDir host;
+  test::TempDir dir;
+  SharedProxy proxy(host, dir.write("policy.json", policy_json(upstream.port())));
+  ASSERT_TRUE(proxy.ready()) << proxy.err();
+  const auto done = host.folder("flags") / "done";
+  Background first({test::netbox_binary().string(), "launch", "--subnet", test_subnet().cidr, "--proxy-control",
+                    proxy.socket().string(), "--name", "twin", "--", kSh, "-c",
+                    "echo started; while [ ! -e " + done.string() + " ]; do sleep 0.1; done"},
+                   host.path(), "twin-1");
+  ASSERT_TRUE(eventually([&] { return first.out().find("started") != std::string::npos; }, std::chrono::seconds(60)))
+      << first.out() << first.err();
+  const auto marker = host.folder("flags") / "second-ran";
+  auto second = launch(test_subnet(), {"--proxy-control", proxy.socket().string(), "--name", "twin", "--", kSh, "-c",
+                                       "touch " + marker.string()});
+  EXPECT_EQ(second.exit_code, 125) << second.err;
+  EXPECT_THAT(second.err, HasSubstr("an agent named twin is attached to this proxy already"));
+  EXPECT_THAT(second.err, Not(HasSubstr("unregister"))) << "a refused registration has nothing to unregister";
+  EXPECT_FALSE(fs::exists(marker)) << "the refused launch's agent ran";
+  std::ofstream(done).put('\n');
+  EXPECT_EQ(first.wait(), 0) << first.err();
+  auto third = launch(test_subnet(), {"--proxy-control", proxy.socket().string(), "--name", "twin", "--", "true"});
+  EXPECT_EQ(third.exit_code, 0) << third.err;
+  EXPECT_EQ(proxy.stop(), 0) << proxy.err();
+  EXPECT_EQ(query(proxy.store(), "SELECT COUNT(*) FROM agents WHERE name = 'twin' AND exit_status = 0"),
+            (std::vector<std::vector<std::string>>{{"2"}}));
+}
+
 // A launcher killed with SIGKILL: its agent dies with it (parent-death signal), the proxy
 // sees the control connection close and detaches it (the slot ends its row), and
 // `netbox gc` removes the lease and cgroup it left.
