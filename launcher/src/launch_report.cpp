@@ -21,7 +21,7 @@ std::string describe_rlimits(const std::vector<RlimitSetting>& limits) {
 }
 
 // The filesystem part of the report; the rest is filled where it is decided.
-void describe_view(SandboxReport& r, const FilesystemView& view, const AgentUser& agent, const std::string& tmp_size,
+void describe_view(SandboxReport& r, const FilesystemView& view, const AgentUserChoice& who, const std::string& tmp_size,
                    const std::optional<std::string>& o_quota, bool commit) {
   r.workdir = view.workdir;
   if (view.workdir_quota > 0)
@@ -39,7 +39,12 @@ void describe_view(SandboxReport& r, const FilesystemView& view, const AgentUser
     }
     // Mounted read-write, but the host's owner and mode keep the agent's user out: say so.
     r.not_writable.push_back(shown + " (" + denied->second + ")");
-    r.warnings.push_back("the agent's user " + agent.name + " (uid " + std::to_string(agent.uid) + ") cannot write " +
+    // A uid of the launch's own is leased only when it runs: no number to name yet (the
+    // probe asked as the range's first uid; a folder an earlier agent made under another
+    // uid of the range can answer otherwise for the leased one, which is not asked yet).
+    const std::string user = who.own_uid ? who.agent.name + " (a uid of its own for this launch)"
+                                         : who.agent.name + " (uid " + std::to_string(who.agent.uid) + ")";
+    r.warnings.push_back("the agent's user " + user + " cannot write " +
                          b.path + " (" + denied->second + "): give --user NAME of a user who can, or change its "
                          "owner or mode");
   }
@@ -79,7 +84,7 @@ SandboxReport describe_launch(const LaunchOptions& o, const std::string& name, c
                    ? "; DNS answered from the policy, every TCP connection captured (--network transparent)"
                    : "; only the proxy variables (--network proxy-vars)");
   r.ipc_uts = "own IPC and UTS namespaces (hostname " + hostname + ")";
-  describe_view(r, view, who.agent, o.tmp_size, o.workdir_quota, o.commit);
+  describe_view(r, view, who, o.tmp_size, o.workdir_quota, o.commit);
   describe_own_files(r, own_hidden);
   r.seccomp = o.seccomp;
   r.rlimits = describe_rlimits(rlimits);

@@ -83,6 +83,8 @@ TEST(LaunchWorkdirSafety, ARootOwnedProjectIsNotCalledWritableForTheDefaultUser)
   EXPECT_THAT(run.out, HasSubstr("DENIED"));
   EXPECT_THAT(run.err, HasSubstr("(NOT writable by the agent's user); read-only root, 0 writable"));
   EXPECT_THAT(run.err, HasSubstr("warning: the agent's user"));
+  // Its uid is leased only as it runs: the warning names none, never one it does not run as.
+  EXPECT_THAT(run.err, HasSubstr("netbox-agent (a uid of its own for this launch) cannot write"));
 
   // A user who can write it gets it writable, and the report says so.
   auto as_root = launch_from(project, subnet, {"--explain", "--user", "root", "--", "true"});
