@@ -50,7 +50,8 @@ json to_json(const SpooledComplete& x) {
   const Completion& c = x.completion;
   return {{"t", "complete"}, {"handle", x.handle}, {"status", opt(c.status)}, {"bytes_up", c.bytes_up},
           {"bytes_down", c.bytes_down}, {"duration_ms", c.duration_ms}, {"resolved_addr", c.resolved_addr},
-          {"error", c.error}, {"decision", c.decision}, {"rule", c.rule}, {"reason", c.reason}};
+          {"error", c.error}, {"decision", c.decision}, {"rule", c.rule}, {"reason", c.reason},
+          {"row_id", x.row_id}};
 }
 json to_json(const Event& e) {
   return {{"t", "event"}, {"ts", ns(e.ts)}, {"kind", e.kind}, {"message", e.message}, {"detail", e.detail},
@@ -107,6 +108,7 @@ SpoolItem from_json(const json& j) {
     c.decision = j.at("decision");
     c.rule = j.at("rule");
     c.reason = j.at("reason");
+    x.row_id = j.value("row_id", std::int64_t{0});  // absent in a spool of an older netbox
     return x;
   }
   if (t == "event") {

@@ -24,6 +24,10 @@ struct SpooledInsert {
 struct SpooledComplete {
   std::uint64_t handle;
   Completion completion;
+  // The row's id when its insert was committed before this completion was spooled: the
+  // writer's handles do not outlive it, so a completion shipped after a restart finds its
+  // row by this. 0: its insert is in the spool too (found by handle).
+  std::int64_t row_id = 0;
 };
 using SpoolItem = std::variant<SpooledInsert, SpooledComplete, Event, AgentRecord, AgentExit>;
 

@@ -469,14 +469,17 @@ struct Writer::Impl {
   }
 
   // One batch item as the spool keeps it; callbacks and flush markers are answered instead.
-  static void to_spool(const Item& item, std::vector<detail::SpoolItem>& out, Callbacks& callbacks,
-                       std::uint64_t& ticket) {
+  // Writer thread (the row ids are its own).
+  void to_spool(const Item& item, std::vector<detail::SpoolItem>& out, Callbacks& callbacks,
+                std::uint64_t& ticket) const {
     if (const auto* in = std::get_if<InsertItem>(&item)) {
       AuditRecord r = in->record;
       r.origin_later = {};
       out.push_back(detail::SpooledInsert{in->handle, std::move(r)});
     } else if (const auto* done = std::get_if<CompleteItem>(&item)) {
-      out.push_back(detail::SpooledComplete{done->handle, done->completion});
+      const auto committed = rowids.find(done->handle);
+      out.push_back(detail::SpooledComplete{done->handle, done->completion,
+                                            committed == rowids.end() ? 0 : committed->second});
     } else if (const auto* e = std::get_if<Event>(&item)) {
       Event copy = *e;
       copy.ts = now_if_unset(copy.ts);
@@ -589,6 +592,9 @@ struct Writer::Impl {
     std::uint64_t rows = 0;
     for (auto& entry : entries) {
       rows += std::holds_alternative<detail::SpooledInsert>(entry.item);
+      // A completion of a row committed in an earlier run: found by its id.
+      if (const auto* c = std::get_if<detail::SpooledComplete>(&entry.item); c && c->row_id > 0)
+        rowids.try_emplace(c->handle, c->row_id);
       piece.push_back(from_spool(std::move(entry.item)));
     }
     const std::uint64_t left = spool->rows() - rows;

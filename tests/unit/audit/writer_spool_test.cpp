@@ -162,5 +162,34 @@ TEST(AuditWriterSpool, TheSizeReadBackFromTheFileIsInBytesAsWhenItWasWritten) {
   ASSERT_EQ(locker.exec("COMMIT"), SQLITE_OK);
 }
 
+// A row committed, then the store gone, then its completion (a tunnel ending as the proxy
+// stops) spooled, then the proxy restarted: the writer's handles do not survive it, so the
+// spooled completion carries the row's id, and the row is completed when it ships (before,
+// it was dropped as unknown and the tunnel's row kept no status, bytes or end).
+TEST(AuditWriterSpool, ACompletionSpooledForARowCommittedBeforeARestartCompletesIt) {
+  test::TempDir dir;
+  auto o = spooling(dir.path());
+  auto writer = std::make_unique<Writer>(o);
+  const RowHandle tunnel = writer->insert(request("a", "tunnel.test", "allow"));
+  writer->flush();  // committed: its id is known to this writer only
+  SqliteProbe locker(o.db_path);
+  ASSERT_EQ(locker.exec("BEGIN EXCLUSIVE"), SQLITE_OK) << locker.last_error();
+  Completion done;
+  done.status = 200;
+  done.bytes_up = 1234;
+  done.bytes_down = 5678;
+  done.error = "proxy shut down before the exchange finished";
+  ASSERT_TRUE(writer->complete(tunnel, done));
+  writer.reset();  // stopped with the store locked: the completion waits in the spool
+  ASSERT_EQ(locker.exec("COMMIT"), SQLITE_OK);
+  Writer again(o);
+  ASSERT_TRUE(spool_drains(again));
+  again.flush();
+  SqliteProbe probe(o.db_path);
+  EXPECT_EQ(probe.text("SELECT status || ' ' || bytes_up || ' ' || bytes_down FROM requests WHERE host = 'tunnel.test'"),
+            "200 1234 5678");
+  EXPECT_EQ(again.stats().unknown_completions, 0u);
+}
+
 }  // namespace
 }  // namespace netbox::audit
