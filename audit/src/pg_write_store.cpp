@@ -164,11 +164,13 @@ class PgWriteStore final : public WriteStore {
       conn_->reconnect();
       set_up_session();
     }
+    // By the spool's key alone (random, made with the file): a spool reopened under another
+    // --proxy-id (a renamed host) must still find what it shipped, or it ships it again.
     auto r = conn_->query(
         // Text matching, not a jsonb cast: the server may try the cast on any event's detail.
         "SELECT COALESCE(MAX(substring(detail from '\"upto\":([0-9]+)')::bigint), 0) FROM events "
-        "WHERE kind = 'audit_spool_shipped' AND proxy_id IS NOT DISTINCT FROM $1 AND strpos(detail, $2) > 0",
-        {text_or_null(proxy_id_), "\"spool\":\"" + spool_key + "\""});
+        "WHERE kind = 'audit_spool_shipped' AND strpos(detail, $1) > 0",
+        {"\"spool\":\"" + spool_key + "\""});
     return std::stoll(pg_value(r.get(), 0, 0));
   }
 

@@ -158,6 +158,36 @@ TEST_F(PostgresSpool, ADamagedSpoolItemIsShippedAsAnEventSayingSoAndTheRestArriv
   EXPECT_EQ(lost, 1u) << "of " << answered.size() << " answered requests (" << left << " were spooled)";
 }
 
+// What a spool shipped is known by the spool's own key, not by the proxy's id: a spool put
+// back as it was before shipping (a commit whose answer was lost looks the same to it) and
+// reopened under another --proxy-id (a renamed host) ships nothing twice.
+TEST_F(PostgresSpool, ASpoolReopenedUnderAnotherProxyIdDoesNotShipTwiceWhatItShipped) {
+  const auto db = server.create_database("renamed");
+  const auto load = spool_then_kill(db, "proxy-r1", "r", 2, 20, 200);
+  ASSERT_GT(spooled_rows(spool), 0u);
+  const auto before_shipping = dir.path() / "spool-copy.db";
+  {
+    sqlite3* s = nullptr;
+    ASSERT_EQ(sqlite3_open(spool.c_str(), &s), SQLITE_OK);
+    EXPECT_EQ(sqlite3_exec(s, ("VACUUM INTO '" + before_shipping.string() + "'").c_str(), nullptr, nullptr, nullptr),
+              SQLITE_OK)
+        << sqlite3_errmsg(s);
+    sqlite3_close(s);
+  }
+  ::chmod(before_shipping.c_str(), 0600);
+  server.start();
+  auto shipping = start_spooling(db, "proxy-r1", {"--audit-sync"});
+  ASSERT_TRUE(wait_for([&] { return spooled_rows(spool) == 0; }, 120s)) << shipping.process->log();
+  EXPECT_EQ(shipping.process->stop(SIGTERM), 0) << shipping.process->log();
+  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(spool.string() + suffix);
+  std::filesystem::rename(before_shipping, spool);
+  ASSERT_GT(spooled_rows(spool), 0u) << "the spool as it was before it shipped";
+  auto renamed = start_spooling(db, "proxy-r2", {"--audit-sync"});
+  EXPECT_TRUE(wait_for([&] { return spooled_rows(spool) == 0; }, 60s)) << renamed.process->log();
+  EXPECT_EQ(renamed.process->stop(SIGTERM), 0) << renamed.process->log();
+  expect_every_answer_stored_once(*load, "renamed", "r");  // fails on a path stored twice
+}
+
 TEST_F(PostgresSpool, AFullSpoolRefusesWith503AndDropsNoRow) {
   const auto db = server.create_database("spoolfull");
   auto p = start_spooling(db, "proxy-f", {"--audit-spool-size", "200000"});
