@@ -197,11 +197,13 @@ std::map<ApprovalBook::Key, ApprovalBook::Question>::iterator ApprovalBook::find
   return found;
 }
 
-std::string ApprovalBook::write_policy(const PendingAsk& q, const std::string& profile) const {
+std::string ApprovalBook::write_policy_locked(const Question& q) {
   const auto& file = rt_.options.ask_policy_file;
   if (file.empty()) return "scope policy is not offered: this launch's policy came from no file netbox may write";
+  const auto a = agents_.find(q.shown.agent);
   try {
-    policy::add_allow_entry(file, profile, authority_of(q.host, q.port));
+    policy::add_allow_entry(file, a == agents_.end() ? std::string() : a->second.profile,
+                            authority_of(q.shown.host, q.shown.port));
   } catch (const std::exception& e) {
     return std::string("the policy file was not changed: ") + e.what();
   }
@@ -212,6 +214,8 @@ std::string ApprovalBook::take_locked(const AskTarget& target, const AskAnswer& 
   std::string why;
   auto it = find_locked(target, why);
   if (it == questions_.end()) return why;
+  if (ans.approve && ans.scope == AskScope::policy)
+    if (auto no = write_policy_locked(it->second); !no.empty()) return no;
   q = std::move(it->second);
   questions_.erase(it);
   g = Grant{q.shown.id, q.shown.host, q.shown.port, ans.scope, ans.grantor};
@@ -226,30 +230,10 @@ std::string ApprovalBook::answer(const AskTarget& target, const AskAnswer& ans) 
   AskListener listener;
   std::vector<Ended> ended;
   std::string why;
-  AskTarget exact = target;
-  if (ans.approve && ans.scope == AskScope::policy) {
-    // The file first, without the lock; then the same question (by its id) is taken, if
-    // nothing else took it meanwhile (the file then holds what this person granted).
-    PendingAsk shown;
-    std::string profile;
-    {
-      std::lock_guard lock(mu_);
-      const auto it = find_locked(target, why);
-      if (it != questions_.end()) {
-        shown = it->second.shown;
-        if (const auto a = agents_.find(shown.agent); a != agents_.end()) profile = a->second.profile;
-      }
-    }
-    if (why.empty()) why = write_policy(shown, profile);
-    if (!why.empty()) return why;
-    exact = AskTarget{};
-    exact.id = shown.id;
-    exact.agent = shown.agent;
-  }
   {
     std::lock_guard lock(mu_);
     reap_locked(ended);
-    why = take_locked(exact, ans, q, g);
+    why = take_locked(target, ans, q, g);
     if (why.empty()) listener = listener_locked(q.shown.agent);
   }
   expired(ended);

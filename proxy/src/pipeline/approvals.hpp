@@ -116,9 +116,7 @@ class ApprovalBook {
   void reap_locked(std::vector<Ended>& ended);
   AskListener listener_locked(const std::string& agent) const;
   void expired(const std::vector<Ended>& ended);
-  // Adds the question's host to the policy file (read, write, fsync, load): called without
-  // the lock, which the io threads take for every askable request. Empty, or why not.
-  std::string write_policy(const PendingAsk& q, const std::string& profile) const;
+  std::string write_policy_locked(const Question& q);
   void record(const std::string& kind, const PendingAsk& q, const std::string& message, const std::string& detail);
 
   DoorServices& rt_;
