@@ -237,8 +237,17 @@ bool Spool::append(const std::vector<SpoolItem>& items) {
     more += bodies.back().size();
   }
   if (bytes_ + more > max_bytes_) return false;
+  // An empty spool starting again gets a new key: what it ships is found by its key alone
+  // (a renamed host keeps finding its own), so a key must not outlive the items it names;
+  // spool files copied with a host image would otherwise drop each other's rows.
+  const std::string key = items_ == 0 ? random_key() : key_;
   exec(db_.get(), "BEGIN IMMEDIATE");
   try {
+    if (key != key_) {
+      Statement rekey(db_.get(), "UPDATE meta SET value = ?1 WHERE key = 'key'");
+      rekey.bind(1, std::string_view(key));
+      rekey.step();
+    }
     Statement put(db_.get(), "INSERT INTO items (is_row, handle, body) VALUES (?1, ?2, ?3)");
     std::uint64_t rows = 0;
     for (std::size_t i = 0; i < items.size(); ++i) {
@@ -253,6 +262,7 @@ bool Spool::append(const std::vector<SpoolItem>& items) {
       put.reset();
     }
     exec(db_.get(), "COMMIT");
+    key_ = key;
     rows_ += rows;
     items_ += items.size();
     bytes_ += more;

@@ -52,7 +52,8 @@ class Spool {
   // Removes every entry up to `seq` (shipped).
   void drop_through(std::int64_t seq);
 
-  // Names this spool in the server's shipped-up-to markers (a random text, made once).
+  // Names this spool in the server's shipped-up-to markers: a random text, made anew each
+  // time the empty spool takes items (a key must not outlive the items it names).
   const std::string& key() const { return key_; }
   const std::filesystem::path& path() const { return path_; }
   std::uint64_t rows() const { return rows_; }    // request rows held

@@ -125,7 +125,8 @@ class ControlSession : public std::enable_shared_from_this<ControlSession> {
     if (!socket_.is_open()) return;
     // Pushes (a launch's questions) come whether or not the client reads: past the bound it
     // is closed, which detaches its agents, rather than the proxy's memory growing for it.
-    if (out_bytes_ + line.size() > kMaxUnsent) {
+    // One line alone is always sent (a `pending` of a busy proxy may be large).
+    if (!out_.empty() && out_bytes_ + line.size() > kMaxUnsent) {
       boost::system::error_code ec;
       socket_.close(ec);
       return;

@@ -191,5 +191,37 @@ TEST(AuditWriterSpool, ACompletionSpooledForARowCommittedBeforeARestartCompletes
   EXPECT_EQ(again.stats().unknown_completions, 0u);
 }
 
+// What a spool shipped is found by its key alone, so one spool's key must not outlive the
+// items it names: each time the emptied spool takes items again it names them anew (spool
+// files copied with a host image start alike, and would otherwise drop each other's rows).
+TEST(AuditWriterSpool, AnEmptiedSpoolNamesItsNextItemsWithANewKey) {
+  test::TempDir dir;
+  auto o = spooling(dir.path());
+  Writer writer(o);
+  writer.insert(request("a", "first", "allow"));
+  writer.flush();
+  const auto outage = [&](const std::string& host) {
+    SqliteProbe locker(o.db_path);
+    ASSERT_EQ(locker.exec("BEGIN EXCLUSIVE"), SQLITE_OK) << locker.last_error();
+    RowHandle last = kNoRow;
+    for (int i = 0; i < 10; ++i) last = writer.insert(request("a", host + std::to_string(i), "allow"));
+    std::promise<bool> durable;
+    writer.on_committed(last, [&](bool ok) { durable.set_value(ok); });
+    auto answer = durable.get_future();
+    ASSERT_EQ(answer.wait_for(30s), std::future_status::ready);
+    ASSERT_GT(writer.stats().spool_rows, 0u);
+    ASSERT_EQ(locker.exec("COMMIT"), SQLITE_OK);
+    ASSERT_TRUE(spool_drains(writer));
+  };
+  outage("one-");
+  outage("two-");
+  writer.flush();
+  SqliteProbe probe(o.db_path);
+  EXPECT_EQ(probe.number("SELECT COUNT(DISTINCT json_extract(detail, '$.spool')) FROM events WHERE kind = "
+                         "'audit_spool_shipped'"),
+            2);
+  EXPECT_EQ(probe.number("SELECT COUNT(*) FROM requests WHERE host GLOB 'one-*' OR host GLOB 'two-*'"), 20);
+}
+
 }  // namespace
 }  // namespace netbox::audit
