@@ -6,6 +6,7 @@
 #include "json_positions.hpp"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -49,9 +50,35 @@ std::filesystem::path write_beside(const std::filesystem::path& file, const std:
   return tmp;
 }
 
+// The policy's folder, locked (flock) while one netbox reads, changes and renames the
+// file: two launches sharing a policy file may both be answered "add to the policy" at
+// once, and would otherwise write one temporary file together or lose one entry. The
+// folder, not the file: the rename replaces the file's inode under a waiting lock.
+class FolderLock {
+ public:
+  explicit FolderLock(const std::filesystem::path& file) {
+    const auto folder = file.parent_path().empty() ? std::filesystem::path(".") : file.parent_path();
+    fd_ = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd_ < 0) fail(file, "cannot open its folder to lock it: " + std::string(std::strerror(errno)));
+    while (::flock(fd_, LOCK_EX) != 0)
+      if (errno != EINTR) {
+        const int e = errno;
+        ::close(fd_);
+        fail(file, "cannot lock its folder: " + std::string(std::strerror(e)));
+      }
+  }
+  ~FolderLock() { ::close(fd_); }
+  FolderLock(const FolderLock&) = delete;
+  FolderLock& operator=(const FolderLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
 }  // namespace
 
 void add_allow_entry(const std::filesystem::path& file, const std::string& profile, const std::string& entry) {
+  const FolderLock locked(file);
   const std::string text = read_text(file);
   JsonFile parsed(text, file.string());
   const std::string pointer = profile.empty() ? "/allow" : JsonFile::child(JsonFile::child("/agents", profile), "allow");

@@ -5,9 +5,13 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 namespace netbox::policy {
 namespace {
@@ -57,6 +61,43 @@ TEST(AllowAddition, NoListOrAResultThatDoesNotLoadLeavesTheFileAsItWas) {
   EXPECT_THROW(add_allow_entry(q.file, "", "bad host!:443"), PolicyError);
   EXPECT_EQ(q.text(), R"({"version": 1, "allow": []})");
   EXPECT_FALSE(fs::exists(q.file.string() + ".netbox-new")) << "nothing left beside it";
+}
+
+// Two launches sharing a policy file, both answered "add to the policy" at once: processes
+// adding entries side by side lose none, and the file always loads (before the folder lock
+// they wrote one temporary file together, and one's rename could drop the other's entry).
+TEST(AllowAddition, ProcessesAddingAtOnceLoseNoEntry) {
+  PolicyFile p("{\"version\": 1, \"allow\": [\"a.test\"], \"ports\": [443]}\n");
+  constexpr int kProcesses = 6, kEach = 15;
+  std::vector<pid_t> children;
+  for (int c = 0; c < kProcesses; ++c) {
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      int failed = 0;
+      for (int i = 0; i < kEach; ++i) {
+        try {
+          add_allow_entry(p.file, "", "h" + std::to_string(c) + "-" + std::to_string(i) + ".test:443");
+        } catch (...) {
+          ++failed;
+        }
+      }
+      ::_exit(failed == 0 ? 0 : 1);
+    }
+    children.push_back(pid);
+  }
+  for (const pid_t pid : children) {
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "a process's addition failed";
+  }
+  const auto loaded = load_policy_file(p.file);
+  const std::string text = p.text();
+  int missing = 0;
+  for (int c = 0; c < kProcesses; ++c)
+    for (int i = 0; i < kEach; ++i)
+      missing += text.find("\"h" + std::to_string(c) + "-" + std::to_string(i) + ".test:443\"") == std::string::npos;
+  EXPECT_EQ(missing, 0) << text;
 }
 
 }  // namespace
