@@ -98,6 +98,7 @@ class ControlClient final : public ProxyLink {
     const auto reply = exchange(req, fds);
     if (!reply.ok)
       throw LaunchError(kExitLauncherFailure, "the proxy at " + path_.string() + " refused the agent: " + reply.error);
+    registered_ = true;
     key_ = reply.addr;
     if (key_.empty()) {
       AgentOutcome refused;
@@ -129,9 +130,10 @@ class ControlClient final : public ProxyLink {
     stop_watching();
     stop_asking();
     if (fd_ < 0) return;
-    // Never registered (refused, or no key named): nothing to unregister; closing the
-    // connection ends whatever the proxy may hold for it.
-    if (!key_.empty()) {
+    // Refused: nothing to unregister (closing the connection ends whatever the proxy may
+    // hold). Taken without a key (an older proxy): unregistered anyway, so that it can
+    // close the agent's row with the launch's status.
+    if (registered_) {
       try {
         const auto reply =
             exchange(proxy::control::Unregister{key_, outcome.exit_status, outcome.resource_usage_json()});
@@ -363,6 +365,7 @@ class ControlClient final : public ProxyLink {
 
   std::filesystem::path path_;
   std::string key_;  // registered by sockets: what the proxy keys the agent by
+  bool registered_ = false;  // the proxy took the registration (detach then unregisters)
   int fd_ = -1;
   std::string buffer_;
   AgentIdentity agent_;
