@@ -12,7 +12,7 @@ PKGS=(
   build-essential cmake ninja-build pkg-config git ccache
   libboost1.81-dev libssl-dev libc-ares-dev libsqlite3-dev sqlite3 libpq-dev
   nlohmann-json3-dev libseccomp-dev libidn2-dev
-  libcli11-dev libnftables-dev libmnl-dev libcap-dev libjemalloc-dev libre2-dev zlib1g-dev
+  libcli11-dev libnftnl-dev libmnl-dev libcap-dev libjemalloc-dev libre2-dev zlib1g-dev
   iproute2 nftables curl python3 procps
 )
 if [ "$mode" = all ]; then

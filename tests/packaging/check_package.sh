@@ -46,7 +46,7 @@ out=$(PATH="$prefix/bin:$PATH" bash -c 'source "$1"; COMP_WORDS=(netbox launch -
 # 2. The .deb depends on Debian's runtime libraries, never on -dev packages.
 info=$(dpkg-deb -I "$deb")
 depends=$(echo "$info" | sed -n 's/^ Depends: //p')
-for lib in libc6 libsqlite3-0 libseccomp2 libnftables1 libssl3 libc-ares2 libidn2-0 libmnl0 libcap2 adduser; do
+for lib in libc6 libsqlite3-0 libseccomp2 libnftnl11 libssl3 libc-ares2 libidn2-0 libmnl0 libcap2 adduser; do
   echo "$depends" | grep -q "$lib" || fail "Depends lacks $lib: $depends"
 done
 ! echo "$depends" | grep -q -- '-dev' || fail "Depends names a -dev package: $depends"

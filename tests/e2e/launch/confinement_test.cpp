@@ -319,3 +319,73 @@ TEST(LaunchConfinement, NothingLeadsOutEvenWithoutTheAgentsOwnRules) {
 
 }  // namespace
 }  // namespace netbox::launch_test
+
+namespace netbox::launch_test {
+namespace {
+
+// The rules the launcher builds as netlink messages (launcher/src/nft_rules.cpp) read back,
+// through nft itself, as the ruleset docs/launch.md describes: the capture of every TCP
+// destination but loopback, DNS to the view, loopback-only output, the rest refused at once.
+// A wrong byte order, offset or register would read back as another rule (or not at all).
+std::string ruleset_of_agent(const std::vector<std::string>& flags, const test::TempDir& dir, std::string* capture) {
+  std::vector<std::string> argv = {test::netbox_binary().string(), "launch", "--subnet", test_subnet(-1).cidr,
+                                   "--audit-db", (dir.path() / "a.db").string()};
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  for (const char* a : {"--", kSh, "-c", "echo started; exec sleep 60"}) argv.emplace_back(a);
+  Background launcher(argv, dir.path(), "agent");
+  if (!eventually([&] { return launcher.out().find("started") != std::string::npos; })) return "not started: " + launcher.err();
+  auto init = test::run({"pgrep", "-P", std::to_string(launcher.pid())});
+  const std::string ns_pid = init.out.substr(0, init.out.find('\n'));
+  auto rules = test::run({"nsenter", "-t", ns_pid, "-n", "nft", "list", "ruleset"});
+  if (capture) {
+    auto listening = test::run({"nsenter", "-t", ns_pid, "-n", "ss", "-Htln"});
+    *capture = listening.out;
+  }
+  ::kill(launcher.pid(), SIGTERM);
+  launcher.wait();
+  return rules.out;
+}
+
+std::string squeezed(const std::string& text) {
+  std::string out;
+  bool blank = true;
+  for (char c : text) {
+    const bool space = c == ' ' || c == '\t' || c == '\n';
+    if (space && !blank) out += ' ';
+    if (!space) out += c;
+    blank = space;
+  }
+  return out;
+}
+
+TEST(LaunchConfinement, TheAgentsRulesReadBackAsDocumented) {
+  NETBOX_REQUIRE_ROOT();
+  test::TempDir dir;
+  std::string listening;
+  const std::string rules = squeezed(ruleset_of_agent({}, dir, &listening));
+  // The capture port is the one redirect names; it must be a socket listening in there.
+  const std::string redirect = "meta l4proto tcp redirect to :";
+  const auto at = rules.find(redirect);
+  ASSERT_NE(at, std::string::npos) << rules;
+  const std::string port = rules.substr(at + redirect.size(), rules.find(' ', at + redirect.size()) - at - redirect.size());
+  EXPECT_THAT(listening, HasSubstr(":" + port + " ")) << "the redirect's port " << port << " is not listening";
+  EXPECT_EQ(rules,
+            "table inet netbox { chain capture { type nat hook output priority -100; policy accept; "
+            "ip daddr 127.0.0.0/8 return ip6 daddr ::1 return "
+            "meta nfproto ipv4 tcp dport 53 dnat ip to 127.0.0.53:53 "
+            "meta nfproto ipv4 udp dport 53 dnat ip to 127.0.0.53:53 "
+            "meta l4proto tcp redirect to :" + port + " } "
+            "chain output { type filter hook output priority filter; policy drop; "
+            "ip daddr 127.0.0.0/8 accept ip6 daddr ::1 accept ct direction reply accept "
+            "meta l4proto tcp reject with tcp reset reject with icmpx admin-prohibited } } ");
+
+  // Without the capture only the output chain is there.
+  test::TempDir dir2;
+  EXPECT_EQ(squeezed(ruleset_of_agent({"--network", "proxy-vars"}, dir2, nullptr)),
+            "table inet netbox { chain output { type filter hook output priority filter; policy drop; "
+            "ip daddr 127.0.0.0/8 accept ip6 daddr ::1 accept ct direction reply accept "
+            "meta l4proto tcp reject with tcp reset reject with icmpx admin-prohibited } } ");
+}
+
+}  // namespace
+}  // namespace netbox::launch_test
