@@ -12,6 +12,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -124,6 +125,13 @@ void default_signal_dispositions() {
   const int* sigs = forwarded_signals(&count);
   for (int i = 0; i < count; ++i) signal(sigs[i], SIG_DFL);
   for (int sig : {SIGCHLD, SIGPIPE, SIGTTOU, SIGTTIN, SIGTSTP, SIGWINCH}) signal(sig, SIG_DFL);
+  // Any other handler too (as posix_spawn does): the agent shares the init's memory until
+  // its exec (start_agent), and a handler run here would write into it.
+  for (int sig = 1; sig < NSIG; ++sig) {
+    struct sigaction sa {};
+    if (sigaction(sig, nullptr, &sa) == 0 && sa.sa_handler != SIG_DFL && sa.sa_handler != SIG_IGN)
+      signal(sig, SIG_DFL);
+  }
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
@@ -264,6 +272,17 @@ void setup_step(std::string& error, Step&& step) {
 // the floor), in its cgroup and on the host alike: an untrusted agent goes before anything
 // of the host's. (Lowering the init's own score is
 // refused where the launcher itself runs without CAP_SYS_RESOURCE, as in containers.)
+std::string read_oom_score_adj() {
+  char buf[16] = {};
+  const int fd = open("/proc/self/oom_score_adj", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return "";
+  const ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  std::string value(buf, n > 0 ? static_cast<std::size_t>(n) : 0);
+  while (!value.empty() && value.back() == '\n') value.pop_back();
+  return value;
+}
+
 void set_oom_score_adj(const char* value) {
   const int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
   if (fd < 0) return;  // best effort: without it the OOM killer chooses by size alone, as before
@@ -337,6 +356,57 @@ void close_all_but_overlay(const WorkdirOverlay& overlay, int report_fd) {
   }
 }
 
+struct AgentStart {
+  const ChildSpec* spec;
+  const ProxyPorts* ports;
+  int exec_fd;
+};
+
+int agent_entry(void* arg) {
+  const auto* start = static_cast<const AgentStart*>(arg);
+  agent_main(*start->spec, *start->ports, start->exec_fd);
+}
+
+// The agent starts as vfork starts a child (clone with CLONE_VM | CLONE_VFORK, as
+// posix_spawn does): it runs in the init's memory, on a stack of its own, until its exec,
+// and the init waits meanwhile. A fork copied the init's page tables (the init is a copy
+// of the whole launcher), then both faulted pages in again, only for exec to throw that
+// copy away (tests/bench/RESULTS.md, B6). So before its exec the agent changes nothing of
+// the init's but the heap it allocates from (the init is stopped, never inside malloc):
+// its ids are set with raw syscalls (drop_to_user), since glibc's wrappers would signal
+// the threads its memory lists; signals are blocked until it has reset every handler; its
+// fds, directory, limits and filter are its own task's (no CLONE_FILES, CLONE_FS).
+// oom_score_adj is set for every process sharing the memory, so the init raises its own
+// before the agent starts (the agent inherits it, as a floor where the launcher is
+// privileged) and lowers it back once the agent has exec'd.
+pid_t start_agent(const ChildSpec& spec, const ProxyPorts& ports, int exec_fd) {
+  constexpr std::size_t kStack = std::size_t{1} << 20;  // touched only as deep as agent_main goes
+  void* stack = mmap(nullptr, kStack, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK | MAP_NORESERVE,
+                     -1, 0);
+  if (stack == MAP_FAILED) return -1;
+  ::mprotect(stack, 4096, PROT_NONE);  // a guard page: an overflow faults, never writes below
+  const std::string init_score = read_oom_score_adj();
+  set_oom_score_adj("1000");
+  sigset_t all, before;
+  sigfillset(&all);
+  sigprocmask(SIG_SETMASK, &all, &before);
+  AgentStart start{&spec, &ports, exec_fd};
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  // A sanitizer does not know a stack it did not make and says so on the agent's stderr
+  // at its first noreturn call: sanitizer builds fork as before.
+  const pid_t pid = fork();
+  if (pid == 0) agent_entry(&start);
+#else
+  const pid_t pid = clone(agent_entry, static_cast<char*>(stack) + kStack, CLONE_VM | CLONE_VFORK | SIGCHLD, &start);
+#endif
+  const int err = errno;
+  sigprocmask(SIG_SETMASK, &before, nullptr);
+  if (!init_score.empty()) set_oom_score_adj(init_score.c_str());
+  munmap(stack, kStack);
+  errno = err;
+  return pid;
+}
+
 // PID 1 of the new PID namespace. A PID 1 ignores signals it has no handler for, so
 // the agent cannot be PID 1 itself; this init forwards signals to it and reaps.
 //
@@ -364,15 +434,10 @@ void close_all_but_overlay(const WorkdirOverlay& overlay, int report_fd) {
     pipes.reply_failed(error);
     _exit(kExitLauncherFailure);
   }
-  pid_t agent = fork();
+  pid_t agent = start_agent(spec, *ports, pipes.exec_fd());
   if (agent < 0) {
-    pipes.reply_failed(std::string("fork: ") + std::strerror(errno));
+    pipes.reply_failed(std::string("clone of the agent: ") + std::strerror(errno));
     _exit(kExitLauncherFailure);
-  }
-  if (agent == 0) {
-    pipes.close_status();
-    set_oom_score_adj("1000");
-    agent_main(spec, *ports, pipes.exec_fd());
   }
   pipes.reply_ready();
   pipes.close_exec();

@@ -6,6 +6,7 @@
 #include <pwd.h>
 #include <sys/capability.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -73,15 +74,17 @@ int drop_to_user(const AgentUser& user, const char** step) {
       return errno;
     }
   }
-  if (setgroups(user.groups.size(), user.groups.data()) != 0) {
+  // Raw syscalls: the agent runs in the init's memory until its exec (start_agent), and
+  // glibc's wrappers would ask every thread its memory lists to change ids too.
+  if (syscall(SYS_setgroups, user.groups.size(), user.groups.data()) != 0) {
     *step = "setgroups";
     return errno;
   }
-  if (setresgid(user.gid, user.gid, user.gid) != 0) {
+  if (syscall(SYS_setresgid, user.gid, user.gid, user.gid) != 0) {
     *step = "setresgid";
     return errno;
   }
-  if (setresuid(user.uid, user.uid, user.uid) != 0) {
+  if (syscall(SYS_setresuid, user.uid, user.uid, user.uid) != 0) {
     *step = "setresuid";
     return errno;
   }

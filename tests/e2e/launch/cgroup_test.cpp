@@ -62,6 +62,31 @@ TEST(LaunchCgroup, TheAgentIsTheOomKillersFirstChoiceAndCannotHideBelowTheHost) 
   EXPECT_THAT(r.out, Not(HasSubstr("lowered"))) << r.out;
 }
 
+// The agent starts in the init's memory (start_agent), where the kernel sets an
+// oom_score_adj for every process sharing it: the init raises its own for the agent to
+// inherit, then lowers it back once the agent has exec'd. The init (the launcher's child)
+// must not stay the OOM killer's first choice beside the agent.
+TEST(LaunchCgroup, TheInitIsNotLeftAsKillableAsTheAgent) {
+  NETBOX_REQUIRE_ROOT();
+  const auto subnet = test_subnet(60);
+  test::TempDir dir;
+  Background launcher({test::netbox_binary().string(), "launch", "--subnet", subnet.cidr, "--audit-db",
+                       audit_flag(dir), "--", kSh, "-c", "cat /proc/self/oom_score_adj; exec sleep 60"},
+                      dir.path(), "agent");
+  ASSERT_TRUE(eventually([&] { return launcher.out().find('\n') != std::string::npos; })) << launcher.err();
+  EXPECT_EQ(launcher.out(), "1000\n");
+  auto init = test::run({"pgrep", "-P", std::to_string(launcher.pid())});
+  ASSERT_EQ(init.exit_code, 0);
+  std::ifstream score("/proc/" + init.out.substr(0, init.out.find('\n')) + "/oom_score_adj");
+  std::ifstream own("/proc/self/oom_score_adj");
+  std::string init_score, launcher_score;
+  score >> init_score;
+  own >> launcher_score;  // the test's, which the launcher and so its init inherited
+  EXPECT_EQ(init_score, launcher_score);
+  ::kill(launcher.pid(), SIGTERM);
+  EXPECT_EQ(launcher.wait(), 143);
+}
+
 TEST(LaunchCgroup, AMemoryHogIsOomKilledWith137TheRowSaysSoAndTheProxyCarriesOn) {
   NETBOX_REQUIRE_ROOT();
   const auto subnet = test_subnet(60);
