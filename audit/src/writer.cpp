@@ -570,8 +570,11 @@ struct Writer::Impl {
     try {
       if (spool_unsure) {
         const std::uint64_t before = spool->items();
-        if (const std::int64_t upto = store->shipped_upto(spool->key()); upto > 0) spool->drop_through(upto);
+        const std::int64_t upto = store->shipped_upto(spool->key());
+        if (upto > 0) spool->drop_through(upto);
         if (spool->items() != before) store->forget_retry();
+        if (unconfirmed && unconfirmed->upto <= upto) adopt(*unconfirmed);
+        unconfirmed.reset();
         spool_unsure = false;
       }
       if (spool->items() == 0) return spool_emptied();
@@ -606,6 +609,7 @@ struct Writer::Impl {
                           detail.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)});
     if (!write_items(piece, false)) {
       spool_unsure = true;
+      unconfirmed = unconfirmed_piece(upto);
       return false;
     }
     Callbacks none;
@@ -623,6 +627,27 @@ struct Writer::Impl {
     counters.spool_bytes = spool->bytes();
     counters.spool_full = false;
     return true;
+  }
+
+  // A piece whose commit's outcome is unknown (its answer lost): the ids its rows were
+  // given. Should the marker say it committed, the piece is dropped from the spool rather
+  // than shipped again, and its rows still open keep these ids, so that their completions,
+  // still to come, find them (a store gives a retried piece the ids it gave before).
+  struct UnconfirmedPiece {
+    std::int64_t upto = 0;
+    std::vector<std::pair<RowHandle, std::int64_t>> opened;
+    std::vector<RowHandle> completed;
+  };
+  UnconfirmedPiece unconfirmed_piece(std::int64_t upto) const {
+    UnconfirmedPiece u{upto, {}, {completed.begin(), completed.end()}};
+    for (const auto& [handle, rowid] : tentative_rowids)
+      if (!completed.contains(handle)) u.opened.emplace_back(handle, rowid);
+    return u;
+  }
+  void adopt(const UnconfirmedPiece& u) {
+    for (const auto& [handle, rowid] : u.opened) rowids.emplace(handle, rowid);
+    for (RowHandle handle : u.completed) rowids.erase(handle);
+    while (rowids.size() > kMostOpenRows) rowids.erase(rowids.begin());
   }
 
   bool spool_emptied() {
@@ -993,6 +1018,7 @@ struct Writer::Impl {
 
   std::unique_ptr<detail::Spool> spool;  // PostgreSQL with a spool only; writer thread
   bool spool_unsure = false;  // a ship's outcome is unknown: ask the server's marker first
+  std::optional<UnconfirmedPiece> unconfirmed;  // that ship's rows, when it was this process's
   bool spool_full_said = false;
   SteadyClock::time_point spool_give_up_at = SteadyClock::time_point::max();
 

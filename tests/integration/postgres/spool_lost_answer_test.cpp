@@ -1,0 +1,81 @@
+// A piece of the spool whose commit's answer is lost (tests/support/pg_cut_relay.hpp): the
+// writer cannot tell whether it committed, asks the server's shipped-up-to marker, finds it
+// did, and drops the piece from the spool instead of shipping it twice. The rows of that
+// piece that are still open (a request whose answer had not ended when it was spooled) must
+// then still be completed when their completions come: the writer keeps the ids the lost
+// attempt gave them.
+#include "netbox/audit/writer.hpp"
+#include "support/pg_cut_relay.hpp"
+#include "support/postgres_server.hpp"
+#include "support/sample_records.hpp"
+#include "support/temp_dir.hpp"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+
+namespace netbox::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+bool eventually(const std::function<bool()>& done, std::chrono::seconds timeout = 60s) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(20ms);
+  }
+  return true;
+}
+
+TEST(PostgresSpoolLostAnswer, RowsOfAPieceThatCommittedUnbeknownAreStillCompleted) {
+  PostgresServer server;
+  server.create_database("lost");
+  PgCutRelay relay(server.port());
+  TempDir dir;
+  audit::WriterOptions o;
+  o.db_path = "postgresql://" + server.user() + "@127.0.0.1:" + std::to_string(relay.port()) + "/lost";
+  o.proxy_id = "proxy-l";
+  o.spool_path = dir.path() / "spool.db";
+  o.flush_interval = 5ms;
+  o.queue_capacity = 8;
+  o.held_while_failing = 2;
+  audit::Writer writer(o);
+  using audit::testing::request;
+  writer.insert(request("a", "before.test", "allow"));
+  writer.flush();
+  ASSERT_EQ(writer.stats().write_errors, 0u);
+
+  // The server goes away; requests that have not ended yet are spooled.
+  server.stop();
+  std::vector<audit::RowHandle> open;
+  for (int i = 0; i < 20; ++i) {
+    open.push_back(writer.insert(request("a", "open-" + std::to_string(i) + ".test", "allow")));
+    ASSERT_NE(open.back(), audit::kNoRow) << i;
+  }
+  ASSERT_TRUE(eventually([&] { return writer.stats().spool_rows == 20; })) << writer.stats().spool_rows;
+
+  // It comes back, and the answer to the first piece shipped is lost after its commit.
+  relay.arm("audit_spool_shipped");
+  server.start();
+  ASSERT_TRUE(eventually([&] {
+    writer.flush();
+    return writer.stats().spool_rows == 0;
+  }));
+  ASSERT_EQ(relay.cuts(), 1) << "no piece's answer was lost: the test did not test";
+
+  audit::Completion done;
+  done.status = 201;
+  for (const auto h : open) EXPECT_TRUE(writer.complete(h, done));
+  writer.flush();
+  EXPECT_EQ(writer.stats().unknown_completions, 0u);
+  EXPECT_EQ(server.query_column("lost", "SELECT COUNT(*) FROM requests WHERE host LIKE 'open-%'")[0], "20")
+      << "a spooled row was lost or shipped twice";
+  EXPECT_EQ(server.query_column("lost", "SELECT COUNT(*) FROM requests WHERE host LIKE 'open-%' AND status = 201")[0],
+            "20")
+      << "rows of the piece whose answer was lost stayed open";
+}
+
+}  // namespace
+}  // namespace netbox::test
