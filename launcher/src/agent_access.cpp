@@ -1,4 +1,5 @@
 #include "netbox/launcher/agent_access.hpp"
+#include "netbox/launcher/privileges.hpp"
 
 #include <grp.h>
 #include <sys/stat.h>
@@ -25,17 +26,14 @@ std::string owner_and_mode(const struct stat& st) {
 // copied and no page faulted in again (a fork here was one launch's whole second copy of
 // its address space). Its uid and groups are its own task's: raw syscalls only, since
 // glibc's setresuid/setgroups would signal the launcher's other threads to change theirs
-// (they share this memory), and nothing here writes memory but errno.
+// (they share this memory), and nothing here writes memory but errno and the failed step's name.
 bool access_as(const std::filesystem::path& path, int mask, const AgentUser& user) {
   const char* file = path.c_str();
-  const gid_t* groups = user.groups.data();
-  const std::size_t ngroups = user.groups.size();
   const pid_t pid = ::vfork();
   if (pid < 0) return false;  // unknown: never claim writable
   if (pid == 0) {
-    if (::syscall(SYS_setgroups, ngroups, groups) != 0 || ::syscall(SYS_setresgid, user.gid, user.gid, user.gid) != 0 ||
-        ::syscall(SYS_setresuid, user.uid, user.uid, user.uid) != 0)
-      ::_exit(2);
+    const char* step = "";
+    if (set_ids_of_this_task(user, &step) != 0) ::_exit(2);
     ::_exit(::syscall(SYS_faccessat, AT_FDCWD, file, mask) == 0 ? 0 : 1);
   }
   int status = 0;

@@ -132,6 +132,11 @@ void default_signal_dispositions() {
     if (sigaction(sig, nullptr, &sa) == 0 && sa.sa_handler != SIG_DFL && sa.sa_handler != SIG_IGN)
       signal(sig, SIG_DFL);
   }
+}
+
+// Signals stay blocked (start_agent) until the agent is about to exec: one that killed it
+// while it allocates in the init's memory would leave the init's heap half-updated.
+void unblock_signals() {
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
@@ -216,6 +221,7 @@ int exec_like_a_shell(ExecPlan& p, int* err) {
   if (int err = clear_all_capabilities(&step)) agent_fail(exec_fd, err, step, kExitLauncherFailure);
   if (int err = apply_rlimits(spec.rlimits)) agent_fail(exec_fd, err, "setting rlimits", kExitLauncherFailure);
   if (int err = install_seccomp_program(spec.seccomp)) agent_fail(exec_fd, err, "loading the seccomp filter", kExitLauncherFailure);
+  unblock_signals();
   int err = 0;
   int code = exec_like_a_shell(plan, &err);
   agent_fail(exec_fd, code == kExitNotFound ? ENOENT : err, "exec", code);
@@ -272,17 +278,6 @@ void setup_step(std::string& error, Step&& step) {
 // the floor), in its cgroup and on the host alike: an untrusted agent goes before anything
 // of the host's. (Lowering the init's own score is
 // refused where the launcher itself runs without CAP_SYS_RESOURCE, as in containers.)
-std::string read_oom_score_adj() {
-  char buf[16] = {};
-  const int fd = open("/proc/self/oom_score_adj", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return "";
-  const ssize_t n = read(fd, buf, sizeof buf - 1);
-  close(fd);
-  std::string value(buf, n > 0 ? static_cast<std::size_t>(n) : 0);
-  while (!value.empty() && value.back() == '\n') value.pop_back();
-  return value;
-}
-
 void set_oom_score_adj(const char* value) {
   const int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
   if (fd < 0) return;  // best effort: without it the OOM killer chooses by size alone, as before
@@ -364,7 +359,20 @@ struct AgentStart {
 
 int agent_entry(void* arg) {
   const auto* start = static_cast<const AgentStart*>(arg);
+  set_oom_score_adj("1000");
   agent_main(*start->spec, *start->ports, start->exec_fd);
+}
+
+// fs.suid_dumpable other than 0 leaves a task ptrace-able by its new uid's processes once
+// its ids change: the agent before its exec would then be a way into the init's memory
+// (the init is root), where a copy of its own exposed only the agent.
+bool agent_may_share_memory() {
+  char value = '?';
+  const int fd = open("/proc/sys/fs/suid_dumpable", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const bool read_one = read(fd, &value, 1) == 1;
+  close(fd);
+  return read_one && value == '0';
 }
 
 // The agent starts as vfork starts a child (clone with CLONE_VM | CLONE_VFORK, as
@@ -372,37 +380,39 @@ int agent_entry(void* arg) {
 // and the init waits meanwhile. A fork copied the init's page tables (the init is a copy
 // of the whole launcher), then both faulted pages in again, only for exec to throw that
 // copy away (tests/bench/RESULTS.md, B6). So before its exec the agent changes nothing of
-// the init's but the heap it allocates from (the init is stopped, never inside malloc):
-// its ids are set with raw syscalls (drop_to_user), since glibc's wrappers would signal
-// the threads its memory lists; signals are blocked until it has reset every handler; its
-// fds, directory, limits and filter are its own task's (no CLONE_FILES, CLONE_FS).
-// oom_score_adj is set for every process sharing the memory, so the init raises its own
-// before the agent starts (the agent inherits it, as a floor where the launcher is
-// privileged) and lowers it back once the agent has exec'd.
+// the init's but the heap it allocates from (the init is stopped, never inside malloc,
+// and every signal, glibc's own included, stays blocked until the agent's last step
+// before exec): its ids are set with raw syscalls (set_ids_of_this_task); its handlers,
+// fds, directory, limits, filter and oom_score_adj are its own task's (no CLONE_SIGHAND,
+// CLONE_FILES, CLONE_FS; the kernel does not spread a vfork child's score to its parent).
+// Where a ptrace of the agent by its user could reach that memory (agent_may_share_memory)
+// and in sanitizer builds (which warn on a stack they did not make), it forks as before.
 pid_t start_agent(const ChildSpec& spec, const ProxyPorts& ports, int exec_fd) {
-  constexpr std::size_t kStack = std::size_t{1} << 20;  // touched only as deep as agent_main goes
-  void* stack = mmap(nullptr, kStack, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK | MAP_NORESERVE,
-                     -1, 0);
-  if (stack == MAP_FAILED) return -1;
-  ::mprotect(stack, 4096, PROT_NONE);  // a guard page: an overflow faults, never writes below
-  const std::string init_score = read_oom_score_adj();
-  set_oom_score_adj("1000");
-  sigset_t all, before;
-  sigfillset(&all);
-  sigprocmask(SIG_SETMASK, &all, &before);
   AgentStart start{&spec, &ports, exec_fd};
+  sigset_t all, before;
+  std::memset(&all, 0xff, sizeof all);
+  ::syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, &before, _NSIG / 8);
+  pid_t pid = -1;
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-  // A sanitizer does not know a stack it did not make and says so on the agent's stderr
-  // at its first noreturn call: sanitizer builds fork as before.
-  const pid_t pid = fork();
-  if (pid == 0) agent_entry(&start);
+  constexpr bool kShare = false;
 #else
-  const pid_t pid = clone(agent_entry, static_cast<char*>(stack) + kStack, CLONE_VM | CLONE_VFORK | SIGCHLD, &start);
+  constexpr bool kShare = true;
 #endif
+  constexpr std::size_t kStack = std::size_t{1} << 20;  // touched only as deep as agent_main goes
+  void* stack = kShare && agent_may_share_memory()
+                    ? mmap(nullptr, kStack, PROT_READ | PROT_WRITE,
+                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK | MAP_NORESERVE, -1, 0)
+                    : MAP_FAILED;
+  if (stack != MAP_FAILED) {
+    ::mprotect(stack, 4096, PROT_NONE);  // a guard page: an overflow faults, never writes below
+    pid = clone(agent_entry, static_cast<char*>(stack) + kStack, CLONE_VM | CLONE_VFORK | SIGCHLD, &start);
+  } else {
+    pid = fork();
+    if (pid == 0) agent_entry(&start);
+  }
   const int err = errno;
-  sigprocmask(SIG_SETMASK, &before, nullptr);
-  if (!init_score.empty()) set_oom_score_adj(init_score.c_str());
-  munmap(stack, kStack);
+  ::syscall(SYS_rt_sigprocmask, SIG_SETMASK, &before, nullptr, _NSIG / 8);
+  if (stack != MAP_FAILED) munmap(stack, kStack);
   errno = err;
   return pid;
 }

@@ -26,7 +26,6 @@
 #include <cstring>
 #include <memory>
 #include <stdexcept>
-#include <string_view>
 #include <vector>
 
 namespace netbox::launcher {
@@ -43,9 +42,13 @@ struct SocketClose {
 };
 using NetlinkSocket = std::unique_ptr<mnl_socket, SocketClose>;
 
-[[noreturn]] void fail(const std::string& what, int err) {
-  throw std::runtime_error("nftables: " + what + ": " + std::strerror(err));
-}
+// What failed and the kernel's errno, so a caller can tell "no such table" apart.
+struct NftError : std::runtime_error {
+  NftError(const std::string& what, int e) : std::runtime_error("nftables: " + what + ": " + std::strerror(e)), err(e) {}
+  int err;
+};
+
+[[noreturn]] void fail(const std::string& what, int err) { throw NftError(what, err); }
 
 NetlinkSocket open_netlink(const std::string& what) {
   NetlinkSocket nl(mnl_socket_open(NETLINK_NETFILTER));
@@ -61,7 +64,9 @@ NetlinkSocket open_netlink(const std::string& what) {
 // each (an error or an acknowledgement) once the whole batch committed or aborted.
 class Batch {
  public:
-  Batch() : batch_(mnl_nlmsg_batch_start(buf_.data(), buf_.size())) {
+  // libmnl writes a message before it tells the batch is past its limit: the buffer is
+  // twice the limit, as its documentation asks.
+  Batch() : batch_(mnl_nlmsg_batch_start(buf_.data(), buf_.size() / 2)) {
     nftnl_batch_begin(static_cast<char*>(mnl_nlmsg_batch_current(batch_)), seq_++);
     mnl_nlmsg_batch_next(batch_);
   }
@@ -81,7 +86,8 @@ class Batch {
 
   void commit(const std::string& what) {
     nftnl_batch_end(static_cast<char*>(mnl_nlmsg_batch_current(batch_)), seq_++);
-    mnl_nlmsg_batch_next(batch_);
+    // A batch sent without its end is only checked by the kernel, never committed.
+    next();
     NetlinkSocket nl = open_netlink(what);
     if (mnl_socket_sendto(nl.get(), mnl_nlmsg_batch_head(batch_), mnl_nlmsg_batch_size(batch_)) < 0) fail(what, errno);
     std::vector<char> in(kReceiveBuffer);
@@ -99,7 +105,7 @@ class Batch {
   }
 
  private:
-  std::array<char, 16384> buf_{};
+  std::array<char, 32768> buf_{};
   mnl_nlmsg_batch* batch_;
   uint32_t seq_ = 1;
   int answers_ = 0;
@@ -290,8 +296,9 @@ void install_link_rules(const ProxyPorts& ports, const std::string& dns_addr) {
   batch.commit("installing the agent's capture rules");
 }
 
-std::vector<std::string> list_host_tables() {
-  const std::string what = "listing tables";
+namespace {
+
+std::vector<std::string> dump_tables(const std::string& what) {
   NetlinkSocket nl = open_netlink(what);
   std::vector<char> buf(kReceiveBuffer);
   const uint32_t seq = 1;
@@ -306,6 +313,22 @@ std::vector<std::string> list_host_tables() {
     r = mnl_cb_run(buf.data(), static_cast<size_t>(n), seq, portid, collect_table_name, &all);
     if (r == MNL_CB_ERROR) fail(what, errno);
   }
+  return all;
+}
+
+}  // namespace
+
+std::vector<std::string> list_host_tables() {
+  // A dump the ruleset changed under (another launch's rules) ends with EINTR: asked again.
+  std::vector<std::string> all;
+  for (int attempt = 1;; ++attempt) {
+    try {
+      all = dump_tables("listing tables");
+      break;
+    } catch (const NftError& e) {
+      if (e.err != EINTR || attempt == 5) throw;
+    }
+  }
   std::vector<std::string> names;
   for (auto& name : all)
     if (name.starts_with(std::string(kTablePrefix) + "nbx")) names.push_back(std::move(name));
@@ -318,8 +341,8 @@ bool remove_host_rules(const std::string& veth) {
   add_table(batch, NFT_MSG_DELTABLE, table);
   try {
     batch.commit("removing table " + table);
-  } catch (const std::runtime_error& e) {
-    if (std::string_view(e.what()).find(std::strerror(ENOENT)) != std::string_view::npos) return false;
+  } catch (const NftError& e) {
+    if (e.err == ENOENT) return false;
     throw;
   }
   return true;

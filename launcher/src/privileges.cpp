@@ -74,17 +74,28 @@ int drop_to_user(const AgentUser& user, const char** step) {
       return errno;
     }
   }
-  // Raw syscalls: the agent runs in the init's memory until its exec (start_agent), and
-  // glibc's wrappers would ask every thread its memory lists to change ids too.
-  if (syscall(SYS_setgroups, user.groups.size(), user.groups.data()) != 0) {
+  return set_ids_of_this_task(user, step);
+}
+
+// The 32-bit id calls where a platform has both (i386, 32-bit ARM): the plain ones there
+// take 16-bit ids, which would cut an agent's uid of its own (2000000000 and up) to
+// another user's.
+#if defined(SYS_setresuid32)
+constexpr long kSetgroups = SYS_setgroups32, kSetresgid = SYS_setresgid32, kSetresuid = SYS_setresuid32;
+#else
+constexpr long kSetgroups = SYS_setgroups, kSetresgid = SYS_setresgid, kSetresuid = SYS_setresuid;
+#endif
+
+int set_ids_of_this_task(const AgentUser& user, const char** step) {
+  if (syscall(kSetgroups, user.groups.size(), user.groups.data()) != 0) {
     *step = "setgroups";
     return errno;
   }
-  if (syscall(SYS_setresgid, user.gid, user.gid, user.gid) != 0) {
+  if (syscall(kSetresgid, user.gid, user.gid, user.gid) != 0) {
     *step = "setresgid";
     return errno;
   }
-  if (syscall(SYS_setresuid, user.uid, user.uid, user.uid) != 0) {
+  if (syscall(kSetresuid, user.uid, user.uid, user.uid) != 0) {
     *step = "setresuid";
     return errno;
   }

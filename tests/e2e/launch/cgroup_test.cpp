@@ -62,10 +62,10 @@ TEST(LaunchCgroup, TheAgentIsTheOomKillersFirstChoiceAndCannotHideBelowTheHost) 
   EXPECT_THAT(r.out, Not(HasSubstr("lowered"))) << r.out;
 }
 
-// The agent starts in the init's memory (start_agent), where the kernel sets an
-// oom_score_adj for every process sharing it: the init raises its own for the agent to
-// inherit, then lowers it back once the agent has exec'd. The init (the launcher's child)
-// must not stay the OOM killer's first choice beside the agent.
+// The agent starts in the init's memory (start_agent) and sets its oom_score_adj there;
+// the kernel spreads a score to every process sharing the memory, except from a vfork
+// child. The init (the launcher's child) must not become the OOM killer's first choice
+// beside the agent.
 TEST(LaunchCgroup, TheInitIsNotLeftAsKillableAsTheAgent) {
   NETBOX_REQUIRE_ROOT();
   const auto subnet = test_subnet(60);

@@ -25,6 +25,11 @@ void require_launcher_capabilities();
 // still held, then setgroups, setresgid, setresuid, then every remaining capability
 // set cleared. Returns 0 or an errno, with `step` naming what failed.
 int drop_to_user(const AgentUser& user, const char** step);
+// setgroups, setresgid, setresuid of the calling task alone, as raw syscalls: for a child
+// that shares its parent's memory until it execs or exits (the agent's start, the
+// workdir probe), where glibc's wrappers would signal every thread that memory lists to
+// change ids too. Returns 0 or an errno, with `step` naming what failed.
+int set_ids_of_this_task(const AgentUser& user, const char** step);
 int set_no_new_privs(const char** step);
 int clear_all_capabilities(const char** step);
 
