@@ -169,7 +169,8 @@ LaunchCredentials launch_credentials(const LaunchPlan& p, const std::map<std::st
   std::optional<policy::Policy> served;
   if (!p.policy && p.options.proxy_control && p.own.proxy_policy) {
     try {
-      served = policy::load_policy_file(*p.own.proxy_policy);
+      // Read for its credentials only: no digest (the proxy records its own).
+      served = policy::load_policy_file(*p.own.proxy_policy, policy::Digest::skipped);
     } catch (const std::exception& e) {
       throw LaunchError(kExitUsage, "the running proxy's policy " + p.own.proxy_policy->string() + ": " + e.what());
     }

@@ -116,7 +116,7 @@ PolicyError::PolicyError(std::string file, int line, int column, std::string jso
 PolicyError::PolicyError(std::vector<PolicyProblem> problems)
     : std::runtime_error(all_lines(problems)), problems_(std::move(problems)) {}
 
-Policy parse_policy(std::string_view text, const std::string& source_name) {
+Policy parse_policy(std::string_view text, const std::string& source_name, Digest digest) {
   detail::LoadContext ctx;
   ctx.source = source_name;
 
@@ -134,7 +134,7 @@ Policy parse_policy(std::string_view text, const std::string& source_name) {
 
   Policy policy;
   policy.source = source_name;
-  policy.digest = detail::sha256_hex(text);
+  if (digest == Digest::computed) policy.digest = detail::sha256_hex(text);
 
   auto version = doc.find("version");
   if (version == doc.end()) {
@@ -166,7 +166,7 @@ Policy parse_policy(std::string_view text, const std::string& source_name) {
 }
 
 // Checked on the descriptor it reads, so the file checked is the file read.
-Policy load_policy_file(const std::filesystem::path& file) {
+Policy load_policy_file(const std::filesystem::path& file, Digest digest) {
   constexpr std::size_t kMaxBytes = 16U << 20;
   const std::string name = file.string();
   std::error_code ec;
@@ -194,7 +194,7 @@ Policy load_policy_file(const std::filesystem::path& file) {
     text.append(buf, static_cast<std::size_t>(n));
     if (text.size() > kMaxBytes) throw PolicyError(name, 0, 0, "", "policy file is larger than 16 MiB");
   }
-  return parse_policy(text, name);
+  return parse_policy(text, name, digest);
 }
 
 Policy default_policy() { return parse_policy(R"({"version": 1})", "<embedded>"); }

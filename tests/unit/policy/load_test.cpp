@@ -143,6 +143,11 @@ TEST(Load, DigestIsSha256OfTheBytes) {
   // sha256sum of the same 15 bytes
   EXPECT_EQ(p.digest, "cedb60dfefb0ead1fa5a3ccb3c68e0ceaf4bb3415df80c79863092f362bd5ab9");
   EXPECT_NE(parse_policy("{\"version\": 1} \n", "p.json").digest, p.digest);
+  // A reader that only looks into the policy asks for none; the policy is otherwise the same.
+  const auto undigested = parse_policy("{\"version\": 1, \"allow\": [\"a.test\"]}\n", "p.json", Digest::skipped);
+  EXPECT_EQ(undigested.digest, "");
+  EXPECT_EQ(undigested.base.allow.size(), 1U);
+  EXPECT_THROW(parse_policy("{\"version\": 2}", "p.json", Digest::skipped), PolicyError);
 }
 
 TEST(Load, BadJsonNamesLineAndColumn) {

@@ -37,8 +37,12 @@ class PolicyError : public std::runtime_error {
   std::vector<PolicyProblem> problems_;
 };
 
-Policy load_policy_file(const std::filesystem::path& file);
-Policy parse_policy(std::string_view text, const std::string& source_name);
+// `digest`: whether Policy::digest is computed (SHA-256 of the text). A reader that only
+// looks into the policy (a launcher reading a running proxy's credentials) skips it: the
+// first digest in a process loads OpenSSL's configuration and provider, about 0.9 ms.
+enum class Digest { computed, skipped };
+Policy load_policy_file(const std::filesystem::path& file, Digest digest = Digest::computed);
+Policy parse_policy(std::string_view text, const std::string& source_name, Digest digest = Digest::computed);
 
 // The policy used when none is given: allows nothing, ports 80/443, default limits.
 Policy default_policy();
