@@ -266,6 +266,8 @@ class ControlSession : public std::enable_shared_from_this<ControlSession> {
     if (r.sockets) return register_sockets(r);
     AgentAttachment a;
     if (auto why = read_attachment(r, a); !why.empty()) return control::Reply::refused(why);
+    // The row names the launch's pid as the agent's: by address too, only one the client started.
+    if (auto why = init_problem(r, peer_pid_); !why.empty()) return control::Reply::refused(why);
     listen_for_terminal(a);
     // Registering an address again replaces its earlier registration; a listener that
     // one added and this one names again is kept, not closed and bound again.

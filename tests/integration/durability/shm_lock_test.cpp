@@ -91,7 +91,7 @@ TEST_F(DurabilityTest, AReadLockOnTheShmLosesNoRowAndTheAgentsRowIsEnded) {
   control.connect(asio::local::stream_protocol::endpoint(sock.string()));
   ASSERT_EQ(control_call(control,
                          {{"op", "register"}, {"addr", "127.0.0.1"}, {"agent", "victim"},
-                          {"launch", {{"pid", 4242}, {"command_line", "agent"}, {"address", "127.0.0.1"}}}})["ok"],
+                          {"launch", {{"pid", 0}, {"command_line", "agent"}, {"address", "127.0.0.1"}}}})["ok"],
             true);
   ASSERT_EQ(proxy_get(port, url("/before")).status, 200);
   ASSERT_TRUE(eventually([&] { return query_column(db_path, "SELECT COUNT(*) FROM agents")[0] == "1"; }))

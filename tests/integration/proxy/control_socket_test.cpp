@@ -1,6 +1,7 @@
 // The control socket `netbox launch` uses: register / unregister / ping, JSON lines.
 #include "control_client.hpp"
 #include "proxy_fixture.hpp"
+#include "support/background_process.hpp"
 
 #include "netbox/audit/writer.hpp"
 #include "netbox/proxy/control_protocol.hpp"
@@ -65,15 +66,19 @@ TEST_F(ControlTest, SocketIsPrivateAndAnswersPing) {
 TEST_F(ControlTest, RegisteredAddressIsLoggedAsTheAgentAndDecidedWithItsProfile) {
   ControlClient c(control);
   EXPECT_EQ(proxy_get(port, other_url()).status, 403);  // anonymous: base profile
+  BackgroundProcess launched({"/bin/sleep", "60"}, dir.path() / "launched.log");
+  const auto pid = static_cast<std::int64_t>(launched.pid());
   auto reply = c.call({{"op", "register"}, {"addr", "127.0.0.1"}, {"agent", "builder-1"}, {"profile", "builder"},
-                       {"launch", {{"pid", 4242}, {"command_line", "curl http://other.test/"},
+                       {"launch", {{"pid", pid}, {"command_line", "curl http://other.test/"},
                                    {"address", "127.0.0.1"}, {"policy_digest", "abc"}}}});
   ASSERT_EQ(reply["ok"], true) << reply.dump();
   EXPECT_EQ(proxy_get(port, other_url()).status, 200);
   auto row = last_row();
   EXPECT_EQ(row.agent, "builder-1");
   EXPECT_EQ(row.decision, "allow");
-  EXPECT_EQ(agents_rows("name = 'builder-1' AND pid = 4242 AND command_line = 'curl http://other.test/'"), 1);
+  EXPECT_EQ(agents_rows("name = 'builder-1' AND pid = " + std::to_string(pid) +
+                        " AND command_line = 'curl http://other.test/'"),
+            1);
 
   reply = c.call({{"op", "unregister"}, {"addr", "127.0.0.1"}, {"exit_status", 3},
                   {"resource_usage", {{"user_ms", 1}, {"sys_ms", 2}, {"max_rss_kb", 3}}}});
@@ -110,7 +115,7 @@ TEST_F(ControlTest, ClosingTheControlConnectionUnregistersEverything) {
   {
     ControlClient c(control);
     ASSERT_EQ(c.call({{"op", "register"}, {"addr", "127.0.0.1"}, {"agent", "ghost"}, {"profile", "builder"},
-                      {"launch", {{"pid", 77}}}})["ok"],
+                      {"launch", {{"pid", 0}}}})["ok"],
               true);
     EXPECT_EQ(proxy_get(port, other_url()).status, 200);
   }  // like a launcher killed with SIGKILL
@@ -122,6 +127,22 @@ TEST_F(ControlTest, ClosingTheControlConnectionUnregistersEverything) {
   EXPECT_TRUE(gone);
   EXPECT_EQ(last_row().agent, "anonymous");
   EXPECT_EQ(agents_rows("name = 'ghost' AND ended IS NOT NULL"), 1);
+}
+
+// The agents row names the launch's pid as the agent's process: a client registering by
+// address may name only a process it started (SO_PEERCRED's pid), as with sockets; the
+// host's init, the proxy itself or no process at all are refused, and nothing is attached.
+TEST_F(ControlTest, ARegistrationByAddressNamesNoLaunchButOneTheClientStarted) {
+  ControlClient c(control);
+  for (const std::int64_t hostile : {std::int64_t{1}, static_cast<std::int64_t>(::getpid()), std::int64_t{-5}}) {
+    const auto r = c.call({{"op", "register"}, {"addr", "127.0.0.1"}, {"agent", "liar"}, {"profile", "builder"},
+                           {"launch", {{"pid", hostile}, {"command_line", "sh"}}}});
+    EXPECT_EQ(r["ok"], false) << hostile;
+    EXPECT_NE(r.value("error", std::string()).find("\"launch\" \"pid\" " + std::to_string(hostile)), std::string::npos)
+        << r.dump();
+  }
+  EXPECT_EQ(proxy_get(port, other_url()).status, 403);
+  EXPECT_EQ(agents_rows("name = 'liar'"), 0);
 }
 
 // A second launcher (or a stale one) claiming an address another connection registered
@@ -238,7 +259,7 @@ TEST_F(ControlTest, ReservedEmptyAndControlCharacterAgentNamesAreRefused) {
                                                          {"bell\x07", "control characters"},
                                                          {"csi\xc2\x9b" "31m", "control characters"},
                                                          {"del\x7f", "control characters"}}) {
-    json req = {{"op", "register"}, {"addr", "127.0.0.1"}, {"profile", "builder"}, {"launch", {{"pid", 99}}}};
+    json req = {{"op", "register"}, {"addr", "127.0.0.1"}, {"profile", "builder"}, {"launch", {{"pid", 0}}}};
     if (!agent.is_null()) req["agent"] = agent;
     const auto r = c.call(req);
     EXPECT_EQ(r["ok"], false) << agent.dump();
