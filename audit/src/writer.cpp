@@ -477,9 +477,7 @@ struct Writer::Impl {
       r.origin_later = {};
       out.push_back(detail::SpooledInsert{in->handle, std::move(r)});
     } else if (const auto* done = std::get_if<CompleteItem>(&item)) {
-      const auto committed = rowids.find(done->handle);
-      out.push_back(detail::SpooledComplete{done->handle, done->completion,
-                                            committed == rowids.end() ? 0 : committed->second});
+      out.push_back(detail::SpooledComplete{done->handle, done->completion, known_rowid(done->handle)});
     } else if (const auto* e = std::get_if<Event>(&item)) {
       Event copy = *e;
       copy.ts = now_if_unset(copy.ts);
@@ -648,6 +646,18 @@ struct Writer::Impl {
     for (const auto& [handle, rowid] : u.opened) rowids.emplace(handle, rowid);
     for (RowHandle handle : u.completed) rowids.erase(handle);
     while (rowids.size() > kMostOpenRows) rowids.erase(rowids.begin());
+  }
+
+  // The row id a spooled completion carries, so that it completes its row after a restart
+  // too: a committed row's, else one a piece whose outcome is still unknown gave it (should
+  // that piece not have committed, its rows are shipped again before this completion, with
+  // their ids, and it finds those first). 0 when none is known.
+  std::int64_t known_rowid(RowHandle handle) const {
+    if (auto it = rowids.find(handle); it != rowids.end()) return it->second;
+    if (unconfirmed)
+      for (const auto& [h, rowid] : unconfirmed->opened)
+        if (h == handle) return rowid;
+    return 0;
   }
 
   bool spool_emptied() {

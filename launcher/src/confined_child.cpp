@@ -363,16 +363,17 @@ int agent_entry(void* arg) {
   agent_main(*start->spec, *start->ports, start->exec_fd);
 }
 
-// fs.suid_dumpable other than 0 leaves a task ptrace-able by its new uid's processes once
-// its ids change: the agent before its exec would then be a way into the init's memory
-// (the init is root), where a copy of its own exposed only the agent.
+// fs.suid_dumpable 1 leaves a task ptrace-able by its new uid's processes once its ids
+// change (0 and 2 ask for CAP_SYS_PTRACE): until drop_to_user makes it undumpable again,
+// the agent would be a way into the init's memory, and with it into the root init. A fork
+// there exposes the agent's own copy for that moment, not the init.
 bool agent_may_share_memory() {
   char value = '?';
   const int fd = open("/proc/sys/fs/suid_dumpable", O_RDONLY | O_CLOEXEC);
   if (fd < 0) return false;
   const bool read_one = read(fd, &value, 1) == 1;
   close(fd);
-  return read_one && value == '0';
+  return read_one && (value == '0' || value == '2');
 }
 
 // The agent starts as vfork starts a child (clone with CLONE_VM | CLONE_VFORK, as

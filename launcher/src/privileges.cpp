@@ -74,7 +74,15 @@ int drop_to_user(const AgentUser& user, const char** step) {
       return errno;
     }
   }
-  return set_ids_of_this_task(user, step);
+  if (int err = set_ids_of_this_task(user, step)) return err;
+  // The kernel made this task as dumpable as fs.suid_dumpable says when its ids changed;
+  // where that is 1, the agent's user could ptrace it until its exec (which makes it
+  // dumpable again, for the agent's own debuggers): not from here on.
+  if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) {
+    *step = "PR_SET_DUMPABLE";
+    return errno;
+  }
+  return 0;
 }
 
 // The 32-bit id calls where a platform has both (i386, 32-bit ARM): the plain ones there
@@ -116,17 +124,14 @@ int clear_all_capabilities(const char** step) {
     *step = "clearing ambient capabilities";
     return errno;
   }
-  cap_t none = cap_init();
-  if (none == nullptr) {
-    *step = "cap_init";
-    return ENOMEM;
-  }
-  int rc = cap_set_proc(none);
-  int err = errno;
-  cap_free(none);
-  if (rc != 0) {
+  // capset itself, not libcap's cap_init/cap_set_proc: those allocate, and the agent runs in
+  // the init's memory until its exec (start_agent), where a process of the agent's user may
+  // kill it at any moment after its change of ids, never inside the init's allocator.
+  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct none[_LINUX_CAPABILITY_U32S_3] = {};
+  if (syscall(SYS_capset, &header, none) != 0) {
     *step = "clearing capabilities";
-    return err;
+    return errno;
   }
   return 0;
 }

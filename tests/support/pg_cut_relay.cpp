@@ -127,6 +127,7 @@ void PgCutRelay::serve(int client) {
     std::lock_guard lk(mu_);
     links_.push_back(link);
   }
+  if (holding_) return link->cut();
   // The startup: an encryption request gets "no" from here; the plain startup goes on.
   Message m;
   for (;;) {
@@ -158,6 +159,7 @@ bool PgCutRelay::relay_server_answers(Link& link) {
   while (read_message(link.server, true, m)) {
     // CommandComplete: its tag follows the length; "COMMIT" once the transaction is durable.
     if (m.type == 'C' && m.bytes.compare(5, 6, "COMMIT") == 0 && seen_ && armed_.exchange(false)) {
+      if (hold_after_cut_) holding_ = true;
       ++cuts_;
       return false;
     }

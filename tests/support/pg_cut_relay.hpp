@@ -34,6 +34,13 @@ class PgCutRelay {
   }
   // Commits whose answer the relay kept from the client so far.
   int cuts() const { return cuts_; }
+  // From the cut on, every new connection is closed at once (the server looks away) until
+  // release(): the client stays unsure whether its commit happened.
+  void hold_after_cut() { hold_after_cut_ = true; }
+  void release() {
+    hold_after_cut_ = false;
+    holding_ = false;
+  }
 
  private:
   struct Link;
@@ -48,6 +55,8 @@ class PgCutRelay {
   std::atomic<int> cuts_{0};
   std::atomic<bool> stopping_{false};
   std::atomic<bool> seen_{false};  // the armed marker went by
+  std::atomic<bool> hold_after_cut_{false};
+  std::atomic<bool> holding_{false};  // cut, and held: new connections are closed
   std::string marker_;             // under mu_
   std::mutex mu_;
   std::vector<std::shared_ptr<Link>> links_;
