@@ -23,7 +23,7 @@ address add(const address& base, std::uint32_t offset) {
 }  // namespace
 
 SyntheticPool::SyntheticPool(address first, std::uint64_t size, std::chrono::seconds retain)
-    : first_(first), size_(static_cast<std::uint32_t>(std::min<std::uint64_t>(size, 1u << 24))), retain_(retain) {}
+    : first_(first), size_(static_cast<std::uint32_t>(std::min<std::uint64_t>(size, kMostAddresses))), retain_(retain) {}
 
 address SyntheticPool::address_at(std::uint32_t index) const { return add(first_, index); }
 
@@ -34,8 +34,8 @@ std::optional<std::uint32_t> SyntheticPool::index_of(const address& a) const {
     if (v < base || v - base >= size_) return std::nullopt;
     return v - base;
   }
-  // IPv6: the first 12 bytes must be the block's, the offset is in the last four (the
-  // pool never spans more than 2^24 addresses).
+  // IPv6: the first 11 bytes must be the block's, the offset is in the last five (the
+  // pool never spans more than kMostAddresses).
   const auto b = first_.to_v6().to_bytes(), x = a.to_v6().to_bytes();
   std::uint64_t base = 0, v = 0;
   for (std::size_t i = 0; i < 16; ++i) {

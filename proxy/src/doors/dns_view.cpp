@@ -34,8 +34,8 @@ constexpr unsigned short kDnsPort = 53;
 std::uint64_t pool_size(const policy::Cidr& c) {
   const unsigned bits = c.base.is_v4() ? 32 : 128;
   const unsigned free = bits - c.prefix;
-  const std::uint64_t n = free >= 24 ? (std::uint64_t{1} << 24) : (std::uint64_t{1} << free);
-  return n > 2 ? n - 2 : 0;
+  const std::uint64_t n = free >= 32 ? std::uint64_t{1} << 32 : std::uint64_t{1} << free;
+  return std::min<std::uint64_t>(n > 2 ? n - 2 : 0, dns::SyntheticPool::kMostAddresses);
 }
 
 ip::address pool_first(const policy::Cidr& c) {

@@ -498,6 +498,47 @@ TEST_F(DnsViewTest, WithAnIpv6PoolAaaaIsAnsweredFromItAndBadIpv6PoolsAreRefused)
 }
 
 
+// An agent making up names under an allowed wildcard cannot grow the proxy's memory without
+// bound through its IPv6 pool (a /64 has 2^64 addresses, and each mapping keeps its name):
+// the pool hands out the 16,384 addresses docs/proxy.md promises, then answers SERVFAIL
+// while they all live, and the names it mapped keep their addresses.
+TEST_F(DnsViewTest, AnIpv6PoolMapsABoundedNumberOfNames) {
+  start_proxy(base_policy(R"("allow": ["*.upstream.test"])"), {dns->server()});
+  attached = server->attach_agent(dual_stack_agent("dns-agent"));
+  const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  auto me = sin(kAgent, 0);
+  auto to = sin(kHost, 53);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&me), sizeof me), 0);
+  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to), 0);
+  // The rcode and the AAAA record's address of one query, asked on the one socket.
+  const auto ask = [&](const std::string& name) {
+    const auto q = query(name, 28);
+    EXPECT_EQ(::send(fd, q.data(), q.size(), 0), static_cast<ssize_t>(q.size()));
+    pollfd p{fd, POLLIN, 0};
+    std::vector<std::uint8_t> m(1500);
+    const auto n = ::poll(&p, 1, 2000) == 1 ? ::recv(fd, m.data(), m.size(), 0) : -1;
+    m.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
+    std::pair<int, std::string> out{m.size() >= 12 ? m[3] & 0xf : -1, ""};
+    if (m.size() >= 28 && ((m[6] << 8) | m[7]) == 1) {
+      char text[INET6_ADDRSTRLEN];
+      ::inet_ntop(AF_INET6, m.data() + m.size() - 16, text, sizeof text);
+      out.second = text;
+    }
+    return out;
+  };
+  const auto first = ask("n0.upstream.test");
+  ASSERT_EQ(first.first, 0);
+  ASSERT_NE(first.second, "");
+  constexpr std::size_t kMostAddresses = 16384;
+  std::size_t answered = 1;
+  for (std::size_t i = 1; i < kMostAddresses; ++i) answered += ask("n" + std::to_string(i) + ".upstream.test").first == 0;
+  EXPECT_EQ(answered, kMostAddresses);
+  EXPECT_EQ(ask("one-more.upstream.test").first, 2) << "SERVFAIL once every address is mapped and alive";
+  EXPECT_EQ(ask("n0.upstream.test"), first) << "a mapped name keeps its address";
+  ::close(fd);
+  server->detach_agent(*attached, {});
+}
+
 // A credential's placeholder asked for by name (spread over labels, as a DNS name must
 // carry it) is the tripwire's too: NXDOMAIN and an exfiltration_attempt event.
 TEST_F(DnsViewTest, APlaceholderAskedForByNameIsNxdomainAndAnExfiltrationAttempt) {

@@ -9,6 +9,10 @@
 // the TTL in the answers, for clients that cache past it), and is never given to
 // another name while a connection holds it. When every address is mapped and alive,
 // address_for fails (the DNS answer is SERVFAIL): a name is never silently remapped.
+// A pool uses at most kMostAddresses addresses however large its block (an IPv6 block
+// has 2^48 and more): each mapping keeps its name, so an agent resolving made-up names
+// under an allowed wildcard would otherwise grow the proxy's memory by gigabytes and
+// make the search for a free slot scan millions.
 #include <boost/asio/ip/address.hpp>
 
 #include <chrono>
@@ -23,8 +27,10 @@ namespace netbox::dns {
 class SyntheticPool {
  public:
   using Clock = std::chrono::steady_clock;
+  // About 11 MiB of mappings at most, with names of the longest kind (253 bytes).
+  static constexpr std::uint32_t kMostAddresses = 1u << 14;
   // `first` and `size`: the block's first address and how many it has (IPv4 or IPv6;
-  // at most 2^24 addresses are used, however large the block).
+  // at most kMostAddresses are used).
   SyntheticPool(boost::asio::ip::address first, std::uint64_t size, std::chrono::seconds retain);
 
   std::optional<boost::asio::ip::address> address_for(const std::string& name, Clock::time_point now);
