@@ -108,12 +108,18 @@ struct Reading : std::enable_shared_from_this<Reading> {
     judge();
   }
 
+  // The timer is set for the first byte, then once more when it is in: from then on the
+  // whole message has header_timeout, however its bytes are spaced (re-arming it at each
+  // piece would let a byte every header_timeout - 1 ms hold the connection for hours).
   void read() {
-    const bool silent = flight.bytes.empty() && !must_send;
-    timer.expires_after(silent ? kClientFirstWait : header_timeout);
-    timer.async_wait([self = shared_from_this()](boost::system::error_code ec) {
-      if (!ec && !self->finished) self->socket.cancel();
-    });
+    const bool first_byte = flight.bytes.empty();
+    if (first_byte || !message_timed) {
+      message_timed = !first_byte;
+      timer.expires_after(first_byte && !must_send ? kClientFirstWait : header_timeout);
+      timer.async_wait([self = shared_from_this()](boost::system::error_code ec) {
+        if (!ec && !self->finished) self->socket.cancel();
+      });
+    }
     socket.async_read_some(asio::buffer(chunk), [self = shared_from_this()](boost::system::error_code ec,
                                                                             std::size_t n) {
       self->on_bytes(ec, n);
@@ -170,6 +176,7 @@ struct Reading : std::enable_shared_from_this<Reading> {
   std::chrono::milliseconds header_timeout;
   bool must_send;
   bool finished = false;
+  bool message_timed = false;  // the whole message's deadline is set (from its first byte)
   std::function<void(FirstFlight)> done;
   FirstFlight flight;
   std::array<char, 4096> chunk{};

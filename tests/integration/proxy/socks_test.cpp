@@ -13,6 +13,11 @@
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <thread>
 
 namespace netbox::test {
@@ -216,6 +221,44 @@ TEST_F(SocksTest, AClientTricklingItsHandshakeIsClosedAtTheHeaderTimeout) {
   EXPECT_EQ(c.read_exactly(2), bytes({5, 0}));
   c.write(bytes({5, 1, 0, 3, 20, 'a'}));  // a request that never finishes
   EXPECT_TRUE(c.closed_within(std::chrono::seconds(15)));
+}
+
+// After "succeeded", the first message is read to learn its protocol; once its first byte
+// is in, the whole message has header_timeout_ms, however its bytes are spaced: a byte
+// every 150 ms (never a pause of 400) does not hold the connection and its client slot.
+TEST_F(SocksTest, AFirstMessageTrickledAByteAtATimeEndsAtTheHeaderTimeoutFromItsFirstByte) {
+  start(R"("limits": {"header_timeout_ms": 400})");
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(socks_port);
+  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to), 0);
+  const auto send_all = [&](const std::string& b) {
+    return ::send(fd, b.data(), b.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(b.size());
+  };
+  const auto read_n = [&](std::size_t n) {
+    std::string got(n, '\0');
+    std::size_t have = 0;
+    for (ssize_t r; have < n && (r = ::recv(fd, got.data() + have, n - have, 0)) > 0;) have += static_cast<std::size_t>(r);
+    got.resize(have);
+    return got;
+  };
+  ASSERT_TRUE(send_all(bytes({5, 1, 0})));
+  ASSERT_EQ(read_n(2), bytes({5, 0}));
+  ASSERT_TRUE(send_all(connect_name("upstream.test", upstream.port())));
+  ASSERT_EQ(read_n(10).substr(0, 2), bytes({5, 0}));
+  ASSERT_TRUE(send_all("GET / HTTP/1.1\r\n"));
+  const auto started = std::chrono::steady_clock::now();
+  bool closed = false;
+  while (!closed && std::chrono::steady_clock::now() - started < std::chrono::seconds(6)) {
+    pollfd p{fd, POLLIN, 0};
+    char c;
+    closed = ::poll(&p, 1, 150) == 1 && ::recv(fd, &c, 1, 0) <= 0;
+    if (!closed) closed = !send_all("x");
+  }
+  ::close(fd);
+  EXPECT_TRUE(closed) << "a head trickled for 6 s was still being read";
 }
 
 TEST_F(SocksTest, AnUpstreamThatRefusesIsConnectionRefused) {
