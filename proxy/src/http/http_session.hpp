@@ -201,7 +201,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
   DoorServices& impl_;
   Worker& worker_;
   Stream stream_;
-  boost::beast::flat_buffer buffer_;
+  boost::beast::flat_buffer buffer_{kReadBufferLimit};
   std::optional<StreamingRequestParser> parser_;
   SessionLink link_;
   Admission admission_;

@@ -125,6 +125,9 @@ RequestHeadCheck::State RequestHeadCheck::end_of_head() {
 std::string describe_request_error(const boost::beast::error_code& ec) {
   if (ec == http::error::bad_chunk || ec == http::error::bad_chunk_extension)
     return "the chunked request body is malformed (a chunk size that is not hex, overflows, or bad chunk framing)";
+  if (ec == http::error::buffer_overflow)
+    return "a chunk's extensions or the body's trailer fields run past " + std::to_string(kReadBufferLimit / 1024) +
+           " KiB, more than a request head may be";
   if (ec == http::error::bad_target)
     return "the request target contains bytes not allowed in a URL (control characters, NUL or spaces)";
   if (ec == http::error::bad_field || ec == http::error::bad_value)

@@ -26,6 +26,12 @@ inline constexpr std::size_t kHeaderLimit = 64 * 1024;       // whole head; 431 
 inline constexpr std::size_t kMaxHeaderFields = 100;         // header lines; 431 above it
 inline constexpr std::size_t kMaxTargetLength = 8 * 1024;    // request target; 414 above it
 inline constexpr std::uint64_t kRequestBodyLimit = 64ull * 1024 * 1024;  // 413 above it
+// What a stream's read buffer may hold, agent's or upstream's: a whole head, or one read
+// of body beyond what the parser took. Beast's limits count neither chunk extensions nor
+// trailers (body_limit only the chunks' data), so an agent or an upstream sending one
+// without end grew the buffer until the shared proxy ran out of memory; past this a read
+// fails with http::error::buffer_overflow.
+inline constexpr std::size_t kReadBufferLimit = kHeaderLimit + 64 * 1024;
 
 // The session's parser streams the body in pieces (buffer_body), so no body is ever held
 // whole and none is read before the request is decided; RequestParser keeps the body in

@@ -80,6 +80,11 @@ void ResponseRelay<Client, Upstream>::on_header(beast::error_code ec) {
   upstream_keep_alive_ = res.keep_alive() && res.version() == 11;
   const bool bodiless = req_.method == http::verb::head || result_.status == 204 || result_.status == 304;
   const bool had_length = res.has_content_length();
+  // Framed two ways (a coding such as gzip, which Beast reads until the close, and a
+  // length, which it reads by): an agent's client could take either, and an upstream
+  // could make what follows pass for the answer to its next request (RFC 9112 6.3).
+  if (!bodiless && had_length && res.count(http::field::transfer_encoding) > 0)
+    return fail(502, "the upstream's response is not valid HTTP: it has both Transfer-Encoding and Content-Length");
   // Codings other than chunked stay on the body the parser gives (gzip ...): the agent
   // gets them named, with the body re-chunked.
   const auto codings = bodiless ? std::string() : remaining_transfer_codings(res, parser_->chunked());

@@ -14,6 +14,7 @@
 #include "agents/agent_guard.hpp"
 #include "http/body_piece.hpp"
 #include "http/pacer.hpp"
+#include "http/request_head.hpp"
 #include "base/counters.hpp"
 #include "inspect/credentials.hpp"
 
@@ -106,7 +107,7 @@ class ResponseRelay {
   // this relay, so a strong copy here would keep both alive for good once no step is pending
   // (an io_context destroyed at stop drops its handlers, and LeakSanitizer found the pair).
   std::weak_ptr<void> keep_;
-  boost::beast::flat_buffer buffer_;
+  boost::beast::flat_buffer buffer_{kReadBufferLimit};
   std::optional<boost::beast::http::response_parser<boost::beast::http::buffer_body>> parser_;
   // The response head and chunk framing on their way out; kept across requests so its
   // capacity is reused.

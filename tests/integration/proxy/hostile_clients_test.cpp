@@ -194,6 +194,30 @@ TEST_F(HostileClients, HeadLimitsAnswer431And414AtTheirDocumentedSizes) {
 
 // One header byte every 100 ms: the head timer (800 ms from the first byte) closes it,
 // long before the idle timeout (5 s) would.
+// A chunked body whose chunk extension or trailer never ends: Beast's limits count neither,
+// and the proxy held every byte of one until it ran out of memory. Now past the read
+// buffer's bound the request gets 400 saying why, and the connection ends.
+TEST_F(HostileClients, AnEndlessChunkExtensionOrTrailerEndsTheRequestNotTheProxysMemory) {
+  start_proxy(base_policy());
+  for (const std::string endless : {"1;ext=", "1\r\nx\r\n0\r\nX-Trailer: "}) {
+    SCOPED_TRACE(endless);
+    RawClient c(port);
+    ASSERT_TRUE(c.send("POST " + url("/upload") + " HTTP/1.1\r\nHost: " + authority() +
+                       "\r\nTransfer-Encoding: chunked\r\n\r\n" + endless));
+    // Sends until the proxy stops taking it (the socket buffers on both sides are some
+    // MiB, and the proxy drains 1 MiB after its answer before it closes).
+    const std::string piece(64 * 1024, 'x');
+    constexpr std::size_t kEndless = 256u * 1024 * 1024;
+    std::size_t sent = 0;
+    while (sent < kEndless && c.send(piece)) sent += piece.size();
+    EXPECT_LT(sent, kEndless) << "the proxy took 256 MiB of one chunk header or trailer";
+    EXPECT_TRUE(c.closed_within(5s));
+    const auto row = last_row();
+    EXPECT_EQ(row.status, 400);
+    EXPECT_NE(row.error.find("run past 128 KiB"), std::string::npos) << row.error;
+  }
+}
+
 TEST_F(HostileClients, SlowlorisIsClosedByTheHeaderTimeout) {
   start_proxy(base_policy(R"("limits": {"header_timeout_ms": 800, "idle_timeout_ms": 5000})"));
   const std::string head = "GET " + url() + " HTTP/1.1\r\nHost: " + authority() + "\r\nX-Slow: " +

@@ -107,6 +107,10 @@ TEST_F(HostileUpstreams, MalformedResponsesGet502AndTheirConnectionIsNeverPooled
       {"chunk size overflow", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nffffffffffffffffff\r\nok\r\n"},
       {"Content-Length and chunked", "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\nok"},
       {"two Content-Lengths", "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\nok!"},
+      // Beast takes this (a coding read until the close, a length read by): the agent would
+      // get both, and its client might take either.
+      {"a coding other than chunked and Content-Length",
+       "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\nContent-Length: 2\r\n\r\nok"},
   };
   for (const auto& [what, bad] : answers) {
     SCOPED_TRACE(what);
@@ -185,6 +189,34 @@ TEST_F(HostileUpstreams, ResetMidBodyCutsTheAgentAndRecordsTheBytesThatMoved) {
   EXPECT_EQ(row.status, 200);
   EXPECT_NE(row.error.find("reading the response body failed"), std::string::npos) << row.error;
   EXPECT_EQ(row.bytes_down, static_cast<std::int64_t>(kSent));
+}
+
+// A chunked answer whose trailer never ends: Beast's limits do not count trailers, and
+// the proxy held every byte of one until it ran out of memory. Now past the read buffer's
+// bound the upstream is dropped and the agent's answer is cut (reset, never a clean end).
+TEST_F(HostileUpstreams, AnEndlessTrailerIsCutNotHeld) {
+  constexpr std::size_t kEndless = 256u * 1024 * 1024;
+  std::atomic<std::size_t> sent{0};
+  RawUpstream endless([&](RawUpstream& self, int fd, std::size_t) {
+    std::string pending;
+    if (self.read_head(fd, pending).empty()) return;
+    if (!send_all(fd, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\nX-Trailer: ")) return;
+    const std::string piece(64 * 1024, 't');
+    while (!self.stopping() && sent < kEndless && send_all(fd, piece)) sent += piece.size();
+  });
+  start_proxy(policy_for(endless.port()));
+  const int fd = connect_to(port);
+  ASSERT_GE(fd, 0);
+  ASSERT_TRUE(send_all(fd, get(endless.port())));
+  std::string got;
+  char buf[65536];
+  ssize_t n = 0;
+  while ((n = ::recv(fd, buf, sizeof buf, 0)) > 0) got.append(buf, static_cast<std::size_t>(n));
+  ::close(fd);
+  EXPECT_LT(sent.load(), kEndless) << "the proxy took 256 MiB of one trailer";
+  EXPECT_EQ(got.find("0\r\n\r\n"), std::string::npos) << "the agent saw the cut answer end cleanly: " << got.substr(0, 300);
+  const auto row = last_row();
+  EXPECT_FALSE(row.error.empty());
 }
 
 // --- an endless body through a proxy process --------------------------------------
