@@ -74,12 +74,17 @@ bool AgentTlsStream::take_output() {
   return !out_.empty();
 }
 
+// The engine asked for input, so what in_ holds is less than a record: reading on until
+// it holds one whole record (or the socket has no more) gives it what it needs without
+// waiting for the socket again. Never more: reading all the socket had (up to its receive
+// buffer, 32 MiB here) into the BIO let an agent uploading fast to a slow upstream make
+// the proxy hold that much per connection, with the io thread copying it meanwhile.
 void AgentTlsStream::feed(std::size_t n) {
   BIO_write(in_, in_chunk_.data(), static_cast<int>(n));
   if (n < in_chunk_.size()) return;
   // A record and its header at most; it lives only for this call.
   std::array<char, 17 * 1024> more;
-  for (;;) {
+  while (BIO_ctrl_pending(in_) < more.size()) {
     boost::system::error_code ec;
     const std::size_t got = socket_.socket().read_some(boost::asio::buffer(more), ec);
     // would_block: all of it is in; an error or the end: the next read reports it.

@@ -61,6 +61,8 @@ class AgentTlsStream {
   // with beast::error::timeout), as on a plain connection (beast::get_lowest_layer).
   next_layer_type& next_layer() { return socket_; }
   SSL* native_handle() { return ssl_; }
+  // What the agent sent that the engine has not taken in yet (at most about a record).
+  std::size_t input_held() const { return BIO_ctrl_pending(in_); }
 
   template <class Token>
   auto async_handshake(Token&& token) {

@@ -162,6 +162,26 @@ TEST_F(FrontingDoorsTest, AnAbsoluteFormTargetThroughATunnelIsRefused) {
   }
 }
 
+// Plain HTTP on a SOCKS5 connection is read request by request: a second request on the
+// kept-alive connection naming another host behind the same front is refused as the first
+// would be. (A CONNECT tunnel is blind after its first message, as TLS is: docs/security.md.)
+TEST_F(FrontingDoorsTest, ASecondRequestOnAKeptAliveSocksConnectionCannotNameAnotherHost) {
+  ProxyConnection c(socks_port);
+  c.write(bytes({5, 1, 0}));
+  ASSERT_EQ(c.read_exactly(2), bytes({5, 0}));
+  c.write(connect_name("upstream.test", upstream.port()));
+  ASSERT_EQ(c.read_exactly(10)[1], 0);
+  EXPECT_EQ(c.send("GET /ok HTTP/1.1\r\nHost: upstream.test\r\n\r\n").status, 200);
+  const auto second = c.send("GET /second HTTP/1.1\r\nHost: evil.test\r\n\r\n");
+  EXPECT_EQ(second.status, 403) << second.error;
+  EXPECT_EQ(upstream.requests(), 1u) << "the second request reached the upstream";
+  const auto all = rows();
+  ASSERT_FALSE(all.empty());
+  EXPECT_EQ(all.back().decision, "deny");
+  EXPECT_EQ(all.back().rule, "host");
+  EXPECT_EQ(all.back().path, "/second");
+}
+
 TEST_F(FrontingDoorsTest, AFirstFlightNamingTheHostGoesThrough) {
   const std::string get = "GET /ok HTTP/1.1\r\nHost: upstream.test.\r\nConnection: close\r\n\r\n";
   ProxyConnection c(port);
