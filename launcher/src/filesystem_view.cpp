@@ -140,20 +140,44 @@ std::optional<fs::path> hooks_path(const fs::path& config) {
 // .direnv, VS Code's workspace settings and tasks. `git diff` shows none of them. Each is
 // bound read-only; a git folder is pinned first so that it cannot be swapped whole;
 // hooks/ and info/ are made when missing so that no hook can be created.
+//
+// Each must resolve inside the writable folder. An earlier agent can leave a symlink
+// there (.vscode -> /run/user/1000, .git/modules/x/info -> /root, a hooksPath through
+// one): bound at its target, it would put that host path into this launch's view, and a
+// missing folder would be made there by root. Such a launch is refused, naming the link.
 void protect_host_executed(const fs::path& shown, const fs::path& source, std::vector<BindMount>& binds) {
   const std::string note = "run by the host's git, direnv or editor; --writable-hooks lets the agent change it";
   auto read_only = [&](const fs::path& rel, bool make) {
-    if (make || path_exists(source / rel))
-      // A symlink (a shared hooks folder) is bound at its target, as --ro binds are.
-      binds.push_back({(shown / rel).string(), canonical_path(source / rel, "/").string(),
-                       false, 0, false, make, note});
+    if (!make && !path_exists(source / rel)) return;
+    // A symlink inside the folder (a shared hooks folder of the project) is bound at its
+    // target, as --ro binds are.
+    const fs::path target = canonical_path(source / rel, "/");
+    if (!within(target, source))
+      throw LaunchError(kExitUsage, (source / rel).string() + " leads to " + target.string() + ", outside " +
+                                        source.string() + " (a symbolic link on the way): netbox binds it read-only "
+                                        "to keep the agent from changing what the host's git, direnv or editor "
+                                        "runs, and that would show the host's " + target.string() +
+                                        " to the agent. An agent may have left the link: remove it, or pass "
+                                        "--writable-hooks to protect none of these files");
+    binds.push_back({(shown / rel).string(), target.string(), false, 0, false, make, note});
   };
   std::function<void(const fs::path&, int)> git_folder = [&](const fs::path& rel, int depth) {
     binds.push_back({(shown / rel).string(), (shown / rel).string(), true, 0, true, false, {}});
     read_only(rel / "config", false);
     read_only(rel / "config.worktree", false);
+    // Where git takes config and hooks from instead (a linked worktree's git folder).
+    read_only(rel / "commondir", false);
     read_only(rel / "hooks", true);
     read_only(rel / "info", true);
+    // A linked worktree's git folder (.git/worktrees/NAME): git there reads commondir and
+    // config.worktree too.
+    std::error_code wec;
+    if (depth == 0 && is_real_dir(source / rel / "worktrees"))
+      for (fs::directory_iterator it(source / rel / "worktrees", wec), end; !wec && it != end; it.increment(wec))
+        if (!it->is_symlink() && it->is_directory()) {
+          read_only(it->path().lexically_relative(source) / "commondir", false);
+          read_only(it->path().lexically_relative(source) / "config.worktree", false);
+        }
     // A submodule's git folder is .git/modules/NAME (NAME may hold slashes), nested ones
     // below it again: every folder there with a HEAD is one.
     if (depth > 4 || !is_real_dir(source / rel / "modules")) return;

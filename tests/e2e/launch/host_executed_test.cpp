@@ -123,6 +123,33 @@ TEST(LaunchHostExecuted, TheAgentCannotPlantWhatTheHostRunsButCanCommit) {
   expect_nothing_left(subnet);
 }
 
+// An agent leaves a link where netbox protects what the host runs, leading to a host
+// folder of its choosing (/run/user/UID and its D-Bus socket, in the attack that found
+// this): the next launch in the folder would have bound that folder into its view, as
+// root. It is refused instead, naming the link, and its agent never starts.
+TEST(LaunchHostExecuted, ALinkLeftByAnEarlierAgentOutOfTheProjectRefusesTheNextLaunch) {
+  NETBOX_REQUIRE_ROOT();
+  const auto subnet = test_subnet(75);
+  HostDir host;
+  const fs::path p = make_project(host);
+  const fs::path elsewhere = host.folder("elsewhere");
+  test::TempDir db;
+  const std::vector<std::string> base = {"--audit-db", (db.path() / "a.db").string(), "--user", "root", "--workdir",
+                                         p.string()};
+  auto plant = base;
+  plant.insert(plant.end(), {"--", kSh, "-c", "ln -s " + elsewhere.string() + " .direnv && echo PLANTED"});
+  auto first = launch(subnet, plant);
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  ASSERT_THAT(first.out, HasSubstr("PLANTED"));
+  auto next = base;
+  next.insert(next.end(), {"--", kSh, "-c", "echo RAN"});
+  auto second = launch(subnet, next);
+  EXPECT_EQ(second.exit_code, 2) << second.err;
+  EXPECT_THAT(second.err, HasSubstr((p / ".direnv").string() + " leads to " + elsewhere.string()));
+  EXPECT_THAT(second.out, Not(HasSubstr("RAN")));
+  expect_nothing_left(subnet);
+}
+
 // A linked worktree's .git is a file naming its git folder: swapped for a folder of the
 // agent's, its config (core.fsmonitor) would run at the host's next git status. Bound
 // read-only, it cannot be (found by a review of issue 22's first version).

@@ -6,6 +6,9 @@
 #include "support/temp_dir.hpp"
 
 #include <gmock/gmock.h>
+
+#include <fstream>
+#include <functional>
 #include <gtest/gtest.h>
 
 namespace netbox::launcher {
@@ -189,6 +192,66 @@ TEST(FilesystemView, WhatTheHostRunsInAWritableFolderIsBoundReadOnlyAfterItsGitF
   EXPECT_LT(at(base + "/.git"), at(base + "/.git/config"));
   r.writable_hooks = true;
   EXPECT_EQ(plan_filesystem_view(r, degraded).mounts.binds.size(), 1u) << "only the workdir";
+}
+
+// A link an earlier agent left where netbox protects what the host runs would be bound at
+// its target: a host folder shown in this launch's view (the user's /run/user/UID, its
+// D-Bus and ssh-agent sockets), or a missing folder made there by root. Refused, naming it.
+TEST(FilesystemView, AProtectedPathLeadingOutOfTheWritableFolderIsRefused) {
+  test::TempDir outside;
+  fs::create_directories(outside.path() / "secret");
+  const std::string target = fs::canonical(outside.path() / "secret").string();
+  struct Planted {
+    const char* what;
+    std::function<void(const fs::path&)> plant;
+  };
+  const std::vector<Planted> planted{
+      {".vscode", [&](const fs::path& w) { fs::create_directory_symlink(target, w / ".vscode"); }},
+      {".envrc",
+       [&](const fs::path& w) {
+         std::ofstream(target + "/envrc") << "x";
+         fs::create_symlink(target + "/envrc", w / ".envrc");
+       }},
+      {"a submodule's info",
+       [&](const fs::path& w) {
+         fs::create_directories(w / ".git/modules/x");
+         std::ofstream(w / ".git/modules/x/HEAD") << "ref: refs/heads/main\n";
+         fs::create_directory_symlink(target, w / ".git/modules/x/info");
+       }},
+      {"a hooksPath through a link",
+       [&](const fs::path& w) {
+         fs::create_directories(w / ".git");
+         std::ofstream(w / ".git/config") << "[core]\n\thooksPath = lnk/made-by-root\n";
+         fs::create_directory_symlink(target, w / "lnk");
+       }},
+  };
+  for (const auto& p : planted) {
+    SCOPED_TRACE(p.what);
+    test::TempDir dir;
+    p.plant(dir.path());
+    std::string message;
+    EXPECT_EQ(exit_code_of(request_in(dir.path()), &message), 2);
+    EXPECT_THAT(message, HasSubstr("outside " + fs::canonical(dir.path()).string()));
+    EXPECT_THAT(message, HasSubstr(target));
+    auto writable_hooks = request_in(dir.path());
+    writable_hooks.writable_hooks = true;
+    EXPECT_EQ(exit_code_of(writable_hooks), 0) << "nothing is protected, nothing bound";
+  }
+}
+
+// git takes config and hooks from the folder commondir names: a linked worktree's.
+TEST(FilesystemView, ALinkedWorktreesCommondirIsBoundReadOnly) {
+  test::TempDir dir;
+  fs::create_directories(dir.path() / ".git/worktrees/feature");
+  dir.write(".git/HEAD", "ref: refs/heads/main\n");
+  dir.write(".git/worktrees/feature/HEAD", "ref: refs/heads/feature\n");
+  dir.write(".git/worktrees/feature/commondir", "../..\n");
+  DegradedLayers degraded;
+  const auto view = plan_filesystem_view(request_in(dir.path()), degraded);
+  std::vector<std::string> read_only;
+  for (const auto& b : view.mounts.binds)
+    if (!b.writable && !b.pin) read_only.push_back(b.path);
+  EXPECT_THAT(read_only, Contains(fs::canonical(dir.path()).string() + "/.git/worktrees/feature/commondir"));
 }
 
 }  // namespace
