@@ -149,6 +149,7 @@ struct Writer::Impl {
     e.count = std::max<std::uint64_t>(e.count, 1);
     if (e.agent.empty() || !options.fold_events) return enqueue(std::move(e), true);
     cap_agent_text(e);
+    if (!e.may_fold) return enqueue(std::move(e), true);
     bool wake = false;
     bool folded = false;
     {

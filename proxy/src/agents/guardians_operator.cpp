@@ -111,7 +111,7 @@ void Guardians::record_operator(const std::string& agent, const std::string& act
   e.ts = now;
   e.kind = o.ok ? "operator_action" : "operator_action_failed";
   e.agent = agent;
-  e.fold_key = action + '\0' + std::to_string(now.time_since_epoch().count());  // each action a row of its own
+  e.may_fold = false;  // each action a row of its own, however many events the agent caused
   e.message = "operator uid " + std::to_string(uid) + ": " + action + " " + agent + ": " + o.result;
   e.detail = d.dump();
   if (rt_->options.exporter) rt_->options.exporter->event(e);

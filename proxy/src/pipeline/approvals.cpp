@@ -279,7 +279,7 @@ void ApprovalBook::record(const std::string& kind, const PendingAsk& q, const st
   e.ts = audit::Clock::now();
   e.kind = kind;
   e.agent = q.agent;
-  e.fold_key = std::to_string(q.id);  // every question and answer a row of its own
+  e.may_fold = false;  // every question and answer a row of its own, with its grantor
   e.message = message;
   e.detail = detail;
   rt_.writer->event(std::move(e));

@@ -92,5 +92,30 @@ TEST_F(RefusalFold, OffKeepsARowPerRefusal) {
   EXPECT_EQ(probe.number("SELECT COUNT(*) FROM requests"), 100);
 }
 
+// What was done about an agent (a guardian's kill, an operator's, a grant) is a row of its
+// own with its particulars, however many events the agent caused in the same minute: an
+// agent flooding events first must not have its kill or a grant's grantor stored as "*".
+TEST_F(RefusalFold, ActionsAboutAnAgentAreNeverFoldedAfterItsFlood) {
+  {
+    Writer writer(options());
+    for (int i = 0; i < 100; ++i) {
+      Event e(Clock::now(), "exfiltration_attempt", "placeholder sent", R"({"agent":"a","host":"h)" + std::to_string(i) + R"("})");
+      e.agent = "a";
+      e.fold_key = "h" + std::to_string(i);
+      ASSERT_TRUE(writer.event(std::move(e)));
+    }
+    Event kill(Clock::now(), "guardian_action", "killed agent a", R"({"agent":"a","rule":"guardian[0]","result":"killed"})");
+    kill.agent = "a";
+    kill.may_fold = false;
+    ASSERT_TRUE(writer.event(std::move(kill)));
+  }
+  SqliteProbe probe(path);
+  EXPECT_EQ(probe.number("SELECT SUM(count) FROM events WHERE kind = 'exfiltration_attempt'"), 100);
+  EXPECT_LT(probe.number("SELECT COUNT(*) FROM events WHERE kind = 'exfiltration_attempt'"), 100) << "the flood folds";
+  EXPECT_EQ(probe.number("SELECT COUNT(*) FROM events WHERE kind = 'guardian_action' AND count = 1 AND "
+                         "json_extract(detail, '$.rule') = 'guardian[0]' AND json_extract(detail, '$.result') = 'killed'"),
+            1);
+}
+
 }  // namespace
 }  // namespace netbox::audit

@@ -111,6 +111,10 @@ struct Event {
   // empty: netbox's own event, always a row of its own.
   std::string agent;
   std::string fold_key;  // the particulars that make two events of an agent the same
+  // false: a record of what was done about the agent (a guardian's or an operator's
+  // action, a question and its answer), a row of its own with its particulars whatever
+  // the agent caused before it; only what the agent itself causes is folded.
+  bool may_fold = true;
   // Events this row stands for: 1, or more for a row into which the writer folded repeats.
   std::uint64_t count = 1;
 };
