@@ -54,9 +54,19 @@ void Guardians::act(AgentGuard& guard, const policy::GuardianRule& rule, const s
                     const std::string& detail) {
   if (rule.action == policy::GuardianAction::report) return record(guard, rule, trigger, detail, "reported", false);
   GuardianEnforcer enforcer;
+  const std::string action(policy::to_string(rule.action));
   {
     std::lock_guard lock(mu_);
-    if (auto it = cards_.find(guard.agent()); it != cards_.end()) enforcer = it->second.enforcer;
+    if (auto it = cards_.find(guard.agent()); it != cards_.end() && it->second.enforcer) {
+      // What the agent already sent keeps tripping the rule while it is being frozen or
+      // killed (thousands of pipelined requests): each would be one more round trip to its
+      // launcher, queued ahead of every other agent's actions and the operators'.
+      AgentCard& card = it->second;
+      if (card.under_way.contains(action) || card.under_way.contains("kill") || (action == "freeze" && card.frozen))
+        return;
+      card.under_way.insert(action);
+      enforcer = card.enforcer;
+    }
   }
   if (!enforcer)
     return record(guard, rule, trigger, detail,
@@ -75,8 +85,17 @@ void Guardians::act(AgentGuard& guard, const policy::GuardianRule& rule, const s
       result = "could not " + std::string(policy::to_string(rule.action)) + " the agent: " + e.what();
       failed = true;
     }
+    settle(keep->agent(), policy::to_string(rule.action), failed);
     record(*keep, rule, trigger, detail, result, failed);
   });
+}
+
+void Guardians::settle(const std::string& agent, std::string_view action, bool failed) {
+  std::lock_guard lock(mu_);
+  auto it = cards_.find(agent);
+  if (it == cards_.end()) return;
+  // A kill done stays: the agent is going, nothing more is asked of its launcher.
+  if (failed || action != "kill") it->second.under_way.erase(std::string(action));
 }
 
 bool Guardians::queue(std::function<void()> job) {
@@ -155,8 +174,7 @@ void Guardians::record(AgentGuard& guard, const policy::GuardianRule& rule, cons
   e.ts = now;
   e.kind = failed ? "guardian_action_failed" : "guardian_action";
   e.agent = guard.agent();
-  // Never folded into a count: each action is a row of its own.
-  e.fold_key = rule.cite() + '\0' + std::to_string(now.time_since_epoch().count());
+  e.may_fold = false;  // each action a row of its own, however many events the agent caused
   e.message = message;
   e.detail = d.dump();
   if (rt_->options.exporter) rt_->options.exporter->event(e);

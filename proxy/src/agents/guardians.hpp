@@ -35,6 +35,9 @@ struct AgentCard {
   std::int64_t started_ms = 0;  // Unix epoch
   GuardianEnforcer enforcer;    // unset: no launcher can act on it
   bool frozen = false;          // by the last freeze or resume that was done
+  // A guardian's action queued for it and not done yet (or a kill done): while one is,
+  // the rules that trip again add nothing to the one queue every agent's actions share.
+  std::set<std::string, std::less<>> under_way;
   std::uint64_t serial = 0;     // set by enlist: which enlisting a delist undoes
 };
 
@@ -108,6 +111,8 @@ class Guardians {
                const std::string& message, const std::string& detail, LogFields fields);
   bool queue(std::function<void()> job);  // false: stopping, not queued
   void note_done(const std::string& agent, std::string_view action);
+  // A guardian's job for `agent` ended: its action is no longer under way (AgentCard).
+  void settle(const std::string& agent, std::string_view action, bool failed);
   void record_operator(const std::string& agent, const std::string& action, unsigned uid, const OperatorOutcome& o);
   void record(AgentGuard& guard, const policy::GuardianRule& rule, const std::string& trigger,
               const std::string& detail, const std::string& result, bool failed);

@@ -18,6 +18,7 @@
 
 #include <sys/socket.h>
 
+#include <atomic>
 #include <fstream>
 #include <map>
 #include <mutex>
@@ -206,6 +207,32 @@ TEST_F(GuardianTest, AKillWithNoLauncherToActIsRecordedAsNotDone) {
   const auto posts = hook.wait_for(1);
   ASSERT_EQ(posts.size(), 1u);
   EXPECT_EQ(posts[0]["failed"], true);
+}
+
+// An agent whose requests keep tripping a freeze rule while its launcher is freezing it
+// (the answer takes a while; a flood of pipelined requests is still being read): one
+// freeze is asked of the launcher and recorded, not one per request, each of which was a
+// round trip queued ahead of every other agent's actions and the operators' (found by a
+// hostile review).
+TEST_F(GuardianTest, ARuleTrippedAgainWhileItsActionIsUnderWayAsksTheLauncherOnce) {
+  HookServer hook;
+  start(R"([{"on": ["denied"], "action": "freeze"}])", hook.url());
+  std::atomic<int> asked{0};
+  proxy::AgentAttachment a;
+  a.addr = boost::asio::ip::make_address("127.0.0.1");
+  a.name = "tripping";
+  a.listen = boost::asio::ip::tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), 0);
+  a.enforcer = [&](std::string_view action, const std::string&) {
+    ++asked;
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    return std::string(action) + " done";
+  };
+  const auto attached = server->attach_agent(a);
+  for (int i = 0; i < 20; ++i) EXPECT_EQ(proxy_get(attached.listener->port(), "http://denied.test/").status, 403) << i;
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // time for more round trips, were any queued
+  EXPECT_EQ(asked.load(), 1);
+  EXPECT_EQ(guardian_rows("guardian_action").size(), 1u);
+  server->detach_agent(attached, {});
 }
 
 // The export a security team watches (issue 26 item 3): a report and a kill the proxy could
