@@ -145,7 +145,8 @@ std::optional<fs::path> hooks_path(const fs::path& config) {
 // there (.vscode -> /run/user/1000, .git/modules/x/info -> /root, a hooksPath through
 // one): bound at its target, it would put that host path into this launch's view, and a
 // missing folder would be made there by root. Such a launch is refused, naming the link.
-void protect_host_executed(const fs::path& shown, const fs::path& source, std::vector<BindMount>& binds) {
+void protect_host_executed(const fs::path& shown, const fs::path& source, std::vector<BindMount>& binds,
+                           std::vector<std::string>& git_folders_without_commondir) {
   const std::string note = "run by the host's git, direnv or editor; --writable-hooks lets the agent change it";
   auto read_only = [&](const fs::path& rel, bool make) {
     if (!make && !path_exists(source / rel)) return;
@@ -194,6 +195,7 @@ void protect_host_executed(const fs::path& shown, const fs::path& source, std::v
   };
   if (is_real_dir(source / ".git")) {
     git_folder(".git", 0);
+    if (!path_exists(source / ".git/commondir")) git_folders_without_commondir.push_back((source / ".git").string());
     // Hooks somewhere else (core.hooksPath: husky's .husky/_ is ignored by git, so git diff
     // never shows it) run all the same: bound read-only too, made when missing.
     if (auto hooks = hooks_path(source / ".git/config"); hooks && hooks->is_relative() &&
@@ -387,7 +389,8 @@ void add_binds(const FilesystemRequest& r, const std::optional<fs::path>& workdi
   if (!r.writable_hooks) {
     std::vector<BindMount> extra;
     for (const auto& b : m.binds)
-      if (b.writable && is_real_dir(b.source)) protect_host_executed(b.path, b.source, extra);
+      if (b.writable && is_real_dir(b.source))
+        protect_host_executed(b.path, b.source, extra, m.git_folders_without_commondir);
     m.binds.insert(m.binds.end(), extra.begin(), extra.end());
   }
   // A bind below another must come after it, or it would be covered.

@@ -8,6 +8,7 @@
 #include "netbox/launcher/cleanup.hpp"
 #include "netbox/launcher/confined_child.hpp"
 #include "netbox/launcher/environment.hpp"
+#include "netbox/launcher/git_commondir.hpp"
 #include "netbox/launcher/guardian_enforcer.hpp"
 #include "netbox/launcher/hidden_paths.hpp"
 #include "netbox/launcher/launch_plan.hpp"
@@ -308,6 +309,11 @@ int run(const LaunchPlan& plan, std::chrono::steady_clock::time_point started) {
   child.hand_over();
   detach_on_error.dismiss();
   AgentOutcome outcome = supervise_agent(plan, child, cgroup);
+  // Before anything else: the host's git may run in the project as soon as we return.
+  for (const auto& moved : set_aside_new_commondirs(spec.mounts.git_folders_without_commondir))
+    std::cerr << "netbox launch: the agent made " << moved.substr(0, moved.find(" -> "))
+              << ", which would make the host's git take its config and hooks from the folder it names; set aside: "
+              << moved << "\n";
   // The agent is gone: its namespace is the kernel's to take down (nothing here waits for
   // that); its last output is copied and the proxy records the exit.
   stdio.finish();

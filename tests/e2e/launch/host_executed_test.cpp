@@ -150,6 +150,33 @@ TEST(LaunchHostExecuted, ALinkLeftByAnEarlierAgentOutOfTheProjectRefusesTheNextL
   expect_nothing_left(subnet);
 }
 
+// A main repository's .git has no commondir, so none can be bound read-only; one the agent
+// makes (naming a folder of its own whose config runs core.fsmonitor at the host's next
+// git status) is set aside when the agent is gone, and the launch says so.
+TEST(LaunchHostExecuted, ACommondirTheAgentMadeIsSetAsideBeforeTheHostsGitRuns) {
+  NETBOX_REQUIRE_ROOT();
+  const auto subnet = test_subnet(76);
+  HostDir host;
+  const fs::path p = make_project(host);
+  test::TempDir db;
+  auto r = launch(subnet, {"--audit-db", (db.path() / "a.db").string(), "--user", "root", "--workdir", p.string(),
+                           "--", kSh, "-c",
+                           "mkdir .git/c && cp -r .git/objects .git/refs .git/c/ && "
+                           "printf '[core]\\n\\tfsmonitor = \"touch pwned\"\\n' > .git/c/config && "
+                           "echo c > .git/commondir && echo MADE"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_THAT(r.out, HasSubstr("MADE"));
+  EXPECT_FALSE(fs::exists(p / ".git/commondir"));
+  EXPECT_THAT(r.err, HasSubstr("the agent made " + (p / ".git/commondir").string()));
+  bool kept = false;
+  for (const auto& e : fs::directory_iterator(p / ".git"))
+    kept = kept || e.path().filename().string().starts_with("commondir.netbox-");
+  EXPECT_TRUE(kept) << "set aside, for the user to look at";
+  EXPECT_EQ(test::run({"git", "-C", p.string(), "status", "--short"}).exit_code, 0);
+  EXPECT_FALSE(fs::exists(p / "pwned")) << "the host's git ran the agent's fsmonitor";
+  expect_nothing_left(subnet);
+}
+
 // A linked worktree's .git is a file naming its git folder: swapped for a folder of the
 // agent's, its config (core.fsmonitor) would run at the host's next git status. Bound
 // read-only, it cannot be (found by a review of issue 22's first version).

@@ -59,6 +59,10 @@ struct AgentMounts {
   // view's /etc/ssl/certs/ca-certificates.crt (and the JVM's store over Debian's, where
   // it exists), all three in kAgentTrustFolder (agent_trust.hpp).
   AgentTrustFiles trust;
+  // The launcher's, not the init's: main repositories' git folders in writable binds (host
+  // paths) that had no commondir at launch; one the agent makes is set aside at the end
+  // (git_commondir.hpp).
+  std::vector<std::string> git_folders_without_commondir;
 };
 
 // Call inside the new mount, PID and network namespaces, as root, before anything
