@@ -51,6 +51,15 @@ fs::path make_project(const HostDir& host) {
   return p;
 }
 
+// A launch as root in `workdir`, its store in `db`, then `more` (the command after "--").
+std::vector<std::string> as_root_in(const fs::path& workdir, const test::TempDir& db,
+                                    const std::vector<std::string>& more = {}) {
+  std::vector<std::string> args = {"--audit-db", (db.path() / "a.db").string(), "--user", "root", "--workdir",
+                                   workdir.string()};
+  args.insert(args.end(), more.begin(), more.end());
+  return args;
+}
+
 // Each attempt prints "OK what" or "NO what"; then a commit inside.
 const std::string kAttack = R"(
 try() { what=$1; shift; if ( "$@" ) 2>/dev/null; then echo "OK $what"; else echo "NO $what"; fi; }
@@ -75,8 +84,7 @@ TEST(LaunchHostExecuted, TheAgentCannotPlantWhatTheHostRunsButCanCommit) {
   const fs::path p = make_project(host);
   const std::string config_before = slurp(p / ".git/config");
   test::TempDir db;
-  const std::vector<std::string> base = {"--audit-db", (db.path() / "a.db").string(), "--user", "root", "--workdir",
-                                         p.string()};
+  const std::vector<std::string> base = as_root_in(p, db);
 
   auto explain_args = base;
   explain_args.insert(explain_args.end(), {"--explain", "--", "true"});
@@ -134,8 +142,7 @@ TEST(LaunchHostExecuted, ALinkLeftByAnEarlierAgentOutOfTheProjectRefusesTheNextL
   const fs::path p = make_project(host);
   const fs::path elsewhere = host.folder("elsewhere");
   test::TempDir db;
-  const std::vector<std::string> base = {"--audit-db", (db.path() / "a.db").string(), "--user", "root", "--workdir",
-                                         p.string()};
+  const std::vector<std::string> base = as_root_in(p, db);
   auto plant = base;
   plant.insert(plant.end(), {"--", kSh, "-c", "ln -s " + elsewhere.string() + " .direnv && echo PLANTED"});
   auto first = launch(subnet, plant);
@@ -159,11 +166,10 @@ TEST(LaunchHostExecuted, ACommondirTheAgentMadeIsSetAsideBeforeTheHostsGitRuns) 
   HostDir host;
   const fs::path p = make_project(host);
   test::TempDir db;
-  auto r = launch(subnet, {"--audit-db", (db.path() / "a.db").string(), "--user", "root", "--workdir", p.string(),
-                           "--", kSh, "-c",
+  auto r = launch(subnet, as_root_in(p, db, {"--", kSh, "-c",
                            "mkdir .git/c && cp -r .git/objects .git/refs .git/c/ && "
                            "printf '[core]\\n\\tfsmonitor = \"touch pwned\"\\n' > .git/c/config && "
-                           "echo c > .git/commondir && echo MADE"});
+                           "echo c > .git/commondir && echo MADE"}));
   EXPECT_EQ(r.exit_code, 0) << r.err;
   ASSERT_THAT(r.out, HasSubstr("MADE"));
   EXPECT_FALSE(fs::exists(p / ".git/commondir"));
@@ -190,9 +196,8 @@ TEST(LaunchHostExecuted, ALinkedWorktreesGitFileCannotBeSwapped) {
   const std::string git_file = slurp(wt / ".git");
   ASSERT_THAT(git_file, HasSubstr("gitdir:"));
   test::TempDir db;
-  auto r = launch(subnet, {"--audit-db", (db.path() / "a.db").string(), "--user", "root", "--workdir", wt.string(),
-                           "--", kSh, "-c",
-                           "if (rm -f .git && mkdir .git) 2>/dev/null; then echo SWAPPED; else echo KEPT; fi"});
+  auto r = launch(subnet, as_root_in(wt, db, {"--", kSh, "-c",
+                           "if (rm -f .git && mkdir .git) 2>/dev/null; then echo SWAPPED; else echo KEPT; fi"}));
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("KEPT"));
   EXPECT_EQ(slurp(wt / ".git"), git_file);

@@ -30,19 +30,26 @@ bool eventually(const std::function<bool()>& done, std::chrono::seconds timeout 
   return true;
 }
 
-TEST(PostgresSpoolLostAnswer, RowsOfAPieceThatCommittedUnbeknownAreStillCompleted) {
-  PostgresServer server;
-  server.create_database("lost");
-  PgCutRelay relay(server.port());
-  TempDir dir;
+// A writer on `database` through the relay, with a spool, flushing often and holding little
+// while the server cannot be written.
+audit::WriterOptions through_relay(PostgresServer& server, const PgCutRelay& relay, const TempDir& dir,
+                                   const std::string& database) {
   audit::WriterOptions o;
-  o.db_path = "postgresql://" + server.user() + "@127.0.0.1:" + std::to_string(relay.port()) + "/lost";
+  o.db_path = "postgresql://" + server.user() + "@127.0.0.1:" + std::to_string(relay.port()) + "/" + database;
   o.proxy_id = "proxy-l";
   o.spool_path = dir.path() / "spool.db";
   o.flush_interval = 5ms;
   o.queue_capacity = 8;
   o.held_while_failing = 2;
-  audit::Writer writer(o);
+  return o;
+}
+
+TEST(PostgresSpoolLostAnswer, RowsOfAPieceThatCommittedUnbeknownAreStillCompleted) {
+  PostgresServer server;
+  server.create_database("lost");
+  PgCutRelay relay(server.port());
+  TempDir dir;
+  audit::Writer writer(through_relay(server, relay, dir, "lost"));
   using audit::testing::request;
   writer.insert(request("a", "before.test", "allow"));
   writer.flush();
@@ -87,13 +94,7 @@ TEST(PostgresSpoolLostAnswer, CompletionsSpooledBeforeTheMarkerWasReadCompleteTh
   server.create_database("lost2");
   PgCutRelay relay(server.port());
   TempDir dir;
-  audit::WriterOptions o;
-  o.db_path = "postgresql://" + server.user() + "@127.0.0.1:" + std::to_string(relay.port()) + "/lost2";
-  o.proxy_id = "proxy-l";
-  o.spool_path = dir.path() / "spool.db";
-  o.flush_interval = 5ms;
-  o.queue_capacity = 8;
-  o.held_while_failing = 2;
+  auto o = through_relay(server, relay, dir, "lost2");
   o.shutdown_grace = 300ms;
   using audit::testing::request;
   {
