@@ -17,13 +17,41 @@ bool matches_shape(char c, char shape) {
   return c == shape;
 }
 
-// Skips what a terminal does not show at a line's start: blanks, control bytes and
-// escape sequences (CSI "ESC [ ... final", OSC "ESC ] ... BEL/ST", two-byte ones).
-// Returns where the visible text starts, or npos when the skipped part is unfinished.
+// The bytes of a code point at the start of `s` that a terminal shows as nothing (C1
+// controls, no-break and zero-width spaces, joiners, direction marks and isolates, word
+// joiners, variation selectors, the byte-order mark, Hangul fillers); 0: a visible one
+// (or not UTF-8); npos: cut off before its end.
+std::size_t invisible_width(std::string_view s) {
+  const auto b0 = static_cast<unsigned char>(s[0]);
+  const std::size_t n = b0 >= 0xf0 ? 4 : b0 >= 0xe0 ? 3 : b0 >= 0xc0 ? 2 : 1;
+  if (n == 1) return 0;
+  if (s.size() < n) return std::string_view::npos;
+  char32_t cp = b0 & (0xff >> (n + 1));
+  for (std::size_t k = 1; k < n; ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[k]) & 0x3f);
+  constexpr std::pair<char32_t, char32_t> kInvisible[] = {
+      {0x80, 0xa0},     {0xad, 0xad},     {0x34f, 0x34f},   {0x61c, 0x61c},   {0x115f, 0x1160},
+      {0x180e, 0x180e}, {0x2000, 0x200f}, {0x2028, 0x202f}, {0x205f, 0x206f}, {0x3000, 0x3000},
+      {0x3164, 0x3164}, {0xfe00, 0xfe0f}, {0xfeff, 0xfeff}, {0xffa0, 0xffa0}, {0xe0000, 0xe0fff}};
+  for (const auto& [from, to] : kInvisible)
+    if (cp >= from && cp <= to) return n;
+  return 0;
+}
+
+// Skips what a terminal does not show at a line's start: blanks, control bytes, escape
+// sequences (CSI "ESC [ ... final", OSC "ESC ] ... BEL/ST", two-byte ones) and invisible
+// code points (a zero-width space before "netbox" forged a line of netbox's, found by a
+// review). Returns where the visible text starts, or npos when the skipped part is unfinished.
 std::size_t visible_start(std::string_view s) {
   std::size_t i = 0;
   while (i < s.size()) {
     const auto c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x80) {
+      const std::size_t n = invisible_width(s.substr(i));
+      if (n == std::string_view::npos) return n;
+      if (n == 0) break;
+      i += n;
+      continue;
+    }
     if (c == 0x1b) {
       if (i + 1 >= s.size()) return std::string_view::npos;
       const char kind = s[i + 1];

@@ -21,6 +21,19 @@ TEST(AgentOutputGuard, LinesShapedLikeNetboxsAreMarkedOthersPassAsTheyAre) {
   EXPECT_EQ(through(g, {"\x1b[1;31m  \x1b]0;t\x07netbox\n"}), "agent| \x1b[1;31m  \x1b]0;t\x07netbox\n");
 }
 
+// What a terminal shows as nothing, before "netbox", is skipped like blanks (a zero-width
+// space forged a netbox line past the marker); visible text that is not ASCII is text.
+TEST(AgentOutputGuard, InvisibleCodePointsBeforeALookalikeLineAreSeenThrough) {
+  AgentOutputGuard g;
+  EXPECT_EQ(through(g, {"\u200bnetbox launch: exited 0\n"}), "agent| \u200bnetbox launch: exited 0\n");
+  EXPECT_EQ(through(g, {"\ufeff\u2066\u00a0netbox: x\n"}), "agent| \ufeff\u2066\u00a0netbox: x\n");
+  EXPECT_EQ(through(g, {"\xc2\x85netbox: x\n"}), "agent| \xc2\x85netbox: x\n") << "a C1 control (NEL)";
+  EXPECT_EQ(through(g, {"\u00e9t\u00e9 netbox\n", "\u2713 netbox ok\n"}), "\u00e9t\u00e9 netbox\n\u2713 netbox ok\n");
+  AgentOutputGuard split;
+  EXPECT_EQ(split.filter("\xe2\x80"), "") << "a code point cut between reads is held";
+  EXPECT_EQ(split.filter("\x8bnetbox: x\n"), "agent| \u200bnetbox: x\n");
+}
+
 // A cursor moved back mid-line (backspace, or an escape sequence such as ESC[1G) lets the
 // text after it overwrite the line's start on a terminal: it is judged as a start too.
 TEST(AgentOutputGuard, TextAfterTheCursorMovesBackIsJudgedLikeALinesStart) {
