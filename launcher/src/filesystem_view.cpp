@@ -160,7 +160,7 @@ void protect_host_executed(const fs::path& shown, const fs::path& source, std::v
                                         "runs, and that would show the host's " + target.string() +
                                         " to the agent. An agent may have left the link: remove it, or pass "
                                         "--writable-hooks to protect none of these files");
-    binds.push_back({(shown / rel).string(), target.string(), false, 0, false, make, note});
+    binds.push_back({(shown / rel).string(), target.string(), false, 0, false, make, note, source.string()});
   };
   std::function<void(const fs::path&, int)> git_folder = [&](const fs::path& rel, int depth) {
     binds.push_back({(shown / rel).string(), (shown / rel).string(), true, 0, true, false, {}});

@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/mount.h>
+#include <linux/openat2.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -176,6 +177,63 @@ void make_host_folder(const std::string& source) {
   if (::chown(source.c_str(), parent.st_uid, parent.st_gid) != 0) fail("chown " + source);
 }
 
+// `bind.source` opened (O_PATH) from `bind.within` without leaving it: a link on the way
+// that leads out, or a magic link, fails the launch. With make_missing, a missing last
+// folder is made in its parent, owned as that parent. -1: it does not exist (and is not to
+// be made, or the file system is read-only).
+int open_within(const BindMount& bind) {
+  const int root = ::open(in_old(bind.within).c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (root < 0) fail("open " + bind.within);
+  const std::string rel = bind.source.size() > bind.within.size() ? bind.source.substr(bind.within.size() + 1) : ".";
+  auto open_beneath = [&](const std::string& path) {
+    open_how how{};
+    how.flags = O_PATH | O_CLOEXEC;
+    how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
+    return static_cast<int>(::syscall(SYS_openat2, root, path.c_str(), &how, sizeof how));
+  };
+  int fd = open_beneath(rel);
+  if (fd < 0 && errno == ENOENT && bind.make_missing) {
+    const auto slash = rel.rfind('/');
+    const std::string parent_rel = slash == std::string::npos ? "." : rel.substr(0, slash);
+    const std::string name = slash == std::string::npos ? rel : rel.substr(slash + 1);
+    const int parent = open_beneath(parent_rel);
+    if (parent < 0) fail("open " + bind.within + "/" + parent_rel + " within " + bind.within);
+    struct stat owner {};
+    const int dir = ::openat(parent, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);  // O_PATH cannot mkdirat on every kernel
+    const bool made = dir >= 0 && ::fstat(dir, &owner) == 0 && ::mkdirat(dir, name.c_str(), 0755) == 0;
+    const int err = errno;
+    if (made && ::fchownat(dir, name.c_str(), owner.st_uid, owner.st_gid, AT_SYMLINK_NOFOLLOW) != 0) fail("chown " + bind.source);
+    if (dir >= 0) ::close(dir);
+    ::close(parent);
+    if (!made && err != EROFS && err != EEXIST) {
+      errno = err;
+      fail("mkdir " + bind.source);
+    }
+    fd = open_beneath(rel);
+  }
+  const int err = errno;
+  ::close(root);
+  if (fd < 0 && err != ENOENT) {
+    errno = err;
+    fail("open " + bind.source + " without leaving " + bind.within);
+  }
+  return fd;
+}
+
+// A bind from an O_PATH descriptor: the tree it names, cloned and moved onto `target`.
+void bind_descriptor(int fd, const std::string& target) {
+  const int tree = static_cast<int>(
+      ::syscall(SYS_open_tree, fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE));
+  if (tree < 0) fail("open_tree for " + target);
+  const int rc = static_cast<int>(::syscall(SYS_move_mount, tree, "", AT_FDCWD, target.c_str(), MOVE_MOUNT_F_EMPTY_PATH));
+  const int err = errno;
+  ::close(tree);
+  if (rc != 0) {
+    errno = err;
+    fail("move_mount onto " + target);
+  }
+}
+
 void bind_from_host(const BindMount& bind, const AgentMounts& m, WorkdirOverlay& overlay) {
   if (bind.pin) {
     const std::string self = in_new(bind.path);
@@ -183,22 +241,35 @@ void bind_from_host(const BindMount& bind, const AgentMounts& m, WorkdirOverlay&
     return;
   }
   const std::string source = in_old(bind.source);
-  if (bind.make_missing) {
+  int held = -1;  // the source opened within bind.within
+  if (!bind.within.empty()) {
+    held = open_within(bind);
+    if (held < 0) return;  // gone since the plan, or on a read-only file system: nothing to protect
+  } else if (bind.make_missing) {
     make_host_folder(source);
     if (!exists(source)) return;  // on a read-only file system: nobody can make it
   }
+  struct Closer {
+    int fd;
+    ~Closer() {
+      if (fd >= 0) ::close(fd);
+    }
+  } close_held{held};
   std::string target = in_new(bind.path);
   // A symlink the view shows already leads to the source's path (mount(2) would follow
   // it from the assembly root, not the agent's).
   struct stat link {};
   if (::lstat(target.c_str(), &link) == 0 && S_ISLNK(link.st_mode)) target = in_new(bind.source);
   const bool below_home = !m.home.empty() && target.starts_with(in_new(m.home) + "/");
-  make_mount_point(target, is_real_directory(source), below_home ? m.home_uid : 0, below_home ? m.home_gid : 0);
+  struct stat held_st {};
+  const bool folder = held >= 0 ? ::fstat(held, &held_st) == 0 && S_ISDIR(held_st.st_mode) : is_real_directory(source);
+  make_mount_point(target, folder, below_home ? m.home_uid : 0, below_home ? m.home_gid : 0);
   if (bind.quota > 0) {
     overlay = mount_overlay(bind, source, target);
     return;
   }
-  mount_or_throw(source.c_str(), target.c_str(), nullptr, MS_BIND | MS_REC, nullptr);
+  if (held >= 0) bind_descriptor(held, target);
+  else mount_or_throw(source.c_str(), target.c_str(), nullptr, MS_BIND | MS_REC, nullptr);
   set_tree_flags(target, !bind.writable);
 }
 

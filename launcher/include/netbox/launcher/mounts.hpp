@@ -36,6 +36,11 @@ struct BindMount {
   // it can be bound read-only: the agent must not create it (.git/hooks).
   bool make_missing = false;
   std::string note;  // why it is there, for the report; empty: asked for by a flag
+  // Non-empty: the writable folder `source` lies in (canonical). The source is opened from
+  // it without leaving it (openat2 RESOLVE_BENEATH) and bound from that descriptor, so that
+  // a link another launch's agent puts on the way after the plan cannot lead the bind
+  // (or a folder made for it) out of the folder.
+  std::string within = {};
 };
 
 struct AgentMounts {
