@@ -177,10 +177,14 @@ void make_host_folder(const std::string& source) {
   if (::chown(source.c_str(), parent.st_uid, parent.st_gid) != 0) fail("chown " + source);
 }
 
+// Where openat2 or open_tree is missing (before 5.6, or refused by a container runtime's
+// seccomp filter): bound by path as before, checked by the plan only.
+constexpr int kByPath = -2;
+
 // `bind.source` opened (O_PATH) from `bind.within` without leaving it: a link on the way
 // that leads out, or a magic link, fails the launch. With make_missing, a missing last
 // folder is made in its parent, owned as that parent. -1: it does not exist (and is not to
-// be made, or the file system is read-only).
+// be made, or the file system is read-only); kByPath: see there.
 int open_within(const BindMount& bind) {
   const int root = ::open(in_old(bind.within).c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (root < 0) fail("open " + bind.within);
@@ -192,6 +196,10 @@ int open_within(const BindMount& bind) {
     return static_cast<int>(::syscall(SYS_openat2, root, path.c_str(), &how, sizeof how));
   };
   int fd = open_beneath(rel);
+  if (fd < 0 && (errno == ENOSYS || errno == EPERM)) {  // before 5.6, or a container's seccomp filter
+    ::close(root);
+    return kByPath;
+  }
   if (fd < 0 && errno == ENOENT && bind.make_missing) {
     const auto slash = rel.rfind('/');
     const std::string parent_rel = slash == std::string::npos ? "." : rel.substr(0, slash);
@@ -221,9 +229,11 @@ int open_within(const BindMount& bind) {
 }
 
 // A bind from an O_PATH descriptor: the tree it names, cloned and moved onto `target`.
-void bind_descriptor(int fd, const std::string& target) {
+// False: open_tree is missing or refused (kByPath).
+bool bind_descriptor(int fd, const std::string& target) {
   const int tree = static_cast<int>(
       ::syscall(SYS_open_tree, fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE));
+  if (tree < 0 && (errno == ENOSYS || errno == EPERM)) return false;
   if (tree < 0) fail("open_tree for " + target);
   const int rc = static_cast<int>(::syscall(SYS_move_mount, tree, "", AT_FDCWD, target.c_str(), MOVE_MOUNT_F_EMPTY_PATH));
   const int err = errno;
@@ -232,6 +242,7 @@ void bind_descriptor(int fd, const std::string& target) {
     errno = err;
     fail("move_mount onto " + target);
   }
+  return true;
 }
 
 void bind_from_host(const BindMount& bind, const AgentMounts& m, WorkdirOverlay& overlay) {
@@ -241,11 +252,9 @@ void bind_from_host(const BindMount& bind, const AgentMounts& m, WorkdirOverlay&
     return;
   }
   const std::string source = in_old(bind.source);
-  int held = -1;  // the source opened within bind.within
-  if (!bind.within.empty()) {
-    held = open_within(bind);
-    if (held < 0) return;  // gone since the plan, or on a read-only file system: nothing to protect
-  } else if (bind.make_missing) {
+  int held = bind.within.empty() ? kByPath : open_within(bind);  // the source opened within bind.within
+  if (held == -1) return;  // gone since the plan, or on a read-only file system: nothing to protect
+  if (held == kByPath && bind.make_missing) {
     make_host_folder(source);
     if (!exists(source)) return;  // on a read-only file system: nobody can make it
   }
@@ -268,8 +277,8 @@ void bind_from_host(const BindMount& bind, const AgentMounts& m, WorkdirOverlay&
     overlay = mount_overlay(bind, source, target);
     return;
   }
-  if (held >= 0) bind_descriptor(held, target);
-  else mount_or_throw(source.c_str(), target.c_str(), nullptr, MS_BIND | MS_REC, nullptr);
+  if (held < 0 || !bind_descriptor(held, target))
+    mount_or_throw(source.c_str(), target.c_str(), nullptr, MS_BIND | MS_REC, nullptr);
   set_tree_flags(target, !bind.writable);
 }
 
