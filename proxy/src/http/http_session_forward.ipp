@@ -193,6 +193,7 @@ template <class Stream>
 void HttpSession<Stream>::on_relayed(RelayResult r) {
   if (r.resend) {
     upstream_.reset();
+    exchange_.bytes_up = 0;  // only its head went (may_resend): the row counts the request once
     return connect_upstream();
   }
   if (r.answer) {  // nothing went to the agent: netbox answers

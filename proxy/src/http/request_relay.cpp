@@ -205,6 +205,10 @@ void RequestRelay<Client, Upstream>::budget_spent() {
 // as the last), and the end of the body once the agent's has ended.
 template <class Client, class Upstream>
 void RequestRelay<Client, Upstream>::send(std::size_t n, bool last, const char* data) {
+  // The head is the agent's to fill (64 KiB of fields a request): it counts against the
+  // budgets and in the row as its body does, or headers would carry data past them uncounted.
+  sending_head_ = head_pending_ ? out_.size() : 0;
+  if (sending_head_ > 0 && body_.meter && body_.meter->up(sending_head_) < sending_head_) return budget_spent();
   last_ = last;
   sending_ = n;
   if (!head_pending_) out_.clear();
@@ -219,13 +223,13 @@ void RequestRelay<Client, Upstream>::send(std::size_t n, bool last, const char* 
 template <class Client, class Upstream>
 void RequestRelay<Client, Upstream>::on_written(beast::error_code ec) {
   if (ec) return finish({RequestBodyResult::Kind::upstream_failed, ec, {}});
-  *bytes_up_ += sending_;
+  *bytes_up_ += sending_head_ + sending_;
   if (cut_) return budget_spent();
   // The held tail moves to the front, where the next piece joins it.
   if (held_ > 0 && !std::exchange(tail_placed_, false)) std::memmove(pieces_.get(), pieces_.get() + sending_, held_);
   // limits.bandwidth_up: what just went earned a pause before the agent is read again (the
   // last piece's is the bucket's debt: the agent's next relay waits it out).
-  const auto pause = body_.meter ? body_.meter->pace_up(sending_) : Pacer::Duration::zero();
+  const auto pause = body_.meter ? body_.meter->pace_up(sending_head_ + sending_) : Pacer::Duration::zero();
   if (last_) return finish({});
   pacer_.after(pause, beast::get_lowest_layer(client_).get_executor(), [this, keep = keep_.lock()] { read_piece(); });
 }

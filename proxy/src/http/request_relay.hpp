@@ -120,6 +120,7 @@ class RequestRelay {
   std::string whole_;       // a gated body, gathered until its gate decides
   std::size_t held_ = 0;    // bytes at the front of the piece buffer, kept from the last piece
   std::size_t sending_ = 0; // body bytes of the write under way
+  std::size_t sending_head_ = 0;  // head bytes of the write under way (its first only)
   Pacer pacer_;  // limits.bandwidth_up: the pause after each piece sent
   std::chrono::steady_clock::time_point began_;  // the body's relay started
   std::uint64_t received_ = 0;  // body bytes read from the agent so far

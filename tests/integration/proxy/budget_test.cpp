@@ -171,6 +171,51 @@ TEST_F(BudgetTest, RequestsPerMinuteAnswers429WithRetryAfter) {
   EXPECT_EQ(last.rule, "limits.requests_per_minute");
 }
 
+// An agent that carries its data in request headers instead of a body (64 KiB of fields
+// a request, no body at all) is charged for them as for a body: the head as forwarded
+// counts against limits.bytes_up and in the row's bytes_up, which is exactly what the
+// upstream received.
+TEST_F(BudgetTest, RequestHeadersCountAgainstBytesUpAndInTheRow) {
+  std::atomic<std::uint64_t> received{0};
+  RawUpstream counting([&](RawUpstream& self, int fd, std::size_t) {
+    std::string pending;
+    for (std::string head; !(head = self.read_head(fd, pending)).empty();) {
+      received += head.size();
+      if (!send_all(fd, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")) return;
+    }
+  });
+  constexpr std::size_t kField = 6000;
+  start_proxy(base_policy(R"("allow": ["upstream.test", "sink.test"], "ports": [)" + std::to_string(upstream.port()) +
+                          ", " + std::to_string(counting.port()) +
+                          R"(], "resolve": {"upstream.test": ["127.0.0.1"], "sink.test": ["127.0.0.1"]},
+                             "limits": {"bytes_up": "16k"})"));
+  const std::string authority = "sink.test:" + std::to_string(counting.port());
+  const std::string request = "GET http://" + authority + "/q HTTP/1.1\r\nHost: " + authority + "\r\nX-Data: " +
+                              std::string(kField, 'd') + "\r\n\r\n";
+  ProxyConnection conn(port);
+  std::vector<int> statuses;
+  for (int i = 0; i < 5; ++i) {
+    const auto r = conn.send(request);
+    statuses.push_back(r.status);
+    if (r.status != 200) {
+      EXPECT_EQ(r.status, 403);
+      EXPECT_EQ(r.header("x-netbox-decision"), "budget");
+      EXPECT_NE(r.header("x-netbox-reason").find("limits.bytes_up"), std::string::npos) << r.header("x-netbox-reason");
+      break;
+    }
+  }
+  // 16 KiB holds two of these heads, not a third.
+  EXPECT_EQ(statuses, (std::vector<int>{200, 200, 403}));
+  const auto all = rows();
+  ASSERT_EQ(all.size(), 3U);
+  EXPECT_GT(all[0].bytes_up, static_cast<std::int64_t>(kField));
+  EXPECT_EQ(static_cast<std::uint64_t>(all[0].bytes_up + all[1].bytes_up), received.load())
+      << "the rows count other than what reached the upstream";
+  EXPECT_EQ(all[2].decision, "budget");
+  EXPECT_EQ(all[2].rule, "limits.bytes_up");
+  EXPECT_EQ(all[2].bytes_up, 0);  // nothing of it went
+}
+
 // A SOCKS5 tunnel is charged as a CONNECT one is: cut at the budget, its row `budget`.
 TEST_F(BudgetTest, Socks5TunnelUploadIsCutAtBytesUp) {
   start(R"("bytes_up": ")" + std::to_string(kBudget) + R"(")");

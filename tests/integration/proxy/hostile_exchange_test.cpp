@@ -305,7 +305,8 @@ TEST_F(HostileExchange, ExpectContinueIsAnsweredOnlyOnceTheRequestIsAdmitted) {
   EXPECT_EQ(all[0].status, 403);
   EXPECT_EQ(all[0].bytes_up, 0);
   EXPECT_EQ(all[1].status, 200);
-  EXPECT_EQ(all[1].bytes_up, 5);
+  EXPECT_GT(all[1].bytes_up, 5);  // the body and the forwarded head
+  EXPECT_LT(all[1].bytes_up, 5 + 256);
 }
 
 // An admitted upload breaks off in the middle (a malformed chunk after a good one): the
@@ -355,7 +356,8 @@ TEST_F(HostileExchange, AnUploadThatBreaksOffResetsTheUpstream) {
   const auto row = last_row();
   EXPECT_EQ(row.status, 400);
   EXPECT_EQ(row.decision, "error");  // admitted, then the agent's body broke off
-  EXPECT_EQ(row.bytes_up, 5);
+  EXPECT_GT(row.bytes_up, 5);  // the head and the first piece
+  EXPECT_LT(row.bytes_up, 5 + 256);
 }
 
 // --- item 15: no replayed POST -------------------------------------------------------
@@ -394,7 +396,9 @@ TEST_F(HostileExchange, PostOnAReusedConnectionThatClosesIsNotSentAgain) {
   const auto row = last_row();
   EXPECT_EQ(row.method, "POST");
   EXPECT_EQ(row.status, 502);
-  EXPECT_EQ(row.bytes_up, static_cast<std::int64_t>(payment.size()));
+  // The body and its head, once: never counted again for a second send.
+  EXPECT_GT(row.bytes_up, static_cast<std::int64_t>(payment.size()));
+  EXPECT_LT(row.bytes_up, static_cast<std::int64_t>(payment.size() + 128));
   EXPECT_NE(row.error.find("closed before answering"), std::string::npos) << row.error;
 }
 
