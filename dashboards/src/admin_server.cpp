@@ -14,6 +14,7 @@
 #include <iostream>
 #include <list>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -30,6 +31,10 @@ namespace {
 // keeps the code plain, and a cap keeps a misbehaving client from piling up threads.
 constexpr std::size_t kMaxConnections = 64;
 constexpr int kSocketTimeoutSeconds = 30;
+// A request's head and body must arrive whole within this of its first byte: a client
+// sending a byte every 29 s would otherwise hold a connection for ever (and 64 of them,
+// every probe out).
+constexpr std::chrono::seconds kRequestTime{10};
 
 std::string_view header_or_empty(const http::request<http::string_body>& req, std::string_view name) {
   auto it = req.find(name);
@@ -56,6 +61,42 @@ std::string cookie_value(std::string_view cookies, std::string_view name) {
   return {};
 }
 
+// An endpoint without a token answers only a Host a DNS rebinding cannot name: an
+// address literal (what the endpoint listens on, or another of the machine's) or
+// `localhost`, with or without a port. Otherwise any web page the operator visits could
+// point its own name at 127.0.0.1 and read the audit through the browser.
+bool unnamed_host(std::string_view host) {
+  if (host.starts_with('[')) {  // [v6] or [v6]:port
+    const auto end = host.find(']');
+    if (end == std::string_view::npos) return false;
+    beast::error_code ec;
+    asio::ip::make_address_v6(std::string(host.substr(1, end - 1)), ec);
+    return !ec && (end + 1 == host.size() || host[end + 1] == ':');
+  }
+  host = host.substr(0, host.find(':'));
+  if (host == "localhost") return true;
+  beast::error_code ec;
+  asio::ip::make_address_v4(std::string(host), ec);
+  return !ec;
+}
+
+// A browser says where a request comes from: an answer (POST) must come from the page
+// itself, never from another site's page (nor another port's: cookies do not tell ports
+// apart), and as JSON, which a cross-site form cannot send without asking first.
+std::string cross_site_answer(const http::request<http::string_body>& req) {
+  const auto type = header_or_empty(req, "Content-Type");
+  if (!type.starts_with("application/json")) return "an answer must be sent as Content-Type: application/json";
+  const auto site = header_or_empty(req, "Sec-Fetch-Site");
+  if (!site.empty() && site != "same-origin") return "an answer must come from the admin page itself";
+  const auto origin = header_or_empty(req, "Origin");
+  if (!origin.empty()) {
+    const auto host = header_or_empty(req, "Host");
+    if (origin != "http://" + std::string(host) && origin != "https://" + std::string(host))
+      return "an answer must come from the admin page itself, not " + std::string(origin);
+  }
+  return {};
+}
+
 }  // namespace
 
 struct AdminServer::Impl {
@@ -65,7 +106,8 @@ struct AdminServer::Impl {
   std::thread accept_thread;
   std::mutex mu;
   std::condition_variable cv;
-  std::list<std::shared_ptr<tcp::socket>> open;
+  struct Conn;
+  std::list<std::shared_ptr<Conn>> open;
   std::size_t active = 0;
   std::atomic<bool> stopping{false};
 
@@ -90,6 +132,10 @@ struct AdminServer::Impl {
       return res;
     };
 
+    if (opts.bearer_token.empty() && !unnamed_host(header_or_empty(req, "Host")))
+      return reply(http::status::misdirected_request, "text/plain",
+                   "an admin endpoint without a token answers only a Host that is an address or localhost "
+                   "(a name could be another site's, rebound to this address); set --admin-token-file to use names\n");
     const bool answer = path == "/api/approve" || path == "/api/deny";
     if (answer ? req.method() != http::verb::post : req.method() != http::verb::get && req.method() != http::verb::head)
       return reply(http::status::method_not_allowed, "text/plain",
@@ -100,10 +146,12 @@ struct AdminServer::Impl {
       return reply(ok ? http::status::ok : http::status::service_unavailable, "text/plain",
                    ok ? "ready\n" : "not ready: the audit store cannot write\n");
     }
+    bool by_cookie = false;  // a browser's request: it may be another site's page's (answers check, approvals())
     if (!opts.bearer_token.empty()) {
       auto auth = header_or_empty(req, "Authorization");
       bool ok = auth.size() > 7 && auth.substr(0, 7) == "Bearer " && same_secret(auth.substr(7), opts.bearer_token);
-      ok = ok || same_secret(cookie_value(header_or_empty(req, "Cookie"), "netbox_admin"), opts.bearer_token);
+      by_cookie = !ok && same_secret(cookie_value(header_or_empty(req, "Cookie"), "netbox_admin"), opts.bearer_token);
+      ok = ok || by_cookie;
       if (!ok && path == "/" && query.count("token") && same_secret(query["token"], opts.bearer_token)) {
         // A browser can't send a bearer header: trade the token in the URL for a cookie once.
         auto res = reply(http::status::see_other, "text/plain", "");
@@ -134,7 +182,7 @@ struct AdminServer::Impl {
       if (path == "/api/events") return reply(http::status::ok, "application/json", api_events(opts.audit_db, query));
       if (path == "/api/launches") return reply(http::status::ok, "application/json", api_launches(opts.audit_db, query));
       if (path == "/api/timeline") return reply(http::status::ok, "application/json", api_timeline(opts.audit_db, query));
-      if (path == "/api/pending" || answer) return approvals(path, req.body(), reply);
+      if (path == "/api/pending" || answer) return approvals(path, req, by_cookie, reply);
     } catch (const BadParameter& e) {
       return reply(http::status::bad_request, "application/json", json_error(e.what()));
     } catch (const std::exception& e) {
@@ -147,7 +195,9 @@ struct AdminServer::Impl {
 
   // /api/pending, /api/approve, /api/deny: the proxy's approval ops (AdminOptions::approvals).
   template <class Reply>
-  http::response<http::string_body> approvals(const std::string& path, const std::string& body, Reply& reply) {
+  http::response<http::string_body> approvals(const std::string& path, const http::request<http::string_body>& req,
+                                              bool by_cookie, Reply& reply) {
+    const std::string& body = req.body();
     // Where no question can be answered, the list says so (200, for the page to hide its
     // panel without an error); answering still refuses.
     const char* cannot = !opts.approvals ? "this proxy asks nobody (no --ask agents)"
@@ -162,6 +212,10 @@ struct AdminServer::Impl {
                    json_error(cannot));
     std::string line = R"({"op":"pending"})";
     if (path != "/api/pending") {
+      // A bearer header is a script's (no page can make a browser send one to another
+      // site); a cookie goes with any page's request to this address.
+      if (auto why = by_cookie ? cross_site_answer(req) : std::string(); !why.empty())
+        return reply(http::status::forbidden, "application/json", json_error(why));
       auto j = nlohmann::json::parse(body, nullptr, false);
       if (!j.is_object()) return reply(http::status::bad_request, "application/json", json_error("the body must be a JSON object"));
       j["op"] = path == "/api/approve" ? "approve" : "deny";
@@ -182,52 +236,103 @@ struct AdminServer::Impl {
     return out + "\"}";
   }
 
-  void serve(std::shared_ptr<tcp::socket> sock) {
+  // One connection: its socket, and whether a request is being answered on it (a
+  // connection waiting for its next request, or still reading one, may be closed to make
+  // room for a new one).
+  struct Conn {
+    explicit Conn(asio::io_context& ioc) : sock(ioc) {}
+    tcp::socket sock;
+    std::atomic<bool> answering{false};
+    std::atomic<std::int64_t> waiting_since{0};  // steady clock ticks
+  };
+
+  static void receive_within(tcp::socket& sock, std::chrono::steady_clock::duration left) {
+    const auto us = std::max<std::int64_t>(std::chrono::duration_cast<std::chrono::microseconds>(left).count(), 1000);
+    timeval tv{static_cast<time_t>(us / 1'000'000), static_cast<suseconds_t>(us % 1'000'000)};
+    setsockopt(sock.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  }
+
+  // The next request, whole: its first byte within kSocketTimeoutSeconds (an idle
+  // keep-alive connection), the rest within kRequestTime of it.
+  static bool read_request(tcp::socket& sock, beast::flat_buffer& buf, http::request_parser<http::string_body>& parser) {
+    beast::error_code ec;
+    std::optional<std::chrono::steady_clock::time_point> deadline;
+    while (!parser.is_done()) {
+      if (deadline) {
+        const auto left = *deadline - std::chrono::steady_clock::now();
+        if (left <= std::chrono::steady_clock::duration::zero()) return false;
+        receive_within(sock, left);
+      } else {
+        receive_within(sock, std::chrono::seconds(kSocketTimeoutSeconds));
+      }
+      http::read_some(sock, buf, parser, ec);
+      if (ec) return false;
+      if (!deadline) deadline = std::chrono::steady_clock::now() + kRequestTime;
+    }
+    return true;
+  }
+
+  void serve(Conn& c) {
     beast::flat_buffer buf;
     beast::error_code ec;
     for (;;) {
       http::request_parser<http::string_body> parser;
       parser.header_limit(16 * 1024);
       parser.body_limit(16 * 1024);
-      http::read(*sock, buf, parser, ec);
-      if (ec) break;
+      c.waiting_since = std::chrono::steady_clock::now().time_since_epoch().count();
+      if (!read_request(c.sock, buf, parser)) break;
+      c.answering = true;
       auto req = parser.release();
       auto res = handle(req);
       if (req.method() == http::verb::head) res.body().clear();
-      http::write(*sock, res, ec);
+      http::write(c.sock, res, ec);
+      c.answering = false;
       if (ec || !res.keep_alive() || stopping) break;
     }
-    sock->shutdown(tcp::socket::shutdown_both, ec);
+    c.sock.shutdown(tcp::socket::shutdown_both, ec);
+  }
+
+  // Caller holds `mu`. All connections are taken: the one waiting longest for (or on) a
+  // request is closed, so that a probe or the operator's page always gets in, whoever
+  // holds the others. False: every one is answering (the new one is turned away).
+  bool make_room() {
+    Conn* oldest = nullptr;
+    for (auto& c : open)
+      if (!c->answering && (!oldest || c->waiting_since < oldest->waiting_since)) oldest = c.get();
+    if (!oldest) return false;
+    oldest->answering = true;  // chosen once
+    ::shutdown(oldest->sock.native_handle(), SHUT_RDWR);
+    return true;
   }
 
   void accept_loop() {
     for (;;) {
-      auto sock = std::make_shared<tcp::socket>(ioc);
+      auto conn = std::make_shared<Conn>(ioc);
       beast::error_code ec;
-      acceptor.accept(*sock, ec);
+      acceptor.accept(conn->sock, ec);
       if (stopping) break;
       if (ec) continue;
       timeval tv{kSocketTimeoutSeconds, 0};
-      setsockopt(sock->native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-      setsockopt(sock->native_handle(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+      setsockopt(conn->sock.native_handle(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
       std::unique_lock lk(mu);
-      if (active >= kMaxConnections) {
+      // A closed connection's thread leaves a moment later: up to twice the cap of threads.
+      if (active >= kMaxConnections && (active >= 2 * kMaxConnections || !make_room())) {
         lk.unlock();
-        sock->close(ec);
+        conn->sock.close(ec);
         continue;
       }
       ++active;
-      auto it = open.insert(open.end(), sock);
+      auto it = open.insert(open.end(), conn);
       lk.unlock();
-      std::thread([this, sock = std::move(sock), it]() mutable {
-        serve(sock);
+      std::thread([this, conn = std::move(conn), it]() mutable {
+        serve(*conn);
         {
           std::lock_guard g(mu);
           open.erase(it);
         }
         // The socket belongs to `ioc`: destroy it before stop() may see active == 0 and
         // let the server (and its io_context) go; the thread outlives that moment.
-        sock.reset();
+        conn.reset();
         std::lock_guard g(mu);
         --active;
         cv.notify_all();
@@ -262,7 +367,7 @@ void AdminServer::stop() {
   if (impl_->accept_thread.joinable()) impl_->accept_thread.join();
   impl_->acceptor.close(ec);
   std::unique_lock lk(impl_->mu);
-  for (auto& s : impl_->open) ::shutdown(s->native_handle(), SHUT_RDWR);
+  for (auto& c : impl_->open) ::shutdown(c->sock.native_handle(), SHUT_RDWR);
   impl_->cv.wait(lk, [this] { return impl_->active == 0; });
 }
 

@@ -20,19 +20,25 @@ using json = nlohmann::json;
 
 namespace {
 
-http::response<http::string_body> get(const tcp::endpoint& ep, const std::string& target,
-                                      const std::string& auth = {}) {
+http::response<http::string_body> send(const tcp::endpoint& ep, http::request<http::string_body> req) {
   boost::asio::io_context ioc;
   tcp::socket s(ioc);
   s.connect(ep);
-  http::request<http::string_body> req{http::verb::get, target, 11};
-  req.set(http::field::host, "127.0.0.1");
-  if (!auth.empty()) req.set(http::field::authorization, auth);
+  if (req[http::field::host].empty()) req.set(http::field::host, "127.0.0.1");
+  req.prepare_payload();
   http::write(s, req);
   boost::beast::flat_buffer buf;
   http::response<http::string_body> res;
   http::read(s, buf, res);
   return res;
+}
+
+http::response<http::string_body> get(const tcp::endpoint& ep, const std::string& target,
+                                      const std::string& auth = {}, const std::string& host = {}) {
+  http::request<http::string_body> req{http::verb::get, target, 11};
+  if (!host.empty()) req.set(http::field::host, host);
+  if (!auth.empty()) req.set(http::field::authorization, auth);
+  return send(ep, std::move(req));
 }
 
 audit::AuditRecord row(std::string agent, std::string host, std::string decision, std::string reason = {}) {
@@ -71,6 +77,10 @@ class AdminApi : public ::testing::Test {
     o.metrics = [] { return std::string("netbox_up 1\n"); };
     o.live = [] { return dashboards::LiveStats{7, 3, 0, 2, 1, 10, 20}; };
     o.ready = [this] { return ready; };
+    o.approvals = [this](const std::string& line) {
+      answered.push_back(line);
+      return std::string(R"({"ok":true})");
+    };
     server = std::make_unique<dashboards::AdminServer>(o);
     ep = server->local_endpoint();
   }
@@ -80,6 +90,7 @@ class AdminApi : public ::testing::Test {
   std::unique_ptr<dashboards::AdminServer> server;
   tcp::endpoint ep;
   bool ready = true;
+  std::vector<std::string> answered;  // approval op lines that reached the proxy
 };
 
 }  // namespace
@@ -342,4 +353,62 @@ TEST_F(AdminApi, TokenGuardsEverythingButProbes) {
   auto login = get(ep, "/?token=s3cret");
   EXPECT_EQ(login.result_int(), 303);
   EXPECT_NE(std::string(login[http::field::set_cookie]).find("HttpOnly"), std::string::npos);
+}
+
+// DNS rebinding: a web page the operator visits points its own name at 127.0.0.1 and
+// reads the audit through the browser. An endpoint without a token answers only a Host
+// that is an address or localhost; with a token the name is harmless (the page has none).
+TEST_F(AdminApi, AnEndpointWithoutATokenAnswersNoNamedHost) {
+  start();
+  const std::string port = std::to_string(ep.port());
+  const auto rebound = get(ep, "/api/requests?limit=1", {}, "rebind.attacker.example:" + port);
+  EXPECT_EQ(rebound.result_int(), 421);
+  EXPECT_EQ(rebound.body().find("api.test"), std::string::npos) << rebound.body();
+  EXPECT_EQ(get(ep, "/metrics", {}, "attacker.example").result_int(), 421);
+  for (const std::string& host : std::vector<std::string>{"127.0.0.1:" + port, "127.0.0.1", "localhost:" + port, "[::1]:" + port})
+    EXPECT_EQ(get(ep, "/api/requests?limit=1", {}, host).result_int(), 200) << host;
+  server.reset();
+  start("s3cret");
+  EXPECT_EQ(get(ep, "/metrics", "Bearer s3cret", "netbox-admin.monitoring.svc:9090").result_int(), 200);
+}
+
+// The page's cookie goes with any page's request to this address (cookies do not tell
+// ports apart): an answer by cookie must be the page's own, as JSON; a script with the
+// bearer header answers as before.
+TEST_F(AdminApi, AnAnswerByCookieMustComeFromThePageItself) {
+  start("s3cret");
+  auto answer = [&](std::vector<std::pair<std::string, std::string>> fields) {
+    http::request<http::string_body> req{http::verb::post, "/api/approve", 11};
+    for (auto& [k, v] : fields) req.set(k, v);
+    req.body() = R"({"id":1,"scope":"launch"})";
+    return send(ep, std::move(req)).result_int();
+  };
+  const std::pair<std::string, std::string> cookie{"Cookie", "netbox_admin=s3cret"};
+  const std::string own = "http://127.0.0.1:" + std::to_string(ep.port());
+  // A cross-site form or no-cors fetch: text/plain, another origin, or a cross-site fetch.
+  EXPECT_EQ(answer({cookie, {"Content-Type", "text/plain"}}), 403);
+  EXPECT_EQ(answer({cookie, {"Content-Type", "application/json"}, {"Origin", "http://127.0.0.1:8000"}}), 403);
+  EXPECT_EQ(answer({cookie, {"Content-Type", "application/json"}, {"Sec-Fetch-Site", "same-site"}}), 403);
+  EXPECT_TRUE(answered.empty()) << answered.front();
+  // The page's own fetch, and a script with the token.
+  EXPECT_EQ(answer({cookie, {"Host", own.substr(7)}, {"Content-Type", "application/json"}, {"Origin", own},
+                    {"Sec-Fetch-Site", "same-origin"}}),
+            200);
+  EXPECT_EQ(answer({{"Authorization", "Bearer s3cret"}, {"Content-Type", "application/x-www-form-urlencoded"}}), 200);
+  EXPECT_EQ(answered.size(), 2U);
+}
+
+// Every connection held open by someone (no token needed to connect) must not shut the
+// probes and the operator out: a new connection closes the one waiting longest.
+TEST_F(AdminApi, HeldConnectionsDoNotShutOutTheProbes) {
+  start("s3cret");
+  boost::asio::io_context ioc;
+  std::vector<tcp::socket> held;
+  for (int i = 0; i < 70; ++i) {
+    held.emplace_back(ioc);
+    held.back().connect(ep);
+    boost::asio::write(held.back(), boost::asio::buffer(std::string("GET /heal")));  // a head never finished
+  }
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(get(ep, "/healthz").result_int(), 200) << i;
+  EXPECT_EQ(get(ep, "/metrics", "Bearer s3cret").result_int(), 200);
 }

@@ -58,7 +58,9 @@ inline std::string send_and_read(int fd, const std::string& request) {
 inline std::string get_from(const std::string& source, unsigned short port, const std::string& url) {
   const int fd = connect_from(source, port);
   if (fd < 0) return "connect failed";
-  auto r = send_and_read(fd, "GET " + url + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  // A path is the admin endpoint's, which answers only an address in Host (no token here).
+  const std::string host = url.starts_with("/") ? source : "x";
+  auto r = send_and_read(fd, "GET " + url + " HTTP/1.1\r\nHost: " + host + "\r\nConnection: close\r\n\r\n");
   ::close(fd);
   return r;
 }
