@@ -97,7 +97,10 @@ class TlsDoor : public std::enable_shared_from_this<TlsDoor> {
     if (auto* certs = rt_.listener_tls->certs(); certs && c.who.is_anonymous()) {
       auto v = certs->identify(peer_certificate(tls_.native_handle()), *c.policy);
       if (!v.who) refused = policy::Decision::refused("client_cert", std::move(v.why));
-      else if (!v.who->is_anonymous()) c.become(std::move(*v.who), rt_);
+      else if (!v.who->is_anonymous()) {
+        c.become(std::move(*v.who), rt_);
+        c.cert = std::move(v.held);
+      }
     }
     int fds[2];
     if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, fds) != 0) {

@@ -194,8 +194,13 @@ bool HttpSession<Stream>::take_client_token() {
 
 // A later request on a connection a token identified (here or at a SOCKS5 door): the token
 // is checked again, so one revoked or expired since stops here, whatever the keep-alive.
+// A client certificate likewise: taken out of the book, or past its end, it stops here.
 template <class Stream>
 bool HttpSession<Stream>::token_still_holds() {
+  if (link_.cert && impl_.listener_tls && impl_.listener_tls->certs()) {
+    if (auto why = impl_.listener_tls->certs()->recheck(*link_.cert); !why.empty())
+      return refuse_credential(policy::Decision::refused("client_cert", std::move(why))), false;
+  }
   if (!link_.token || !impl_.client_tokens) return true;
   auto why = impl_.client_tokens->recheck(*link_.token);
   if (why.empty()) return true;

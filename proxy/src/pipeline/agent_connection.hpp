@@ -49,6 +49,7 @@ struct AgentConnection {
   // The client token it showed, if any (client_tokens.hpp): HTTP checks it again before
   // each later request on the connection, so a revoked one stops there.
   std::optional<ClientTokens::Held> token;
+  std::optional<ClientCerts::Held> cert;  // likewise the client certificate it showed (client_certs.hpp)
   // The policy in force when the connection was opened decides all of it: a reload
   // applies to new connections. `profile` is the agent's, inside *policy.
   PolicyPtr policy;

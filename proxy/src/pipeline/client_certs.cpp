@@ -7,6 +7,7 @@
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 
+#include <ctime>
 #include <memory>
 
 namespace netbox::proxy {
@@ -49,6 +50,7 @@ PeerCertificate peer_certificate(SSL* ssl) {
   p.subject.cn = common_name(cert.get());
   p.subject.uris = uri_names(cert.get());
   if (const long v = SSL_get_verify_result(ssl); v != X509_V_OK) p.problem = X509_verify_cert_error_string(v);
+  if (std::tm end{}; ASN1_TIME_to_tm(X509_get0_notAfter(cert.get()), &end) == 1) p.not_after = ::timegm(&end);
   return p;
 }
 
@@ -61,20 +63,34 @@ ClientCerts::ClientCerts(std::filesystem::path book, bool allow_anonymous,
 
 ClientCerts::Verdict ClientCerts::identify(const PeerCertificate& cert, const policy::Policy& policy) {
   if (!cert.presented) {
-    if (allow_anonymous_) return {AgentIdentity{}, {}};
-    return {std::nullopt, "this proxy needs a client certificate signed by its client CA (--client-ca)"};
+    if (allow_anonymous_) return {AgentIdentity{}, {}, {}};
+    return {std::nullopt, "this proxy needs a client certificate signed by its client CA (--client-ca)", {}};
   }
   // The subject as the certificate spells it may be anything: it is printed escaped (rows
   // and log lines escape control characters), and only an exact match maps it.
   const std::string named = "the client certificate " + cert.subject.text();
-  if (!cert.problem.empty()) return {std::nullopt, named + " is not trusted: " + cert.problem};
-  const auto* entry = book_.current()->find(cert.subject);
-  if (!entry) return {std::nullopt, named + " is not in the certificate book (--client-certs)"};
-  if (auto why = missing_profile(named, entry->profile, policy)) return {std::nullopt, std::move(*why)};
+  if (!cert.problem.empty()) return {std::nullopt, named + " is not trusted: " + cert.problem, {}};
+  const auto now = book_.snapshot();
+  const auto* entry = now.book->find(cert.subject);
+  if (!entry) return {std::nullopt, named + " is not in the certificate book (--client-certs)", {}};
+  if (auto why = missing_profile(named, entry->profile, policy)) return {std::nullopt, std::move(*why), {}};
   AgentIdentity who;
   who.agent = entry->agent;
   who.profile = entry->profile;
-  return {std::move(who), {}};
+  return {std::move(who), {}, Held{cert, *entry, now.generation}};
+}
+
+std::string ClientCerts::recheck(Held& held) {
+  const std::string named = "the client certificate " + held.cert.subject.text();
+  if (held.cert.not_after > 0 && std::time(nullptr) >= held.cert.not_after) return named + " has expired";
+  const auto now = book_.snapshot();
+  if (held.generation == now.generation) return {};
+  const auto* entry = now.book->find(held.cert.subject);
+  if (!entry) return named + " is no longer in the certificate book (--client-certs)";
+  if (entry->agent != held.entry.agent || entry->profile != held.entry.profile)
+    return named + " changed in the certificate book: connect again";
+  held.generation = now.generation;
+  return {};
 }
 
 }  // namespace netbox::proxy

@@ -16,6 +16,7 @@
 #include <openssl/ssl.h>
 
 #include <filesystem>
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
@@ -31,6 +32,7 @@ struct PeerCertificate {
   bool presented = false;
   std::string problem;  // why it is not trusted (OpenSSL's verification error); empty: trusted
   tokens::CertSubject subject;
+  std::int64_t not_after = 0;  // its end of validity, Unix seconds (0: none read)
 };
 
 // Read from a connection whose handshake is done (the listener's verification callback
@@ -43,13 +45,25 @@ class ClientCerts {
   ClientCerts(std::filesystem::path book, bool allow_anonymous,
               std::function<void(bool ok, const std::string& text)> on_reload = {});
 
+  // What a connection's certificate made it (its entry in the book, the book's generation
+  // then, when the certificate ends): checked again before each later request, as a
+  // token is (ClientTokens::Held), so a certificate taken out of the book, moved to
+  // another agent, or past its notAfter stops a keep-alive connection there.
+  struct Held {
+    PeerCertificate cert;
+    tokens::CertEntry entry;
+    std::uint64_t generation = 0;
+  };
   // As ClientTokens::Verdict: `who` (still `anonymous` for a client that showed none where
   // anonymous clients are allowed), else `why`, the reason of its 407.
   struct Verdict {
     std::optional<AgentIdentity> who;
     std::string why;
+    std::optional<Held> held;  // with a certificate's `who`
   };
   Verdict identify(const PeerCertificate& cert, const policy::Policy& policy);
+  // Empty: `held` still holds (brought up to the book's generation); else why not.
+  std::string recheck(Held& held);
 
  private:
   const bool allow_anonymous_;

@@ -173,6 +173,55 @@ TEST_F(ClientCertsTest, NoForeignExpiredOrUnmappedCertificateGetsThroughAndEachI
   EXPECT_EQ(upstream.requests(), 0u);
 }
 
+// A certificate taken out of the book stops a connection already open with it at its
+// next request (407), as a revoked token does: keep-alive is no way to outlast revocation.
+TEST_F(ClientCertsTest, ACertificateTakenOutOfTheBookStopsItsOpenConnection) {
+  start();
+  const auto first = dir.path() / "first-done", go = dir.path() / "go";
+  // One TLS connection to the listener with the certificate, two requests on it; between
+  // them the test edits the book.
+  const std::string script = R"(
+import os, socket, ssl, sys, time
+port, ca, crt, key, url, first, go = sys.argv[1:8]
+ctx = ssl.create_default_context(cafile=ca)
+ctx.load_cert_chain(crt, key)
+s = ctx.wrap_socket(socket.create_connection(("127.0.0.1", int(port))), server_hostname="127.0.0.1")
+f = s.makefile("rb")
+def ask():
+    s.sendall(("GET " + url + " HTTP/1.1\r\nHost: upstream.test\r\n\r\n").encode())
+    status = f.readline().split()[1].decode()
+    length = 0
+    while True:
+        line = f.readline()
+        if line in (b"\r\n", b""): break
+        if line.lower().startswith(b"content-length:"): length = int(line.split(b":")[1])
+    f.read(length)
+    return status
+print(ask(), flush=True)
+open(first, "w").close()
+while not os.path.exists(go): time.sleep(0.05)
+print(ask(), flush=True)
+)";
+  RunResult r;
+  std::thread client([&] {
+    r = run({"python3", "-c", script, std::to_string(port), listener_ca.crt.string(), good.crt.string(),
+             good.key.string(), upstream_url("/echo"), first.string(), go.string()});
+  });
+  for (int i = 0; i < 400 && !fs::exists(first); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  EXPECT_TRUE(fs::exists(first));
+  std::ofstream(book) << R"({"version": 1, "certificates": [
+    {"uri": "spiffe://corp/ci", "agent": "spiffe-runner", "profile": "builders"}]})";
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // the book is looked at once a second
+  std::ofstream(go).close();
+  client.join();
+  EXPECT_EQ(r.out, "200\n407\n") << r.err;
+  const auto row = last_row();
+  EXPECT_EQ(row.rule, "client_cert");
+  EXPECT_EQ(row.status, 407);
+  EXPECT_THAT(row.reason, HasSubstr("CN=ci-runner-01 is no longer in the certificate book"));
+  EXPECT_EQ(upstream.requests(), 1u);
+}
+
 TEST_F(ClientCertsTest, AllowAnonymousServesOnlyTheClientThatShowedNoCertificate) {
   start(true);
   auto none = get({});
