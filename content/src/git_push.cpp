@@ -156,20 +156,42 @@ std::string apply_delta(std::string_view base, std::string_view delta, std::size
   return out;
 }
 
-std::vector<std::string> commit_parents(std::string_view text, std::size_t id_length) {
-  std::vector<std::string> parents;
-  std::size_t at = 0;
-  while (at < text.size()) {
-    const std::size_t eol = text.find('\n', at);
-    if (eol == std::string_view::npos || eol == at) break;  // the headers end at a blank line
-    const std::string_view line = text.substr(at, eol - at);
-    if (line.starts_with("parent ")) {
-      const std::string_view id = line.substr(7);
-      if (id.size() != id_length || !is_hex(id)) throw Refused("a commit names a parent that is not an object id");
-      parents.emplace_back(id);
-    }
-    at = eol + 1;
+// The lines of a commit's header, up to the blank line before its message.
+class HeaderLines {
+ public:
+  explicit HeaderLines(std::string_view text) : text_(text) {}
+  std::optional<std::string_view> next() {
+    if (at_ >= text_.size()) return std::nullopt;
+    const std::size_t eol = std::min(text_.find('\n', at_), text_.size());
+    if (eol == at_) return std::nullopt;
+    const std::string_view line = text_.substr(at_, eol - at_);
+    at_ = eol + 1;
+    return line;
   }
+
+ private:
+  std::string_view text_;
+  std::size_t at_ = 0;
+};
+
+// A commit's parents as git reads them (parse_commit_buffer): the `tree` line first,
+// then the `parent` lines right after it. git takes a `parent` line anywhere else for an
+// unknown header (fsck accepts it after `committer`), so a commit that has one is not
+// read (nullopt): counting it would show a root commit as a child of the old tip, and
+// a force push as a fast-forward.
+std::optional<std::vector<std::string>> commit_parents(std::string_view text, std::size_t id_length) {
+  HeaderLines lines(text);
+  auto line = lines.next();
+  if (!line || !line->starts_with("tree ") || line->size() != 5 + id_length || !is_hex(line->substr(5)))
+    return std::nullopt;
+  std::vector<std::string> parents;
+  for (line = lines.next(); line && line->starts_with("parent "); line = lines.next()) {
+    const std::string_view id = line->substr(7);
+    if (id.size() != id_length || !is_hex(id)) throw Refused("a commit names a parent that is not an object id");
+    parents.emplace_back(id);
+  }
+  for (; line; line = lines.next())
+    if (line->starts_with("parent ")) return std::nullopt;
   return parents;
 }
 
@@ -194,7 +216,7 @@ struct PackReader {
     kept_bytes += text.size();
     if (kept_bytes > 64 * limits.max_commit_bytes) throw Refused("the pack holds more commit text than netbox checks");
     std::string id = object_id(sha256, "commit", text);
-    push.commits[id] = commit_parents(text, id_bytes() * 2);
+    if (auto parents = commit_parents(text, id_bytes() * 2)) push.commits[id] = std::move(*parents);
     Entry& e = by_offset[offset];
     e.kind = Kind::commit;
     e.commit = std::move(text);

@@ -96,6 +96,31 @@ TEST_F(GitPushTest, AForcePushIsNotShownAsAFastForward) {
   EXPECT_FALSE(push.shows_fast_forward(push.updates[0]));
 }
 
+// A commit whose `parent` line comes after `committer` is a root commit to git (its
+// parse_commit_buffer counts only the `parent` lines right after `tree`; fsck accepts the
+// commit). Counting that line would pass a force push of a protected ref as a
+// fast-forward from the old tip.
+TEST_F(GitPushTest, AParentLineAfterTheOtherHeadersIsNoParent) {
+  const std::string old_tip = commit("a");
+  const std::string tree = rev("HEAD^{tree}");
+  const std::string who = "agent <agent@example.test> 1700000000 +0000\n";
+  auto pushed = [&](const std::string& header) {
+    const std::string id = git({"hash-object", "-t", "commit", "-w", "--stdin"}, header + "\nrewritten\n");
+    const std::string new_id = id.substr(0, id.find('\n'));
+    return read(pkt(old_tip + " " + new_id + " refs/heads/main\n") + "0000" +
+                git({"pack-objects", "--stdout", "-q"}, new_id + "\n"));
+  };
+  const GitPush forced = pushed("tree " + tree + "\nauthor " + who + "committer " + who + "parent " + old_tip + "\n");
+  ASSERT_EQ(forced.updates.size(), 1u);
+  const std::string rewritten = forced.updates[0].new_id;
+  EXPECT_EQ(git({"rev-list", "--parents", "-n1", rewritten}), rewritten + "\n") << "a root commit to git";
+  EXPECT_FALSE(forced.shows_fast_forward(forced.updates[0]));
+  EXPECT_FALSE(forced.commits.contains(rewritten)) << "a commit git reads otherwise is not read";
+  // The same line right after `tree` is a parent, to git and to netbox.
+  const GitPush child = pushed("tree " + tree + "\nparent " + old_tip + "\nauthor " + who + "committer " + who);
+  EXPECT_TRUE(child.shows_fast_forward(child.updates[0]));
+}
+
 TEST_F(GitPushTest, ACreationAndADeletionAreSaidSo) {
   commit("a");
   const std::string b = commit("b");

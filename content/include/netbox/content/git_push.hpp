@@ -28,8 +28,11 @@ struct RefUpdate {
 struct GitPush {
   std::vector<RefUpdate> updates;
   std::string capabilities;  // as the client sent them after the first command's NUL
-  // The pack's commits: id -> parent ids. Commits that are deltas against objects the
-  // pack does not hold (a thin pack's bases on the server) are missing from here.
+  // The pack's commits: id -> parent ids, read as git reads them: the `parent` lines
+  // right after the `tree` line. Missing from here, so that no walk passes through them:
+  // commits that are deltas against objects the pack does not hold (a thin pack's bases
+  // on the server), and commits with a `parent` line anywhere else (git does not count
+  // it; reading it would show a root commit as a child).
   std::map<std::string, std::vector<std::string>, std::less<>> commits;
   std::size_t objects = 0;  // what the pack's header announced
 
