@@ -4,9 +4,9 @@
 #include <zlib.h>
 
 #include <algorithm>
-#include <deque>
 #include <set>
 #include <stdexcept>
+#include <unordered_map>
 
 namespace netbox::content {
 namespace {
@@ -178,8 +178,10 @@ class HeaderLines {
 // then the `parent` lines right after it. git takes a `parent` line anywhere else for an
 // unknown header (fsck accepts it after `committer`), so a commit that has one is not
 // read (nullopt): counting it would show a root commit as a child of the old tip, and
-// a force push as a fast-forward.
-std::optional<std::vector<std::string>> commit_parents(std::string_view text, std::size_t id_length) {
+// a force push as a fast-forward. Each parent is kept once: a commit may repeat one
+// line many times, and each copy would be walked again.
+std::optional<std::vector<std::string>> commit_parents(std::string_view text, std::size_t id_length,
+                                                       std::size_t max_parents) {
   HeaderLines lines(text);
   auto line = lines.next();
   if (!line || !line->starts_with("tree ") || line->size() != 5 + id_length || !is_hex(line->substr(5)))
@@ -188,10 +190,14 @@ std::optional<std::vector<std::string>> commit_parents(std::string_view text, st
   for (line = lines.next(); line && line->starts_with("parent "); line = lines.next()) {
     const std::string_view id = line->substr(7);
     if (id.size() != id_length || !is_hex(id)) throw Refused("a commit names a parent that is not an object id");
+    if (parents.size() == max_parents)
+      throw Refused("a commit has more than " + std::to_string(max_parents) + " parents, more than netbox checks");
     parents.emplace_back(id);
   }
   for (; line; line = lines.next())
     if (line->starts_with("parent ")) return std::nullopt;
+  std::sort(parents.begin(), parents.end());
+  parents.erase(std::unique(parents.begin(), parents.end()), parents.end());
   return parents;
 }
 
@@ -216,7 +222,7 @@ struct PackReader {
     kept_bytes += text.size();
     if (kept_bytes > 64 * limits.max_commit_bytes) throw Refused("the pack holds more commit text than netbox checks");
     std::string id = object_id(sha256, "commit", text);
-    if (auto parents = commit_parents(text, id_bytes() * 2)) push.commits[id] = std::move(*parents);
+    if (auto parents = commit_parents(text, id_bytes() * 2, limits.max_parents)) push.commits[id] = std::move(*parents);
     Entry& e = by_offset[offset];
     e.kind = Kind::commit;
     e.commit = std::move(text);
@@ -298,6 +304,79 @@ struct PackReader {
   }
 };
 
+// The pack's commits numbered, each with its parents' numbers, built once per push: the
+// walks of all its updates step along integers rather than look ids up, and share one
+// bound on the links they follow.
+class Ancestry {
+ public:
+  explicit Ancestry(const std::map<std::string, std::vector<std::string>, std::less<>>& commits)
+      : commits_(commits.size()) {
+    for (const auto& [id, parents] : commits) number(id);
+    first_.reserve(commits_ + 1);
+    for (const auto& [id, parents] : commits) {
+      first_.push_back(parents_.size());
+      for (const std::string& parent : parents) parents_.push_back(number(parent));
+    }
+    first_.push_back(parents_.size());
+    seen_.assign(numbers_.size(), 0);
+  }
+
+  // Whether `to` is an ancestor of the pack's commit `from`, each link followed taking
+  // one of `links_left`; nullopt when they run out first.
+  std::optional<bool> reaches(std::string_view from, std::string_view to, std::size_t& links_left) {
+    const auto f = numbers_.find(from), t = numbers_.find(to);
+    if (f == numbers_.end() || t == numbers_.end() || f->second >= commits_) return false;
+    ++walk_;
+    std::vector<std::uint32_t> todo{f->second};
+    seen_[f->second] = walk_;
+    while (!todo.empty()) {
+      const std::uint32_t commit = todo.back();
+      todo.pop_back();
+      for (std::size_t i = first_[commit]; i < first_[commit + 1]; ++i) {
+        if (links_left == 0) return std::nullopt;
+        --links_left;
+        const std::uint32_t parent = parents_[i];
+        if (parent == t->second) return true;
+        if (seen_[parent] == walk_) continue;
+        seen_[parent] = walk_;
+        if (parent < commits_) todo.push_back(parent);  // the others are not in the pack
+      }
+    }
+    return false;
+  }
+
+ private:
+  std::uint32_t number(std::string_view id) {
+    return numbers_.try_emplace(id, static_cast<std::uint32_t>(numbers_.size())).first->second;
+  }
+
+  std::size_t commits_;  // numbers below are the pack's commits, the rest only parents
+  std::unordered_map<std::string_view, std::uint32_t> numbers_;
+  std::vector<std::size_t> first_;  // commit n's parents: parents_[first_[n] .. first_[n + 1])
+  std::vector<std::uint32_t> parents_;
+  std::vector<std::uint32_t> seen_;  // the walk that last reached each number
+  std::uint32_t walk_ = 0;
+};
+
+// The (old, new) of every update the pack shows to be a fast-forward, each pair walked
+// once and all of them within limits.max_walk_edges links: a push may name 1000 updates,
+// each of which could walk the whole pack.
+std::set<std::pair<std::string, std::string>> walk_fast_forwards(const GitPush& push, const GitPushLimits& limits) {
+  std::set<std::pair<std::string, std::string>> shown, walked;
+  std::optional<Ancestry> ancestry;
+  std::size_t links_left = limits.max_walk_edges;
+  for (const RefUpdate& u : push.updates) {
+    if (u.deletes() || u.creates() || u.old_id == u.new_id || !walked.emplace(u.old_id, u.new_id).second) continue;
+    if (!ancestry) ancestry.emplace(push.commits);
+    const std::optional<bool> reached = ancestry->reaches(u.new_id, u.old_id, links_left);
+    if (!reached)
+      throw Refused("telling fast-forwards from force pushes takes more than " + std::to_string(limits.max_walk_edges) +
+                    " steps from a commit to a parent, more than netbox walks for one push");
+    if (*reached) shown.emplace(u.old_id, u.new_id);
+  }
+  return shown;
+}
+
 }  // namespace
 
 bool RefUpdate::creates() const { return all_zero(old_id); }
@@ -306,19 +385,7 @@ bool RefUpdate::deletes() const { return all_zero(new_id); }
 bool GitPush::shows_fast_forward(const RefUpdate& update) const {
   if (update.deletes()) return false;
   if (update.creates() || update.old_id == update.new_id) return true;
-  std::set<std::string_view> seen;
-  std::deque<std::string_view> todo{update.new_id};
-  while (!todo.empty()) {
-    const std::string_view id = todo.front();
-    todo.pop_front();
-    auto it = commits.find(id);
-    if (it == commits.end() || !seen.insert(id).second) continue;
-    for (const std::string& parent : it->second) {
-      if (parent == update.old_id) return true;
-      todo.push_back(parent);
-    }
-  }
-  return false;
+  return fast_forwards.contains({update.old_id, update.new_id});
 }
 
 PktLine read_pkt_line(std::string_view in) {
@@ -442,6 +509,7 @@ std::variant<GitPush, GitPushRefusal> read_git_push(std::string_view body, const
     }
     PackReader reader{rest, id_length == 64, limits, push, {}, {}, 0};
     reader.read();
+    push.fast_forwards = walk_fast_forwards(push, limits);
   } catch (const Refused& e) {
     return GitPushRefusal{e.what()};
   }

@@ -4,6 +4,7 @@
 
 #include "support/process.hpp"
 #include "support/git_repo.hpp"
+#include "support/hand_pack.hpp"
 #include "support/temp_dir.hpp"
 
 #include <gtest/gtest.h>
@@ -161,6 +162,93 @@ TEST_F(GitPushTest, WhatCannotBeReadIsRefused) {
   EXPECT_NE(refused(pkt(a + " " + b.substr(1) + " refs/heads/x\n") + "0000").find("object ids"), std::string::npos);
   EXPECT_NE(refused(pkt(a + " " + kZero + " refs/heads/x\n") + "0000PACK").find("deletions only"), std::string::npos);
   EXPECT_NE(refused(pkt("push-cert" + std::string(1, '\0') + "x\n")).find("signed push"), std::string::npos);
+}
+
+// Commands for `updates` ((old id, new id) each, to refs/heads/agent/N) and a flush: a
+// push body once the pack is added.
+std::string commands(const std::vector<std::pair<std::string, std::string>>& updates) {
+  std::string out;
+  for (std::size_t i = 0; i < updates.size(); ++i)
+    out += test::GitRepo::pkt(updates[i].first + " " + updates[i].second + " refs/heads/agent/" + std::to_string(i) +
+                              (i == 0 ? std::string(1, '\0') + "report-status" : "") + "\n");
+  return out + "0000";
+}
+
+// A chain of `length` commits in `pack`, each naming the one before it `copies` times
+// among its parent lines, plus `others` parents no pack holds. The last commit's id.
+std::string chain(test::HandPack& pack, int length, int copies, int others, std::string* first = nullptr) {
+  std::string last;
+  for (int i = 0; i < length; ++i) {
+    std::vector<std::string> parents(last.empty() ? 0 : static_cast<std::size_t>(copies), last);
+    for (int k = 0; k < others; ++k) parents.push_back(test::sha1_hex("elsewhere " + std::to_string(i) + " " + std::to_string(k)));
+    last = pack.add(1, test::HandPack::commit_text(parents));
+    if (i == 0 && first) *first = last;
+  }
+  return last;
+}
+
+// `count` old ids that the pack's commits name but none leads to from a chain: parents
+// of commits beside it, 100 to a commit. A walk to one of them goes over the whole chain.
+std::vector<std::string> elsewhere(test::HandPack& pack, int count) {
+  std::vector<std::string> ids;
+  for (int i = 0; i < count; ++i) ids.push_back(test::sha1_hex("gone " + std::to_string(i)));
+  for (std::size_t at = 0; at < ids.size(); at += 100)
+    pack.add(1, test::HandPack::commit_text({ids.begin() + static_cast<long>(at),
+                                             ids.begin() + static_cast<long>(std::min(at + 100, ids.size()))}));
+  return ids;
+}
+
+// The reviewer's push, scaled to the test: commits repeating their one parent line (100
+// times, the most a commit may have) and 300 updates whose old commits are not in the
+// pack (but named by it). Each parent is walked once: the 301 walks take 59 steps each, within a bound
+// that one walk over every repeated line would pass.
+TEST(GitPushWalk, RepeatedParentLinesAreWalkedOnce) {
+  test::HandPack pack;
+  std::string root;
+  const std::string tip = chain(pack, 60, 100, 0, &root);
+  std::vector<std::pair<std::string, std::string>> updates{{root, tip}};
+  for (const std::string& old_id : elsewhere(pack, 300)) updates.emplace_back(old_id, tip);
+  GitPushLimits limits;
+  limits.max_walk_edges = 301 * 59;
+  auto r = read_git_push(commands(updates) + pack.bytes(), limits);
+  ASSERT_TRUE(std::holds_alternative<GitPush>(r)) << std::get<GitPushRefusal>(r).reason;
+  const GitPush& push = std::get<GitPush>(r);
+  EXPECT_EQ(push.commits.at(tip).size(), 1u);
+  EXPECT_TRUE(push.shows_fast_forward(push.updates[0]));
+  EXPECT_FALSE(push.shows_fast_forward(push.updates[1]));
+  EXPECT_EQ(push.fast_forwards.size(), 1u);
+}
+
+// 1000 updates (the most a push may name) that each walk 50 commits of 100 parents:
+// five million steps, refused at the bound (2^22) rather than walked.
+TEST(GitPushWalk, WalksPastTheBoundAreRefused) {
+  test::HandPack pack;
+  const std::string tip = chain(pack, 50, 1, 99);
+  std::vector<std::pair<std::string, std::string>> updates;
+  for (const std::string& old_id : elsewhere(pack, 1000)) updates.emplace_back(old_id, tip);
+  auto r = read_git_push(commands(updates) + pack.bytes());
+  ASSERT_TRUE(std::holds_alternative<GitPushRefusal>(r)) << "the push was walked to the end";
+  EXPECT_NE(std::get<GitPushRefusal>(r).reason.find("more than 4194304 steps from a commit to a parent"), std::string::npos)
+      << std::get<GitPushRefusal>(r).reason;
+}
+
+// A commit of 21,000 identical parent lines (1 MB) is refused when read, before any walk.
+TEST(GitPushWalk, ACommitWithMoreParentsThanTheBoundIsRefused) {
+  test::HandPack pack;
+  const std::string old_tip = test::sha1_hex("old");
+  const std::string tip = pack.add(1, test::HandPack::commit_text(std::vector<std::string>(21000, old_tip)));
+  auto r = read_git_push(commands({{old_tip, tip}}) + pack.bytes());
+  ASSERT_TRUE(std::holds_alternative<GitPushRefusal>(r));
+  EXPECT_NE(std::get<GitPushRefusal>(r).reason.find("more than 100 parents"), std::string::npos)
+      << std::get<GitPushRefusal>(r).reason;
+  // An octopus merge within the bound is read.
+  test::HandPack octopus;
+  std::vector<std::string> parents{old_tip};
+  for (int k = 1; k < 100; ++k) parents.push_back(test::sha1_hex("branch " + std::to_string(k)));
+  const std::string merge = octopus.add(1, test::HandPack::commit_text(parents));
+  auto read = read_git_push(commands({{old_tip, merge}}) + octopus.bytes());
+  ASSERT_TRUE(std::holds_alternative<GitPush>(read)) << std::get<GitPushRefusal>(read).reason;
+  EXPECT_TRUE(std::get<GitPush>(read).shows_fast_forward(std::get<GitPush>(read).updates[0]));
 }
 
 // A server for git's ext:: transport that sends `answer` (its ref advertisement and

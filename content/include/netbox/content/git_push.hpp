@@ -5,13 +5,17 @@
 // the commits (and their parents) are decoded, so that a rule can tell a fast-forward
 // from a force push by walking from the new commit to the old one. Anything that cannot
 // be read is refused, and a walk that cannot be completed from the pack shows nothing
-// (the caller fails closed).
+// (the caller fails closed). The work is linear in the body: a commit's parents and the
+// walks of all the updates together are bounded (GitPushLimits), and a push past a bound
+// is refused, naming it.
 #include <cstddef>
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -28,13 +32,16 @@ struct RefUpdate {
 struct GitPush {
   std::vector<RefUpdate> updates;
   std::string capabilities;  // as the client sent them after the first command's NUL
-  // The pack's commits: id -> parent ids, read as git reads them: the `parent` lines
-  // right after the `tree` line. Missing from here, so that no walk passes through them:
-  // commits that are deltas against objects the pack does not hold (a thin pack's bases
-  // on the server), and commits with a `parent` line anywhere else (git does not count
-  // it; reading it would show a root commit as a child).
+  // The pack's commits: id -> parent ids (each once), read as git reads them: the
+  // `parent` lines right after the `tree` line. Missing from here, so that no walk passes
+  // through them: commits that are deltas against objects the pack does not hold (a thin
+  // pack's bases on the server), and commits with a `parent` line anywhere else (git
+  // does not count it; reading it would show a root commit as a child).
   std::map<std::string, std::vector<std::string>, std::less<>> commits;
   std::size_t objects = 0;  // what the pack's header announced
+  // The updates' (old id, new id) the pack shows to be fast-forwards: read_git_push walks
+  // them all at once, within one bound.
+  std::set<std::pair<std::string, std::string>> fast_forwards;
 
   // Whether `update`'s new commit is shown by the pack to descend from its old one (a
   // fast-forward). False when it does not, or when the pack cannot show it.
@@ -49,6 +56,12 @@ struct GitPushLimits {
   std::size_t max_updates = 1000;
   std::size_t max_objects = 1'000'000;
   std::size_t max_commit_bytes = 1 << 20;  // one commit's text (and a delta that builds one)
+  // `parent` lines of one commit: real octopus merges have dozens (the largest in Linux
+  // has 66); thousands only make every walk longer.
+  std::size_t max_parents = 100;
+  // Commit-to-parent links walked for all of a push's updates together: one update's
+  // walk visits each commit once, but a push may name 1000 updates.
+  std::size_t max_walk_edges = std::size_t{1} << 22;
 };
 
 // `body` is the whole request body (the caller bounds it). A push with only deletions
