@@ -78,9 +78,22 @@ std::string object_id(bool sha256, std::string_view type, std::string_view data)
   return hex(d.raw());
 }
 
+// What a push may still inflate: the bound is per push, since a pack of small objects
+// can claim as much as one huge one.
+struct Inflation {
+  std::uint64_t limit;
+  std::uint64_t used = 0;
+  void add(std::size_t n) {
+    used += n;
+    if (used > limit)
+      throw Refused("the pack's objects inflate to more than " + std::to_string(limit) +
+                    " bytes, more than netbox inflates for one push");
+  }
+};
+
 // Inflates one zlib stream from the front of `in`; returns the bytes it used. The output
 // is kept only when `keep` (else counted and dropped), and must be exactly `size` bytes.
-std::size_t inflate_object(std::string_view in, std::uint64_t size, bool keep, std::string& out) {
+std::size_t inflate_object(std::string_view in, std::uint64_t size, bool keep, std::string& out, Inflation& inflation) {
   z_stream z{};
   if (inflateInit(&z) != Z_OK) throw Refused("zlib");
   struct End {
@@ -97,6 +110,7 @@ std::size_t inflate_object(std::string_view in, std::uint64_t size, bool keep, s
     const int rc = inflate(&z, Z_NO_FLUSH);
     const std::size_t n = sizeof buffer - z.avail_out;
     produced += n;
+    inflation.add(n);
     if (produced > size) throw Refused("a pack object is larger than its header says");
     if (keep) out.append(buffer, n);
     if (rc == Z_STREAM_END) break;
@@ -215,6 +229,7 @@ struct PackReader {
   std::map<std::size_t, Entry> by_offset;
   std::map<std::string, const Entry*, std::less<>> commit_by_id;
   std::size_t kept_bytes = 0;
+  Inflation inflation;
 
   std::size_t id_bytes() const { return sha256 ? 32 : 20; }
 
@@ -291,7 +306,7 @@ struct PackReader {
                       size <= 2 * static_cast<std::uint64_t>(limits.max_commit_bytes);
     if (type == 1 && !keep) throw Refused("a commit larger than netbox checks");
     std::string data;
-    at += inflate_object(pack.substr(at, end - at), size, keep, data);
+    at += inflate_object(pack.substr(at, end - at), size, keep, data, inflation);
     if (type == 1) {
       add_commit(start, std::move(data));
       return at;
@@ -507,7 +522,7 @@ std::variant<GitPush, GitPushRefusal> read_git_push(std::string_view body, const
       if (!rest.empty()) throw Refused("a push of deletions only carries a pack");
       return push;
     }
-    PackReader reader{rest, id_length == 64, limits, push, {}, {}, 0};
+    PackReader reader{rest, id_length == 64, limits, push, {}, {}, 0, Inflation{limits.max_inflated_bytes, 0}};
     reader.read();
     push.fast_forwards = walk_fast_forwards(push, limits);
   } catch (const Refused& e) {

@@ -173,7 +173,10 @@ class Checker {
                          (content_type.empty() ? std::string("not given") : "\"" + std::string(content_type) + "\"") +
                          ", not " + std::string(kGitRequest) + ", the body of a push"},
                     nullptr);
-    auto read = content::read_git_push(body);
+    // The pack is inflated within a multiple of the window the body itself was held to.
+    content::GitPushLimits limits;
+    limits.max_inflated_bytes = content::kInflatedPerWindowByte * body_.window;
+    auto read = content::read_git_push(body, limits);
     if (auto* e = std::get_if<content::GitPushRefusal>(&read))
       return refuse({403, "", "the push cannot be read: " + e->reason}, nullptr);
     const auto& push = std::get<content::GitPush>(read);

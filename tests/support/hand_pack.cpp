@@ -25,7 +25,7 @@ std::string deflated(const std::string& data) {
   uLongf size = compressBound(data.size());
   std::string out(size, '\0');
   if (compress2(reinterpret_cast<Bytef*>(out.data()), &size, reinterpret_cast<const Bytef*>(data.data()), data.size(),
-                Z_BEST_COMPRESSION) != Z_OK)
+                Z_BEST_SPEED) != Z_OK)
     throw std::runtime_error("compress2");
   out.resize(size);
   return out;
@@ -48,10 +48,16 @@ std::string entry_header(int type, std::uint64_t size) {
 std::string sha1_hex(const std::string& data) { return hex(sha1_raw(data)); }
 
 std::string HandPack::add(int type, const std::string& data, std::optional<std::uint64_t> declared) {
-  entries_ += entry_header(type, declared.value_or(data.size())) + deflated(data);
+  last_ = entry_header(type, declared.value_or(data.size())) + deflated(data);
+  entries_ += last_;
   ++count_;
   const std::string name = type == 1 ? "commit" : type == 2 ? "tree" : type == 3 ? "blob" : "tag";
   return sha1_hex(name + " " + std::to_string(data.size()) + std::string(1, '\0') + data);
+}
+
+void HandPack::repeat_last(int copies) {
+  for (int i = 0; i < copies; ++i) entries_ += last_;
+  count_ += static_cast<std::uint32_t>(copies);
 }
 
 std::string HandPack::commit_text(const std::vector<std::string>& parents) {

@@ -14,6 +14,8 @@ class HandPack {
   // Adds an object of `type` (1 commit, 3 blob) whose zlib stream inflates to `data`
   // and whose entry header declares `declared` bytes (its size when not given). Its id.
   std::string add(int type, const std::string& data, std::optional<std::uint64_t> declared = std::nullopt);
+  // Adds the last object `copies` more times, the same bytes (deflated once).
+  void repeat_last(int copies);
   // A commit's text: `tree`, a `parent` line for each of `parents` (repeats kept), author,
   // committer, and a message.
   static std::string commit_text(const std::vector<std::string>& parents);
@@ -21,6 +23,7 @@ class HandPack {
 
  private:
   std::string entries_;
+  std::string last_;
   std::uint32_t count_ = 0;
 };
 

@@ -251,6 +251,35 @@ TEST(GitPushWalk, ACommitWithMoreParentsThanTheBoundIsRefused) {
   EXPECT_TRUE(std::get<GitPush>(read).shows_fast_forward(std::get<GitPush>(read).updates[0]));
 }
 
+// A blob whose entry header declares 2^55 bytes: its stream, 4 MiB of zeros in 4 KiB,
+// is inflated only to the push's bound, and the push refused naming it. (Unbounded, a
+// 2 MB pack of such streams inflates to 2 GB.)
+TEST(GitPushInflation, ADeclaredHugeBlobIsInflatedOnlyToTheBound) {
+  test::HandPack pack;
+  const std::string old_tip = test::sha1_hex("old");
+  const std::string tip = pack.add(1, test::HandPack::commit_text({old_tip}));
+  pack.add(3, std::string(std::size_t{4} << 20, '\0'), std::uint64_t{1} << 55);
+  GitPushLimits limits;
+  limits.max_inflated_bytes = 1 << 20;
+  auto r = read_git_push(commands({{old_tip, tip}}) + pack.bytes(), limits);
+  ASSERT_TRUE(std::holds_alternative<GitPushRefusal>(r));
+  EXPECT_NE(std::get<GitPushRefusal>(r).reason.find("inflate to more than 1048576 bytes"), std::string::npos)
+      << std::get<GitPushRefusal>(r).reason;
+}
+
+// The bound is the push's, not an object's: 130 blobs of 1 MiB, each as large as its
+// header says, pass the default bound (8 x the largest window, 128 MiB) together.
+TEST(GitPushInflation, TheBoundCountsEveryObjectOfThePush) {
+  test::HandPack pack;
+  const std::string tip = pack.add(1, test::HandPack::commit_text({}));
+  pack.add(3, std::string(std::size_t{1} << 20, '\0'));
+  pack.repeat_last(129);
+  auto r = read_git_push(commands({{test::GitRepo::kZero, tip}}) + pack.bytes());
+  ASSERT_TRUE(std::holds_alternative<GitPushRefusal>(r));
+  EXPECT_NE(std::get<GitPushRefusal>(r).reason.find("inflate to more than 134217728 bytes"), std::string::npos)
+      << std::get<GitPushRefusal>(r).reason;
+}
+
 // A server for git's ext:: transport that sends `answer` (its ref advertisement and
 // report) and reads what git sends until git closes the pipe.
 std::string ext_server(const test::TempDir& dir, const std::string& name, const std::string& answer) {

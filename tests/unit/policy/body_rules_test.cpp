@@ -7,6 +7,7 @@
 #include "netbox/policy/load.hpp"
 
 #include "support/git_repo.hpp"
+#include "support/hand_pack.hpp"
 #include "support/process.hpp"
 #include "support/temp_dir.hpp"
 
@@ -303,6 +304,25 @@ TEST_F(GitRule, AForcePushIsRefused) {
   // Fail closed: the commands alone (no pack) cannot show a fast-forward either.
   const std::string no_pack = pkt(a + " " + b + " refs/heads/agent/x" + std::string(1, '\0') + "report-status\n") + "0000";
   EXPECT_TRUE(push(no_pack).refused());
+}
+
+// A push is inflated within 8 times its rule's window: a blob of 1 MiB of zeros (a few
+// KiB in the pack) passes the default window of a git rule (16M) and is refused under a
+// window of 64K, the reason naming the bound.
+TEST_F(GitRule, ThePackIsInflatedWithinAMultipleOfTheWindow) {
+  test::HandPack pack;
+  const std::string tip = pack.add(1, test::HandPack::commit_text({}));
+  pack.add(3, std::string(std::size_t{1} << 20, '\0'));
+  const std::string text =
+      pkt(kZero + " " + tip + " refs/heads/agent/x" + std::string(1, '\0') + "report-status\n") + "0000" + pack.bytes();
+  EXPECT_FALSE(push(text).refused()) << push(text).decision.reason;
+  RequestRule small = rule(3);
+  auto body = std::make_shared<BodyRules>(*small.body);
+  body->window = 64 << 10;
+  small.body = body;
+  const BodyCheck c = check_body(small, "application/x-git-receive-pack-request", text);
+  ASSERT_TRUE(c.refused());
+  EXPECT_THAT(c.decision.reason, HasSubstr("inflate to more than 524288 bytes"));
 }
 
 TEST_F(GitRule, AnUnreadablePushGetsAnErrLine) {

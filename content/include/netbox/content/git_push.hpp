@@ -5,9 +5,9 @@
 // the commits (and their parents) are decoded, so that a rule can tell a fast-forward
 // from a force push by walking from the new commit to the old one. Anything that cannot
 // be read is refused, and a walk that cannot be completed from the pack shows nothing
-// (the caller fails closed). The work is linear in the body: a commit's parents and the
-// walks of all the updates together are bounded (GitPushLimits), and a push past a bound
-// is refused, naming it.
+// (the caller fails closed). The work is linear in the body: the bytes inflated, a
+// commit's parents and the walks of all the updates together are bounded
+// (GitPushLimits), and a push past a bound is refused, naming it.
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -52,6 +52,10 @@ struct GitPushRefusal {
   std::string reason;
 };
 
+// What all of a push's objects may inflate to, per byte of its rule's body window: a
+// zlib stream of a few KiB can claim gigabytes, and its header's size bounds nothing.
+inline constexpr std::uint64_t kInflatedPerWindowByte = 8;
+
 struct GitPushLimits {
   std::size_t max_updates = 1000;
   std::size_t max_objects = 1'000'000;
@@ -62,6 +66,9 @@ struct GitPushLimits {
   // Commit-to-parent links walked for all of a push's updates together: one update's
   // walk visits each commit once, but a push may name 1000 updates.
   std::size_t max_walk_edges = std::size_t{1} << 22;
+  // Bytes inflated for all of the pack's objects together: kInflatedPerWindowByte times
+  // the largest body window (16M); check_body passes its rule's window.
+  std::uint64_t max_inflated_bytes = kInflatedPerWindowByte << 24;
 };
 
 // `body` is the whole request body (the caller bounds it). A push with only deletions
