@@ -224,5 +224,7 @@ using RunSql = std::function<std::vector<std::vector<std::string>>(const std::st
 // the link's ts is older), and drops each proxy's leading links whose rows are all gone,
 // keeping the last one's hash as the chain's anchor, so the chain still verifies from there.
 void trim_chain(const RunSql& run, const std::string& before);
+// The chain's starting point as the audit_prune event records it (PruneCounts::chain).
+std::string chain_record(const RunSql& run);
 
 }  // namespace netbox::audit::detail

@@ -1,5 +1,7 @@
 #include "chain.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <map>
 
 namespace netbox::audit::detail {
@@ -80,6 +82,18 @@ void trim_chain(const RunSql& run, const std::string& before) {
     run("UPDATE audit_chain_heads SET anchor_seq = ?2, anchor_hash = ?3 WHERE proxy_id = ?1",
         {proxy, std::to_string(cut.seq), cut.hash});
   }
+}
+
+std::string chain_record(const RunSql& run) {
+  auto start = nlohmann::ordered_json::object(), anchors = nlohmann::ordered_json::object();
+  for (const auto& r : run("SELECT tbl, last_id FROM audit_chain_start ORDER BY tbl", {}))
+    start[r.at(0)] = std::stoll(r.at(1));
+  // Only moved anchors: a proxy not named starts at link 1 (verify holds it to that).
+  for (const auto& r : run("SELECT proxy_id, anchor_seq, anchor_hash FROM audit_chain_heads WHERE anchor_seq > 0 "
+                           "ORDER BY proxy_id",
+                           {}))
+    anchors[r.at(0)] = nlohmann::ordered_json::array({std::stoll(r.at(1)), r.at(2)});
+  return "\"start\":" + start.dump() + ",\"anchors\":" + anchors.dump();
 }
 
 }  // namespace netbox::audit::detail

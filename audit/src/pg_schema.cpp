@@ -168,7 +168,10 @@ PruneCounts pg_prune_batch(PgConn& conn, Clock::time_point cutoff, Clock::time_p
                           {before, std::to_string(limit - counts.total())});
       counts.agents = changed(r);
     }
-    trim_chain(pg_runner(conn), before);
+    // As prune_batch in prune.cpp: only a batch that removed rows moves the chain's start.
+    const auto run = pg_runner(conn);
+    if (counts.total() > 0) trim_chain(run, before);
+    counts.chain = chain_record(run);
     conn.exec("COMMIT");
   } catch (...) {
     conn.rollback();

@@ -44,7 +44,11 @@ PruneCounts prune_batch(sqlite3* db, Clock::time_point cutoff, Clock::time_point
       n.agents = delete_some(db, "DELETE FROM agents WHERE id IN (SELECT id FROM agents WHERE ended IS NOT NULL "
                                  "AND ended < ?1 ORDER BY ended LIMIT ?2)",
                              before, limit - n.total());
-    detail::trim_chain(detail::sqlite_runner(db), before);
+    // A batch that removed nothing leaves the chain as it is: every move of its cutoff and
+    // anchors is then one the run's audit_prune event records.
+    const auto run = detail::sqlite_runner(db);
+    if (n.total() > 0) detail::trim_chain(run, before);
+    n.chain = detail::chain_record(run);
     detail::exec(db, "COMMIT");
   } catch (...) {
     sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
@@ -63,7 +67,7 @@ std::string prune_message(const PruneCounts& total, Clock::time_point cutoff) {
 std::string prune_detail(const PruneCounts& total, Clock::time_point cutoff, bool vacuum) {
   return "{\"requests\":" + std::to_string(total.requests) + ",\"events\":" + std::to_string(total.events) +
          ",\"agents\":" + std::to_string(total.agents) + ",\"before\":\"" + format_timestamp(cutoff) +
-         "\",\"vacuum\":" + (vacuum ? "true" : "false") + "}";
+         "\",\"vacuum\":" + (vacuum ? "true" : "false") + "," + total.chain + "}";
 }
 
 // The audit_prune event, written as the proxy's writer writes rows (so it gets its link in
@@ -92,6 +96,7 @@ PruneCounts prune_postgresql(const std::filesystem::path& path, Clock::time_poin
     total.requests += n.requests;
     total.events += n.events;
     total.agents += n.agents;
+    total.chain = n.chain;
     if (n.total() < 2000) break;
   }
   record_prune(path, Event{Clock::now(), "audit_prune", prune_message(total, cutoff), prune_detail(total, cutoff, false)},
@@ -113,6 +118,7 @@ PruneCounts prune(const std::filesystem::path& path, Clock::time_point cutoff, b
     total.requests += n.requests;
     total.events += n.events;
     total.agents += n.agents;
+    total.chain = n.chain;
     if (n.total() < kBatch) break;
   }
   record_prune(path, Event{Clock::now(), "audit_prune", prune_message(total, cutoff), prune_detail(total, cutoff, vacuum)},

@@ -9,6 +9,7 @@
 #include "write_store.hpp"
 
 #include "netbox/audit/prune.hpp"
+#include "netbox/audit/query.hpp"
 
 #include <nlohmann/json.hpp>
 #include <pthread.h>
@@ -682,15 +683,11 @@ struct Writer::Impl {
       pruning.requests += n.requests;
       pruning.events += n.events;
       pruning.agents += n.agents;
+      pruning.chain = n.chain;
+      // The cutoff the chain's heads now hold: the last batch's that removed rows.
+      if (n.total() > 0) pruning_before = format_timestamp(now - options.retention);
       done = n.total() < kPruneBatch;
-      if (done && pruning.total() > 0) write_alone(Event{Clock::now(), "audit_prune",
-                                      "retention: pruned " + std::to_string(pruning.requests) + " requests, " +
-                                          std::to_string(pruning.events) + " events and " +
-                                          std::to_string(pruning.agents) + " agents older than " +
-                                          std::to_string(options.retention.count()) + " s",
-                                      "{\"requests\":" + std::to_string(pruning.requests) + ",\"events\":" +
-                                          std::to_string(pruning.events) + ",\"agents\":" +
-                                          std::to_string(pruning.agents) + "}"});
+      if (done && pruning.total() > 0) write_alone(prune_event());
     } catch (const std::exception&) {
       // A store that cannot prune now (locked, full) is tried again next interval; the
       // rows it keeps meanwhile are only older than asked, never lost.
@@ -700,6 +697,18 @@ struct Writer::Impl {
     counters.pruned += pruning.total();
     pruning = {};
     next_prune = SteadyClock::now() + options.retention_interval;
+  }
+
+  // The run's audit_prune event: its counts, and what verify takes from it (docs/audit.md
+  // "Retention"): the cutoff the heads were given and the chain's starting point.
+  Event prune_event() const {
+    return Event{Clock::now(), "audit_prune",
+                 "retention: pruned " + std::to_string(pruning.requests) + " requests, " +
+                     std::to_string(pruning.events) + " events and " + std::to_string(pruning.agents) +
+                     " agents older than " + std::to_string(options.retention.count()) + " s",
+                 "{\"requests\":" + std::to_string(pruning.requests) + ",\"events\":" +
+                     std::to_string(pruning.events) + ",\"agents\":" + std::to_string(pruning.agents) +
+                     ",\"before\":\"" + pruning_before + "\"," + pruning.chain + "}"};
   }
 
   // Writer thread, no lock: an event of the writer's own, in a transaction of its own.
@@ -1013,6 +1022,7 @@ struct Writer::Impl {
   // Writer thread only (read under `mu` where noted above).
   std::vector<Item> batch;
   SteadyClock::time_point retry_at{};
+  std::string pruning_before;  // see prune_event
   SteadyClock::time_point next_prune{};  // retention: due at once, then every retention_interval
   PruneCounts pruning;                   // the current retention run, summed over its batches
   std::map<RowHandle, std::int64_t> rowids;  // committed, not yet completed; oldest first

@@ -14,6 +14,10 @@ struct PruneCounts {
   std::uint64_t requests = 0;
   std::uint64_t events = 0;
   std::uint64_t agents = 0;
+  // The chain's starting point after the batch ("start": audit_chain_start, "anchors": each
+  // proxy's anchor), JSON members for the audit_prune event's detail: verify takes them from
+  // there, where the chain covers them, not from the tables (docs/audit.md "Retention").
+  std::string chain;
   std::uint64_t total() const { return requests + events + agents; }
 };
 
@@ -24,7 +28,8 @@ struct PruneCounts {
 // - events before it;
 // - agents that ended before it (rows of running agents stay).
 // At most `limit` rows per call, in one transaction. Returns what it removed; fewer than
-// `limit` means nothing older is left.
+// `limit` means nothing older is left. Only a batch that removed rows moves the audit
+// chain's cutoff and anchors, so that each move is one an audit_prune event records.
 PruneCounts prune_batch(sqlite3* db, Clock::time_point cutoff, Clock::time_point now, std::uint64_t limit);
 
 // `netbox audit prune`: batches until nothing older than `cutoff` is left, then records an
