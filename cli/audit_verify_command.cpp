@@ -36,6 +36,7 @@ int run_verify(const CLI::App& cmd, const VerifyArgs& a) {
     std::cout << report.rows << " rows checked";
     if (report.rows_before_chain > 0) std::cout << "; " << report.rows_before_chain << " rows older than the chain not covered";
     std::cout << "\n";
+    for (const auto& n : report.notes) std::cout << "note: " << n << "\n";
     if (report.ok()) {
       std::cout << "audit chain verified\n";
       return 0;

@@ -1,7 +1,11 @@
 #include "netbox/audit/verify.hpp"
 
+#include "netbox/audit/query.hpp"
 #include "chain.hpp"
 #include "reader.hpp"
+#include "timestamp.hpp"
+
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <charconv>
@@ -26,6 +30,48 @@ struct Head {
   std::string anchor_hash;
   std::string pruned_before;
 };
+
+// What an audit_prune event the chain covers says (docs/audit.md "Retention"): the cutoff it
+// gave the heads and, since netbox records them, the chain's starting point after it.
+struct PruneRecord {
+  std::int64_t event_id = 0;
+  std::string ts;
+  std::string before;  // "": a retention run from before netbox recorded it
+  bool chained = false;  // "start" and "anchors" recorded
+  std::map<std::string, std::int64_t> start;
+  std::map<std::string, std::pair<std::int64_t, std::string>> anchors;
+};
+
+std::optional<PruneRecord> parse_record(std::int64_t id, std::string ts, const std::string& detail) {
+  const auto j = nlohmann::json::parse(detail, nullptr, false);
+  if (!j.is_object()) return std::nullopt;
+  PruneRecord r{id, std::move(ts), {}, false, {}, {}};
+  try {
+    if (j.contains("before")) r.before = j["before"].get<std::string>();
+    if (!j.contains("start") || !j.contains("anchors")) return r;
+    r.chained = true;
+    for (const auto& [tbl, last_id] : j["start"].items()) r.start[tbl] = last_id.get<std::int64_t>();
+    for (const auto& [proxy, a] : j["anchors"].items())
+      r.anchors[proxy] = {a.at(0).get<std::int64_t>(), a.at(1).get<std::string>()};
+  } catch (const nlohmann::json::exception&) {
+    return std::nullopt;  // covered by the chain, so written so by netbox: not a record
+  }
+  return r;
+}
+
+// The time by which a prune deletes `row` if it is older than the cutoff; nullopt for a row
+// no prune deletes whatever its age (a running agent, a request not completed: prune.hpp).
+// A request counts only when it was complete before `cutoff` too: one still open at the
+// prune (kept) and completed since is older than the cutoff yet rightly there.
+std::optional<std::string> prunable_at(const detail::ChainedTable& table, const Row& row, const std::string& cutoff) {
+  const std::string_view name = table.name;
+  if (name == "events") return row.column_text(1);
+  if (name == "agents") return row.is_null(7) ? std::nullopt : std::optional(row.column_text(7));
+  if (row.is_null(16)) return std::nullopt;  // requests: duration_ms
+  const auto start = detail::parse_iso8601(row.column_text(1));
+  if (!start || format_timestamp(*start + std::chrono::milliseconds(row.column_int(16))) >= cutoff) return std::nullopt;
+  return row.column_text(1);
+}
 
 // A problem and where it sorts: its proxy's chain order (rows in no chain last).
 struct Problem {
@@ -85,6 +131,9 @@ class Verifier {
     for (const auto& [proxy, links] : links_)
       if (!heads_.contains(proxy))
         add(proxy, links.front().seq, "proxy '" + proxy + "' has links but no chain head: the head was deleted");
+    read_records();
+    if (const PruneRecord* newest = check_cutoffs()) check_start(*newest);
+    else unrecorded_start();
     for (const auto* table : detail::chained_tables()) check_rows(*table);
     for (const auto& [key, c] : latest_)
       if (!seen_.contains(key)) missing(c);
@@ -174,7 +223,99 @@ class Verifier {
                                       "--audit-signing-key, or their signatures were removed)");
     report_.proxies.push_back("proxy '" + proxy + "': links " + std::to_string(head.anchor_seq + 1) + ".." +
                               std::to_string(head.seq) + (check_ ? ", " + std::to_string(signatures) + " signed batches" : "") +
-                              (head.pruned_before.empty() ? "" : ", pruned before " + head.pruned_before));
+                              (head.pruned_before.empty() ? "" : ", head says pruned before " + head.pruned_before));
+  }
+
+  // The audit_prune events whose rows the chain covers as they stand (an edited or forged
+  // one is named by check_rows and not believed here).
+  void read_records() {
+    const auto& table = *detail::chained_table("events");
+    each(std::string("SELECT ") + table.columns + " FROM events WHERE kind = 'audit_prune' ORDER BY id",
+         [&](const Row& r) {
+           const auto it = latest_.find({"events", r.column_int(0)});
+           if (it == latest_.end() || detail::row_sha(*it->second.encoding, r) != it->second.digest) return;
+           if (auto rec = parse_record(r.column_int(0), r.column_text(1), r.column_text(4)))
+             records_.push_back(std::move(*rec));
+         });
+  }
+
+  // The cutoff is the latest a recorded prune gave, never the heads' unsigned column. Returns
+  // the newest prune that recorded the chain's start, if any.
+  const PruneRecord* check_cutoffs() {
+    const PruneRecord* newest = nullptr;
+    for (const auto& r : records_) {
+      cutoff_ = std::max(cutoff_, r.before);
+      if (r.chained && (!newest || std::tie(r.ts, r.event_id) > std::tie(newest->ts, newest->event_id))) newest = &r;
+    }
+    if (!newest) return nullptr;
+    for (const auto& [proxy, head] : heads_)
+      if (head.pruned_before > cutoff_)
+        add(proxy, 0, "the head of proxy '" + proxy + "' says rows before " + head.pruned_before +
+                          " were pruned, but no prune the chain records cut later than " +
+                          (cutoff_.empty() ? std::string("nothing") : cutoff_) + ": pruned_before was edited");
+    return newest;
+  }
+
+  // The chain's start as the newest prune recorded it: audit_chain_start and the heads'
+  // anchors must agree with it, and rows are judged by the recorded values.
+  void check_start(const PruneRecord& newest) {
+    const std::string by = " (as the audit_prune event, events row " + std::to_string(newest.event_id) + ", records it)";
+    std::set<std::string> tables;
+    for (const auto& [t, id] : start_) tables.insert(t);
+    for (const auto& [t, id] : newest.start) tables.insert(t);
+    for (const auto& t : tables) {
+      const std::int64_t stored = start_.contains(t) ? start_.at(t) : 0;
+      const std::int64_t recorded = newest.start.contains(t) ? newest.start.at(t) : 0;
+      if (stored != recorded)
+        add("", 0, "audit_chain_start says " + t + " rows up to id " + std::to_string(stored) +
+                       " are older than the chain, but the chain starts after id " + std::to_string(recorded) + by +
+                       ": audit_chain_start was edited");
+    }
+    start_ = newest.start;
+    std::map<std::string, std::pair<std::int64_t, std::string>> anchors;  // per proxy, the furthest recorded
+    for (const auto& r : records_)
+      for (const auto& [proxy, a] : r.anchors)
+        if (a.first > anchors[proxy].first) anchors[proxy] = a;
+    for (const auto& [proxy, head] : heads_) {
+      const auto it = anchors.find(proxy);
+      const std::int64_t seq = it == anchors.end() ? 0 : it->second.first;
+      const std::string hash = it == anchors.end() ? std::string(detail::kZeroHash) : it->second.second;
+      if (head.anchor_seq != seq || head.anchor_hash != hash)
+        add(proxy, 0, "the chain of proxy '" + proxy + "' starts after link " + std::to_string(head.anchor_seq) +
+                          " (its head's anchor), but the prunes the chain records moved its start to link " +
+                          std::to_string(seq) + ": links were deleted and the anchor moved by hand");
+    }
+  }
+
+  // No prune records the chain's start: a store never pruned (no anchor, no cutoff), or one
+  // pruned only by a netbox from before such records, whose start is the tables' word alone.
+  void unrecorded_start() {
+    const bool pruned_unrecorded = !records_.empty();
+    bool unsigned_start = false;
+    for (const auto& [t, id] : start_) unsigned_start |= id > 0;
+    for (const auto& [proxy, head] : heads_) {
+      if (pruned_unrecorded) {
+        cutoff_ = std::max(cutoff_, head.pruned_before);
+        unsigned_start |= head.anchor_seq > 0;
+        continue;
+      }
+      if (head.anchor_seq != 0)
+        add(proxy, 0, "the chain of proxy '" + proxy + "' starts after link " + std::to_string(head.anchor_seq) +
+                          " (its head's anchor), but no prune is recorded in the chain: links were deleted and "
+                          "the anchor moved by hand");
+      if (!head.pruned_before.empty())
+        add(proxy, 0, "the head of proxy '" + proxy + "' says rows before " + head.pruned_before +
+                          " were pruned, but no prune is recorded in the chain: pruned_before was edited");
+    }
+    head_cutoffs_ = pruned_unrecorded;
+    if (!unsigned_start) return;
+    std::string start;
+    for (const auto& [t, id] : start_) start += (start.empty() ? "" : ", ") + t + " up to id " + std::to_string(id);
+    report_.notes.push_back(
+        "the chain's starting point is unsigned: no audit_prune event in the chain records it (the store was "
+        "upgraded to the chain, or pruned, by a netbox from before such records), so audit_chain_start (" + start +
+        ") and the heads' anchors and pruned_before are taken as the tables hold them; the next `netbox audit "
+        "prune` records them");
   }
 
   // The rows `l` covers, each now latest.
@@ -198,6 +339,13 @@ class Verifier {
     const std::int64_t before = start_.contains(table.name) ? start_[table.name] : 0;
     each(std::string("SELECT ") + table.columns + " FROM " + table.name + " ORDER BY id", [&](const Row& r) {
       const std::int64_t id = r.column_int(0);
+      note_prunable(table, r);
+      if (id <= 0) {  // before every chain's start whatever audit_chain_start says
+        ++report_.rows;
+        return add("~", std::numeric_limits<std::int64_t>::max(),
+                   std::string(table.name) + " row " + std::to_string(id) +
+                       " has an id no netbox writer gives (they start at 1): it was inserted into the store");
+      }
       const auto it = latest_.find({table.name, id});
       // A row from before the chain is covered once the writer completes it (a request open
       // at the upgrade): from then on its latest link must match.
@@ -220,10 +368,28 @@ class Verifier {
     });
   }
 
+  // The oldest row of `table` a prune at the cutoff would have deleted, if any is left.
+  void note_prunable(const detail::ChainedTable& table, const Row& r) {
+    if (cutoff_.empty()) return;
+    const auto at = prunable_at(table, r, cutoff_);
+    if (!at || *at >= cutoff_) return;
+    const auto it = oldest_.find(table.name);
+    if (it == oldest_.end() || *at < it->second.first) oldest_[table.name] = {*at, r.column_int(0)};
+  }
+
   void missing(const Cover& c) {
     const auto head = heads_.find(c.link->proxy_id);
-    if (head != heads_.end() && !head->second.pruned_before.empty() && *c.ts < head->second.pruned_before) return;
-    add(c.link->proxy_id, c.link->seq, where(c) + ": the row is missing: it was deleted (and no prune covers it)");
+    const std::string& cutoff = !head_cutoffs_ ? cutoff_ : head != heads_.end() ? head->second.pruned_before : cutoff_;
+    if (cutoff.empty() || *c.ts >= cutoff)
+      return add(c.link->proxy_id, c.link->seq, where(c) + ": the row is missing: it was deleted (and no prune covers it)");
+    // A prune deletes every such row before its cutoff, oldest first: one that leaves an
+    // older row behind was not a prune.
+    const auto old = oldest_.find(c.table);
+    if (old == oldest_.end() || old->second.first > *c.ts) return;
+    add(c.link->proxy_id, c.link->seq,
+        where(c) + ": the row is missing, but " + c.table + " row " + std::to_string(old->second.second) + " (" +
+            old->second.first + "), as old or older, is still there: a prune before " + cutoff +
+            " deletes both, so this one was deleted by hand");
   }
 
   detail::Reader reader_;
@@ -234,6 +400,10 @@ class Verifier {
   std::list<std::vector<detail::Member>> members_;  // the batches' members, decoded (stable addresses)
   std::map<std::pair<std::string, std::int64_t>, Cover> latest_;  // (table, id) -> its latest cover
   std::set<std::pair<std::string, std::int64_t>> seen_;
+  std::vector<PruneRecord> records_;  // the audit_prune events the chain covers as they stand
+  std::string cutoff_;  // the newest recorded prune's: rows older may be missing
+  bool head_cutoffs_ = false;  // a store pruned before netbox recorded its cutoffs: the heads' (unsigned)
+  std::map<std::string, std::pair<std::string, std::int64_t>> oldest_;  // table -> (time, id), see note_prunable
   std::vector<Problem> problems_;
   ChainReport report_;
 };

@@ -4,6 +4,7 @@
 // verifiable; two proxies sharing one database each keep their own chain; a store rebuilt
 // and signed with another key fails the signature check.
 #include "netbox/audit/prune.hpp"
+#include "netbox/audit/query.hpp"
 #include "netbox/audit/verify.hpp"
 #include "netbox/audit/writer.hpp"
 #include "support/postgres_server.hpp"
@@ -532,7 +533,181 @@ TEST_P(AuditChain, CompletionTextsThatAreSqlAreStoredAsText) {
   EXPECT_EQ(report.rows, hostile.size());
 }
 
+
+// The chain's starting point (docs/audit.md "Retention"): the ids older than the chain, each
+// chain's anchor and the prune cutoff are what a chained audit_prune event records, not what
+// the tables say. Each case below is a hand edit an older verify passed with exit 0.
+class ChainStart : public AuditChain {
+ protected:
+  void SetUp() override {
+    AuditChain::SetUp();
+    key = keys.path() / "audit.key";
+    pub = keys.path() / "audit.pub";
+    ASSERT_EQ(run({"openssl", "genpkey", "-algorithm", "ed25519", "-out", key.string()}).exit_code, 0);
+    ASSERT_EQ(run({"openssl", "pkey", "-in", key.string(), "-pubout", "-out", pub.string()}).exit_code, 0);
+  }
+  RunResult verify() { return run_netbox({"audit", "verify", "--db", store->db(), "--audit-verify-key", pub.string()}); }
+  RunResult prune(const std::string& older_than) {
+    return run_netbox({"audit", "prune", "--db", store->db(), "--older-than", older_than, "--audit-signing-key",
+                       key.string()});
+  }
+  // A batch link's hash as the head keeps it (hex).
+  std::string batch_hash(const std::string& seq) {
+    const std::string hex = GetParam() == Backend::sqlite ? "lower(hex(hash))" : "encode(hash, 'hex')";
+    return store->scalar("SELECT " + hex + " FROM audit_chain_batches WHERE proxy_id = 'p1' AND seq = " + seq);
+  }
+  // The attack of the review: the chain made to start after link `seq` (its links deleted,
+  // the anchor moved there) and the ids those links covered declared older than the chain.
+  void cut_chain_at(const std::string& seq) {
+    store->exec("UPDATE audit_chain_heads SET anchor_seq = " + seq + ", anchor_hash = '" + batch_hash(seq) +
+                "' WHERE proxy_id = 'p1'");
+    store->exec("DELETE FROM audit_chain_batches WHERE proxy_id = 'p1' AND seq <= " + seq);
+    store->exec("UPDATE audit_chain_start SET last_id = (SELECT MAX(id) FROM requests) WHERE tbl = 'requests'");
+  }
+  TempDir keys;
+  std::filesystem::path key, pub;
+};
+
+TEST_P(ChainStart, ARowWithAnIdOfZeroOrBelowIsNamed) {
+  write_rows(store->db(), "p1", 4, Clock::now(), key);
+  for (const char* id : {"0", "-7"})
+    store->exec(std::string("INSERT INTO requests (id, ts, agent, client_addr, kind, method, host, port, path, "
+                            "decision, bytes_up, bytes_down, count) SELECT ") +
+                id + ", ts, agent, client_addr, kind, method, 'forged.test', port, path, decision, bytes_up, "
+                     "bytes_down, count FROM requests WHERE id = " + request_id(1));
+  const auto r = verify();
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("requests row 0 has an id no netbox writer gives"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("requests row -7 has an id no netbox writer gives"), std::string::npos) << r.out;
+}
+
+TEST_P(ChainStart, AnAnchorMovedByHandIsNamedBeforeAnyPrune) {
+  write_rows(store->db(), "p1", 6, Clock::now(), key);
+  write_rows(store->db(), "p1", 6, Clock::now(), key);
+  const std::string first = request_id(1);
+  cut_chain_at("3");
+  store->exec("UPDATE requests SET host = 'elsewhere.test' WHERE id = " + first);
+  const auto r = verify();
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("starts after link 3 (its head's anchor), but no prune is recorded in the chain"),
+            std::string::npos) << r.out;
+}
+
+TEST_P(ChainStart, AnAnchorAndStartMovedAfterARealPruneAreNamed) {
+  const auto now = Clock::now();
+  write_rows(store->db(), "p1", 4, now - std::chrono::days(30), key);
+  write_rows(store->db(), "p1", 6, now, key);
+  write_rows(store->db(), "p1", 6, now, key);
+  ASSERT_EQ(prune("7d").exit_code, 0);
+  ASSERT_EQ(verify().exit_code, 0) << verify().out;
+  const std::string anchor = store->scalar("SELECT anchor_seq FROM audit_chain_heads WHERE proxy_id = 'p1'");
+  ASSERT_NE(anchor, "0");
+  const std::string first = request_id(1);
+  cut_chain_at(std::to_string(std::stoll(anchor) + 2));
+  store->exec("UPDATE requests SET host = 'elsewhere.test' WHERE id = " + first);
+  const auto r = verify();
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("audit_chain_start says requests rows up to id"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("but the prunes the chain records moved its start to link " + anchor), std::string::npos) << r.out;
+}
+
+TEST_P(ChainStart, ACutoffMovedByHandDoesNotCoverADeletedRow) {
+  const auto now = Clock::now();
+  write_rows(store->db(), "p1", 6, now - std::chrono::days(10), key);
+  write_rows(store->db(), "p1", 6, now, key);
+  // Never pruned: any cutoff in a head is a hand edit.
+  const std::string id = request_id(2);
+  store->exec("UPDATE audit_chain_heads SET pruned_before = (SELECT ts FROM requests WHERE id = " + id + ") || 'Z'");
+  store->exec("DELETE FROM requests WHERE id = " + id);
+  auto r = verify();
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("but no prune is recorded in the chain: pruned_before was edited"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("requests row " + id + " "), std::string::npos) << r.out;
+}
+
+TEST_P(ChainStart, ARowDeletedBelowARealCutoffWhileOlderOnesRemainIsNamed) {
+  const auto now = Clock::now();
+  write_rows(store->db(), "p1", 3, now - std::chrono::days(30), key);
+  write_rows(store->db(), "p1", 4, now, key);
+  ASSERT_EQ(prune("7d").exit_code, 0);
+  // Rows from before the cutoff written after the prune (a spool replayed, a clock behind):
+  // a prune would take them all, oldest first; the attacker takes one (and moves the head's
+  // cutoff on, for good measure).
+  write_rows(store->db(), "p1", 6, now - std::chrono::days(10), key);
+  ASSERT_EQ(verify().exit_code, 0) << verify().out;
+  const std::string id = store->scalar("SELECT MAX(id) FROM requests WHERE ts < '" +
+                                       audit::format_timestamp(now - std::chrono::days(7)) + "'");
+  store->exec("DELETE FROM requests WHERE id = " + id);
+  store->exec("UPDATE audit_chain_heads SET pruned_before = '" + audit::format_timestamp(now - std::chrono::days(1)) + "'");
+  auto r = verify();
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("pruned_before was edited"), std::string::npos) << r.out;
+  // The head put back as the prune left it: the deletion alone is still named.
+  store->exec("UPDATE audit_chain_heads SET pruned_before = '" + audit::format_timestamp(now - std::chrono::days(7)) + "'");
+  r = verify();
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("requests row " + id + " "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("as old or older, is still there"), std::string::npos) << r.out;
+}
+
+TEST_P(ChainStart, StoresPrunedForRealVerifyWithTheirStartRecorded) {
+  const auto now = Clock::now();
+  write_rows(store->db(), "p1", 5, now - std::chrono::days(30), key);
+  write_rows(store->db(), "p1", 5, now - std::chrono::days(10), key);
+  write_rows(store->db(), "p1", 5, now, key);
+  ASSERT_EQ(prune("20d").exit_code, 0);
+  // The proxy's own retention too: its audit_prune event records the same.
+  {
+    audit::WriterOptions o;
+    o.db_path = store->db();
+    o.proxy_id = "p1";
+    o.signing_key = key;
+    o.retention = std::chrono::days(7);
+    audit::Writer w(o);
+    for (int i = 0; i < 200 && w.stats().pruned == 0; ++i) std::this_thread::sleep_for(20ms);
+    w.flush();
+  }
+  ASSERT_EQ(store->scalar("SELECT COUNT(*) FROM requests"), "5");
+  const std::string retention = store->scalar("SELECT detail FROM events WHERE kind = 'audit_prune' AND message LIKE 'retention:%'");
+  EXPECT_NE(retention.find("\"before\":\""), std::string::npos) << retention;
+  EXPECT_NE(retention.find("\"anchors\":{\"p1\":["), std::string::npos) << retention;
+  const auto r = verify();
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("audit chain verified"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("note:"), std::string::npos) << r.out;
+}
+
+TEST_P(ChainStart, AStorePrunedBeforeTheStartWasRecordedVerifiesAndSaysItIsUnsigned) {
+  const auto now = Clock::now();
+  write_rows(store->db(), "p1", 4, now - std::chrono::days(30), key);
+  write_rows(store->db(), "p1", 4, now, key);
+  // As an older netbox pruned: its audit_prune event (chained, signed) holds only counts and
+  // the cutoff; the rows, the links before them and the head were changed beside it.
+  const std::string before = audit::format_timestamp(now - std::chrono::days(7));
+  {
+    audit::WriterOptions o;
+    o.db_path = store->db();
+    o.proxy_id = "p1";
+    o.signing_key = key;
+    audit::Writer w(o);
+    w.event(audit::Event{now, "audit_prune", "pruned", "{\"requests\":4,\"events\":1,\"agents\":1,\"before\":\"" + before + "\"}"});
+    w.flush();
+  }
+  for (const char* t : {"requests", "events"})
+    store->exec(std::string("DELETE FROM ") + t + " WHERE ts < '" + before + "'");
+  store->exec("DELETE FROM agents WHERE ended < '" + before + "'");
+  store->exec("UPDATE audit_chain_heads SET pruned_before = '" + before + "', anchor_seq = 1, anchor_hash = '" +
+              batch_hash("1") + "'");
+  store->exec("DELETE FROM audit_chain_batches WHERE seq = 1");
+  store->exec("UPDATE audit_chain_start SET last_id = 2 WHERE tbl = 'events'");
+  const auto r = verify();
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("note: the chain's starting point is unsigned"), std::string::npos) << r.out;
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, AuditChain, ::testing::Values(Backend::sqlite, Backend::postgresql),
+                         [](const auto& p) { return p.param == Backend::sqlite ? "sqlite" : "postgresql"; });
+INSTANTIATE_TEST_SUITE_P(Backends, ChainStart, ::testing::Values(Backend::sqlite, Backend::postgresql),
                          [](const auto& p) { return p.param == Backend::sqlite ? "sqlite" : "postgresql"; });
 
 TEST(AuditChainFleet, TwoProxiesWritingOneDatabaseEachKeepTheirOwnChain) {
