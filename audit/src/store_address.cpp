@@ -30,12 +30,18 @@ void check_postgresql_address(std::string_view address, std::string_view flag) {
     // libpq's message quotes no part of the address, so a password in it stays unshown.
     throw DatabaseRejected(std::string(flag) + ": not a PostgreSQL address libpq accepts: " + why);
   }
-  for (const PQconninfoOption* o = options.get(); o->keyword; ++o)
-    if (std::string_view(o->keyword) == "password" && o->val && *o->val)
-      throw DatabaseRejected(std::string(flag) +
-                             ": the PostgreSQL address holds a password, which every local user could read "
-                             "on the command line; put it in PGPASSFILE (~/.pgpass) or a service file, or "
-                             "PGPASSWORD in netbox's environment, and leave it out of the address");
+  // Both are secrets libpq takes from the address (sslpassword unlocks the client key);
+  // the address is shown in messages, events and the process's command line.
+  for (const PQconninfoOption* o = options.get(); o->keyword; ++o) {
+    const std::string_view key(o->keyword);
+    if ((key == "password" || key == "sslpassword") && o->val && *o->val)
+      throw DatabaseRejected(std::string(flag) + ": the PostgreSQL address holds a " + std::string(key) +
+                             ", which every local user could read on the command line; " +
+                             (key == "password" ? "put it in PGPASSFILE (~/.pgpass) or a service file, or PGPASSWORD "
+                                                  "in netbox's environment,"
+                                                : "put it in a service file (PGSERVICEFILE),") +
+                             " and leave it out of the address");
+  }
 }
 
 }  // namespace netbox::audit

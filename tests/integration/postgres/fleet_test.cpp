@@ -175,6 +175,12 @@ TEST_F(PostgresFleet, ThePasswordIsInNoCommandLineLogOrRow) {
     EXPECT_EQ(audit.exit_code, 2) << audit.err;
     EXPECT_EQ(audit.err.find(server.password()), std::string::npos) << audit.err;
   }
+  // The client key's passphrase is a secret too.
+  const auto key_secret = run_netbox({"proxy", "--policy", dir.write("p.json", R"({"version": 1})").string(), "--listen",
+                                      "127.0.0.1:0", "--audit-db", server.url("secret") + "?sslpassword=S3CRET-key"});
+  EXPECT_EQ(key_secret.exit_code, 2) << key_secret.err;
+  EXPECT_NE(key_secret.err.find("holds a sslpassword"), std::string::npos) << key_secret.err;
+  EXPECT_EQ(key_secret.err.find("S3CRET-key"), std::string::npos) << key_secret.err;
   // From PGPASSFILE it works, and shows nowhere: not in ps, not in the proxy's log, not in any row.
   auto p = start_proxy(db, "proxy-p");
   {
