@@ -1,15 +1,40 @@
 #include "netbox/content/strict_json.hpp"
 
-#include <set>
+#include <map>
 #include <vector>
 
 namespace netbox::content {
+namespace {
+
+// A key as Go's encoding/json matches it to a field: ASCII case folded, and the two code
+// points that fold into ASCII letters (U+017F long s, U+212A Kelvin sign) taken as them.
+// A server so written reads `Name` for `name` (the last one wins), so two keys that
+// fold alike would let netbox check one and the server act on the other.
+std::string folded(std::string_view key) {
+  std::string out;
+  out.reserve(key.size());
+  for (std::size_t i = 0; i < key.size(); ++i) {
+    const char c = key[i];
+    if (key.substr(i, 2) == "\xC5\xBF") {
+      out += 's';
+      ++i;
+    } else if (key.substr(i, 3) == "\xE2\x84\xAA") {
+      out += 'k';
+      i += 2;
+    } else {
+      out += (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+    }
+  }
+  return out;
+}
+
+}  // namespace
 
 std::variant<nlohmann::json, JsonRefusal> read_strict_json(std::string_view text, std::size_t max_depth) {
   using event = nlohmann::json::parse_event_t;
   // One set of keys per open container (arrays get an empty one), so a key repeated in
   // the same object is seen however deep it is.
-  std::vector<std::set<std::string>> open;
+  std::vector<std::map<std::string, std::string>> open;  // folded key -> the key as written
   std::string refusal;
   auto callback = [&](int depth, event e, nlohmann::json& parsed) {
     if (!refusal.empty()) return false;
@@ -28,11 +53,13 @@ std::variant<nlohmann::json, JsonRefusal> read_strict_json(std::string_view text
         return true;
       case event::key: {
         const std::string& key = parsed.get_ref<const std::string&>();
-        if (!open.empty() && !open.back().insert(key).second) {
-          refusal = "the key \"" + key + "\" appears twice in one object";
-          return false;
-        }
-        return true;
+        if (open.empty()) return true;
+        const auto [at, fresh] = open.back().try_emplace(folded(key), key);
+        if (fresh) return true;
+        refusal = at->second == key ? "the key \"" + key + "\" appears twice in one object"
+                                    : "the keys \"" + at->second + "\" and \"" + key +
+                                          "\" differ only in case in one object (a server may read either)";
+        return false;
       }
       case event::value:
         return true;

@@ -51,7 +51,9 @@ TEST(JsonRpcTest, WhatAServerCouldReadOtherwiseIsRefused) {
   EXPECT_NE(refused(R"({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "method": "tools/call"})")
                 .reason.find("twice"),
             std::string::npos);
-  EXPECT_EQ(refused(R"({"jsonrpc": "2.0", "id": 1, "method": "a", "Method": "b"})").pointer, "/Method");
+  EXPECT_NE(refused(R"({"jsonrpc": "2.0", "id": 1, "method": "a", "Method": "b"})").reason.find("differ only in case"),
+            std::string::npos);
+  EXPECT_EQ(refused(R"({"jsonrpc": "2.0", "id": 1, "method": "a", "Methods": "b"})").pointer, "/Methods");
   EXPECT_EQ(refused(R"({"jsonrpc": "1.0", "id": 1, "method": "a"})").pointer, "/jsonrpc");
   EXPECT_EQ(refused(R"({"id": 1, "method": "a"})").pointer, "/jsonrpc");
   EXPECT_EQ(refused(R"({"jsonrpc": "2.0", "id": 1, "method": 5})").pointer, "/method");

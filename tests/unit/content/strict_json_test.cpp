@@ -30,6 +30,20 @@ TEST(StrictJsonTest, ADuplicateKeyIsRefusedAtAnyDepth) {
   EXPECT_TRUE(std::holds_alternative<nlohmann::json>(read_strict_json(R"({"x": {"x": {"x": 1}}})")));
 }
 
+// A Go server (encoding/json) reads "Name" for "name", last one winning, and folds the
+// long s and the Kelvin sign into s and k: netbox checking "name" while the server calls
+// "Name" is a bypass of the tool allow-list (GHSA-wvj2-96wp-fq3f).
+TEST(StrictJsonTest, KeysThatDifferOnlyInCaseAreRefused) {
+  const auto r = refused(R"({"params": {"name": "search", "arguments": {}, "Name": "delete_repo"}})");
+  EXPECT_NE(r.find("\"name\" and \"Name\" differ only in case"), std::string::npos) << r;
+  EXPECT_NE(refused("{\"task\": 1, \"TASK\": 2}").find("differ only in case"), std::string::npos);
+  EXPECT_NE(refused("{\"kind\": 1, \"\\u212aind\": 2}").find("differ only in case"), std::string::npos);  // Kelvin sign
+  EXPECT_NE(refused("{\"search\": 1, \"\\u017fearch\": 2}").find("differ only in case"), std::string::npos);  // long s
+  // Different keys, and the same key in sibling objects, still read.
+  EXPECT_TRUE(std::holds_alternative<nlohmann::json>(read_strict_json(R"({"name": 1, "names": 2})")));
+  EXPECT_TRUE(std::holds_alternative<nlohmann::json>(read_strict_json(R"([{"Name": 1}, {"name": 2}])")));
+}
+
 TEST(StrictJsonTest, NestingBeyondTheBoundIsRefused) {
   std::string deep(100000, '[');
   EXPECT_NE(refused(deep).find("nested deeper"), std::string::npos);

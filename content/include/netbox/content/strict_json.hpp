@@ -1,7 +1,8 @@
 #pragma once
 // A request body read as JSON the way a checker must read it: exactly one reading, or none.
 // Duplicate object keys are refused (servers disagree on which one wins, so a check of one
-// and a server acting on the other would be a bypass), as are nesting beyond a bound,
+// and a server acting on the other would be a bypass), and so are two keys that differ only
+// in case (Go's encoding/json, under many MCP servers, matches keys so), as are nesting beyond a bound,
 // invalid UTF-8, unpaired surrogates and anything after the value.
 #include <nlohmann/json.hpp>
 
