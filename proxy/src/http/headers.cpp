@@ -13,7 +13,13 @@ namespace http = boost::beast::http;
 HopByHop::HopByHop(const http::fields& fields) {
   for (auto it = fields.find(http::field::connection); it != fields.end() && it->name() == http::field::connection;
        ++it) {
-    for (auto token : http::token_list(it->value())) listed_.emplace_back(token);
+    for (auto token : http::token_list(it->value())) {
+      // What the body's checks read (its type and coding) goes on whatever Connection
+      // lists: taken off, the upstream would read the bytes netbox checked as decoded
+      // JSON as something else (RFC 9110 7.6.1: no connection option for such a field).
+      if (boost::beast::iequals(token, "content-type") || boost::beast::iequals(token, "content-encoding")) continue;
+      listed_.emplace_back(token);
+    }
   }
 }
 

@@ -7,6 +7,9 @@
 
 #include <zlib.h>
 
+#include <cctype>
+#include <map>
+
 namespace netbox::test {
 namespace {
 
@@ -102,6 +105,31 @@ TEST_F(BodyRulesTest, AGzipBodyIsCheckedDecodedAndForwardedAsSent) {
   EXPECT_EQ(no.status, 403) << no.body;
   EXPECT_NE(no.header("x-netbox-reason").find("/to/0"), std::string::npos) << no.header("x-netbox-reason");
   EXPECT_EQ(upstream.requests(), 1u);
+}
+
+// Connection may name fields to take off at the next hop; naming the body's coding or type
+// would have the upstream read, as raw bytes of no type, the body netbox checked decoded as
+// JSON. Those two go on whatever Connection says (RFC 9110 7.6.1 forbids such options).
+TEST_F(BodyRulesTest, ConnectionCannotTakeTheCheckedBodysCodingOrTypeOff) {
+  start_proxy(base_policy(R"("rules": [
+    {"host": "upstream.test", "methods": ["POST"], "paths": ["/echo"], "action": "allow", "body_window": "4k",
+     "body_schema": {"type": "object", "required": ["to"]}}])"));
+  const std::string body = gzip(R"({"to": "ann@example.test"})");
+  ProxyConnection c(port);
+  auto r = c.send("POST " + upstream_url("/echo") + " HTTP/1.1\r\nHost: upstream.test\r\nContent-Type: application/json\r\n"
+                  "Content-Encoding: gzip\r\nConnection: Content-Encoding, Content-Type, X-Hop\r\nX-Hop: 1\r\n"
+                  "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
+  ASSERT_EQ(r.status, 200) << r.body;
+  const auto echo = nlohmann::json::parse(r.body);
+  std::map<std::string, std::string> seen;
+  for (const auto& [k, v] : echo.at("headers").items()) {
+    std::string lower = k;
+    for (char& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    seen[lower] = v.get<std::string>();
+  }
+  EXPECT_EQ(seen["content-encoding"], "gzip") << r.body;
+  EXPECT_EQ(seen["content-type"], "application/json") << r.body;
+  EXPECT_EQ(seen.count("x-hop"), 0u) << "a field Connection names is still the next hop's alone";
 }
 
 TEST_F(BodyRulesTest, AGzipBombIsRefusedAtTheWindowAndAnUnknownCodingIsRefused) {
