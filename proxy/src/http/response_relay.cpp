@@ -88,10 +88,11 @@ void ResponseRelay<Client, Upstream>::on_header(beast::error_code ec) {
   // Codings other than chunked stay on the body the parser gives (gzip ...): the agent
   // gets them named, with the body re-chunked.
   const auto codings = bodiless ? std::string() : remaining_transfer_codings(res, parser_->chunked());
+  // First: a reason quotes the upstream's coding, which must not be the credential echoed.
+  if (auto why = unsearchable(codings); !why.empty()) return fail(502, std::move(why));
   if (!codings.empty() && req_.version < 11)
     return fail(502, "the upstream's response has the transfer coding '" + codings +
                          "', which an HTTP/1.0 request cannot receive");
-  if (auto why = unsearchable(codings); !why.empty()) return fail(502, std::move(why));
   std::optional<std::uint64_t> length;
   if (had_length && !(req_.redaction && !bodiless)) {
     if (const auto n = parser_->content_length()) length = *n;
