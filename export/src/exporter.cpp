@@ -23,6 +23,9 @@ struct Exporter::Impl {
   std::vector<std::unique_ptr<Sink>> sinks;
   asio::executor_work_guard<asio::io_context::executor_type> work{ioc.get_executor()};
   std::atomic<std::size_t> queued{0};
+  // Set by the destructor once its wait is over: what is still queued is counted dropped
+  // unread, so shutdown never waits for a queue of records to be mapped and written.
+  std::atomic<bool> stopping{false};
   std::string finding_prefix;     // random per process, so finding uids differ across proxies and restarts
   std::uint64_t findings = 0;     // export thread only
   std::thread thread;
@@ -41,6 +44,11 @@ struct Exporter::Impl {
   // on the proxy's threads. A record that cannot be built is counted dropped.
   template <typename Make>
   void deliver(Make make) {
+    if (stopping.load()) {
+      for (auto& s : sinks) ++s->dropped;
+      queued.fetch_sub(1);
+      return;
+    }
     try {
       for (const auto& r : make())
         if (!r.empty())
@@ -84,6 +92,9 @@ Exporter::~Exporter() {
   const auto deadline = std::chrono::steady_clock::now() + impl_->options.shutdown_wait;
   while (!impl_->idle() && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  // The stop below runs behind every record still queued; each of those now only counts
+  // itself dropped, so the join waits for one record at most.
+  impl_->stopping = true;
   asio::post(impl_->ioc, [impl = impl_.get()] {
     for (auto& s : impl->sinks) {
       s->flush();

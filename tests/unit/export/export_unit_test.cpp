@@ -7,6 +7,8 @@
 #include <gmock/gmock.h>
 
 #include <future>
+#include <random>
+#include <regex>
 #include <stdexcept>
 #include <vector>
 
@@ -56,6 +58,56 @@ TEST(Placeholders, AreWithheldInEverySpellingTheTripwireSeesThrough) {
     EXPECT_FALSE(withhold_placeholder(text));
     EXPECT_EQ(text, before);
   }
+}
+
+// An agent chooses its paths and host names: 8 KB of "nbx-nbx-..." once cost a backtracking
+// regex 0.7 s a field, on the export thread. Every field here is 64 KB; the text is searched
+// in one pass, so this takes milliseconds (the old regex took minutes or overflowed its stack).
+TEST(Placeholders, AnAdversarialFieldIsSearchedInOnePassAndAPlaceholderInItIsStillWithheld) {
+  const std::string p = "nbx-openai-00112233445566778899aabbccddeeff";
+  auto times = [](const std::string& unit, std::size_t bytes) {
+    std::string s;
+    while (s.size() < bytes) s += unit;
+    return s;
+  };
+  const std::size_t k64 = 64 * 1024;
+  const std::string hex31 = "00112233445566778899aabbccddeef";
+  for (std::string text : {times("nbx-", k64), times("NBX-", k64), times("%6Ebx-", k64), times("nbx.", k64),
+                           "nbx-" + times("-" + hex31, k64), "nbx-" + times("a-", k64) + hex31,
+                           times("nbx-" + hex31 + "-", k64), times("nbx-openai-" + hex31 + "g/", k64),
+                           times("-00112233445566778899aabbccddeeff", k64) + "/nbx-"}) {
+    const auto before = text;
+    EXPECT_FALSE(withhold_placeholder(text)) << before.substr(0, 80);
+    EXPECT_EQ(text, before);
+  }
+  for (std::string text : {times("nbx-", k64) + "openai-00112233445566778899aabbccddeeff",
+                           times("nbx-", k64) + "/" + p, "nbx-" + times("-" + hex31, k64) + "f",
+                           times("%6Ebx-", k64) + p.substr(4), times("nbx-" + hex31 + "-", k64) + p,
+                           times("nbx-openai-" + hex31 + "g/", k64) + p}) {
+    const auto head = text.substr(0, 80);
+    EXPECT_TRUE(withhold_placeholder(text)) << head;
+    EXPECT_EQ(text.find("ccddeeff"), std::string::npos) << head;
+  }
+}
+
+// The one-pass search means what the regex it replaced meant: compared on texts built
+// from pieces of placeholders (short, where the regex is quick), with nothing to decode.
+TEST(Placeholders, TheSearchFindsWhatTheRegexFound) {
+  const std::regex shape("nbx-[a-z0-9_-]*-[0-9a-f]{32}");
+  const std::vector<std::string> pieces{"nbx-", "-", "_", "openai", "0123456789abcdef", "0011223344556677",
+                                        "89abcdef", "g", "/", "n", "bx-", "f", "nbx"};
+  std::mt19937 rng(26);
+  int found = 0;
+  for (int i = 0; i < 20000; ++i) {
+    std::string text;
+    const std::size_t length = 37 + rng() % 40;
+    while (text.size() < length) text += pieces[rng() % pieces.size()];
+    const bool expected = std::regex_search(text, shape);
+    std::string copy = text;
+    EXPECT_EQ(withhold_placeholder(copy), expected) << text;
+    found += expected;
+  }
+  EXPECT_GT(found, 200) << "the texts hold placeholders often enough to compare both answers";
 }
 
 TEST(Ocsf, ARefusedRequestIsItsActivityAndADetectionFinding) {

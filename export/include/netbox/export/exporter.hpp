@@ -27,7 +27,7 @@ struct ExporterOptions {
   unsigned otlp_attempts = 4;           // a batch is dropped after this many failed POSTs
   std::chrono::milliseconds otlp_backoff_first{100};
   std::chrono::milliseconds otlp_backoff_max{2000};
-  std::chrono::milliseconds shutdown_wait{2000};  // how long the destructor lets OTLP sinks deliver
+  std::chrono::milliseconds shutdown_wait{2000};  // how long the destructor lets queued records be delivered
 };
 
 struct SinkStats {
@@ -41,7 +41,9 @@ class Exporter {
   // Opens every sink (a JSONL file is created now) and starts the export thread. Throws
   // std::runtime_error naming the sink and why it cannot be opened.
   Exporter(std::vector<SinkSpec> sinks, ExporterOptions options);
-  ~Exporter();  // delivers what is queued (OTLP for at most shutdown_wait), then stops
+  // Lets the sinks deliver what is queued for at most shutdown_wait, then stops: what is
+  // still queued or held then is counted dropped, not waited for.
+  ~Exporter();
   Exporter(const Exporter&) = delete;
   Exporter& operator=(const Exporter&) = delete;
 
