@@ -1,5 +1,7 @@
 #include "netbox/export/placeholders.hpp"
 
+#include "netbox/audit/placeholder_spelling.hpp"
+
 #include <cctype>
 #include <string_view>
 
@@ -38,10 +40,12 @@ bool percent_decoded(std::string& s) {
   return changed;
 }
 
-// Lower case, %XX decoded (twice over, for %25XX), dots and other separators dropped.
+// Lower case, dots dropped (before decoding, as the tripwire reads a host name, and after,
+// for a %2e), %XX decoded as many rounds as the tripwire decodes. Each round is linear and
+// their number fixed: "%2525...41" cannot make it quadratic.
 std::string normalized(const std::string& text) {
-  std::string s = text;
-  for (int round = 0; round < 2; ++round)
+  std::string s = without_dots(text);
+  for (int round = 0; round < audit::kPlaceholderPercentRounds; ++round)
     if (!percent_decoded(s)) break;
   s = without_dots(s);
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));

@@ -1,5 +1,7 @@
 #include "inspect/credentials.hpp"
 
+#include "netbox/audit/placeholder_spelling.hpp"
+
 #include "pipeline/policy_answer.hpp"
 #include "base/door_services.hpp"
 #include "inspect/secret_forms.hpp"
@@ -162,7 +164,7 @@ bool holds_placeholder(std::string_view text, std::string_view placeholder) {
   if (contains_folded(text, placeholder)) return true;
   if (text.find('%') == std::string_view::npos) return false;
   std::string decoded(text);
-  for (int round = 0; round < 3 && percent_decode(decoded); ++round)
+  for (int round = 0; round < audit::kPlaceholderPercentRounds && percent_decode(decoded); ++round)
     if (contains_folded(decoded, placeholder)) return true;
   return false;
 }
@@ -217,14 +219,15 @@ std::optional<Refusal> Tripwire::check_body(const std::string& host, std::uint16
 }
 
 HeldTail Tripwire::body_tail(const std::string& host, std::uint16_t port) const {
-  // holds_placeholder reads the placeholder in any ASCII case and through three rounds of
-  // percent-encoding ("%25256e" for "n"): seven bytes a byte at most.
+  // holds_placeholder reads the placeholder in any ASCII case and through
+  // kPlaceholderPercentRounds rounds of percent-encoding ("%25256e" for "n" in three): each
+  // round adds two bytes, so a byte is at most 1 + 2 * rounds bytes.
   std::string bytes = "%0123456789ABCDEFabcdef";
   std::size_t cap = 0;
   for (const auto& c : credentials_) {
     if (c.listed_for(host, port)) continue;
     for (char ch : c.placeholder) bytes += {lower(ch), static_cast<char>(std::toupper(static_cast<unsigned char>(ch)))};
-    cap = std::max(cap, 7 * c.placeholder.size());
+    cap = std::max(cap, (1 + 2 * std::size_t{audit::kPlaceholderPercentRounds}) * c.placeholder.size());
   }
   return HeldTail(bytes, cap);
 }

@@ -1,5 +1,6 @@
 // The export's pure parts: what --export accepts, and the placeholder a field may not carry
 // into an export in any spelling.
+#include "netbox/audit/placeholder_spelling.hpp"
 #include "netbox/export/ocsf.hpp"
 #include "netbox/export/placeholders.hpp"
 #include "netbox/export/sink_spec.hpp"
@@ -57,6 +58,24 @@ TEST(Placeholders, AreWithheldInEverySpellingTheTripwireSeesThrough) {
     const auto before = text;
     EXPECT_FALSE(withhold_placeholder(text));
     EXPECT_EQ(text, before);
+  }
+}
+
+// The tripwire refuses a placeholder behind up to audit::kPlaceholderPercentRounds rounds of
+// percent-encoding, and the refused row keeps the path as sent; the export decoded one round
+// fewer, and exported "%25256E..." as it was. A host name's dots are dropped before
+// decoding, as the tripwire drops them.
+TEST(Placeholders, AreWithheldBehindAsManyRoundsOfPercentEncodingAsTheTripwireDecodes) {
+  const std::string rest = "bx-openai-00112233445566778899aabbccddeeff";
+  std::string n = "%6E";
+  for (int round = 1; round <= audit::kPlaceholderPercentRounds; ++round, n.insert(1, "25")) {
+    std::string text = "/k/" + n + rest;
+    EXPECT_TRUE(withhold_placeholder(text)) << round << " rounds: " << text;
+  }
+  for (std::string text : {std::string("/k/%25256Ebx-openai-00112233445566778899aabbccddeeff"),
+                           std::string("%2.56ebx-openai-0011223344556677.8899aabbccddeeff.other.test")}) {
+    EXPECT_TRUE(withhold_placeholder(text)) << text;
+    EXPECT_EQ(text.find("0011223344556677"), std::string::npos);
   }
 }
 

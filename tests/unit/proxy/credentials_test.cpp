@@ -2,6 +2,7 @@
 #include "inspect/credentials.hpp"
 #include "inspect/secret_forms.hpp"
 
+#include "netbox/audit/placeholder_spelling.hpp"
 #include "netbox/policy/load.hpp"
 
 #include <gmock/gmock.h>
@@ -54,6 +55,16 @@ TEST(Scanner, FindsThePlaceholderAsSentInAnyCaseAndPercentEncoded) {
   EXPECT_FALSE(holds_placeholder("nbx-openai-0123456789abcdef0123456789abcde", kPlaceholder));
   EXPECT_FALSE(holds_placeholder("%", kPlaceholder));
   EXPECT_FALSE(holds_placeholder("", kPlaceholder));
+}
+
+// The bound the SIEM export shares (audit/placeholder_spelling.hpp): the export withholds a
+// row's text as far as this scanner decodes it, so the scanner must decode exactly that far.
+TEST(Scanner, DecodesAsManyRoundsOfPercentEncodingAsTheExportWithholds) {
+  std::string n = "%6E";
+  for (int round = 1; round <= audit::kPlaceholderPercentRounds; ++round, n.insert(1, "25"))
+    EXPECT_TRUE(holds_placeholder("/k/" + n + "bx-openai-0123456789abcdef0123456789abcdef", kPlaceholder)) << n;
+  EXPECT_FALSE(holds_placeholder("/k/" + n + "bx-openai-0123456789abcdef0123456789abcdef", kPlaceholder))
+      << n << ": one round more than the bound";
 }
 
 TEST(Scanner, SaysWhereThePlaceholderOfAnUnlistedHostIs) {
