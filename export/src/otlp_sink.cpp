@@ -82,24 +82,34 @@ void OtlpSink::on_connected(const boost::system::error_code& ec) {
 void OtlpSink::on_written(const boost::system::error_code& ec) {
   if (stopped_) return;
   if (ec) return failed("cannot send: " + ec.message());
-  response_ = {};
-  buffer_.clear();
-  http::async_read(*stream_, buffer_, response_, [this](const boost::system::error_code& e, std::size_t) { on_read(e); });
+  buffer_.emplace(kAnswerBufferLimit);
+  answer_.emplace();
+  answer_->header_limit(kAnswerHeadLimit);
+  answer_->body_limit(kAnswerBodyLimit);
+  http::async_read(*stream_, *buffer_, *answer_, [this](const boost::system::error_code& e, std::size_t) { on_read(e); });
 }
 
 void OtlpSink::on_read(const boost::system::error_code& ec) {
   if (stopped_) return;
   if (ec) return failed("no answer: " + ec.message());
-  if (http::to_status_class(response_.result()) != http::status_class::successful)
-    return failed("answered " + std::to_string(response_.result_int()));
-  stream_.reset();
+  const auto& answer = answer_->get();
+  if (http::to_status_class(answer.result()) != http::status_class::successful)
+    return failed("answered " + std::to_string(answer.result_int()));
+  end_attempt();
   exported += batch_size_;
   said_failing_ = false;
   send_next();
 }
 
-void OtlpSink::failed(const std::string& why) {
+// The connection, the answer and its buffer go with the attempt (the body is not used).
+void OtlpSink::end_attempt() {
   stream_.reset();
+  answer_.reset();
+  buffer_.reset();
+}
+
+void OtlpSink::failed(const std::string& why) {
+  end_attempt();
   if (!said_failing_) {
     said_failing_ = true;
     std::cerr << "netbox: export " << label << ": " << why << "; retrying, records are dropped past the buffer\n";
