@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <iostream>
@@ -50,6 +51,7 @@ void JsonlSink::open() {
   const mode_t cur = st.st_mode & 07777;
   const mode_t want = st.st_size == 0 ? private_mode(fd, path_) : (cur & private_mode(fd, path_));
   if (cur != want) ::fchmod(fd, want);
+  if (st.st_size == 0) line_open_ = false;  // a new file (logrotate moved the old one)
   if (fd_ >= 0) ::close(fd_);
   fd_ = fd;
 }
@@ -61,22 +63,38 @@ void JsonlSink::put(const nlohmann::json& record) {
   if (pending_.size() >= 64 * 1024) flush();
 }
 
-void JsonlSink::flush() {
+// What write() took of `text` before it stopped (a full disk, a file size limit).
+std::size_t JsonlSink::write_some(std::string_view text) {
   std::size_t done = 0;
-  while (fd_ >= 0 && done < pending_.size()) {
-    const auto n = ::write(fd_, pending_.data() + done, pending_.size() - done);
+  while (fd_ >= 0 && done < text.size()) {
+    const auto n = ::write(fd_, text.data() + done, text.size() - done);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
     done += static_cast<std::size_t>(n);
   }
-  if (done == pending_.size()) {
-    exported += pending_records_;
+  return done;
+}
+
+// Records whose line was written whole are exported, the rest dropped. A write that
+// stopped partway left a line unfinished; the next write starts with a newline, so a
+// reader loses that one record, not the next one glued to it.
+void JsonlSink::flush() {
+  if (pending_.empty()) return;
+  const std::size_t lead = line_open_ ? 1 : 0;
+  if (line_open_) pending_.insert(0, 1, '\n');
+  const std::size_t done = write_some(pending_);
+  if (done > 0) line_open_ = pending_[done - 1] != '\n';
+  const auto whole = static_cast<std::size_t>(
+      std::count(pending_.begin() + static_cast<std::ptrdiff_t>(std::min(done, lead)),
+                 pending_.begin() + static_cast<std::ptrdiff_t>(done), '\n'));
+  exported += whole;
+  if (whole == pending_records_) {
     failing_ = false;
   } else {
-    dropped += pending_records_;  // a full disk: counted, the proxy goes on
+    dropped += pending_records_ - whole;  // a full disk: counted, the proxy goes on
     if (!std::exchange(failing_, true))
       std::cerr << "netbox: export " << label << ": cannot write " << path_.string() << ": " << std::strerror(errno)
-              << "\n";
+                << "\n";
   }
   pending_.clear();
   pending_records_ = 0;

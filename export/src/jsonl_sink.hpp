@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <string>
+#include <string_view>
 
 namespace netbox::siem {
 
@@ -20,11 +21,13 @@ class JsonlSink final : public Sink {
 
  private:
   void open();
+  std::size_t write_some(std::string_view text);
   std::filesystem::path path_;
   int fd_ = -1;
   std::string pending_;
   std::size_t pending_records_ = 0;
   bool failing_ = false;  // said once on stderr until a write succeeds
+  bool line_open_ = false;  // a write stopped partway through a line: the next starts a new one
 };
 
 }  // namespace netbox::siem

@@ -10,12 +10,15 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <future>
 #include <iostream>
@@ -87,6 +90,55 @@ TEST(Exporter, IsDestroyedPromptlyWithALargeQueueOfRecords) {
   const auto lines = lines_of(file);
   EXPECT_LE(lines.size(), 2u * kRecords) << "an activity and a finding a record at most";
   for (const auto& j : lines) EXPECT_FALSE(j.is_discarded()) << "every line written is a whole record";
+}
+
+// Waits (under a hang guard) until the sink has settled `records` records either way.
+void wait_settled(const Exporter& exporter, std::uint64_t records) {
+  completes_within(60s, [&] {
+    for (;;) {
+      const auto s = exporter.stats()[0];
+      if (s.exported + s.dropped >= records) return;
+      std::this_thread::sleep_for(5ms);
+    }
+  });
+}
+
+// A file size limit stands for a full disk: the write stops partway through a record.
+// The records written whole count as exported, only the cut one as dropped, and the next
+// write starts on a new line, so only that one line is broken.
+TEST(Exporter, AWriteCutShortCountsWhatWasWrittenAndTheNextRecordStartsItsOwnLine) {
+  test::TempDir dir;
+  const auto file = dir.path() / "ocsf.jsonl";
+  ExporterOptions options;
+  options.shutdown_wait = 5s;
+  Exporter exporter({parse_sink("ocsf-jsonl:" + file.string())}, options);
+  auto allowed = denied_request("/v1/chat/completions");
+  allowed.decision = "allow";
+  allowed.status = 200;
+  exporter.row(allowed);  // one record a row
+  wait_settled(exporter, 1);
+  const auto record = std::filesystem::file_size(file);
+
+  rlimit was{};
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &was), 0);
+  const auto sigxfsz = std::signal(SIGXFSZ, SIG_IGN);
+  rlimit cut = was;
+  cut.rlim_cur = record * 3 + record / 2;  // the third record of the next three is cut
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &cut), 0);
+  for (int i = 0; i < 3; ++i) exporter.row(allowed);
+  wait_settled(exporter, 4);
+  ::setrlimit(RLIMIT_FSIZE, &was);
+  std::signal(SIGXFSZ, sigxfsz);
+
+  EXPECT_EQ(exporter.stats()[0].exported, 3u);
+  EXPECT_EQ(exporter.stats()[0].dropped, 1u);
+  exporter.row(allowed);
+  wait_settled(exporter, 5);
+  EXPECT_EQ(exporter.stats()[0].exported, 4u);
+  const auto lines = lines_of(file);
+  ASSERT_EQ(lines.size(), 5u);
+  for (const std::size_t whole : {0, 1, 2, 4}) EXPECT_FALSE(lines[whole].is_discarded()) << whole;
+  EXPECT_TRUE(lines[3].is_discarded()) << "the record cut short";
 }
 
 // A kB figure of /proc/self/status ("VmRSS", "VmHWM").
