@@ -3,6 +3,7 @@
 #include "netbox/policy/request_path.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <utility>
 
 namespace netbox::policy {
@@ -62,13 +63,59 @@ const RequestRule* first_match(const Profile& profile, const std::string& host, 
   return nullptr;
 }
 
+// A path as a lenient server may route it: letters in one case, `;parameters` off each
+// segment (Tomcat, Spring), no trailing slash (Express by default). Two spellings the
+// canonical form keeps apart may reach the same handler there.
+std::string loose(std::string_view path, bool parameters) {
+  std::string out;
+  out.reserve(path.size());
+  bool in_parameter = false;
+  for (char c : path) {
+    if (c == '/') in_parameter = false;
+    else if (c == ';' && parameters) in_parameter = true;
+    if (in_parameter) continue;
+    out += (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+  }
+  while (out.size() > 1 && out.back() == '/') out.pop_back();
+  return out;
+}
+
+bool loosely_matches(const RequestRule& r, std::string_view method, std::string_view path) {
+  if (!r.methods.empty() && std::find(r.methods.begin(), r.methods.end(), method) == r.methods.end()) return false;
+  const std::string lenient = loose(path, true);
+  return std::any_of(r.paths.begin(), r.paths.end(),
+                     [&](const std::string& p) { return path_matches(loose(p, false), lenient); });
+}
+
+// `allowing`, a rule for this host that allows the request: an earlier rule that would
+// refuse it or check its body, were its path spelled as that rule spells it, decides
+// instead (a refusal): else a catch-all after a body rule on /mcp lets POST /MCP or
+// /mcp;x through unchecked to a server that routes them to /mcp.
+std::optional<Decision> respelled(const Profile& profile, const RequestRule& allowing, const std::string& host,
+                                  uint16_t port, std::string_view method, std::string_view path) {
+  for (const RequestRule& r : profile.rules) {
+    if (&r == &allowing) return std::nullopt;
+    if ((r.allow && !r.body) || r.paths.empty() || !names(r.host, host, port)) continue;
+    if (!loosely_matches(r, method, path)) continue;
+    return Decision{Verdict::deny, r.cite(),
+                    std::string(method) + " " + std::string(path) + " on " + host + " is refused: " + r.cite() +
+                        (r.allow ? " checks the bodies of" : " denies") +
+                        " a path a server may read this one as (letter case, a trailing slash or ;parameters "
+                        "aside); spell the path as the rule does"};
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 Decision match_rules(const Profile& profile, const std::string& host, uint16_t port, std::string_view method,
                      std::string_view path) {
   bool named = false;
   if (const RequestRule* r = first_match(profile, host, port, method, path, named)) {
-    if (r->allow) return Decision{Verdict::allow, r->cite(), ""};
+    if (r->allow) {
+      if (auto no = respelled(profile, *r, host, port, method, path)) return finish(profile, std::move(*no));
+      return Decision{Verdict::allow, r->cite(), ""};
+    }
     return finish(profile, Decision{Verdict::deny, r->cite(),
                                     std::string(method) + " " + std::string(path) + " on " + host + " is denied by " +
                                         r->cite()});

@@ -234,5 +234,38 @@ TEST(CheckRequestHost, AnAbsoluteTargetIsRefusedEvenForALiteralWhoseHostHeaderCa
       << "a literal has no name to disagree with";
 }
 
+// A rule that refuses or checks bodies on a path, then a broader one that allows: a
+// server that routes /MCP, /mcp/ or /mcp;x to /mcp (Express ignores case and a trailing
+// slash by default; Tomcat and Spring drop ;parameters) would get a body no rule checked.
+// Such a spelling is refused, naming the rule it would have escaped.
+TEST(DecideRequestSpelling, AnotherSpellingOfARulesPathDoesNotEscapeItToALaterRule) {
+  const Policy p = parse_policy(R"({"version": 1, "allow": ["tools.test"], "rules": [
+    {"host": "tools.test", "methods": ["POST"], "paths": ["/mcp"], "action": "allow",
+     "jsonrpc": {"methods": ["tools/call"], "tools": {"search": {}}}},
+    {"host": "tools.test", "paths": ["/admin/*"], "action": "deny"},
+    {"host": "tools.test", "action": "allow"}]})",
+                                "p.json");
+  const Admitted admitted{"tools.test", 443, Decision{Verdict::allow, "allow[0] tools.test", ""}};
+  for (const char* path : {"/MCP", "/mcp/", "/mcp;x", "/Mcp/;a"}) {
+    const auto r = decide_request(p.base, admitted, "POST", path, BodyChecks::caller_checks);
+    EXPECT_EQ(r.status, 403u) << path;
+    EXPECT_EQ(r.decision.rule.rfind("rules[0]", 0), 0u) << path << ": " << r.decision.rule;
+    EXPECT_THAT(r.decision.reason, HasSubstr("checks the bodies of a path a server may read this one as")) << path;
+  }
+  const auto deny = decide_request(p.base, admitted, "GET", "/ADMIN/users", BodyChecks::caller_checks);
+  EXPECT_EQ(deny.status, 403u);
+  EXPECT_EQ(deny.decision.rule.rfind("rules[1]", 0), 0u) << deny.decision.rule;
+  // The rule's own spelling gets its body check; other paths and methods the catch-all.
+  const auto exact = decide_request(p.base, admitted, "POST", "/mcp", BodyChecks::caller_checks);
+  EXPECT_FALSE(exact.refused());
+  EXPECT_EQ(exact.body_rule, &p.base.rules[0]);
+  for (const char* path : {"/mcpx", "/other", "/adminx"}) {
+    const auto r = decide_request(p.base, admitted, "POST", path, BodyChecks::caller_checks);
+    EXPECT_FALSE(r.refused()) << path << ": " << r.decision.reason;
+  }
+  EXPECT_FALSE(decide_request(p.base, admitted, "GET", "/MCP", BodyChecks::caller_checks).refused())
+      << "the body rule is POST's alone";
+}
+
 }  // namespace
 }  // namespace netbox::policy
