@@ -14,14 +14,37 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <vector>
 
 namespace netbox::cli {
 namespace {
 
 struct VerifyArgs {
   std::string db = audit::default_db_path().string();
-  std::string verify_key;
+  std::vector<std::string> verify_keys;  // FILE (every proxy) or PROXY=FILE
 };
+
+// --audit-verify-key FILE or PROXY=FILE, any number of times (at most one FILE alone).
+audit::VerifyKeys read_verify_keys(const std::vector<std::string>& given) {
+  audit::VerifyKeys keys;
+  for (const auto& g : given) {
+    const auto eq = g.find('=');
+    // A path may hold '=' too: a file that exists is a file.
+    std::error_code ec;
+    const bool whole_file = eq == std::string::npos || std::filesystem::exists(g, ec);
+    const std::string proxy = whole_file ? std::string() : g.substr(0, eq);
+    const std::filesystem::path file = whole_file ? g : g.substr(eq + 1);
+    if (!whole_file && proxy.empty()) throw UsageError("--audit-verify-key " + g + ": no proxy id before '='");
+    if (!std::filesystem::exists(file, ec)) throw UsageError("--audit-verify-key " + g + ": no such file " + file.string());
+    if (whole_file) {
+      if (!keys.every.empty()) throw UsageError("--audit-verify-key " + g + ": a key for every proxy is given twice");
+      keys.every = file;
+    } else if (!keys.per_proxy.emplace(proxy, file).second) {
+      throw UsageError("--audit-verify-key " + g + ": proxy '" + proxy + "' is named twice");
+    }
+  }
+  return keys;
+}
 
 // Problems past this many are counted, not listed: the first ones say where it starts.
 constexpr std::size_t kShownProblems = 20;
@@ -29,9 +52,7 @@ constexpr std::size_t kShownProblems = 20;
 int run_verify(const CLI::App& cmd, const VerifyArgs& a) {
   try {
     require_db(a.db);
-    if (std::error_code ec; !a.verify_key.empty() && !std::filesystem::exists(a.verify_key, ec))
-      throw UsageError("--audit-verify-key " + a.verify_key + ": no such file");
-    const audit::ChainReport report = audit::verify_chain(a.db, a.verify_key);
+    const audit::ChainReport report = audit::verify_chain(a.db, read_verify_keys(a.verify_keys));
     for (const auto& p : report.proxies) std::cout << p << "\n";
     std::cout << report.rows << " rows checked";
     if (report.rows_before_chain > 0) std::cout << "; " << report.rows_before_chain << " rows older than the chain not covered";
@@ -71,8 +92,10 @@ CLI::App* add_audit_verify_command(CLI::App& audit, int& rc) {
       "verify", "Check the audit chain of every proxy in the store; exit 1 naming the first row that does not match");
   auto cmd = std::make_shared<Command>(*verify);
   cmd->flags.option("--audit-db,--db", cmd->args.db, "Audit database: a file or postgresql://... (default: netbox audit's)");
-  cmd->flags.option("--audit-verify-key", cmd->args.verify_key,
-                    "Ed25519 public key (PEM): every batch must then carry a valid signature by --audit-signing-key");
+  cmd->flags.option("--audit-verify-key", cmd->args.verify_keys,
+                    "Ed25519 public key (PEM): every batch must then carry a valid signature by --audit-signing-key; "
+                    "PROXY=FILE checks that proxy id's chain with its own key (repeat for each; every chain must "
+                    "then have a key)");
   verify->callback([&rc, cmd, verify] { rc = run_verify(*verify, cmd->args); });
   return verify;
 }

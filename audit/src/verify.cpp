@@ -118,8 +118,10 @@ std::string hex(const std::string& bytes) {
 
 class Verifier {
  public:
-  Verifier(const std::filesystem::path& db, const std::filesystem::path& key) : reader_(db) {
-    if (!key.empty()) check_.emplace(key, "--audit-verify-key");
+  Verifier(const std::filesystem::path& db, const VerifyKeys& keys) : reader_(db) {
+    if (!keys.every.empty()) check_.emplace(keys.every, "--audit-verify-key");
+    for (const auto& [proxy, file] : keys.per_proxy)
+      per_proxy_.try_emplace(proxy, file, "--audit-verify-key " + proxy + "=");
     // Heads, links and rows from one moment: a proxy committing meanwhile must not look
     // like a row in no chain or a head past its links.
     reader_.snapshot();
@@ -128,6 +130,10 @@ class Verifier {
   ChainReport run() {
     read_chain();
     for (const auto& [proxy, head] : heads_) walk(proxy, head);
+    for (const auto& [proxy, key] : per_proxy_)
+      if (!heads_.contains(proxy))
+        add(proxy, 0, "a key is named for proxy '" + proxy + "' but the store holds no chain of it: its links "
+                      "and head were deleted, or the name is wrong");
     for (const auto& [proxy, links] : links_)
       if (!heads_.contains(proxy))
         add(proxy, links.front().seq, "proxy '" + proxy + "' has links but no chain head: the head was deleted");
@@ -182,6 +188,7 @@ class Verifier {
 
   // The links of one proxy, from its anchor to its head.
   void walk(const std::string& proxy, const Head& head) {
+    const detail::SignatureCheck* key = key_for(proxy);
     std::int64_t seq = head.anchor_seq;
     std::string hash = head.anchor_hash;
     std::int64_t signed_upto = head.anchor_seq;
@@ -202,8 +209,8 @@ class Verifier {
       else if ((batch ? detail::batch_hash(hash, l) : detail::link_hash(hash, l)) != l.hash)
         add(proxy, l.seq, where(l) + ": the link does not follow from the one before it: a link was inserted, "
                                      "removed or edited");
-      if (!l.signature.empty() && check_) {
-        if (!check_->valid(detail::batch_message(l), l.signature))
+      if (!l.signature.empty() && key) {
+        if (!key->valid(detail::batch_message(l), l.signature))
           add(proxy, l.seq, where(l) + ": the batch signature does not verify with --audit-verify-key: the batch "
                                        "ending here, or a link before it, was altered (or signed by another key)");
         else ++signatures;
@@ -217,12 +224,12 @@ class Verifier {
       add(proxy, seq + 1, "the chain of proxy '" + proxy + "' ends at link " + std::to_string(seq) +
                               " but its head records link " + std::to_string(head.seq) +
                               ": links at the end were removed, or the head was edited");
-    if (check_ && signed_upto != head.seq)
+    if (key && signed_upto != head.seq)
       add(proxy, signed_upto + 1, "links " + std::to_string(signed_upto + 1) + ".." + std::to_string(head.seq) +
                                       " of proxy '" + proxy + "' carry no batch signature (written without "
                                       "--audit-signing-key, or their signatures were removed)");
     report_.proxies.push_back("proxy '" + proxy + "': links " + std::to_string(head.anchor_seq + 1) + ".." +
-                              std::to_string(head.seq) + (check_ ? ", " + std::to_string(signatures) + " signed batches" : "") +
+                              std::to_string(head.seq) + (key ? ", " + std::to_string(signatures) + " signed batches" : "") +
                               (head.pruned_before.empty() ? "" : ", head says pruned before " + head.pruned_before));
   }
 
@@ -393,7 +400,17 @@ class Verifier {
   }
 
   detail::Reader reader_;
-  std::optional<detail::SignatureCheck> check_;
+  std::optional<detail::SignatureCheck> check_;  // every proxy's
+  std::map<std::string, detail::SignatureCheck> per_proxy_;
+  // The key a proxy's batches are checked with; null: none (with keys per proxy, a problem).
+  const detail::SignatureCheck* key_for(const std::string& proxy) {
+    if (const auto it = per_proxy_.find(proxy); it != per_proxy_.end()) return &it->second;
+    if (check_) return &*check_;
+    if (!per_proxy_.empty())
+      add(proxy, 0, "no --audit-verify-key names proxy '" + proxy + "', and no key is given for every proxy: its "
+                    "chain is not checked against a key of its own");
+    return nullptr;
+  }
   std::map<std::string, Head> heads_;
   std::map<std::string, std::int64_t> start_;
   std::map<std::string, std::vector<Link>> links_;
@@ -415,7 +432,11 @@ void check_signing_key(const std::filesystem::path& key_file, std::string_view f
 }
 
 ChainReport verify_chain(const std::filesystem::path& db, const std::filesystem::path& verify_key) {
-  return Verifier(db, verify_key).run();
+  return Verifier(db, VerifyKeys{verify_key, {}}).run();
+}
+
+ChainReport verify_chain(const std::filesystem::path& db, const VerifyKeys& keys) {
+  return Verifier(db, keys).run();
 }
 
 }  // namespace netbox::audit

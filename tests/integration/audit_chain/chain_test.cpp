@@ -13,6 +13,8 @@
 #include "support/temp_dir.hpp"
 
 #include <gtest/gtest.h>
+
+#include <map>
 #include <openssl/evp.h>
 #include <sqlite3.h>
 
@@ -368,6 +370,44 @@ TEST_P(AuditChain, ABatchSignedWithAnotherKeyFailsTheSignatureCheck) {
   write_rows(store->db(), "p1", 1);
   const auto report = audit::verify_chain(store->db(), other_pub);
   EXPECT_NE(joined(report.problems).find("carry no batch signature"), std::string::npos) << joined(report.problems);
+}
+
+// A fleet's proxies each sign with a key of their own, and verify checks each chain with
+// its proxy's key: one proxy's key (and its store role) re-signing another proxy's chain
+// is named, which one key for every proxy cannot tell. A chain no key names, and a named
+// proxy whose chain is gone whole, are problems too.
+TEST_P(AuditChain, EachProxysChainIsCheckedWithItsOwnKey) {
+  TempDir keys;
+  std::map<std::string, std::pair<std::filesystem::path, std::filesystem::path>> pair;
+  for (const std::string name : {"a", "b"}) {
+    const auto k = keys.path() / (name + ".key"), p = keys.path() / (name + ".pub");
+    ASSERT_EQ(run({"openssl", "genpkey", "-algorithm", "ed25519", "-out", k.string()}).exit_code, 0);
+    ASSERT_EQ(run({"openssl", "pkey", "-in", k.string(), "-pubout", "-out", p.string()}).exit_code, 0);
+    pair[name] = {k, p};
+  }
+  write_rows(store->db(), "proxy-a", 3, Clock::now(), pair["a"].first);
+  write_rows(store->db(), "proxy-b", 3, Clock::now(), pair["b"].first);
+  const std::string a = "proxy-a=" + pair["a"].second.string(), b = "proxy-b=" + pair["b"].second.string();
+  auto r = run_netbox({"audit", "verify", "--db", store->db(), "--audit-verify-key", a, "--audit-verify-key", b});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  // Proxy a, compromised, writes on in proxy b's name with its own key.
+  write_rows(store->db(), "proxy-b", 2, Clock::now(), pair["a"].first);
+  r = run_netbox({"audit", "verify", "--db", store->db(), "--audit-verify-key", a, "--audit-verify-key", b});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("the batch signature does not verify"), std::string::npos) << r.out;
+  // A chain with no key of its own, once keys are per proxy; a named proxy with no chain.
+  r = run_netbox({"audit", "verify", "--db", store->db(), "--audit-verify-key", a, "--audit-verify-key",
+                  "proxy-c=" + pair["b"].second.string()});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("no --audit-verify-key names proxy 'proxy-b'"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("a key is named for proxy 'proxy-c' but the store holds no chain of it"), std::string::npos)
+      << r.out;
+  // Bad flags are usage errors.
+  r = run_netbox({"audit", "verify", "--db", store->db(), "--audit-verify-key", "=" + pair["a"].second.string()});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  r = run_netbox({"audit", "verify", "--db", store->db(), "--audit-verify-key", a, "--audit-verify-key", a});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("named twice"), std::string::npos) << r.err;
 }
 
 TEST_P(AuditChain, ARowOpenAtTheUpgradeIsCoveredOnceCompleted) {

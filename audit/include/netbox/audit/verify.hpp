@@ -3,6 +3,7 @@
 // that wrote the store, on either backend.
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -31,5 +32,16 @@ struct ChainReport {
 void check_signing_key(const std::filesystem::path& key_file, std::string_view flag);
 
 ChainReport verify_chain(const std::filesystem::path& db, const std::filesystem::path& verify_key = {});
+
+// Keys per proxy: a proxy's chain is checked with the key named for its proxy id, else
+// with `every` (empty: none). A fleet gives each proxy a key of its own, so that one
+// proxy's key (and its store role) cannot re-sign another's chain. Once any proxy is
+// named, a chain with no key of its own or `every` is a problem, and so is a named proxy
+// with no chain in the store (its links and head deleted whole).
+struct VerifyKeys {
+  std::filesystem::path every;
+  std::map<std::string, std::filesystem::path> per_proxy;
+};
+ChainReport verify_chain(const std::filesystem::path& db, const VerifyKeys& keys);
 
 }  // namespace netbox::audit
