@@ -11,6 +11,8 @@
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <set>
+#include <mutex>
 #include <thread>
 
 namespace netbox::test {
@@ -76,7 +78,9 @@ std::string BackgroundProcess::log() const {
   return ss.str();
 }
 
-unsigned short free_port() {
+namespace {
+
+unsigned short any_free_port() {
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_in a{};
   a.sin_family = AF_INET;
@@ -90,6 +94,22 @@ unsigned short free_port() {
   }
   close(fd);
   return ntohs(a.sin_port);
+}
+
+}  // namespace
+
+// Each port once per test process: the kernel may hand the port just closed to the next
+// bind to 0, so two calls in a row (a proxy's port, then its admin port) could name the
+// same one, and the proxy then fails to start ("Address already in use").
+unsigned short free_port() {
+  static std::mutex mu;
+  static std::set<unsigned short> given;
+  std::lock_guard lock(mu);
+  for (int tries = 0; tries < 64; ++tries) {
+    const auto port = any_free_port();
+    if (given.insert(port).second) return port;
+  }
+  throw std::runtime_error("cannot find a free port on 127.0.0.1 not handed out before");
 }
 
 bool wait_for_port(unsigned short port, std::chrono::milliseconds timeout) {
