@@ -144,6 +144,17 @@ std::string SecretForms::found_in(std::string_view text) const {
     return {};
   };
   if (auto form = holds(text); !form.empty()) return form;
+  // Base64 wrapped over lines (MIME's 76 columns, PEM's 64): its pieces alone are no form.
+  const auto wrapped = [this](std::string_view t) -> bool {
+    if (t.find_first_of("\r\n") == std::string_view::npos) return false;
+    std::string joined;
+    joined.reserve(t.size());
+    for (char c : t)
+      if (c != '\r' && c != '\n') joined += c;
+    return std::any_of(base64_.begin(), base64_.end(),
+                       [&](const std::string& b) { return joined.find(b) != std::string::npos; });
+  };
+  if (wrapped(text)) return "base64-encoded, line-wrapped";
   // The escaped forms: JSON escapes undone, then up to three rounds of percent-decoding
   // of the text as it came and of the unescaped one.
   std::vector<std::pair<std::string, std::string>> views;
@@ -156,10 +167,16 @@ std::string SecretForms::found_in(std::string_view text) const {
         if (!h.empty()) out += (out.empty() ? "" : ", ") + std::string(h);
       return out;
     };
-    if (!how.empty())
+    if (!how.empty()) {
       if (auto form = holds(t); !form.empty()) return named(form, {});
-    for (int round = 0; round < 3 && t.find('%') != std::string::npos && percent_decode(t); ++round)
+      if (wrapped(t)) return named("base64-encoded", "line-wrapped");
+    }
+    for (int round = 0; round < 3 && t.find('%') != std::string::npos && percent_decode(t); ++round) {
       if (auto form = holds(t); !form.empty()) return named(form, "percent-encoded");
+      // JSON escapes that were themselves percent-encoded (%5C%2F for \/).
+      if (t.find('\\') != std::string::npos)
+        if (auto form = holds(json_unescape(t)); !form.empty()) return named(form, "percent-encoded, JSON-escaped");
+    }
   }
   return {};
 }

@@ -174,6 +174,20 @@ TEST(SecretForms, FindsTheSecretJsonEscapedPercentEncodedOrInBase64) {
   EXPECT_EQ(forms.found_in("SK/LIVE+5ECRET=VALUE"), "");
 }
 
+// Two spellings an echo endpoint could use that the first search missed (a hostile review):
+// a JSON escape that was itself percent-encoded, and base64 wrapped over lines.
+TEST(SecretForms, FindsTheSecretBehindPercentEncodedJsonEscapesAndInLineWrappedBase64) {
+  const SecretForms forms("sk/live+5ecret=value");
+  EXPECT_EQ(forms.found_in("k=sk%5C%2Flive+5ecret=value"), "percent-encoded, JSON-escaped");
+  EXPECT_EQ(forms.found_in("k=sk%255C%252Flive+5ecret=value"), "percent-encoded, JSON-escaped");
+  EXPECT_EQ(forms.found_in("QmVhcmVyIHNrL2xp\r\ndmUrNWVjcmV0PXZhbHVl"), "base64-encoded, line-wrapped");
+  EXPECT_EQ(forms.found_in("-----BEGIN X-----\neHNrL2xpdmUr\nNWVjcmV0PXZhbHVl\n-----END X-----\n"),
+            "base64-encoded, line-wrapped");
+  EXPECT_EQ(forms.found_in(R"({"b64":"QmVhcmVyIHNrL2xp\ndmUrNWVjcmV0PXZhbHVl"})"),
+            "base64-encoded, JSON-escaped, line-wrapped");
+  EXPECT_EQ(forms.found_in("QmVhcmVyIHNrL2xp\nZmUrNWVjcmV0PXZhbHVl"), "") << "another secret's pieces";
+}
+
 TEST(Binding, RefusesACredentialWithoutItsSecretOrAStrangerOrABadPlaceholder) {
   const auto p = policy_with_openai();
   EXPECT_THAT([&] { bind_credentials(p.base, {}); },
