@@ -1,4 +1,5 @@
 #include "netbox/launcher/agent_stdio.hpp"
+#include "netbox/launcher/terminal_lock.hpp"
 
 #include "netbox/launcher/agent_output_guard.hpp"
 #include "netbox/launcher/launch.hpp"
@@ -126,13 +127,16 @@ struct AgentStdio::State {
     return true;
   }
 
+  // Both wait while an --ask question is open on the terminal (terminal_lock.hpp).
   static bool write_out(Output& o, const char* p, std::size_t n) {
+    std::lock_guard terminal(terminal_lock());
     if (!o.guard) return write_all(o.dst, p, n);
     const std::string shown = o.guard->filter(std::string_view(p, n));
     return write_all(o.dst, shown.data(), shown.size());
   }
 
   static void write_held(Output& o) {
+    std::lock_guard terminal(terminal_lock());
     const std::string held = o.guard->flush();
     write_all(o.dst, held.data(), held.size());
   }

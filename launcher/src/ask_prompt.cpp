@@ -1,6 +1,8 @@
 #include "netbox/launcher/ask_prompt.hpp"
+#include "netbox/launcher/terminal_lock.hpp"
 
 #include <fcntl.h>
+#include <termios.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -103,12 +105,38 @@ void AskPrompt::run() {
   }
 }
 
+namespace {
+
+// What an answer line says: exactly a letter or its word (any case); nullopt for anything
+// else ("oh no" is no "once", "probably not" no "policy").
+std::optional<char> answer_letter(const std::string& line) {
+  std::string word = line;
+  while (!word.empty() && (word.back() == ' ' || word.back() == '\t')) word.pop_back();
+  for (char& c : word) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+  for (const char* w : {"once", "launch", "policy", "deny"})
+    if (word == std::string(1, w[0]) || word == w) return w[0];
+  return std::nullopt;
+}
+
+}  // namespace
+
+// Before a question: the agent's output is held (terminal_lock.hpp), what the terminal
+// was sent to answer is dropped (replies to the agent's queries, keys typed ahead), and
+// its drawing state is reset (colours, a character set, margins the agent set), on a line
+// of its own, so that the question reads as netbox wrote it.
+void AskPrompt::fresh_line() {
+  ::tcflush(tty_, TCIFLUSH);
+  say("\x1b[!p\x1b[0m\x0f\x1b[?25h\r\n");
+}
+
 void AskPrompt::ask(const proxy::PendingAsk& q) {
   // Waited in the queue past its time, or ended meanwhile: nothing to ask.
-  if (take_settled(q.id) || q.expires <= std::chrono::system_clock::now()) return;
+  if (take_settled(q.id) || q.expires <= std::chrono::system_clock::now() || terminal_questions_ended()) return;
   const std::string what = "agent " + q.agent + " wants " + authority_of(q) + " (" + q.door + ", not in the policy)";
   const std::string choices = std::string("[o]nce, for this [l]aunch, ") +
                               (q.policy_offered ? "add to the [p]olicy file, " : "") + "[d]eny";
+  std::lock_guard terminal(terminal_lock());
+  fresh_line();
   for (;;) {
     say("netbox ask: " + what + "; " + choices + "? (" + seconds_left(q.expires) + ") ");
     const std::string line = read_line(q.expires, q.id);
@@ -122,10 +150,10 @@ void AskPrompt::ask(const proxy::PendingAsk& q) {
     }
     proxy::AskAnswer a;
     a.grantor = "the launch's terminal";
-    const char c = line.front();
-    if (c == 'd' || c == 'D') {
+    const char c = answer_letter(line).value_or('?');
+    if (c == 'd') {
       a.approve = false;
-    } else if (auto scope = proxy::parse_ask_scope(std::string(1, static_cast<char>(c | 0x20)));
+    } else if (auto scope = c == '?' ? std::nullopt : proxy::parse_ask_scope(std::string(1, c));
                scope && (*scope != proxy::AskScope::policy || q.policy_offered)) {
       a.approve = true;
       a.scope = *scope;
@@ -139,10 +167,14 @@ void AskPrompt::ask(const proxy::PendingAsk& q) {
       answer = answer_;
     }
     const auto why = answer({q.id, {}, {}, 0}, a);
-    take_settled(q.id);  // this answer's own end, or (when refused) one elsewhere: said below
-    if (!why.empty()) say("netbox ask: " + why + "\n");
-    else say(std::string("netbox ask: ") + (a.approve ? "allowed " : "refused ") + authority_of(q) +
-             (a.approve ? " (" + std::string(proxy::to_string(a.scope)) + ")" : "") + "\n");
+    const auto ended = take_settled(q.id);  // this answer's own end, or (when refused) one elsewhere
+    if (!why.empty()) {
+      say("netbox ask: " + why + "\n");
+      if (ended) return;
+      continue;  // not taken (the policy file could not be changed, say): asked again
+    }
+    say(std::string("netbox ask: ") + (a.approve ? "allowed " : "refused ") + authority_of(q) +
+        (a.approve ? " (" + std::string(proxy::to_string(a.scope)) + ")" : "") + "\n");
     return;
   }
 }
@@ -163,6 +195,7 @@ std::string AskPrompt::read_line(std::chrono::system_clock::time_point deadline,
       std::lock_guard lock(mu_);
       if (stop_ || settled_.count(id)) return {};
     }
+    if (terminal_questions_ended()) return {};
     if (n <= 0 || !(fds[0].revents & (POLLIN | POLLHUP))) continue;
     char c = 0;
     const ssize_t got = ::read(tty_, &c, 1);

@@ -3,6 +3,7 @@
 #include "netbox/launcher/agent_link.hpp"
 #include "netbox/launcher/ask_prompt.hpp"
 #include "netbox/launcher/agent_stdio.hpp"
+#include "netbox/launcher/terminal_lock.hpp"
 #include "netbox/launcher/agent_trust.hpp"
 #include "netbox/launcher/cgroup.hpp"
 #include "netbox/launcher/cleanup.hpp"
@@ -315,7 +316,9 @@ int run(const LaunchPlan& plan, std::chrono::steady_clock::time_point started) {
               << ", which would make the host's git take its config and hooks from the folder it names; set aside: "
               << moved << "\n";
   // The agent is gone: its namespace is the kernel's to take down (nothing here waits for
-  // that); its last output is copied and the proxy records the exit.
+  // that); its last output is copied (once a question open on the terminal is given up)
+  // and the proxy records the exit.
+  end_terminal_questions();
   stdio.finish();
   link->detach(outcome);
   link.reset();  // the embedded proxy's last lines are in the relay

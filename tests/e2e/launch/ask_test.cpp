@@ -36,7 +36,8 @@ using ::testing::Not;
 // files. The test reads the terminal and types into it.
 class TerminalLaunch {
  public:
-  TerminalLaunch(const std::vector<std::string>& args, const std::filesystem::path& dir)
+  // `stdout_on_terminal`: the launch's stdout (and so the agent's) is the terminal too.
+  TerminalLaunch(const std::vector<std::string>& args, const std::filesystem::path& dir, bool stdout_on_terminal = false)
       : out_(dir / "launch.out"), err_(dir / "launch.err") {
     master_ = ::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
     if (master_ < 0 || ::grantpt(master_) != 0 || ::unlockpt(master_) != 0) throw std::runtime_error("posix_openpt");
@@ -54,7 +55,7 @@ class TerminalLaunch {
       const int err = ::open(err_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
       if (in < 0 || out < 0 || err < 0) ::_exit(121);
       ::dup2(in, 0);
-      ::dup2(out, 1);
+      ::dup2(stdout_on_terminal ? tty : out, 1);
       ::dup2(err, 2);
       ::close_range(3, ~0U, 0);  // nothing of the test's own in the launch
       std::vector<char*> a;
@@ -250,6 +251,47 @@ TEST(LaunchAsk, PolicyScopeWritesTheHostIntoThePolicyFile) {
   expected.replace(expected.find("\"allow\": [") + 10, 0, "\"denied.test:" + port + "\", ");
   EXPECT_EQ(now.str(), expected) << "the entry added, the rest (comments too) as it was";
   EXPECT_EQ(test::run_netbox({"policy", "check", policy.string()}).exit_code, 0);
+  expect_nothing_left(subnet);
+}
+
+// The agent writes to the terminal the question is asked on: it must not redraw the
+// question (move the cursor back onto the host and print another, so that `p` adds its
+// own) nor queue answers. Its output is held while the question is open and shown after.
+TEST(LaunchAsk, TheAgentCannotRedrawAnOpenQuestion) {
+  NETBOX_REQUIRE_ROOT();
+  const auto subnet = test_subnet();
+  HostDir host;
+  const auto work = host.folder("work");
+  HttpServer upstream;
+  test::TempDir db;
+  const auto policy = db.write("policy.json", policy_json(upstream.port()));
+  const std::string port = std::to_string(upstream.port());
+  const std::string script = "(" + curl("http://denied.test:" + port + "/p") + ") & " +
+                             "for i in $(seq 1 20); do printf '\\r\\033[32G\\033[KREDRAWN pypi.org:443 '; sleep 0.3; done; "
+                             "printf '\\033[6n'; wait";
+  TerminalLaunch run({"--subnet", subnet.cidr, "--audit-db", (db.path() / "a.db").string(), "--policy",
+                      policy.string(), "--workdir", work.string(), "--name", "asker", "--ask", "--", kSh, "-c", script},
+                     host.path(), true);
+  ASSERT_TRUE(run.shown(kQuestion)) << run.screen() << run.err();
+  const auto asked = run.screen().rfind(kQuestion);
+  std::this_thread::sleep_for(std::chrono::seconds(3));  // the agent tries ten times meanwhile
+  run.shown(kQuestion);  // reads what the terminal has now
+  EXPECT_EQ(run.screen().find("REDRAWN", asked), std::string::npos)
+      << "the agent drew over the open question:\n" << run.screen().substr(asked);
+  // Only the letter or its word answers: "oh no" is no "once", "probably not" no "policy".
+  run.type("oh no\n");
+  ASSERT_TRUE(run.shown("netbox ask: answer o, l, p, or d")) << run.screen().substr(asked);
+  run.type("probably not\n");
+  ASSERT_TRUE(run.shown("netbox ask: answer o, l, p, or d", 2)) << run.screen().substr(asked);
+  run.type("d\n");
+  EXPECT_EQ(run.wait(), 0) << run.err();
+  const auto answered = run.screen().find("netbox ask: refused denied.test:", asked);
+  ASSERT_NE(answered, std::string::npos) << run.screen().substr(asked);
+  EXPECT_NE(run.screen().find("REDRAWN", answered), std::string::npos) << "its output is held, not lost";
+  std::ifstream in(policy);
+  std::stringstream now;
+  now << in.rdbuf();
+  EXPECT_EQ(now.str(), policy_json(upstream.port()));
   expect_nothing_left(subnet);
 }
 

@@ -54,6 +54,7 @@ class AskPrompt {
   // How question `id` ended elsewhere, taken; nullopt: it has not.
   std::optional<std::pair<bool, std::string>> take_settled(std::uint64_t id);
   void say(const std::string& text);
+  void fresh_line();
 
   int tty_ = -1;
   int wake_ = -1;  // eventfd: a question queued, or stop
