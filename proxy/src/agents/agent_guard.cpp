@@ -21,6 +21,10 @@ BudgetCut cut_of(const std::string& rule, std::string_view what, std::uint64_t l
 }  // namespace
 
 std::uint64_t ByteMeter::charge(const std::vector<Entry>& budgets, std::uint64_t n) {
+  if (guard_ && guard_->halted()) {
+    if (!cut_) cut_ = guard_->halt_cut();
+    return 0;
+  }
   std::uint64_t allowed = n;
   const BudgetCut* spent = nullptr;
   for (const auto& e : budgets) {
@@ -84,7 +88,24 @@ std::optional<Refusal> AgentGuard::spent(const std::optional<Budget>& b) {
   return Refusal{403, Outcome::budget, {}, b->spent.rule, b->spent.reason, {}};
 }
 
+void AgentGuard::halt(std::string rule, std::string reason) {
+  std::lock_guard lock(mu_);
+  halt_ = {std::move(rule), std::move(reason)};
+  halted_.store(true, std::memory_order_release);
+}
+
+void AgentGuard::resume() { halted_.store(false, std::memory_order_release); }
+
+BudgetCut AgentGuard::halt_cut() const {
+  std::lock_guard lock(mu_);
+  return halt_;
+}
+
 std::optional<Refusal> AgentGuard::admit(const std::string& host, std::uint16_t port, Clock::time_point now) {
+  if (halted()) {
+    auto cut = halt_cut();
+    return Refusal{403, Outcome::deny, {}, std::move(cut.rule), std::move(cut.reason), {}};
+  }
   std::optional<Refusal> no;
   {
     std::lock_guard lock(mu_);
@@ -147,7 +168,7 @@ ByteMeter AgentGuard::meter(const std::string& host, std::uint16_t port) {
       add(down, s.down);
     }
   }
-  if (up.empty() && down.empty() && !paced_up && !paced_down) return {};
+  // Always with the guard, budgets or not: a halt cuts every relay of the agent.
   return ByteMeter(shared_from_this(), std::move(up), std::move(down), paced_up, paced_down);
 }
 

@@ -14,6 +14,7 @@
 
 #include "pipeline/denial.hpp"
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -104,6 +105,15 @@ class AgentGuard : public std::enable_shared_from_this<AgentGuard> {
   // The shaping of limits.bandwidth_up (up) or bandwidth_down: the pause after `n` bytes.
   Clock::duration pace(bool up, std::uint64_t n, Clock::time_point now);
 
+  // A freeze or kill is on its way to the agent (a guardian rule's, an operator's): from
+  // now its requests are refused and its open relays cut at their next piece (ByteMeter),
+  // so that the launcher's round trip and a kill's grace let nothing more through.
+  // resume() (an operator's) lifts it.
+  void halt(std::string rule, std::string reason);
+  void resume();
+  bool halted() const { return halted_.load(std::memory_order_acquire); }
+  BudgetCut halt_cut() const;
+
   // One event of this agent: counted, and every rule it fires acts (Guardians::act).
   void note(policy::GuardianEvent event, const std::string& detail);
   void record_action(GuardReport::Action a);
@@ -137,7 +147,9 @@ class AgentGuard : public std::enable_shared_from_this<AgentGuard> {
 
   Guardians& owner_;
   const std::string agent_;
+  std::atomic<bool> halted_{false};
   mutable std::mutex mu_;
+  BudgetCut halt_;  // why, while halted_
   bool configured_ = false;
   policy::Limits limits_;
   std::vector<policy::GuardianRule> rules_;

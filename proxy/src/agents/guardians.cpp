@@ -55,6 +55,10 @@ void Guardians::act(AgentGuard& guard, const policy::GuardianRule& rule, const s
   if (rule.action == policy::GuardianAction::report) return record(guard, rule, trigger, detail, "reported", false);
   GuardianEnforcer enforcer;
   const std::string action(policy::to_string(rule.action));
+  // At once, before the launcher is asked: nothing more goes through meanwhile (nor,
+  // where no launcher can act, at all until an operator resumes the agent).
+  guard.halt(rule.cite(), "the guardian is " + std::string(action == "kill" ? "killing" : "freezing") +
+                              " the agent (" + rule.cite() + ", on " + trigger + "): nothing more of it is relayed");
   {
     std::lock_guard lock(mu_);
     if (auto it = cards_.find(guard.agent()); it != cards_.end() && it->second.enforcer) {
@@ -71,7 +75,8 @@ void Guardians::act(AgentGuard& guard, const policy::GuardianRule& rule, const s
   if (!enforcer)
     return record(guard, rule, trigger, detail,
                   "could not " + std::string(policy::to_string(rule.action)) +
-                      " the agent: no launcher is attached to act on it (it keeps running)",
+                      " the agent: no launcher is attached to act on it (it keeps running; the proxy refuses its "
+                      "requests until an operator resumes it)",
                   true);
   // Off the io thread: a kill waits out its grace. The guard stays alive for the record.
   auto keep = guard.shared_from_this();

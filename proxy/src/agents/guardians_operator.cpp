@@ -73,6 +73,11 @@ void Guardians::operate(const std::string& agent, const std::string& action, uns
     }
   }
   if (!known) return done({false, "no agent named " + agent + " is attached to this proxy"});
+  // As a guardian rule's: refused and cut from now, not once the launcher has acted.
+  if (action == "freeze" || action == "kill")
+    if (auto guard = find(agent))
+      guard->halt("operator", "operator uid " + std::to_string(uid) + " is " +
+                                  (action == "kill" ? "killing" : "freezing") + " the agent: nothing more of it is relayed");
   if (!enforcer) {
     OperatorOutcome o{false, "no launcher is attached to act on " + agent + " (it keeps running)"};
     record_operator(agent, action, uid, o);
@@ -84,6 +89,8 @@ void Guardians::operate(const std::string& agent, const std::string& action, uns
       o.result = enforcer(action, "operator uid " + std::to_string(uid) + " (netbox agent " + action + ")");
       o.ok = true;
       note_done(agent, action);
+      if (action == "resume")
+        if (auto guard = find(agent)) guard->resume();
     } catch (const std::exception& e) {
       o.result = "could not " + action + " " + agent + ": " + e.what();
     }

@@ -66,8 +66,11 @@ std::optional<AdmissionResult> Admission::begin(const policy::Host& host, std::u
     no.askable = asks_ && !grant_ && (name_.rule.empty() || name_.rule == "ports") && !never_asked(host_, port_);
     return no;
   }
-  // Before any lookup: the lookup alone would carry an encoded label to the domain's servers.
+  // Before any lookup: the lookup alone would carry an encoded label to the domain's servers,
+  // so a halt, a spent budget, a rate and a new host's token apply before it too (a name
+  // looked up and then refused 429 has already told its data).
   if (auto no = guardians_.check_labels(agent_, *profile_, host_.name, port_)) return refused(std::move(*no));
+  if (auto no = guard_->admit(host_.name, port_, std::chrono::steady_clock::now())) return refused(std::move(*no));
   if (host_.is_ip()) return decide({&*host_.ip, 1});
   if (auto it = policy_->pins.find(host_.name); it != policy_->pins.end()) return decide(it->second);
   if (auto d = policy::unlisted_lookup_refused(*policy_, *profile_, name_, host_.name)) {
@@ -102,7 +105,6 @@ AdmissionResult Admission::decide(std::span<const boost::asio::ip::address> addr
     return refused({403, outcome_of(d.decision.verdict), {}, std::move(d.decision.rule), std::move(d.decision.reason), {}},
                    shown);
 
-  if (auto no = guard_->admit(host_.name, port_, std::chrono::steady_clock::now())) return refused(std::move(*no), shown);
   auto cap = caps_.acquire(agent_, host_.name, canonical_address(d.allowed.front()).to_string(), policy_->base.limits,
                            profile_->limits);
   switch (cap.kind) {

@@ -134,7 +134,12 @@ void Exchange::refused(Refused& r) {
 }
 
 void Exchange::refuse(const Refusal& r, std::string error) {
-  if (is_open()) return finish(static_cast<int>(r.status), error.empty() ? r.reason : std::move(error), true);
+  if (is_open()) {
+    // A refusal after admission (a body rule's: jsonrpc, body_schema, git) counts as a
+    // denial too, or an agent could probe forbidden tools and refs without end.
+    note_refusal(r.outcome, r.rule.empty() ? record_.rule : r.rule);
+    return finish(static_cast<int>(r.status), error.empty() ? r.reason : std::move(error), true);
+  }
   if (open_) return;  // answered already
   finished_ = true;
   auto& rec = record_;

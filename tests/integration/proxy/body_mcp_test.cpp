@@ -114,6 +114,20 @@ TEST_F(McpTest, AnotherToolIsRefusedWithAJsonRpcErrorCarryingTheCallsId) {
   EXPECT_NE(row.reason.find("tool shell"), std::string::npos) << row.reason;
 }
 
+// A body rule's refusal counts as a denial for the guardian, as a host's does: an agent
+// probing forbidden tools trips `denied >= N` (it was refused without end, unseen).
+TEST_F(McpTest, RefusedToolCallsCountAsDenialsForTheGuardian) {
+  auto j = nlohmann::json::parse(policy_json);
+  j["guardian"] = nlohmann::json::parse(R"({"rules": [{"on": ["denied >= 3 in 60s"], "action": "report"}]})");
+  start_proxy(j.dump());
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(call(tool_call(i, "shell", R"({"cmd": "id"})")).first, 403) << i;
+  std::uint64_t reported = 0;
+  for (const auto& a : ProxyTest::server->counters().guardian_actions)  // `server` here is the MCP server
+    if (a.action == "report" && a.trigger == "denied") reported += a.count;
+  EXPECT_EQ(reported, 1u) << "three refused tool calls did not trip denied >= 3";
+  EXPECT_EQ(served(), "");
+}
+
 TEST_F(McpTest, ABadArgumentIsRefusedNamingItsPointer) {
   start_proxy(policy_json);
   auto r = call(tool_call(3, "search", R"({"q": "x", "path": "/etc/shadow"})"));

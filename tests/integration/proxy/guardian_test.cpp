@@ -8,6 +8,8 @@
 #include "export_files.hpp"
 #include "proxy_fixture.hpp"
 
+#include <signal.h>
+
 #include "support/process.hpp"
 #include "support/raw_upstream.hpp"
 #include "support/tls_upstream_server.hpp"
@@ -232,6 +234,48 @@ TEST_F(GuardianTest, ARuleTrippedAgainWhileItsActionIsUnderWayAsksTheLauncherOnc
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // time for more round trips, were any queued
   EXPECT_EQ(asked.load(), 1);
   EXPECT_EQ(guardian_rows("guardian_action").size(), 1u);
+  server->detach_agent(attached, {});
+}
+
+// A kill on its way (the launcher's round trip, then a grace before SIGKILL that an agent
+// ignoring SIGTERM rides out): from the moment the rule fires, the agent's requests are
+// refused and a tunnel it already holds is cut at its next piece, not two seconds later
+// (a hostile review got 122 requests through that window).
+TEST_F(GuardianTest, AnAgentBeingKilledIsRefusedAndCutAtOnce) {
+  ::signal(SIGPIPE, SIG_IGN);
+  HookServer hook;
+  start(R"([{"on": ["denied >= 2 in 60s"], "action": "kill"}])", hook.url());
+  std::atomic<bool> killing{false};
+  proxy::AgentAttachment a;
+  a.addr = boost::asio::ip::make_address("127.0.0.1");
+  a.name = "stubborn";
+  a.listen = boost::asio::ip::tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), 0);
+  a.enforcer = [&](std::string_view action, const std::string&) {
+    killing = true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2000));  // SIGTERM ignored, then the grace
+    return std::string(action) + " done";
+  };
+  const auto attached = server->attach_agent(a);
+  const auto agent_port = attached.listener->port();
+  ProxyConnection tunnel(agent_port);
+  const std::string authority = "upstream.test:" + std::to_string(upstream.port());
+  ASSERT_EQ(tunnel.send("CONNECT " + authority + " HTTP/1.1\r\nHost: " + authority + "\r\n\r\n", true).status, 200);
+  const auto before = upstream.requests();
+  EXPECT_EQ(proxy_get(agent_port, "http://denied.test/").status, 403);
+  EXPECT_EQ(proxy_get(agent_port, "http://denied.test/").status, 403);
+  for (int i = 0; i < 200 && !killing; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_TRUE(killing.load());
+  const auto after = proxy_get(agent_port, upstream_url("/after-the-trigger"));
+  EXPECT_EQ(after.status, 403);
+  EXPECT_NE(after.header("x-netbox-reason").find("the guardian is killing the agent"), std::string::npos)
+      << after.header("x-netbox-reason");
+  try {
+    tunnel.write("GET /through-the-tunnel HTTP/1.1\r\nHost: upstream.test\r\n\r\n");
+  } catch (const std::exception&) {
+  }
+  EXPECT_TRUE(tunnel.closed_within(std::chrono::milliseconds(1500))) << "the tunnel was not cut";
+  EXPECT_EQ(upstream.requests(), before) << "something reached the upstream after the rule fired";
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));  // the enforcer returns
   server->detach_agent(attached, {});
 }
 
