@@ -48,6 +48,7 @@ struct Seen {
   // entry -> path pattern -> methods and counts
   std::map<std::string, std::map<std::string, std::pair<std::set<std::string>, Tally>>> requests;
   std::map<std::string, std::uint64_t> refused;  // "host:port (decision, rule)" -> count
+  std::map<std::string, std::uint64_t> unspellable;  // "host:port METHOD /path*" -> count: no pattern says it
   std::uint64_t dns = 0;
 };
 
@@ -77,6 +78,12 @@ Seen group(const std::vector<SeenRequest>& rows) {
       continue;
     }
     count(s.inspected[entry], r);
+    // A '*' the agent put in its path would be a wildcard in the rule (at the end, any
+    // path below): a request of its choosing must not widen what is suggested.
+    if (r.path.find('*') != std::string::npos) {
+      s.unspellable[entry + " " + (r.method.empty() ? "GET" : r.method) + " " + r.path] += r.count;
+      continue;
+    }
     auto& [methods, tally] = s.requests[entry][suggested_path_pattern(r.path)];
     methods.insert(r.method.empty() ? "GET" : r.method);
     count(tally, r);
@@ -153,6 +160,9 @@ std::string suggest_policy(const SuggestInput& in) {
   if (seen.destinations.empty() && seen.inspected.empty()) header += "//   (no request was let through)\n";
   for (const auto& [what, n] : seen.refused)
     header += "//   not suggested, refused " + std::to_string(n) + "x: " + what + "\n";
+  for (const auto& [what, n] : seen.unspellable)
+    header += "//   not suggested, " + std::to_string(n) + "x: " + what +
+              " (a '*' in a rule's path matches any text: write its rule by hand if it is wanted)\n";
   if (seen.dns) header += "//   " + std::to_string(seen.dns) + " DNS lookups (the connections decide)\n";
   return header + root.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
 }

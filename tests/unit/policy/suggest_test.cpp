@@ -53,6 +53,28 @@ TEST(Suggest, AllowsInspectsAndRulesWhatWasLetThroughAndNothingRefused) {
   EXPECT_EQ(p.base.mode, Mode::enforce);
 }
 
+// An agent that puts '*' in its path (legal in a URL, stored as sent) must not get a rule
+// whose pattern reads it as a wildcard: POST /* would allow every POST on the host.
+TEST(Suggest, AStarInASeenPathIsNeverAPatternsWildcard) {
+  SuggestInput in;
+  in.agent = "trial";
+  in.source = "test.db";
+  in.rows = {
+      {"connect", "api.github.com", 443, "", "", "allow", "", false, 1},
+      {"http", "api.github.com", 443, "POST", "/*", "report", "rules", true, 1},
+      {"http", "api.github.com", 443, "POST", "/a/*/b/c", "report", "rules", true, 1},
+      {"http", "api.github.com", 443, "GET", "/repos/acme", "report", "rules", true, 1},
+  };
+  const std::string text = suggest_policy(in);
+  EXPECT_NE(text.find("not suggested, 1x: api.github.com:443 POST /*"), std::string::npos) << text;
+  const Policy p = parse_policy(text, "suggested");
+  const Decision host{Verdict::allow, "allow[0] api.github.com:443", ""};
+  const Admitted at{"api.github.com", 443, host};
+  EXPECT_FALSE(decide_request(p.base, at, "GET", "/repos/acme").refused()) << text;
+  EXPECT_TRUE(decide_request(p.base, at, "POST", "/gists").refused()) << text;
+  EXPECT_TRUE(decide_request(p.base, at, "POST", "/a/x/b/c").refused()) << text;
+}
+
 TEST(Suggest, WithTheRunsPolicyAddsToTheAgentsEntryAndDropsReportMode) {
   SuggestInput in;
   in.agent = "trial";
