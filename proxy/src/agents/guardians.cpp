@@ -111,7 +111,7 @@ bool Guardians::queue(std::function<void()> job) {
   return true;
 }
 
-void Guardians::notify(const std::string& url, const std::string& ca, std::string body) {
+void Guardians::notify(const std::string& url, const std::string& ca, std::string body, bool urgent) {
   if (!rt_) return;
   Webhook* hook = nullptr;
   {
@@ -130,7 +130,7 @@ void Guardians::notify(const std::string& url, const std::string& ca, std::strin
     }
     hook = it->second.get();
   }
-  if (hook) hook->post(std::move(body));
+  if (hook) hook->post(std::move(body), urgent);
   else rt_->counters.webhook_dropped.fetch_add(1);
 }
 
@@ -183,7 +183,9 @@ void Guardians::record(AgentGuard& guard, const policy::GuardianRule& rule, cons
   e.message = message;
   e.detail = d.dump();
   if (rt_->options.exporter) rt_->options.exporter->event(e);
-  if (auto url = guard.webhook()) notify(*url, guard.webhook_ca().value_or(""), d.dump());
+  // A freeze or kill (or its failure) goes before the reports a flood may have queued.
+  if (auto url = guard.webhook())
+    notify(*url, guard.webhook_ca().value_or(""), d.dump(), rule.action != policy::GuardianAction::report);
   rt_->writer->event(std::move(e));
 }
 

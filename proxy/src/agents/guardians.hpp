@@ -106,7 +106,8 @@ class Guardians {
 
  private:
   void run();
-  void notify(const std::string& url, const std::string& ca, std::string body);  // ca: guardian.webhook_ca, or ""
+  // ca: guardian.webhook_ca, or ""; urgent: a freeze or kill (Webhook::post)
+  void notify(const std::string& url, const std::string& ca, std::string body, bool urgent = false);
   void sighted(const std::string& agent, policy::GuardianEvent event, const std::string& particulars,
                const std::string& message, const std::string& detail, LogFields fields);
   bool queue(std::function<void()> job);  // false: stopping, not queued

@@ -134,14 +134,15 @@ Webhook::~Webhook() {
   thread_.join();
 }
 
-void Webhook::post(std::string body) {
+void Webhook::post(std::string body, bool urgent) {
   {
     std::lock_guard lock(mu_);
-    if (queue_.size() >= kQueue) {
+    auto& queue = urgent ? urgent_ : queue_;
+    if (queue.size() >= (urgent ? kUrgentQueue : kQueue)) {
       counters_.webhook_dropped.fetch_add(1);
       return;
     }
-    queue_.push_back(std::move(body));
+    queue.push_back(std::move(body));
   }
   wake_.notify_one();
 }
@@ -149,10 +150,11 @@ void Webhook::post(std::string body) {
 void Webhook::run() {
   std::unique_lock lock(mu_);
   while (true) {
-    wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+    wake_.wait(lock, [this] { return stopping_ || !queue_.empty() || !urgent_.empty(); });
     if (stopping_) return;  // what is queued at shutdown is not waited for
-    std::string body = std::move(queue_.front());
-    queue_.pop_front();
+    auto& from = urgent_.empty() ? queue_ : urgent_;
+    std::string body = std::move(from.front());
+    from.pop_front();
     lock.unlock();
     auto delay = std::chrono::milliseconds(200);
     bool sent = false;

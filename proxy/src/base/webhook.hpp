@@ -44,7 +44,10 @@ class Webhook {
   Webhook(const Webhook&) = delete;
   Webhook& operator=(const Webhook&) = delete;
 
-  void post(std::string body);  // never waits
+  // `urgent`: a freeze or kill, done or failed: sent before every report and queued in
+  // room of its own, so that one agent's flood of reports (a full queue) never drops it.
+  void post(std::string body, bool urgent = false);  // never waits
+  static constexpr std::size_t kUrgentQueue = 256;
 
  private:
   void run();
@@ -58,6 +61,7 @@ class Webhook {
   std::mutex mu_;
   std::condition_variable wake_;
   std::deque<std::string> queue_;
+  std::deque<std::string> urgent_;  // sent first, with room of their own (post's `urgent`)
   bool stopping_ = false;
   std::thread thread_;
 };

@@ -7,6 +7,7 @@
 // what does not fit is dropped and counted.
 #include "export_files.hpp"
 #include "proxy_fixture.hpp"
+#include "support/secret_samples.hpp"
 
 #include <signal.h>
 
@@ -34,8 +35,8 @@ using nlohmann::json;
 // A loopback webhook receiver: every POST's body, answered 200 (or never, when stalled).
 class HookServer {
  public:
-  explicit HookServer(bool stall = false)
-      : stall_(stall), server_([this](RawUpstream& s, int fd, std::size_t) { serve(s, fd); }) {}
+  explicit HookServer(bool stall = false, std::chrono::milliseconds delay = {})
+      : stall_(stall), delay_(delay), server_([this](RawUpstream& s, int fd, std::size_t) { serve(s, fd); }) {}
   unsigned short port() const { return server_.port(); }
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port()) + "/hook"; }
   std::vector<json> bodies() {
@@ -71,10 +72,12 @@ class HookServer {
       std::lock_guard lock(mu_);
       bodies_.push_back(json::parse(pending.substr(0, length)));
     }
+    std::this_thread::sleep_for(delay_);
     send_all(fd, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
   }
 
   bool stall_;
+  std::chrono::milliseconds delay_;  // a slow receiver: each answer this late
   std::mutex mu_;
   std::vector<json> bodies_;
   RawUpstream server_;
@@ -277,6 +280,29 @@ TEST_F(GuardianTest, AnAgentBeingKilledIsRefusedAndCutAtOnce) {
   EXPECT_EQ(upstream.requests(), before) << "something reached the upstream after the rule fired";
   std::this_thread::sleep_for(std::chrono::milliseconds(1000));  // the enforcer returns
   server->detach_agent(attached, {});
+}
+
+// One agent's flood of reports fills the webhook's queue (one POST per denial, a slow
+// receiver): its kill must still be told, and first, not dropped behind them.
+TEST_F(GuardianTest, AKillIsToldThroughTheWebhookEvenBehindAFloodOfReports) {
+  HookServer hook(false, std::chrono::milliseconds(20));
+  start(R"([{"on": ["denied"], "action": "report"}, {"on": ["secret_in_request"], "action": "kill"}])", hook.url());
+  std::vector<std::thread> flood;
+  for (int t = 0; t < 4; ++t)
+    flood.emplace_back([&] {
+      for (int i = 0; i < 300; ++i) denied();
+    });
+  for (auto& f : flood) f.join();
+  EXPECT_GT(server->counters().webhook_dropped, 0u) << "the flood did not fill the queue";
+  const auto token = "ghp_" + run_of(kAlnum, 36, 777);
+  EXPECT_EQ(proxy_get(port, upstream_url("/q?t=" + token)).status, 403);
+  bool told = false;
+  for (int i = 0; i < 500 && !told; ++i) {
+    for (const auto& b : hook.bodies())
+      if (b.value("action", "") == "kill") told = true;
+    if (!told) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_TRUE(told) << "the kill's notice never reached the webhook";
 }
 
 // The export a security team watches (issue 26 item 3): a report and a kill the proxy could
