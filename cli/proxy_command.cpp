@@ -283,6 +283,12 @@ int run_proxy(const ProxyArgs& a, FlagTable& flags) {
     return 2;
   }
   const auto exporter = o.exporter;  // outlives the server, so rows of its shutdown are exported
+  // Taken before anything listens: a SIGTERM as soon as the port answers (systemd stopping
+  // a unit that just started, a test) is kept for the handler below, not the default
+  // action that ends the process uncleanly (143, rows unwritten).
+  asio::io_context ioc;
+  asio::signal_set signals(ioc, SIGINT, SIGTERM);
+  asio::signal_set hangup(ioc, SIGHUP);  // likewise: SIGHUP's default action ends the process
   std::unique_ptr<proxy::Server> server;
   std::unique_ptr<dashboards::AdminServer> admin;
   try {
@@ -306,10 +312,8 @@ int run_proxy(const ProxyArgs& a, FlagTable& flags) {
     return 2;
   }
 
-  asio::io_context ioc;
   // SIGHUP also reloads the policy (the Server's own handler); here it reopens export files
   // that logrotate moved.
-  asio::signal_set hangup(ioc, SIGHUP);
   std::function<void()> on_hangup;
   if (exporter) {
     on_hangup = [&] {
@@ -321,7 +325,6 @@ int run_proxy(const ProxyArgs& a, FlagTable& flags) {
     };
     on_hangup();
   }
-  asio::signal_set signals(ioc, SIGINT, SIGTERM);
   signals.async_wait([&](boost::system::error_code ec, int) {
     if (ec) return;
     notify_service_manager("STOPPING=1");
