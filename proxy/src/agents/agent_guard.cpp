@@ -1,6 +1,7 @@
 #include "agents/agent_guard.hpp"
 
 #include "agents/guardians.hpp"
+#include "pipeline/policy_answer.hpp"
 
 namespace netbox::proxy {
 namespace {
@@ -104,7 +105,7 @@ BudgetCut AgentGuard::halt_cut() const {
 std::optional<Refusal> AgentGuard::admit(const std::string& host, std::uint16_t port, Clock::time_point now) {
   if (halted()) {
     auto cut = halt_cut();
-    return Refusal{403, Outcome::deny, {}, std::move(cut.rule), std::move(cut.reason), {}};
+    return refusal_of(policy::Decision::refused(std::move(cut.rule), std::move(cut.reason)), 403);
   }
   std::optional<Refusal> no;
   {
